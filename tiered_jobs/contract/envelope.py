@@ -1,0 +1,185 @@
+"""Envelope v1: the JSON object every job message carries.
+
+The rules live here once; ``envelope.schema.json`` beside this file states the same rules for
+publishers in other languages (a test keeps the two in agreement). Only the standard library is
+used: this module runs in the consumer's cold start.
+
+    {"type": "payments.update_balance",       # required, [a-z0-9_]+(\\.[a-z0-9_]+)*
+     "idempotency_key": "pay_123",             # required, 1-256 characters
+     "payload": {...},                         # required JSON object (IDs, not big objects)
+     "version": 1,                             # optional, default 1
+     "published_at": "2026-11-29T10:00:00Z"}   # optional, ISO 8601 with a time zone
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from .names import SQS_MAX_MESSAGE_BYTES
+
+ENVELOPE_VERSION = 1
+JOB_TYPE_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
+MAX_JOB_TYPE_CHARS = 128
+MAX_IDEMPOTENCY_KEY_CHARS = 256
+REQUIRED_FIELDS = ("type", "idempotency_key", "payload")
+OPTIONAL_FIELDS = ("version", "published_at")
+ALLOWED_FIELDS = REQUIRED_FIELDS + OPTIONAL_FIELDS
+
+
+class EnvelopeError(ValueError):
+    """A message body that is not a valid envelope v1. Always permanent: retrying won't fix it.
+
+    ``problems`` lists every rule broken, each as one readable sentence.
+    """
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__("invalid job envelope: " + "; ".join(self.problems))
+
+
+@dataclass(frozen=True)
+class Envelope:
+    type: str
+    idempotency_key: str
+    payload: dict[str, Any]
+    version: int = ENVELOPE_VERSION
+    published_at: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "type": self.type,
+            "idempotency_key": self.idempotency_key,
+            "payload": self.payload,
+            "version": self.version,
+        }
+        if self.published_at is not None:
+            body["published_at"] = self.published_at
+        return body
+
+    def to_json(self) -> str:
+        """The message body: compact JSON, keys in a stable order."""
+        return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
+
+
+def utc_now_iso() -> str:
+    """Now, as ISO 8601 in UTC with a ``Z`` suffix and millisecond precision."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _is_iso8601(value: str) -> bool:
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError:
+        return False
+    return parsed.tzinfo is not None
+
+
+def validate(obj: Any) -> list[str]:
+    """Every problem of ``obj`` as an envelope v1 (an empty list when it is valid)."""
+    if not isinstance(obj, dict):
+        return [f"the body must be a JSON object, got {_json_kind(obj)}"]
+    problems: list[str] = []
+    for name in REQUIRED_FIELDS:
+        if name not in obj:
+            problems.append(f"missing required field '{name}'")
+    unknown = sorted(set(obj) - set(ALLOWED_FIELDS))
+    if unknown:
+        problems.append(
+            f"unknown field(s) {', '.join(repr(u) for u in unknown)}; allowed: {', '.join(ALLOWED_FIELDS)}"
+        )
+    if "type" in obj:
+        job_type = obj["type"]
+        if not isinstance(job_type, str):
+            problems.append(f"'type' must be a string, got {_json_kind(job_type)}")
+        elif len(job_type) > MAX_JOB_TYPE_CHARS or not JOB_TYPE_PATTERN.match(job_type):
+            problems.append(
+                f"'type' must match {JOB_TYPE_PATTERN.pattern} and be at most "
+                f"{MAX_JOB_TYPE_CHARS} characters, got {job_type[:80]!r}"
+            )
+    if "idempotency_key" in obj:
+        key = obj["idempotency_key"]
+        if not isinstance(key, str):
+            problems.append(f"'idempotency_key' must be a string, got {_json_kind(key)}")
+        elif not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY_CHARS:
+            problems.append(
+                f"'idempotency_key' must be 1-{MAX_IDEMPOTENCY_KEY_CHARS} characters, got {len(key)}"
+            )
+    if "payload" in obj and not isinstance(obj["payload"], dict):
+        problems.append(f"'payload' must be a JSON object, got {_json_kind(obj['payload'])}")
+    if "version" in obj:
+        version = obj["version"]
+        if isinstance(version, bool) or version != ENVELOPE_VERSION:
+            problems.append(f"'version' must be {ENVELOPE_VERSION}, got {version!r}")
+    if "published_at" in obj:
+        published_at = obj["published_at"]
+        if not isinstance(published_at, str) or not _is_iso8601(published_at):
+            problems.append(
+                f"'published_at' must be an ISO 8601 date-time with a time zone, got {published_at!r}"
+            )
+    return problems
+
+
+def parse(body: str | bytes) -> Envelope:
+    """Parse and validate a message body; raise :class:`EnvelopeError` naming every problem."""
+    if isinstance(body, (bytes, bytearray)):
+        try:
+            body = bytes(body).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise EnvelopeError([f"the body is not valid UTF-8 ({exc.reason} at byte {exc.start})"]) from None
+    size = len(body.encode("utf-8"))
+    if size > SQS_MAX_MESSAGE_BYTES:
+        raise EnvelopeError(
+            [f"the body is {size} bytes, over the {SQS_MAX_MESSAGE_BYTES}-byte limit; pass IDs, not objects"]
+        )
+    try:
+        obj = json.loads(body)
+    except RecursionError:
+        raise EnvelopeError(["the body is JSON nested too deeply to parse"]) from None
+    except ValueError as exc:
+        raise EnvelopeError([f"the body is not JSON ({exc})"]) from None
+    problems = validate(obj)
+    if problems:
+        raise EnvelopeError(problems)
+    return Envelope(
+        type=obj["type"],
+        idempotency_key=obj["idempotency_key"],
+        payload=obj["payload"],
+        version=obj.get("version", ENVELOPE_VERSION),
+        published_at=obj.get("published_at"),
+    )
+
+
+def build(job_type: str, payload: Any, idempotency_key: str, *, published_at: str | None = None) -> Envelope:
+    """Build a valid envelope for publishing, or raise :class:`EnvelopeError` before anything is sent."""
+    obj = {
+        "type": job_type,
+        "idempotency_key": idempotency_key,
+        "payload": payload,
+        "version": ENVELOPE_VERSION,
+        "published_at": published_at or utc_now_iso(),
+    }
+    problems = validate(obj)
+    if problems:
+        raise EnvelopeError(problems)
+    return Envelope(job_type, idempotency_key, payload, ENVELOPE_VERSION, obj["published_at"])
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

@@ -1,0 +1,189 @@
+"""Every name that infrastructure and runtime share, written once.
+
+``infra/`` (CDK), ``functions/`` (Lambda runtime), the publisher, the CLI and the local mode
+all import these constants; none of them repeats the strings.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: The tiers the stack provisions when ``cdk.json`` names none.
+DEFAULT_TIERS: tuple[str, ...] = ("critical", "transactional", "bulk")
+#: A tier name: lower-case, starts with a letter; it becomes part of resource names.
+TIER_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,29}$")
+#: A stage name (``dev``, ``prod``...): it names the stack, SSM parameters and outputs.
+STAGE_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
+
+#: The key in ``cdk.json`` context that holds all settings of the application.
+CONTEXT_KEY = "tiered_jobs"
+PROJECT = "tiered-jobs"
+
+#: Largest message SQS accepts (bytes of body plus attributes).
+SQS_MAX_MESSAGE_BYTES = 1_048_576
+#: Largest visibility timeout SQS accepts (12 hours).
+SQS_MAX_VISIBILITY_SECONDS = 43_200
+#: Largest delay SQS accepts on a message (15 minutes).
+SQS_MAX_DELAY_SECONDS = 900
+#: Entries per SendMessageBatch / DeleteMessageBatch / ChangeMessageVisibilityBatch.
+SQS_MAX_BATCH_ENTRIES = 10
+
+
+def stack_name(stage: str) -> str:
+    """The CloudFormation stack name of a stage, e.g. ``TieredJobs-dev``."""
+    return f"TieredJobs-{stage}"
+
+
+class Env:
+    """Environment variable names set on the Lambda functions by the stack."""
+
+    STAGE = "TIERED_JOBS_STAGE"
+    TIER = "TIERED_JOBS_TIER"
+    QUEUE_URL = "TIERED_JOBS_QUEUE_URL"
+    DLQ_URL = "TIERED_JOBS_DLQ_URL"
+    MAX_ATTEMPTS = "TIERED_JOBS_MAX_ATTEMPTS"
+    #: Comma-separated seconds, e.g. ``5,30,120,600``.
+    RETRY_SCHEDULE = "TIERED_JOBS_RETRY_SCHEDULE"
+    #: Fraction in [0, 1): the delay is drawn from ``delay * (1 ± jitter)``.
+    RETRY_JITTER = "TIERED_JOBS_RETRY_JITTER"
+    IDEMPOTENCY_TABLE = "TIERED_JOBS_IDEMPOTENCY_TABLE"
+    IDEMPOTENCY_TTL_SECONDS = "TIERED_JOBS_IDEMPOTENCY_TTL_SECONDS"
+    #: The example accounts table used by ``payments.update_balance``.
+    ACCOUNTS_TABLE = "TIERED_JOBS_ACCOUNTS_TABLE"
+    #: Replay function: JSON object ``{tier: {"queue_url": ..., "dlq_url": ...}}``.
+    REPLAY_TIERS = "TIERED_JOBS_REPLAY_TIERS"
+    # Powertools' own variables (set by the stack, read by Powertools).
+    POWERTOOLS_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
+    POWERTOOLS_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
+    POWERTOOLS_LOG_LEVEL = "POWERTOOLS_LOG_LEVEL"
+
+
+class Handlers:
+    """Lambda handler strings, relative to the asset root (the repository layout)."""
+
+    CONSUMER = "functions.consumer.handler"
+    REPLAY = "functions.replay.handler"
+
+
+#: Paths (relative to the repository root) that make up the Lambda asset. Nothing else ships.
+LAMBDA_ASSET_PATHS: tuple[str, ...] = ("functions", "tiered_jobs/__init__.py", "tiered_jobs/contract")
+
+
+class DeadLetter:
+    """String message attributes our consumer adds when it dead-letters a message itself."""
+
+    REASON = "DeadLetter.Reason"
+    ERROR_TYPE = "DeadLetter.ErrorType"
+    ERROR_MESSAGE = "DeadLetter.ErrorMessage"
+    ATTEMPTS = "DeadLetter.Attempts"
+    FIRST_FAILED_AT = "DeadLetter.FirstFailedAt"
+    LAST_FAILED_AT = "DeadLetter.LastFailedAt"
+    SOURCE_QUEUE = "DeadLetter.SourceQueue"
+    JOB_TYPE = "DeadLetter.JobType"
+
+    PREFIX = "DeadLetter."
+    ALL: tuple[str, ...] = (
+        REASON, ERROR_TYPE, ERROR_MESSAGE, ATTEMPTS,
+        FIRST_FAILED_AT, LAST_FAILED_AT, SOURCE_QUEUE, JOB_TYPE,
+    )
+
+    #: Values of ``DeadLetter.Reason``.
+    REASON_PERMANENT = "permanent"
+    REASON_RETRIES_EXHAUSTED = "retries_exhausted"
+    #: What tools report for a letter without reasons (moved by SQS redrive: crash / timeout).
+    REASON_UNKNOWN = "unknown"
+    #: Longest ``DeadLetter.ErrorMessage`` kept (characters); longer ones are cut with an ellipsis.
+    MAX_ERROR_MESSAGE_CHARS = 1024
+
+
+class Replay:
+    """Message attributes the replay adds to a message it moves back to its main queue."""
+
+    COUNT = "Replay.Count"
+    AT = "Replay.At"
+
+
+class Metrics:
+    """CloudWatch metric names and dimensions published by the consumer (EMF)."""
+
+    NAMESPACE = "TieredJobs"
+    SERVICE = "tiered-jobs"
+    #: Powertools adds ``service`` (= ``SERVICE``) to every metric; alarms must name it too.
+    DIM_SERVICE = "service"
+    DIM_STAGE = "Stage"
+    DIM_TIER = "Tier"
+    DIM_JOB_TYPE = "JobType"
+
+    #: Every record the consumer handled (one attempt of one job).
+    PROCESSED = "JobsProcessed"
+    SUCCEEDED = "JobsSucceeded"
+    #: Attempts that failed (whether retried or dead-lettered): numerator of the failure rate.
+    FAILED = "JobsFailed"
+    RETRIED = "JobsRetried"
+    DEAD_LETTERED = "JobsDeadLettered"
+    #: Records answered from the idempotency store without running the job again.
+    DUPLICATE = "JobsDuplicate"
+    #: Milliseconds spent on one record.
+    DURATION = "JobDuration"
+
+
+class Ssm:
+    """SSM parameter names the stack writes so other services can find its resources."""
+
+    @staticmethod
+    def prefix(stage: str) -> str:
+        return f"/{PROJECT}/{stage}"
+
+    @staticmethod
+    def tier(stage: str, tier: str, key: str) -> str:
+        """``key`` is one of the ``TIER_*`` constants below."""
+        return f"/{PROJECT}/{stage}/tiers/{tier}/{key}"
+
+    TIER_QUEUE_URL = "queue-url"
+    TIER_QUEUE_ARN = "queue-arn"
+    TIER_DLQ_URL = "dlq-url"
+    TIER_DLQ_ARN = "dlq-arn"
+
+    @staticmethod
+    def replay_function_name(stage: str) -> str:
+        return f"/{PROJECT}/{stage}/replay-function-name"
+
+    @staticmethod
+    def idempotency_table_name(stage: str) -> str:
+        return f"/{PROJECT}/{stage}/idempotency-table-name"
+
+    @staticmethod
+    def accounts_table_name(stage: str) -> str:
+        return f"/{PROJECT}/{stage}/accounts-table-name"
+
+    @staticmethod
+    def routes(stage: str) -> str:
+        """JSON object ``{job type glob: tier}``: the routing table of ``cdk.json``."""
+        return f"/{PROJECT}/{stage}/routes"
+
+    @staticmethod
+    def tiers(stage: str) -> str:
+        """Comma-separated tier names of the stage."""
+        return f"/{PROJECT}/{stage}/tiers"
+
+
+class Outputs:
+    """CloudFormation output keys (alphanumeric: CloudFormation requires it)."""
+
+    @staticmethod
+    def tier(tier: str, what: str) -> str:
+        """E.g. ``Outputs.tier("critical", Outputs.QUEUE_URL) == "CriticalQueueUrl"``."""
+        return "".join(part.capitalize() for part in tier.split("-")) + what
+
+    QUEUE_URL = "QueueUrl"
+    QUEUE_ARN = "QueueArn"
+    DLQ_URL = "DlqUrl"
+    DLQ_ARN = "DlqArn"
+    CONSUMER_FUNCTION_NAME = "ConsumerFunctionName"
+
+    REPLAY_FUNCTION_NAME = "ReplayFunctionName"
+    IDEMPOTENCY_TABLE_NAME = "IdempotencyTableName"
+    ACCOUNTS_TABLE_NAME = "AccountsTableName"
+    ALARM_TOPIC_ARN = "AlarmTopicArn"
+    DASHBOARD_NAME = "DashboardName"
+    ROUTES = "Routes"

@@ -1,0 +1,42 @@
+"""The replay function's event contract and the ready-made console test events.
+
+The replay handler validates events against ``EVENT_FIELDS``; the stack deploys
+``console_events(tier)`` as shareable console test events, and ``events/replay/*.json`` holds
+the same events as files (a test keeps them equal).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ACTIONS = ("replay", "inspect")
+
+#: Every field a replay event may carry, with its default (``None``: no filter / required).
+EVENT_FIELDS: dict[str, Any] = {
+    "action": "replay",
+    "tier": None,  # required
+    "dry_run": False,
+    "max_messages": 100,
+    "job_type": None,
+    "error_type": None,
+    "older_than_seconds": 0,
+    "max_per_second": None,
+}
+
+#: Keys of the replay response.
+RESPONSE_FIELDS = (
+    "action", "tier", "dry_run", "matched", "moved", "failed", "left_in_dlq", "groups", "stopped_because",
+)
+
+
+def console_events(tier: str, example_job_type: str = "payments.*") -> dict[str, dict[str, Any]]:
+    """Named test events an operator picks in the console, for one tier."""
+    return {
+        f"{tier}-inspect": {"action": "inspect", "tier": tier},
+        f"{tier}-dry-run": {"action": "replay", "tier": tier, "dry_run": True, "max_messages": 100},
+        f"{tier}-replay-all": {"action": "replay", "tier": tier, "dry_run": False, "max_messages": 100},
+        f"{tier}-replay-job-type": {
+            "action": "replay", "tier": tier, "dry_run": False, "max_messages": 100,
+            "job_type": example_job_type,
+        },
+    }
