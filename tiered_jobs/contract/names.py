@@ -187,3 +187,28 @@ class Outputs:
     ALARM_TOPIC_ARN = "AlarmTopicArn"
     DASHBOARD_NAME = "DashboardName"
     ROUTES = "Routes"
+
+
+class Alarms:
+    """CloudWatch alarm names: ``tiered-jobs-<stage>-<tier>-<kind>`` (the CLI and local mode find them by name)."""
+
+    DLQ_DEPTH = "dlq-depth"
+    OLDEST_MESSAGE_AGE = "oldest-message-age"
+    FAILURE_RATE = "failure-rate"
+    DURATION = "duration"
+    ERRORS = "errors"
+    THROTTLES = "throttles"
+    KINDS: tuple[str, ...] = (DLQ_DEPTH, OLDEST_MESSAGE_AGE, FAILURE_RATE, DURATION, ERRORS, THROTTLES)
+
+    @staticmethod
+    def prefix(stage: str) -> str:
+        return f"{PROJECT}-{stage}-"
+
+    @staticmethod
+    def name(stage: str, tier: str, kind: str) -> str:
+        return f"{PROJECT}-{stage}-{tier}-{kind}"
+
+
+def function_name(stage: str, role: str) -> str:
+    """Explicit function names (``role`` is ``replay`` or a tier's ``<tier>-consumer``)."""
+    return f"{PROJECT}-{stage}-{role}"
