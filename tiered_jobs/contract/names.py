@@ -52,6 +52,15 @@ class Env:
     ACCOUNTS_TABLE = "TIERED_JOBS_ACCOUNTS_TABLE"
     #: Replay function: JSON object ``{tier: {"queue_url": ..., "dlq_url": ...}}``.
     REPLAY_TIERS = "TIERED_JOBS_REPLAY_TIERS"
+    #: Publisher: the routing table as a JSON object ``{job type glob: tier}`` (with the
+    #: per-tier queue URLs ``tier_var(QUEUE_URL, tier)``, configures a publisher without AWS look-ups).
+    ROUTES = "TIERED_JOBS_ROUTES"
+
+    @staticmethod
+    def tier_var(name: str, tier: str) -> str:
+        """A per-tier variable: ``tier_var(Env.QUEUE_URL, "bulk-eu") == "TIERED_JOBS_QUEUE_URL_BULK_EU"``."""
+        return f"{name}_{tier.upper().replace('-', '_')}"
+
     # Powertools' own variables (set by the stack, read by Powertools).
     POWERTOOLS_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
     POWERTOOLS_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
