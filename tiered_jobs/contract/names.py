@@ -74,6 +74,9 @@ class Handlers:
     REPLAY = "functions.replay.handler"
 
 
+#: Job types that use the example accounts table: only the tiers these route to get access to it.
+ACCOUNTS_JOB_TYPES: tuple[str, ...] = ("payments.update_balance",)
+
 #: Paths (relative to the repository root) that make up the Lambda asset. Nothing else ships.
 LAMBDA_ASSET_PATHS: tuple[str, ...] = ("functions", "tiered_jobs/__init__.py", "tiered_jobs/contract")
 
