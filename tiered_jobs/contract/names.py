@@ -221,6 +221,12 @@ class Alarms:
         return f"{PROJECT}-{stage}-{tier}-{kind}"
 
 
+def queue_name(stage: str, tier: str, *, dlq: bool = False) -> str:
+    """Explicit queue names (``tiered-jobs-<stage>-<tier>[-dlq]``): the DLQ's redrive-allow policy names its
+    main queue by ARN, which a generated name would turn into a circular reference."""
+    return f"{PROJECT}-{stage}-{tier}" + ("-dlq" if dlq else "")
+
+
 def function_name(stage: str, role: str) -> str:
     """Explicit function names (``role`` is ``replay`` or a tier's ``<tier>-consumer``)."""
     return f"{PROJECT}-{stage}-{role}"
