@@ -25,6 +25,8 @@ SQS_MAX_MESSAGE_BYTES = 1_048_576
 SQS_MAX_VISIBILITY_SECONDS = 43_200
 #: Largest delay SQS accepts on a message (15 minutes).
 SQS_MAX_DELAY_SECONDS = 900
+#: Message attributes SQS allows on one message (a dead letter's ``DeadLetter.*`` count too).
+SQS_MAX_MESSAGE_ATTRIBUTES = 10
 #: Entries per SendMessageBatch / DeleteMessageBatch / ChangeMessageVisibilityBatch.
 SQS_MAX_BATCH_ENTRIES = 10
 

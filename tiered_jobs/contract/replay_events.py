@@ -9,12 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
+#: ``replay`` moves letters back to the tier's queue; ``inspect`` only reads and groups them.
 ACTIONS = ("replay", "inspect")
+#: ``batch``: the function moves letters itself (filters, ``Replay.*`` attributes, rate limit);
+#: ``native``: it starts SQS's own ``StartMessageMoveTask`` (every letter, unfiltered, as is).
+MODES = ("batch", "native")
 
 #: Every field a replay event may carry, with its default (``None``: no filter / required).
 EVENT_FIELDS: dict[str, Any] = {
     "action": "replay",
     "tier": None,  # required
+    "mode": "batch",
     "dry_run": False,
     "max_messages": 100,
     "job_type": None,
@@ -23,16 +28,17 @@ EVENT_FIELDS: dict[str, Any] = {
     "max_per_second": None,
 }
 
-#: Keys of the replay response.
+#: Keys of the replay response (``task_handle``: the native mode's SQS move task, else null).
 RESPONSE_FIELDS = (
-    "action", "tier", "dry_run", "matched", "moved", "failed", "left_in_dlq", "groups", "stopped_because",
+    "action", "tier", "mode", "dry_run", "matched", "moved", "failed", "left_in_dlq", "groups", "stopped_because",
+    "task_handle",
 )
 
 
 def console_events(tier: str, example_job_type: str = "payments.*") -> dict[str, dict[str, Any]]:
     """Named test events an operator picks in the console, for one tier."""
     return {
-        f"{tier}-inspect": {"action": "inspect", "tier": tier},
+        f"{tier}-inspect": {"action": "inspect", "tier": tier, "max_messages": 1000},
         f"{tier}-dry-run": {"action": "replay", "tier": tier, "dry_run": True, "max_messages": 100},
         f"{tier}-replay-all": {"action": "replay", "tier": tier, "dry_run": False, "max_messages": 100},
         f"{tier}-replay-job-type": {

@@ -1,0 +1,30 @@
+"""The replay Lambda: inspect a tier's dead-letter queue and move letters back to its queue.
+
+The handler is thin (event -> domain -> response); the operator CLI runs the same domain
+directly: ``parse_event`` then ``run``. A bad event *raises* :class:`ReplayEventError`: the
+console then shows the invocation as failed with the full message in ``errorMessage`` (every
+problem and the allowed fields), and ``aws lambda invoke`` reports ``FunctionError``, so a
+script can't mistake a refused event for an empty DLQ.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .events import MAX_MESSAGES_CAP, ReplayEventError, ReplayRequest, parse_event
+from .grouping import normalise_message
+from .service import run
+from .tiers import TierQueues, tiers_from_env
+
+__all__ = [
+    "MAX_MESSAGES_CAP", "ReplayEventError", "ReplayRequest", "TierQueues", "handler", "normalise_message",
+    "parse_event", "run", "tiers_from_env",
+]
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    from functions.runtime import aws  # boto3 loads on the first invocation, not at import
+
+    tiers = tiers_from_env()
+    request = parse_event(event, tiers=tiers)
+    return run(request, sqs=aws.client("sqs"), tiers=tiers, remaining_ms=context.get_remaining_time_in_millis)

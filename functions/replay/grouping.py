@@ -1,0 +1,96 @@
+"""Group dead letters by what went wrong, so 500 letters read as 3 problems.
+
+Error messages carry ids ("account 123 not found", "account 456 not found"); normalising them
+replaces the variable parts with placeholders so the same failure lands in one group.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .letters import Letter
+
+#: Message ids shown per group: enough to open a few in the console, short enough to read.
+SAMPLES_PER_GROUP = 3
+
+# Order matters: the most specific shapes first, so a UUID is not read as a run of numbers.
+_PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"'[^']*'"), "'<value>'"),
+    (re.compile(r'"[^"]*"'), '"<value>"'),
+    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<uuid>"),
+    (re.compile(r"\b\d{4}-\d{2}-\d{2}[T ][0-9:.]+(?:Z|[+-]\d{2}:?\d{2})?"), "<time>"),
+    (re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), "<email>"),
+    # A token that mixes letters and digits is an id (ord_9f8e7, acc-42, 0x1f, a1b2c3).
+    (re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]+\b"), "<id>"),
+    (re.compile(r"[-+]?\b\d+(?:\.\d+)?\b"), "<n>"),
+)
+_SPACES = re.compile(r"\s+")
+
+
+def normalise_message(message: str | None) -> str | None:
+    """``"account 123 not found"`` -> ``"account <n> not found"``; ``None`` stays ``None``."""
+    if message is None:
+        return None
+    for pattern, placeholder in _PLACEHOLDERS:
+        message = pattern.sub(placeholder, message)
+    return _SPACES.sub(" ", message).strip()
+
+
+@dataclass
+class _Group:
+    job_type: str
+    error_type: str
+    reason: str
+    error_message: str | None
+    count: int = 0
+    oldest: datetime | None = None
+    newest: datetime | None = None
+    samples: list[str] = field(default_factory=list)
+
+    def add(self, letter: Letter) -> None:
+        self.count += 1
+        self.oldest = min(filter(None, (self.oldest, letter.first_failed_at)))
+        self.newest = max(filter(None, (self.newest, letter.dead_lettered_at)))
+        if len(self.samples) < SAMPLES_PER_GROUP:
+            self.samples.append(letter.message_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job_type": self.job_type,
+            "error_type": self.error_type,
+            "reason": self.reason,
+            "error_message": self.error_message,
+            "count": self.count,
+            "oldest": _iso(self.oldest),
+            "newest": _iso(self.newest),
+            "sample_message_ids": list(self.samples),
+        }
+
+
+class Groups:
+    """Letters grouped by job type, error type, reason and normalised error message."""
+
+    def __init__(self) -> None:
+        self._groups: dict[tuple[str, str, str, str | None], _Group] = {}
+
+    def add(self, letters: Iterable[Letter]) -> None:
+        for letter in letters:
+            message = normalise_message(letter.error_message)
+            key = (letter.job_type, letter.error_type, letter.reason, message)
+            group = self._groups.get(key)
+            if group is None:
+                group = self._groups[key] = _Group(*key)
+            group.add(letter)
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """Biggest group first; ties by job type and error type, so the output is stable."""
+        ordered = sorted(self._groups.values(), key=lambda g: (-g.count, g.job_type, g.error_type, g.reason))
+        return [group.to_dict() for group in ordered]
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z") if moment else None

@@ -1,0 +1,284 @@
+"""Inspect and replay a tier's dead-letter queue: the domain the Lambda handler and the CLI share.
+
+How a run walks the DLQ (batch mode)
+------------------------------------
+It receives up to 10 letters at a time and *holds* each one it does not delete: the receive's
+visibility timeout (``hold``) covers the whole run, so the scan keeps moving forward through
+the queue instead of receiving the same non-matching letters again and again. Every held letter
+(non-matching, over the ``max_messages`` bound, failed sends, everything ``inspect`` and
+``dry_run`` read) is made visible again in one sweep when the run ends, *also when it fails*
+(``finally``). If the process dies before that sweep, SQS makes them visible by itself when the
+hold expires (at most the remaining Lambda time plus ``HOLD_MARGIN_SECONDS``).
+
+The run remembers every message id it has looked at. It stops when:
+
+- ``dlq_empty``: a receive returns nothing (nothing visible is left that this run has not
+  looked at; with long polling, SQS asks all its servers);
+- ``all_seen``: a receive returns only letters already looked at (a hold expired during a long
+  run and the scan has wrapped around): rerun to continue, it is safe;
+- ``max_messages``: ``max_messages`` letters matched (replay: sent, moved or failed);
+- ``time_budget``: the Lambda's remaining time fell under ``safety_margin_ms``.
+
+Replay sends before it deletes, and deletes only what SQS confirmed as sent. A crash between
+the two leaves the letter in the main queue *and* in the DLQ: at most a duplicate, which the
+consumer's idempotency (keyed by the envelope's key, not the message id) absorbs.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES
+
+from .events import ReplayEventError, ReplayRequest, response, tier_problems
+from .grouping import Groups
+from .letters import Letter
+from .native import start_move_task
+from .tiers import TierQueues
+
+logger = logging.getLogger(__name__)
+
+#: Long-poll seconds per receive: with any wait, SQS queries all its servers, so an empty
+#: answer really means "nothing visible" (a short poll samples a subset and may answer empty).
+RECEIVE_WAIT_SECONDS = 1
+#: Stop when less Lambda time than this remains: one more batch plus the final release sweep.
+SAFETY_MARGIN_MS = 10_000
+#: How long letters stay held past the run's time budget, in case the final sweep never runs.
+HOLD_MARGIN_SECONDS = 30
+#: Hold when the run has no time budget (the CLI): letters seen again after it are skipped.
+DEFAULT_HOLD_SECONDS = 300
+
+
+def run(
+    request: ReplayRequest,
+    *,
+    sqs: Any,
+    tiers: Mapping[str, TierQueues],
+    remaining_ms: Callable[[], int] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    on_progress: Callable[[int], None] | None = None,
+    wait_seconds: int = RECEIVE_WAIT_SECONDS,
+    safety_margin_ms: int = SAFETY_MARGIN_MS,
+) -> dict[str, Any]:
+    """Carry out ``request`` on its tier's DLQ and return the response (``RESPONSE_FIELDS``).
+
+    ``remaining_ms``: the Lambda's remaining time (``None``: no budget). ``clock``/``sleep``
+    pace the rate limit and ``now`` stamps ``Replay.At`` and ages letters: tests inject them.
+    ``on_progress`` is called with the number of letters matched so far after each batch.
+    """
+    problems = tier_problems(request.tier, tiers)
+    if problems:
+        raise ReplayEventError(problems)
+    queues = tiers[request.tier]
+    if request.mode == "native":
+        return start_move_task(request, sqs=sqs, queues=queues)
+    return _Scan(
+        request, sqs=sqs, queues=queues, remaining_ms=remaining_ms, clock=clock, sleep=sleep, now=now,
+        on_progress=on_progress, wait_seconds=wait_seconds, safety_margin_ms=safety_margin_ms,
+    ).run()
+
+
+def approximate_depth(sqs: Any, queue_url: str) -> int:
+    """Visible letters (SQS's approximate count: it settles within a minute)."""
+    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages"])
+    return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+
+
+class _RateLimit:
+    """At most ``per_second`` messages sent on average since the first send.
+
+    After sending ``n`` messages at time ``t`` the next send may start at ``t + n / per_second``;
+    so before any send, everything sent so far is at most ``per_second`` x the elapsed time.
+    """
+
+    def __init__(self, per_second: float | None, clock: Callable[[], float]):
+        self.per_second = per_second
+        self._clock = clock
+        self._next_at: float | None = None
+
+    def delay(self) -> float:
+        """Seconds to wait before the next send may start."""
+        if self._next_at is None:
+            return 0.0
+        return max(0.0, self._next_at - self._clock())
+
+    def spent(self, count: int) -> None:
+        if self.per_second is None or count == 0:
+            return
+        start = self._clock() if self._next_at is None else max(self._next_at, self._clock())
+        self._next_at = start + count / self.per_second
+
+
+class _Scan:
+    """One batch-mode run: inspect, dry run or replay (see the module's docstring)."""
+
+    def __init__(self, request: ReplayRequest, *, sqs: Any, queues: TierQueues,
+                 remaining_ms: Callable[[], int] | None, clock: Callable[[], float],
+                 sleep: Callable[[float], None], now: Callable[[], datetime],
+                 on_progress: Callable[[int], None] | None, wait_seconds: int, safety_margin_ms: int):
+        self.request = request
+        self.sqs = sqs
+        self.queues = queues
+        self.remaining_ms = remaining_ms
+        self.sleep = sleep
+        self.now = now
+        self.on_progress = on_progress
+        self.wait_seconds = wait_seconds
+        self.safety_margin_ms = safety_margin_ms
+        self.moving = request.action == "replay" and not request.dry_run
+        self.rate = _RateLimit(request.max_per_second if self.moving else None, clock)
+        self.started = now()
+        self.seen: set[str] = set()
+        #: message id -> latest receipt handle of every letter to make visible again at the end.
+        self.held: dict[str, str] = {}
+        self.groups = Groups()
+        self.matched = self.moved = self.failed = 0
+
+    def run(self) -> dict[str, Any]:
+        try:
+            stopped_because = self._scan()
+        finally:
+            self._release_held()
+        result = response(
+            self.request, matched=self.matched, moved=self.moved, failed=self.failed,
+            left_in_dlq=approximate_depth(self.sqs, self.queues.dlq_url),
+            groups=self.groups.to_list(), stopped_because=stopped_because,
+        )
+        logger.info("replay finished: %s", {k: v for k, v in result.items() if k != "groups"})
+        return result
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def _scan(self) -> str:
+        hold = self._hold_seconds()
+        while True:
+            left = self.request.max_messages - self.matched
+            if left <= 0:
+                return "max_messages"
+            delay = self.rate.delay()
+            if self._out_of_time(delay):
+                return "time_budget"
+            if delay:
+                self.sleep(delay)
+            messages = self._receive(self._batch_size(left), hold)
+            if not messages:
+                return "dlq_empty"
+            fresh = []
+            for message in messages:
+                if message["MessageId"] in self.seen:
+                    if message["MessageId"] in self.held:  # its hold expired: keep the newest handle
+                        self.held[message["MessageId"]] = message["ReceiptHandle"]
+                else:
+                    fresh.append(message)
+            if not fresh:
+                return "all_seen"
+            self._handle([Letter.from_message(m) for m in fresh], left)
+            if self.on_progress is not None:
+                self.on_progress(self.matched)
+
+    def _handle(self, letters: list[Letter], left: int) -> None:
+        for letter in letters:
+            self.seen.add(letter.message_id)
+            self.held[letter.message_id] = letter.receipt_handle
+        taken = [letter for letter in letters if self._matches(letter)][:left]
+        self.matched += len(taken)
+        self.groups.add(taken)
+        if self.moving and taken:
+            self._move(taken)
+
+    def _matches(self, letter: Letter) -> bool:
+        r = self.request
+        if r.job_type and not fnmatch.fnmatchcase(letter.job_type, r.job_type):
+            return False
+        if r.error_type and not fnmatch.fnmatchcase(letter.error_type, r.error_type):
+            return False
+        age = (self.started - letter.dead_lettered_at).total_seconds()
+        return age >= r.older_than_seconds
+
+    def _batch_size(self, left: int) -> int:
+        """Receive only what may still match, and no more than the rate limit allows per second."""
+        size = SQS_MAX_BATCH_ENTRIES
+        if not self.request.has_filters:
+            size = min(size, left)
+        if self.rate.per_second is not None:
+            size = min(size, max(1, math.floor(self.rate.per_second)))
+        return size
+
+    def _out_of_time(self, delay: float) -> bool:
+        if self.remaining_ms is None:
+            return False
+        return self.remaining_ms() - delay * 1000 < self.safety_margin_ms
+
+    def _hold_seconds(self) -> int:
+        if self.remaining_ms is None:
+            return DEFAULT_HOLD_SECONDS
+        return math.ceil(self.remaining_ms() / 1000) + HOLD_MARGIN_SECONDS
+
+    # -- SQS --------------------------------------------------------------------------------
+
+    def _receive(self, count: int, hold: int) -> list[dict[str, Any]]:
+        answer = self.sqs.receive_message(
+            QueueUrl=self.queues.dlq_url, MaxNumberOfMessages=count, VisibilityTimeout=hold,
+            WaitTimeSeconds=self.wait_seconds, MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["SentTimestamp"],
+        )
+        return answer.get("Messages", [])
+
+    def _move(self, letters: list[Letter]) -> None:
+        """Send to the main queue, then delete from the DLQ exactly the letters SQS accepted."""
+        replayed_at = self.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        by_entry = {str(i): letter for i, letter in enumerate(letters)}
+        sent = self.sqs.send_message_batch(
+            QueueUrl=self.queues.queue_url,
+            Entries=[
+                {"Id": entry, "MessageBody": letter.body, "MessageAttributes": letter.replay_attributes(replayed_at)}
+                for entry, letter in by_entry.items()
+            ],
+        )
+        self.rate.spent(len(letters))
+        for failure in sent.get("Failed", []):
+            letter = by_entry[failure["Id"]]
+            logger.warning("replay: send failed, the letter stays in the DLQ: %s %s: %s",
+                           letter.message_id, failure.get("Code"), failure.get("Message"))
+        accepted = [by_entry[ok["Id"]] for ok in sent.get("Successful", [])]
+        self.failed += len(letters) - len(accepted)
+        self.moved += len(accepted)
+        if not accepted:
+            return
+        deleted = self.sqs.delete_message_batch(
+            QueueUrl=self.queues.dlq_url,
+            Entries=[{"Id": str(i), "ReceiptHandle": letter.receipt_handle} for i, letter in enumerate(accepted)],
+        )
+        for ok in deleted.get("Successful", []):
+            self.held.pop(accepted[int(ok["Id"])].message_id, None)
+        for failure in deleted.get("Failed", []):
+            # Sent but still in the DLQ: a later run replays it again, a duplicate idempotency absorbs.
+            logger.warning("replay: sent but not deleted from the DLQ: %s %s: %s",
+                           accepted[int(failure["Id"])].message_id, failure.get("Code"), failure.get("Message"))
+
+    def _release_held(self) -> None:
+        """Make every held letter visible again; best effort (a failure is logged: the hold expires anyway)."""
+        handles = list(self.held.values())
+        for start in range(0, len(handles), SQS_MAX_BATCH_ENTRIES):
+            chunk = handles[start:start + SQS_MAX_BATCH_ENTRIES]
+            try:
+                answer = self.sqs.change_message_visibility_batch(
+                    QueueUrl=self.queues.dlq_url,
+                    Entries=[{"Id": str(i), "ReceiptHandle": h, "VisibilityTimeout": 0} for i, h in enumerate(chunk)],
+                )
+            except Exception:  # noqa: BLE001 - never mask the run's own error; SQS releases them later
+                logger.exception("replay: could not release %d held letters; they reappear when their hold expires",
+                                 len(chunk))
+                continue
+            if answer.get("Failed"):
+                logger.warning("replay: %d held letters not released now; they reappear when their hold expires",
+                               len(answer["Failed"]))
+        self.held.clear()
