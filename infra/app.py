@@ -1,0 +1,50 @@
+"""Entry points: build the whole CDK app (stack + cdk-nag) from ``cdk.json`` context or a given one."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+
+from tiered_jobs.contract.names import CONTEXT_KEY
+
+from .nag import add_nag_checks
+from .settings import AppSettings
+from .stack import TieredJobsStack
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CDK_JSON = REPO_ROOT / "cdk.json"
+#: Top-level context key that overrides ``tiered_jobs.stage`` (``npx cdk deploy -c stage=prod``).
+STAGE_OVERRIDE_KEY = "stage"
+
+
+def load_cdk_context(path: Path = CDK_JSON, **settings_overrides: Any) -> dict[str, Any]:
+    """``cdk.json``'s context (feature flags and settings), for synthesizing in-process.
+
+    Keyword arguments replace single keys under ``tiered_jobs`` (e.g. ``stage="local"``,
+    ``disposable=True``), so callers never edit the nested dictionary themselves.
+    """
+    context = dict(json.loads(path.read_text(encoding="utf-8")).get("context", {}))
+    context[CONTEXT_KEY] = {**context.get(CONTEXT_KEY, {}), **settings_overrides}
+    return context
+
+
+def settings_of(app: cdk.App) -> AppSettings:
+    """Validated settings from the app's context (``-c stage=...`` wins over ``tiered_jobs.stage``)."""
+    stage = app.node.try_get_context(STAGE_OVERRIDE_KEY)
+    return AppSettings.from_context(app.node.try_get_context(CONTEXT_KEY), stage=stage)
+
+
+def build_app(context: Mapping[str, Any] | None = None, outdir: str | None = None) -> cdk.App:
+    """The whole app: one stack for the configured stage, checked by cdk-nag at synthesis.
+
+    ``context=None`` lets CDK supply the context (``cdk.json`` and ``-c`` via the CLI); pass
+    ``load_cdk_context(...)`` to synthesize in-process with the same feature flags and settings.
+    """
+    app = cdk.App(context=dict(context) if context is not None else None, outdir=outdir)
+    TieredJobsStack(app, settings=settings_of(app))
+    add_nag_checks(app)
+    return app

@@ -1,0 +1,59 @@
+"""One CloudWatch dashboard: a row per tier (backlog, DLQ, job outcomes, duration) and all alarm states."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from constructs import Construct
+
+from tiered_jobs.contract.names import PROJECT, Metrics
+
+from .tier import Tier
+
+#: Job outcomes graphed per tier, in the order of a job's life.
+JOB_METRICS = (
+    Metrics.PROCESSED, Metrics.SUCCEEDED, Metrics.FAILED, Metrics.RETRIED, Metrics.DEAD_LETTERED, Metrics.DUPLICATE,
+)
+
+
+def dashboard_name(stage: str) -> str:
+    return f"{PROJECT}-{stage}"
+
+
+class Dashboard(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, stage: str, tiers: Sequence[Tier]) -> None:
+        super().__init__(scope, construct_id)
+        self.dashboard_name = dashboard_name(stage)
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=self.dashboard_name)
+        minute = Duration.minutes(1)
+        self.dashboard.add_widgets(
+            cloudwatch.AlarmStatusWidget(
+                title="Alarms", width=24, alarms=[alarm for tier in tiers for alarm in tier.alarms.values()]
+            )
+        )
+        for tier in tiers:
+            self.dashboard.add_widgets(
+                cloudwatch.GraphWidget(
+                    title=f"{tier.name}: queue depth and oldest message (s)",
+                    width=6,
+                    left=[tier.queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=minute)],
+                    right=[tier.queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=minute)],
+                ),
+                cloudwatch.GraphWidget(
+                    title=f"{tier.name}: DLQ depth",
+                    width=6,
+                    left=[tier.dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=minute)],
+                ),
+                cloudwatch.GraphWidget(
+                    title=f"{tier.name}: jobs",
+                    width=6,
+                    left=[tier.job_metric(stage, name, period=minute) for name in JOB_METRICS],
+                ),
+                cloudwatch.GraphWidget(
+                    title=f"{tier.name}: consumer duration (ms)",
+                    width=6,
+                    left=[tier.consumer.metric_duration(statistic=s, period=minute) for s in ("p50", "p99", "Maximum")],
+                ),
+            )

@@ -1,0 +1,128 @@
+"""What every function of the stack shares: code asset, Powertools layer, runtime, logs and a scoped role.
+
+Consumers and the replay function are built by ``LambdaPlatform.function`` so they cannot drift
+apart: same asset (only ``LAMBDA_ASSET_PATHS``), same layer, X-Ray on, JSON logs into an explicit
+log group with retention (no ``log_retention`` prop: that would add a custom-resource Lambda), and
+a role that may write to that log group only instead of the AWS-managed basic execution policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from tiered_jobs.contract.names import LAMBDA_ASSET_PATHS
+
+from .nag import acknowledge
+from .settings import RUNTIMES, AppSettings
+
+#: The repository root: the Lambda asset is built from it, filtered down to ``LAMBDA_ASSET_PATHS``.
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def powertools_layer_parameter(architecture: str, runtime: str, version: str) -> str:
+    """The AWS-managed public SSM parameter holding the Powertools layer ARN of the deploy region."""
+    return f"/aws/service/powertools/python/{architecture}/{runtime}/{version}"
+
+
+def asset_excludes(paths: tuple[str, ...] = LAMBDA_ASSET_PATHS, root: Path = REPO_ROOT) -> list[str]:
+    """Glob excludes that keep only ``paths`` of the repository (plus the folders leading to them).
+
+    Everything is excluded first; each path (and each parent folder, which a glob exclude would
+    otherwise hide) is re-included; bytecode caches are dropped again at the end.
+    """
+    patterns = ["*", ".*"]
+    for path in paths:
+        parts = path.split("/")
+        patterns += ["!" + "/".join(parts[:depth]) for depth in range(1, len(parts) + 1)]
+        if (root / path).is_dir():
+            patterns.append(f"!{path}/**")
+    patterns += ["**/__pycache__", "**/*.pyc"]
+    return list(dict.fromkeys(patterns))
+
+
+@dataclass(frozen=True)
+class FunctionProps:
+    """One function of the stack; everything else comes from ``LambdaPlatform``."""
+
+    function_name: str
+    handler: str
+    description: str
+    timeout_seconds: int
+    memory_mb: int
+    environment: Mapping[str, str] = field(default_factory=dict)
+    #: ``None``: no reservation (the function shares the account's unreserved pool).
+    reserved_concurrency: int | None = None
+
+
+class LambdaPlatform(Construct):
+    """Builds functions on the shared asset and the AWS-managed Powertools layer (one per stack)."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: AppSettings) -> None:
+        super().__init__(scope, construct_id)
+        self._settings = settings
+        self._removal = RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN
+        self.code = lambda_.Code.from_asset(str(REPO_ROOT), exclude=asset_excludes())
+        self.runtime = getattr(lambda_.Runtime, settings.runtime.upper().replace("PYTHON", "PYTHON_").replace(".", "_"))
+        self.architecture = (
+            lambda_.Architecture.ARM_64 if settings.architecture == "arm64" else lambda_.Architecture.X86_64
+        )
+        # A template parameter of type AWS::SSM::Parameter::Value<String>: resolved in the deploy
+        # region, so no region's layer ARN is hard-coded.
+        layer_arn = ssm.StringParameter.value_for_string_parameter(
+            self,
+            powertools_layer_parameter(settings.architecture, settings.runtime, settings.powertools_version),
+        )
+        self.powertools_layer = lambda_.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", layer_arn)
+
+    def function(self, scope: Construct, construct_id: str, props: FunctionProps) -> lambda_.Function:
+        log_group = logs.LogGroup(scope, f"{construct_id}Logs", removal_policy=self._removal)
+        # RetentionDays is an enum of names; the validated number goes straight into the template.
+        log_group.node.default_child.retention_in_days = self._settings.log_retention_days  # type: ignore[union-attr]
+        role = iam.Role(
+            scope,
+            f"{construct_id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"Execution role of {props.function_name}",
+        )
+        log_group.grant_write(role)
+        function = lambda_.Function(
+            scope,
+            construct_id,
+            function_name=props.function_name,
+            description=props.description,
+            code=self.code,
+            handler=props.handler,
+            runtime=self.runtime,
+            architecture=self.architecture,
+            layers=[self.powertools_layer],
+            memory_size=props.memory_mb,
+            timeout=Duration.seconds(props.timeout_seconds),
+            environment=dict(props.environment),
+            reserved_concurrent_executions=props.reserved_concurrency,
+            role=role,
+            log_group=log_group,
+            logging_format=lambda_.LoggingFormat.JSON,
+            tracing=lambda_.Tracing.ACTIVE,
+        )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "X-Ray PutTraceSegments / PutTelemetryRecords support no resource-level permissions (AWS requires *).",
+        )
+        if self._settings.runtime != RUNTIMES[-1]:
+            reason = (
+                f"The runtime is the 'runtime' setting ({self._settings.runtime}), chosen to match the Python the "
+                f"code is tested on; {RUNTIMES[-1]} is accepted once the team moves."
+            )
+            acknowledge(function, "AwsSolutions-L1", reason)
+            acknowledge(function, "Serverless-LambdaLatestVersion", reason)
+        return function

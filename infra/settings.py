@@ -1,0 +1,412 @@
+"""The settings model: everything a user sets in ``cdk.json`` context, with defaults and validation.
+
+All settings live under the context key ``tiered_jobs`` (``CONTEXT_KEY``). ``AppSettings.from_context``
+turns that raw dictionary into frozen dataclasses and fails early, before any construct is built,
+with a ``SettingsError`` that names the tier, the key and the fix. Unknown keys are errors too (a
+typo must not silently fall back to a default).
+
+Per tier, the values come from (last wins): the generic ``TierSettings`` defaults, the built-in
+preset of that tier name (``TIER_PRESETS``), then the tier's object in ``cdk.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tiered_jobs.contract.names import (
+    ACCOUNTS_JOB_TYPES,
+    CONTEXT_KEY,
+    DEFAULT_TIERS,
+    SQS_MAX_VISIBILITY_SECONDS,
+    STAGE_NAME_PATTERN,
+    TIER_NAME_PATTERN,
+)
+from tiered_jobs.contract.routing import Routes, UnknownRouteError
+
+#: Retention periods CloudWatch Logs accepts (days).
+LOG_RETENTION_DAYS: tuple[int, ...] = (
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+)
+#: Lambda runtimes the AWS-managed Powertools layer is published for (and the consumer supports).
+RUNTIMES: tuple[str, ...] = ("python3.10", "python3.11", "python3.12", "python3.13", "python3.14")
+ARCHITECTURES: tuple[str, ...] = ("arm64", "x86_64")
+#: ``false`` / ``true`` / this string: also create the account-wide schema registry.
+CREATE_REGISTRY = "create_registry"
+
+_VERSION = re.compile(r"^(latest|\d+\.\d+\.\d+)$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+# Service limits used by the checks below.
+_LAMBDA_MAX_TIMEOUT = 900
+_LAMBDA_MEMORY = (128, 10_240)
+_ESM_MAX_WINDOW = 300
+_ESM_MAX_BATCH = 10_000
+_ESM_CONCURRENCY = (2, 1000)
+_SQS_RETENTION_DAYS = (1, 14)
+
+
+class SettingsError(ValueError):
+    """Malformed or unsafe ``cdk.json`` context; the message says where and how to fix it."""
+
+
+@dataclass(frozen=True)
+class TierSettings:
+    """One tier: its queue, DLQ, consumer, event source mapping and alarms.
+
+    ``None`` in ``visibility_timeout_seconds`` / ``redrive_max_receive_count`` means "derived":
+    read the ``visibility_timeout`` / ``max_receive_count`` properties.
+    """
+
+    name: str
+    #: Attempts (receives) of one job before the consumer dead-letters it with reason ``retries_exhausted``.
+    max_attempts: int = 5
+    #: Delay before retry 1, 2, ... (seconds); the last one repeats. The consumer applies it as visibility.
+    retry_schedule_seconds: tuple[int, ...] = (5, 30, 120, 600)
+    #: Each delay is drawn from ``delay * (1 ± jitter)`` so failed jobs do not retry in lock-step.
+    retry_jitter: float = 0.2
+    timeout_seconds: int = 30
+    memory_mb: int = 256
+    batch_size: int = 10
+    batching_window_seconds: int = 0
+    #: The event source mapping's maximum concurrency: how many consumers one tier may run at once.
+    max_concurrency: int = 10
+    #: Reserved concurrency of the consumer (``None``: share the account pool).
+    reserved_concurrency: int | None = None
+    #: ``None``: 6 x timeout + batching window, the AWS recommendation for SQS event sources.
+    visibility_timeout_seconds: int | None = None
+    #: ``None``: ``max_attempts``, so SQS redrive (crash / timeout safety net) never cuts retries short.
+    redrive_max_receive_count: int | None = None
+    retention_days: int = 4
+    dlq_retention_days: int = 14
+    #: How long a finished job's idempotency record is kept (a duplicate after that runs again).
+    idempotency_ttl_seconds: int = 86_400
+    #: Alarm when the DLQ holds more than this many visible messages (0: any message pages).
+    dlq_alarm_threshold: int = 10
+    oldest_message_age_alarm_seconds: int = 300
+    #: Alarm when failed / processed attempts (our EMF metrics) exceed this percentage.
+    failure_rate_alarm_percent: float = 1.0
+    #: Alarm when the consumer's p99 duration exceeds this share of its timeout.
+    duration_alarm_percent_of_timeout: float = 80.0
+
+    @property
+    def visibility_timeout(self) -> int:
+        if self.visibility_timeout_seconds is not None:
+            return self.visibility_timeout_seconds
+        return 6 * self.timeout_seconds + self.batching_window_seconds
+
+    @property
+    def max_receive_count(self) -> int:
+        return self.redrive_max_receive_count if self.redrive_max_receive_count is not None else self.max_attempts
+
+    @property
+    def duration_alarm_threshold_ms(self) -> float:
+        return self.timeout_seconds * 1000 * self.duration_alarm_percent_of_timeout / 100
+
+
+#: Built-in per-tier defaults on top of the generic ``TierSettings`` defaults.
+TIER_PRESETS: dict[str, dict[str, Any]] = {
+    # Money moves here: small batches (one slow job delays few others), no batching window,
+    # more concurrency and memory, page on the first dead letter and on a one-minute backlog.
+    "critical": {
+        "batch_size": 5, "batching_window_seconds": 0, "max_concurrency": 20, "memory_mb": 512,
+        "dlq_alarm_threshold": 0, "oldest_message_age_alarm_seconds": 60,
+    },
+    # User-facing side effects (e-mails, notifications): default batches, five minutes of backlog.
+    "transactional": {
+        "batch_size": 10, "batching_window_seconds": 0, "max_concurrency": 10,
+        "dlq_alarm_threshold": 10, "oldest_message_age_alarm_seconds": 300,
+    },
+    # Throughput over latency: wait up to 5 s to fill batches, few consumers, an hour of backlog is fine.
+    "bulk": {
+        "batch_size": 10, "batching_window_seconds": 5, "max_concurrency": 5, "timeout_seconds": 60,
+        "dlq_alarm_threshold": 10, "oldest_message_age_alarm_seconds": 3600,
+    },
+}
+
+#: The default routing table (job-type glob -> tier); see ``tiered_jobs.contract.routing``.
+DEFAULT_ROUTES: dict[str, str] = {
+    "payments.*": "critical",
+    "notifications.*": "transactional",
+    "analytics.*": "bulk",
+    "demo.*": "transactional",
+}
+
+_TIER_FIELDS = tuple(f.name for f in dataclasses.fields(TierSettings) if f.name != "name")
+_OPTIONAL_TIER_FIELDS = {"reserved_concurrency", "visibility_timeout_seconds", "redrive_max_receive_count"}
+
+
+@dataclass(frozen=True)
+class AppSettings:
+    """The whole application: stage, data safety, runtime, alarm delivery, tiers and routes."""
+
+    #: Names the stack, SSM parameters, functions and alarms; ``-c stage=prod`` overrides it.
+    stage: str = "dev"
+    #: ``False``: queues, DLQs, tables and log groups are retained when the stack is deleted.
+    disposable: bool = False
+    runtime: str = "python3.13"
+    #: Graviton (``arm64``) is about 20 % cheaper than ``x86_64`` for the same duration.
+    architecture: str = "arm64"
+    #: Version of the AWS-managed Powertools layer; match ``aws-lambda-powertools`` in requirements.txt.
+    powertools_version: str = "3.37.0"
+    log_retention_days: int = 30
+    alarm_email: str | None = None
+    #: E.g. a PagerDuty CloudWatch integration endpoint.
+    alarm_https_url: str | None = None
+    #: ``False``, ``True`` (schemas in the existing console registry) or ``"create_registry"``.
+    console_test_events: bool | str = False
+    tiers: tuple[TierSettings, ...] = field(
+        default_factory=lambda: tuple(_build_tier(name, {}) for name in DEFAULT_TIERS)
+    )
+    routes: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ROUTES))
+
+    @property
+    def tier_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.tiers)
+
+    def tier(self, name: str) -> TierSettings:
+        for tier in self.tiers:
+            if tier.name == name:
+                return tier
+        raise KeyError(name)
+
+    def accounts_tiers(self) -> frozenset[str]:
+        """Tiers whose consumers run the jobs that use the example accounts table."""
+        routes = Routes(self.routes)
+        tiers = set()
+        for job_type in ACCOUNTS_JOB_TYPES:
+            try:
+                tiers.add(routes.tier_for(job_type))
+            except UnknownRouteError:
+                continue
+        return frozenset(tiers)
+
+    @classmethod
+    def from_context(cls, raw: Mapping[str, Any] | None, *, stage: str | None = None) -> AppSettings:
+        """Validate the object under ``tiered_jobs`` in ``cdk.json``; ``stage`` (CLI ``-c stage=``) wins."""
+        raw = {} if raw is None else raw
+        if not isinstance(raw, Mapping):
+            raise SettingsError(f"context {CONTEXT_KEY!r} must be an object, got {type(raw).__name__}")
+        where = f"context {CONTEXT_KEY!r}"
+        allowed = tuple(f.name for f in dataclasses.fields(cls))
+        _reject_unknown(raw, allowed, where)
+        values: dict[str, Any] = {}
+
+        stage_value = stage if stage is not None else raw.get("stage", "dev")
+        if not isinstance(stage_value, str) or not STAGE_NAME_PATTERN.match(stage_value):
+            raise SettingsError(
+                f"{where}: stage {stage_value!r} is invalid; use lower-case letters, digits and '-', "
+                f"starting with a letter, at most 20 characters (e.g. 'dev', 'prod')"
+            )
+        values["stage"] = stage_value
+        values["disposable"] = _bool(raw, "disposable", False, where)
+        values["runtime"] = _choice(raw, "runtime", "python3.13", RUNTIMES, where)
+        values["architecture"] = _choice(raw, "architecture", "arm64", ARCHITECTURES, where)
+        version = raw.get("powertools_version", "3.37.0")
+        if not isinstance(version, str) or not _VERSION.match(version):
+            raise SettingsError(
+                f"{where}: powertools_version {version!r} is invalid; use a released version like '3.37.0' "
+                f"(the one pinned in requirements.txt) or 'latest'"
+            )
+        values["powertools_version"] = version
+        retention = _int(raw, "log_retention_days", 30, where, minimum=1)
+        if retention not in LOG_RETENTION_DAYS:
+            raise SettingsError(
+                f"{where}: log_retention_days {retention} is not a CloudWatch Logs retention; "
+                f"use one of {', '.join(map(str, LOG_RETENTION_DAYS))}"
+            )
+        values["log_retention_days"] = retention
+        values["alarm_email"] = _optional_str(raw, "alarm_email", where, _EMAIL, "an e-mail address like oncall@example.com")
+        url = _optional_str(raw, "alarm_https_url", where, re.compile(r"^https://\S+$"), "an https:// URL")
+        values["alarm_https_url"] = url
+        events = raw.get("console_test_events", False)
+        if not (isinstance(events, bool) or events == CREATE_REGISTRY):
+            raise SettingsError(
+                f"{where}: console_test_events {events!r} is invalid; use false, true "
+                f"(the 'lambda-testevent-schemas' registry exists) or {CREATE_REGISTRY!r} (create it too)"
+            )
+        values["console_test_events"] = events
+
+        tiers_raw = raw.get("tiers")
+        if tiers_raw is None:
+            tiers_raw = {name: {} for name in DEFAULT_TIERS}
+        if not isinstance(tiers_raw, Mapping) or not tiers_raw:
+            raise SettingsError(
+                f"{where}: tiers must be a non-empty object {{tier name: {{settings}}}}, e.g. "
+                f'{{"critical": {{}}, "bulk": {{"max_concurrency": 2}}}}'
+            )
+        values["tiers"] = tuple(_build_tier(name, tier_raw) for name, tier_raw in tiers_raw.items())
+
+        routes_raw = raw.get("routes", DEFAULT_ROUTES)
+        try:
+            routes = Routes(routes_raw)
+        except (TypeError, ValueError) as error:
+            raise SettingsError(f"{where}: routes: {error}") from None
+        tier_names = [t.name for t in values["tiers"]]
+        unknown = routes.unknown_tiers(tier_names)
+        if unknown:
+            pattern, tier = sorted(unknown.items())[0]
+            raise SettingsError(
+                f"{where}: route {pattern!r} -> tier {tier!r}: unknown tier; "
+                f"route it to one of {', '.join(tier_names)} or add {tier!r} under 'tiers'"
+            )
+        values["routes"] = routes.table
+        return cls(**values)
+
+
+def _build_tier(name: Any, raw: Any) -> TierSettings:
+    """Generic defaults, then the preset of that name, then the user's values; validated."""
+    if not isinstance(name, str) or not TIER_NAME_PATTERN.match(name):
+        raise SettingsError(
+            f"tier {name!r}: invalid name; use lower-case letters, digits and '-', starting with a letter, "
+            f"at most 30 characters (it becomes part of resource names)"
+        )
+    where = f"tier {name!r}"
+    if not isinstance(raw, Mapping):
+        raise SettingsError(f"{where}: settings must be an object (use {{}} for all defaults), got {raw!r}")
+    _reject_unknown(raw, _TIER_FIELDS, where)
+    merged = {**TIER_PRESETS.get(name, {}), **raw}
+    base = TierSettings(name=name)
+    v: dict[str, Any] = {}
+
+    def num(key: str, minimum: int, maximum: int | None = None, unit: str = "") -> int:
+        return _int(merged, key, getattr(base, key), where, minimum=minimum, maximum=maximum, unit=unit)
+
+    v["max_attempts"] = num("max_attempts", 1, 100)
+    schedule = merged.get("retry_schedule_seconds", base.retry_schedule_seconds)
+    if (
+        not isinstance(schedule, (list, tuple)) or not schedule
+        or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 or s > SQS_MAX_VISIBILITY_SECONDS for s in schedule)
+    ):
+        raise SettingsError(
+            f"{where}: retry_schedule_seconds {schedule!r} is invalid; use a non-empty list of whole seconds "
+            f"between 0 and {SQS_MAX_VISIBILITY_SECONDS} (SQS's longest visibility timeout), e.g. [5, 30, 120, 600]"
+        )
+    v["retry_schedule_seconds"] = tuple(schedule)
+    jitter = _number(merged, "retry_jitter", base.retry_jitter, where)
+    if not 0 <= jitter < 1:
+        raise SettingsError(f"{where}: retry_jitter {jitter} must be in [0, 1) (0.2 means ±20 %)")
+    v["retry_jitter"] = jitter
+    v["timeout_seconds"] = num("timeout_seconds", 1, _LAMBDA_MAX_TIMEOUT, " s (Lambda's limit)")
+    v["memory_mb"] = num("memory_mb", _LAMBDA_MEMORY[0], _LAMBDA_MEMORY[1], " MB (Lambda's limits)")
+    v["batch_size"] = num("batch_size", 1, _ESM_MAX_BATCH)
+    v["batching_window_seconds"] = num("batching_window_seconds", 0, _ESM_MAX_WINDOW, " s")
+    if v["batch_size"] > 10 and v["batching_window_seconds"] == 0:
+        raise SettingsError(
+            f"{where}: batch_size {v['batch_size']} needs a batching window (SQS event sources allow more "
+            f"than 10 records only with one); set batching_window_seconds to at least 1 or batch_size to 10 or less"
+        )
+    v["max_concurrency"] = num("max_concurrency", *_ESM_CONCURRENCY, " (the event source mapping's limits)")
+    for key in _OPTIONAL_TIER_FIELDS:
+        v[key] = None if merged.get(key) is None else num(key, 1)
+    if v["reserved_concurrency"] is not None and v["reserved_concurrency"] < v["max_concurrency"]:
+        raise SettingsError(
+            f"{where}: reserved_concurrency {v['reserved_concurrency']} is below max_concurrency "
+            f"{v['max_concurrency']}: throttled batches go back to the queue and count as receives, so jobs "
+            f"reach the DLQ early; raise reserved_concurrency or lower max_concurrency"
+        )
+    v["retention_days"] = num("retention_days", *_SQS_RETENTION_DAYS, " days (SQS's limits)")
+    v["dlq_retention_days"] = num("dlq_retention_days", *_SQS_RETENTION_DAYS, " days (SQS's limits)")
+    v["idempotency_ttl_seconds"] = num("idempotency_ttl_seconds", 1)
+    v["dlq_alarm_threshold"] = num("dlq_alarm_threshold", 0)
+    v["oldest_message_age_alarm_seconds"] = num("oldest_message_age_alarm_seconds", 1)
+    v["failure_rate_alarm_percent"] = _percent(merged, "failure_rate_alarm_percent", base, where)
+    v["duration_alarm_percent_of_timeout"] = _percent(merged, "duration_alarm_percent_of_timeout", base, where)
+    tier = TierSettings(name=name, **v)
+    _check_guardrails(tier, where)
+    return tier
+
+
+def _check_guardrails(tier: TierSettings, where: str) -> None:
+    """Cross-setting rules that protect delivery: each one would lose or duplicate work if broken."""
+    minimum_visibility = 6 * tier.timeout_seconds + tier.batching_window_seconds
+    if tier.visibility_timeout < minimum_visibility:
+        raise SettingsError(
+            f"{where}: visibility_timeout_seconds {tier.visibility_timeout} is below 6 x timeout_seconds "
+            f"({tier.timeout_seconds}) + batching_window_seconds ({tier.batching_window_seconds}) = "
+            f"{minimum_visibility}: a message would reappear while its batch is still running; "
+            f"set visibility_timeout_seconds to at least {minimum_visibility} or remove it to use that default"
+        )
+    if tier.visibility_timeout > SQS_MAX_VISIBILITY_SECONDS:
+        raise SettingsError(
+            f"{where}: visibility timeout {tier.visibility_timeout} s exceeds SQS's limit of "
+            f"{SQS_MAX_VISIBILITY_SECONDS} s; lower timeout_seconds / batching_window_seconds / visibility_timeout_seconds"
+        )
+    if tier.max_receive_count > tier.max_attempts:
+        raise SettingsError(
+            f"{where}: redrive_max_receive_count {tier.max_receive_count} is above max_attempts {tier.max_attempts}: "
+            f"a job that crashes its consumer would be retried more often than the consumer allows; "
+            f"set redrive_max_receive_count to {tier.max_attempts} or remove it to use max_attempts"
+        )
+    if tier.max_receive_count < tier.max_attempts:
+        raise SettingsError(
+            f"{where}: redrive_max_receive_count {tier.max_receive_count} is below max_attempts {tier.max_attempts}: "
+            f"SQS would move jobs to the DLQ before the consumer's last attempts, without DeadLetter.* reasons; "
+            f"set redrive_max_receive_count to {tier.max_attempts} or remove it to use max_attempts"
+        )
+    if tier.dlq_retention_days <= tier.retention_days:
+        raise SettingsError(
+            f"{where}: dlq_retention_days {tier.dlq_retention_days} must be longer than retention_days "
+            f"{tier.retention_days}: SQS keeps a message's original enqueue time when it moves to the DLQ, so "
+            f"dead letters would expire early; raise dlq_retention_days (at most 14) or lower retention_days"
+        )
+
+
+def _reject_unknown(raw: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    unknown = sorted(set(raw) - set(allowed))
+    if unknown:
+        raise SettingsError(
+            f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; allowed keys: {', '.join(sorted(allowed))}"
+        )
+
+
+def _int(raw: Mapping[str, Any], key: str, default: int, where: str, *, minimum: int,
+         maximum: int | None = None, unit: str = "") -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SettingsError(f"{where}: {key} must be a whole number, got {value!r}; e.g. {key}: {default}")
+    if value < minimum or (maximum is not None and value > maximum):
+        bounds = f"at least {minimum}" if maximum is None else f"between {minimum} and {maximum}{unit}"
+        raise SettingsError(f"{where}: {key} {value} is out of range; use a value {bounds}")
+    return value
+
+
+def _number(raw: Mapping[str, Any], key: str, default: float, where: str) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SettingsError(f"{where}: {key} must be a number, got {value!r}; e.g. {key}: {default}")
+    return float(value)
+
+
+def _percent(raw: Mapping[str, Any], key: str, base: TierSettings, where: str) -> float:
+    value = _number(raw, key, getattr(base, key), where)
+    if not 0 < value <= 100:
+        raise SettingsError(f"{where}: {key} {value} must be a percentage in (0, 100]")
+    return value
+
+
+def _bool(raw: Mapping[str, Any], key: str, default: bool, where: str) -> bool:
+    value = raw.get(key, default)
+    if not isinstance(value, bool):
+        raise SettingsError(f"{where}: {key} must be true or false, got {value!r}")
+    return value
+
+
+def _choice(raw: Mapping[str, Any], key: str, default: str, choices: tuple[str, ...], where: str) -> str:
+    value = raw.get(key, default)
+    if value not in choices:
+        raise SettingsError(f"{where}: {key} {value!r} is not supported; use one of {', '.join(choices)}")
+    return value
+
+
+def _optional_str(raw: Mapping[str, Any], key: str, where: str, pattern: re.Pattern[str], example: str) -> str | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not pattern.match(value):
+        raise SettingsError(f"{where}: {key} {value!r} is invalid; use {example} or remove the key")
+    return value

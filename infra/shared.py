@@ -1,0 +1,94 @@
+"""The parts all tiers share: the idempotency table, the example accounts table and the alarm topic."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from .nag import acknowledge
+from .settings import AppSettings
+
+#: Powertools' DynamoDB persistence layer defaults: partition key ``id``, TTL attribute ``expiration``.
+IDEMPOTENCY_PARTITION_KEY = "id"
+IDEMPOTENCY_TTL_ATTRIBUTE = "expiration"
+ACCOUNTS_PARTITION_KEY = "account_id"
+
+
+class DataTable(Construct):
+    """An on-demand DynamoDB table with point-in-time recovery and encryption, retained unless disposable."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: AppSettings, partition_key: str,
+                 ttl_attribute: str | None = None) -> None:
+        super().__init__(scope, construct_id)
+        self.table = dynamodb.Table(
+            self,
+            "Table",
+            partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            time_to_live_attribute=ttl_attribute,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            removal_policy=RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN,
+        )
+
+
+class AlarmTopic(Construct):
+    """SNS topic for alarm and OK notifications: SSL only, encrypted with a key CloudWatch may use.
+
+    Alarms cannot publish to a topic under the AWS-managed ``alias/aws/sns`` key (its policy does
+    not admit CloudWatch), hence a customer-managed key with rotation.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: AppSettings) -> None:
+        super().__init__(scope, construct_id)
+        self.key = kms.Key(
+            self,
+            "Key",
+            description=f"Encrypts the tiered-jobs {settings.stage} alarm topic",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN,
+        )
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AllowCloudWatchAlarmsToPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],  # in a key policy, "*" means this key
+            )
+        )
+        self.topic = sns.Topic(
+            self,
+            "Topic",
+            display_name=f"tiered-jobs {settings.stage} alarms",
+            master_key=self.key,
+            enforce_ssl=True,
+        )
+        self.delivery_dlq: sqs.Queue | None = None
+        if settings.alarm_email or settings.alarm_https_url:
+            # A page that cannot be delivered (endpoint down, throttled) is kept here for 14 days.
+            self.delivery_dlq = sqs.Queue(
+                self,
+                "UndeliveredAlarms",
+                encryption=sqs.QueueEncryption.SQS_MANAGED,
+                enforce_ssl=True,
+                retention_period=Duration.days(14),
+                removal_policy=RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN,
+            )
+            acknowledge(self.delivery_dlq, "AwsSolutions-SQS3", "This queue is the alarm subscriptions' DLQ.")
+            acknowledge(self.delivery_dlq, "Serverless-SQSRedrivePolicy", "A dead-letter queue has no DLQ itself.")
+        if settings.alarm_email:
+            self.topic.add_subscription(
+                subscriptions.EmailSubscription(settings.alarm_email, dead_letter_queue=self.delivery_dlq)
+            )
+        if settings.alarm_https_url:
+            self.topic.add_subscription(
+                subscriptions.UrlSubscription(settings.alarm_https_url, dead_letter_queue=self.delivery_dlq)
+            )

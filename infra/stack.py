@@ -1,0 +1,94 @@
+"""The stack only composes: shared parts, one ``Tier`` per configured tier, replay, dashboard, discovery."""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from tiered_jobs.contract.names import Outputs, Ssm, stack_name
+
+from .dashboard import Dashboard
+from .function import LambdaPlatform
+from .replay import ReplayFunction
+from .settings import AppSettings
+from .shared import ACCOUNTS_PARTITION_KEY, IDEMPOTENCY_PARTITION_KEY, IDEMPOTENCY_TTL_ATTRIBUTE, AlarmTopic, DataTable
+from .tier import Tier, TierProps
+
+
+class TieredJobsStack(Stack):
+    def __init__(self, scope: Construct, *, settings: AppSettings) -> None:
+        stage = settings.stage
+        super().__init__(
+            scope,
+            stack_name(stage),
+            stack_name=stack_name(stage),
+            description=f"Tiered Jobs ({stage}): reliable background jobs on SQS and Lambda, one tier per priority",
+        )
+        self.settings = settings
+        platform = LambdaPlatform(self, "Platform", settings=settings)
+        self.idempotency = DataTable(
+            self, "Idempotency", settings=settings,
+            partition_key=IDEMPOTENCY_PARTITION_KEY, ttl_attribute=IDEMPOTENCY_TTL_ATTRIBUTE,
+        ).table
+        self.accounts = DataTable(self, "Accounts", settings=settings, partition_key=ACCOUNTS_PARTITION_KEY).table
+        self.alarm_topic = AlarmTopic(self, "AlarmTopic", settings=settings).topic
+        accounts_tiers = settings.accounts_tiers()
+        self.tiers = [
+            Tier(
+                self,
+                f"Tier-{tier.name}",
+                props=TierProps(
+                    settings=settings,
+                    tier=tier,
+                    platform=platform,
+                    idempotency_table=self.idempotency,
+                    alarm_topic=self.alarm_topic,
+                    accounts_table=self.accounts if tier.name in accounts_tiers else None,
+                ),
+            )
+            for tier in settings.tiers
+        ]
+        self.replay = ReplayFunction(self, "Replay", settings=settings, platform=platform, tiers=self.tiers)
+        self.dashboard = Dashboard(self, "Dashboard", stage=stage, tiers=self.tiers)
+        self._discovery()
+
+    def _discovery(self) -> None:
+        """Outputs and SSM parameters so other services (and the CLI) find each resource by stage."""
+        stage = self.settings.stage
+
+        def publish(output_key: str, parameter_name: str | None, value: str, description: str) -> None:
+            CfnOutput(self, output_key, value=value, description=description)
+            if parameter_name is not None:
+                ssm.StringParameter(
+                    self, f"Param{output_key}", parameter_name=parameter_name, string_value=value,
+                    description=description,
+                )
+
+        for tier in self.tiers:
+            for what, key, value in (
+                (Outputs.QUEUE_URL, Ssm.TIER_QUEUE_URL, tier.queue.queue_url),
+                (Outputs.QUEUE_ARN, Ssm.TIER_QUEUE_ARN, tier.queue.queue_arn),
+                (Outputs.DLQ_URL, Ssm.TIER_DLQ_URL, tier.dlq.queue_url),
+                (Outputs.DLQ_ARN, Ssm.TIER_DLQ_ARN, tier.dlq.queue_arn),
+            ):
+                publish(Outputs.tier(tier.name, what), Ssm.tier(stage, tier.name, key), value,
+                        f"{tier.name} tier: {key}")
+            publish(Outputs.tier(tier.name, Outputs.CONSUMER_FUNCTION_NAME), None, tier.consumer.function_name,
+                    f"{tier.name} tier: consumer function name")
+        publish(Outputs.REPLAY_FUNCTION_NAME, Ssm.replay_function_name(stage), self.replay.function.function_name,
+                "Replay function name")
+        publish(Outputs.IDEMPOTENCY_TABLE_NAME, Ssm.idempotency_table_name(stage), self.idempotency.table_name,
+                "Idempotency table name")
+        publish(Outputs.ACCOUNTS_TABLE_NAME, Ssm.accounts_table_name(stage), self.accounts.table_name,
+                "Example accounts table name")
+        publish(Outputs.ALARM_TOPIC_ARN, None, self.alarm_topic.topic_arn, "Alarm topic ARN")
+        publish(Outputs.DASHBOARD_NAME, None, self.dashboard.dashboard_name, "CloudWatch dashboard name")
+        routes = json.dumps(dict(self.settings.routes), sort_keys=True)
+        publish(Outputs.ROUTES, Ssm.routes(stage), routes, "Routing table: job type glob -> tier (JSON)")
+        ssm.StringParameter(
+            self, "ParamTiers", parameter_name=Ssm.tiers(stage), string_value=",".join(self.settings.tier_names),
+            description="Tier names, comma-separated",
+        )
