@@ -1,0 +1,240 @@
+"""The consumer's domain: what happens to each record of a batch.
+
+Per record (never per batch):
+
+1. parse and validate the envelope, find the job, validate its payload -- any failure is
+   permanent;
+2. run the job under idempotency (type + idempotency key);
+3. a transient failure with attempts left -> the message's visibility becomes the backoff delay
+   (with jitter) and the record is reported as a batch item failure;
+4. a permanent failure, or a transient one on the last attempt -> the message is copied to the
+   tier's DLQ with its ``DeadLetter.*`` reasons, and only if that send succeeds is the record
+   reported as processed (so SQS deletes the source). A failed send keeps the message.
+
+The batch answer is always a partial batch response, even when every record failed.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from tiered_jobs.contract import envelope as envelope_rules
+from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter, Metrics
+
+from functions.runtime import aws
+from functions.runtime.config import TierConfig
+from functions.runtime.deadletter import (
+    DeadLetterReason,
+    api_attributes_from_event,
+    merge_attributes,
+    send_to_dlq,
+)
+from functions.runtime.errors import PERMANENT, classify, describe
+from functions.runtime.idempotency import IdempotentRunner
+from functions.runtime.metrics import BatchMetrics
+from functions.runtime.registry import JobContext, JobDefinition, JobRegistry
+
+#: Job type label for records whose envelope could not be read, or whose type is not registered
+#: (keeps metric dimensions bounded whatever publishers send).
+INVALID_JOB_TYPE = "invalid"
+UNREGISTERED_JOB_TYPE = "unregistered"
+
+
+class RetryLater(Exception):
+    """The record failed transiently and will come back after its backoff."""
+
+
+class KeptInQueue(Exception):
+    """The record should have been dead-lettered but the DLQ refused it: SQS keeps it."""
+
+
+@dataclass
+class _Invocation:
+    context: Any
+    metrics: BatchMetrics
+    #: (receipt handle, seconds) for the records to retry later.
+    backoffs: list[tuple[str, int]] = field(default_factory=list)
+
+
+class Consumer:
+    def __init__(
+        self,
+        config: TierConfig,
+        registry: JobRegistry,
+        *,
+        client: Callable[[str], Any] = aws.client,
+        logger: Any = None,
+        rand: Callable[[], float] = random.random,
+        now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    ):
+        self.config = config
+        self.registry = registry
+        self.client = client
+        self.rand = rand
+        self.now = now
+        if logger is None:
+            from aws_lambda_powertools import Logger
+
+            logger = Logger(service=Metrics.SERVICE)
+        self.logger = logger
+        self._runner: IdempotentRunner | None = None
+
+    @property
+    def runner(self) -> IdempotentRunner:
+        if self._runner is None:
+            self._runner = IdempotentRunner(
+                self.config.idempotency_table, self.config.idempotency_ttl_seconds, self.client("dynamodb")
+            )
+        return self._runner
+
+    # -- the batch -----------------------------------------------------------------------
+
+    def handle(self, event: dict, context: Any = None) -> dict:
+        from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+
+        invocation = _Invocation(context=context, metrics=BatchMetrics(self.config.stage, self.config.tier))
+        self.runner.register_lambda_context(context)
+        processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+        try:
+            return process_partial_response(
+                event=event,
+                record_handler=lambda record: self.process(record, invocation),
+                processor=processor,
+                context=context,
+            )
+        finally:
+            self._apply_backoffs(invocation.backoffs)
+            invocation.metrics.flush()
+
+    # -- one record ----------------------------------------------------------------------
+
+    def process(self, record: Any, invocation: _Invocation) -> Any:
+        started = time.perf_counter()
+        attempt = int(record.attributes.approximate_receive_count or 1)
+        job_type = INVALID_JOB_TYPE
+        definition: JobDefinition | None = None
+        envelope: envelope_rules.Envelope | None = None
+        try:
+            envelope = envelope_rules.parse(record.body)
+            job_type = envelope.type if envelope.type in self.registry else UNREGISTERED_JOB_TYPE
+            self.logger.append_keys(
+                tier=self.config.tier, job_type=envelope.type, idempotency_key=envelope.idempotency_key,
+                message_id=record.message_id, attempt=attempt,
+            )
+            definition = self.registry.get(envelope.type)
+            if definition.validate is not None:
+                definition.validate(envelope.payload)
+            ctx = JobContext(
+                job_type=envelope.type, idempotency_key=envelope.idempotency_key, attempt=attempt,
+                max_attempts=self.config.retry.max_attempts, tier=self.config.tier,
+                message_id=record.message_id, logger=self.logger,
+                remaining_time_ms=self._remaining_time(invocation.context),
+                settings=self.config, client=self.client,
+            )
+
+            def execute() -> Any:
+                return definition.handler(envelope.payload, ctx)
+
+            if definition.idempotent:
+                key = {"type": envelope.type, "idempotency_key": envelope.idempotency_key,
+                       "payload": envelope.payload}
+                outcome = self.runner.run(key, execute)
+                result, duplicate = outcome.result, outcome.duplicate
+            else:
+                result, duplicate = execute(), False
+            invocation.metrics.record(job_type, "duplicate" if duplicate else "succeeded", _ms(started))
+            self.logger.debug("job done", extra={"duplicate": duplicate})
+            return result
+        except Exception as exc:  # noqa: BLE001 -- every failure is classified, none escapes unseen
+            self._fail(record, invocation, exc, attempt, job_type, envelope, definition, started)
+            return None  # dead-lettered: report success so SQS deletes the source copy
+        finally:
+            self.logger.remove_keys(["tier", "job_type", "idempotency_key", "message_id", "attempt"])
+
+    def _fail(self, record, invocation, exc, attempt, job_type, envelope, definition, started) -> None:
+        kind = classify(exc, definition.permanent if definition else ())
+        error_type, error_message = describe(exc)
+        policy = self.config.retry
+        if kind != PERMANENT and not policy.is_last(attempt):
+            delay = policy.delay(attempt, self.rand)
+            invocation.backoffs.append((record.receipt_handle, delay))
+            invocation.metrics.record(job_type, "retried", _ms(started))
+            self.logger.warning(
+                "job failed, will retry",
+                extra={"error_type": error_type, "error": error_message, "retry_in_seconds": delay},
+            )
+            raise RetryLater(f"{error_type}: {error_message}") from exc
+
+        now = self.now()
+        first_failed_at = now if attempt <= 1 else _from_epoch_ms(
+            record.attributes.approximate_first_receive_timestamp, default=now
+        )
+        reason = DeadLetterReason(
+            reason=DeadLetter.REASON_PERMANENT if kind == PERMANENT else DeadLetter.REASON_RETRIES_EXHAUSTED,
+            error_type=error_type,
+            error_message=error_message,
+            attempts=attempt,
+            first_failed_at=first_failed_at,
+            last_failed_at=now,
+            source_queue=record.event_source_arn or self.config.queue_url,
+            job_type=envelope.type if envelope is not None else INVALID_JOB_TYPE,
+        )
+        attributes, dropped = merge_attributes(
+            api_attributes_from_event(record.raw_event.get("messageAttributes")), reason.attributes()
+        )
+        try:
+            dlq_message_id = send_to_dlq(self.client("sqs"), self.config.dlq_url, record.body, attributes)
+        except Exception as send_error:  # noqa: BLE001
+            invocation.metrics.record(job_type, "kept", _ms(started))
+            self.logger.error(
+                "could not dead-letter the job; the message stays in the queue",
+                extra={"error_type": error_type, "error": error_message, "dlq_error": repr(send_error)},
+            )
+            raise KeptInQueue(f"DLQ send failed: {send_error!r}") from send_error
+        invocation.metrics.record(job_type, "dead_lettered", _ms(started))
+        self.logger.error(
+            "job dead-lettered",
+            extra={"reason": reason.reason, "error_type": error_type, "error": error_message,
+                   "dlq_message_id": dlq_message_id, "dropped_reason_attributes": dropped},
+        )
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _apply_backoffs(self, backoffs: list[tuple[str, int]]) -> None:
+        """One ChangeMessageVisibilityBatch per 10 retried records. A failure here only means
+        the message comes back after the queue's visibility timeout instead: logged, not raised."""
+        for start in range(0, len(backoffs), SQS_MAX_BATCH_ENTRIES):
+            chunk = backoffs[start:start + SQS_MAX_BATCH_ENTRIES]
+            entries = [{"Id": str(i), "ReceiptHandle": handle, "VisibilityTimeout": delay}
+                       for i, (handle, delay) in enumerate(chunk)]
+            try:
+                response = self.client("sqs").change_message_visibility_batch(
+                    QueueUrl=self.config.queue_url, Entries=entries
+                )
+                failed = response.get("Failed", [])
+            except Exception as exc:  # noqa: BLE001
+                failed = [{"Id": e["Id"], "Message": repr(exc)} for e in entries]
+            if failed:
+                self.logger.warning("could not set retry backoff", extra={"failed": failed})
+
+    @staticmethod
+    def _remaining_time(context: Any) -> Callable[[], int]:
+        if context is not None and hasattr(context, "get_remaining_time_in_millis"):
+            return context.get_remaining_time_in_millis
+        return lambda: 900_000
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+def _from_epoch_ms(value: Any, default: datetime) -> datetime:
+    try:
+        return datetime.fromtimestamp(int(value) / 1000, tz=timezone.utc)
+    except (TypeError, ValueError):
+        return default

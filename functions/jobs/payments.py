@@ -1,0 +1,77 @@
+"""``payments.update_balance`` (critical): add ``amount`` to an account's balance, exactly once.
+
+Powertools idempotency already stops duplicates, but it cannot cover a crash after the write
+and before its record completes. So the operation itself is idempotent too (the seed's second
+line of defence): the balance update and a per-key "applied" marker are written in one DynamoDB
+transaction that fails if the marker exists. A second run of the same key changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from functions.runtime.errors import PermanentError
+from functions.runtime.registry import JobContext, job, require
+
+ACCOUNT_ID_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+MAX_ABS_AMOUNT = 10**12
+#: Marker items live in the accounts table under this key prefix.
+MARKER_PREFIX = "applied#"
+
+
+def marker_key(job_type: str, idempotency_key: str) -> str:
+    return f"{MARKER_PREFIX}{job_type}#{idempotency_key}"
+
+
+def validate(payload: dict) -> None:
+    require(payload, "account_id", str, pattern=ACCOUNT_ID_PATTERN)
+    amount = require(payload, "amount", int)
+    if amount == 0 or abs(amount) > MAX_ABS_AMOUNT:
+        raise PermanentError(f"payload field 'amount' must be non-zero and at most {MAX_ABS_AMOUNT} in size")
+
+
+@job("payments.update_balance", validate=validate)
+def update_balance(payload: dict, ctx: JobContext) -> dict[str, Any]:
+    table = getattr(ctx.settings, "accounts_table", None)
+    if not table:
+        raise PermanentError("no accounts table is configured for this tier (route payments.* to a tier that has one)")
+    account_id, amount = payload["account_id"], payload["amount"]
+    marker = marker_key(ctx.job_type, ctx.idempotency_key)
+    dynamodb = ctx.client("dynamodb")
+    try:
+        dynamodb.transact_write_items(TransactItems=[
+            {"Update": {
+                "TableName": table,
+                "Key": {"account_id": {"S": account_id}},
+                "UpdateExpression": "ADD balance :amount",
+                "ExpressionAttributeValues": {":amount": {"N": str(amount)}},
+            }},
+            {"Put": {
+                "TableName": table,
+                "Item": {
+                    "account_id": {"S": marker},
+                    "target_account_id": {"S": account_id},
+                    "amount": {"N": str(amount)},
+                },
+                "ConditionExpression": "attribute_not_exists(account_id)",
+            }},
+        ])
+    except Exception as exc:
+        if _marker_exists(exc):
+            ctx.logger.info("payment already applied; nothing to do", extra={"marker": marker})
+            return {"account_id": account_id, "amount": amount, "applied": False, "already_applied": True}
+        raise
+    return {"account_id": account_id, "amount": amount, "applied": True}
+
+
+def _marker_exists(exc: Exception) -> bool:
+    """The transaction was cancelled because the marker (item 2) exists."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict) or response.get("Error", {}).get("Code") != "TransactionCanceledException":
+        return False
+    reasons = response.get("CancellationReasons")
+    if reasons:
+        return len(reasons) > 1 and reasons[1].get("Code") == "ConditionalCheckFailed" and \
+            reasons[0].get("Code") in (None, "None")
+    return "ConditionalCheckFailed" in response.get("Error", {}).get("Message", "")

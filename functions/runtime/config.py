@@ -1,0 +1,54 @@
+"""The consumer's settings, read once from the environment the stack sets."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tiered_jobs.contract.names import Env
+
+from .backoff import RetryPolicy
+
+
+class ConfigurationError(RuntimeError):
+    """The function's environment is missing or malformed (a deployment problem, not a job's)."""
+
+
+@dataclass(frozen=True)
+class TierConfig:
+    stage: str
+    tier: str
+    queue_url: str
+    dlq_url: str
+    idempotency_table: str
+    retry: RetryPolicy
+    idempotency_ttl_seconds: int = 86_400
+    accounts_table: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> TierConfig:
+        env = os.environ if environ is None else environ
+        missing = [name for name in (Env.STAGE, Env.TIER, Env.QUEUE_URL, Env.DLQ_URL, Env.IDEMPOTENCY_TABLE)
+                   if not env.get(name)]
+        if missing:
+            raise ConfigurationError(f"missing environment variable(s): {', '.join(missing)}")
+        try:
+            retry = RetryPolicy(
+                max_attempts=int(env.get(Env.MAX_ATTEMPTS, "5")),
+                schedule=RetryPolicy.parse_schedule(env.get(Env.RETRY_SCHEDULE, "5,30,120,600")),
+                jitter=float(env.get(Env.RETRY_JITTER, "0.2")),
+            )
+            ttl = int(env.get(Env.IDEMPOTENCY_TTL_SECONDS, "86400"))
+        except ValueError as exc:
+            raise ConfigurationError(f"malformed retry/idempotency settings: {exc}") from exc
+        return cls(
+            stage=env[Env.STAGE],
+            tier=env[Env.TIER],
+            queue_url=env[Env.QUEUE_URL],
+            dlq_url=env[Env.DLQ_URL],
+            idempotency_table=env[Env.IDEMPOTENCY_TABLE],
+            retry=retry,
+            idempotency_ttl_seconds=ttl,
+            accounts_table=env.get(Env.ACCOUNTS_TABLE) or None,
+        )

@@ -1,0 +1,96 @@
+"""Dead-lettering a message ourselves, with the reason attached.
+
+The original body goes to the DLQ byte-for-byte with its original message attributes, plus
+the ``DeadLetter.*`` String attributes of the contract. Only when the DLQ has accepted the copy
+does the caller report the record as processed (so SQS deletes the source): a failed send
+leaves the message where it is.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from tiered_jobs.contract.names import DeadLetter
+
+#: SQS accepts at most 10 message attributes per message.
+SQS_MAX_MESSAGE_ATTRIBUTES = 10
+
+#: When original attributes leave no room for all eight, these are kept first.
+_PRIORITY = (
+    DeadLetter.REASON, DeadLetter.ERROR_TYPE, DeadLetter.ERROR_MESSAGE, DeadLetter.ATTEMPTS,
+    DeadLetter.JOB_TYPE, DeadLetter.LAST_FAILED_AT, DeadLetter.FIRST_FAILED_AT, DeadLetter.SOURCE_QUEUE,
+)
+
+
+@dataclass(frozen=True)
+class DeadLetterReason:
+    reason: str  # DeadLetter.REASON_PERMANENT | DeadLetter.REASON_RETRIES_EXHAUSTED
+    error_type: str
+    error_message: str
+    attempts: int
+    first_failed_at: datetime
+    last_failed_at: datetime
+    source_queue: str
+    job_type: str
+
+    def attributes(self) -> dict[str, str]:
+        return {
+            DeadLetter.REASON: self.reason,
+            DeadLetter.ERROR_TYPE: self.error_type,
+            DeadLetter.ERROR_MESSAGE: truncate(self.error_message, DeadLetter.MAX_ERROR_MESSAGE_CHARS),
+            DeadLetter.ATTEMPTS: str(self.attempts),
+            DeadLetter.FIRST_FAILED_AT: iso(self.first_failed_at),
+            DeadLetter.LAST_FAILED_AT: iso(self.last_failed_at),
+            DeadLetter.SOURCE_QUEUE: self.source_queue,
+            DeadLetter.JOB_TYPE: self.job_type,
+        }
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def truncate(text: str, limit: int) -> str:
+    text = text or "(no message)"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def api_attributes_from_event(event_attributes: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Lambda's ``messageAttributes`` shape -> the SQS API's ``MessageAttributes`` shape."""
+    result: dict[str, dict[str, Any]] = {}
+    for name, attr in (event_attributes or {}).items():
+        data_type = attr.get("dataType") or attr.get("DataType")
+        value: dict[str, Any] = {"DataType": data_type}
+        if attr.get("stringValue") is not None:
+            value["StringValue"] = attr["stringValue"]
+        elif attr.get("binaryValue") is not None:
+            value["BinaryValue"] = base64.b64decode(attr["binaryValue"])
+        else:
+            continue  # list values are reserved by SQS and never set on real messages
+        result[name] = value
+    return result
+
+
+def merge_attributes(
+    original: Mapping[str, dict[str, Any]], dead_letter: Mapping[str, str]
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Original attributes (minus stale ``DeadLetter.*`` ones) plus the new reasons, within
+    SQS's limit of 10. Returns the attributes and the reason names that did not fit."""
+    merged = {k: v for k, v in original.items() if not k.startswith(DeadLetter.PREFIX)}
+    dropped: list[str] = []
+    for name in _PRIORITY:
+        if len(merged) < SQS_MAX_MESSAGE_ATTRIBUTES:
+            merged[name] = {"DataType": "String", "StringValue": dead_letter[name]}
+        else:
+            dropped.append(name)
+    return merged, dropped
+
+
+def send_to_dlq(sqs: Any, dlq_url: str, body: str, attributes: Mapping[str, dict[str, Any]]) -> str:
+    """Send the copy; returns the DLQ's message id. Raises whatever SQS raises."""
+    response = sqs.send_message(QueueUrl=dlq_url, MessageBody=body, MessageAttributes=dict(attributes))
+    return response["MessageId"]

@@ -1,0 +1,115 @@
+"""Job registry: job type -> handler. Jobs register with the :func:`job` decorator.
+
+    from functions.runtime.registry import job
+    from functions.runtime.errors import PermanentError
+
+    @job("payments.update_balance", validate=check_payload, permanent=(AccountClosed,))
+    def update_balance(payload: dict, ctx: JobContext) -> dict: ...
+
+Handlers take the payload (a dict) and a :class:`JobContext`, and return a JSON-serialisable
+result (stored by the idempotency layer and returned again to duplicates).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tiered_jobs.contract.envelope import JOB_TYPE_PATTERN
+
+from .errors import PayloadValidationError, UnknownJobTypeError
+
+Handler = Callable[[dict, "JobContext"], Any]
+Validator = Callable[[dict], None]
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What a job may know about the run it is part of."""
+
+    job_type: str
+    idempotency_key: str
+    attempt: int
+    max_attempts: int
+    tier: str
+    message_id: str
+    logger: Any
+    remaining_time_ms: Callable[[], int]
+    settings: Any = None  # the TierConfig (table names and such)
+    client: Callable[[str], Any] = field(default=lambda service: None, repr=False)
+
+    @property
+    def is_last_attempt(self) -> bool:
+        return self.attempt >= self.max_attempts
+
+
+@dataclass(frozen=True)
+class JobDefinition:
+    type: str
+    handler: Handler
+    validate: Validator | None = None
+    #: Exceptions of the job that retrying cannot fix (in addition to PermanentError).
+    permanent: tuple[type[BaseException], ...] = ()
+    #: Run under Powertools idempotency (True for every job with a side effect).
+    idempotent: bool = True
+
+
+class JobRegistry:
+    def __init__(self) -> None:
+        self._jobs: dict[str, JobDefinition] = {}
+
+    def job(
+        self,
+        job_type: str,
+        *,
+        validate: Validator | None = None,
+        permanent: tuple[type[BaseException], ...] = (),
+        idempotent: bool = True,
+    ) -> Callable[[Handler], Handler]:
+        if not JOB_TYPE_PATTERN.match(job_type):
+            raise ValueError(f"job type {job_type!r} must match {JOB_TYPE_PATTERN.pattern}")
+
+        def register(handler: Handler) -> Handler:
+            if job_type in self._jobs:
+                raise ValueError(f"job type {job_type!r} is registered twice")
+            self._jobs[job_type] = JobDefinition(job_type, handler, validate, tuple(permanent), idempotent)
+            return handler
+
+        return register
+
+    def get(self, job_type: str) -> JobDefinition:
+        try:
+            return self._jobs[job_type]
+        except KeyError:
+            raise UnknownJobTypeError(
+                f"unknown job type {job_type!r}; registered: {', '.join(sorted(self._jobs)) or '(none)'}"
+            ) from None
+
+    def types(self) -> list[str]:
+        return sorted(self._jobs)
+
+    def __contains__(self, job_type: object) -> bool:
+        return job_type in self._jobs
+
+
+#: The registry the consumer uses; ``functions/jobs/`` registers into it.
+registry = JobRegistry()
+job = registry.job
+
+
+# --- small helpers for payload validation (jobs keep their rules next to their code) ---
+
+def require(payload: dict, name: str, kind: type | tuple[type, ...], *, pattern: re.Pattern[str] | None = None) -> Any:
+    """``payload[name]`` if present and of ``kind`` (bools are not ints), else a permanent error."""
+    if name not in payload:
+        raise PayloadValidationError(f"payload is missing required field {name!r}")
+    value = payload[name]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        expected = " or ".join(k.__name__ for k in kinds)
+        raise PayloadValidationError(f"payload field {name!r} must be {expected}, got {type(value).__name__}")
+    if pattern is not None and not pattern.fullmatch(value):
+        raise PayloadValidationError(f"payload field {name!r} is not valid: {value!r}")
+    return value

@@ -1,0 +1,152 @@
+"""Fixtures for the Lambda runtime: a tier's queues and tables on moto, real SQS events.
+
+``run_batch`` plays the part of Lambda's event source mapping for one poll: it receives real
+messages from moto, builds the exact Lambda SQS event, calls the handler and deletes only what
+the partial batch response says succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+import pytest
+
+from functions.consumer.processor import Consumer
+from functions.runtime.backoff import RetryPolicy
+from functions.runtime.config import TierConfig
+from functions.runtime.registry import registry as default_registry
+from tiered_jobs.contract.envelope import build
+
+REGION = "us-east-1"
+
+
+@dataclass
+class FakeLambdaContext:
+    function_name: str = "tiered-jobs-test-critical-consumer"
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:123456789012:function:tiered-jobs-test-critical-consumer"
+    aws_request_id: str = "req-1"
+    remaining_ms: int = 30_000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+@dataclass
+class Tier:
+    sqs: Any
+    dynamodb: Any
+    queue_url: str
+    queue_arn: str
+    dlq_url: str
+    idempotency_table: str
+    accounts_table: str
+    #: receipt handles of messages a batch left in flight (failed or crashed), by message id
+    in_flight: dict[str, str] = field(default_factory=dict)
+
+    def config(self, **retry: Any) -> TierConfig:
+        return TierConfig(
+            stage="test", tier="critical", queue_url=self.queue_url, dlq_url=self.dlq_url,
+            idempotency_table=self.idempotency_table, accounts_table=self.accounts_table,
+            retry=RetryPolicy(**retry) if retry else RetryPolicy(),
+        )
+
+    def consumer(self, *, client: Callable[[str], Any] | None = None, registry=default_registry,
+                 rand: Callable[[], float] = lambda: 0.5, **retry: Any) -> Consumer:
+        clients = {"sqs": self.sqs, "dynamodb": self.dynamodb}
+        return Consumer(self.config(**retry), registry, client=client or clients.__getitem__, rand=rand)
+
+    def publish(self, job_type: str, payload: Any, key: str, **attributes: str) -> str:
+        body = build(job_type, payload, key).to_json()
+        return self.send_raw(body, **attributes)
+
+    def send_raw(self, body: str, **attributes: str) -> str:
+        extra = {"MessageAttributes": {k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()}}
+        return self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=body, **(extra if attributes else {}))[
+            "MessageId"]
+
+    def receive(self, queue_url: str | None = None, max_messages: int = 10) -> list[dict]:
+        return self.sqs.receive_message(
+            QueueUrl=queue_url or self.queue_url, MaxNumberOfMessages=max_messages,
+            MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"], VisibilityTimeout=0,
+        ).get("Messages", [])
+
+    def event(self, messages: list[dict]) -> dict:
+        return {"Records": [lambda_record(m, self.queue_arn) for m in messages]}
+
+    def run_batch(self, consumer: Consumer, context: Any = None, max_messages: int = 10) -> dict:
+        messages = self.sqs.receive_message(
+            QueueUrl=self.queue_url, MaxNumberOfMessages=max_messages,
+            MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"],
+        ).get("Messages", [])
+        assert messages, "the queue had nothing to receive"
+        self.in_flight.update({m["MessageId"]: m["ReceiptHandle"] for m in messages})
+        response = consumer.handle(self.event(messages), context or FakeLambdaContext())
+        failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
+        for m in messages:
+            if m["MessageId"] not in failed:
+                self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=m["ReceiptHandle"])
+                self.in_flight.pop(m["MessageId"])
+        return response
+
+    def make_visible(self) -> None:
+        """Skip a backoff or a visibility timeout: the messages a batch left in flight return now."""
+        for receipt in self.in_flight.values():
+            self.sqs.change_message_visibility(QueueUrl=self.queue_url, ReceiptHandle=receipt, VisibilityTimeout=0)
+        self.in_flight.clear()
+
+    def dlq_messages(self) -> list[dict]:
+        return self.receive(self.dlq_url)
+
+    def balance(self, account_id: str) -> int:
+        item = self.dynamodb.get_item(TableName=self.accounts_table, Key={"account_id": {"S": account_id}}).get("Item")
+        return int(item["balance"]["N"]) if item else 0
+
+
+def lambda_record(message: dict, queue_arn: str) -> dict:
+    """One record of a Lambda SQS event, from a ReceiveMessage result (as Lambda shapes it)."""
+    attributes = {}
+    for name, attr in message.get("MessageAttributes", {}).items():
+        shaped = {"dataType": attr["DataType"], "stringListValues": [], "binaryListValues": []}
+        if "StringValue" in attr:
+            shaped["stringValue"] = attr["StringValue"]
+        if "BinaryValue" in attr:
+            import base64
+
+            shaped["binaryValue"] = base64.b64encode(attr["BinaryValue"]).decode()
+        attributes[name] = shaped
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": dict(message.get("Attributes", {})),
+        "messageAttributes": attributes,
+        "md5OfBody": message["MD5OfBody"],
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": REGION,
+    }
+
+
+@pytest.fixture
+def tier(aws) -> Tier:
+    sqs = boto3.client("sqs", region_name=REGION)
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    dlq_url = sqs.create_queue(QueueName="critical-dlq")["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    queue_url = sqs.create_queue(QueueName="critical", Attributes={
+        "VisibilityTimeout": "180",
+        "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 5}),
+    })["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    for name, key in (("idempotency", "id"), ("accounts", "account_id")):
+        dynamodb.create_table(
+            TableName=name, BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+        )
+    return Tier(sqs, dynamodb, queue_url, queue_arn, dlq_url, "idempotency", "accounts")

@@ -1,0 +1,78 @@
+"""Envelope v1: the Python rules and the shipped JSON Schema agree, case by case."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import jsonschema
+import pytest
+
+from tiered_jobs.contract.envelope import EnvelopeError, build, parse, validate
+
+SCHEMA = json.loads(resources.files("tiered_jobs.contract").joinpath("envelope.schema.json").read_text())
+
+VALID = [
+    {"type": "payments.update_balance", "idempotency_key": "pay_1", "payload": {"account_id": "a", "amount": 1}},
+    {"type": "a", "idempotency_key": "k" * 256, "payload": {}, "version": 1},
+    {"type": "x_1.y_2", "idempotency_key": "é", "payload": {}, "published_at": "2026-11-29T10:00:00Z"},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "published_at": "2026-11-29T10:00:00.123+02:00"},
+]
+INVALID = [
+    [],
+    "string",
+    None,
+    {},
+    {"idempotency_key": "k", "payload": {}},
+    {"type": "x", "payload": {}},
+    {"type": "x", "idempotency_key": "k"},
+    {"type": "X", "idempotency_key": "k", "payload": {}},
+    {"type": "x..y", "idempotency_key": "k", "payload": {}},
+    {"type": "x." , "idempotency_key": "k", "payload": {}},
+    {"type": "a" * 129, "idempotency_key": "k", "payload": {}},
+    {"type": 1, "idempotency_key": "k", "payload": {}},
+    {"type": "x", "idempotency_key": "", "payload": {}},
+    {"type": "x", "idempotency_key": "k" * 257, "payload": {}},
+    {"type": "x", "idempotency_key": 5, "payload": {}},
+    {"type": "x", "idempotency_key": "k", "payload": []},
+    {"type": "x", "idempotency_key": "k", "payload": None},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "version": 2},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "version": True},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "extra": 1},
+]
+
+
+@pytest.mark.parametrize("obj", VALID)
+def test_valid_envelopes_pass_both(obj):
+    assert validate(obj) == []
+    jsonschema.validate(obj, SCHEMA)
+
+
+@pytest.mark.parametrize("obj", INVALID, ids=lambda o: json.dumps(o)[:40])
+def test_invalid_envelopes_fail_both(obj):
+    assert validate(obj), "the Python rules accepted it"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(obj, SCHEMA)
+
+
+def test_published_at_must_carry_a_time_zone():
+    # JSON Schema's "format" is advisory; the Python rules enforce it.
+    assert validate({"type": "x", "idempotency_key": "k", "payload": {}, "published_at": "2026-11-29T10:00:00"})
+    assert validate({"type": "x", "idempotency_key": "k", "payload": {}, "published_at": "yesterday"})
+
+
+def test_every_problem_is_listed_at_once():
+    with pytest.raises(EnvelopeError) as err:
+        parse('{"type": 1, "payload": []}')
+    assert err.value.problems == [
+        "missing required field 'idempotency_key'",
+        "'type' must be a string, got a number",
+        "'payload' must be a JSON object, got an array",
+    ]
+
+
+def test_build_round_trips_and_rejects_before_sending():
+    envelope = build("demo.flaky", {"fail_times": 0}, "k-1", published_at="2026-11-29T10:00:00Z")
+    assert parse(envelope.to_json()) == envelope
+    with pytest.raises(EnvelopeError, match="'idempotency_key' must be 1-256 characters"):
+        build("demo.flaky", {}, "")
