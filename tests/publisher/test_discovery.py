@@ -1,0 +1,141 @@
+"""Finding the queues: SSM parameters and stack outputs written by a (miniature) stack, the environment."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+
+from publisher.fakes import deploy, received_bodies
+from tiered_jobs import discovery, publisher as publisher_module
+from tiered_jobs.contract.names import Env, Ssm
+from tiered_jobs.discovery import DiscoveryError
+from tiered_jobs.publisher import Publisher
+
+
+def test_from_ssm_reads_every_tier_the_routes_and_the_replay_function(deployment):
+    found = discovery.from_ssm(deployment.stage)
+
+    assert found.queue_urls() == deployment.queue_urls
+    assert {name: urls.dlq_url for name, urls in found.tiers.items()} == deployment.dlq_urls
+    assert found.routes.table == deployment.routes
+    assert found.replay_function_name == deployment.replay_function_name
+    assert (found.source, found.stage) == ("SSM /tiered-jobs/test", "test")
+
+
+def test_from_stack_outputs_reads_the_same(deployment):
+    found = discovery.from_stack_outputs(deployment.stack_name)
+
+    assert found.queue_urls() == deployment.queue_urls
+    assert {name: urls.dlq_url for name, urls in found.tiers.items()} == deployment.dlq_urls
+    assert found.routes.table == deployment.routes
+    assert found.replay_function_name == deployment.replay_function_name
+    assert found.source == "stack TieredJobs-test"
+
+
+def test_tier_names_not_in_the_routes_are_rebuilt_from_camel_case_outputs(aws):
+    made = deploy(tiers=("critical", "bulk-eu"), routes={"payments.*": "critical"})
+
+    found = discovery.from_stack_outputs(made.stack_name)
+
+    assert found.queue_urls() == made.queue_urls  # "BulkEuQueueUrl" -> "bulk-eu"
+
+
+def test_a_stage_that_is_not_deployed_says_where_it_looked(aws):
+    with pytest.raises(DiscoveryError, match=r"SSM parameter /tiered-jobs/prod/tiers not found: is stage 'prod' "
+                                             r"deployed in this account and region \(us-east-1\)\?"):
+        discovery.from_ssm("prod")
+
+
+def test_a_missing_tier_parameter_is_named(deployment):
+    boto3.client("ssm").delete_parameter(Name=Ssm.tier("test", "bulk", Ssm.TIER_QUEUE_URL))
+
+    with pytest.raises(DiscoveryError, match=r"SSM parameter /tiered-jobs/test/tiers/bulk/queue-url not found"):
+        discovery.from_ssm("test")
+
+
+def test_malformed_routes_are_a_discovery_error(deployment):
+    boto3.client("ssm").put_parameter(Name=Ssm.routes("test"), Value="[1, 2]", Type="String", Overwrite=True)
+
+    with pytest.raises(DiscoveryError, match=r"routes in /tiered-jobs/test/routes are not a JSON object"):
+        discovery.from_ssm("test")
+
+
+def test_a_missing_stack_says_so(aws):
+    with pytest.raises(DiscoveryError, match=r"stack 'TieredJobs-nope' not found in us-east-1"):
+        discovery.from_stack_outputs("TieredJobs-nope")
+
+
+def test_from_env_reads_per_tier_urls_and_routes():
+    environ = {
+        Env.tier_var(Env.QUEUE_URL, "critical"): "https://q/critical",
+        Env.tier_var(Env.DLQ_URL, "critical"): "https://q/critical-dlq",
+        Env.tier_var(Env.QUEUE_URL, "bulk-eu"): "https://q/bulk-eu",
+        Env.ROUTES: json.dumps({"payments.*": "critical"}),
+        "TIERED_JOBS_QUEUE_URL": "https://q/consumer-own-queue",  # the consumer's variable: not a tier
+    }
+
+    found = discovery.from_env(environ)
+
+    assert found.queue_urls() == {"critical": "https://q/critical", "bulk-eu": "https://q/bulk-eu"}
+    assert found.tier("critical").dlq_url == "https://q/critical-dlq"
+    assert found.routes.tier_for("payments.capture") == "critical"
+
+
+def test_from_env_without_urls_explains_the_variables():
+    with pytest.raises(DiscoveryError, match=r"set TIERED_JOBS_QUEUE_URL_<TIER> for each tier"):
+        discovery.from_env({})
+
+
+def test_from_env_without_routes_needs_an_explicit_tier():
+    found = discovery.from_env({Env.tier_var(Env.QUEUE_URL, "bulk"): "https://q/bulk"})
+    assert found.routes.table == {}
+
+
+def test_unknown_tier_lists_the_known_ones(deployment):
+    with pytest.raises(LookupError, match=r"unknown tier 'urgent'; known tiers: bulk, critical, transactional"):
+        discovery.from_ssm("test").tier("urgent")
+
+
+def test_publisher_constructors_publish_to_the_discovered_queues(deployment, sqs):
+    for made in (
+        Publisher.from_stage("test", sqs=sqs),
+        Publisher.from_stack_outputs(deployment.stack_name, sqs=sqs),
+        Publisher.from_env({**{Env.tier_var(Env.QUEUE_URL, t): u for t, u in deployment.queue_urls.items()},
+                            Env.ROUTES: json.dumps(deployment.routes)}, sqs=sqs),
+    ):
+        assert made.publish("notifications.email", {}, "e1").queue_url == deployment.queue_urls["transactional"]
+    assert len(received_bodies(deployment.queue_urls["transactional"])) == 3
+
+
+@pytest.fixture
+def fresh_default():
+    publisher_module.configure(None)
+    yield
+    publisher_module.configure(None)
+
+
+def test_module_level_publish_uses_the_stage_from_the_environment(deployment, monkeypatch, fresh_default):
+    monkeypatch.setenv(Env.STAGE, "test")
+
+    result = publisher_module.publish("payments.capture", {"id": 7}, "pay_7")
+
+    assert result.tier == "critical"
+    assert received_bodies(deployment.queue_urls["critical"])[0]["payload"] == {"id": 7}
+
+
+def test_module_level_publish_prefers_explicit_urls(deployment, monkeypatch, fresh_default):
+    monkeypatch.setenv(Env.STAGE, "not-deployed")  # would fail if it were used
+    monkeypatch.setenv(Env.tier_var(Env.QUEUE_URL, "bulk"), deployment.queue_urls["bulk"])
+
+    [result] = publisher_module.publish_batch([{"job_type": "x.y", "payload": {}, "idempotency_key": "k", "tier": "bulk"}])
+
+    assert result.queue_url == deployment.queue_urls["bulk"]
+
+
+def test_module_level_publish_without_configuration_explains_the_options(monkeypatch, fresh_default):
+    monkeypatch.delenv(Env.STAGE, raising=False)
+
+    with pytest.raises(DiscoveryError, match=r"no publisher configured: set TIERED_JOBS_STAGE"):
+        publisher_module.publish("payments.capture", {}, "k")
