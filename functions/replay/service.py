@@ -95,8 +95,9 @@ def approximate_depth(sqs: Any, queue_url: str) -> int:
 class _RateLimit:
     """At most ``per_second`` messages sent on average since the first send.
 
-    After sending ``n`` messages at time ``t`` the next send may start at ``t + n / per_second``;
-    so before any send, everything sent so far is at most ``per_second`` x the elapsed time.
+    A send of ``n`` messages starting at ``t`` lets the next one start at ``t + n / per_second``,
+    so when any send starts, everything sent before it is at most ``per_second`` x the time
+    elapsed since the first send.
     """
 
     def __init__(self, per_second: float | None, clock: Callable[[], float]):
@@ -110,11 +111,10 @@ class _RateLimit:
             return 0.0
         return max(0.0, self._next_at - self._clock())
 
-    def spent(self, count: int) -> None:
-        if self.per_second is None or count == 0:
-            return
-        start = self._clock() if self._next_at is None else max(self._next_at, self._clock())
-        self._next_at = start + count / self.per_second
+    def sending(self, count: int) -> None:
+        """Call right before a send of ``count`` messages starts."""
+        if self.per_second is not None:
+            self._next_at = self._clock() + count / self.per_second
 
 
 class _Scan:
@@ -236,6 +236,7 @@ class _Scan:
         """Send to the main queue, then delete from the DLQ exactly the letters SQS accepted."""
         replayed_at = self.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
         by_entry = {str(i): letter for i, letter in enumerate(letters)}
+        self.rate.sending(len(letters))
         sent = self.sqs.send_message_batch(
             QueueUrl=self.queues.queue_url,
             Entries=[
@@ -243,7 +244,6 @@ class _Scan:
                 for entry, letter in by_entry.items()
             ],
         )
-        self.rate.spent(len(letters))
         for failure in sent.get("Failed", []):
             letter = by_entry[failure["Id"]]
             logger.warning("replay: send failed, the letter stays in the DLQ: %s %s: %s",
