@@ -184,12 +184,12 @@ class Tier(Construct):
             Alarms.FAILURE_RATE: (
                 failure_rate,
                 tier.failure_rate_alarm_percent,
-                f"More than {tier.failure_rate_alarm_percent} % of {self.name} job attempts fail.",
+                f"More than {tier.failure_rate_alarm_percent:g} % of {self.name} job attempts fail.",
             ),
             Alarms.DURATION: (
                 self.consumer.metric_duration(statistic="p99", period=Duration.minutes(5)),
                 tier.duration_alarm_threshold_ms,
-                f"The {self.name} consumer's p99 duration is above {tier.duration_alarm_percent_of_timeout} % "
+                f"The {self.name} consumer's p99 duration is above {tier.duration_alarm_percent_of_timeout:g} % "
                 f"of its {tier.timeout_seconds} s timeout.",
             ),
             Alarms.ERRORS: (

@@ -2,42 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
 import pytest
-from aws_cdk.assertions import Template
+from infra_support import Synth, synthesize
 
-from infra.app import build_app, load_cdk_context
-from tiered_jobs.contract.names import stack_name
-
-
-@dataclass(frozen=True)
-class Synth:
-    """One synthesized cloud assembly: the template (raw and as ``Template``) and its directory."""
-
-    stage: str
-    outdir: Path
-    raw: dict[str, Any]
-    template: Template
-
-    def resources(self, type_: str) -> dict[str, dict[str, Any]]:
-        return {k: v for k, v in self.raw["Resources"].items() if v["Type"] == type_}
-
-    def asset_dirs(self) -> list[Path]:
-        return sorted(p for p in self.outdir.glob("asset.*") if p.is_dir())
-
-
-def synthesize(tmp_path_factory: pytest.TempPathFactory, name: str, **overrides: Any) -> Synth:
-    outdir = tmp_path_factory.mktemp(name)
-    context = load_cdk_context(**overrides)
-    app = build_app(context, outdir=str(outdir))
-    app.synth()  # runs cdk-nag: any unacknowledged finding raises here
-    stage = context["tiered_jobs"]["stage"]
-    raw = json.loads((outdir / f"{stack_name(stage)}.template.json").read_text())
-    return Synth(stage=stage, outdir=outdir, raw=raw, template=Template.from_json(raw))
+from infra.app import load_cdk_context
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from infra_support import find_consumer, find_queue, logical_id, policy_statements, referenced_ids
+
 from infra.settings import AppSettings
 from tiered_jobs.contract.names import DEFAULT_TIERS, Env, Handlers, Metrics, function_name, queue_name
 
@@ -13,55 +15,11 @@ SETTINGS = AppSettings.from_context(None)
 DAY = 86_400
 
 
-def _logical_id(synth, type_: str, **properties: Any) -> str:
-    matches = [
-        key for key, res in synth.resources(type_).items()
-        if all(res["Properties"].get(k) == v for k, v in properties.items())
-    ]
-    assert len(matches) == 1, f"{type_} with {properties}: {matches}"
-    return matches[0]
-
-
-def _queue(synth, stage: str, tier: str, dlq: bool = False) -> tuple[str, dict[str, Any]]:
-    key = _logical_id(synth, "AWS::SQS::Queue", QueueName=queue_name(stage, tier, dlq=dlq))
-    return key, synth.raw["Resources"][key]
-
-
-def _consumer(synth, stage: str, tier: str) -> tuple[str, dict[str, Any]]:
-    key = _logical_id(synth, "AWS::Lambda::Function", FunctionName=function_name(stage, f"{tier}-consumer"))
-    return key, synth.raw["Resources"][key]
-
-
-def _policy_statements(synth, function_key: str) -> list[dict[str, Any]]:
-    role = synth.raw["Resources"][function_key]["Properties"]["Role"]["Fn::GetAtt"][0]
-    statements = []
-    for policy in synth.resources("AWS::IAM::Policy").values():
-        if {"Ref": role} in policy["Properties"]["Roles"]:
-            statements += policy["Properties"]["PolicyDocument"]["Statement"]
-    return statements
-
-
-def _referenced_ids(value: Any) -> set[str]:
-    """Logical IDs a template value refers to (Ref / Fn::GetAtt), anywhere inside it."""
-    found: set[str] = set()
-    if isinstance(value, dict):
-        if "Ref" in value:
-            found.add(value["Ref"])
-        if "Fn::GetAtt" in value:
-            found.add(value["Fn::GetAtt"][0])
-        for item in value.values():
-            found |= _referenced_ids(item)
-    elif isinstance(value, list):
-        for item in value:
-            found |= _referenced_ids(item)
-    return found
-
-
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
 def test_main_queue_redrives_to_its_own_dlq_after_max_attempts(default_synth, tier):
     settings = SETTINGS.tier(tier)
-    dlq_key, dlq = _queue(default_synth, "dev", tier, dlq=True)
-    _, main = _queue(default_synth, "dev", tier)
+    dlq_key, dlq = find_queue(default_synth, "dev", tier, dlq=True)
+    _, main = find_queue(default_synth, "dev", tier)
     assert main["Properties"]["RedrivePolicy"] == {
         "deadLetterTargetArn": {"Fn::GetAtt": [dlq_key, "Arn"]},
         "maxReceiveCount": settings.max_attempts,
@@ -73,7 +31,7 @@ def test_main_queue_redrives_to_its_own_dlq_after_max_attempts(default_synth, ti
 
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
 def test_dlq_admits_only_its_own_main_queue(default_synth, tier):
-    _, dlq = _queue(default_synth, "dev", tier, dlq=True)
+    _, dlq = find_queue(default_synth, "dev", tier, dlq=True)
     policy = dlq["Properties"]["RedriveAllowPolicy"]
     assert policy["redrivePermission"] == "byQueue"
     (source,) = policy["sourceQueueArns"]
@@ -86,7 +44,7 @@ def test_dlq_admits_only_its_own_main_queue(default_synth, tier):
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
 @pytest.mark.parametrize("dlq", [False, True], ids=["main", "dlq"])
 def test_queues_are_encrypted_ssl_only_and_retained(default_synth, tier, dlq):
-    key, queue = _queue(default_synth, "dev", tier, dlq=dlq)
+    key, queue = find_queue(default_synth, "dev", tier, dlq=dlq)
     assert queue["Properties"]["SqsManagedSseEnabled"] is True
     assert queue["UpdateReplacePolicy"] == "Retain" and queue["DeletionPolicy"] == "Retain"
     policies = [
@@ -105,8 +63,8 @@ def test_queues_are_encrypted_ssl_only_and_retained(default_synth, tier, dlq):
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
 def test_event_source_mapping_uses_tier_batching_and_reports_item_failures(default_synth, tier):
     settings = SETTINGS.tier(tier)
-    consumer_key, _ = _consumer(default_synth, "dev", tier)
-    queue_key, _ = _queue(default_synth, "dev", tier)
+    consumer_key, _ = find_consumer(default_synth, "dev", tier)
+    queue_key, _ = find_queue(default_synth, "dev", tier)
     expected = {
         "EventSourceArn": {"Fn::GetAtt": [queue_key, "Arn"]},
         "FunctionName": {"Ref": consumer_key},
@@ -130,7 +88,7 @@ def test_tier_presets_differ_where_it_matters():
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
 def test_consumer_function_settings_and_environment(default_synth, tier):
     settings = SETTINGS.tier(tier)
-    _, consumer = _consumer(default_synth, "dev", tier)
+    _, consumer = find_consumer(default_synth, "dev", tier)
     props = consumer["Properties"]
     assert props["Handler"] == Handlers.CONSUMER
     assert props["Runtime"] == "python3.13"
@@ -148,8 +106,8 @@ def test_consumer_function_settings_and_environment(default_synth, tier):
         Env.POWERTOOLS_SERVICE_NAME: Metrics.SERVICE, Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,
         Env.POWERTOOLS_LOG_LEVEL: "INFO",
     }
-    queue_key, _ = _queue(default_synth, "dev", tier)
-    dlq_key, _ = _queue(default_synth, "dev", tier, dlq=True)
+    queue_key, _ = find_queue(default_synth, "dev", tier)
+    dlq_key, _ = find_queue(default_synth, "dev", tier, dlq=True)
     assert env[Env.QUEUE_URL] == {"Ref": queue_key}
     assert env[Env.DLQ_URL] == {"Ref": dlq_key}
     assert (Env.ACCOUNTS_TABLE in env) == (tier == "critical")  # payments.* -> critical
@@ -157,14 +115,14 @@ def test_consumer_function_settings_and_environment(default_synth, tier):
 
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
 def test_consumer_log_group_has_retention_and_no_managed_policy(default_synth, tier):
-    key, consumer = _consumer(default_synth, "dev", tier)
+    key, consumer = find_consumer(default_synth, "dev", tier)
     log_group_key = consumer["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
     assert consumer["Properties"]["LoggingConfig"]["LogFormat"] == "JSON"
     log_group = default_synth.raw["Resources"][log_group_key]
     assert log_group["Properties"]["RetentionInDays"] == 30
     role = default_synth.raw["Resources"][consumer["Properties"]["Role"]["Fn::GetAtt"][0]]
     assert "ManagedPolicyArns" not in role["Properties"]
-    writes = [s for s in _policy_statements(default_synth, key) if "logs:PutLogEvents" in s["Action"]]
+    writes = [s for s in policy_statements(default_synth, key) if "logs:PutLogEvents" in s["Action"]]
     assert writes == [{
         "Action": ["logs:CreateLogStream", "logs:PutLogEvents"], "Effect": "Allow",
         "Resource": {"Fn::GetAtt": [log_group_key, "Arn"]},
@@ -173,17 +131,17 @@ def test_consumer_log_group_has_retention_and_no_managed_policy(default_synth, t
 
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
 def test_consumer_can_reach_only_its_own_queues(default_synth, tier):
-    key, _ = _consumer(default_synth, "dev", tier)
-    statements = _policy_statements(default_synth, key)
-    referenced = set().union(*(_referenced_ids(s["Resource"]) for s in statements))
-    own = {_queue(default_synth, "dev", tier)[0], _queue(default_synth, "dev", tier, dlq=True)[0]}
+    key, _ = find_consumer(default_synth, "dev", tier)
+    statements = policy_statements(default_synth, key)
+    referenced = set().union(*(referenced_ids(s["Resource"]) for s in statements))
+    own = {find_queue(default_synth, "dev", tier)[0], find_queue(default_synth, "dev", tier, dlq=True)[0]}
     all_queues = set(default_synth.resources("AWS::SQS::Queue"))
     assert referenced & all_queues == own
     # Consume the main queue; only send to the DLQ; nothing wider than sqs actions on them.
-    main_key, dlq_key = _queue(default_synth, "dev", tier)[0], _queue(default_synth, "dev", tier, dlq=True)[0]
+    main_key, dlq_key = find_queue(default_synth, "dev", tier)[0], find_queue(default_synth, "dev", tier, dlq=True)[0]
     by_resource: dict[str, set[str]] = {}
     for s in statements:
-        for ref in _referenced_ids(s["Resource"]) & own:
+        for ref in referenced_ids(s["Resource"]) & own:
             actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
             by_resource.setdefault(ref, set()).update(actions)
     assert {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"} <= by_resource[main_key]
@@ -197,11 +155,11 @@ def test_consumer_can_reach_only_its_own_queues(default_synth, tier):
 
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
 def test_only_routed_tiers_reach_the_accounts_table(default_synth, tier):
-    key, _ = _consumer(default_synth, "dev", tier)
+    key, _ = find_consumer(default_synth, "dev", tier)
     tables = default_synth.resources("AWS::DynamoDB::Table")
     accounts = next(k for k, r in tables.items() if r["Properties"]["KeySchema"][0]["AttributeName"] == "account_id")
     idempotency = next(k for k, r in tables.items() if r["Properties"]["KeySchema"][0]["AttributeName"] == "id")
-    referenced = set().union(*(_referenced_ids(s["Resource"]) for s in _policy_statements(default_synth, key)))
+    referenced = set().union(*(referenced_ids(s["Resource"]) for s in policy_statements(default_synth, key)))
     assert idempotency in referenced
     assert (accounts in referenced) == (tier == "critical")
 
@@ -232,20 +190,20 @@ def test_x86_and_latest_select_the_matching_layer(custom_synth):
 
 
 def test_added_tier_gets_generic_defaults_and_its_overrides(custom_synth):
-    _, consumer = _consumer(custom_synth, "qa", "reports")
+    _, consumer = find_consumer(custom_synth, "qa", "reports")
     assert consumer["Properties"]["Timeout"] == 120
-    _, queue = _queue(custom_synth, "qa", "reports")
+    _, queue = find_queue(custom_synth, "qa", "reports")
     assert queue["Properties"]["VisibilityTimeout"] == 720
     custom_synth.template.has_resource_properties(
         "AWS::Lambda::EventSourceMapping",
-        {"FunctionName": {"Ref": _consumer(custom_synth, "qa", "reports")[0]}, "BatchSize": 10,
+        {"FunctionName": {"Ref": find_consumer(custom_synth, "qa", "reports")[0]}, "BatchSize": 10,
          "ScalingConfig": {"MaximumConcurrency": 2}},
     )
 
 
 def test_accounts_table_follows_the_route_of_update_balance(custom_synth):
     """The custom routes send ``payments.update_balance`` (exact match) to transactional, not critical."""
-    env = {t: _consumer(custom_synth, "qa", t)[1]["Properties"]["Environment"]["Variables"] for t in
+    env = {t: find_consumer(custom_synth, "qa", t)[1]["Properties"]["Environment"]["Variables"] for t in
            ("critical", "transactional")}
     assert Env.ACCOUNTS_TABLE in env["transactional"] and Env.ACCOUNTS_TABLE not in env["critical"]
 
