@@ -1,0 +1,167 @@
+"""The settings model: defaults, overrides, and every guardrail with the message a user will read."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.app import CDK_JSON, load_cdk_context
+from infra.settings import DEFAULT_ROUTES, AppSettings, SettingsError, TierSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _settings(**raw: Any) -> AppSettings:
+    return AppSettings.from_context(raw)
+
+
+def _tier(**values: Any) -> TierSettings:
+    return _settings(tiers={"bulk": values}, routes={"*": "bulk"}).tier("bulk")
+
+
+def test_defaults_are_three_tiers_with_the_seed_routes():
+    settings = AppSettings.from_context(None)
+    assert settings.stage == "dev" and settings.disposable is False
+    assert (settings.runtime, settings.architecture, settings.powertools_version) == ("python3.13", "arm64", "3.37.0")
+    assert settings.tier_names == ("critical", "transactional", "bulk")
+    assert dict(settings.routes) == DEFAULT_ROUTES
+    bulk = settings.tier("bulk")
+    assert bulk.retry_schedule_seconds == (5, 30, 120, 600) and bulk.retry_jitter == 0.2
+    assert bulk.max_attempts == bulk.max_receive_count == 5
+    assert bulk.visibility_timeout == 6 * bulk.timeout_seconds + bulk.batching_window_seconds
+    assert settings.accounts_tiers() == frozenset({"critical"})
+
+
+def test_cdk_json_is_valid_and_equals_the_code_defaults():
+    context = load_cdk_context()
+    assert AppSettings.from_context(context["tiered_jobs"]) == AppSettings.from_context(None)
+
+
+def test_powertools_version_matches_requirements():
+    pinned = re.search(r"^aws-lambda-powertools==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M).group(1)
+    assert json.loads(CDK_JSON.read_text())["context"]["tiered_jobs"]["powertools_version"] == pinned
+
+
+def test_stage_override_wins_over_the_context_value():
+    assert AppSettings.from_context({"stage": "dev"}, stage="prod").stage == "prod"
+
+
+def test_load_cdk_context_overrides_single_settings():
+    context = load_cdk_context(stage="local", disposable=True)
+    assert context["tiered_jobs"]["stage"] == "local" and context["tiered_jobs"]["disposable"] is True
+    assert context["tiered_jobs"]["tiers"] == {"critical": {}, "transactional": {}, "bulk": {}}
+    assert context["@aws-cdk/aws-lambda:recognizeLayerVersion"] is True
+
+
+def test_a_new_tier_takes_the_generic_defaults_and_its_own_values():
+    settings = _settings(tiers={"critical": {}, "reports": {"memory_mb": 1024}},
+                         routes={"payments.*": "critical", "reports.*": "reports"})
+    reports = settings.tier("reports")
+    assert reports.memory_mb == 1024
+    assert reports.batch_size == TierSettings(name="x").batch_size
+    assert reports.dlq_alarm_threshold == 10
+
+
+def test_user_values_override_presets():
+    critical = _settings(tiers={"critical": {"dlq_alarm_threshold": 3}}, routes={"*": "critical"}).tier("critical")
+    assert critical.dlq_alarm_threshold == 3 and critical.batch_size == 5
+
+
+def test_routes_of_update_balance_decide_the_accounts_tier():
+    settings = _settings(routes={**DEFAULT_ROUTES, "payments.update_balance": "bulk"})
+    assert settings.accounts_tiers() == frozenset({"bulk"})
+    assert _settings(routes={"demo.*": "bulk"}).accounts_tiers() == frozenset()
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    # Guardrails between settings.
+    ({"tiers": {"bulk": {"visibility_timeout_seconds": 300}}},
+     "tier 'bulk': visibility_timeout_seconds 300 is below 6 x timeout_seconds (60) + batching_window_seconds (5) "
+     "= 365: a message would reappear while its batch is still running; set visibility_timeout_seconds to at "
+     "least 365 or remove it"),
+    ({"tiers": {"bulk": {"redrive_max_receive_count": 6}}},
+     "tier 'bulk': redrive_max_receive_count 6 is above max_attempts 5"),
+    ({"tiers": {"bulk": {"redrive_max_receive_count": 3}}},
+     "tier 'bulk': redrive_max_receive_count 3 is below max_attempts 5: SQS would move jobs to the DLQ before "
+     "the consumer's last attempts"),
+    ({"tiers": {"bulk": {"dlq_retention_days": 4}}},
+     "tier 'bulk': dlq_retention_days 4 must be longer than retention_days 4"),
+    ({"tiers": {"bulk": {"retention_days": 14}}},
+     "tier 'bulk': dlq_retention_days 14 must be longer than retention_days 14"),
+    ({"tiers": {"bulk": {"batch_size": 50, "batching_window_seconds": 0}}},
+     "tier 'bulk': batch_size 50 needs a batching window"),
+    ({"tiers": {"bulk": {"reserved_concurrency": 3}}},
+     "tier 'bulk': reserved_concurrency 3 is below max_concurrency 5"),
+    ({"tiers": {"bulk": {"timeout_seconds": 900, "batching_window_seconds": 300, "visibility_timeout_seconds": 43201}}},
+     "tier 'bulk': visibility timeout 43201 s exceeds SQS's limit of 43200 s"),
+    ({"routes": {"payments.*": "urgent"}},
+     "route 'payments.*' -> tier 'urgent': unknown tier; route it to one of critical, transactional, bulk "
+     "or add 'urgent' under 'tiers'"),
+    # Malformed values.
+    ({"tiers": {"bulk": {"retry_schedule_seconds": []}}}, "tier 'bulk': retry_schedule_seconds [] is invalid"),
+    ({"tiers": {"bulk": {"retry_schedule_seconds": [5, 50000]}}}, "between 0 and 43200"),
+    ({"tiers": {"bulk": {"retry_schedule_seconds": "5,30"}}}, "retry_schedule_seconds '5,30' is invalid"),
+    ({"tiers": {"bulk": {"retry_jitter": 1.0}}}, "tier 'bulk': retry_jitter 1.0 must be in [0, 1)"),
+    ({"tiers": {"bulk": {"retry_jitter": -0.1}}}, "tier 'bulk': retry_jitter -0.1 must be in [0, 1)"),
+    ({"tiers": {"bulk": {"max_attempts": 0}}}, "tier 'bulk': max_attempts 0 is out of range; use a value between 1"),
+    ({"tiers": {"bulk": {"timeout_seconds": "30"}}}, "tier 'bulk': timeout_seconds must be a whole number, got '30'"),
+    ({"tiers": {"bulk": {"memory_mb": True}}}, "tier 'bulk': memory_mb must be a whole number, got True"),
+    ({"tiers": {"bulk": {"timeout_seconds": 901}}}, "between 1 and 900 s (Lambda's limit)"),
+    ({"tiers": {"bulk": {"max_concurrency": 1}}}, "tier 'bulk': max_concurrency 1 is out of range; use a value between 2 and 1000"),
+    ({"tiers": {"bulk": {"dlq_alarm_threshold": -1}}}, "tier 'bulk': dlq_alarm_threshold -1 is out of range"),
+    ({"tiers": {"bulk": {"failure_rate_alarm_percent": 0}}}, "failure_rate_alarm_percent 0.0 must be a percentage"),
+    ({"tiers": {"bulk": {"batchsize": 5}}},
+     "tier 'bulk': unknown key(s) 'batchsize'; allowed keys: batch_size, batching_window_seconds"),
+    ({"tiers": {"bulk": []}}, "tier 'bulk': settings must be an object"),
+    ({"tiers": {"Bulk": {}}}, "tier 'Bulk': invalid name"),
+    ({"tiers": {}}, "tiers must be a non-empty object"),
+    ({"stage": "Prod"}, "stage 'Prod' is invalid"),
+    ({"disposable": "yes"}, "disposable must be true or false, got 'yes'"),
+    ({"architecture": "arm"}, "architecture 'arm' is not supported; use one of arm64, x86_64"),
+    ({"runtime": "python3.8"}, "runtime 'python3.8' is not supported"),
+    ({"powertools_version": "3.37"}, "powertools_version '3.37' is invalid"),
+    ({"log_retention_days": 10}, "log_retention_days 10 is not a CloudWatch Logs retention"),
+    ({"alarm_email": "oncall"}, "alarm_email 'oncall' is invalid"),
+    ({"alarm_https_url": "http://example.com"}, "alarm_https_url 'http://example.com' is invalid; use an https:// URL"),
+    ({"console_test_events": "yes"}, "console_test_events 'yes' is invalid"),
+    ({"console_test_events": 1}, "console_test_events 1 is invalid"),
+    ({"routes": ["payments.*"]}, "routes: routes must be an object"),
+    ({"tier": {}}, "context 'tiered_jobs': unknown key(s) 'tier'; allowed keys:"),
+])
+def test_invalid_settings_fail_with_a_message_that_names_the_fix(raw, message):
+    with pytest.raises(SettingsError) as error:
+        AppSettings.from_context(raw)
+    assert message in str(error.value)
+
+
+def test_context_must_be_an_object():
+    with pytest.raises(SettingsError, match="context 'tiered_jobs' must be an object, got list"):
+        AppSettings.from_context([])  # type: ignore[arg-type]
+
+
+def test_explicit_visibility_and_receive_count_that_respect_the_rules_are_kept():
+    tier = _tier(visibility_timeout_seconds=900, redrive_max_receive_count=5, batch_size=100,
+                 batching_window_seconds=10, reserved_concurrency=5)
+    assert (tier.visibility_timeout, tier.max_receive_count, tier.batch_size) == (900, 5, 100)
+
+
+def test_settings_errors_stop_the_app_before_any_construct(tmp_path):
+    from infra.app import build_app
+
+    with pytest.raises(SettingsError, match="tier 'critical': retry_jitter 2.0 must be in"):
+        build_app(load_cdk_context(tiers={"critical": {"retry_jitter": 2.0}}), outdir=str(tmp_path))
+
+
+def test_cli_stage_context_key_names_the_stack():
+    """``npx cdk deploy -c stage=prod`` puts ``stage`` at the top level of the context."""
+    import aws_cdk as cdk
+
+    from infra.app import settings_of
+
+    app = cdk.App(context={**load_cdk_context(), "stage": "prod"})
+    assert settings_of(app).stage == "prod"
+    assert settings_of(cdk.App(context=load_cdk_context())).stage == "dev"
