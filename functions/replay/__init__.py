@@ -9,6 +9,8 @@ script can't mistake a refused event for an empty DLQ.
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from functools import cache
 from typing import Any
 
 from .events import MAX_MESSAGES_CAP, ReplayEventError, ReplayRequest, parse_event
@@ -27,4 +29,16 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
     tiers = tiers_from_env()
     request = parse_event(event, tiers=tiers)
-    return run(request, sqs=aws.client("sqs"), tiers=tiers, remaining_ms=context.get_remaining_time_in_millis)
+    _logger().info("replay requested", extra={"request": asdict(request)})  # who moved what, and when
+    result = run(request, sqs=aws.client("sqs"), tiers=tiers, remaining_ms=context.get_remaining_time_in_millis)
+    _logger().info("replay finished", extra={"result": {k: v for k, v in result.items() if k != "groups"}})
+    return result
+
+
+@cache
+def _logger() -> Any:
+    from aws_lambda_powertools import Logger  # JSON logs, level from POWERTOOLS_LOG_LEVEL
+
+    from tiered_jobs.contract.names import Metrics
+
+    return Logger(service=Metrics.SERVICE)

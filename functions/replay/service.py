@@ -147,13 +147,11 @@ class _Scan:
             stopped_because = self._scan()
         finally:
             self._release_held()
-        result = response(
+        return response(
             self.request, matched=self.matched, moved=self.moved, failed=self.failed,
             left_in_dlq=approximate_depth(self.sqs, self.queues.dlq_url),
             groups=self.groups.to_list(), stopped_because=stopped_because,
         )
-        logger.info("replay finished: %s", {k: v for k, v in result.items() if k != "groups"})
-        return result
 
     # -- the loop ---------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
-from functions.replay import TierQueues, parse_event, run
+from functions.replay import ReplayEventError, ReplayRequest, TierQueues, parse_event, run
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import SQS_MAX_MESSAGE_ATTRIBUTES, DeadLetter, Replay
 from tiered_jobs.contract.replay_events import RESPONSE_FIELDS
@@ -455,7 +455,5 @@ def test_a_rate_limit_wait_that_would_overrun_the_budget_stops_instead(dlq):
 
 
 def test_an_unknown_tier_at_run_time_lists_the_tiers(dlq):
-    from functions.replay import ReplayEventError, ReplayRequest
-
     with pytest.raises(ReplayEventError, match=r"unknown tier 'bulk' \(this stage has 'critical'\)"):
         run(ReplayRequest(tier="bulk"), sqs=dlq.sqs, tiers=dlq.tiers)

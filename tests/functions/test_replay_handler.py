@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -15,6 +18,7 @@ from tiered_jobs.contract.names import DeadLetter, Env
 from tiered_jobs.contract.replay_events import RESPONSE_FIELDS
 
 REGION = "us-east-1"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Context:
@@ -40,7 +44,13 @@ def deployed(aws, monkeypatch) -> dict[str, TierQueues]:
     runtime_aws.reset()
 
 
-def test_the_handler_replays_with_the_shared_client_and_the_lambda_time_budget(deployed):
+def test_importing_the_handler_loads_neither_boto3_nor_powertools():
+    code = "import sys, functions.replay; print(sorted({'boto3', 'aws_lambda_powertools'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_handler_replays_with_the_shared_client_and_the_lambda_time_budget(deployed, caplog):
     sqs = boto3.client("sqs", region_name=REGION)
     for key in ("a", "b"):
         sqs.send_message(QueueUrl=deployed["bulk"].dlq_url, MessageBody=key, MessageAttributes={
@@ -52,6 +62,9 @@ def test_the_handler_replays_with_the_shared_client_and_the_lambda_time_budget(d
     assert tuple(response) == RESPONSE_FIELDS
     bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=deployed["bulk"].queue_url, MaxNumberOfMessages=10)["Messages"]]
     assert sorted(bodies) == ["a", "b"]
+    audit = [(r.getMessage(), getattr(r, "request", {}).get("tier"), getattr(r, "result", {}).get("moved"))
+             for r in caplog.records if r.name == "tiered-jobs"]
+    assert audit == [("replay requested", "bulk", None), ("replay finished", None, 2)]
 
 
 def test_the_handler_stops_at_once_when_the_budget_is_already_spent(deployed):
