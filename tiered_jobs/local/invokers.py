@@ -239,8 +239,6 @@ class InProcessInvoker:
 
     @classmethod
     def _acquire(cls, env: Mapping[str, str]) -> None:
-        from functions.runtime import aws as runtime_aws
-
         with cls._lock:
             if cls._applied is not None:
                 if cls._applied != dict(env):
@@ -254,12 +252,10 @@ class InProcessInvoker:
             cls._saved = {name: os.environ.get(name) for name in env}
             os.environ.update(env)
             cls._applied, cls._holders = dict(env), 1
-            runtime_aws.reset()
+            _forget_cached_clients()
 
     @classmethod
     def _release(cls) -> None:
-        from functions.runtime import aws as runtime_aws
-
         with cls._lock:
             cls._holders -= 1
             if cls._holders:
@@ -270,7 +266,7 @@ class InProcessInvoker:
                 else:
                     os.environ[name] = value
             cls._applied, cls._saved = None, {}
-            runtime_aws.reset()
+            _forget_cached_clients()
 
     def invoke(self, event: dict[str, Any]) -> Invocation:
         cold = self._handler is None
@@ -309,6 +305,13 @@ class InProcessInvoker:
         if not self._closed:
             self._closed = True
             self._release()
+
+
+def _forget_cached_clients() -> None:
+    """Drop the runtime's cached boto3 clients (if it is loaded): they were built for the old environment."""
+    runtime_aws = sys.modules.get("functions.runtime.aws")
+    if runtime_aws is not None:
+        runtime_aws.reset()
 
 
 def _ms_since(started: float) -> float:

@@ -90,21 +90,13 @@ class EmbeddedAws:
 
 @contextmanager
 def client_environment(endpoint: Endpoint) -> Iterator[None]:
-    """Point this process's boto3 clients at ``endpoint`` for the block, then restore ``os.environ``.
-
-    The runtime's cached clients (``functions.runtime.aws``) are forgotten on both sides so none
-    keeps talking to the previous endpoint.
-    """
-    from functions.runtime import aws as runtime_aws
-
+    """Point clients created in the block at ``endpoint`` (via ``os.environ``), then restore it."""
     saved = {name: os.environ.get(name) for name in endpoint.client_env()}
     try:
         _apply(endpoint.client_env())
-        runtime_aws.reset()
         yield
     finally:
         _apply(saved)
-        runtime_aws.reset()
 
 
 def _apply(values: Mapping[str, str | None]) -> None:
