@@ -15,12 +15,12 @@ from typing import Any
 
 from .events import MAX_MESSAGES_CAP, ReplayEventError, ReplayRequest, parse_event
 from .grouping import normalise_message
-from .service import run
+from .service import approximate_depth, run
 from .tiers import TierQueues, tiers_from_env
 
 __all__ = [
-    "MAX_MESSAGES_CAP", "ReplayEventError", "ReplayRequest", "TierQueues", "handler", "normalise_message",
-    "parse_event", "run", "tiers_from_env",
+    "MAX_MESSAGES_CAP", "ReplayEventError", "ReplayRequest", "TierQueues", "approximate_depth", "handler",
+    "normalise_message", "parse_event", "run", "tiers_from_env",
 ]
 
 
