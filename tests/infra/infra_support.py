@@ -31,6 +31,7 @@ class Synth:
 
 
 def synthesize(tmp_path_factory: pytest.TempPathFactory, name: str, **overrides: Any) -> Synth:
+    """Synthesize with ``cdk.json``'s context plus ``overrides``; cdk-nag runs as for ``cdk synth``."""
     outdir = tmp_path_factory.mktemp(name)
     context = load_cdk_context(**overrides)
     app = build_app(context, outdir=str(outdir))
@@ -82,3 +83,40 @@ def referenced_ids(value: Any) -> set[str]:
         for item in value:
             found |= referenced_ids(item)
     return found
+
+
+# Test modules import the fixtures below (no conftest.py here: several test folders share the
+# module name "conftest"). Each importing module gets its own fixture definition, so the synthesis
+# itself is cached per process: each variant is synthesized once.
+_SYNTHS: dict[str, Synth] = {}
+
+
+def _once(tmp_path_factory: pytest.TempPathFactory, name: str, **overrides: Any) -> Synth:
+    if name not in _SYNTHS:
+        _SYNTHS[name] = synthesize(tmp_path_factory, name, **overrides)
+    return _SYNTHS[name]
+
+
+@pytest.fixture(scope="session")
+def default_synth(tmp_path_factory) -> Synth:
+    """Exactly what ``cdk.json`` says."""
+    return _once(tmp_path_factory, "default")
+
+
+@pytest.fixture(scope="session")
+def custom_synth(tmp_path_factory) -> Synth:
+    """A disposable stage with an added tier, a moved route, subscriptions, x86 and console events."""
+    context = load_cdk_context()["tiered_jobs"]
+    return _once(
+        tmp_path_factory,
+        "custom",
+        stage="qa",
+        disposable=True,
+        architecture="x86_64",
+        powertools_version="latest",
+        alarm_email="oncall@example.com",
+        alarm_https_url="https://events.pagerduty.com/integration/abc/enqueue",
+        console_test_events=True,
+        tiers={**context["tiers"], "reports": {"max_concurrency": 2, "timeout_seconds": 120}},
+        routes={**context["routes"], "reports.*": "reports", "payments.update_balance": "transactional"},
+    )

@@ -9,7 +9,9 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match
-from infra_support import find_consumer, find_queue, logical_id, policy_statements, referenced_ids, synthesize
+from infra_support import (  # noqa: F401 (fixtures)
+    custom_synth, default_synth, find_consumer, find_queue, logical_id, policy_statements, referenced_ids, synthesize,
+)
 
 from infra.app import build_app, load_cdk_context
 from infra.dashboard import dashboard_name

@@ -6,7 +6,9 @@ import json
 from typing import Any
 
 import pytest
-from infra_support import find_consumer, find_queue, logical_id, policy_statements, referenced_ids
+from infra_support import (  # noqa: F401 (fixtures)
+    custom_synth, default_synth, find_consumer, find_queue, logical_id, policy_statements, referenced_ids,
+)
 
 from infra.settings import AppSettings
 from tiered_jobs.contract.names import DEFAULT_TIERS, Env, Handlers, Metrics, function_name, queue_name
