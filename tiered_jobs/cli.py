@@ -390,23 +390,36 @@ def _replay_module() -> ModuleType | None:
 def _progress(description: str, total: int) -> Iterator[Callable[[int], None]]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    console = _console(stderr=True)
+    if not console.is_terminal:  # a log or a pipe gets the summary only
+        yield lambda matched: None
+        return
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=_console(stderr=True), transient=True) as progress:
+                  console=console, transient=True) as progress:
         task = progress.add_task(description, total=max(total, 1))
         yield lambda matched: progress.update(task, completed=matched)
 
 
 def _groups_table(groups: list[dict[str, Any]]) -> Table:
+    """One row per group; ``--json`` adds sample message ids (to open in the console) and exact times."""
     table = Table()
-    for title in ("Count", "Job type", "Error type", "Reason", "Error message", "Oldest", "Newest", "Sample ids"):
-        table.add_column(title, justify="right" if title == "Count" else "left", overflow="fold")
+    table.add_column("Count", justify="right")
+    for title in ("Job type", "Error type", "Reason"):
+        table.add_column(title, no_wrap=True)
+    table.add_column("Error message", overflow="fold", ratio=1, min_width=20)
+    table.add_column("First failed")
+    table.add_column("Dead-lettered")
     for group in groups:
         table.add_row(
             str(group["count"]), escape(group["job_type"]), escape(group["error_type"]), group.get("reason") or "",
-            escape(group.get("error_message") or ""), group.get("oldest") or "", group.get("newest") or "",
-            escape(" ".join(group.get("sample_message_ids", []))),
+            escape(group.get("error_message") or ""), _minute(group.get("oldest")), _minute(group.get("newest")),
         )
     return table
+
+
+def _minute(iso: str | None) -> str:
+    """``2026-11-29T08:13:00.000Z`` -> ``2026-11-29 08:13`` (UTC): enough to tell groups apart."""
+    return iso[:16].replace("T", " ") if iso else ""
 
 
 # -- errors -------------------------------------------------------------------------------------

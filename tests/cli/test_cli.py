@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import boto3
 import pytest
@@ -96,7 +96,8 @@ def test_status_shows_depths_dlq_age_and_alarms(cli, deployment):
     _dead_letter(deployment, "critical", "d1")
     _dead_letter(deployment, "critical", "d2")
     cloudwatch.put_metric_data(Namespace="AWS/SQS", MetricData=[{
-        "MetricName": "ApproximateAgeOfOldestMessage", "Value": 754.0, "Timestamp": datetime.now(timezone.utc),
+        "MetricName": "ApproximateAgeOfOldestMessage", "Value": 754.0,
+        "Timestamp": datetime.now(timezone.utc) - timedelta(minutes=2),  # SQS reports per past minute
         "Dimensions": [{"Name": "QueueName", "Value": deployment.queue_urls["critical"].rsplit("/", 1)[-1]}],
     }])
     for tier in ("critical", "transactional"):
@@ -161,7 +162,7 @@ def test_dlq_inspect_groups_the_letters_and_removes_nothing(cli, deployment):
     rows = [[c.strip() for c in line.split("│")[1:-1]] for line in result.stdout.splitlines() if line.startswith("│")]
     assert rows[0][:5] == ["2", "payments.update_balance", "AccountNotFound", "retries_exhausted", "account <n> not found"]
     assert rows[1][:3] == ["1", "payments.update_balance", "TimeoutError"]
-    assert rows[0][5:7] == ["2026-11-29T08:00:00.000Z", "2026-11-29T08:13:00.000Z"]  # first failed, dead-lettered
+    assert rows[0][5:7] == ["2026-11-29 08:00", "2026-11-29 08:13"]  # first failed, dead-lettered
     assert len(received_bodies(deployment.dlq_urls["critical"])) == 3
 
 
@@ -336,3 +337,10 @@ def test_a_bad_stage_name(cli):
 
     assert result.exit_code == 2
     assert "--stage must match" in _one_error_line(result)
+
+
+def test_the_region_option_is_used(cli, deployment):
+    result = cli("--region", "eu-west-1", "status")
+
+    assert result.exit_code == 1
+    assert "stack 'TieredJobs-test' not found in eu-west-1" in _one_error_line(result)
