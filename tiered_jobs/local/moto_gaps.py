@@ -32,12 +32,18 @@ Gaps, in deployment order:
    ``SendMessage``. They are *disabled* (not deleted: moto's queue keeps its own reference to a
    deleted mapping and would still invoke it) after their settings are read; the local runtime runs
    them instead (:func:`disable_event_source_mappings`).
+6. **``ApproximateAgeOfOldestMessage``**: moto neither computes nor publishes it; the alarm
+   evaluator reads it from moto's store (:func:`oldest_message_age_seconds`).
+
+moto never evaluates alarms, publishes no SQS or Lambda metrics and extracts no EMF from logs:
+``tiered_jobs.local.metrics`` and ``tiered_jobs.local.alarms`` emulate those services' parts.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -316,3 +322,23 @@ def disable_event_source_mappings(lambda_client: Any, mappings: list[dict[str, A
     for mapping in mappings:
         if mapping.get("State") != "Disabled":
             lambda_client.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 6: a queue metric moto does not compute
+
+
+def oldest_message_age_seconds(queue_name: str, account_id: str, region: str) -> float | None:
+    """``ApproximateAgeOfOldestMessage`` of a queue, read from moto's store (the server runs in this process).
+
+    moto's SQS has no such attribute or metric; its store keeps each message's ``SentTimestamp``,
+    so the age of the oldest message not yet deleted (visible, in flight or delayed) is exact here.
+    ``None`` when the queue is unknown.
+    """
+    from moto.sqs.models import sqs_backends
+
+    queue = sqs_backends[account_id][region].queues.get(queue_name)
+    if queue is None:
+        return None
+    sent = [m.sent_timestamp for m in list(queue._messages) if m.sent_timestamp is not None]
+    return max(0.0, time.time() - min(sent) / 1000) if sent else 0.0
