@@ -14,10 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from tiered_jobs.contract.names import DeadLetter
-
-#: SQS accepts at most 10 message attributes per message.
-SQS_MAX_MESSAGE_ATTRIBUTES = 10
+from tiered_jobs.contract.names import SQS_MAX_MESSAGE_ATTRIBUTES, DeadLetter
 
 #: When original attributes leave no room for all eight, these are kept first.
 _PRIORITY = (
