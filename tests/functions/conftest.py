@@ -133,6 +133,12 @@ def lambda_record(message: dict, queue_arn: str) -> dict:
 
 
 @pytest.fixture
+def lambda_context() -> Callable[..., FakeLambdaContext]:
+    """A factory of Lambda contexts: ``lambda_context(remaining_ms=1)``."""
+    return FakeLambdaContext
+
+
+@pytest.fixture
 def tier(aws) -> Tier:
     sqs = boto3.client("sqs", region_name=REGION)
     dynamodb = boto3.client("dynamodb", region_name=REGION)

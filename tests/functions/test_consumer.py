@@ -105,7 +105,7 @@ class SimulatedCrash(BaseException):
     """The Lambda dies: nothing in the handler can catch it."""
 
 
-def test_crash_after_side_effect_keeps_payment_exactly_once(tier):
+def test_crash_after_side_effect_keeps_payment_exactly_once(tier, lambda_context):
     """The process dies after the balance transaction and before the idempotency record
     completes. The message returns; the transaction's marker stops a second application."""
     def crash_on_completion(kwargs):
@@ -117,7 +117,7 @@ def test_crash_after_side_effect_keeps_payment_exactly_once(tier):
     tier.publish("payments.update_balance", {"account_id": "acc-9", "amount": 42}, "pay-crash")
     # remaining time 1 ms: the in-progress record expires by the next attempt, as after a real timeout
     with pytest.raises(SimulatedCrash):
-        tier.run_batch(crashing, context=_context(remaining_ms=1))
+        tier.run_batch(crashing, context=lambda_context(remaining_ms=1))
     assert tier.balance("acc-9") == 42
     tier.make_visible()  # the visibility timeout passes
     response = tier.run_batch(tier.consumer())
@@ -126,7 +126,7 @@ def test_crash_after_side_effect_keeps_payment_exactly_once(tier):
     assert tier.receive() == [] and tier.dlq_messages() == []
 
 
-def test_record_still_in_progress_elsewhere_is_retried_not_failed(tier):
+def test_record_still_in_progress_elsewhere_is_retried_not_failed(tier, lambda_context):
     registry = JobRegistry()
     started, release = threading.Event(), threading.Event()
 
@@ -145,10 +145,10 @@ def test_record_still_in_progress_elsewhere_is_retried_not_failed(tier):
     second = tier.consumer(registry=registry)
     results = {}
     worker = threading.Thread(target=lambda: results.setdefault("first", first.handle(
-        tier.event(messages[:1]), _context())))
+        tier.event(messages[:1]), lambda_context())))
     worker.start()
     assert started.wait(5)
-    results["second"] = second.handle(tier.event(messages[1:]), _context())
+    results["second"] = second.handle(tier.event(messages[1:]), lambda_context())
     release.set()
     worker.join(5)
     assert results["first"]["batchItemFailures"] == []
@@ -424,14 +424,14 @@ def test_oversized_and_non_utf8_bodies_are_rejected_by_the_envelope():
         parse(b'{"type": "\xff"}')
 
 
-def test_one_mib_body_within_the_limit_is_processed(tier):
+def test_one_mib_body_within_the_limit_is_processed(tier, lambda_context):
     envelope = {"type": "analytics.record_event", "idempotency_key": "big", "payload": {"event": "e"}}
     filler = 1_048_576 - len(json.dumps({**envelope, "payload": {"event": "e", "blob": ""}})) - 1024
     body = json.dumps({**envelope, "payload": {"event": "e", "blob": "x" * filler}})
     record = {"messageId": "m-big", "receiptHandle": "r", "body": body, "attributes": {"ApproximateReceiveCount": "1"},
               "messageAttributes": {}, "md5OfBody": "", "eventSource": "aws:sqs", "eventSourceARN": tier.queue_arn,
               "awsRegion": "us-east-1"}
-    assert tier.consumer().handle({"Records": [record]}, _context()) == {"batchItemFailures": []}
+    assert tier.consumer().handle({"Records": [record]}, lambda_context()) == {"batchItemFailures": []}
 
 
 def test_missing_environment_is_a_clear_configuration_error(monkeypatch):
@@ -439,9 +439,3 @@ def test_missing_environment_is_a_clear_configuration_error(monkeypatch):
 
     with pytest.raises(ConfigurationError, match="TIERED_JOBS_QUEUE_URL"):
         TierConfig.from_env({"TIERED_JOBS_STAGE": "dev", "TIERED_JOBS_TIER": "bulk"})
-
-
-def _context(remaining_ms: int = 30_000):
-    from conftest import FakeLambdaContext
-
-    return FakeLambdaContext(remaining_ms=remaining_ms)
