@@ -404,11 +404,8 @@ def _groups_table(groups: list[dict[str, Any]]) -> Table:
     """One row per group; ``--json`` adds sample message ids (to open in the console) and exact times."""
     table = Table()
     table.add_column("Count", justify="right")
-    for title in ("Job type", "Error type", "Reason"):
-        table.add_column(title, no_wrap=True)
-    table.add_column("Error message", overflow="fold", ratio=1, min_width=20)
-    table.add_column("First failed")
-    table.add_column("Dead-lettered")
+    for title in ("Job type", "Error type", "Reason", "Error message", "First failed", "Dead-lettered"):
+        table.add_column(title, overflow="fold")
     for group in groups:
         table.add_row(
             str(group["count"]), escape(group["job_type"]), escape(group["error_type"]), group.get("reason") or "",

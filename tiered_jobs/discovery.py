@@ -166,10 +166,15 @@ def from_env(environ: Mapping[str, str] | None = None) -> Deployment:
 
 
 def locate(stage: str, stack_name: str, *, cloudformation: Any, ssm: Any) -> Deployment:
-    """The CLI's look-up: the stack's outputs, else the stage's SSM parameters (e.g. no DescribeStacks right)."""
+    """The CLI's look-up: the stack's outputs, else the stage's SSM parameters (e.g. no DescribeStacks right).
+
+    When both fail, the stack's error is the one raised: it names what the operator asked for.
+    """
+    from botocore.exceptions import ClientError
+
     try:
         return from_stack_outputs(stack_name, cloudformation=cloudformation, stage=stage)
-    except DiscoveryError as by_stack:
+    except (DiscoveryError, ClientError) as by_stack:
         try:
             return from_ssm(stage, ssm=ssm)
         except DiscoveryError:

@@ -139,3 +139,20 @@ def test_module_level_publish_without_configuration_explains_the_options(monkeyp
 
     with pytest.raises(DiscoveryError, match=r"no publisher configured: set TIERED_JOBS_STAGE"):
         publisher_module.publish("payments.capture", {}, "k")
+
+
+def test_locate_falls_back_to_ssm_when_the_stack_cannot_be_read(deployment):
+    from botocore.exceptions import ClientError
+
+    class Denied:
+        meta = boto3.client("cloudformation").meta
+
+        def describe_stacks(self, **_):
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "DescribeStacks")
+
+    found = discovery.locate("test", deployment.stack_name, cloudformation=Denied(), ssm=boto3.client("ssm"))
+
+    assert found.source == "SSM /tiered-jobs/test"
+    assert found.queue_urls() == deployment.queue_urls
+    with pytest.raises(ClientError, match="AccessDenied"):  # both fail: the stack's error, not SSM's
+        discovery.locate("prod", "TieredJobs-prod", cloudformation=Denied(), ssm=boto3.client("ssm"))
