@@ -18,6 +18,11 @@ from .settings import AppSettings
 IDEMPOTENCY_PARTITION_KEY = "id"
 IDEMPOTENCY_TTL_ATTRIBUTE = "expiration"
 ACCOUNTS_PARTITION_KEY = "account_id"
+#: The actions an SNS topic policy can name.
+TOPIC_ACTIONS = (
+    "sns:AddPermission", "sns:DeleteTopic", "sns:GetTopicAttributes", "sns:ListSubscriptionsByTopic",
+    "sns:Publish", "sns:RemovePermission", "sns:SetTopicAttributes", "sns:Subscribe",
+)
 
 
 class DataTable(Construct):
@@ -69,7 +74,18 @@ class AlarmTopic(Construct):
             "Topic",
             display_name=f"tiered-jobs {settings.stage} alarms",
             master_key=self.key,
-            enforce_ssl=True,
+            enforce_ssl=True,  # denies sns:Publish without TLS
+        )
+        # ...and every other topic action too (reading, subscribing, changing the topic).
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="DenyEveryActionWithoutTls",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=list(TOPIC_ACTIONS),
+                resources=[self.topic.topic_arn],
+                conditions={"Bool": {"aws:SecureTransport": "false"}},
+            )
         )
         self.delivery_dlq: sqs.Queue | None = None
         if settings.alarm_email or settings.alarm_https_url:

@@ -1,0 +1,109 @@
+"""Security review of the synthesized template, as an allow-list (issue: proof of effectively-once).
+
+Each function's IAM may name only the resources it needs -- anything else fails, whatever it
+is; every queue and topic refuses non-TLS access; everything at rest is encrypted.
+"""
+
+from __future__ import annotations
+
+import pytest
+from infra_support import (  # noqa: F401 (fixtures)
+    custom_synth, default_synth, find_consumer, find_queue, logical_id, policy_statements, referenced_ids,
+)
+
+from tiered_jobs.contract.names import function_name
+
+#: Actions AWS only grants on ``*`` (X-Ray has no resource-level permissions).
+WILDCARD_ONLY_ACTIONS = {"xray:PutTelemetryRecords", "xray:PutTraceSegments"}
+
+
+def _actions(statement: dict) -> list[str]:
+    action = statement["Action"]
+    return action if isinstance(action, list) else [action]
+
+
+def _table(synth, key_name: str) -> str:
+    (key,) = [k for k, r in synth.resources("AWS::DynamoDB::Table").items()
+              if r["Properties"]["KeySchema"][0]["AttributeName"] == key_name]
+    return key
+
+
+def _log_group(synth, function_key: str) -> str:
+    return synth.raw["Resources"][function_key]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+
+
+def _assert_allow_list(synth, function_key: str, allowed: set[str]) -> None:
+    statements = policy_statements(synth, function_key)
+    assert statements, "no policy found for the function's role"
+    for statement in statements:
+        assert statement["Effect"] == "Allow"
+        for action in _actions(statement):
+            assert action != "*" and not action.endswith(":*"), f"wildcard action {action}"
+        if statement["Resource"] == "*":
+            assert set(_actions(statement)) <= WILDCARD_ONLY_ACTIONS, statement
+            continue
+        extra = referenced_ids(statement["Resource"]) - allowed
+        assert not extra, f"{function_key} may reach {sorted(extra)} via {statement}"
+    role = synth.raw["Resources"][synth.raw["Resources"][function_key]["Properties"]["Role"]["Fn::GetAtt"][0]]
+    assert "ManagedPolicyArns" not in role["Properties"], "an AWS-managed policy where a scoped one does"
+    assert "Policies" not in role["Properties"]
+
+
+@pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])
+def test_each_consumer_reaches_only_its_queues_the_idempotency_table_and_its_logs(request, synth_name):
+    synth = request.getfixturevalue(synth_name)
+    routed_to_accounts = {"dev": {"critical"}, "qa": set()}
+    tiers = [f["Properties"]["Environment"]["Variables"]["TIERED_JOBS_TIER"]
+             for f in synth.resources("AWS::Lambda::Function").values()
+             if "TIERED_JOBS_TIER" in f["Properties"].get("Environment", {}).get("Variables", {})]
+    assert len(tiers) >= 3
+    for tier in tiers:
+        key, consumer = find_consumer(synth, synth.stage, tier)
+        allowed = {find_queue(synth, synth.stage, tier)[0], find_queue(synth, synth.stage, tier, dlq=True)[0],
+                   _table(synth, "id"), _log_group(synth, key)}
+        env = consumer["Properties"]["Environment"]["Variables"]
+        if "TIERED_JOBS_ACCOUNTS_TABLE" in env:
+            allowed.add(_table(synth, "account_id"))
+        _assert_allow_list(synth, key, allowed)
+        if synth.stage in routed_to_accounts:
+            assert ("TIERED_JOBS_ACCOUNTS_TABLE" in env) == (tier in routed_to_accounts[synth.stage]) or \
+                synth.stage == "qa"
+
+
+def test_replay_reaches_only_the_queues_it_serves_and_its_logs(default_synth):
+    key = logical_id(default_synth, "AWS::Lambda::Function", FunctionName=function_name("dev", "replay"))
+    queues = set(default_synth.resources("AWS::SQS::Queue"))
+    _assert_allow_list(default_synth, key, queues | {_log_group(default_synth, key)})
+
+
+@pytest.mark.parametrize("resource_type, policy_type, ref_key, must_deny", [
+    ("AWS::SQS::Queue", "AWS::SQS::QueuePolicy", "Queues", {"sqs:*"}),
+    ("AWS::SNS::Topic", "AWS::SNS::TopicPolicy", "Topics", {"sns:Publish", "sns:Subscribe", "sns:GetTopicAttributes",
+                                                            "sns:SetTopicAttributes", "sns:DeleteTopic"}),
+])
+@pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])
+def test_every_queue_and_topic_denies_non_tls_access(request, synth_name, resource_type, policy_type, ref_key,
+                                                     must_deny):
+    synth = request.getfixturevalue(synth_name)
+    denied: dict[str, set[str]] = {}
+    for policy in synth.resources(policy_type).values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if (statement["Effect"] == "Deny"
+                    and statement.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport") == "false"
+                    and statement["Principal"] in ("*", {"AWS": "*"})):
+                for ref in referenced_ids(policy["Properties"][ref_key]):
+                    denied.setdefault(ref, set()).update(_actions(statement))
+    for key in synth.resources(resource_type):
+        assert must_deny <= denied.get(key, set()), f"{key} does not deny {must_deny - denied.get(key, set())}"
+
+
+def test_everything_at_rest_is_encrypted(default_synth):
+    for key, queue in default_synth.resources("AWS::SQS::Queue").items():
+        props = queue["Properties"]
+        assert props.get("SqsManagedSseEnabled") is True or "KmsMasterKeyId" in props, key
+    for key, table in default_synth.resources("AWS::DynamoDB::Table").items():
+        assert table["Properties"]["SSESpecification"]["SSEEnabled"] is True, key
+    for key, topic in default_synth.resources("AWS::SNS::Topic").items():
+        assert "KmsMasterKeyId" in topic["Properties"], key
+    for key, k in default_synth.resources("AWS::KMS::Key").items():
+        assert k["Properties"]["EnableKeyRotation"] is True, key
