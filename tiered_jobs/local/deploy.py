@@ -38,8 +38,6 @@ LOCAL_TIER_SETTINGS: dict[str, Any] = {
     "timeout_seconds": 5,
     # Lambda's smallest maximum concurrency; each unit is a worker process here.
     "max_concurrency": 2,
-    # The DLQ alarm should fire on the demo's handful of letters, in every tier.
-    "dlq_alarm_threshold": 0,
 }
 
 
@@ -202,17 +200,22 @@ def _stack_resources(cloudformation: Any, name: str) -> list[dict[str, Any]]:
     return [s for page in paginator.paginate(StackName=name) for s in page["StackResourceSummaries"]]
 
 
-def _function_config(lambda_client: Any, name: str, assembly: Assembly, physical_ids: Mapping[str, str]) -> FunctionConfig:
+def read_function(lambda_client: Any, name: str, code_root: str) -> FunctionConfig:
+    """A deployed function's configuration, as ``GetFunctionConfiguration`` reports it now."""
     config = lambda_client.get_function_configuration(FunctionName=name)
-    logical_id = next(lid for lid, pid in physical_ids.items() if pid == name)
-    s3_key = assembly.template["Resources"][logical_id]["Properties"]["Code"]["S3Key"]
     return FunctionConfig(
         name=name, arn=config["FunctionArn"], handler=config["Handler"],
         environment=dict(config.get("Environment", {}).get("Variables", {})),
         timeout_seconds=int(config["Timeout"]), memory_mb=int(config["MemorySize"]),
-        region=config["FunctionArn"].split(":")[3],
-        code_root=str(assembly.asset_directory(s3_key)),
+        region=config["FunctionArn"].split(":")[3], code_root=code_root,
     )
+
+
+def _function_config(lambda_client: Any, name: str, assembly: Assembly, physical_ids: Mapping[str, str]) -> FunctionConfig:
+    """The function, with its code asset (the directory uploaded for its ``Code.S3Key``) as code root."""
+    logical_id = next(lid for lid, pid in physical_ids.items() if pid == name)
+    s3_key = assembly.template["Resources"][logical_id]["Properties"]["Code"]["S3Key"]
+    return read_function(lambda_client, name, str(assembly.asset_directory(s3_key)))
 
 
 def describe(endpoint: Endpoint, assembly: Assembly, outputs: Mapping[str, str], physical_ids: Mapping[str, str],

@@ -22,7 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES
@@ -248,6 +248,13 @@ class MappingRuntime:
     def name(self) -> str:
         return self.mapping.function.name
 
+    def update_function(self, function: FunctionConfig) -> None:
+        """The function's configuration changed (``UpdateFunctionConfiguration``): like Lambda, retire
+        the execution environments built on the old one; the next batches start new ones."""
+        if function.name != self.name:
+            raise ValueError(f"mapping of {self.name} cannot run {function.name}")
+        self.mapping = replace(self.mapping, function=function)
+
     def start(self) -> None:
         if self._threads:
             raise RuntimeError(f"mapping of {self.name} is already running")
@@ -275,6 +282,7 @@ class MappingRuntime:
 
     def _poll_forever(self) -> None:
         invoker: Invoker | None = None
+        built_for: FunctionConfig | None = None
         try:
             while not self._stop.is_set():
                 try:
@@ -286,8 +294,12 @@ class MappingRuntime:
                     continue
                 if not messages:
                     continue
+                function = self.mapping.function
+                if invoker is not None and built_for is not function:
+                    invoker.close()
+                    invoker = None
                 if invoker is None:
-                    invoker = self._invoker_factory(self.mapping.function)
+                    invoker, built_for = self._invoker_factory(function), function
                 self.process(invoker, messages)
         finally:
             if invoker is not None:

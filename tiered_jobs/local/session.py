@@ -23,7 +23,7 @@ from typing import Any
 from tiered_jobs.contract.names import Alarms
 from tiered_jobs.local import moto_gaps
 from tiered_jobs.local.alarms import AlarmEvaluator
-from tiered_jobs.local.deploy import Deployment, deploy, synthesize
+from tiered_jobs.local.deploy import Deployment, deploy, read_function, synthesize
 from tiered_jobs.local.esm import EventSourceRuntime, FunctionConfig, Invocation, MappingRuntime
 from tiered_jobs.local.invokers import WorkerInvoker, worker_factory
 from tiered_jobs.local.metrics import MetricStore
@@ -110,6 +110,18 @@ class LocalSession:
             invoker.close()
         self.metrics.invocation(function, invocation)
         return invocation
+
+    def update_function_configuration(self, function_name: str, environment: Mapping[str, str]) -> FunctionConfig:
+        """Deploy a configuration change (``UpdateFunctionConfiguration`` on the embedded AWS) and
+        let the function's mapping pick it up, as Lambda does for new execution environments."""
+        assert self.runtime is not None
+        lambda_client = self.clients("lambda")
+        lambda_client.update_function_configuration(FunctionName=function_name,
+                                                    Environment={"Variables": dict(environment)})
+        mapping = self.runtime.by_function(function_name)
+        function = read_function(lambda_client, function_name, mapping.mapping.function.code_root)
+        mapping.update_function(function)
+        return function
 
     def stop(self) -> None:
         if self.alarms is not None:
