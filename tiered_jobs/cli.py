@@ -353,7 +353,7 @@ def _replay(target: Target, event: dict[str, Any], via: Via) -> dict[str, Any]:
     try:
         request = replay.parse_event(event, tiers=tiers)
         sqs = target.client("sqs")
-        total = min(request.max_messages, replay.service.approximate_depth(sqs, tiers[request.tier].dlq_url))
+        total = min(request.max_messages, replay.approximate_depth(sqs, tiers[request.tier].dlq_url))
         with _progress(f"{request.action} {request.tier} DLQ", total) as on_progress:
             return replay.run(request, sqs=sqs, tiers=tiers, on_progress=on_progress)
     except replay.ReplayEventError as exc:
