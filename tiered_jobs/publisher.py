@@ -1,7 +1,7 @@
 """Publish jobs from any service in one line, correctly.
 
     from tiered_jobs.publisher import publish
-    publish("payments.update_balance", {"account_id": "acc_1", "amount_cents": 500}, "pay_123")
+    publish("payments.update_balance", {"account_id": "acc_1", "amount": 500}, "pay_123")
 
 What a publish guarantees:
 
