@@ -5,13 +5,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import threading
-import time
 from pathlib import Path
 
 import boto3
 import pytest
 
 import local_fake_handlers
+from local_support import wait_until
 from tiered_jobs.local.esm import (
     EventSourceRuntime,
     FunctionConfig,
@@ -199,14 +199,6 @@ def test_handler_exception_in_process_is_an_invocation_error(sqs, queue):
         invoker.close()
     assert invocation.error == InvocationError("RuntimeError", "boom")
     assert visible_bodies(sqs, queue[0]) == ["x"]
-
-
-def wait_until(condition, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
 
 
 def test_runtime_never_exceeds_maximum_concurrency(sqs, busy_queue):

@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 import os
-import socket
 import threading
 
 import boto3
+from local_support import port_is_free
 
 from tiered_jobs.local.server import EmbeddedAws, client_environment
-
-
-def port_is_free(port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
 
 
 def test_server_serves_on_a_free_port_then_releases_it_and_its_thread():

@@ -145,10 +145,10 @@ def split_template(template: Mapping[str, Any]) -> tuple[dict[str, Any], dict[st
     skipped = unsupported_types(template)
     held: set[str] = {lid for lid, r in resources.items() if r["Type"] in skipped}
     changed = True
-    while changed:  # everything that refers to a held-back resource is held back too
+    while changed:  # what refers to a held-back resource is held back too (a mere DependsOn is dropped)
         changed = False
         for lid, resource in resources.items():
-            if lid not in held and (references(resource.get("Properties", {})) | _depends_on(resource)) & held:
+            if lid not in held and references(resource.get("Properties", {})) & held:
                 held.add(lid)
                 changed = True
     for key, output in template.get("Outputs", {}).items():
