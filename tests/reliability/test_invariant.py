@@ -42,11 +42,11 @@ def test_nothing_lost_nothing_applied_twice_under_faults():
         assert outcome.faults_injected.get(fault, 0) > 0, (fault, report)
 
 
+@pytest.mark.filterwarnings("ignore:Disabling idempotency")
 def test_the_checker_catches_double_application(monkeypatch):
     """The checker can fail: with idempotency off and the payment's marker check dropped, the
     duplicates that at-least-once delivery brings are applied twice, and counted."""
     monkeypatch.setenv("POWERTOOLS_IDEMPOTENCY_DISABLED", "true")
-    monkeypatch.setattr("warnings.warn", lambda *a, **k: None)  # Powertools warns once per call
     plan = FaultPlan(drop_marker_condition=True, crash_before_idempotency_completes=0, crash_before_ack=0,
                      transient_job_error=0, idempotency_throttle=0, poison_fraction=0,
                      replay_crashes_between_send_and_delete=False)
