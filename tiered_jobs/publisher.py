@@ -65,7 +65,10 @@ class Job:
     delay: int | timedelta | None = None
 
     def describe(self) -> str:
-        return f"{self.job_type} (key {self.idempotency_key!r})"
+        key = self.idempotency_key
+        if isinstance(key, str) and len(key) > 60:  # an over-long key must not flood the message
+            key = f"{key[:40]}…({len(key)} characters)"
+        return f"{self.job_type} (key {key!r})"
 
 
 @dataclass(frozen=True)

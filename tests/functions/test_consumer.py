@@ -381,38 +381,7 @@ def test_failure_rate_metrics_per_tier_and_job_type(tier, capsys):
     assert flaky[Metrics.DIM_TIER] == "critical" and flaky[Metrics.DIM_SERVICE] == Metrics.SERVICE
 
 
-# --- malformed bodies --------------------------------------------------------------------
-
-MALFORMED = {
-    "not JSON": ("{nope", "the body is not JSON"),
-    "JSON array": ('[1, 2]', "must be a JSON object, got an array"),
-    "missing type": ('{"idempotency_key": "k", "payload": {}}', "missing required field 'type'"),
-    "missing key": ('{"type": "demo.flaky", "payload": {}}', "missing required field 'idempotency_key'"),
-    "missing payload": ('{"type": "demo.flaky", "idempotency_key": "k"}', "missing required field 'payload'"),
-    "payload not object": ('{"type": "demo.flaky", "idempotency_key": "k", "payload": [1]}', "'payload' must be a JSON object"),
-    "key wrong type": ('{"type": "demo.flaky", "idempotency_key": 7, "payload": {}}', "'idempotency_key' must be a string"),
-    "key too long": (json.dumps({"type": "demo.flaky", "idempotency_key": "k" * 257, "payload": {}}), "1-256 characters"),
-    "bad type": ('{"type": "Demo Flaky!", "idempotency_key": "k", "payload": {}}', "'type' must match"),
-    "unknown type": ('{"type": "demo.nope", "idempotency_key": "k", "payload": {}}', "unknown job type 'demo.nope'"),
-    "bad version": ('{"type": "demo.flaky", "idempotency_key": "k", "payload": {}, "version": 2}', "'version' must be 1"),
-    "deep nesting": ('{"type": "demo.flaky", "idempotency_key": "k", "payload": ' + "[" * 100_000 + "]" * 100_000 + "}",
-                     "nested too deeply"),
-    "payload fails job rules": ('{"type": "payments.update_balance", "idempotency_key": "k", "payload": {"account_id": "a", "amount": "10"}}',
-                                "must be int, got str"),
-}
-
-
-@pytest.mark.parametrize("case", sorted(MALFORMED))
-def test_malformed_bodies_are_dead_lettered_at_once_with_a_clear_reason(tier, case):
-    body, expected = MALFORMED[case]
-    tier.send_raw(body)
-    tier.publish("analytics.record_event", {"event": "neighbour"}, f"ok-{case}")
-    assert tier.run_batch(tier.consumer())["batchItemFailures"] == []
-    (letter,) = tier.dlq_messages()
-    assert letter["Body"] == body
-    assert attrs(letter)[DeadLetter.REASON] == DeadLetter.REASON_PERMANENT
-    assert expected in attrs(letter)[DeadLetter.ERROR_MESSAGE] or expected in attrs(letter)[DeadLetter.ERROR_MESSAGE][:1024]
-
+# --- malformed bodies (the full catalogue: test_bad_input_catalogue.py) ---------------------
 
 def test_oversized_and_non_utf8_bodies_are_rejected_by_the_envelope():
     from tiered_jobs.contract.envelope import EnvelopeError, parse
