@@ -275,3 +275,31 @@ def test_runtime_stops_all_mappings_and_finds_them_by_function(sqs, queue):
     assert not [t for t in threading.enumerate() if t.name.startswith("esm-")]
     with pytest.raises(KeyError):
         runtime.by_function("other")
+
+
+class BrokenInvoker:
+    """An execution environment whose plumbing fails (not the handler): the poller must survive it."""
+
+    calls = 0
+
+    def invoke(self, event):
+        BrokenInvoker.calls += 1
+        raise OSError("pipe broke")
+
+    def close(self):
+        pass
+
+
+def test_a_failing_environment_does_not_kill_the_poller(sqs, busy_queue):
+    for body in ("a", "b"):
+        sqs.send_message(QueueUrl=busy_queue[0], MessageBody=body)
+    BrokenInvoker.calls = 0
+    runtime = MappingRuntime(mapping(busy_queue, batch_size=1, maximum_concurrency=1),
+                             lambda function: BrokenInvoker(), sqs)
+    runtime.start()
+    try:
+        wait_until(lambda: BrokenInvoker.calls >= 2, what="both batches attempted by the one poller")
+    finally:
+        runtime.stop(timeout=10)
+    assert runtime.stats.snapshot()["deleted"] == 0
+    assert runtime.stats.snapshot()["invocation_errors"] >= 2

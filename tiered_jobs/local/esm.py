@@ -300,7 +300,11 @@ class MappingRuntime:
                     invoker = None
                 if invoker is None:
                     invoker, built_for = self._invoker_factory(function), function
-                self.process(invoker, messages)
+                try:
+                    self.process(invoker, messages)
+                except Exception:  # a poller never dies: the batch returns after its visibility timeout
+                    log.exception("%s: batch handling failed; its messages will be received again", self.name)
+                    self.stats.add(invocation_errors=1)
         finally:
             if invoker is not None:
                 invoker.close()
