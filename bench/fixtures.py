@@ -21,8 +21,8 @@ class BenchTier:
     queue_url: str
     queue_arn: str
     dlq_url: str
-    idempotency_table: str = "bench-idempotency"
-    accounts_table: str = "bench-accounts"
+    idempotency_table: str
+    accounts_table: str
 
 
 def create_tier(name: str = "bench", endpoint_url: str | None = None) -> BenchTier:
@@ -31,7 +31,7 @@ def create_tier(name: str = "bench", endpoint_url: str | None = None) -> BenchTi
     dlq_url = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
     queue_url = sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    tier = BenchTier(sqs, dynamodb, queue_url, queue_arn, dlq_url)
+    tier = BenchTier(sqs, dynamodb, queue_url, queue_arn, dlq_url, f"{name}-idempotency", f"{name}-accounts")
     for table, key in ((tier.idempotency_table, "id"), (tier.accounts_table, "account_id")):
         dynamodb.create_table(
             TableName=table, BillingMode="PAY_PER_REQUEST",

@@ -28,6 +28,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from bench.runtime import depth, drain
 from tiered_jobs.contract.names import DeadLetter
 
 TIER = "critical"
@@ -140,14 +141,9 @@ def _run(jobs, accounts, concurrency, plan, drain_timeout, log, started) -> Outc
     import boto3
 
     from bench.fixtures import create_tier
-    from functions.consumer.processor import Consumer
+    from bench.runtime import consumer_runtime
     from functions.runtime.backoff import RetryPolicy
-    from functions.runtime.config import TierConfig
-    from functions.runtime.registry import registry
-    import functions.jobs  # noqa: F401 -- registers the jobs
     from tiered_jobs.contract.routing import Routes
-    from tiered_jobs.local.esm import FunctionConfig, Invocation, InvocationError, MappingConfig, MappingRuntime
-    from tiered_jobs.local.worker import LambdaContext
     from tiered_jobs.publisher import Job, Publisher
 
     tier = create_tier("invariant")
@@ -196,46 +192,15 @@ def _run(jobs, accounts, concurrency, plan, drain_timeout, log, started) -> Outc
         if op == "delete_message_batch" and plan.roll("crash_before_ack", plan.crash_before_ack):
             raise ConnectionError("crash before the ack (injected)")
 
-    config = TierConfig(stage="invariant", tier=TIER, queue_url=tier.queue_url, dlq_url=tier.dlq_url,
-                        idempotency_table=tier.idempotency_table, accounts_table=tier.accounts_table,
-                        retry=RetryPolicy(max_attempts=max_attempts, schedule=(1, 1, 2, 2), jitter=0.2))
+    def environment_clients() -> dict[str, Any]:
+        return {"sqs": boto3.client("sqs"),
+                "dynamodb": Wrapped(boto3.client("dynamodb"), dynamodb_before, dynamodb_after)}
 
-    def new_container() -> Consumer:
-        clients = {"sqs": boto3.client("sqs"),
-                   "dynamodb": Wrapped(boto3.client("dynamodb"), dynamodb_before, dynamodb_after)}
-        from aws_lambda_powertools import Logger
-
-        return Consumer(config, registry, client=clients.__getitem__, logger=Logger(service="invariant", level="CRITICAL"))
-
-    function = FunctionConfig(name="tiered-jobs-invariant-critical-consumer",
-                              arn="arn:aws:lambda:us-east-1:123456789012:function:tiered-jobs-invariant-critical-consumer",
-                              handler="functions.consumer.handler", environment={}, timeout_seconds=30,
-                              memory_mb=256, region="us-east-1", code_root=".")
-
-    class ContainerInvoker:
-        """One execution environment: a consumer with the wrapped clients, a Lambda context per call."""
-
-        def __init__(self, fn: FunctionConfig):
-            self.consumer = new_container()
-
-        def invoke(self, event: dict) -> Invocation:
-            t0 = time.monotonic()
-            context = LambdaContext(function_name=function.name, memory_mb=256, invoked_function_arn=function.arn,
-                                    request_id="r", deadline_ms=int(time.time() * 1000) + remaining_ms,
-                                    log_group_name="-", log_stream_name="-")
-            try:
-                response = self.consumer.handle(event, context)
-            except BaseException as exc:  # noqa: BLE001 -- a crash ends the invocation, as on Lambda
-                return Invocation(error=InvocationError(type(exc).__name__, str(exc)),
-                                  duration_ms=(time.monotonic() - t0) * 1000)
-            return Invocation(response=response, duration_ms=(time.monotonic() - t0) * 1000)
-
-        def close(self) -> None:
-            pass
-
-    mapping = MappingConfig(function=function, queue_url=tier.queue_url, queue_arn=tier.queue_arn, batch_size=10,
-                            batching_window_seconds=0, maximum_concurrency=concurrency)
-    runtime = MappingRuntime(mapping, ContainerInvoker, Wrapped(boto3.client("sqs"), esm_sqs_before))
+    runtime = consumer_runtime(
+        tier, clients=environment_clients, esm_sqs=Wrapped(boto3.client("sqs"), esm_sqs_before),
+        concurrency=concurrency, remaining_ms=remaining_ms,
+        retry=RetryPolicy(max_attempts=max_attempts, schedule=(1, 1, 2, 2), jitter=0.2),
+    )
     runtime.start()
     try:
         # --- publish: two threads at once, in waves that keep the queue shallow ---------------------
@@ -244,7 +209,7 @@ def _run(jobs, accounts, concurrency, plan, drain_timeout, log, started) -> Outc
 
         def publish(part: list[str]) -> None:
             for start in range(0, len(part), 50):
-                while _depth(tier) > 300:
+                while depth(tier) > 300:
                     time.sleep(0.2)
                 publisher.publish_batch([Job(JOB_TYPE, {"account_id": catalogue[k]["account_id"],
                                                         "amount": catalogue[k]["amount"]}, k)
@@ -256,32 +221,16 @@ def _run(jobs, accounts, concurrency, plan, drain_timeout, log, started) -> Outc
         for thread in threads:
             thread.join()
         log(f"published {len(copies)} messages for {jobs} jobs; draining")
-        _drain(tier, drain_timeout)
+        drain(tier, drain_timeout)
 
         # --- replay: crash between send and delete, then run again -----------------------------------
-        log(f"first pass drained; replaying {_depth(tier, tier.dlq_url)} dead letters")
+        log(f"first pass drained; replaying {depth(tier, tier.dlq_url)} dead letters")
         _replay_with_crash(tier, plan)
-        _drain(tier, drain_timeout)
+        drain(tier, drain_timeout)
     finally:
         runtime.stop(timeout=60)
 
     return _check(tier, catalogue, applications, plan, len(copies), time.monotonic() - started)
-
-
-def _depth(tier, url: str | None = None) -> int:
-    attrs = tier.sqs.get_queue_attributes(QueueUrl=url or tier.queue_url, AttributeNames=[
-        "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"])
-    return sum(int(v) for v in attrs["Attributes"].values())
-
-
-def _drain(tier, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    quiet = 0
-    while quiet < 3:  # empty three times in a row: nothing in flight, nothing coming back
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"queue not drained after {timeout} s (depth {_depth(tier)})")
-        quiet = quiet + 1 if _depth(tier) == 0 else 0
-        time.sleep(1.0)
 
 
 def _replay_with_crash(tier, plan: FaultPlan) -> None:

@@ -1,0 +1,153 @@
+"""``make bench`` / ``python -m bench``: every figure next to its baseline, one table, one JSON file.
+
+    python -m bench                  # full sizes (about 6 minutes on 2 cores)
+    python -m bench --quick          # small sizes: checks the bench runs (the test suite uses it)
+    python -m bench invariant        # the effectively-once run at full size (10 000 jobs)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _quiet() -> None:
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # EMF lines are not measured here
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    for name in ("werkzeug", "tiered_jobs.local.esm"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def figures(quick: bool) -> dict[str, Any]:
+    from bench import asset, coldstart, consume, consumer_calls, cost, publisher_calls, replay_calls
+    from infra.app import load_cdk_context
+    from infra.settings import AppSettings
+
+    n = 50 if quick else 1000
+    measured: dict[str, Any] = {}
+    for name, run in (
+        ("publisher", lambda: publisher_calls.measure(n)),
+        ("consume", lambda: consume.measure(n)),
+        ("idempotency", lambda: consumer_calls.measure(n)),
+        ("replay", lambda: replay_calls.measure(n)),
+        ("cold_start", lambda: coldstart.measure(1 if quick else 7)),
+        ("asset", asset.measure),
+    ):
+        started = time.monotonic()
+        print(f"measuring {name}...", file=sys.stderr, flush=True)
+        measured[name] = run()
+        measured[name]["bench_seconds"] = round(time.monotonic() - started, 1)
+
+    settings = AppSettings.from_context(load_cdk_context()["tiered_jobs"])
+    memory = next(t.memory_mb for t in settings.tiers if t.name == "transactional")
+    clean = measured["consume"]["clean"]
+    new = measured["idempotency"]["new_per_1000"]
+    measured["cost"] = cost.per_million_jobs(
+        publish_requests_per_job=measured["publisher"]["ours_per_1000"] / 1000,
+        consume_requests_per_job=clean["sqs_requests_per_1000"] / 1000,
+        idempotency_write_units_per_job=(new.get("PutItem", 0) + new.get("UpdateItem", 0)) / 1000,
+        records_per_invocation=clean["records_per_invocation"],
+        seconds_per_invocation=measured["consume"]["consumer_ms_per_invocation"] / 1000,
+        memory_mb=memory,
+    )
+    return measured
+
+
+def table(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
+    """(figure, ours, baseline, target, met) rows."""
+    idem, consume, cold = m["idempotency"], m["consume"], m["cold_start"]
+    dup_calls = sum(idem["duplicate_per_1000"].values())
+    new_calls = sum(idem["new_per_1000"].values())
+    get_items = idem["new_per_1000"].get("GetItem", 0) + idem["duplicate_per_1000"].get("GetItem", 0)
+    return [
+        ("SQS requests / 1 000 published jobs", f"{m['publisher']['ours_per_1000']:.0f}",
+         f"naive one-by-one: {m['publisher']['naive_per_1000']:.0f}", "<= 100", m["publisher"]["ours_per_1000"] <= 100),
+        ("SQS requests / 1 000 consumed jobs (no failures)", f"{consume['clean']['sqs_requests_per_1000']:.0f}",
+         _ops(consume["clean"]["by_operation"]), "<= 250", consume["clean"]["sqs_requests_per_1000"] <= 250),
+        ("SQS requests / 1 000 consumed jobs (5 % retried once)",
+         f"{consume['with_5pct_retries']['sqs_requests_per_1000']:.0f}",
+         _ops(consume["with_5pct_retries"]["by_operation"]), "<= 250 (info)",
+         consume["with_5pct_retries"]["sqs_requests_per_1000"] <= 250),
+        ("idempotency calls / 1 000 new jobs", f"{new_calls:.0f} ({_ops(idem['new_per_1000'])})",
+         f"job's own: {_ops(idem['job_own_writes_per_1000_new'])}", "<= 2000, no GetItem",
+         new_calls <= 2000 and get_items == 0),
+        ("idempotency calls / 1 000 duplicates (new container)", f"{dup_calls:.0f} ({_ops(idem['duplicate_per_1000'])})",
+         f"job's own: {_ops(idem['job_own_writes_per_1000_duplicate']) or '0'}", "<= 1000, no GetItem",
+         dup_calls <= 1000 and get_items == 0),
+        ("idempotency calls / 1 000 duplicates (same container)", f"{idem['in_container_duplicate_per_1000']:.0f}",
+         "", "0", idem["in_container_duplicate_per_1000"] == 0),
+        ("SQS requests / 1 000 replayed messages", f"{m['replay']['ours_per_1000']:.0f} ({_ops(m['replay']['ours_by_operation'])})",
+         f"naive: {m['replay']['naive_per_1000']:.0f}", "<= 300", m["replay"]["ours_per_1000"] <= 300),
+        ("cold start: import + first batch of 10 (median)", f"{cold['ours']['total_ms']:.0f} ms, {cold['ours']['modules']} modules",
+         f"bare Powertools recipe: {cold['bare']['total_ms']:.0f} ms, {cold['bare']['modules']} modules",
+         "<= 1.05x", cold["ratio_total"] <= 1.05),
+        ("  ratio", f"{cold['ratio_total']:.3f}x (+{cold['extra_modules']} modules)", "", "<= 1.05x", cold["ratio_total"] <= 1.05),
+        ("consumer asset (zipped)", f"{m['asset']['max_zipped_bytes'] / 1024:.1f} KB", "", "<= 100 KB",
+         m["asset"]["max_zipped_bytes"] <= 100 * 1024),
+        ("AWS cost / 1 M jobs", f"${m['cost']['usd_per_million_jobs']:.3f}", _ops(m["cost"]["parts"], money=True),
+         "<= $1.45", m["cost"]["usd_per_million_jobs"] <= 1.45),
+        ("local runtime throughput (no-op handler)", f"{consume['runtime_noop_jobs_per_second']:.1f} jobs/s",
+         f"raw send/receive/delete loop: {consume['raw_loop_jobs_per_second']:.1f} jobs/s", ">= 0.5x",
+         consume["runtime_vs_raw"] >= 0.5),
+        ("  ratio", f"{consume['runtime_vs_raw']:.2f}x", f"real consumer: {consume['runtime_consumer_jobs_per_second']:.1f} jobs/s",
+         ">= 0.5x", consume["runtime_vs_raw"] >= 0.5),
+    ]
+
+
+def _ops(ops: dict[str, float], money: bool = False) -> str:
+    if money:
+        return ", ".join(f"{k} ${v:.3f}" for k, v in ops.items())
+    return ", ".join(f"{k} {v:g}" for k, v in ops.items())
+
+
+def print_table(rows) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    out = Table(title="Tiered Jobs benchmarks")
+    for column in ("figure", "ours", "baseline / detail", "target", "met"):
+        out.add_column(column)
+    for figure, ours, baseline, target, met in rows:
+        out.add_row(figure, ours, baseline, target, "yes" if met else "[red]NO[/red]")
+    Console(width=200).print(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", nargs="?", choices=["figures", "invariant"], default="figures")
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument("--jobs", type=int, default=10_000, help="invariant: number of unique jobs")
+    parser.add_argument("--out", type=Path, default=None, help="where to write the JSON (default bench/results/)")
+    args = parser.parse_args(argv)
+    _quiet()
+    RESULTS.mkdir(exist_ok=True)
+    if args.what == "invariant":
+        from bench.invariant import run
+
+        outcome = run(jobs=args.jobs, accounts=max(10, args.jobs // 10),
+                      log=lambda msg: print(msg, file=sys.stderr, flush=True))
+        report = outcome.as_dict()
+        (args.out or RESULTS / "invariant.json").write_text(json.dumps(report, indent=2))
+        print(json.dumps(report, indent=2))
+        return 0 if outcome.holds() else 1
+    measured = figures(args.quick)
+    rows = table(measured)
+    print_table(rows)
+    out = args.out or RESULTS / ("quick.json" if args.quick else "latest.json")
+    out.write_text(json.dumps({"figures": [dict(zip(("figure", "ours", "baseline", "target", "met"), r)) for r in rows],
+                               "measured": measured}, indent=2, default=str))
+    print(f"written: {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

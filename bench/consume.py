@@ -1,0 +1,116 @@
+"""The local event-source-mapping runtime, measured on moto's server.
+
+* SQS requests per 1 000 consumed jobs (receive + delete by the mapping, visibility changes and
+  dead-letter sends by the consumer), counted with botocore hooks, empty long polls included;
+* throughput of the runtime (receive -> Lambda event -> invoke -> delete exactly the successes)
+  with a no-op handler, next to a raw receive/delete loop at the same queue depth, and with the
+  real consumer (idempotency on DynamoDB, metrics) for information;
+* the average batch size and invocation time the cost model uses.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .calls import CallCounter
+from .fixtures import analytics_bodies, chunks, create_tier
+from .runtime import consumer_runtime, drain
+
+#: 5 % of the jobs fail once (transient) and succeed on their retry: visibility changes count too.
+FLAKY_EVERY = 20
+
+
+def _fill(tier, bodies: list[str]) -> None:
+    for batch in chunks(bodies, 10):
+        tier.sqs.send_message_batch(QueueUrl=tier.queue_url, Entries=[
+            {"Id": str(i), "MessageBody": body} for i, body in enumerate(batch)])
+
+
+def _bodies(jobs: int, prefix: str, flaky: bool) -> list[str]:
+    from tiered_jobs.contract.envelope import build
+
+    bodies = analytics_bodies(jobs, prefix=prefix)
+    for i in range(0, jobs, FLAKY_EVERY) if flaky else ():
+        bodies[i] = build("demo.flaky", {"fail_times": 1, "error": "transient"}, f"{prefix}-flaky-{i}").to_json()
+    return bodies
+
+
+def measure(jobs: int = 1000, concurrency: int = 2) -> dict[str, Any]:
+    import boto3
+
+    from functions.runtime.backoff import RetryPolicy
+    from tiered_jobs.local.server import EmbeddedAws, client_environment
+
+    with EmbeddedAws() as endpoint, client_environment(endpoint):
+        results: dict[str, Any] = {"jobs": jobs, "concurrency": concurrency}
+
+        # 1. requests per 1 000 consumed jobs (clean, and with 5 % transient failures), batch figures
+        for label, flaky in (("clean", False), ("with_5pct_retries", True)):
+            tier = create_tier(f"consume-{label.replace('_', '-')}", endpoint_url=endpoint.url)
+            counter = CallCounter()
+            runtime = consumer_runtime(
+                tier, clients=lambda: {"sqs": counter.attach(boto3.client("sqs")),
+                                       "dynamodb": boto3.client("dynamodb")},
+                esm_sqs=counter.attach(boto3.client("sqs")), concurrency=concurrency,
+                retry=RetryPolicy(max_attempts=3, schedule=(1,), jitter=0.0),
+            )
+            _fill(tier, _bodies(jobs, label, flaky))
+            counter.reset()
+            runtime.start()
+            try:
+                drain(tier, timeout=600)
+            finally:
+                runtime.stop(timeout=60)
+            stats = runtime.stats.snapshot()
+            sqs_ops = counter.by_operation("sqs")
+            results[label] = {"sqs_requests_per_1000": sum(sqs_ops.values()) * 1000 / jobs, "by_operation": sqs_ops,
+                              "invocations": stats["batches"],
+                              "records_per_invocation": stats["records"] / max(1, stats["batches"])}
+
+        # 2. throughput: raw loop, runtime with a no-op handler, runtime with the real consumer
+        results["raw_loop_jobs_per_second"] = _raw_loop(create_tier("raw", endpoint_url=endpoint.url), jobs)
+        results["runtime_noop_jobs_per_second"] = _runtime_rate(
+            create_tier("noop", endpoint_url=endpoint.url), jobs, concurrency,
+            handler=lambda event, context: {"batchItemFailures": []})
+        consumer_tier = create_tier("real", endpoint_url=endpoint.url)
+        results["runtime_consumer_jobs_per_second"], results["consumer_ms_per_invocation"] = _runtime_rate(
+            consumer_tier, jobs, concurrency, with_durations=True)
+    results["runtime_vs_raw"] = results["runtime_noop_jobs_per_second"] / results["raw_loop_jobs_per_second"]
+    return results
+
+
+def _raw_loop(tier, jobs: int) -> float:
+    _fill(tier, analytics_bodies(jobs, prefix="raw"))
+    started, consumed = time.monotonic(), 0
+    while consumed < jobs:
+        messages = tier.sqs.receive_message(QueueUrl=tier.queue_url, MaxNumberOfMessages=10,
+                                            WaitTimeSeconds=1).get("Messages", [])
+        if messages:
+            tier.sqs.delete_message_batch(QueueUrl=tier.queue_url, Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)])
+            consumed += len(messages)
+    return jobs / (time.monotonic() - started)
+
+
+def _runtime_rate(tier, jobs: int, concurrency: int, handler=None, with_durations: bool = False):
+    import boto3
+
+    from functions.runtime.backoff import RetryPolicy
+
+    _fill(tier, analytics_bodies(jobs, prefix="rate"))
+    durations: list[float] = []
+    runtime = consumer_runtime(
+        tier, clients=lambda: {"sqs": boto3.client("sqs"), "dynamodb": boto3.client("dynamodb")},
+        esm_sqs=boto3.client("sqs"), concurrency=concurrency, retry=RetryPolicy(), handler=handler,
+        listener=lambda function, invocation: durations.append(invocation.duration_ms))
+    started = time.monotonic()
+    runtime.start()
+    try:
+        emptied = drain(tier, timeout=600, poll=0.1, quiet_checks=1)
+    finally:
+        runtime.stop(timeout=60)
+    rate = jobs / (emptied - started)
+    if with_durations:
+        return rate, sum(durations) / max(1, len(durations))
+    return rate

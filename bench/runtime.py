@@ -1,0 +1,89 @@
+"""The real consumer behind the local event-source-mapping runtime, with clients the caller wraps.
+
+Each poller of the mapping gets its own execution environment (a new :class:`Consumer`, so its
+own idempotency cache), as Lambda gives each concurrent invocation its own container. Clients
+are built by ``clients()`` per environment, so a benchmark can count calls and a reliability
+run can inject faults without touching the consumer or the jobs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from functions.runtime.backoff import RetryPolicy
+
+FUNCTION_NAME = "tiered-jobs-bench-consumer"
+REGION = "us-east-1"
+
+
+def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: Any, concurrency: int,
+                     retry: RetryPolicy, remaining_ms: int = 30_000, batch_size: int = 10,
+                     handler: Callable[[dict, Any], dict] | None = None,
+                     listener: Callable[[Any, Any], None] | None = None):
+    """A started-ready ``MappingRuntime`` for ``tier``; ``handler`` replaces the consumer (baselines)."""
+    from aws_lambda_powertools import Logger
+
+    import functions.jobs  # noqa: F401 -- registers the jobs
+    from functions.consumer.processor import Consumer
+    from functions.runtime.config import TierConfig
+    from functions.runtime.registry import registry
+    from tiered_jobs.local.esm import FunctionConfig, Invocation, InvocationError, MappingConfig, MappingRuntime
+    from tiered_jobs.local.worker import LambdaContext
+
+    config = TierConfig(stage="bench", tier="critical", queue_url=tier.queue_url, dlq_url=tier.dlq_url,
+                        idempotency_table=tier.idempotency_table, accounts_table=tier.accounts_table, retry=retry)
+    function = FunctionConfig(name=FUNCTION_NAME, arn=f"arn:aws:lambda:{REGION}:123456789012:function:{FUNCTION_NAME}",
+                              handler="functions.consumer.handler", environment={}, timeout_seconds=30,
+                              memory_mb=256, region=REGION, code_root=".")
+
+    class Environment:
+        """One execution environment: a consumer with its own clients; a Lambda context per call."""
+
+        def __init__(self, _function: Any):
+            own = clients()
+            self.handle = handler or Consumer(config, registry, client=own.__getitem__,
+                                              logger=Logger(service="bench", level="CRITICAL")).handle
+
+        def invoke(self, event: dict) -> Invocation:
+            started = time.monotonic()
+            context = LambdaContext(function_name=FUNCTION_NAME, memory_mb=256, invoked_function_arn=function.arn,
+                                    request_id="bench", deadline_ms=int(time.time() * 1000) + remaining_ms,
+                                    log_group_name="-", log_stream_name="-")
+            try:
+                response = self.handle(event, context)
+            except BaseException as exc:  # noqa: BLE001 -- a crash ends the invocation, as on Lambda
+                return Invocation(error=InvocationError(type(exc).__name__, str(exc)),
+                                  duration_ms=(time.monotonic() - started) * 1000)
+            return Invocation(response=response, duration_ms=(time.monotonic() - started) * 1000)
+
+        def close(self) -> None:
+            pass
+
+    mapping = MappingConfig(function=function, queue_url=tier.queue_url, queue_arn=tier.queue_arn,
+                            batch_size=batch_size, batching_window_seconds=0, maximum_concurrency=concurrency)
+    return MappingRuntime(mapping, Environment, esm_sqs, listener=listener)
+
+
+def depth(tier, url: str | None = None) -> int:
+    """Visible + in flight + delayed messages of a queue."""
+    attrs = tier.sqs.get_queue_attributes(QueueUrl=url or tier.queue_url, AttributeNames=[
+        "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"])
+    return sum(int(v) for v in attrs["Attributes"].values())
+
+
+def drain(tier, timeout: float, poll: float = 0.5, quiet_checks: int = 3) -> float:
+    """Wait until the main queue is empty ``quiet_checks`` times in a row; returns when it first was."""
+    deadline = time.monotonic() + timeout
+    quiet, emptied_at = 0, None
+    while quiet < quiet_checks:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"queue not drained after {timeout} s (depth {depth(tier)})")
+        if depth(tier) == 0:
+            quiet += 1
+            emptied_at = emptied_at or time.monotonic()
+        else:
+            quiet, emptied_at = 0, None
+        time.sleep(poll)
+    return emptied_at
