@@ -25,11 +25,18 @@ class BenchTier:
     accounts_table: str
 
 
-def create_tier(name: str = "bench", endpoint_url: str | None = None) -> BenchTier:
+def create_tier(name: str = "bench", endpoint_url: str | None = None, *, visibility_timeout: int = 60,
+                max_receive_count: int | None = None) -> BenchTier:
+    """A tier's queue, DLQ (redrive when ``max_receive_count`` is given) and tables, as the stack
+    shapes them (Powertools' key ``id``; the accounts table's ``account_id``)."""
     kwargs = {"region_name": REGION, **({"endpoint_url": endpoint_url} if endpoint_url else {})}
     sqs, dynamodb = boto3.client("sqs", **kwargs), boto3.client("dynamodb", **kwargs)
     dlq_url = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
-    queue_url = sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
+    attributes = {"VisibilityTimeout": str(visibility_timeout)}
+    if max_receive_count is not None:
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        attributes["RedrivePolicy"] = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receive_count})
+    queue_url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     tier = BenchTier(sqs, dynamodb, queue_url, queue_arn, dlq_url, f"{name}-idempotency", f"{name}-accounts")
     for table, key in ((tier.idempotency_table, "id"), (tier.accounts_table, "account_id")):

@@ -7,19 +7,19 @@ the partial batch response says succeeded.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
 import pytest
 
+from bench.fixtures import BenchTier, create_tier
 from functions.consumer.processor import Consumer
 from functions.runtime.backoff import RetryPolicy
 from functions.runtime.config import TierConfig
 from functions.runtime.registry import registry as default_registry
 from tiered_jobs.contract.envelope import build
+from tiered_jobs.local.esm import sqs_event
 
 REGION = "us-east-1"
 
@@ -37,14 +37,7 @@ class FakeLambdaContext:
 
 
 @dataclass
-class Tier:
-    sqs: Any
-    dynamodb: Any
-    queue_url: str
-    queue_arn: str
-    dlq_url: str
-    idempotency_table: str
-    accounts_table: str
+class Tier(BenchTier):
     #: receipt handles of messages a batch left in flight (failed or crashed), by message id
     in_flight: dict[str, str] = field(default_factory=dict)
 
@@ -76,7 +69,7 @@ class Tier:
         ).get("Messages", [])
 
     def event(self, messages: list[dict]) -> dict:
-        return {"Records": [lambda_record(m, self.queue_arn) for m in messages]}
+        return sqs_event(messages, self.queue_arn, REGION)
 
     def run_batch(self, consumer: Consumer, context: Any = None, max_messages: int = 10) -> dict:
         messages = self.sqs.receive_message(
@@ -107,31 +100,6 @@ class Tier:
         return int(item["balance"]["N"]) if item else 0
 
 
-def lambda_record(message: dict, queue_arn: str) -> dict:
-    """One record of a Lambda SQS event, from a ReceiveMessage result (as Lambda shapes it)."""
-    attributes = {}
-    for name, attr in message.get("MessageAttributes", {}).items():
-        shaped = {"dataType": attr["DataType"], "stringListValues": [], "binaryListValues": []}
-        if "StringValue" in attr:
-            shaped["stringValue"] = attr["StringValue"]
-        if "BinaryValue" in attr:
-            import base64
-
-            shaped["binaryValue"] = base64.b64encode(attr["BinaryValue"]).decode()
-        attributes[name] = shaped
-    return {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
-        "attributes": dict(message.get("Attributes", {})),
-        "messageAttributes": attributes,
-        "md5OfBody": message["MD5OfBody"],
-        "eventSource": "aws:sqs",
-        "eventSourceARN": queue_arn,
-        "awsRegion": REGION,
-    }
-
-
 @pytest.fixture
 def lambda_context() -> Callable[..., FakeLambdaContext]:
     """A factory of Lambda contexts: ``lambda_context(remaining_ms=1)``."""
@@ -140,19 +108,5 @@ def lambda_context() -> Callable[..., FakeLambdaContext]:
 
 @pytest.fixture
 def tier(aws) -> Tier:
-    sqs = boto3.client("sqs", region_name=REGION)
-    dynamodb = boto3.client("dynamodb", region_name=REGION)
-    dlq_url = sqs.create_queue(QueueName="critical-dlq")["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    queue_url = sqs.create_queue(QueueName="critical", Attributes={
-        "VisibilityTimeout": "180",
-        "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 5}),
-    })["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    for name, key in (("idempotency", "id"), ("accounts", "account_id")):
-        dynamodb.create_table(
-            TableName=name, BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
-        )
-    return Tier(sqs, dynamodb, queue_url, queue_arn, dlq_url, "idempotency", "accounts")
+    created = create_tier("critical", visibility_timeout=180, max_receive_count=5)
+    return Tier(**vars(created))
