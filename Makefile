@@ -11,7 +11,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 
 setup: $(VENV)/.installed node_modules/.installed
 
-$(VENV)/.installed: requirements.txt pyproject.toml
+$(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt -c constraints.txt
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
