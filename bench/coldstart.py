@@ -15,8 +15,10 @@ from .fixtures import create_tier, env_for
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def measure(runs: int = 7) -> dict[str, Any]:
-    """Median of ``runs`` fresh interpreters per side, alternating which side goes first."""
+def measure(runs: int = 15) -> dict[str, Any]:
+    """``runs`` pairs of fresh interpreters, alternating which side goes first, after one pair
+    that only warms the OS file cache. The ratio is the median of the per-pair ratios: a pair
+    runs back to back, so the machine's drift cancels out."""
     from tiered_jobs.local.server import EmbeddedAws, client_environment
 
     with EmbeddedAws() as endpoint, client_environment(endpoint):
@@ -24,11 +26,14 @@ def measure(runs: int = 7) -> dict[str, Any]:
         env = {**os.environ, **endpoint.client_env(), **env_for(tier), "PYTHONDONTWRITEBYTECODE": "1"}
         env.pop("AWS_SESSION_TOKEN", None)
         samples: dict[str, list[dict]] = {"ours": [], "bare": []}
+        for variant in ("ours", "bare"):
+            _child(variant, "warm-up", env)
         for run in range(runs):
             for variant in ("bare", "ours") if run % 2 else ("ours", "bare"):
                 samples[variant].append(_child(variant, f"{run}", env))
     summary = {v: {k: statistics.median(s[k] for s in runs_) for k in runs_[0]} for v, runs_ in samples.items()}
-    summary["ratio_total"] = summary["ours"]["total_ms"] / summary["bare"]["total_ms"]
+    summary["ratio_total"] = statistics.median(
+        o["total_ms"] / b["total_ms"] for o, b in zip(samples["ours"], samples["bare"]))
     summary["extra_modules"] = summary["ours"]["modules"] - summary["bare"]["modules"]
     summary["runs"] = runs
     return summary

@@ -19,7 +19,6 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -28,12 +27,6 @@ from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter, Metric
 
 from functions.runtime import aws
 from functions.runtime.config import TierConfig
-from functions.runtime.deadletter import (
-    DeadLetterReason,
-    api_attributes_from_event,
-    merge_attributes,
-    send_to_dlq,
-)
 from functions.runtime.errors import PERMANENT, classify, describe
 from functions.runtime.idempotency import IdempotentRunner
 from functions.runtime.metrics import BatchMetrics
@@ -53,12 +46,16 @@ class KeptInQueue(Exception):
     """The record should have been dead-lettered but the DLQ refused it: SQS keeps it."""
 
 
-@dataclass
 class _Invocation:
-    context: Any
-    metrics: BatchMetrics
-    #: (receipt handle, seconds) for the records to retry later.
-    backoffs: list[tuple[str, int]] = field(default_factory=list)
+    """What one invocation accumulates (a plain class: nothing to generate at cold start)."""
+
+    __slots__ = ("context", "metrics", "backoffs")
+
+    def __init__(self, context: Any, metrics: BatchMetrics):
+        self.context = context
+        self.metrics = metrics
+        #: (receipt handle, seconds) for the records to retry later.
+        self.backoffs: list[tuple[str, int]] = []
 
 
 class Consumer:
@@ -157,6 +154,14 @@ class Consumer:
             self.logger.remove_keys(["tier", "job_type", "idempotency_key", "message_id", "attempt"])
 
     def _fail(self, record, invocation, exc, attempt, job_type, envelope, definition, started) -> None:
+        # Loaded on the first failure only: the happy path's cold start does not pay for it.
+        from functions.runtime.deadletter import (
+            DeadLetterReason,
+            api_attributes_from_event,
+            merge_attributes,
+            send_to_dlq,
+        )
+
         kind = classify(exc, definition.permanent if definition else ())
         error_type, error_message = describe(exc)
         policy = self.config.retry
