@@ -148,7 +148,9 @@ def _run(jobs, accounts, concurrency, plan, drain_timeout, log, started) -> Outc
 
     # A visibility timeout above the invocation's time, as the stack's guardrail demands.
     max_attempts, visibility, remaining_ms = 5, 3, 1500
-    tier = create_tier("invariant", visibility_timeout=visibility, max_receive_count=max_attempts)
+    # A fresh name per run: moto's server shares its state with everything else in this process.
+    tier = create_tier(f"invariant-{plan.seed}-{time.monotonic_ns() % 10**6}", visibility_timeout=visibility,
+                       max_receive_count=max_attempts)
 
     # --- the jobs: unique keys, amounts per account, poison among them -----------------------
     rng = plan.random()
