@@ -52,3 +52,20 @@ def test_the_checker_catches_double_application(monkeypatch):
                      replay_crashes_between_send_and_delete=False)
     outcome = run(jobs=60, accounts=10, plan=plan, log=lambda *_: None)
     assert outcome.duplicated > 0 and not outcome.balances_ok and not outcome.holds(), outcome.as_dict()
+
+
+def test_shard_outcomes_add_up_and_a_failing_shard_fails_the_whole():
+    from bench.invariant import Outcome
+
+    def outcome(**changes):
+        base = dict(expected=10, applied=9, lost=0, duplicated=0, dead_lettered=1, unexpected=0, poison=1,
+                    balances_ok=True, accounts_checked=5, dead_letter_reasons={"permanent": 2},
+                    dead_letters_without_reason_or_unknown=0, redundant_dead_letters=0,
+                    faults_injected={"crash_before_ack": 1}, messages_published=22, seconds=1.5)
+        return Outcome(**{**base, **changes})
+
+    total = outcome().plus(outcome())
+    assert (total.expected, total.applied, total.dead_letter_reasons, total.holds()) == (
+        20, 18, {"permanent": 4}, True)
+    assert not outcome().plus(outcome(balances_ok=False)).holds()
+    assert not outcome().plus(outcome(lost=1, applied=8)).holds()
