@@ -59,7 +59,8 @@ def test_shard_outcomes_add_up_and_a_failing_shard_fails_the_whole():
 
     def outcome(**changes):
         base = dict(expected=10, applied=9, lost=0, duplicated=0, dead_lettered=1, unexpected=0, poison=1,
-                    balances_ok=True, accounts_checked=5, dead_letter_reasons={"permanent": 2},
+                    balances_ok=True, accounts_checked=5, balance_mismatches={},
+                    dead_letter_reasons={"permanent": 2},
                     dead_letters_without_reason_or_unknown=0, redundant_dead_letters=0,
                     faults_injected={"crash_before_ack": 1}, messages_published=22, seconds=1.5)
         return Outcome(**{**base, **changes})

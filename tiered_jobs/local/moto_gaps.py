@@ -34,6 +34,12 @@ Gaps, in deployment order:
    them instead (:func:`disable_event_source_mappings`).
 6. **``ApproximateAgeOfOldestMessage``**: moto neither computes nor publishes it; the alarm
    evaluator reads it from moto's store (:func:`oldest_message_age_seconds`).
+7. **moto's DynamoDB is not thread-safe.** A ``TransactWriteItems`` that fails (a condition, as
+   the payments job's "already applied" marker does on every duplicate) rolls back by restoring a
+   whole-table snapshot taken when it started, wiping what other requests committed meanwhile;
+   a snapshot taken while another thread writes can also crash (HTTP 500). DynamoDB makes every
+   request atomic, so the embedded server handles one DynamoDB request at a time
+   (:func:`serialize_dynamodb_requests`); callers stay concurrent.
 
 moto never evaluates alarms, publishes no SQS or Lambda metrics and extracts no EMF from logs:
 ``tiered_jobs.local.metrics`` and ``tiered_jobs.local.alarms`` emulate those services' parts.
@@ -43,6 +49,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -342,3 +349,25 @@ def oldest_message_age_seconds(queue_name: str, account_id: str, region: str) ->
         return None
     sent = [m.sent_timestamp for m in list(queue._messages) if m.sent_timestamp is not None]
     return max(0.0, time.time() - min(sent) / 1000) if sent else 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 7: one DynamoDB request at a time
+
+_DYNAMODB_REQUESTS = threading.RLock()
+
+
+def serialize_dynamodb_requests() -> None:
+    """Make moto's DynamoDB handle one request at a time in this process (idempotent)."""
+    from moto.dynamodb.responses import DynamoHandler
+
+    original = DynamoHandler.call_action
+    if getattr(original, "serialized_by_tiered_jobs", False):
+        return
+
+    def call_action(self: Any) -> Any:
+        with _DYNAMODB_REQUESTS:
+            return original(self)
+
+    call_action.serialized_by_tiered_jobs = True  # type: ignore[attr-defined]
+    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
