@@ -7,7 +7,7 @@ import io
 from typing import Any
 
 from .calls import CallCounter
-from .fixtures import Context, chunks, create_tier, payment_bodies, sqs_event
+from .fixtures import chunks, create_tier, lambda_context, payment_bodies, sqs_event
 
 
 def measure(jobs: int = 1000, batch_size: int = 10) -> dict[str, Any]:
@@ -37,7 +37,7 @@ def measure(jobs: int = 1000, batch_size: int = 10) -> dict[str, Any]:
             counter.reset()
             with contextlib.redirect_stdout(io.StringIO()):  # EMF lines
                 for batch in chunks(bodies, batch_size):
-                    response = consumer.handle(sqs_event(batch, tier.queue_arn), Context())
+                    response = consumer.handle(sqs_event(batch, tier.queue_arn), lambda_context())
                     assert response == {"batchItemFailures": []}, response
             results[label] = {
                 "idempotency_calls": counter.by_table(tier.idempotency_table),

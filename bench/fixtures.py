@@ -84,17 +84,13 @@ def chunks(items: list, size: int) -> list[list]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-class Context:
-    """The slice of a Lambda context the handlers use."""
+def lambda_context(remaining_ms: int = 30_000, function_name: str = "tiered-jobs-bench-consumer"):
+    """The Lambda context the local runtime passes to handlers, ``remaining_ms`` from now."""
+    import time
 
-    function_name = "bench-consumer"
-    memory_limit_in_mb = 256
-    invoked_function_arn = f"arn:aws:lambda:{REGION}:123456789012:function:bench-consumer"
-    aws_request_id = "bench"
+    from tiered_jobs.local.worker import LambdaContext
 
-    def get_remaining_time_in_millis(self) -> int:
-        return 30_000
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, indent=2, sort_keys=True)
+    return LambdaContext(function_name=function_name, memory_mb=256,
+                         invoked_function_arn=f"arn:aws:lambda:{REGION}:123456789012:function:{function_name}",
+                         request_id="bench", deadline_ms=int(time.time() * 1000) + remaining_ms,
+                         log_group_name=f"/aws/lambda/{function_name}", log_stream_name="bench")

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bench.fixtures import lambda_context
 from functions.runtime.backoff import RetryPolicy
 
 FUNCTION_NAME = "tiered-jobs-bench-consumer"
@@ -30,7 +31,6 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
     from functions.runtime.config import TierConfig
     from functions.runtime.registry import registry
     from tiered_jobs.local.esm import FunctionConfig, Invocation, InvocationError, MappingConfig, MappingRuntime
-    from tiered_jobs.local.worker import LambdaContext
 
     config = TierConfig(stage="bench", tier="critical", queue_url=tier.queue_url, dlq_url=tier.dlq_url,
                         idempotency_table=tier.idempotency_table, accounts_table=tier.accounts_table, retry=retry)
@@ -48,9 +48,7 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
 
         def invoke(self, event: dict) -> Invocation:
             started = time.monotonic()
-            context = LambdaContext(function_name=FUNCTION_NAME, memory_mb=256, invoked_function_arn=function.arn,
-                                    request_id="bench", deadline_ms=int(time.time() * 1000) + remaining_ms,
-                                    log_group_name="-", log_stream_name="-")
+            context = lambda_context(remaining_ms, FUNCTION_NAME)
             try:
                 response = self.handle(event, context)
             except BaseException as exc:  # noqa: BLE001 -- a crash ends the invocation, as on Lambda

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from bench.fixtures import BenchTier, create_tier
+from bench.fixtures import lambda_context as make_lambda_context
 from functions.consumer.processor import Consumer
 from functions.runtime.backoff import RetryPolicy
 from functions.runtime.config import TierConfig
@@ -22,18 +23,6 @@ from tiered_jobs.contract.envelope import build
 from tiered_jobs.local.esm import sqs_event
 
 REGION = "us-east-1"
-
-
-@dataclass
-class FakeLambdaContext:
-    function_name: str = "tiered-jobs-test-critical-consumer"
-    memory_limit_in_mb: int = 256
-    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:123456789012:function:tiered-jobs-test-critical-consumer"
-    aws_request_id: str = "req-1"
-    remaining_ms: int = 30_000
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_ms
 
 
 @dataclass
@@ -78,7 +67,7 @@ class Tier(BenchTier):
         ).get("Messages", [])
         assert messages, "the queue had nothing to receive"
         self.in_flight.update({m["MessageId"]: m["ReceiptHandle"] for m in messages})
-        response = consumer.handle(self.event(messages), context or FakeLambdaContext())
+        response = consumer.handle(self.event(messages), context or make_lambda_context())
         failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
         for m in messages:
             if m["MessageId"] not in failed:
@@ -101,9 +90,9 @@ class Tier(BenchTier):
 
 
 @pytest.fixture
-def lambda_context() -> Callable[..., FakeLambdaContext]:
-    """A factory of Lambda contexts: ``lambda_context(remaining_ms=1)``."""
-    return FakeLambdaContext
+def lambda_context() -> Callable[..., Any]:
+    """A factory of Lambda contexts (the local runtime's): ``lambda_context(remaining_ms=1)``."""
+    return make_lambda_context
 
 
 @pytest.fixture

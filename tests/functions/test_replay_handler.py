@@ -12,6 +12,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from bench.fixtures import lambda_context
+
 from functions.replay import ReplayEventError, TierQueues, handler, parse_event, run
 from functions.runtime import aws as runtime_aws
 from tiered_jobs.contract.names import DeadLetter, Env
@@ -21,12 +23,8 @@ REGION = "us-east-1"
 ROOT = Path(__file__).resolve().parents[2]
 
 
-class Context:
-    def __init__(self, remaining_ms: int = 60_000):
-        self.remaining_ms = remaining_ms
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_ms
+def invocation_context(remaining_ms: int = 60_000):
+    return lambda_context(remaining_ms, "tiered-jobs-test-replay")
 
 
 @pytest.fixture
@@ -56,7 +54,7 @@ def test_the_handler_replays_with_the_shared_client_and_the_lambda_time_budget(d
         sqs.send_message(QueueUrl=deployed["bulk"].dlq_url, MessageBody=key, MessageAttributes={
             DeadLetter.REASON: {"DataType": "String", "StringValue": DeadLetter.REASON_PERMANENT}})
 
-    response = handler({"tier": "bulk", "max_messages": 2}, Context())
+    response = handler({"tier": "bulk", "max_messages": 2}, invocation_context())
 
     assert (response["moved"], response["stopped_because"], response["left_in_dlq"]) == (2, "max_messages", 0)
     assert tuple(response) == RESPONSE_FIELDS
@@ -71,14 +69,14 @@ def test_the_handler_stops_at_once_when_the_budget_is_already_spent(deployed):
     sqs = boto3.client("sqs", region_name=REGION)
     sqs.send_message(QueueUrl=deployed["critical"].dlq_url, MessageBody="x")
 
-    response = handler({"tier": "critical"}, Context(remaining_ms=5_000))
+    response = handler({"tier": "critical"}, invocation_context(remaining_ms=5_000))
 
     assert (response["moved"], response["stopped_because"], response["left_in_dlq"]) == (0, "time_budget", 1)
 
 
 def test_a_bad_event_raises_so_the_console_shows_every_problem(deployed):
     with pytest.raises(ReplayEventError) as caught:
-        handler({"tier": "gold", "max_messages": 0}, Context())
+        handler({"tier": "gold", "max_messages": 0}, invocation_context())
     assert str(caught.value).startswith(
         "invalid replay event: unknown tier 'gold' (this stage has 'bulk', 'critical'); "
         "'max_messages' must be a whole number from 1 to 10000, got 0. Allowed fields: action: ")
@@ -87,7 +85,7 @@ def test_a_bad_event_raises_so_the_console_shows_every_problem(deployed):
 def test_the_handler_refuses_to_guess_without_its_tier_table(monkeypatch):
     monkeypatch.delenv(Env.REPLAY_TIERS, raising=False)
     with pytest.raises(RuntimeError, match=f"{Env.REPLAY_TIERS} is not set"):
-        handler({"tier": "critical"}, Context())
+        handler({"tier": "critical"}, invocation_context())
 
 
 # -- native mode (botocore Stubber: moto does not implement StartMessageMoveTask) ----------------

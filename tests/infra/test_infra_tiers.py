@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 from infra_support import (  # noqa: F401 (fixtures)
@@ -11,7 +10,7 @@ from infra_support import (  # noqa: F401 (fixtures)
 )
 
 from infra.settings import AppSettings
-from tiered_jobs.contract.names import DEFAULT_TIERS, Env, Handlers, Metrics, function_name, queue_name
+from tiered_jobs.contract.names import DEFAULT_TIERS, Env, Handlers, Metrics, queue_name
 
 SETTINGS = AppSettings.from_context(None)
 DAY = 86_400
