@@ -72,7 +72,7 @@ REPLAY = {
     "R1": ({"tier": "critical", "job_typ": "payments.*"}, "unknown field(s) 'job_typ'"),
     "R2": ({"tier": "critical", "max_messages": -5}, "'max_messages' must be a whole number from 1 to 10000, got -5"),
     "R3": ({"tier": "gold"}, "unknown tier 'gold' (this stage has 'critical')"),
-    "R4": ({"tier": "critical", "action": "purge"}, "'action' must be one of 'replay', 'inspect', got 'purge'"),
+    "R4": ({"tier": "critical", "action": "purge"}, "'action' must be one of 'replay', 'inspect', 'discard', 'show', got 'purge'"),
     "R5": ({"tier": "critical", "dry_run": "yes"}, "'dry_run' must be true or false, got the string 'yes'"),
     "R6": ({"tier": "critical", "max_per_second": 0}, "'max_per_second' must be a number above 0 or null (no limit)"),
     "R7": (["critical"], "the event must be a JSON object, got an array"),
