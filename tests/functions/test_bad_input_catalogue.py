@@ -38,6 +38,8 @@ PUBLISHER = {
            "unknown tier 'gold'; known tiers: critical"),
     "P9": ("payments.update_balance", {"account_id": "a", "amount": 1}, "k9", {"delay": 901},
            "delay must be 0-900 seconds (SQS's limit), got 901"),
+    "P10": ("analytics.record_event", {"event": "e", "memo": "ab\uffff"}, "k10", {},
+            "payload['memo'] holds U+FFFF at character 2, which SQS does not accept in a message"),
 }
 
 #: id -> (raw body a non-Python publisher might send, expected DeadLetter.ErrorType, expected message)
@@ -77,6 +79,7 @@ REPLAY = {
     "R6": ({"tier": "critical", "max_per_second": 0}, "'max_per_second' must be a number above 0 or null (no limit)"),
     "R7": (["critical"], "the event must be a JSON object, got an array"),
     "R8": ({"dry_run": True}, "'tier' is required (one of 'critical')"),
+    "R9": ({"tier": "critical", "mode": "native"}, "'mode': 'native' moves every letter however old"),
 }
 
 
