@@ -475,8 +475,12 @@ def _replay(target: Target, event: dict[str, Any], via: Via, archive_path: Path 
     if replay is None:
         return _invoke_replay(target, deployment, event)
     names = [name for name, urls in deployment.tiers.items() if urls.dlq_url]
-    ttls = discovery.idempotency_ttls(target.stage, names, ssm=target.client("ssm"))
-    tiers = {name: replay.TierQueues(deployment.tiers[name].queue_url, deployment.tiers[name].dlq_url, ttls[name])
+    notes: list[str] = []
+    ttls = _optional("the tiers' idempotency windows",
+                     lambda: discovery.idempotency_ttls(target.stage, names, ssm=target.client("ssm")), notes)
+    for note in notes:  # unknown windows: a replay then moves no letter without --allow-outside-window
+        _console(stderr=True).print(f"note: {escape(note)}")
+    tiers = {name: replay.TierQueues(deployment.tiers[name].queue_url, deployment.tiers[name].dlq_url, ttls.get(name))
              for name in names}
     try:
         request = replay.parse_event(event, tiers=tiers)

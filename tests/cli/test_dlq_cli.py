@@ -58,6 +58,22 @@ def test_a_stage_without_the_window_parameter_replays_nothing_by_default(cli, de
     assert received_bodies(deployment.queue_urls["critical"]) == []
 
 
+def test_a_window_that_cannot_be_read_counts_as_unknown(cli, deployment, monkeypatch):
+    from botocore.exceptions import ClientError
+
+    def denied(*args, **kwargs):
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "GetParameters")
+
+    monkeypatch.setattr(cli_module.discovery, "idempotency_ttls", denied)
+    _dead_letter(deployment, "critical", "fresh")
+
+    result = cli("dlq", "replay", "critical")
+
+    assert result.exit_code == 0, result.output
+    assert "note: the tiers' idempotency windows unavailable (AccessDeniedException: no (GetParameters))" in result.stderr
+    assert received_bodies(deployment.queue_urls["critical"]) == []
+
+
 # -- discard ----------------------------------------------------------------------------------
 
 
