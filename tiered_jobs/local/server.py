@@ -11,6 +11,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+#: boto3's (and the AWS CLI's) variable for a custom endpoint: the one variable a client needs.
+ENDPOINT_ENV = "AWS_ENDPOINT_URL"
 #: The only address the embedded AWS ever listens on.
 HOST = "127.0.0.1"
 #: moto accepts any credentials; these make it obvious that nothing real is used.
@@ -34,7 +36,7 @@ class Endpoint:
     def client_env(self) -> dict[str, str]:
         """Variables to export in another terminal (``AWS_SESSION_TOKEN`` is cleared: a stale one confuses moto's IAM)."""
         return {
-            "AWS_ENDPOINT_URL": self.url,
+            ENDPOINT_ENV: self.url,
             **FAKE_CREDENTIALS,
             "AWS_SESSION_TOKEN": "",
             "AWS_DEFAULT_REGION": self.region,
