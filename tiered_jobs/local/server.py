@@ -49,7 +49,8 @@ class Endpoint:
 
 
 class EmbeddedAws:
-    """moto's threaded server bound to ``127.0.0.1`` on ``port`` (0: a free port chosen by the OS).
+    """moto's threaded server bound to ``127.0.0.1`` on ``port`` (0: a free port chosen by the OS),
+    started empty (moto's state is per process: one embedded AWS at a time per process).
 
     Binding port 0 lets the OS pick the port atomically (no probe-then-bind race). moto's own
     ``stop()`` shuts the serving loop down but leaves the socket open; :meth:`stop` also closes it,
@@ -75,6 +76,7 @@ class EmbeddedAws:
         host, port = server.get_host_and_port()
         self._server = server
         self.endpoint = Endpoint(url=f"http://{host}:{port}", region=self._region)
+        _reset(self.endpoint)
         return self.endpoint
 
     def stop(self) -> None:
@@ -91,6 +93,15 @@ class EmbeddedAws:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def _reset(endpoint: Endpoint) -> None:
+    """Empty every service (moto's ``POST /moto-api/reset``). moto keeps its state per process, not per
+    server: without this a second embedded AWS in one process would start with the first one's stack."""
+    from urllib.request import Request, urlopen
+
+    with urlopen(Request(f"{endpoint.url}/moto-api/reset", data=b"", method="POST"), timeout=30) as answer:
+        answer.read()
 
 
 @contextmanager
