@@ -27,14 +27,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import discovery
-from .contract.names import STAGE_NAME_PATTERN, Alarms, Env, stack_name
+from . import status as status_reads
+from .contract.names import STAGE_NAME_PATTERN, Env, stack_name
 from .local.cli import app as local_app
 from .publisher import InvalidJobError, PublishError, Publisher
 
 #: boto3's own variable for a custom endpoint (e.g. moto's server): the CLI honours it too.
 AWS_ENDPOINT_URL = "AWS_ENDPOINT_URL"
-#: How far back ``status`` looks for SQS's ``ApproximateAgeOfOldestMessage`` metric.
-AGE_LOOKBACK_SECONDS = 900
 #: A replay may run up to Lambda's 15 minutes: wait that long for the answer, and never resend it.
 REPLAY_INVOKE_READ_TIMEOUT = 960
 
@@ -162,19 +161,18 @@ def status(
         cloudwatch = target.client("cloudwatch")
         notes: list[str] = []
         alarms = _optional("alarm states", lambda: _alarm_states(cloudwatch, target.stage), notes)
-        ages = _optional("oldest age", lambda: _oldest_ages(cloudwatch, deployment), notes)
+        ages = _optional("oldest age", lambda: _oldest_ages(cloudwatch, deployment.queue_urls()), notes)
         rows = []
         for tier, urls in deployment.tiers.items():
-            main = _queue_counts(sqs, urls.queue_url)
+            main = status_reads.queue_counts(sqs, urls.queue_url)
             rows.append({
                 "tier": tier,
                 "visible": main["ApproximateNumberOfMessages"],
                 "in_flight": main["ApproximateNumberOfMessagesNotVisible"],
                 "delayed": main["ApproximateNumberOfMessagesDelayed"],
-                "dlq": _queue_counts(sqs, urls.dlq_url)["ApproximateNumberOfMessages"] if urls.dlq_url else None,
+                "dlq": status_reads.queue_counts(sqs, urls.dlq_url)["ApproximateNumberOfMessages"] if urls.dlq_url else None,
                 "oldest_age_seconds": ages.get(tier),
-                "alarms": {kind: alarms[name] for kind in Alarms.KINDS
-                           if (name := Alarms.name(target.stage, tier, kind)) in alarms},
+                "alarms": status_reads.tier_alarms(alarms, target.stage, tier),
             })
         if as_json:
             _console().print_json(data={"stage": target.stage, "source": deployment.source, "tiers": rows})
@@ -185,17 +183,16 @@ def status(
         for row in rows:
             table.add_row(
                 row["tier"], str(row["visible"]), str(row["in_flight"]), str(row["delayed"]),
-                _dlq_cell(row["dlq"]), _duration(row["oldest_age_seconds"]), _alarm_cell(row["alarms"]),
+                _dlq_cell(row["dlq"]), _duration(row["oldest_age_seconds"]), status_reads.alarm_summary(row["alarms"]),
             )
         _console().print(table)
         for note in notes:
             _console(stderr=True).print(f"note: {escape(note)}")
 
 
-def _queue_counts(sqs: Any, queue_url: str) -> dict[str, int]:
-    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"]
-    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=names)["Attributes"]
-    return {name: int(attributes.get(name, 0)) for name in names}
+#: The reads ``status`` makes (shared with the local mode's live view); module names so tests can swap them.
+_alarm_states = status_reads.alarm_states
+_oldest_ages = status_reads.oldest_ages
 
 
 def _optional(what: str, read: Callable[[], dict[str, Any]], notes: list[str]) -> dict[str, Any]:
@@ -207,48 +204,6 @@ def _optional(what: str, read: Callable[[], dict[str, Any]], notes: list[str]) -
     except ClientError as exc:
         notes.append(f"{what} unavailable ({_client_error_text(exc)})")
         return {}
-
-
-def _oldest_ages(cloudwatch: Any, deployment: discovery.Deployment) -> dict[str, float]:
-    """SQS's own ``ApproximateAgeOfOldestMessage`` (latest 1-minute maximum) per tier's main queue.
-
-    Reading it never consumes a message (peeking would hide letters from consumers). SQS
-    publishes it only for active queues: no data point leaves the cell blank.
-    """
-    from datetime import datetime, timedelta, timezone
-
-    now = datetime.now(timezone.utc)
-    ages: dict[str, float] = {}
-    for tier, urls in deployment.tiers.items():
-        points = cloudwatch.get_metric_statistics(
-            Namespace="AWS/SQS", MetricName="ApproximateAgeOfOldestMessage",
-            Dimensions=[{"Name": "QueueName", "Value": urls.queue_url.rstrip("/").rsplit("/", 1)[-1]}],
-            StartTime=now - timedelta(seconds=AGE_LOOKBACK_SECONDS), EndTime=now, Period=60,
-            Statistics=["Maximum"],
-        )["Datapoints"]
-        if points:
-            ages[tier] = max(points, key=lambda point: point["Timestamp"])["Maximum"]
-    return ages
-
-
-def _alarm_states(cloudwatch: Any, stage: str) -> dict[str, str]:
-    """``{alarm name: state}`` of the stage's alarms (found by the name prefix the stack uses)."""
-    states: dict[str, str] = {}
-    for page in cloudwatch.get_paginator("describe_alarms").paginate(AlarmNamePrefix=Alarms.prefix(stage)):
-        states.update({alarm["AlarmName"]: alarm["StateValue"] for alarm in page.get("MetricAlarms", [])})
-    return states
-
-
-def _alarm_cell(states: dict[str, str]) -> str:
-    if not states:
-        return "–"
-    firing = [kind for kind, state in states.items() if state == "ALARM"]
-    if firing:
-        return f"[bold red]ALARM: {', '.join(firing)}[/]"
-    ok = sum(state == "OK" for state in states.values())
-    no_data = len(states) - ok
-    parts = ([f"[green]{ok} OK[/]"] if ok else []) + ([f"{no_data} no data"] if no_data else [])
-    return ", ".join(parts)
 
 
 def _dlq_cell(depth: int | None) -> str:

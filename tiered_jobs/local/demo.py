@@ -9,7 +9,9 @@
 6. inspect (the replay function) -> fix (roll the configuration back) -> replay -> the same
    payments apply exactly once, the DLQ empties and the alarm returns to OK.
 
-Every step checks what it claims; the exit code is non-zero if any expectation failed.
+Every step checks what it claims, and so does the end: the final table's alarms are checked
+against :data:`STORY_ALARMS`, the only alarms the story may leave in ALARM; any other alarm in
+ALARM (or without data) fails the run. The exit code is non-zero if any expectation failed.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from rich.table import Table
 
 from tiered_jobs.contract.names import Alarms, DeadLetter, Env, Metrics
 from tiered_jobs.local.session import LocalSession
-from tiered_jobs.local.view import job_total, queue_counts, safe_table
+from tiered_jobs.local.view import TierRow, job_total, queue_counts, rows, safe_table, table
 from tiered_jobs.publisher import Publisher
 
 ACCOUNTS = ("acc_alice", "acc_bob", "acc_carol", "acc_dave")
@@ -38,6 +40,13 @@ FLOOD_EVENTS = 400
 PROBES = 10
 #: The bad deploy's ledger table: it does not exist.
 MISSING_TABLE = "payments-ledger-typo"
+#: The alarms the story itself may leave in ALARM at the end, and why: jobs it makes fail for good
+#: count in their tier's failure rate. Every other alarm must end OK (the critical DLQ alarm is
+#: back to OK after the replay; retried-then-successful jobs never page).
+STORY_ALARMS: dict[tuple[str, str], str] = {
+    ("critical", Alarms.FAILURE_RATE): "the bad deploy dead-lettered 4 payments (failed jobs, replayed later)",
+    ("transactional", Alarms.FAILURE_RATE): "3 e-mails to invalid addresses were dead-lettered (failed jobs)",
+}
 
 
 @dataclass
@@ -283,6 +292,22 @@ class Demo:
                 self.expect(step.__name__, "the step ran without error", False, f"{type(exc).__name__}: {exc}")
         return all(e.ok for e in self.expectations)
 
+    def check_final_alarms(self, snapshot: list[TierRow]) -> bool:
+        """The alarms of the final table (``snapshot``) are those the story caused, every other one OK."""
+        unexpected = sorted(f"{row.tier} {kind}: {state}" for row in snapshot for kind, state in row.alarms.items()
+                            if state != "OK" and not (state == "ALARM" and (row.tier, kind) in STORY_ALARMS))
+        caused = sorted(f"{row.tier} {kind}" for row in snapshot for kind, state in row.alarms.items()
+                        if state == "ALARM")
+        counted = sum(len(row.alarms) for row in snapshot)
+        return self.expect(
+            "end", "no alarm is in ALARM but those the story caused; every other alarm is OK",
+            counted > 0 and not unexpected,
+            ("unexpected: " + "; ".join(unexpected)) if unexpected else
+            f"{counted} alarms; in ALARM: {', '.join(caused) or 'none'}"
+            + "".join(f"; {tier} {kind}: {why}" for (tier, kind), why in STORY_ALARMS.items()
+                      if f"{tier} {kind}" in caused),
+        )
+
     def summary(self, elapsed: float) -> Table:
         table = Table(title=f"Summary ({elapsed:.0f} s)")
         table.add_column("step")
@@ -318,11 +343,17 @@ def run_demo(console: Console | None = None) -> int:
             painter = threading.Thread(target=refresh, name="demo-view", daemon=True)
             painter.start()
             try:
-                passed = demo.run()
+                demo.run()
             finally:
                 stop.set()
                 painter.join()
-                live.update(safe_table(session, "Tiers (final)"))
+            try:  # one snapshot: the final table printed is the one checked
+                final = rows(session)
+                live.update(table(session, "Tiers (final)", final))
+                demo.check_final_alarms(final)
+            except Exception as exc:  # noqa: BLE001 - an unreadable end is a failed expectation
+                demo.expect("end", "the final alarm states could be read", False, f"{type(exc).__name__}: {exc}")
+        passed = all(e.ok for e in demo.expectations)
         console.print(demo.summary(time.monotonic() - started))
     console.print("[green]Every expectation held.[/green]" if passed else "[red]Some expectations failed.[/red]")
     return 0 if passed else 1

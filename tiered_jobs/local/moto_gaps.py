@@ -29,9 +29,12 @@ Gaps, in deployment order:
    SQS has no such attribute (``GetQueueAttributes`` rejects the name), so locally a DLQ admits
    any source queue. Not emulated, and said so.
 5. **moto's own event source mappings** would invoke the functions in Docker on every
-   ``SendMessage``. They are *disabled* (not deleted: moto's queue keeps its own reference to a
-   deleted mapping and would still invoke it) after their settings are read; the local runtime runs
-   them instead (:func:`disable_event_source_mappings`).
+   ``SendMessage`` (and, without Docker, fail each batch until SQS's redrive moves it to the DLQ
+   without reasons). The copy of the template given to ``CreateStack`` creates them *disabled*
+   (:func:`disable_event_source_mappings`, the one property local mode changes), so no message
+   sent while the stack is still being deployed reaches them; the local runtime runs the mappings
+   from their deployed settings. Not deleted: moto's queue keeps its own reference to a deleted
+   mapping and would still invoke it.
 6. **``ApproximateAgeOfOldestMessage``**: moto neither computes nor publishes it; the alarm
    evaluator reads it from moto's store (:func:`oldest_message_age_seconds`).
 7. **moto's DynamoDB is not thread-safe.** A ``TransactWriteItems`` that fails (a condition, as
@@ -323,12 +326,20 @@ def apply_ignored_properties(template: Mapping[str, Any], resolver: Resolver,
 # --------------------------------------------------------------------------------------------
 # Gap 5: moto's own event source mappings
 
+EVENT_SOURCE_MAPPING = "AWS::Lambda::EventSourceMapping"
 
-def disable_event_source_mappings(lambda_client: Any, mappings: list[dict[str, Any]]) -> None:
-    """Disable moto's mappings so its SQS never tries to run a function in Docker."""
-    for mapping in mappings:
-        if mapping.get("State") != "Disabled":
-            lambda_client.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
+
+def disable_event_source_mappings(deployable: dict[str, Any]) -> list[str]:
+    """Set ``Enabled: false`` on every event source mapping of ``deployable`` (the copy given to
+    ``CreateStack``; the synthesized template is not touched), so moto's SQS never hands a message
+    to a mapping that would run the function in Docker, not even while the stack is being created.
+    Returns the logical ids changed."""
+    changed = []
+    for logical_id, resource in deployable["Resources"].items():
+        if resource["Type"] == EVENT_SOURCE_MAPPING:
+            resource.setdefault("Properties", {})["Enabled"] = False
+            changed.append(logical_id)
+    return sorted(changed)
 
 
 # --------------------------------------------------------------------------------------------
