@@ -12,13 +12,8 @@ and a non-zero exit code: 2 for a mistake in the command, 1 for everything else.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from enum import Enum
-from pathlib import Path
-from types import ModuleType
 from typing import Any, Optional
 
 import typer
@@ -29,14 +24,13 @@ from rich.table import Table
 from . import discovery
 from .contract.names import STAGE_NAME_PATTERN, Alarms, Env, stack_name
 from .local.cli import app as local_app
+from .operations import OperatorError, Target, Via, run_replay
 from .publisher import InvalidJobError, PublishError, Publisher
 
 #: boto3's own variable for a custom endpoint (e.g. moto's server): the CLI honours it too.
 AWS_ENDPOINT_URL = "AWS_ENDPOINT_URL"
 #: How far back ``status`` looks for SQS's ``ApproximateAgeOfOldestMessage`` metric.
 AGE_LOOKBACK_SECONDS = 900
-#: A replay may run up to Lambda's 15 minutes: wait that long for the answer, and never resend it.
-REPLAY_INVOKE_READ_TIMEOUT = 960
 
 app = typer.Typer(
     name="tiered-jobs",
@@ -56,49 +50,8 @@ def _console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False)
 
 
-class CliError(Exception):
-    """A failure to report as one line; ``code`` 2 for a mistake in the command, 1 otherwise."""
-
-    def __init__(self, message: str, code: int = 1):
-        super().__init__(message)
-        self.code = code
-
-
-class Via(str, Enum):
-    """Where a DLQ command runs the replay code."""
-
-    auto = "auto"
-    direct = "direct"
-    function = "lambda"
-
-
-@dataclass
-class Target:
-    """The stage the command works on, and the AWS clients to reach it (built on first use)."""
-
-    stage: str
-    stack_name: str
-    region: str | None
-    endpoint_url: str | None
-    _clients: dict[str, Any] = field(default_factory=dict)
-    _deployment: discovery.Deployment | None = None
-
-    def client(self, service: str, **config: Any) -> Any:
-        if service not in self._clients:
-            import boto3
-            from botocore.config import Config
-
-            self._clients[service] = boto3.session.Session(region_name=self.region).client(
-                service, endpoint_url=self.endpoint_url, config=Config(**config) if config else None
-            )
-        return self._clients[service]
-
-    def deployment(self) -> discovery.Deployment:
-        if self._deployment is None:
-            self._deployment = discovery.locate(
-                self.stage, self.stack_name, cloudformation=self.client("cloudformation"), ssm=self.client("ssm")
-            )
-        return self._deployment
+#: The CLI reports an :class:`~tiered_jobs.operations.OperatorError` as one ``error:`` line.
+CliError = OperatorError
 
 
 @app.callback()
@@ -268,6 +221,47 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds}s"
 
 
+# -- job ----------------------------------------------------------------------------------------
+
+
+@app.command("job")
+def job(
+    ctx: typer.Context,
+    job_type: str = typer.Argument(..., metavar="TYPE", help="Job type, e.g. payments.update_balance."),
+    key: str = typer.Argument(..., metavar="KEY", help="The job's idempotency key (the business id)."),
+    max_letters: int = typer.Option(1000, "--max-letters", help="Letters read per non-empty DLQ, at most."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """What happened to one job: its idempotency record, its dead letters, its scheduled runs."""
+    from .lookup import lookup_job
+
+    with _errors():
+        found = lookup_job(ctx.obj, job_type, key, max_letters=max_letters)
+        if as_json:
+            _console().print_json(data=found.to_dict())
+            return
+        out = _console()
+        out.print(f"[bold]{escape(job_type)}[/] key {escape(repr(key))}")
+        out.print(f"  state: [bold]{found.record.state.replace('_', ' ')}[/] — {escape(found.record.detail)}",
+                  soft_wrap=True)
+        if found.record.result is not None:
+            out.print(f"  result: {escape(json.dumps(found.record.result))}", soft_wrap=True)
+        read = ", ".join(f"{tier} {count}" for tier, count in found.letters_read.items())
+        if not found.letters:
+            out.print(f"  dead letters: none (letters read: {read or 'no DLQ'})")
+        for letter in found.letters:
+            reasons = "; ".join(f"{name.removeprefix('DeadLetter.')}={value}" for name, value in letter.reasons.items())
+            out.print(f"  dead letter in the {letter.tier} DLQ: {letter.message_id}: "
+                      f"{escape(reasons or 'no reasons (moved by SQS redrive: crash or timeout)')}", soft_wrap=True)
+        if found.scheduled is None:
+            out.print("  scheduled runs: not tracked (no scheduled jobs source)")
+        else:
+            runs = ", ".join(f"{run.at.isoformat()} ({run.schedule})" for run in found.scheduled)
+            out.print(f"  scheduled runs: {escape(runs) or 'none pending'}")
+        for note in found.notes:
+            _console(stderr=True).print(f"note: {escape(note)}")
+
+
 # -- dlq ----------------------------------------------------------------------------------------
 
 _VIA_HELP = "Run the replay code here (direct) or invoke the deployed replay function (lambda)."
@@ -340,50 +334,8 @@ def dlq_replay(
 
 
 def _replay(target: Target, event: dict[str, Any], via: Via) -> dict[str, Any]:
-    """Run the replay code here when it is importable (or asked for), else invoke the deployed function."""
-    deployment = target.deployment()
-    deployment.tier(event["tier"])  # an unknown tier fails here, naming the known ones
-    replay = None if via is Via.function else _replay_module()
-    if replay is None and via is Via.direct:
-        raise CliError("the replay code (functions/replay) is not importable here: use --via lambda", 2)
-    if replay is None:
-        return _invoke_replay(target, deployment, event)
-    tiers = {name: replay.TierQueues(urls.queue_url, urls.dlq_url)
-             for name, urls in deployment.tiers.items() if urls.dlq_url}
-    try:
-        request = replay.parse_event(event, tiers=tiers)
-        sqs = target.client("sqs")
-        total = min(request.max_messages, replay.approximate_depth(sqs, tiers[request.tier].dlq_url))
-        with _progress(f"{request.action} {request.tier} DLQ", total) as on_progress:
-            return replay.run(request, sqs=sqs, tiers=tiers, on_progress=on_progress)
-    except replay.ReplayEventError as exc:
-        raise CliError(str(exc), 2) from None
-
-
-def _invoke_replay(target: Target, deployment: discovery.Deployment, event: dict[str, Any]) -> dict[str, Any]:
-    name = deployment.replay_function_name
-    if not name:
-        raise CliError(f"{deployment.source} names no replay function to invoke")
-    client = target.client("lambda", read_timeout=REPLAY_INVOKE_READ_TIMEOUT, retries={"total_max_attempts": 1})
-    with _console(stderr=True).status(f"invoking {name}..."):
-        answer = client.invoke(FunctionName=name, InvocationType="RequestResponse", Payload=json.dumps(event).encode())
-    body = json.loads(answer["Payload"].read() or b"null")
-    if answer.get("FunctionError"):
-        message = body.get("errorMessage") if isinstance(body, dict) else body
-        raise CliError(f"the replay function {name} refused or failed: {message}", 2 if "invalid replay event" in str(message) else 1)
-    return body
-
-
-def _replay_module() -> ModuleType | None:
-    """``functions.replay`` from this checkout (next to the package), or ``None`` when installed without it."""
-    root = Path(__file__).resolve().parent.parent
-    if not (root / "functions" / "replay" / "__init__.py").is_file():
-        return None
-    if str(root) not in sys.path:
-        sys.path.append(str(root))
-    import functions.replay as replay
-
-    return replay
+    """The replay domain (here or in the deployed function), with a progress bar on a terminal."""
+    return run_replay(target, event, via, progress=_progress, status=_console(stderr=True).status)
 
 
 @contextmanager

@@ -157,6 +157,7 @@ class Ssm:
     TIER_QUEUE_ARN = "queue-arn"
     TIER_DLQ_URL = "dlq-url"
     TIER_DLQ_ARN = "dlq-arn"
+    TIER_IDEMPOTENCY_TTL = "idempotency-ttl-seconds"
 
     @staticmethod
     def replay_function_name(stage: str) -> str:
