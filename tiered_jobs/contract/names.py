@@ -139,6 +139,8 @@ class Metrics:
     DUPLICATE = "JobsDuplicate"
     #: Milliseconds spent on one record.
     DURATION = "JobDuration"
+    #: Seconds a retried record waits before its next attempt (the jittered backoff), one value per retry.
+    RETRY_DELAY = "JobRetryDelay"
 
 
 class Ssm:
