@@ -24,8 +24,8 @@ from rich.table import Table
 from . import discovery
 from .contract.names import STAGE_NAME_PATTERN, Alarms, Env, stack_name
 from .local.cli import app as local_app
-from .operations import OperatorError, Target, Via, run_replay
-from .publisher import InvalidJobError, PublishError, Publisher
+from .operations import OperatorError, Target, Via, client_error_text, explain, format_duration, run_replay
+from .publisher import Publisher
 
 #: boto3's own variable for a custom endpoint (e.g. moto's server): the CLI honours it too.
 AWS_ENDPOINT_URL = "AWS_ENDPOINT_URL"
@@ -158,7 +158,7 @@ def _optional(what: str, read: Callable[[], dict[str, Any]], notes: list[str]) -
     try:
         return read()
     except ClientError as exc:
-        notes.append(f"{what} unavailable ({_client_error_text(exc)})")
+        notes.append(f"{what} unavailable ({client_error_text(exc)})")
         return {}
 
 
@@ -210,15 +210,7 @@ def _dlq_cell(depth: int | None) -> str:
     return f"[bold red]{depth}[/]" if depth else "0"
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "–"
-    seconds = int(seconds)
-    for unit, size, smaller, smaller_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60), ("m", 60, "s", 1)):
-        if seconds >= size:
-            rest = (seconds % size) // smaller_size
-            return f"{seconds // size}{unit} {rest}{smaller}" if rest else f"{seconds // size}{unit}"
-    return f"{seconds}s"
+_duration = format_duration
 
 
 # -- job ----------------------------------------------------------------------------------------
@@ -260,6 +252,46 @@ def job(
             out.print(f"  scheduled runs: {escape(runs) or 'none pending'}")
         for note in found.notes:
             _console(stderr=True).print(f"note: {escape(note)}")
+
+
+# -- console ------------------------------------------------------------------------------------
+
+
+@app.command("console")
+def console(
+    ctx: typer.Context,
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; anything but loopback needs --token."),
+    port: int = typer.Option(8321, "--port", help="Port to listen on (0: a free one)."),
+    token: Optional[str] = typer.Option(
+        None, "--token", envvar="TIERED_JOBS_CONSOLE_TOKEN",
+        help="Require this token (basic auth password, bearer token or ?token=); mandatory off loopback.",
+    ),
+    read_only: bool = typer.Option(False, "--read-only", help="Hide every action and refuse action requests."),
+) -> None:
+    """Serve the web console for this stage: tiers live, DLQ review, job lookup, replay."""
+    from .console import INSTALL_HINT, missing_modules
+
+    with _errors():
+        if missing_modules():
+            raise CliError(f"{INSTALL_HINT} (missing: {', '.join(missing_modules())})")
+        from .console.security import BindError, Security
+        from .console.server import serve
+
+        target: Target = ctx.obj
+        try:
+            target.deployment()
+        except Exception as exc:  # noqa: BLE001 - explained ones are shown (and kept as a banner until fixed)
+            if explain(exc) is None:
+                raise
+            _console(stderr=True).print(f"warning: {escape(explain(exc)[0])}", soft_wrap=True)
+        try:
+            serve(target, Security(token=token, read_only=read_only), host, port,
+                  on_ready=lambda url: _console().print(f"Console for stage {target.stage}: {url}"
+                                                        + (" (read-only)" if read_only else ""), soft_wrap=True))
+        except BindError as exc:
+            raise CliError(str(exc), 2) from None
+        except OSError as exc:
+            raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 # -- dlq ----------------------------------------------------------------------------------------
@@ -384,37 +416,14 @@ def _errors() -> Iterator[None]:
 
 
 def _fail(exc: Exception) -> None:
-    from botocore.exceptions import (
-        ClientError, EndpointConnectionError, NoCredentialsError, NoRegionError, PartialCredentialsError,
-    )
-
-    cause: BaseException = exc
-    while isinstance(cause, PublishError) and isinstance(cause.__cause__, Exception):
-        cause = cause.__cause__  # the client error behind a failed publish says more
-    if isinstance(cause, (NoCredentialsError, PartialCredentialsError)):
-        message, code = ("no AWS credentials found: configure them as for the AWS CLI "
-                         "(aws configure, AWS_PROFILE, or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)"), 1
-    elif isinstance(cause, NoRegionError):
-        message, code = "no AWS region: pass --region or set AWS_REGION", 1
-    elif isinstance(cause, EndpointConnectionError):
-        message, code = f"cannot reach {cause.kwargs.get('endpoint_url')}: is the endpoint (or the local mode) up?", 1
-    elif isinstance(cause, CliError):
-        message, code = str(cause), cause.code
-    elif isinstance(cause, (discovery.UnknownTierError, InvalidJobError)):
-        message, code = str(cause), 2
-    elif isinstance(cause, (discovery.DiscoveryError, PublishError)):
-        message, code = str(cause), 1
-    elif isinstance(cause, ClientError):
-        message, code = f"AWS refused the request: {_client_error_text(cause)}", 1
-    else:
+    explained = explain(exc)
+    if explained is None:
         raise exc
+    message, code = explained
     _console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
 
-def _client_error_text(exc: Any) -> str:
-    error = exc.response.get("Error", {})
-    return f"{error.get('Code', 'Error')}: {error.get('Message', '')} ({exc.operation_name})"
 
 
 def main() -> None:

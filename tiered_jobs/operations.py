@@ -172,3 +172,64 @@ def replay_domain() -> ModuleType | None:
 def _tier_queues(replay: ModuleType, deployment: discovery.Deployment) -> dict[str, Any]:
     return {name: replay.TierQueues(urls.queue_url, urls.dlq_url)
             for name, urls in deployment.tiers.items() if urls.dlq_url}
+
+
+#: Error codes AWS uses when it throttles a caller.
+THROTTLING_CODES = frozenset({"Throttling", "ThrottlingException", "ThrottledException", "RequestLimitExceeded",
+                              "TooManyRequestsException", "RequestThrottled", "SlowDown"})
+#: Error codes of credentials AWS does not accept (expired, unknown, malformed).
+BAD_CREDENTIALS_CODES = frozenset({"ExpiredToken", "ExpiredTokenException", "InvalidClientTokenId",
+                                   "UnrecognizedClientException", "InvalidAccessKeyId", "SignatureDoesNotMatch",
+                                   "InvalidSignatureException", "AuthFailure"})
+
+
+def explain(exc: BaseException) -> tuple[str, int] | None:
+    """``(message, code)`` for a failure an operator can act on; ``None`` for anything else (a bug)."""
+    from botocore.exceptions import (
+        ClientError, EndpointConnectionError, NoCredentialsError, NoRegionError, PartialCredentialsError,
+    )
+
+    from .publisher import InvalidJobError, PublishError
+
+    cause: BaseException = exc
+    while isinstance(cause, PublishError) and isinstance(cause.__cause__, Exception):
+        cause = cause.__cause__  # the client error behind a failed publish says more
+    if isinstance(cause, (NoCredentialsError, PartialCredentialsError)):
+        return ("no AWS credentials found: configure them as for the AWS CLI "
+                "(aws configure, AWS_PROFILE, or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)"), 1
+    if isinstance(cause, NoRegionError):
+        return "no AWS region: pass --region or set AWS_REGION", 1
+    if isinstance(cause, EndpointConnectionError):
+        return f"cannot reach {cause.kwargs.get('endpoint_url')}: is the endpoint (or the local mode) up?", 1
+    if isinstance(cause, OperatorError):
+        return str(cause), cause.code
+    if isinstance(cause, (discovery.UnknownTierError, InvalidJobError)):
+        return str(cause), 2
+    if isinstance(cause, (discovery.DiscoveryError, PublishError)):
+        return str(cause), 1
+    if isinstance(cause, ClientError):
+        code = cause.response.get("Error", {}).get("Code", "")
+        if code in THROTTLING_CODES:
+            return f"AWS is throttling these requests, try again in a moment: {client_error_text(cause)}", 1
+        if code in BAD_CREDENTIALS_CODES:
+            return (f"AWS does not accept these credentials (expired or wrong account?): "
+                    f"{client_error_text(cause)}"), 1
+        return f"AWS refused the request: {client_error_text(cause)}", 1
+    return None
+
+
+def client_error_text(exc: Any) -> str:
+    error = exc.response.get("Error", {})
+    return f"{error.get('Code', 'Error')}: {error.get('Message', '')} ({exc.operation_name})"
+
+
+def format_duration(seconds: float | None) -> str:
+    """``3725`` -> ``1h 2m``; ``None`` -> ``–``."""
+    if seconds is None:
+        return "–"
+    seconds = int(seconds)
+    for unit, size, smaller, smaller_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60), ("m", 60, "s", 1)):
+        if seconds >= size:
+            rest = (seconds % size) // smaller_size
+            return f"{seconds // size}{unit} {rest}{smaller}" if rest else f"{seconds // size}{unit}"
+    return f"{seconds}s"
