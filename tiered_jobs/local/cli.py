@@ -27,6 +27,8 @@ def demo() -> None:
 def up(
     port: int = typer.Option(0, help="Port of the embedded AWS on 127.0.0.1 (0: a free one)."),
     view: bool = typer.Option(True, help="Show the live per-tier view (off: one status line every 10 s)."),
+    console_port: int = typer.Option(0, "--console-port", help="Port of the web console on 127.0.0.1 (0: a free one)."),
+    web_console: bool = typer.Option(True, "--console/--no-console", help="Serve the web console too."),
 ) -> None:
     """Deploy the stack and keep it and its consumers running until Ctrl-C; publish from anywhere."""
     from tiered_jobs.local.session import LocalSession
@@ -47,6 +49,7 @@ def up(
                       "--key pay_1 --payload '{\"account_id\": \"acc_1\", \"amount\": 500}'", soft_wrap=True)
         console.print(f"  tiered-jobs --stage {deployment.stage} status", soft_wrap=True)
         console.print(f"  aws sqs list-queues    # the queues: {', '.join(deployment.tiers)} (+ DLQs)", soft_wrap=True)
+        web = _start_console(session, console_port, console) if web_console else None
         console.print("Press Ctrl-C to stop (everything is in memory and goes away).", soft_wrap=True)
         try:
             if view:
@@ -60,4 +63,25 @@ def up(
         except KeyboardInterrupt:
             pass
         console.print("stopping ...")
+        if web is not None:
+            web.stop()
     console.print("stopped.")
+
+
+def _start_console(session: object, port: int, out: Console) -> object | None:
+    """The web console on 127.0.0.1 against the local stack; a note instead when its extra is missing."""
+    from tiered_jobs.console import INSTALL_HINT, missing_modules
+
+    if missing_modules():
+        out.print(f"(no web console: {INSTALL_HINT})", soft_wrap=True)
+        return None
+    from tiered_jobs.console.server import start_in_thread
+    from tiered_jobs.local.server import FAKE_CREDENTIALS
+    from tiered_jobs.operations import Target
+
+    deployment, endpoint = session.deployment, session.endpoint  # type: ignore[attr-defined]
+    target = Target(deployment.stage, deployment.stack_name, endpoint.region, endpoint.url,
+                    credentials={name.lower(): value for name, value in FAKE_CREDENTIALS.items()})
+    running = start_in_thread(target, port=port)
+    out.print(f"[bold]console[/bold]: {running.url}", soft_wrap=True)
+    return running

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tiered_jobs.contract.names import Alarms
-from tiered_jobs.local import moto_gaps
+from tiered_jobs.local import lambda_invoke, moto_gaps
 from tiered_jobs.local.alarms import AlarmEvaluator
 from tiered_jobs.local.deploy import Deployment, deploy, read_function, synthesize
 from tiered_jobs.local.esm import EventSourceRuntime, FunctionConfig, Invocation, MappingRuntime
@@ -89,6 +89,8 @@ class LocalSession:
                 for tier in self.deployment.tiers.values()
             ])
             self.runtime.start()
+            for function in self._functions():  # `aws lambda invoke` runs them here, not in moto's Docker
+                lambda_invoke.register(ACCOUNT_ID, function, self._run_invocation)
             self.alarms = AlarmEvaluator(
                 self.clients, self.metrics, Alarms.prefix(self.deployment.stage),
                 lambda queue: moto_gaps.oldest_message_age_seconds(queue, ACCOUNT_ID, self.endpoint.region),
@@ -102,14 +104,28 @@ class LocalSession:
 
     def invoke(self, function: FunctionConfig, event: dict[str, Any]) -> Invocation:
         """Invoke a deployed function once (``aws lambda invoke``), in a fresh execution environment."""
+        return self._run_invocation(function, event, lambda line: None)
+
+    def _run_invocation(self, function: FunctionConfig, event: dict[str, Any],
+                        log_line: Callable[[str], None]) -> Invocation:
         assert self.endpoint is not None and self.metrics is not None
-        invoker = WorkerInvoker(function, self.endpoint, self._log_line)
+
+        def sink(name: str, line: str) -> None:
+            self._log_line(name, line)
+            log_line(line)
+
+        invoker = WorkerInvoker(function, self.endpoint, sink)
         try:
             invocation = invoker.invoke(event)
         finally:
             invoker.close()
         self.metrics.invocation(function, invocation)
         return invocation
+
+    def _functions(self) -> list[FunctionConfig]:
+        assert self.deployment is not None and self.runtime is not None
+        return [self.deployment.replay, *(self.runtime.by_function(tier.consumer.name).mapping.function
+                                          for tier in self.deployment.tiers.values())]
 
     def update_function_configuration(self, function_name: str, environment: Mapping[str, str]) -> FunctionConfig:
         """Deploy a configuration change (``UpdateFunctionConfiguration`` on the embedded AWS) and
@@ -121,9 +137,13 @@ class LocalSession:
         mapping = self.runtime.by_function(function_name)
         function = read_function(lambda_client, function_name, mapping.mapping.function.code_root)
         mapping.update_function(function)
+        lambda_invoke.register(ACCOUNT_ID, function, self._run_invocation)
         return function
 
     def stop(self) -> None:
+        if self.deployment is not None and self.runtime is not None:
+            for function in self._functions():
+                lambda_invoke.unregister(ACCOUNT_ID, function)
         if self.alarms is not None:
             self.alarms.stop()
         if self.runtime is not None:
