@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import requests
 
 from publisher.fakes import FakeDeployment, deploy
 from tiered_jobs.contract.names import stack_name
@@ -32,7 +31,3 @@ def serve(deployment):
     yield start
     for console in running:
         console.stop()
-
-
-def get(url: str, **kwargs) -> requests.Response:
-    return requests.get(url, timeout=30, **kwargs)

@@ -8,7 +8,6 @@ import boto3
 import pytest
 import requests
 from botocore.exceptions import ClientError
-from conftest import get
 
 from cli.test_cli import _dead_letter
 from tiered_jobs.console import reads
@@ -16,6 +15,10 @@ from tiered_jobs.console.security import BindError, check_bind
 from tiered_jobs.contract import envelope
 
 TOKEN = "s3cret-token-for-tests-0123"
+
+
+def get(url: str, **kwargs) -> requests.Response:
+    return requests.get(url, timeout=30, **kwargs)
 
 
 def _publish(deployment, tier: str, count: int) -> None:
