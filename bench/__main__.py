@@ -28,6 +28,7 @@ def _quiet() -> None:
 
 def figures(quick: bool) -> dict[str, Any]:
     from bench import asset, coldstart, consume, consumer_calls, cost, publisher_calls, replay_calls
+    from bench import console as console_bench
     from infra.app import load_cdk_context
     from infra.settings import AppSettings
 
@@ -40,6 +41,7 @@ def figures(quick: bool) -> dict[str, Any]:
         ("replay", lambda: replay_calls.measure(n)),
         ("cold_start", lambda: coldstart.measure(1 if quick else 7)),
         ("asset", asset.measure),
+        ("console", lambda: console_bench.measure(5 if quick else 20)),
     ):
         started = time.monotonic()
         print(f"measuring {name}...", file=sys.stderr, flush=True)
@@ -99,6 +101,9 @@ def table(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
          consume["runtime_vs_raw"] >= 0.5),
         ("  ratio", f"{consume['runtime_vs_raw']:.2f}x", f"real consumer: {consume['runtime_consumer_jobs_per_second']:.1f} jobs/s",
          ">= 0.5x", consume["runtime_vs_raw"] >= 0.5),
+        ("console: AWS calls per Tiers refresh (3 tiers)", f"{m['console']['calls_per_refresh']}",
+         f"render {m['console']['render_ms_median']:.0f} ms median, {m['console']['render_ms_max']:.0f} ms max",
+         "<= 10", m["console"]["calls_per_refresh"] <= 10),
     ]
 
 

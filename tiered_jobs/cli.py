@@ -12,13 +12,8 @@ and a non-zero exit code: 2 for a mistake in the command, 1 for everything else.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from enum import Enum
-from pathlib import Path
-from types import ModuleType
 from typing import Any, Optional
 
 import typer
@@ -30,12 +25,15 @@ from . import discovery
 from . import status as status_reads
 from .contract.names import STAGE_NAME_PATTERN, Env, stack_name
 from .local.cli import app as local_app
-from .publisher import InvalidJobError, PublishError, Publisher
+from .operations import OperatorError, Target, Via, client_error_text, explain, format_duration, run_replay
+from .publisher import Publisher
 
 #: boto3's own variable for a custom endpoint (e.g. moto's server): the CLI honours it too.
 AWS_ENDPOINT_URL = "AWS_ENDPOINT_URL"
 #: A replay may run up to Lambda's 15 minutes: wait that long for the answer, and never resend it.
 REPLAY_INVOKE_READ_TIMEOUT = 960
+#: How far back ``status`` looks for SQS's ``ApproximateAgeOfOldestMessage`` metric.
+AGE_LOOKBACK_SECONDS = 900
 
 app = typer.Typer(
     name="tiered-jobs",
@@ -55,49 +53,8 @@ def _console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False)
 
 
-class CliError(Exception):
-    """A failure to report as one line; ``code`` 2 for a mistake in the command, 1 otherwise."""
-
-    def __init__(self, message: str, code: int = 1):
-        super().__init__(message)
-        self.code = code
-
-
-class Via(str, Enum):
-    """Where a DLQ command runs the replay code."""
-
-    auto = "auto"
-    direct = "direct"
-    function = "lambda"
-
-
-@dataclass
-class Target:
-    """The stage the command works on, and the AWS clients to reach it (built on first use)."""
-
-    stage: str
-    stack_name: str
-    region: str | None
-    endpoint_url: str | None
-    _clients: dict[str, Any] = field(default_factory=dict)
-    _deployment: discovery.Deployment | None = None
-
-    def client(self, service: str, **config: Any) -> Any:
-        if service not in self._clients:
-            import boto3
-            from botocore.config import Config
-
-            self._clients[service] = boto3.session.Session(region_name=self.region).client(
-                service, endpoint_url=self.endpoint_url, config=Config(**config) if config else None
-            )
-        return self._clients[service]
-
-    def deployment(self) -> discovery.Deployment:
-        if self._deployment is None:
-            self._deployment = discovery.locate(
-                self.stage, self.stack_name, cloudformation=self.client("cloudformation"), ssm=self.client("ssm")
-            )
-        return self._deployment
+#: The CLI reports an :class:`~tiered_jobs.operations.OperatorError` as one ``error:`` line.
+CliError = OperatorError
 
 
 @app.callback()
@@ -202,7 +159,7 @@ def _optional(what: str, read: Callable[[], dict[str, Any]], notes: list[str]) -
     try:
         return read()
     except ClientError as exc:
-        notes.append(f"{what} unavailable ({_client_error_text(exc)})")
+        notes.append(f"{what} unavailable ({client_error_text(exc)})")
         return {}
 
 
@@ -212,15 +169,88 @@ def _dlq_cell(depth: int | None) -> str:
     return f"[bold red]{depth}[/]" if depth else "0"
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "–"
-    seconds = int(seconds)
-    for unit, size, smaller, smaller_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60), ("m", 60, "s", 1)):
-        if seconds >= size:
-            rest = (seconds % size) // smaller_size
-            return f"{seconds // size}{unit} {rest}{smaller}" if rest else f"{seconds // size}{unit}"
-    return f"{seconds}s"
+_duration = format_duration
+
+
+# -- job ----------------------------------------------------------------------------------------
+
+
+@app.command("job")
+def job(
+    ctx: typer.Context,
+    job_type: str = typer.Argument(..., metavar="TYPE", help="Job type, e.g. payments.update_balance."),
+    key: str = typer.Argument(..., metavar="KEY", help="The job's idempotency key (the business id)."),
+    max_letters: int = typer.Option(1000, "--max-letters", help="Letters read per non-empty DLQ, at most."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """What happened to one job: its idempotency record, its dead letters, its scheduled runs."""
+    from .lookup import lookup_job
+
+    with _errors():
+        found = lookup_job(ctx.obj, job_type, key, max_letters=max_letters)
+        if as_json:
+            _console().print_json(data=found.to_dict())
+            return
+        out = _console()
+        out.print(f"[bold]{escape(job_type)}[/] key {escape(repr(key))}")
+        out.print(f"  state: [bold]{found.record.state.replace('_', ' ')}[/] — {escape(found.record.detail)}",
+                  soft_wrap=True)
+        if found.record.result is not None:
+            out.print(f"  result: {escape(json.dumps(found.record.result))}", soft_wrap=True)
+        read = ", ".join(f"{tier} {count}" for tier, count in found.letters_read.items())
+        if not found.letters:
+            out.print(f"  dead letters: none (letters read: {read or 'no DLQ'})")
+        for letter in found.letters:
+            reasons = "; ".join(f"{name.removeprefix('DeadLetter.')}={value}" for name, value in letter.reasons.items())
+            out.print(f"  dead letter in the {letter.tier} DLQ: {letter.message_id}: "
+                      f"{escape(reasons or 'no reasons (moved by SQS redrive: crash or timeout)')}", soft_wrap=True)
+        if found.scheduled is None:
+            out.print("  scheduled runs: not tracked (no scheduled jobs source)")
+        else:
+            runs = ", ".join(f"{run.at.isoformat()} ({run.schedule})" for run in found.scheduled)
+            out.print(f"  scheduled runs: {escape(runs) or 'none pending'}")
+        for note in found.notes:
+            _console(stderr=True).print(f"note: {escape(note)}")
+
+
+# -- console ------------------------------------------------------------------------------------
+
+
+@app.command("console")
+def console(
+    ctx: typer.Context,
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; anything but loopback needs --token."),
+    port: int = typer.Option(8321, "--port", help="Port to listen on (0: a free one)."),
+    token: Optional[str] = typer.Option(
+        None, "--token", envvar="TIERED_JOBS_CONSOLE_TOKEN",
+        help="Require this token (basic auth password, bearer token or ?token=); mandatory off loopback.",
+    ),
+    read_only: bool = typer.Option(False, "--read-only", help="Hide every action and refuse action requests."),
+) -> None:
+    """Serve the web console for this stage: tiers live, DLQ review, job lookup, replay."""
+    from .console import INSTALL_HINT, missing_modules
+
+    with _errors():
+        if missing_modules():
+            raise CliError(f"{INSTALL_HINT} (missing: {', '.join(missing_modules())})")
+        from .console.security import BindError, Security
+        from .console.server import serve
+
+        target: Target = ctx.obj
+        try:
+            target.deployment()
+        except Exception as exc:  # noqa: BLE001 - explained ones are shown (and kept as a banner until fixed)
+            if explain(exc) is None:
+                raise
+            _console(stderr=True).print(f"warning: {escape(explain(exc)[0])}", soft_wrap=True)
+        try:
+            serve(target, Security(token=token, read_only=read_only), host, port,
+                  on_ready=lambda url: _console().print(f"Console for stage {target.stage}: {url}"
+                                                        + (" (read-only)" if read_only else ""), soft_wrap=True))
+        except BindError as exc:
+            raise CliError(str(exc), 2) from None
+        except OSError as exc:
+            raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 # -- dlq ----------------------------------------------------------------------------------------
@@ -295,50 +325,8 @@ def dlq_replay(
 
 
 def _replay(target: Target, event: dict[str, Any], via: Via) -> dict[str, Any]:
-    """Run the replay code here when it is importable (or asked for), else invoke the deployed function."""
-    deployment = target.deployment()
-    deployment.tier(event["tier"])  # an unknown tier fails here, naming the known ones
-    replay = None if via is Via.function else _replay_module()
-    if replay is None and via is Via.direct:
-        raise CliError("the replay code (functions/replay) is not importable here: use --via lambda", 2)
-    if replay is None:
-        return _invoke_replay(target, deployment, event)
-    tiers = {name: replay.TierQueues(urls.queue_url, urls.dlq_url)
-             for name, urls in deployment.tiers.items() if urls.dlq_url}
-    try:
-        request = replay.parse_event(event, tiers=tiers)
-        sqs = target.client("sqs")
-        total = min(request.max_messages, replay.approximate_depth(sqs, tiers[request.tier].dlq_url))
-        with _progress(f"{request.action} {request.tier} DLQ", total) as on_progress:
-            return replay.run(request, sqs=sqs, tiers=tiers, on_progress=on_progress)
-    except replay.ReplayEventError as exc:
-        raise CliError(str(exc), 2) from None
-
-
-def _invoke_replay(target: Target, deployment: discovery.Deployment, event: dict[str, Any]) -> dict[str, Any]:
-    name = deployment.replay_function_name
-    if not name:
-        raise CliError(f"{deployment.source} names no replay function to invoke")
-    client = target.client("lambda", read_timeout=REPLAY_INVOKE_READ_TIMEOUT, retries={"total_max_attempts": 1})
-    with _console(stderr=True).status(f"invoking {name}..."):
-        answer = client.invoke(FunctionName=name, InvocationType="RequestResponse", Payload=json.dumps(event).encode())
-    body = json.loads(answer["Payload"].read() or b"null")
-    if answer.get("FunctionError"):
-        message = body.get("errorMessage") if isinstance(body, dict) else body
-        raise CliError(f"the replay function {name} refused or failed: {message}", 2 if "invalid replay event" in str(message) else 1)
-    return body
-
-
-def _replay_module() -> ModuleType | None:
-    """``functions.replay`` from this checkout (next to the package), or ``None`` when installed without it."""
-    root = Path(__file__).resolve().parent.parent
-    if not (root / "functions" / "replay" / "__init__.py").is_file():
-        return None
-    if str(root) not in sys.path:
-        sys.path.append(str(root))
-    import functions.replay as replay
-
-    return replay
+    """The replay domain (here or in the deployed function), with a progress bar on a terminal."""
+    return run_replay(target, event, via, progress=_progress, status=_console(stderr=True).status)
 
 
 @contextmanager
@@ -387,37 +375,14 @@ def _errors() -> Iterator[None]:
 
 
 def _fail(exc: Exception) -> None:
-    from botocore.exceptions import (
-        ClientError, EndpointConnectionError, NoCredentialsError, NoRegionError, PartialCredentialsError,
-    )
-
-    cause: BaseException = exc
-    while isinstance(cause, PublishError) and isinstance(cause.__cause__, Exception):
-        cause = cause.__cause__  # the client error behind a failed publish says more
-    if isinstance(cause, (NoCredentialsError, PartialCredentialsError)):
-        message, code = ("no AWS credentials found: configure them as for the AWS CLI "
-                         "(aws configure, AWS_PROFILE, or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)"), 1
-    elif isinstance(cause, NoRegionError):
-        message, code = "no AWS region: pass --region or set AWS_REGION", 1
-    elif isinstance(cause, EndpointConnectionError):
-        message, code = f"cannot reach {cause.kwargs.get('endpoint_url')}: is the endpoint (or the local mode) up?", 1
-    elif isinstance(cause, CliError):
-        message, code = str(cause), cause.code
-    elif isinstance(cause, (discovery.UnknownTierError, InvalidJobError)):
-        message, code = str(cause), 2
-    elif isinstance(cause, (discovery.DiscoveryError, PublishError)):
-        message, code = str(cause), 1
-    elif isinstance(cause, ClientError):
-        message, code = f"AWS refused the request: {_client_error_text(cause)}", 1
-    else:
+    explained = explain(exc)
+    if explained is None:
         raise exc
+    message, code = explained
     _console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
 
-def _client_error_text(exc: Any) -> str:
-    error = exc.response.get("Error", {})
-    return f"{error.get('Code', 'Error')}: {error.get('Message', '')} ({exc.operation_name})"
 
 
 def main() -> None:

@@ -168,7 +168,7 @@ class Consumer:
         if kind != PERMANENT and not policy.is_last(attempt):
             delay = policy.delay(attempt, self.rand)
             invocation.backoffs.append((record.receipt_handle, delay))
-            invocation.metrics.record(job_type, "retried", _ms(started))
+            invocation.metrics.record(job_type, "retried", _ms(started), retry_delay_seconds=delay)
             self.logger.warning(
                 "job failed, will retry",
                 extra={"error_type": error_type, "error": error_message, "retry_in_seconds": delay},

@@ -65,6 +65,7 @@ def run(
     sleep: Callable[[float], None] = time.sleep,
     now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
     on_progress: Callable[[int], None] | None = None,
+    on_letters: Callable[[list[Letter]], None] | None = None,
     wait_seconds: int = RECEIVE_WAIT_SECONDS,
     safety_margin_ms: int = SAFETY_MARGIN_MS,
 ) -> dict[str, Any]:
@@ -72,7 +73,8 @@ def run(
 
     ``remaining_ms``: the Lambda's remaining time (``None``: no budget). ``clock``/``sleep``
     pace the rate limit and ``now`` stamps ``Replay.At`` and ages letters: tests inject them.
-    ``on_progress`` is called with the number of letters matched so far after each batch.
+    ``on_progress`` is called with the number of letters matched so far after each batch;
+    ``on_letters`` with the letters matched in each batch (the console shows their bodies and reasons).
     """
     problems = tier_problems(request.tier, tiers)
     if problems:
@@ -82,7 +84,7 @@ def run(
         return start_move_task(request, sqs=sqs, queues=queues)
     return _Scan(
         request, sqs=sqs, queues=queues, remaining_ms=remaining_ms, clock=clock, sleep=sleep, now=now,
-        on_progress=on_progress, wait_seconds=wait_seconds, safety_margin_ms=safety_margin_ms,
+        on_progress=on_progress, on_letters=on_letters, wait_seconds=wait_seconds, safety_margin_ms=safety_margin_ms,
     ).run()
 
 
@@ -123,7 +125,8 @@ class _Scan:
     def __init__(self, request: ReplayRequest, *, sqs: Any, queues: TierQueues,
                  remaining_ms: Callable[[], int] | None, clock: Callable[[], float],
                  sleep: Callable[[float], None], now: Callable[[], datetime],
-                 on_progress: Callable[[int], None] | None, wait_seconds: int, safety_margin_ms: int):
+                 on_progress: Callable[[int], None] | None, wait_seconds: int, safety_margin_ms: int,
+                 on_letters: Callable[[list[Letter]], None] | None = None):
         self.request = request
         self.sqs = sqs
         self.queues = queues
@@ -131,6 +134,7 @@ class _Scan:
         self.sleep = sleep
         self.now = now
         self.on_progress = on_progress
+        self.on_letters = on_letters
         self.wait_seconds = wait_seconds
         self.safety_margin_ms = safety_margin_ms
         self.moving = request.action == "replay" and not request.dry_run
@@ -189,6 +193,8 @@ class _Scan:
         taken = [letter for letter in letters if self._matches(letter)][:left]
         self.matched += len(taken)
         self.groups.add(taken)
+        if self.on_letters is not None and taken:
+            self.on_letters(taken)
         if self.moving and taken:
             self._move(taken)
 

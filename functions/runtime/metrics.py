@@ -28,13 +28,16 @@ class BatchMetrics:
         self.tier = tier
         self._counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self._durations: dict[str, list[float]] = defaultdict(list)
+        self._retry_delays: dict[str, list[float]] = defaultdict(list)
 
-    def record(self, job_type: str, outcome: str, duration_ms: float) -> None:
+    def record(self, job_type: str, outcome: str, duration_ms: float, retry_delay_seconds: float | None = None) -> None:
         counts = self._counts[job_type]
         counts[M.PROCESSED] += 1
         for name in OUTCOME_METRICS[outcome]:
             counts[name] += 1
         self._durations[job_type].append(round(duration_ms, 3))
+        if retry_delay_seconds is not None:
+            self._retry_delays[job_type].append(retry_delay_seconds)
 
     def totals(self) -> dict[str, int]:
         total: dict[str, int] = defaultdict(int)
@@ -57,6 +60,9 @@ class BatchMetrics:
                 emf.add_metric(name=name, unit=MetricUnit.Count, value=counts.get(name, 0))
             for value in self._durations[job_type]:
                 emf.add_metric(name=M.DURATION, unit=MetricUnit.Milliseconds, value=value)
+            for value in self._retry_delays.get(job_type, ()):
+                emf.add_metric(name=M.RETRY_DELAY, unit=MetricUnit.Seconds, value=value)
             emf.flush_metrics()
         self._counts.clear()
         self._durations.clear()
+        self._retry_delays.clear()

@@ -139,6 +139,8 @@ class Metrics:
     DUPLICATE = "JobsDuplicate"
     #: Milliseconds spent on one record.
     DURATION = "JobDuration"
+    #: Seconds a retried record waits before its next attempt (the jittered backoff), one value per retry.
+    RETRY_DELAY = "JobRetryDelay"
 
 
 class Ssm:
@@ -157,6 +159,7 @@ class Ssm:
     TIER_QUEUE_ARN = "queue-arn"
     TIER_DLQ_URL = "dlq-url"
     TIER_DLQ_ARN = "dlq-arn"
+    TIER_IDEMPOTENCY_TTL = "idempotency-ttl-seconds"
 
     @staticmethod
     def replay_function_name(stage: str) -> str:

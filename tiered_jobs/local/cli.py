@@ -54,6 +54,8 @@ def up(
     tier: Optional[list[str]] = typer.Option(None, "--tier", help="Print only these tiers' logs (repeatable)."),
     grep: Optional[str] = typer.Option(None, "--grep", help="Print only log lines matching this regular expression."),
     reload: bool = typer.Option(True, help="Deploy a new code version when files under the functions' asset change."),
+    console_port: int = typer.Option(0, "--console-port", help="Port of the web console on 127.0.0.1 (0: a free one)."),
+    web_console: bool = typer.Option(True, "--console/--no-console", help="Serve the web console too."),
 ) -> None:
     """Deploy the stack and keep it and its consumers running until Ctrl-C; publish from anywhere."""
     from tiered_jobs.local.logs import LogFilter
@@ -99,6 +101,7 @@ def up(
         console.print(f"  aws sqs list-queues    # the queues: {', '.join(deployment.tiers)} (+ DLQs)", soft_wrap=True)
         if reload:
             console.print("Edit functions/ (or tiered_jobs/contract/): the next batches run the new code.", soft_wrap=True)
+        web = _start_console(session, console_port, console) if web_console else None
         console.print("Press Ctrl-C to stop (everything is in memory and goes away).", soft_wrap=True)
 
         def drain() -> None:
@@ -129,6 +132,8 @@ def up(
             pass
         drain()
         console.print("stopping ...")
+        if web is not None:
+            web.stop()
     console.print("stopped.")
 
 
@@ -193,3 +198,22 @@ def function_groups(cloudformation: Any, stage: str, tiers: list[str]) -> dict[s
         raise typer.BadParameter(f"unknown tier {', '.join(unknown)}; the stack has "
                                  f"{', '.join(sorted(t for t in labelled if t != 'replay'))}", param_hint="--tier")
     return {tier: labelled[tier] for tier in tiers}
+
+
+def _start_console(session: object, port: int, out: Console) -> object | None:
+    """The web console on 127.0.0.1 against the local stack; a note instead when its extra is missing."""
+    from tiered_jobs.console import INSTALL_HINT, missing_modules
+
+    if missing_modules():
+        out.print(f"(no web console: {INSTALL_HINT})", soft_wrap=True)
+        return None
+    from tiered_jobs.console.server import start_in_thread
+    from tiered_jobs.local.server import FAKE_CREDENTIALS
+    from tiered_jobs.operations import Target
+
+    deployment, endpoint = session.deployment, session.endpoint  # type: ignore[attr-defined]
+    target = Target(deployment.stage, deployment.stack_name, endpoint.region, endpoint.url,
+                    credentials={name.lower(): value for name, value in FAKE_CREDENTIALS.items()})
+    running = start_in_thread(target, port=port)
+    out.print(f"[bold]console[/bold]: {running.url}", soft_wrap=True)
+    return running

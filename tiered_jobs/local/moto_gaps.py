@@ -382,3 +382,33 @@ def serialize_dynamodb_requests() -> None:
 
     call_action.serialized_by_tiered_jobs = True  # type: ignore[attr-defined]
     DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 8: percentile statistics in GetMetricData
+
+_PERCENTILE = re.compile(r"^p(\d{1,2}(\.\d+)?|100)$")
+
+
+def cloudwatch_percentiles() -> None:
+    """Let moto's ``GetMetricData`` answer ``pNN`` statistics (it returns nothing for them; idempotent).
+
+    CloudWatch computes percentiles from the raw values; the console's duration p50/p99 ask for
+    them. The value is the nearest-rank percentile of the period's values, as the local alarm
+    evaluator computes it (``tiered_jobs.local.metrics.statistic``).
+    """
+    from moto.cloudwatch.models import Statistics
+
+    from tiered_jobs.local.metrics import statistic
+
+    original = Statistics.get_statistics_for_type
+    if getattr(original, "percentiles_by_tiered_jobs", False):
+        return
+
+    def get_statistics_for_type(self: Any, stat: str) -> Any:
+        if _PERCENTILE.match(stat):
+            return statistic(self.metric_single_values_list, stat)
+        return original(self, stat)
+
+    get_statistics_for_type.percentiles_by_tiered_jobs = True  # type: ignore[attr-defined]
+    Statistics.get_statistics_for_type = get_statistics_for_type  # type: ignore[method-assign]

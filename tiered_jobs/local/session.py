@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tiered_jobs.contract.names import Alarms
-from tiered_jobs.local import moto_gaps
+from tiered_jobs.local import lambda_invoke, moto_gaps
 from tiered_jobs.local.alarms import AlarmEvaluator
 from tiered_jobs.local.deploy import REPO_ROOT, Deployment, deploy, read_function, synthesize, zip_directory
 from tiered_jobs.local.esm import EventSourceRuntime, FunctionConfig, Invocation, MappingRuntime
@@ -144,6 +144,8 @@ class LocalSession:
                 interval_seconds=self._alarm_interval,
             )
             self.alarms.start()
+            for function in self.functions.values():  # `aws lambda invoke` runs them here, not in moto's Docker
+                lambda_invoke.register(ACCOUNT_ID, function, self._run_invocation)
             self.sqs_metrics = SqsMetricsPublisher(
                 self.clients, [url for tier in self.deployment.tiers.values() for url in (tier.queue_url, tier.dlq_url)],
                 ACCOUNT_ID, self.endpoint.region, interval_seconds=self._sqs_metrics_interval)
@@ -159,9 +161,18 @@ class LocalSession:
     def invoke(self, function: FunctionConfig, event: dict[str, Any]) -> Invocation:
         """Invoke a deployed function once (``aws lambda invoke``), in a fresh execution environment,
         with its current code and configuration."""
+        return self._run_invocation(function, event, lambda line: None)
+
+    def _run_invocation(self, function: FunctionConfig, event: dict[str, Any],
+                        log_line: Callable[[str], None]) -> Invocation:
         assert self.endpoint is not None and self.metrics is not None
         function = self.functions.get(function.name, function)
-        invoker = WorkerInvoker(function, self.endpoint, self._log_line)
+
+        def sink(name: str, log_stream: str, line: str) -> None:
+            self._log_line(name, log_stream, line)
+            log_line(line)
+
+        invoker = WorkerInvoker(function, self.endpoint, sink)
         try:
             invocation = invoker.invoke(event)
         finally:
@@ -208,6 +219,8 @@ class LocalSession:
         return version
 
     def stop(self) -> None:
+        for function in self.functions.values():
+            lambda_invoke.unregister(ACCOUNT_ID, function)
         if self.watcher is not None:
             self.watcher.stop()
         if self.sqs_metrics is not None:
