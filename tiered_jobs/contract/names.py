@@ -31,6 +31,15 @@ SQS_MAX_MESSAGE_ATTRIBUTES = 10
 SQS_MAX_BATCH_ENTRIES = 10
 
 
+#: Tag the stack puts on what it retains on deletion (queues, DLQs, tables, log groups, keys):
+#: ``tiered-jobs teardown`` finds a deleted stage's leftovers by it.
+STAGE_TAG = "tiered-jobs:stage"
+#: The resource types that carry ``STAGE_TAG``.
+RETAINED_RESOURCE_TYPES: tuple[str, ...] = (
+    "AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Logs::LogGroup", "AWS::KMS::Key",
+)
+
+
 def stack_name(stage: str) -> str:
     """The CloudFormation stack name of a stage, e.g. ``TieredJobs-dev``."""
     return f"TieredJobs-{stage}"
