@@ -5,9 +5,11 @@ queues, DLQs, tables, log groups and the alarm topic's KMS key (so no job and no
 by a mistaken destroy). This command finds them once the stack is gone:
 
 - queues named ``tiered-jobs-<stage>-…``, tables and log groups named ``TieredJobs-<stage>-…``
-  (CloudFormation's generated names), KMS keys: each only if tagged ``tiered-jobs:stage = <stage>``
-  (the stack tags them) or ``aws:cloudformation:stack-name = TieredJobs-<stage>`` (CloudFormation
+  (CloudFormation's generated names), each only if tagged ``tiered-jobs:stage = <stage>`` (the
+  stack tags them) or ``aws:cloudformation:stack-name = TieredJobs-<stage>`` (CloudFormation
   does), so stage ``dev`` never touches stage ``dev-eu``;
+- the customer managed KMS key described ``Encrypts the tiered-jobs <stage> alarm topic`` (or
+  carrying one of those tags);
 - SSM parameters under ``/tiered-jobs/<stage>/`` (deleted with the stack, unless that failed).
 
 Queues and tables are deleted, log groups too; a KMS key cannot be deleted at once, so its
@@ -22,7 +24,7 @@ from typing import Any
 
 import typer
 
-from .contract.names import PROJECT, STAGE_TAG, Ssm, queue_name, stack_name
+from .contract.names import PROJECT, STAGE_TAG, Ssm, alarm_key_description, queue_name, stack_name
 
 #: The tag CloudFormation puts on every resource it creates (and leaves on retained ones).
 CFN_STACK_TAG = "aws:cloudformation:stack-name"
@@ -91,7 +93,7 @@ def find_leftovers(client: Callable[[str], Any], stage: str) -> list[Leftover]:
         if metadata.get("KeyManager") != "CUSTOMER" or metadata.get("KeyState") in ("PendingDeletion", "PendingReplicaDeletion"):
             continue
         tags = {t["TagKey"]: t["TagValue"] for t in kms.list_resource_tags(KeyId=key["KeyId"]).get("Tags", [])}
-        if _ours(tags, stage):
+        if metadata.get("Description") == alarm_key_description(stage) or _ours(tags, stage):
             found.append(Leftover("kms key", key["KeyId"], metadata.get("Description", "")))
     ssm = client("ssm")
     for parameter in _pages(ssm, "get_parameters_by_path", "Parameters", Path=f"{Ssm.prefix(stage)}/", Recursive=True):

@@ -9,7 +9,7 @@ import boto3
 import pytest
 from typer.testing import CliRunner
 
-from tiered_jobs.contract.names import STAGE_TAG, Ssm, queue_name, stack_name
+from tiered_jobs.contract.names import STAGE_TAG, Ssm, alarm_key_description, queue_name, stack_name
 
 
 def _leave_behind(stage: str, *, tag: dict[str, str] | None = None) -> dict[str, str]:
@@ -27,8 +27,7 @@ def _leave_behind(stage: str, *, tag: dict[str, str] | None = None) -> dict[str,
                           Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
     group = f"{stack_name(stage)}-TiercriticalConsumerLogsFA20E025-XYZ"
     logs.create_log_group(logGroupName=group, tags=tags)
-    key = kms.create_key(Description=f"Encrypts the tiered-jobs {stage} alarm topic",
-                         Tags=[{"TagKey": k, "TagValue": v} for k, v in tags.items()])["KeyMetadata"]["KeyId"]
+    key = kms.create_key(Description=alarm_key_description(stage))["KeyMetadata"]["KeyId"]  # the stack does not tag it
     ssm.put_parameter(Name=Ssm.routes(stage), Value=json.dumps({"a.*": "critical"}), Type="String")
     return {"table": table, "group": group, "key": key}
 
@@ -49,8 +48,7 @@ def _remaining(stage: str) -> dict[str, list]:
         "queues": sqs.list_queues(QueueNamePrefix=queue_name(stage, "")).get("QueueUrls", []),
         "tables": [t for t in dynamodb.list_tables()["TableNames"] if t.startswith(f"{stack_name(stage)}-")],
         "groups": [g["logGroupName"] for g in logs.describe_log_groups(logGroupNamePrefix=f"{stack_name(stage)}-")["logGroups"]],
-        "keys": [k for k in keys if any(t["TagValue"] in (stage, stack_name(stage))
-                                        for t in kms.list_resource_tags(KeyId=k)["Tags"])],
+        "keys": [k for k in keys if kms.describe_key(KeyId=k)["KeyMetadata"]["Description"] == alarm_key_description(stage)],
         "all_keys": keys,
         "params": [p["Name"] for p in ssm.get_parameters_by_path(Path=f"{Ssm.prefix(stage)}/", Recursive=True)["Parameters"]],
     }
