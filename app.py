@@ -5,4 +5,4 @@ import os
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")  # the pinned CLI runs on Node 20
 from infra.app import build_app  # noqa: E402  (after the variable: jsii reads it on import)
 
-build_app().synth()
+build_app(environ=os.environ).synth()  # the CLI's CDK_DEFAULT_ACCOUNT / CDK_DEFAULT_REGION pick the target

@@ -126,7 +126,7 @@ def print_table(rows) -> None:
 
 
 def markdown(rows) -> str:
-    """The table as Markdown, for the README."""
+    """The table as Markdown, as docs/benchmarks.md shows it."""
     lines = ["| figure | ours | baseline / detail | target | met |", "|---|---|---|---|---|"]
     lines += [f"| {f} | {o} | {b} | {t} | {'yes' if m else '**no**'} |" for f, o, b, t, m in rows]
     return "\n".join(lines) + "\n"

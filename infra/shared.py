@@ -11,6 +11,8 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from tiered_jobs.contract.names import alarm_key_description
+
 from .nag import acknowledge
 from .settings import AppSettings
 
@@ -57,7 +59,7 @@ class AlarmTopic(Construct):
         self.key = kms.Key(
             self,
             "Key",
-            description=f"Encrypts the tiered-jobs {settings.stage} alarm topic",
+            description=alarm_key_description(settings.stage),
             enable_key_rotation=True,
             removal_policy=RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN,
         )

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Environment, Stack, Tags
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from tiered_jobs.contract.names import Outputs, Ssm, stack_name
+from tiered_jobs.contract.names import RETAINED_RESOURCE_TYPES, STAGE_TAG, Outputs, Ssm, stack_name
 
 from .dashboard import Dashboard
 from .function import LambdaPlatform
@@ -19,15 +19,18 @@ from .tier import Tier, TierProps
 
 
 class TieredJobsStack(Stack):
-    def __init__(self, scope: Construct, *, settings: AppSettings) -> None:
+    def __init__(self, scope: Construct, *, settings: AppSettings, env: Environment | None = None) -> None:
         stage = settings.stage
         super().__init__(
             scope,
             stack_name(stage),
+            env=env,
             stack_name=stack_name(stage),
             description=f"Tiered Jobs ({stage}): reliable background jobs on SQS and Lambda, one tier per priority",
         )
         self.settings = settings
+        # What a deletion leaves behind stays findable by stage (`tiered-jobs teardown`).
+        Tags.of(self).add(STAGE_TAG, stage, include_resource_types=list(RETAINED_RESOURCE_TYPES))
         platform = LambdaPlatform(self, "Platform", settings=settings)
         self.idempotency = DataTable(
             self, "Idempotency", settings=settings,

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import discovery
+from . import teardown
 from . import status as status_reads
 from .contract.names import STAGE_NAME_PATTERN, Env, stack_name
 from .local.cli import app as local_app
@@ -45,6 +45,7 @@ app = typer.Typer(
 dlq_app = typer.Typer(help="Inspect a tier's dead-letter queue and replay it.", no_args_is_help=True)
 app.add_typer(dlq_app, name="dlq")
 app.add_typer(local_app, name="local")
+teardown.register(app)
 
 
 

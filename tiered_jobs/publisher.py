@@ -6,8 +6,10 @@
 What a publish guarantees:
 
 - **Validated before anything is sent**: the envelope v1 rules (the same ones the consumer and
-  ``envelope.schema.json`` apply), a JSON-serialisable payload, a message within SQS's 1 MiB,
-  a routable job type, a known tier, a delay SQS accepts. A batch with one bad job sends nothing.
+  ``envelope.schema.json`` apply), the job type's payload schema when the contract ships one
+  (``contract/schemas/<type>.schema.json``, applied by the consumer too), a JSON-serialisable
+  payload, a message within SQS's 1 MiB, a routable job type, a known tier, a delay SQS accepts.
+  A batch with one bad job sends nothing.
 - **Routed** by the stack's own routing table (an explicit ``tier=`` overrides it).
 - **Batched**: per tier, ``SendMessageBatch`` calls of at most 10 entries and 1 MiB.
 - **Never a silent drop**: entries SQS reports failed are retried (only those, exponential
@@ -31,7 +33,7 @@ from random import random as _unit_random
 from typing import Any
 
 from . import discovery
-from .contract import envelope
+from .contract import envelope, payloads
 from .contract.names import SQS_MAX_BATCH_ENTRIES, SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES, Env
 from .contract.routing import Routes, UnknownRouteError
 
@@ -285,6 +287,8 @@ class Publisher:
             built = envelope.build(job.job_type, job.payload, job.idempotency_key)  # type: ignore[arg-type]
         except envelope.EnvelopeError as exc:
             problems.extend(exc.problems)
+        if built is not None:  # the job type's payload schema, if the contract ships one
+            problems.extend(payloads.problems(built.type, built.payload))
         tier = queue_url = ""
         try:
             if isinstance(job.job_type, str):  # else the envelope check has said so

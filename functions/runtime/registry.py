@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tiered_jobs.contract import payloads
 from tiered_jobs.contract.envelope import JOB_TYPE_PATTERN
 
 from .errors import PayloadValidationError, UnknownJobTypeError
@@ -74,7 +75,9 @@ class JobRegistry:
         def register(handler: Handler) -> Handler:
             if job_type in self._jobs:
                 raise ValueError(f"job type {job_type!r} is registered twice")
-            self._jobs[job_type] = JobDefinition(job_type, handler, validate, tuple(permanent), idempotent)
+            self._jobs[job_type] = JobDefinition(
+                job_type, handler, with_payload_schema(job_type, validate), tuple(permanent), idempotent
+            )
             return handler
 
         return register
@@ -97,6 +100,25 @@ class JobRegistry:
 #: The registry the consumer uses; ``functions/jobs/`` registers into it.
 registry = JobRegistry()
 job = registry.job
+
+
+def with_payload_schema(job_type: str, validate: Validator | None) -> Validator | None:
+    """The payload's JSON Schema from the contract (when one ships), then the job's own hook.
+
+    The schema is the one source of the payload's rules: the publisher checks the same file before
+    sending. A job's own ``validate`` is for what a schema cannot say (e.g. a look-up).
+    """
+    if not payloads.has_schema(job_type):
+        return validate
+
+    def check(payload: dict) -> None:
+        problems = payloads.problems(job_type, payload)
+        if problems:
+            raise PayloadValidationError("; ".join(problems))
+        if validate is not None:
+            validate(payload)
+
+    return check
 
 
 # --- small helpers for payload validation (jobs keep their rules next to their code) ---

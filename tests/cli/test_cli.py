@@ -42,11 +42,12 @@ def _dead_letter(deployment, tier: str, key: str, *, job_type: str = "payments.u
 
 
 def test_publish_routes_and_prints_the_message_id(cli, deployment):
-    result = cli("publish", "payments.update_balance", "--key", "pay_1", "--payload", '{"account_id": "acc_1"}')
+    result = cli("publish", "payments.update_balance", "--key", "pay_1", "--payload", '{"account_id": "acc_1", "amount": 5}')
 
     assert result.exit_code == 0, result.output
     [body] = received_bodies(deployment.queue_urls["critical"])
-    assert (body["type"], body["idempotency_key"], body["payload"]) == ("payments.update_balance", "pay_1", {"account_id": "acc_1"})
+    assert (body["type"], body["idempotency_key"], body["payload"]) == (
+        "payments.update_balance", "pay_1", {"account_id": "acc_1", "amount": 5})
     assert result.stdout.startswith("Published payments.update_balance (key 'pay_1') to tier critical: message ")
 
 

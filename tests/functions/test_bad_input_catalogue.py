@@ -38,6 +38,8 @@ PUBLISHER = {
            "unknown tier 'gold'; known tiers: critical"),
     "P9": ("payments.update_balance", {"account_id": "a", "amount": 1}, "k9", {"delay": 901},
            "delay must be 0-900 seconds (SQS's limit), got 901"),
+    "P10": ("payments.update_balance", {"account_id": "a", "amount_cents": -5}, "k10", {},
+            "payload is missing required field 'amount'"),
 }
 
 #: id -> (raw body a non-Python publisher might send, expected DeadLetter.ErrorType, expected message)
@@ -58,9 +60,9 @@ CONSUMER = {
     "C10": ('{"type": "demo.flaky", "idempotency_key": "k", "payload": {"x": ' + "[" * 200_000 + "]" * 200_000 + "}}",
             "EnvelopeError", "the body is JSON nested too deeply to parse"),
     "C11": ('{"type": "payments.update_balance", "idempotency_key": "k", "payload": {"account_id": "a", "amount": "10"}}',
-            "PayloadValidationError", "payload field 'amount' must be int, got str"),
+            "PayloadValidationError", "payload field 'amount' must be an integer, got a string"),
     "C12": ('{"type": "notifications.send_email", "idempotency_key": "k", "payload": {"to": "nobody", "subject": "s"}}',
-            "PayloadValidationError", "invalid e-mail address 'nobody'"),
+            "PayloadValidationError", "payload field 'to' must match ^[^@\\s]{1,64}@[^@\\s]+\\.[^@\\s]{2,}$, got 'nobody'"),
     "C13": ('{"type": "demo.flaky", "idempotency_key": "k", "payload": {}, "priority": "high"}', "EnvelopeError",
             "unknown field(s) 'priority'; allowed: type, idempotency_key, payload, version, published_at"),
     "C16": ('{"type": "Demo Flaky!", "idempotency_key": "k", "payload": {}}', "EnvelopeError",

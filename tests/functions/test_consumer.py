@@ -314,7 +314,7 @@ def test_permanent_failure_goes_to_dlq_on_first_attempt(tier):
     a = attrs(letter)
     assert a[DeadLetter.REASON] == DeadLetter.REASON_PERMANENT
     assert a[DeadLetter.ERROR_TYPE] == "PayloadValidationError"
-    assert "invalid e-mail address" in a[DeadLetter.ERROR_MESSAGE]
+    assert "payload field 'to' must match" in a[DeadLetter.ERROR_MESSAGE]
     assert a[DeadLetter.ATTEMPTS] == "1"
     assert a[DeadLetter.FIRST_FAILED_AT] == a[DeadLetter.LAST_FAILED_AT]
     assert tier.receive() == []

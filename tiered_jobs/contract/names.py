@@ -31,6 +31,19 @@ SQS_MAX_MESSAGE_ATTRIBUTES = 10
 SQS_MAX_BATCH_ENTRIES = 10
 
 
+#: Tag the stack puts on what it retains on deletion (queues, DLQs, tables, log groups):
+#: ``tiered-jobs teardown`` finds a deleted stage's leftovers by it.
+STAGE_TAG = "tiered-jobs:stage"
+#: The resource types that carry ``STAGE_TAG``. The alarm topic's KMS key is found by its
+#: description (:func:`alarm_key_description`) instead: moto's CloudFormation cannot tag a key.
+RETAINED_RESOURCE_TYPES: tuple[str, ...] = ("AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Logs::LogGroup")
+
+
+def alarm_key_description(stage: str) -> str:
+    """The description of the stage's alarm-topic KMS key (retained; ``teardown`` finds it by it)."""
+    return f"Encrypts the {PROJECT} {stage} alarm topic"
+
+
 def stack_name(stage: str) -> str:
     """The CloudFormation stack name of a stage, e.g. ``TieredJobs-dev``."""
     return f"TieredJobs-{stage}"

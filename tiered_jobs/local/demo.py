@@ -1,7 +1,8 @@
 """``tiered-jobs local demo``: the whole story on the real stack, in about a minute.
 
 1. payments, each published two or three times -> every balance ends exactly right;
-2. e-mails, three with invalid addresses -> those are dead-lettered at once (reason ``permanent``);
+2. e-mails, three with invalid addresses -> the publisher refuses them (payload schema); sent raw
+   anyway, as a publisher skipping the schema would, they are dead-lettered at once (``permanent``);
 3. transient outages (``demo.flaky``) -> retried with backoff (1 s, 2 s) then succeed;
 4. an analytics flood on the bulk tier -> the critical tier's latency stays low (measured);
 5. a bad deploy (the critical consumer pointed at a missing ledger table) -> payments are
@@ -31,8 +32,9 @@ from rich.table import Table
 
 from tiered_jobs.contract.names import Alarms, DeadLetter, Env, Metrics
 from tiered_jobs.local.session import LocalSession
+from tiered_jobs.contract import envelope
 from tiered_jobs.local.view import TierRow, job_total, queue_counts, rows, safe_table, table
-from tiered_jobs.publisher import Publisher
+from tiered_jobs.publisher import InvalidJobError, Publisher
 
 ACCOUNTS = ("acc_alice", "acc_bob", "acc_carol", "acc_dave")
 INVALID_ADDRESSES = ("not-an-address", "bob@", "@example.com")
@@ -147,9 +149,21 @@ class Demo:
         self.console.rule("2. E-mails, three with invalid addresses (transactional)")
         jobs = [{"job_type": "notifications.send_email", "idempotency_key": f"mail-{i}",
                  "payload": {"to": f"user{i}@example.com", "subject": "Your receipt"}} for i in range(8)]
-        jobs += [{"job_type": "notifications.send_email", "idempotency_key": f"bad-mail-{i}",
-                  "payload": {"to": address, "subject": "Your receipt"}} for i, address in enumerate(INVALID_ADDRESSES)]
+        bad = [{"job_type": "notifications.send_email", "idempotency_key": f"bad-mail-{i}",
+                "payload": {"to": address, "subject": "Your receipt"}} for i, address in enumerate(INVALID_ADDRESSES)]
         self.publisher.publish_batch(jobs)
+        try:
+            self.publisher.publish_batch(bad)
+            refused = ""
+        except InvalidJobError as error:
+            refused = str(error)
+        self.expect("e-mails", "the publisher refused the invalid addresses by the payload schema, sending nothing",
+                    refused.count("payload field 'to' must match") == len(bad), refused[:120])
+        # A publisher that skips the schema (raw SendMessage from another language) still gets them in:
+        sqs = self.session.clients("sqs")
+        for job in bad:
+            body = envelope.build(job["job_type"], job["payload"], job["idempotency_key"]).to_json()
+            sqs.send_message(QueueUrl=self.tier("transactional").queue_url, MessageBody=body)
         self.wait_for(lambda: self.drained("transactional") and self.dlq_depth("transactional") >= 3, 20)
         letters = self.peek_dlq("transactional")
         reasons = sorted((m[DeadLetter.REASON], m[DeadLetter.ATTEMPTS], m[DeadLetter.ERROR_TYPE]) for m in letters)
