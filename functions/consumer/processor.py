@@ -158,6 +158,7 @@ class Consumer:
         from functions.runtime.deadletter import (
             DeadLetterReason,
             api_attributes_from_event,
+            fit_to_size,
             merge_attributes,
             send_to_dlq,
         )
@@ -192,6 +193,7 @@ class Consumer:
         attributes, dropped = merge_attributes(
             api_attributes_from_event(record.raw_event.get("messageAttributes")), reason.attributes()
         )
+        attributes, shortened = fit_to_size(record.body, attributes)  # SQS's 1 MiB counts attributes too
         try:
             dlq_message_id = send_to_dlq(self.client("sqs"), self.config.dlq_url, record.body, attributes)
         except Exception as send_error:  # noqa: BLE001
@@ -205,7 +207,8 @@ class Consumer:
         self.logger.error(
             "job dead-lettered",
             extra={"reason": reason.reason, "error_type": error_type, "error": error_message,
-                   "dlq_message_id": dlq_message_id, "dropped_reason_attributes": dropped},
+                   "dlq_message_id": dlq_message_id, "dropped_reason_attributes": dropped,
+                   "shortened_reason_attributes": shortened},
         )
 
     # -- helpers -------------------------------------------------------------------------
