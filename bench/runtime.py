@@ -32,8 +32,11 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
     from functions.runtime.registry import registry
     from tiered_jobs.local.esm import FunctionConfig, Invocation, InvocationError, MappingConfig, MappingRuntime
 
+    # The time budget's margin: 10 % of the invocation, as the stack derives it from the timeout (without
+    # its 2 s floor, which the invariant's 1.5 s invocations could not leave room for).
     config = TierConfig(stage="bench", tier="critical", queue_url=tier.queue_url, dlq_url=tier.dlq_url,
-                        idempotency_table=tier.idempotency_table, accounts_table=tier.accounts_table, retry=retry)
+                        idempotency_table=tier.idempotency_table, accounts_table=tier.accounts_table, retry=retry,
+                        time_budget_margin_ms=remaining_ms // 10)
     function = FunctionConfig(name=FUNCTION_NAME, arn=f"arn:aws:lambda:{REGION}:123456789012:function:{FUNCTION_NAME}",
                               handler="functions.consumer.handler", environment={}, timeout_seconds=30,
                               memory_mb=256, region=REGION, code_root=".")

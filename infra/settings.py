@@ -70,6 +70,9 @@ class TierSettings:
     #: Each delay is drawn from ``delay * (1 ± jitter)`` so failed jobs do not retry in lock-step.
     retry_jitter: float = 0.2
     timeout_seconds: int = 30
+    #: The consumer starts no record when less than this remains of its invocation (ms); the
+    #: records not started return at once. ``None``: derived, see ``time_budget_margin``.
+    time_budget_margin_ms: int | None = None
     memory_mb: int = 256
     batch_size: int = 10
     batching_window_seconds: int = 0
@@ -98,6 +101,15 @@ class TierSettings:
         if self.visibility_timeout_seconds is not None:
             return self.visibility_timeout_seconds
         return 6 * self.timeout_seconds + self.batching_window_seconds
+
+    @property
+    def time_budget_margin(self) -> int:
+        """Milliseconds kept free at the end of an invocation: ``time_budget_margin_ms``, or
+        10 % of the timeout but at least 2 s, and never more than half the timeout."""
+        if self.time_budget_margin_ms is not None:
+            return self.time_budget_margin_ms
+        timeout_ms = self.timeout_seconds * 1000
+        return min(max(2_000, timeout_ms // 10), timeout_ms // 2)
 
     @property
     def max_receive_count(self) -> int:
@@ -293,6 +305,9 @@ def _build_tier(name: Any, raw: Any) -> TierSettings:
     v["retry_jitter"] = jitter
     v["timeout_seconds"] = num("timeout_seconds", 1, _LAMBDA_MAX_TIMEOUT, " s (Lambda's limit)")
     v["memory_mb"] = num("memory_mb", _LAMBDA_MEMORY[0], _LAMBDA_MEMORY[1], " MB (Lambda's limits)")
+    if merged.get("time_budget_margin_ms") is not None:  # below the timeout, or no record would ever start
+        v["time_budget_margin_ms"] = num("time_budget_margin_ms", 1, v["timeout_seconds"] * 1000 - 1,
+                                         f" ms (less than timeout_seconds {v['timeout_seconds']} s)")
     v["batch_size"] = num("batch_size", 1, _ESM_MAX_BATCH)
     v["batching_window_seconds"] = num("batching_window_seconds", 0, _ESM_MAX_WINDOW, " s")
     if v["batch_size"] > 10 and v["batching_window_seconds"] == 0:

@@ -93,6 +93,7 @@ class Tier(Construct):
             Env.RETRY_JITTER: str(tier.retry_jitter),
             Env.IDEMPOTENCY_TABLE: props.idempotency_table.table_name,
             Env.IDEMPOTENCY_TTL_SECONDS: str(tier.idempotency_ttl_seconds),
+            Env.TIME_BUDGET_MARGIN_MS: str(tier.time_budget_margin),
             Env.POWERTOOLS_SERVICE_NAME: Metrics.SERVICE,
             Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,
             Env.POWERTOOLS_LOG_LEVEL: "INFO",

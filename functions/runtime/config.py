@@ -11,6 +11,10 @@ from tiered_jobs.contract.names import Env
 from .backoff import RetryPolicy
 
 
+#: Without the stack's value (tests, a hand-made environment): stop starting records 2 s before the end.
+DEFAULT_TIME_BUDGET_MARGIN_MS = 2_000
+
+
 class ConfigurationError(RuntimeError):
     """The function's environment is missing or malformed (a deployment problem, not a job's)."""
 
@@ -25,6 +29,9 @@ class TierConfig:
     retry: RetryPolicy
     idempotency_ttl_seconds: int = 86_400
     accounts_table: str | None = None
+    #: No record starts when less than this (ms) remains of the invocation; the tier derives it
+    #: from its timeout (``TierSettings.time_budget_margin``).
+    time_budget_margin_ms: int = DEFAULT_TIME_BUDGET_MARGIN_MS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TierConfig:
@@ -40,8 +47,11 @@ class TierConfig:
                 jitter=float(env.get(Env.RETRY_JITTER, "0.2")),
             )
             ttl = int(env.get(Env.IDEMPOTENCY_TTL_SECONDS, "86400"))
+            margin = int(env.get(Env.TIME_BUDGET_MARGIN_MS, str(DEFAULT_TIME_BUDGET_MARGIN_MS)))
+            if margin < 0:
+                raise ValueError(f"{Env.TIME_BUDGET_MARGIN_MS} must be >= 0, got {margin}")
         except ValueError as exc:
-            raise ConfigurationError(f"malformed retry/idempotency settings: {exc}") from exc
+            raise ConfigurationError(f"malformed retry/idempotency/time budget settings: {exc}") from exc
         return cls(
             stage=env[Env.STAGE],
             tier=env[Env.TIER],
@@ -51,4 +61,5 @@ class TierConfig:
             retry=retry,
             idempotency_ttl_seconds=ttl,
             accounts_table=env.get(Env.ACCOUNTS_TABLE) or None,
+            time_budget_margin_ms=margin,
         )

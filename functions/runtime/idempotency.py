@@ -4,12 +4,12 @@
   which changes on redrive and replay; ``key_prefix`` keeps it stable across function renames.
 * ``payload`` is the validation key: the same key with another payload is refused.
 * The local cache answers duplicates inside one container without a DynamoDB call.
+* The stored result is :func:`functions.runtime.results.storable`'s bounded, JSON-safe form.
 * Built on first use (the persistence layer and its client are not created at import).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +24,7 @@ from tiered_jobs.contract.idempotency import (
 )
 
 from .errors import IdempotencyConflictError
+from .results import storable
 
 __all__ = ["EVENT_KEY_JMESPATH", "KEY_PREFIX", "PAYLOAD_VALIDATION_JMESPATH", "IdempotentRunner", "Outcome"]
 
@@ -72,8 +73,9 @@ class IdempotentRunner:
         )
         def run_once(job: dict, execute: Callable[[], Any]) -> Any:
             self._ran.value = True
-            # What is stored must be JSON: a job returning something else still completes.
-            return json.loads(json.dumps(execute(), default=str))
+            # Powertools serializes what this returns after the side effect: it must always encode,
+            # and fit in a DynamoDB item, or the job would run again (see results.py).
+            return storable(execute())
 
         self._run_once = run_once
 

@@ -63,6 +63,8 @@ class Env:
     RETRY_JITTER = "TIERED_JOBS_RETRY_JITTER"
     IDEMPOTENCY_TABLE = "TIERED_JOBS_IDEMPOTENCY_TABLE"
     IDEMPOTENCY_TTL_SECONDS = "TIERED_JOBS_IDEMPOTENCY_TTL_SECONDS"
+    #: Milliseconds: the consumer starts no record when less than this remains of its invocation.
+    TIME_BUDGET_MARGIN_MS = "TIERED_JOBS_TIME_BUDGET_MARGIN_MS"
     #: The example accounts table used by ``payments.update_balance``.
     ACCOUNTS_TABLE = "TIERED_JOBS_ACCOUNTS_TABLE"
     #: Replay function: JSON object ``{tier: {"queue_url": ..., "dlq_url": ...}}``.
@@ -141,15 +143,19 @@ class Metrics:
     DIM_TIER = "Tier"
     DIM_JOB_TYPE = "JobType"
 
-    #: Every record the consumer handled (one attempt of one job).
+    #: Every record the consumer started (one attempt of one job); deferred records are not.
     PROCESSED = "JobsProcessed"
     SUCCEEDED = "JobsSucceeded"
-    #: Attempts that failed (whether retried or dead-lettered): numerator of the failure rate.
+    #: Jobs failed for good: dead-lettered (permanent or out of retries), or kept in the queue
+    #: because the DLQ refused the final copy. Numerator of the failure rate.
     FAILED = "JobsFailed"
+    #: Failed attempts that will be retried (not failures of the job).
     RETRIED = "JobsRetried"
     DEAD_LETTERED = "JobsDeadLettered"
     #: Records answered from the idempotency store without running the job again.
     DUPLICATE = "JobsDuplicate"
+    #: Records returned unstarted because the invocation's time budget ran out (not failures).
+    DEFERRED = "JobsDeferred"
     #: Milliseconds spent on one record.
     DURATION = "JobDuration"
     #: Seconds a retried record waits before its next attempt (the jittered backoff), one value per retry.
