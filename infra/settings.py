@@ -486,6 +486,10 @@ def _build_schedule(name: Any, raw: Any, routes: Routes, tier_names: list[str]) 
         if parsed.next_after(datetime.now(timezone.utc), zone) is None:
             raise SettingsError(f"{where}: {expression} never fires again (check the day, month and year fields)")
     job_type = raw["job_type"]
+    payload = raw.get("payload", {})
+    problems = periodic_problems(name, job_type, payload)
+    if problems:
+        raise SettingsError(f"{where}: its jobs would be invalid envelopes: {'; '.join(problems)}")
     tier = raw.get("tier")
     if tier is not None and tier not in tier_names:
         raise SettingsError(f"{where}: tier {tier!r} is unknown; use one of {', '.join(tier_names)} or remove 'tier'")
@@ -495,10 +499,6 @@ def _build_schedule(name: Any, raw: Any, routes: Routes, tier_names: list[str]) 
         except UnknownRouteError as error:
             raise SettingsError(f"{where}: job type {job_type!r} is unroutable ({error}); add a route for it "
                                 f"or set this schedule's 'tier'") from None
-    payload = raw.get("payload", {})
-    problems = periodic_problems(name, job_type, payload)
-    if problems:
-        raise SettingsError(f"{where}: its jobs would be invalid envelopes: {'; '.join(problems)}")
     window = raw.get("flexible_window_minutes")
     if window is not None:
         window = _int(raw, "flexible_window_minutes", 15, where, minimum=_FLEXIBLE_WINDOW_MINUTES[0],

@@ -109,6 +109,19 @@ def from_stack_outputs(stack_name: str, tiers: list[str], *, cloudformation: Any
     return from_outputs(outputs, tiers, f"stack {stack_name}")
 
 
+def locate(stage: str, stack_name: str, tiers: list[str], *, cloudformation: Any, ssm: Any) -> SchedulingTarget:
+    """The CLI's look-up: the stack's outputs, else the stage's SSM parameters."""
+    from botocore.exceptions import ClientError
+
+    try:
+        return from_stack_outputs(stack_name, tiers, cloudformation=cloudformation)
+    except (DiscoveryError, ClientError) as by_stack:
+        try:
+            return from_ssm(stage, ssm=ssm)
+        except DiscoveryError:
+            raise by_stack from None
+
+
 def from_env(environ: Mapping[str, str] | None = None) -> SchedulingTarget:
     """``TIERED_JOBS_SCHEDULE_GROUP``, ``..._SCHEDULER_ROLE_ARN``, ``..._SCHEDULES_DLQ_ARN``, ``..._QUEUE_ARN_<TIER>``."""
     environ = os.environ if environ is None else environ
@@ -236,8 +249,8 @@ def describe(schedule: Mapping[str, Any], target: SchedulingTarget | None, now: 
     try:
         expression = cron.parse(expression_text)
         start = schedule.get("StartDate") or schedule.get("CreationDate")
-        next_fire = cron.next_fire(expression, cron.zone(zone_name), now, start=_as_datetime(start))
-        end = _as_datetime(schedule.get("EndDate"))
+        next_fire = cron.next_fire(expression, cron.zone(zone_name), now, start=as_utc_datetime(start))
+        end = as_utc_datetime(schedule.get("EndDate"))
         if next_fire is not None and end is not None and next_fire > end:
             next_fire = None
     except cron.ScheduleExpressionError:
@@ -270,7 +283,7 @@ def list_scheduled(scheduler: Any, target: SchedulingTarget, now: datetime | Non
     return sorted(jobs, key=lambda job: (job.kind != "periodic", job.next_fire or far, job.name))
 
 
-def _as_datetime(value: Any) -> datetime | None:
+def as_utc_datetime(value: Any) -> datetime | None:
     """boto3 gives datetimes; moto's JSON may give epoch seconds."""
     if value is None:
         return None

@@ -20,13 +20,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tiered_jobs.contract.names import Alarms
+from tiered_jobs.contract.names import Alarms, Schedules
 from tiered_jobs.local import moto_gaps
 from tiered_jobs.local.alarms import AlarmEvaluator
 from tiered_jobs.local.deploy import Deployment, deploy, read_function, synthesize
 from tiered_jobs.local.esm import EventSourceRuntime, FunctionConfig, Invocation, MappingRuntime
 from tiered_jobs.local.invokers import WorkerInvoker, worker_factory
 from tiered_jobs.local.metrics import MetricStore
+from tiered_jobs.local.scheduler import ScheduleRunner
 from tiered_jobs.local.server import ACCOUNT_ID, EmbeddedAws, Endpoint
 
 #: Log lines kept per function for the live view and ``local up``.
@@ -37,9 +38,12 @@ class LocalSession:
     """Starts everything in :meth:`start`, stops everything in :meth:`stop`."""
 
     def __init__(self, *, port: int = 0, tier_settings: Mapping[str, Any] | None = None,
-                 alarm_interval_seconds: float = 2.0, log_sink: Callable[[str, str], None] | None = None):
+                 alarm_interval_seconds: float = 2.0, log_sink: Callable[[str, str], None] | None = None,
+                 settings: Mapping[str, Any] | None = None):
+        """``settings`` replace keys under ``tiered_jobs`` (e.g. ``{"schedules": {...}}``) for this session."""
         self._server = EmbeddedAws(port=port)
         self._tier_settings = tier_settings
+        self._settings = settings
         self._alarm_interval = alarm_interval_seconds
         self._extra_log_sink = log_sink
         self._workdir: Path | None = None
@@ -50,6 +54,7 @@ class LocalSession:
         self.runtime: EventSourceRuntime | None = None
         self.metrics: MetricStore | None = None
         self.alarms: AlarmEvaluator | None = None
+        self.scheduler: ScheduleRunner | None = None
         #: Recent log lines per function name (what CloudWatch Logs would hold).
         self.logs: dict[str, deque[str]] = {}
 
@@ -79,7 +84,7 @@ class LocalSession:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
         try:
             self._workdir = Path(tempfile.mkdtemp(prefix="tiered-jobs-local-"))
-            assembly = synthesize(self._workdir / "cdk.out", self._tier_settings)
+            assembly = synthesize(self._workdir / "cdk.out", self._tier_settings, self._settings)
             self.endpoint = self._server.start()
             self.deployment = deploy(self.endpoint, assembly, self.clients)
             self.metrics = MetricStore(self.clients("cloudwatch"))
@@ -95,6 +100,10 @@ class LocalSession:
                 interval_seconds=self._alarm_interval,
             )
             self.alarms.start()
+            group = self.deployment.outputs.get(Schedules.OUTPUT_GROUP_NAME)
+            if group is not None:  # moto never fires schedules: the local runtime does (emulation)
+                self.scheduler = ScheduleRunner(self.clients, group)
+                self.scheduler.start()
         except BaseException:
             self.stop()
             raise
@@ -124,6 +133,8 @@ class LocalSession:
         return function
 
     def stop(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.stop()
         if self.alarms is not None:
             self.alarms.stop()
         if self.runtime is not None:
