@@ -25,7 +25,7 @@ pytestmark = pytest.mark.e2e
 SCHEDULES = {
     "heartbeat": {"expression": "rate(1 minute)", "job_type": "demo.flaky", "payload": {"fail_times": 0}},
     "kolkata-daily": {"expression": "cron(30 9 * * ? *)", "timezone": "Asia/Kolkata",
-                      "job_type": "demo.flaky", "payload": {"fail_times": 0}},
+                      "job_type": "notifications.send_email", "payload": {"to": "ops@example.com", "subject": "daily"}},
 }
 
 
@@ -60,8 +60,8 @@ def test_the_declared_schedules_are_deployed_in_the_stage_group(session):
 
 
 def test_a_rate_schedule_fires_at_creation_into_its_queue_and_the_job_runs(session):
-    wait_until(lambda: fires_of(session, "heartbeat"), 10, "the first heartbeat fire")
-    wait_until(lambda: succeeded(session) >= 1, 20, "the heartbeat job done")
+    wait_until(lambda: fires_of(session, "heartbeat"), 30, "the first heartbeat fire")
+    wait_until(lambda: succeeded(session) >= 1, 60, "the heartbeat job done")
     fire = fires_of(session, "heartbeat")[0]
     transactional = session.deployment.tiers["transactional"].queue_url
     assert fire.queue_url.rsplit("/", 1)[-1] == transactional.rsplit("/", 1)[-1]  # demo.* -> transactional
@@ -69,31 +69,26 @@ def test_a_rate_schedule_fires_at_creation_into_its_queue_and_the_job_runs(sessi
     assert 0 <= fire.lag_seconds < 10, fire.lag_seconds
 
 
-def test_a_fire_delivered_twice_runs_once(session):
-    wait_until(lambda: fires_of(session, "heartbeat"), 10, "the first heartbeat fire")
-    wait_until(lambda: succeeded(session) >= 1, 20, "the heartbeat job done")
-    before_ok = succeeded(session)
-    before_dup = job_total(session, "transactional", Metrics.DUPLICATE, "demo.flaky")
-    (schedule,) = [s for s in session.scheduler.schedules() if s["Name"] == "heartbeat"]
-    first = fires_of(session, "heartbeat")[0]
-
-    again = session.scheduler.fire(schedule, first.scheduled_time)  # Scheduler is at-least-once
-
-    wait_until(lambda: job_total(session, "transactional", Metrics.DUPLICATE, "demo.flaky") == before_dup + 1,
-               20, "the duplicate absorbed")
-    assert succeeded(session) == before_ok
-    assert again.message_id and again.scheduled_time == first.scheduled_time
+def emails(session, metric) -> int:
+    return job_total(session, "transactional", metric, "notifications.send_email")
 
 
-def test_the_periodic_envelope_carries_the_scheduled_time(session):
+def test_a_fire_delivered_twice_runs_once_and_carries_the_scheduled_time(session):
     schedule = next(s for s in session.scheduler.schedules() if s["Name"] == "kolkata-daily")
-    when = datetime(2030, 1, 1, 4, 0, tzinfo=timezone.utc)  # 09:30 in Kolkata (UTC+5:30)
-    fire = session.scheduler.fire(schedule, when)
-    body = json.loads(fire.body)
-    assert body == {"type": "demo.flaky", "payload": {"fail_times": 0}, "version": 1,
-                    "idempotency_key": periodic_idempotency_key("kolkata-daily", "2030-01-01T04:00:00Z"),
-                    "published_at": "2030-01-01T04:00:00Z"}
-    wait_until(lambda: job_total(session, "transactional", Metrics.SUCCEEDED, "demo.flaky") >= 2, 20, "it ran")
+    when = datetime(2030, 1, 1, 4, 0, tzinfo=timezone.utc)  # 09:30 in Kolkata (UTC+5:30); never fires by itself here
+
+    first = session.scheduler.fire(schedule, when)
+    wait_until(lambda: emails(session, Metrics.SUCCEEDED) == 1, 60, "the first delivery done")
+    again = session.scheduler.fire(schedule, when)  # Scheduler is at-least-once: the same fire again
+    wait_until(lambda: emails(session, Metrics.DUPLICATE) == 1, 60, "the second delivery absorbed")
+
+    # The consumer counts an answer from the idempotency store as succeeded *and* duplicate: one real run.
+    assert emails(session, Metrics.SUCCEEDED) - emails(session, Metrics.DUPLICATE) == 1
+    assert first.body == again.body and first.message_id != again.message_id
+    assert json.loads(first.body) == {
+        "type": "notifications.send_email", "payload": {"to": "ops@example.com", "subject": "daily"}, "version": 1,
+        "idempotency_key": periodic_idempotency_key("kolkata-daily", "2030-01-01T04:00:00Z"),
+        "published_at": "2030-01-01T04:00:00Z"}
 
 
 def test_a_one_time_job_fires_at_its_time_and_deletes_its_schedule(session, later):
@@ -104,10 +99,10 @@ def test_a_one_time_job_fires_at_its_time_and_deletes_its_schedule(session, late
     assert later.publish("demo.flaky", {"fail_times": 0}, "later-1", at=at).already_scheduled
     assert later.cancel("demo.flaky", "later-2") is True
 
-    wait_until(lambda: fires_of(session, result.schedule_name), 10, "the one-time fire")
+    wait_until(lambda: fires_of(session, result.schedule_name), 30, "the one-time fire")
     (fire,) = fires_of(session, result.schedule_name)
     assert fire.scheduled_time == at.replace(microsecond=0)  # at() has whole seconds
-    assert 0 <= fire.lag_seconds < 1.0, fire.lag_seconds
+    assert 0 <= fire.lag_seconds < 2.0, fire.lag_seconds  # Scheduler itself documents 60 s precision
     names = {s["Name"] for s in session.scheduler.schedules()}
     assert result.schedule_name not in names  # ActionAfterCompletion=DELETE
     assert fires_of(session, cancelled.schedule_name) == []
@@ -121,7 +116,7 @@ def test_an_undeliverable_fire_is_dead_lettered_and_pages(session, inbox_states=
         Name="to-nowhere", GroupName=group, ScheduleExpression="rate(1 minute)", FlexibleTimeWindow={"Mode": "OFF"},
         Target={"Arn": dlq_arn.rsplit(":", 1)[0] + ":no-such-queue", "RoleArn": "arn:aws:iam::123456789012:role/x",
                 "Input": "{}", "DeadLetterConfig": {"Arn": dlq_arn}})
-    wait_until(lambda: fires_of(session, "to-nowhere"), 10, "the failed fire")
+    wait_until(lambda: fires_of(session, "to-nowhere"), 30, "the failed fire")
     assert fires_of(session, "to-nowhere")[0].error
     dlq_url = session.deployment.outputs[Schedules.OUTPUT_DLQ_URL]
     (letter,) = sqs.receive_message(QueueUrl=dlq_url, MessageAttributeNames=["All"], VisibilityTimeout=0)["Messages"]
@@ -138,6 +133,6 @@ def test_local_firing_precision(session):
     """Fires that fell due while the runner ran (not caught up after deployment, not re-delivered by hand)."""
     lags = [fire.lag_seconds for fire in session.scheduler.fires
             if fire.error is None and fire.schedule_name.startswith("once-")]
-    assert lags and max(lags) < 1.0
+    assert lags and max(lags) < 2.0
     print(f"local firing lag over {len(lags)} fire(s): p50 {statistics.median(lags) * 1000:.0f} ms, "
           f"max {max(lags) * 1000:.0f} ms")
