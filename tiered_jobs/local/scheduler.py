@@ -135,13 +135,13 @@ class ScheduleRunner:
     def fire(self, schedule: Mapping[str, Any], scheduled_time: datetime) -> Fire:
         """Deliver one fire of ``schedule`` (public: a test or the demo re-delivers a time, as Scheduler may)."""
         target = schedule["Target"]
-        queue_url = self._queue_url(target["Arn"])
-        error = None
+        queue_url, error = "", None
         for attempt in range(1, SEND_ATTEMPTS + 1):
             body = substitute(target.get("Input", ""), scheduled_time=scheduled_time_text(scheduled_time),
                               schedule_arn=schedule.get("Arn", ""), execution_id=uuid.uuid4().hex[:16],
                               attempt_number=attempt)
             try:
+                queue_url = self._queue_url(target["Arn"])  # a deleted queue fails here, like a send would
                 message_id = self._clients("sqs").send_message(QueueUrl=queue_url, MessageBody=body)["MessageId"]
             except Exception as exc:  # noqa: BLE001 - any failure of the target call is retried, then dead-lettered
                 error = f"{type(exc).__name__}: {exc}"
