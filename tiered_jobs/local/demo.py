@@ -269,10 +269,9 @@ class Demo:
         def heartbeats() -> set[datetime]:
             return {f.scheduled_time for f in runner.fires if f.schedule_name == "demo-heartbeat"}
 
-        heartbeat = [f for f in runner.fires if f.schedule_name == "demo-heartbeat"]
-        self.expect("schedules", "the periodic job declared in the settings fired into its tier queue",
-                    self.wait_for(lambda: any(f.schedule_name == "demo-heartbeat" for f in runner.fires), 65),
-                    f"{len(heartbeat)} fire(s) so far, rate(1 minute) since deployment")
+        fired = self.wait_for(lambda: any(f.schedule_name == "demo-heartbeat" for f in runner.fires), 65)
+        self.expect("schedules", "the periodic job declared in the settings fired into its tier queue", fired,
+                    f"{len(heartbeats())} fire(s) so far, rate(1 minute) since deployment")
         email = "notifications.send_email"
         def runs() -> int:  # an answer from the idempotency store counts as succeeded and duplicate
             return succeeded(email) - duplicates()
