@@ -13,6 +13,7 @@ from tiered_jobs.contract.names import RETAINED_RESOURCE_TYPES, STAGE_TAG, Outpu
 from .dashboard import Dashboard
 from .function import LambdaPlatform
 from .replay import ReplayFunction
+from .schedules import ScheduledJobs
 from .settings import AppSettings
 from .shared import ACCOUNTS_PARTITION_KEY, IDEMPOTENCY_PARTITION_KEY, IDEMPOTENCY_TTL_ATTRIBUTE, AlarmTopic, DataTable
 from .tier import Tier, TierProps
@@ -55,6 +56,8 @@ class TieredJobsStack(Stack):
             for tier in settings.tiers
         ]
         self.replay = ReplayFunction(self, "Replay", settings=settings, platform=platform, tiers=self.tiers)
+        self.scheduled_jobs = ScheduledJobs(self, "Schedules", settings=settings, tiers=self.tiers,
+                                            alarm_topic=self.alarm_topic)
         self.dashboard = Dashboard(self, "Dashboard", stage=stage, tiers=self.tiers)
         self._discovery()
 

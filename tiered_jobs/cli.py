@@ -12,6 +12,7 @@ and a non-zero exit code: 2 for a mistake in the command, 1 for everything else.
 from __future__ import annotations
 
 import json
+from datetime import timezone
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Optional
@@ -21,7 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import teardown
+from . import scheduling, teardown
 from . import status as status_reads
 from .contract.names import STAGE_NAME_PATTERN, Env, stack_name
 from .local.cli import app as local_app
@@ -86,7 +87,10 @@ def publish(
     key: str = typer.Option(..., "--key", "-k", help="Idempotency key (the business id, e.g. pay_123)."),
     payload: str = typer.Option("{}", "--payload", "-p", help="Payload as a JSON object."),
     tier: Optional[str] = typer.Option(None, "--tier", help="Override the routing table."),
-    delay: Optional[int] = typer.Option(None, "--delay", help="Seconds before the job becomes visible (0-900)."),
+    delay: Optional[int] = typer.Option(
+        None, "--delay", help="Seconds before the job runs (beyond 900: through a one-time schedule)."),
+    at: Optional[str] = typer.Option(
+        None, "--at", help="When the job runs: ISO 8601 with a time zone, e.g. 2030-05-01T09:00:00+02:00."),
 ) -> None:
     """Publish one job, routed like every other publisher's."""
     with _errors():
@@ -95,12 +99,82 @@ def publish(
         except ValueError as exc:
             raise CliError(f"--payload is not valid JSON: {exc}", 2) from None
         target: Target = ctx.obj
-        publisher = Publisher.from_deployment(target.deployment(), sqs=target.client("sqs"))
-        result = publisher.publish(job_type, data, key, tier=tier, delay=delay)
+        when = _iso_datetime(at, "--at") if at is not None else None
+        result = _publisher(target).publish(job_type, data, key, tier=tier, delay=delay, at=when)
+        if result.schedule_name is not None:
+            state = "Already scheduled" if result.already_scheduled else "Scheduled"
+            _console().print(
+                f"{state}: {escape(job_type)} (key {escape(repr(key))}) to tier [bold]{result.tier}[/] at "
+                f"{result.fire_at.isoformat() if result.fire_at else '?'} (one-time schedule {result.schedule_name}; "
+                f"cancel with: tiered-jobs cancel {escape(job_type)} {escape(key)})"
+            )
+            return
         _console().print(
             f"Published {escape(job_type)} (key {escape(repr(key))}) to tier [bold]{result.tier}[/]: "
             f"message {result.message_id}"
         )
+
+
+def _publisher(target: Target) -> Publisher:
+    """The stage's publisher; where one-time jobs go is looked up only if a job needs it."""
+    deployment = target.deployment()
+    return Publisher.from_deployment(
+        deployment, sqs=target.client("sqs"), scheduler=target.client("scheduler"),
+        scheduling=lambda: _scheduling_target(target),
+    )
+
+
+def _scheduling_target(target: Target) -> scheduling.SchedulingTarget:
+    return scheduling.locate(target.stage, target.stack_name, list(target.deployment().tiers),
+                             cloudformation=target.client("cloudformation"), ssm=target.client("ssm"))
+
+
+def _iso_datetime(text: str, option: str) -> Any:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise CliError(f"{option} {text!r} is not an ISO 8601 date-time (e.g. 2030-05-01T09:00:00+02:00)", 2) from None
+
+
+@app.command()
+def cancel(
+    ctx: typer.Context,
+    job_type: str = typer.Argument(..., metavar="TYPE", help="The job type it was published with."),
+    key: str = typer.Argument(..., metavar="KEY", help="Its idempotency key."),
+) -> None:
+    """Cancel a job published for later (one-time schedule); jobs delayed by SQS itself cannot be."""
+    with _errors():
+        if _publisher(ctx.obj).cancel(job_type, key):
+            _console().print(f"Cancelled {escape(job_type)} (key {escape(repr(key))}): it will not run.")
+        else:
+            raise CliError(f"no pending scheduled job {job_type} (key {key!r}): never scheduled, or already sent")
+
+
+@app.command("schedules")
+def schedules_command(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Periodic jobs and pending one-time jobs of the stage, with their next fire time."""
+    with _errors():
+        target: Target = ctx.obj
+        jobs = scheduling.list_scheduled(target.client("scheduler"), _scheduling_target(target))
+        if as_json:
+            _console().print_json(data={"stage": target.stage, "schedules": [job.to_dict() for job in jobs]})
+            return
+        table = Table(title=f"Scheduled jobs · stage {target.stage}")
+        for title in ("Name", "Kind", "Expression", "Time zone", "Job type", "Tier", "Next fire (UTC)", "Key"):
+            table.add_column(title, overflow="fold")
+        for job in jobs:
+            next_fire = job.next_fire.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if job.next_fire else (
+                "disabled" if job.state != "ENABLED" else "–")
+            table.add_row(job.name, job.kind, job.expression, job.timezone, escape(job.job_type or "?"),
+                          job.tier or "?", next_fire, escape(job.idempotency_key or ""))
+        _console().print(table)
+        if not jobs:
+            _console(stderr=True).print("note: no schedules in this stage")
 
 
 # -- status -------------------------------------------------------------------------------------

@@ -262,7 +262,7 @@ def test_stages_do_not_collide(default_synth, custom_synth):
             found |= {r["Properties"][prop] for r in synth.resources(type_).values() if prop in r["Properties"]}
         return found
     dev, qa = names(default_synth), names(custom_synth)
-    assert len(dev) == 6 + 4 + 18 + 17 + 1
+    assert len(dev) == 6 + 4 + 18 + 17 + 1 + 1 + 3  # ... + the schedules alarm and 3 schedules SSM parameters
     assert not dev & qa
     assert queue_name("qa", "critical") in qa and f"/tiered-jobs/qa/tiers/critical/{Ssm.TIER_QUEUE_URL}" in qa
 
@@ -275,7 +275,7 @@ def test_dashboard_shows_every_tier_and_alarm(default_synth):
     for name in (Metrics.PROCESSED, Metrics.SUCCEEDED, Metrics.FAILED, Metrics.RETRIED, Metrics.DEAD_LETTERED,
                  Metrics.DUPLICATE, "ApproximateAgeOfOldestMessage", "Duration"):
         assert name in body
-    assert len(default_synth.resources("AWS::CloudWatch::Alarm")) == 18
+    assert len(default_synth.resources("AWS::CloudWatch::Alarm")) == 18 + 1  # 6 per tier + schedules undelivered
     assert '\\"type\\":\\"alarm\\"' in body
 
 

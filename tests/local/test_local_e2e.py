@@ -17,7 +17,7 @@ import pytest
 from local_support import child_pids, port_is_free, wait_until
 
 from tiered_jobs.contract.envelope import build
-from tiered_jobs.contract.names import Alarms, DeadLetter, Env, Handlers
+from tiered_jobs.contract.names import Alarms, DeadLetter, Env, Handlers, Schedules
 from tiered_jobs.local.session import LocalSession
 from tiered_jobs.publisher import InvalidJobError, Publisher
 
@@ -81,7 +81,9 @@ def test_deployment_is_read_back_from_the_deployed_resources(session):
     mappings = clients("lambda").list_event_source_mappings()["EventSourceMappings"]
     assert {m["State"] for m in mappings} == {"Disabled"}  # moto's own: would run Docker
     alarms = clients("cloudwatch").describe_alarms(AlarmNamePrefix=Alarms.prefix("local"), MaxRecords=100)
-    assert len(alarms["MetricAlarms"]) == 3 * len(Alarms.KINDS)
+    names = {alarm["AlarmName"] for alarm in alarms["MetricAlarms"]}
+    assert names == {Alarms.name("local", tier, kind) for tier in deployment.tiers for kind in Alarms.KINDS} | {
+        Schedules.dlq_alarm_name("local")}
     ttl = clients("dynamodb").describe_time_to_live(TableName=deployment.idempotency_table)
     assert ttl["TimeToLiveDescription"]["TimeToLiveStatus"] == "ENABLED"
     policy = clients("sqs").get_queue_attributes(QueueUrl=critical.queue_url, AttributeNames=["Policy"])

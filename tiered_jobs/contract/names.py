@@ -254,3 +254,46 @@ def queue_name(stage: str, tier: str, *, dlq: bool = False) -> str:
 def function_name(stage: str, role: str) -> str:
     """Explicit function names (``role`` is ``replay`` or a tier's ``<tier>-consumer``)."""
     return f"{PROJECT}-{stage}-{role}"
+
+
+class Schedules:
+    """Names of the scheduled-jobs parts of a stage (EventBridge Scheduler; see ``contract.schedules``)."""
+
+    #: ``cdk.json`` key of the periodic jobs.
+    SETTINGS_KEY = "schedules"
+
+    @staticmethod
+    def group_name(stage: str) -> str:
+        """The stage's schedule group (periodic and one-time schedules): ``tiered-jobs-<stage>``."""
+        return f"{PROJECT}-{stage}"
+
+    @staticmethod
+    def dlq_alarm_name(stage: str) -> str:
+        """Alarm on the schedules DLQ; ends in no tier alarm kind, so it never equals a tier's alarm name."""
+        return f"{PROJECT}-{stage}-schedules-undelivered"
+
+    @staticmethod
+    def publisher_policy_name(stage: str) -> str:
+        return f"{PROJECT}-{stage}-publish-scheduled-jobs"
+
+    # SSM parameters (under ``Ssm.prefix(stage)``) and output keys.
+    @staticmethod
+    def ssm(stage: str, key: str) -> str:
+        """``key`` is one of the ``SSM_*`` constants below."""
+        return f"/{PROJECT}/{stage}/schedules/{key}"
+
+    SSM_GROUP_NAME = "group-name"
+    SSM_ROLE_ARN = "one-time-role-arn"
+    SSM_DLQ_ARN = "dlq-arn"
+
+    OUTPUT_GROUP_NAME = "ScheduleGroupName"
+    OUTPUT_ROLE_ARN = "SchedulerOneTimeRoleArn"
+    OUTPUT_DLQ_ARN = "SchedulesDlqArn"
+    OUTPUT_DLQ_URL = "SchedulesDlqUrl"
+    OUTPUT_PUBLISHER_POLICY_ARN = "ScheduledJobsPublisherPolicyArn"
+
+    # Publisher configuration without AWS look-ups (with ``Env.tier_var(QUEUE_ARN_VAR, tier)``).
+    ENV_GROUP_NAME = "TIERED_JOBS_SCHEDULE_GROUP"
+    ENV_ROLE_ARN = "TIERED_JOBS_SCHEDULER_ROLE_ARN"
+    ENV_DLQ_ARN = "TIERED_JOBS_SCHEDULES_DLQ_ARN"
+    QUEUE_ARN_VAR = "TIERED_JOBS_QUEUE_ARN"

@@ -44,6 +44,10 @@ Gaps, in deployment order:
    request atomic, so the embedded server handles one DynamoDB request at a time
    (:func:`serialize_dynamodb_requests`); callers stay concurrent.
 
+8. **EventBridge Scheduler**: moto's CloudFormation has no ``AWS::Scheduler::*`` types (held
+   back and created with ``CreateScheduleGroup`` / ``CreateSchedule``, gap 3), and moto stores
+   schedules but never fires them: ``tiered_jobs.local.scheduler`` fires the due ones.
+
 moto never evaluates alarms, publishes no SQS or Lambda metrics and extracts no EMF from logs:
 ``tiered_jobs.local.metrics`` and ``tiered_jobs.local.alarms`` emulate those services' parts.
 """
@@ -267,6 +271,12 @@ def create_held_back(held: Mapping[str, Mapping[str, Any]], resolver: Resolver, 
             for topic_arn in properties["Topics"]:
                 clients("sns").set_topic_attributes(
                     TopicArn=topic_arn, AttributeName="Policy", AttributeValue=json.dumps(properties["PolicyDocument"]))
+        elif kind == "AWS::Scheduler::ScheduleGroup":
+            clients("scheduler").create_schedule_group(Name=properties["Name"])
+            resolver.physical_ids[logical_id] = properties["Name"]
+        elif kind == "AWS::Scheduler::Schedule":
+            clients("scheduler").create_schedule(**properties)
+            resolver.physical_ids[logical_id] = properties["Name"]
         elif kind == "AWS::CloudWatch::Dashboard":
             clients("cloudwatch").put_dashboard(
                 DashboardName=properties["DashboardName"], DashboardBody=properties["DashboardBody"])
@@ -289,6 +299,8 @@ def deployed_attribute(clients: Callable[[str], Any]) -> Callable[[str, str, str
             return physical_id if name == "TopicArn" else physical_id.rsplit(":", 1)[1]
         if kind == "AWS::Lambda::Function" and name == "Arn":
             return clients("lambda").get_function_configuration(FunctionName=physical_id)["FunctionArn"]
+        if kind == "AWS::IAM::Role" and name == "Arn":
+            return clients("iam").get_role(RoleName=physical_id)["Role"]["Arn"]
         if kind == "AWS::DynamoDB::Table" and name == "Arn":
             return clients("dynamodb").describe_table(TableName=physical_id)["Table"]["TableArn"]
         raise NotImplementedError(f"Fn::GetAtt {kind}.{name} is not resolved by local mode; extend moto_gaps")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tiered_jobs.contract.names import Alarms
+from tiered_jobs.contract.names import Alarms, Schedules
 from tiered_jobs.local import lambda_invoke, moto_gaps
 from tiered_jobs.local.alarms import AlarmEvaluator
 from tiered_jobs.local.deploy import REPO_ROOT, Deployment, deploy, read_function, synthesize, zip_directory
@@ -36,6 +36,7 @@ from tiered_jobs.local.invokers import WorkerInvoker, worker_factory
 from tiered_jobs.local.logs import LogShipper
 from tiered_jobs.local.metrics import MetricStore
 from tiered_jobs.local.reload import CodeWatcher, copy_asset
+from tiered_jobs.local.scheduler import ScheduleRunner
 from tiered_jobs.local.server import ACCOUNT_ID, EmbeddedAws, Endpoint
 from tiered_jobs.local.sqs_metrics import DEFAULT_INTERVAL_SECONDS as SQS_METRICS_INTERVAL_SECONDS
 from tiered_jobs.local.sqs_metrics import SqsMetricsPublisher
@@ -67,9 +68,12 @@ class LocalSession:
                  alarm_interval_seconds: float = 2.0, log_sink: Callable[[str, str], None] | None = None,
                  code_source: Path | None = None, reload_interval_seconds: float | None = None,
                  on_reload: Callable[[CodeVersion], None] | None = None,
-                 sqs_metrics_interval_seconds: float = SQS_METRICS_INTERVAL_SECONDS):
+                 sqs_metrics_interval_seconds: float = SQS_METRICS_INTERVAL_SECONDS,
+                 settings: Mapping[str, Any] | None = None):
+        """``settings`` replace keys under ``tiered_jobs`` (e.g. ``{"schedules": {...}}``) for this session."""
         self._server = EmbeddedAws(port=port)
         self._tier_settings = tier_settings
+        self._settings = settings
         self._alarm_interval = alarm_interval_seconds
         self._extra_log_sink = log_sink
         self._code_source = Path(code_source or REPO_ROOT)
@@ -88,6 +92,7 @@ class LocalSession:
         self.log_shipper: LogShipper | None = None
         self.sqs_metrics: SqsMetricsPublisher | None = None
         self.watcher: CodeWatcher | None = None
+        self.scheduler: ScheduleRunner | None = None
         #: Recent log lines per function name (all of them are in CloudWatch Logs too).
         self.logs: dict[str, deque[str]] = {}
         #: Every deployed function as it is configured now (consumers and the replay function).
@@ -124,7 +129,7 @@ class LocalSession:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
         try:
             self._workdir = Path(tempfile.mkdtemp(prefix="tiered-jobs-local-"))
-            assembly = synthesize(self._workdir / "cdk.out", self._tier_settings)
+            assembly = synthesize(self._workdir / "cdk.out", self._tier_settings, self._settings)
             self.endpoint = self._server.start()
             self.deployment = deploy(self.endpoint, assembly, self.clients)
             self.functions = {tier.consumer.name: tier.consumer for tier in self.deployment.tiers.values()}
@@ -153,6 +158,10 @@ class LocalSession:
             if self._reload_interval is not None:
                 self.watcher = CodeWatcher(self._code_source, self.reload_code, interval_seconds=self._reload_interval)
                 self.watcher.start()
+            group = self.deployment.outputs.get(Schedules.OUTPUT_GROUP_NAME)
+            if group is not None:  # moto never fires schedules: the local runtime does (emulation)
+                self.scheduler = ScheduleRunner(self.clients, group)
+                self.scheduler.start()
         except BaseException:
             self.stop()
             raise
@@ -219,6 +228,8 @@ class LocalSession:
         return version
 
     def stop(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.stop()
         for function in self.functions.values():
             lambda_invoke.unregister(ACCOUNT_ID, function)
         if self.watcher is not None:
