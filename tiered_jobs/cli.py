@@ -130,6 +130,8 @@ def publish(
     payload: str = typer.Option("{}", "--payload", "-p", help="Payload as a JSON object."),
     tier: Optional[str] = typer.Option(None, "--tier", help="Override the routing table."),
     delay: Optional[int] = typer.Option(None, "--delay", help="Seconds before the job becomes visible (0-900)."),
+    tenant: Optional[str] = typer.Option(
+        None, "--tenant", help="Tenant the job is for: sent as its MessageGroupId (SQS fair queues)."),
 ) -> None:
     """Publish one job, routed like every other publisher's."""
     with _errors():
@@ -139,7 +141,7 @@ def publish(
             raise CliError(f"--payload is not valid JSON: {exc}", 2) from None
         target: Target = ctx.obj
         publisher = Publisher.from_deployment(target.deployment(), sqs=target.client("sqs"))
-        result = publisher.publish(job_type, data, key, tier=tier, delay=delay)
+        result = publisher.publish(job_type, data, key, tier=tier, delay=delay, tenant=tenant)
         _console().print(
             f"Published {escape(job_type)} (key {escape(repr(key))}) to tier [bold]{result.tier}[/]: "
             f"message {result.message_id}"
@@ -176,6 +178,7 @@ def status(
                 "alarms": {kind: alarms[name] for kind in Alarms.KINDS
                            if (name := Alarms.name(target.stage, tier, kind)) in alarms},
             })
+        _add_rates(target, rows, notes)
         if as_json:
             _console().print_json(data={"stage": target.stage, "source": deployment.source, "tiers": rows})
             return
@@ -188,8 +191,35 @@ def status(
                 _dlq_cell(row["dlq"]), _duration(row["oldest_age_seconds"]), _alarm_cell(row["alarms"]),
             )
         _console().print(table)
+        _print_rates(rows)
         for note in notes:
             _console(stderr=True).print(f"note: {escape(note)}")
+
+
+def _add_rates(target: Target, rows: list[dict[str, Any]], notes: list[str]) -> None:
+    """Each row gains ``rate_limit`` (configured, ``None``: not limited) and ``completed_per_second``."""
+    from . import rates
+
+    tiers = [row["tier"] for row in rows]
+    limits = _optional("rate limits", lambda: rates.configured(target.client("ssm"), target.stage, tiers), notes)
+    current = _optional("current rates", lambda: rates.current(target.client("cloudwatch"), target.stage, tiers), notes)
+    for row in rows:
+        limit = limits.get(row["tier"])
+        row["rate_limit"] = limit.to_dict() if limit else None
+        row["rate_limit_text"] = limit.describe() if limit else "none"
+        row["completed_per_second"] = current.get(row["tier"])
+
+
+def _print_rates(rows: list[dict[str, Any]]) -> None:
+    from .rates import LOOKBACK_SECONDS
+
+    table = Table(title="Rates")
+    for title in ("Tier", "Rate limit", f"Completed/s (last {LOOKBACK_SECONDS // 60} min)"):
+        table.add_column(title, justify="right" if title.startswith("Completed") else "left")
+    for row in rows:
+        done = row["completed_per_second"]
+        table.add_row(row["tier"], escape(row["rate_limit_text"]), "–" if done is None else f"{done:.2f}")
+    _console().print(table)
 
 
 def _queue_counts(sqs: Any, queue_url: str) -> dict[str, int]:

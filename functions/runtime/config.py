@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tiered_jobs.contract.names import Env
+from tiered_jobs.contract.rate_limits import RateLimits
 
 from .backoff import RetryPolicy
 
@@ -25,6 +26,9 @@ class TierConfig:
     retry: RetryPolicy
     idempotency_ttl_seconds: int = 86_400
     accounts_table: str | None = None
+    #: The tier's rate limits and the table of their buckets (``None``: the tier is not limited).
+    rate_limits: RateLimits | None = None
+    rate_limit_table: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TierConfig:
@@ -40,8 +44,9 @@ class TierConfig:
                 jitter=float(env.get(Env.RETRY_JITTER, "0.2")),
             )
             ttl = int(env.get(Env.IDEMPOTENCY_TTL_SECONDS, "86400"))
-        except ValueError as exc:
-            raise ConfigurationError(f"malformed retry/idempotency settings: {exc}") from exc
+            rate_limits = RateLimits.from_json(env[Env.RATE_LIMITS]) if env.get(Env.RATE_LIMITS) else None
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ConfigurationError(f"malformed retry/idempotency/rate-limit settings: {exc}") from exc
         return cls(
             stage=env[Env.STAGE],
             tier=env[Env.TIER],
@@ -51,4 +56,6 @@ class TierConfig:
             retry=retry,
             idempotency_ttl_seconds=ttl,
             accounts_table=env.get(Env.ACCOUNTS_TABLE) or None,
+            rate_limits=rate_limits,
+            rate_limit_table=env.get(Env.RATE_LIMIT_TABLE) or None,
         )

@@ -19,7 +19,11 @@ OUTCOME_METRICS: dict[str, tuple[str, ...]] = {
     "dead_lettered": (M.FAILED, M.DEAD_LETTERED),
     # The DLQ refused the copy: the message stays and comes back; a failure all the same.
     "kept": (M.FAILED,),
+    # Held by the rate limit and re-sent with a delay: not an attempt, not a failure.
+    "rate_limited": (M.RATE_LIMITED,),
 }
+#: Outcomes that are not attempts: they count neither as processed nor in the duration.
+NOT_ATTEMPTS = frozenset({"rate_limited"})
 
 
 class BatchMetrics:
@@ -31,9 +35,11 @@ class BatchMetrics:
 
     def record(self, job_type: str, outcome: str, duration_ms: float) -> None:
         counts = self._counts[job_type]
-        counts[M.PROCESSED] += 1
         for name in OUTCOME_METRICS[outcome]:
             counts[name] += 1
+        if outcome in NOT_ATTEMPTS:
+            return
+        counts[M.PROCESSED] += 1
         self._durations[job_type].append(round(duration_ms, 3))
 
     def totals(self) -> dict[str, int]:
@@ -53,7 +59,7 @@ class BatchMetrics:
             emf.add_dimension(name=M.DIM_STAGE, value=self.stage)
             emf.add_dimension(name=M.DIM_TIER, value=self.tier)
             emf.add_dimensions(**{M.DIM_STAGE: self.stage, M.DIM_TIER: self.tier, M.DIM_JOB_TYPE: job_type})
-            for name in (M.PROCESSED, M.SUCCEEDED, M.FAILED, M.RETRIED, M.DEAD_LETTERED, M.DUPLICATE):
+            for name in (M.PROCESSED, M.SUCCEEDED, M.FAILED, M.RETRIED, M.DEAD_LETTERED, M.DUPLICATE, M.RATE_LIMITED):
                 emf.add_metric(name=name, unit=MetricUnit.Count, value=counts.get(name, 0))
             for value in self._durations[job_type]:
                 emf.add_metric(name=M.DURATION, unit=MetricUnit.Milliseconds, value=value)
