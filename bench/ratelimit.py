@@ -37,6 +37,7 @@ def measure(jobs: int = 200, per_second: float = 5.0, burst: int = 5, concurrenc
             ) -> dict[str, Any]:
     import boto3
 
+    from functions.runtime import ratelimit as limiter
     from functions.runtime.backoff import RetryPolicy
     from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
     from tiered_jobs.local.server import EmbeddedAws, client_environment
@@ -48,7 +49,19 @@ def measure(jobs: int = 200, per_second: float = 5.0, burst: int = 5, concurrenc
         table = create_rate_limit_table(tier.dynamodb, "ratelimit-buckets")
         counter = CallCounter()
         done: list[float] = []
+        waits: list[float] = []
+        slots: list[float] = []
         lock = threading.Lock()
+        claim = limiter.TokenBucket.claim
+
+        def observed_claim(bucket, wanted: int, max_wait_seconds: float):
+            """The limiter's own claim; the bench only notes how long its jobs will wait (billed time)."""
+            granted = claim(bucket, wanted, max_wait_seconds)
+            now = time.time()
+            with lock:
+                waits.extend(max(0.0, start - now) for start in granted.starts)
+                slots.extend(granted.starts)
+            return granted
 
         def completed(params: dict, **_: Any) -> None:
             if params.get("TableName") == tier.idempotency_table:
@@ -62,6 +75,7 @@ def measure(jobs: int = 200, per_second: float = 5.0, burst: int = 5, concurrenc
 
         runtime = consumer_runtime(tier, clients=clients, esm_sqs=boto3.client("sqs"), concurrency=concurrency,
                                    retry=retry, batch_size=batch_size, rate_limits=limits, rate_limit_table=table)
+        limiter.TokenBucket.claim = observed_claim
         published = time.time()
         for batch in chunks(analytics_bodies(jobs, prefix="limited"), 10):
             tier.sqs.send_message_batch(QueueUrl=tier.queue_url, Entries=[
@@ -71,6 +85,7 @@ def measure(jobs: int = 200, per_second: float = 5.0, burst: int = 5, concurrenc
             drain(tier, timeout=max(120, 3 * jobs / per_second), poll=0.5, quiet_checks=2)
         finally:
             runtime.stop(timeout=60)
+            limiter.TokenBucket.claim = claim
         dead_letters = int(tier.sqs.get_queue_attributes(QueueUrl=tier.dlq_url, AttributeNames=[
             "ApproximateNumberOfMessages"])["Attributes"]["ApproximateNumberOfMessages"])
         stats = runtime.stats.snapshot()
@@ -78,12 +93,14 @@ def measure(jobs: int = 200, per_second: float = 5.0, burst: int = 5, concurrenc
         sqs_ops = counter.by_operation("sqs")
     return summarize(sorted(done), jobs=jobs, per_second=per_second, burst=burst, concurrency=concurrency,
                      published=published, dead_letters=dead_letters, stats=stats, limiter_calls=limiter_calls,
-                     resend_calls=sqs_ops.get("SendMessageBatch", 0), window_seconds=window_seconds)
+                     resend_calls=sqs_ops.get("SendMessageBatch", 0), window_seconds=window_seconds,
+                     wait_seconds=sum(waits), slots=sorted(slots))
 
 
 def summarize(done: list[float], *, jobs: int, per_second: float, burst: int, concurrency: int, published: float,
               dead_letters: int, stats: dict[str, Any], limiter_calls: dict[str, int],
-              resend_calls: int, window_seconds: float = WINDOW_SECONDS) -> dict[str, Any]:
+              resend_calls: int, window_seconds: float = WINDOW_SECONDS, wait_seconds: float = 0.0,
+              slots: list[float] | None = None) -> dict[str, Any]:
     """The figures of one run from its completion times (epoch seconds, sorted).
 
     A token bucket lets ``burst`` jobs go at once, then ``per_second``: the rate is measured from
@@ -97,6 +114,11 @@ def summarize(done: list[float], *, jobs: int, per_second: float, burst: int, co
                for begin in _window_starts(start, last, window_seconds)]
     mean = (len(steady) - 1) / (last - start) if last > start else float("inf")
     low, high = per_second * (1 - TOLERANCE), per_second * (1 + TOLERANCE)
+    # The limiter's own guarantee, checked on the completions: by any time t, at most
+    # burst + rate * (t - first slot) jobs may have completed. Jobs that start late (a slow
+    # consumer) may bunch up in a short window afterwards, never get ahead of the limit.
+    origin = (slots or done)[0]
+    ahead = max(k + 1 - (burst + per_second * (t - origin)) for k, t in enumerate(done))
     failures = dead_letters + stats["item_failures"] + stats["invocation_errors"]
     per_1000 = 1000 / jobs
     return {
@@ -110,7 +132,9 @@ def summarize(done: list[float], *, jobs: int, per_second: float, burst: int, co
         "window_max": round(max(windows), 2) if windows else None,
         "window_stdev": round(statistics.pstdev(windows), 3) if len(windows) > 1 else 0.0,
         "band": [low, high],
-        "within_band": low <= mean <= high and all(low <= w <= high for w in windows),
+        "within_band": low <= mean <= high,
+        "windows_within_band": all(low <= w <= high for w in windows),
+        "most_jobs_ahead_of_the_limit": round(ahead, 3),
         "failures": failures, "dead_letters": dead_letters, "item_failures": stats["item_failures"],
         "invocation_errors": stats["invocation_errors"],
         "batches": stats["batches"], "records_received": stats["records"],
@@ -119,6 +143,7 @@ def summarize(done: list[float], *, jobs: int, per_second: float, burst: int, co
         "limiter_dynamodb_calls_per_1000_total": sum(limiter_calls.values()) * per_1000,
         "limiter_dynamodb_calls_per_batch": round(sum(limiter_calls.values()) / max(1, stats["batches"]), 3),
         "resend_sqs_calls_per_1000": resend_calls * per_1000,
+        "wait_seconds_per_job": round(wait_seconds / max(1, len(done)), 4),
     }
 
 

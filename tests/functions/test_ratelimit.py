@@ -247,3 +247,17 @@ def test_invalid_and_unknown_jobs_take_no_token(tier):
     tier.publish("analytics.record_event", {"event": "page_view"}, "ok-1")
     assert tier.run_batch(consumer) == {"batchItemFailures": []}
     assert len(tier.dlq_messages()) == 2 and delayed(tier) == 0  # the one token went to the real job
+
+
+def test_a_replayed_letter_starts_its_attempts_afresh():
+    from functions.replay.letters import Letter
+
+    letter = Letter.from_message({
+        "MessageId": "m", "ReceiptHandle": "r", "Body": json.dumps({"type": "x", "idempotency_key": "k", "payload": {}}),
+        "Attributes": {"SentTimestamp": "0"}, "MessageAttributes": {
+            Attributes.PRIOR_ATTEMPTS: {"DataType": "Number", "StringValue": "3"},
+            DeadLetter.REASON: {"DataType": "String", "StringValue": DeadLetter.REASON_RETRIES_EXHAUSTED},
+            "team": {"DataType": "String", "StringValue": "growth"},
+        }})
+    attributes = letter.replay_attributes("2026-11-29T10:00:00Z")
+    assert Attributes.PRIOR_ATTEMPTS not in attributes and "team" in attributes

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from infra_support import default_synth, find_consumer, find_queue, policy_statements, referenced_ids, synthesize  # noqa: F401
+from infra_support import find_consumer, find_queue, policy_statements, referenced_ids, synthesize
 
 from infra.settings import AppSettings, SettingsError
 from tiered_jobs.contract.names import Env, Metrics, Ssm
@@ -31,8 +31,10 @@ def bucket_table(synth) -> str:
     return key
 
 
-def test_no_rate_limit_no_bucket_table(default_synth):
-    tables = default_synth.resources("AWS::DynamoDB::Table").values()
+def test_no_rate_limit_no_bucket_table(tmp_path_factory):
+    from infra_support import _once
+
+    tables = _once(tmp_path_factory, "default").resources("AWS::DynamoDB::Table").values()
     assert all(t["Properties"]["KeySchema"][0]["AttributeName"] != BUCKET_KEY_ATTRIBUTE for t in tables)
 
 

@@ -37,9 +37,12 @@ class LocalSession:
     """Starts everything in :meth:`start`, stops everything in :meth:`stop`."""
 
     def __init__(self, *, port: int = 0, tier_settings: Mapping[str, Any] | None = None,
-                 alarm_interval_seconds: float = 2.0, log_sink: Callable[[str, str], None] | None = None):
+                 alarm_interval_seconds: float = 2.0, log_sink: Callable[[str, str], None] | None = None,
+                 settings: Mapping[str, Any] | None = None):
         self._server = EmbeddedAws(port=port)
         self._tier_settings = tier_settings
+        #: Keys under ``tiered_jobs`` replaced for this session (e.g. ``tiers`` with a rate limit).
+        self._settings = settings
         self._alarm_interval = alarm_interval_seconds
         self._extra_log_sink = log_sink
         self._workdir: Path | None = None
@@ -79,7 +82,7 @@ class LocalSession:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
         try:
             self._workdir = Path(tempfile.mkdtemp(prefix="tiered-jobs-local-"))
-            assembly = synthesize(self._workdir / "cdk.out", self._tier_settings)
+            assembly = synthesize(self._workdir / "cdk.out", self._tier_settings, self._settings)
             self.endpoint = self._server.start()
             self.deployment = deploy(self.endpoint, assembly, self.clients)
             self.metrics = MetricStore(self.clients("cloudwatch"))
