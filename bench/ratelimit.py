@@ -32,7 +32,7 @@ WINDOW_SECONDS = 5
 TOLERANCE = 0.2
 
 
-def measure(jobs: int = 200, per_second: float = 5.0, burst: int = 5, concurrency: int = 20,
+def measure(jobs: int = 200, per_second: float = 5.0, burst: int = 1, concurrency: int = 20,
             max_wait_seconds: float = 10.0, batch_size: int = 10, window_seconds: float = WINDOW_SECONDS,
             ) -> dict[str, Any]:
     import boto3
