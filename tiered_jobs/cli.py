@@ -178,9 +178,10 @@ def status(
                 "alarms": {kind: alarms[name] for kind in Alarms.KINDS
                            if (name := Alarms.name(target.stage, tier, kind)) in alarms},
             })
-        _add_rates(target, rows, notes)
+        rates = _rates(target, [row["tier"] for row in rows], notes)
         if as_json:
-            _console().print_json(data={"stage": target.stage, "source": deployment.source, "tiers": rows})
+            _console().print_json(data={"stage": target.stage, "source": deployment.source, "tiers": rows,
+                                        "rates": rates})
             return
         table = Table(title=f"Tiered Jobs · stage {target.stage} · {deployment.source}")
         for title in ("Tier", "Visible", "In flight", "Delayed", "DLQ", "Oldest", "Alarms"):
@@ -191,34 +192,33 @@ def status(
                 _dlq_cell(row["dlq"]), _duration(row["oldest_age_seconds"]), _alarm_cell(row["alarms"]),
             )
         _console().print(table)
-        _print_rates(rows)
+        _print_rates(rates)
         for note in notes:
             _console(stderr=True).print(f"note: {escape(note)}")
 
 
-def _add_rates(target: Target, rows: list[dict[str, Any]], notes: list[str]) -> None:
-    """Each row gains ``rate_limit`` (configured, ``None``: not limited) and ``completed_per_second``."""
+def _rates(target: Target, tiers: list[str], notes: list[str]) -> dict[str, dict[str, Any]]:
+    """Per tier: the configured rate limit (``None``: not limited) and completed jobs per second."""
     from . import rates
 
-    tiers = [row["tier"] for row in rows]
     limits = _optional("rate limits", lambda: rates.configured(target.client("ssm"), target.stage, tiers), notes)
     current = _optional("current rates", lambda: rates.current(target.client("cloudwatch"), target.stage, tiers), notes)
-    for row in rows:
-        limit = limits.get(row["tier"])
-        row["rate_limit"] = limit.to_dict() if limit else None
-        row["rate_limit_text"] = limit.describe() if limit else "none"
-        row["completed_per_second"] = current.get(row["tier"])
+    return {tier: {"rate_limit": limits[tier].to_dict() if tier in limits else None,
+                   "rate_limit_text": limits[tier].describe() if tier in limits else "none",
+                   "completed_per_second": current.get(tier)} for tier in tiers}
 
 
-def _print_rates(rows: list[dict[str, Any]]) -> None:
+def _print_rates(rates: dict[str, dict[str, Any]]) -> None:
+    from rich import box
+
     from .rates import LOOKBACK_SECONDS
 
-    table = Table(title="Rates")
+    table = Table(title="Rates", box=box.SIMPLE_HEAD)
     for title in ("Tier", "Rate limit", f"Completed/s (last {LOOKBACK_SECONDS // 60} min)"):
         table.add_column(title, justify="right" if title.startswith("Completed") else "left")
-    for row in rows:
-        done = row["completed_per_second"]
-        table.add_row(row["tier"], escape(row["rate_limit_text"]), "–" if done is None else f"{done:.2f}")
+    for tier, rate in rates.items():
+        done = rate["completed_per_second"]
+        table.add_row(tier, escape(rate["rate_limit_text"]), "–" if done is None else f"{done:.2f}")
     _console().print(table)
 
 

@@ -45,6 +45,6 @@ def test_status_shows_the_configured_and_the_current_rate(cli, deployment):
     critical = next(line for line in result.stdout.splitlines() if "critical" in line and "none" in line)
     assert "0.00" in critical
 
-    rows = {row["tier"]: row for row in json.loads(cli("status", "--json").stdout)["tiers"]}
+    rows = json.loads(cli("status", "--json").stdout)["rates"]
     assert rows["bulk"]["rate_limit"]["tier"] == {"per_second": 5, "burst": 5}
     assert rows["bulk"]["completed_per_second"] == 2.0 and rows["critical"]["rate_limit"] is None
