@@ -15,6 +15,7 @@ from .tier import Tier
 #: Job outcomes graphed per tier, in the order of a job's life.
 JOB_METRICS = (
     Metrics.PROCESSED, Metrics.SUCCEEDED, Metrics.FAILED, Metrics.RETRIED, Metrics.DEAD_LETTERED, Metrics.DUPLICATE,
+    Metrics.RATE_LIMITED,
 )
 
 
@@ -57,3 +58,25 @@ class Dashboard(Construct):
                     left=[tier.consumer.metric_duration(statistic=s, period=minute) for s in ("p50", "p99", "Maximum")],
                 ),
             )
+            if tier.settings.limits is not None:
+                self.dashboard.add_widgets(_rate_widget(stage, tier))
+
+
+def _rate_widget(stage: str, tier: Tier) -> cloudwatch.GraphWidget:
+    """Completions per second against the tier-wide limit, and jobs held back per minute."""
+    limits = tier.settings.limits
+    assert limits is not None
+    minute = Duration.minutes(1)
+    done = cloudwatch.MathExpression(
+        expression="done / 60", using_metrics={"done": tier.job_metric(stage, Metrics.SUCCEEDED, period=minute)},
+        label="completed per second", period=minute,
+    )
+    annotations = [cloudwatch.HorizontalAnnotation(value=limits.tier.per_second, label="tier rate limit")] \
+        if limits.tier is not None else []
+    return cloudwatch.GraphWidget(
+        title=f"{tier.name}: rate limit {limits.describe()}",
+        width=24,
+        left=[done],
+        left_annotations=annotations,
+        right=[tier.job_metric(stage, Metrics.RATE_LIMITED, period=minute)],
+    )

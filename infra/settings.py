@@ -29,8 +29,11 @@ from tiered_jobs.contract.names import (
     STAGE_NAME_PATTERN,
     TIER_NAME_PATTERN,
 )
+from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
 from tiered_jobs.contract.routing import Routes, UnknownRouteError
 from tiered_jobs.contract.schedules import ONE_TIME_PREFIX, PERIODIC_NAME, periodic_problems
+
+from . import rate_limit_settings
 
 #: Retention periods CloudWatch Logs accepts (days).
 LOG_RETENTION_DAYS: tuple[int, ...] = (
@@ -99,6 +102,14 @@ class TierSettings:
     failure_rate_alarm_percent: float = 1.0
     #: Alarm when the consumer's p99 duration exceeds this share of its timeout.
     duration_alarm_percent_of_timeout: float = 80.0
+    #: Tier-wide rate limit: jobs per second across every consumer of the tier (``None``: no limit).
+    rate_limit_per_second: float | None = None
+    #: Jobs the tier-wide bucket saves up while idle (``None`` in cdk.json: one second's worth).
+    rate_limit_burst: int | None = None
+    #: Per job-type glob, its own bucket: ``{"notifications.*": RateLimit(14, 14)}``.
+    rate_limits: Mapping[str, RateLimit] = field(default_factory=dict)
+    #: Longest wait for tokens inside one invocation (``None`` in cdk.json: min(10, timeout / 2)).
+    rate_limit_max_wait_seconds: float | None = None
 
     @property
     def visibility_timeout(self) -> int:
@@ -118,6 +129,15 @@ class TierSettings:
     @property
     def max_receive_count(self) -> int:
         return self.redrive_max_receive_count if self.redrive_max_receive_count is not None else self.max_attempts
+
+    @property
+    def limits(self) -> RateLimits | None:
+        """The tier's rate limits as the consumer reads them, or ``None`` when it has none."""
+        tier_limit = None
+        if self.rate_limit_per_second is not None:
+            tier_limit = RateLimit(self.rate_limit_per_second, self.rate_limit_burst or 1)
+        limits = RateLimits(tier_limit, dict(self.rate_limits), self.rate_limit_max_wait_seconds or 0.0)
+        return limits if limits.enabled else None
 
     @property
     def duration_alarm_threshold_ms(self) -> float:
@@ -338,6 +358,10 @@ def _build_tier(name: Any, raw: Any) -> TierSettings:
     v["oldest_message_age_alarm_seconds"] = num("oldest_message_age_alarm_seconds", 1)
     v["failure_rate_alarm_percent"] = _percent(merged, "failure_rate_alarm_percent", base, where)
     v["duration_alarm_percent_of_timeout"] = _percent(merged, "duration_alarm_percent_of_timeout", base, where)
+    try:
+        v.update(rate_limit_settings.parse(merged, v))
+    except ValueError as exc:
+        raise SettingsError(f"{where}: {exc}") from None
     tier = TierSettings(name=name, **v)
     _check_guardrails(tier, where)
     return tier

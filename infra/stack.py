@@ -9,6 +9,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from tiered_jobs.contract.names import RETAINED_RESOURCE_TYPES, STAGE_TAG, Outputs, Ssm, stack_name
+from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE
 
 from .dashboard import Dashboard
 from .function import LambdaPlatform
@@ -39,6 +40,11 @@ class TieredJobsStack(Stack):
         ).table
         self.accounts = DataTable(self, "Accounts", settings=settings, partition_key=ACCOUNTS_PARTITION_KEY).table
         self.alarm_topic = AlarmTopic(self, "AlarmTopic", settings=settings).topic
+        # Token buckets of the rate-limited tiers (only when one has a limit): their own table, so
+        # each consumer's policy names one action on its own items (docs/consumer.md, "Rate limits").
+        self.rate_limits = DataTable(
+            self, "RateLimits", settings=settings, partition_key=BUCKET_KEY_ATTRIBUTE,
+        ).table if any(tier.limits is not None for tier in settings.tiers) else None
         accounts_tiers = settings.accounts_tiers()
         self.tiers = [
             Tier(
@@ -51,6 +57,7 @@ class TieredJobsStack(Stack):
                     idempotency_table=self.idempotency,
                     alarm_topic=self.alarm_topic,
                     accounts_table=self.accounts if tier.name in accounts_tiers else None,
+                    rate_limit_table=self.rate_limits,
                 ),
             )
             for tier in settings.tiers

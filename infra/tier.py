@@ -12,12 +12,15 @@ from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from tiered_jobs.contract.names import Alarms, Env, Handlers, Metrics, function_name, queue_name
+from tiered_jobs.contract.names import Alarms, Env, Handlers, Metrics, Ssm, function_name, queue_name
+from tiered_jobs.contract.rate_limits import tier_key_prefix
 
 from .function import FunctionProps, LambdaPlatform
 from .nag import acknowledge
@@ -33,6 +36,8 @@ class TierProps:
     alarm_topic: sns.ITopic
     #: Only for the tiers the routes send account jobs to (least privilege).
     accounts_table: dynamodb.ITable | None = None
+    #: The token buckets' table; required when the tier has a rate limit.
+    rate_limit_table: dynamodb.ITable | None = None
 
 
 class Tier(Construct):
@@ -100,6 +105,11 @@ class Tier(Construct):
         }
         if props.accounts_table is not None:
             environment[Env.ACCOUNTS_TABLE] = props.accounts_table.table_name
+        if tier.limits is not None:
+            if props.rate_limit_table is None:
+                raise ValueError(f"tier {tier.name!r} has a rate limit: TierProps needs rate_limit_table")
+            environment[Env.RATE_LIMITS] = tier.limits.to_json()
+            environment[Env.RATE_LIMIT_TABLE] = props.rate_limit_table.table_name
         self.consumer = props.platform.function(
             self,
             "Consumer",
@@ -144,8 +154,26 @@ class Tier(Construct):
         props.idempotency_table.grant_read_write_data(self.consumer)
         if props.accounts_table is not None:
             props.accounts_table.grant_read_write_data(self.consumer)
+        self._rate_limit(props)
 
         self.alarms = self._alarms(stage, props.alarm_topic)
+
+    def _rate_limit(self, props: TierProps) -> None:
+        """A rate-limited consumer claims tokens (``GetItem`` + ``UpdateItem`` on its own tier's bucket items only)
+        and re-sends the jobs it holds back to its own queue; operators find the limits in SSM."""
+        limits = self.settings.limits
+        if limits is None or props.rate_limit_table is None:
+            return
+        self.consumer.add_to_role_policy(iam.PolicyStatement(
+            actions=["dynamodb:GetItem", "dynamodb:UpdateItem"],
+            resources=[props.rate_limit_table.table_arn],
+            conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{tier_key_prefix(self.name)}*"]}},
+        ))
+        self.queue.grant_send_messages(self.consumer)
+        ssm.StringParameter(
+            self, "RateLimitsParam", parameter_name=Ssm.tier(props.settings.stage, self.name, Ssm.TIER_RATE_LIMITS),
+            string_value=limits.to_json(), description=f"{self.name} tier: rate limits (JSON)",
+        )
 
     def job_metric(self, stage: str, metric_name: str, *, statistic: str = "Sum",
                    period: Duration = Duration.minutes(5)) -> cloudwatch.Metric:

@@ -91,6 +91,8 @@ def publish(
         None, "--delay", help="Seconds before the job runs (beyond 900: through a one-time schedule)."),
     at: Optional[str] = typer.Option(
         None, "--at", help="When the job runs: ISO 8601 with a time zone, e.g. 2030-05-01T09:00:00+02:00."),
+    tenant: Optional[str] = typer.Option(
+        None, "--tenant", help="Tenant the job is for: sent as its MessageGroupId (SQS fair queues)."),
 ) -> None:
     """Publish one job, routed like every other publisher's."""
     with _errors():
@@ -100,7 +102,7 @@ def publish(
             raise CliError(f"--payload is not valid JSON: {exc}", 2) from None
         target: Target = ctx.obj
         when = _iso_datetime(at, "--at") if at is not None else None
-        result = _publisher(target).publish(job_type, data, key, tier=tier, delay=delay, at=when)
+        result = _publisher(target).publish(job_type, data, key, tier=tier, delay=delay, at=when, tenant=tenant)
         if result.schedule_name is not None:
             state = "Already scheduled" if result.already_scheduled else "Scheduled"
             _console().print(
@@ -206,8 +208,10 @@ def status(
                 "oldest_age_seconds": ages.get(tier),
                 "alarms": status_reads.tier_alarms(alarms, target.stage, tier),
             })
+        rates = _rates(target, [row["tier"] for row in rows], notes)
         if as_json:
-            _console().print_json(data={"stage": target.stage, "source": deployment.source, "tiers": rows})
+            _console().print_json(data={"stage": target.stage, "source": deployment.source, "tiers": rows,
+                                        "rates": rates})
             return
         table = Table(title=f"Tiered Jobs · stage {target.stage} · {deployment.source}")
         for title in ("Tier", "Visible", "In flight", "Delayed", "DLQ", "Oldest", "Alarms"):
@@ -218,6 +222,7 @@ def status(
                 _dlq_cell(row["dlq"]), _duration(row["oldest_age_seconds"]), status_reads.alarm_summary(row["alarms"]),
             )
         _console().print(table)
+        _print_rates(rates)
         for note in notes:
             _console(stderr=True).print(f"note: {escape(note)}")
 
@@ -225,6 +230,32 @@ def status(
 #: The reads ``status`` makes (shared with the local mode's live view); module names so tests can swap them.
 _alarm_states = status_reads.alarm_states
 _oldest_ages = status_reads.oldest_ages
+
+
+def _rates(target: Target, tiers: list[str], notes: list[str]) -> dict[str, dict[str, Any]]:
+    """Per tier: the configured rate limit (``None``: not limited) and completed jobs per second."""
+    from . import rates
+
+    limits = _optional("rate limits", lambda: rates.configured(target.client("ssm"), target.stage, tiers), notes)
+    current = _optional("current rates", lambda: rates.current(target.client("cloudwatch"), target.stage, tiers), notes)
+    return {tier: {"rate_limit": limits[tier].to_dict() if tier in limits else None,
+                   "rate_limit_text": limits[tier].describe() if tier in limits else "none",
+                   "completed_per_second": current.get(tier)} for tier in tiers}
+
+
+def _print_rates(rates: dict[str, dict[str, Any]]) -> None:
+    from rich import box
+
+    from .rates import LOOKBACK_SECONDS
+
+    table = Table(title="Rates", box=box.SIMPLE_HEAD)
+    for title in ("Tier", "Rate limit", f"Completed/s (last {LOOKBACK_SECONDS // 60} min)"):
+        table.add_column(title, justify="right" if title.startswith("Completed") else "left")
+    for tier, rate in rates.items():
+        done = rate["completed_per_second"]
+        table.add_row(tier, escape(rate["rate_limit_text"]), "–" if done is None else f"{done:.2f}")
+    _console().print(table)
+
 
 
 def _optional(what: str, read: Callable[[], dict[str, Any]], notes: list[str]) -> dict[str, Any]:

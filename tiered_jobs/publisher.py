@@ -70,6 +70,9 @@ class Job:
     delay: int | timedelta | None = None
     #: When the job should run (an aware datetime); not with ``delay``.
     at: datetime | None = None
+    #: Whom the job is for: the envelope's ``tenant`` and the message's ``MessageGroupId`` (SQS
+    #: fair queues). 1-128 letters, digits or ASCII punctuation.
+    tenant: str | None = None
 
     def describe(self) -> str:
         key = self.idempotency_key
@@ -287,9 +290,10 @@ class Publisher:
         tier: str | None = None,
         delay: int | timedelta | None = None,
         at: datetime | None = None,
+        tenant: str | None = None,
     ) -> PublishResult:
         """Publish one job; raise :class:`InvalidJobError` or :class:`PublishError` if it was not."""
-        return self.publish_batch([Job(job_type, payload, idempotency_key, tier, delay, at)])[0]
+        return self.publish_batch([Job(job_type, payload, idempotency_key, tier, delay, at, tenant)])[0]
 
     def publish_batch(self, jobs: Iterable[Job | Mapping[str, Any]]) -> list[PublishResult]:
         """Publish many jobs with as few calls as SQS allows; results are in input order.
@@ -352,7 +356,8 @@ class Publisher:
             problems.append(unserialisable)
         built = None
         try:
-            built = envelope.build(job.job_type, job.payload, job.idempotency_key)  # type: ignore[arg-type]
+            built = envelope.build(job.job_type, job.payload, job.idempotency_key,  # type: ignore[arg-type]
+                                   tenant=job.tenant)
         except envelope.EnvelopeError as exc:
             problems.extend(exc.problems)
         if built is not None:  # the job type's payload schema, if the contract ships one
@@ -434,10 +439,7 @@ class Publisher:
             try:
                 response = self.sqs.send_message_batch(
                     QueueUrl=pending[0].queue_url,
-                    Entries=[
-                        {"Id": entry_id, "MessageBody": item.body, "DelaySeconds": item.delay_seconds}
-                        for entry_id, item in by_id.items()
-                    ],
+                    Entries=[_entry(entry_id, item) for entry_id, item in by_id.items()],
                 )
             except (BotoCoreError, ClientError) as exc:
                 # botocore has already retried what is worth retrying. A timeout leaves the
@@ -467,6 +469,15 @@ class Publisher:
                 self._sleep(self.retry.wait(attempt, self._random()))
             pending = retry
         return results, None
+
+
+def _entry(entry_id: str, item: _Prepared) -> dict[str, Any]:
+    entry: dict[str, Any] = {"Id": entry_id, "MessageBody": item.body, "DelaySeconds": item.delay_seconds}
+    if item.job.tenant is not None:
+        # A standard queue with message group ids is an SQS fair queue; nothing FIFO is implied
+        # (no MessageDeduplicationId, no ordering: the idempotency key deduplicates).
+        entry["MessageGroupId"] = item.job.tenant
+    return entry
 
 
 def _result(item: _Prepared, attempts: int, **outcome: Any) -> PublishResult:
@@ -595,9 +606,10 @@ def publish(
     tier: str | None = None,
     delay: int | timedelta | None = None,
     at: datetime | None = None,
+    tenant: str | None = None,
 ) -> PublishResult:
     """:meth:`Publisher.publish` on the :func:`default_publisher`."""
-    return default_publisher().publish(job_type, payload, idempotency_key, tier=tier, delay=delay, at=at)
+    return default_publisher().publish(job_type, payload, idempotency_key, tier=tier, delay=delay, at=at, tenant=tenant)
 
 
 def cancel(job_type: str, idempotency_key: str) -> bool:

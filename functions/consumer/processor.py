@@ -31,7 +31,7 @@ from typing import Any
 from tiered_jobs.contract import envelope as envelope_rules
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter, Metrics
 
-from functions.runtime import aws
+from functions.runtime import aws, ratelimit
 from functions.runtime.config import TierConfig
 from functions.runtime.errors import PERMANENT, classify, describe
 from functions.runtime.idempotency import IdempotentRunner
@@ -60,10 +60,14 @@ class Deferred(Exception):
     """The invocation's time budget ran out before this record started: it comes back promptly."""
 
 
+class RateLimitedKept(Exception):
+    """The rate limit held the record and its re-send failed: SQS keeps it until its turn."""
+
+
 class _Invocation:
     """What one invocation accumulates (a plain class: nothing to generate at cold start)."""
 
-    __slots__ = ("remaining_ms", "margin_ms", "metrics", "backoffs", "deferred")
+    __slots__ = ("remaining_ms", "margin_ms", "metrics", "backoffs", "deferred", "gate")
 
     def __init__(self, remaining_ms: Callable[[], int], margin_ms: int, metrics: BatchMetrics):
         #: The invocation's clock: milliseconds left before Lambda stops it.
@@ -76,6 +80,8 @@ class _Invocation:
         self.backoffs: list[tuple[str, int]] = []
         #: Records left unstarted; once one is, every later one is too.
         self.deferred = 0
+        #: The rate limit's verdicts for this batch (``None``: the tier is not limited).
+        self.gate: ratelimit.Gate | None = None
 
 
 class Consumer:
@@ -100,6 +106,9 @@ class Consumer:
             logger = Logger(service=Metrics.SERVICE)
         self.logger = logger
         self._runner: IdempotentRunner | None = None
+        #: ``None`` unless the tier has a rate limit (docs/consumer.md, "Rate limits").
+        self.limiter = ratelimit.from_config(config.rate_limits, config.tier, config.rate_limit_table,
+                                             config.queue_url, client)
 
     @property
     def runner(self) -> IdempotentRunner:
@@ -117,6 +126,9 @@ class Consumer:
         invocation = _Invocation(self._remaining_time(context), self.config.time_budget_margin_ms,
                                  BatchMetrics(self.config.stage, self.config.tier))
         self.runner.register_lambda_context(context)
+        if self.limiter is not None:
+            invocation.gate = self.limiter.admit(ratelimit.batch_records(event, self.registry),
+                                                 invocation.remaining_ms() / 1000)
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
         try:
             return process_partial_response(
@@ -141,7 +153,9 @@ class Consumer:
         if invocation.deferred or invocation.remaining_ms() < invocation.margin_ms:
             self._defer(record, invocation)
         started = time.perf_counter()
-        attempt = int(record.attributes.approximate_receive_count or 1)
+        # Attempts spent by earlier copies (a job the rate limit re-sent) + this copy's receives.
+        attempt = (ratelimit.prior_attempts(record.raw_event.get("messageAttributes"))
+                   + int(record.attributes.approximate_receive_count or 1))
         job_type = INVALID_JOB_TYPE
         definition: JobDefinition | None = None
         envelope: envelope_rules.Envelope | None = None
@@ -151,10 +165,13 @@ class Consumer:
             self.logger.append_keys(
                 tier=self.config.tier, job_type=envelope.type, idempotency_key=envelope.idempotency_key,
                 message_id=record.message_id, attempt=attempt,
+                tenant=envelope.tenant or record.raw_event.get("attributes", {}).get("MessageGroupId"),
             )
             definition = self.registry.get(envelope.type)
             if definition.validate is not None:
                 definition.validate(envelope.payload)
+            if self._held(record, invocation, job_type, started):
+                return None  # re-sent with a delay: acknowledged, not an attempt
             ctx = JobContext(
                 job_type=envelope.type, idempotency_key=envelope.idempotency_key, attempt=attempt,
                 max_attempts=self.config.retry.max_attempts, tier=self.config.tier,
@@ -176,11 +193,27 @@ class Consumer:
             invocation.metrics.record(job_type, "duplicate" if duplicate else "succeeded", _ms(started))
             self.logger.debug("job done", extra={"duplicate": duplicate})
             return result
+        except RateLimitedKept:
+            raise
         except Exception as exc:  # noqa: BLE001 -- every failure is classified, none escapes unseen
             self._fail(record, invocation, exc, attempt, job_type, envelope, definition, started)
             return None  # dead-lettered: report success so SQS deletes the source copy
         finally:
-            self.logger.remove_keys(["tier", "job_type", "idempotency_key", "message_id", "attempt"])
+            self.logger.remove_keys(["tier", "job_type", "idempotency_key", "message_id", "attempt", "tenant"])
+
+    def _held(self, record: Any, invocation: _Invocation, job_type: str, started: float) -> bool:
+        """Waits until the record's turn under the rate limit; ``True`` when it was held instead."""
+        verdict = invocation.gate.enter(record.message_id) if invocation.gate is not None else None
+        if verdict is None:
+            return False
+        invocation.metrics.record(job_type, "rate_limited")  # not an attempt: no duration
+        if verdict.keep_seconds is not None:
+            invocation.backoffs.append((record.receipt_handle, verdict.keep_seconds))
+            self.logger.warning("rate limited; the re-send failed, the message stays in the queue",
+                                extra={"retry_in_seconds": verdict.keep_seconds})
+            raise RateLimitedKept("held by the rate limit; re-send failed")
+        self.logger.info("rate limited: re-sent with a delay", extra={"delay_seconds": verdict.resent_delay})
+        return True
 
     def _defer(self, record: Any, invocation: _Invocation) -> None:
         """Return the record unstarted: a batch item failure visible again in a second."""

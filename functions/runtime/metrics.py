@@ -25,10 +25,12 @@ OUTCOME_METRICS: dict[str, tuple[str, ...]] = {
     "kept": (M.PROCESSED, M.FAILED),
     # The invocation's time budget ran out before the record started: it comes back promptly.
     "deferred": (M.DEFERRED,),
+    # Held by the rate limit and re-sent with a delay: not an attempt, not a failure.
+    "rate_limited": (M.RATE_LIMITED,),
 }
 #: Every counter, in the order of the EMF document (each is written, 0 included).
 COUNTERS: tuple[str, ...] = (
-    M.PROCESSED, M.SUCCEEDED, M.FAILED, M.RETRIED, M.DEAD_LETTERED, M.DUPLICATE, M.DEFERRED,
+    M.PROCESSED, M.SUCCEEDED, M.FAILED, M.RETRIED, M.DEAD_LETTERED, M.DUPLICATE, M.DEFERRED, M.RATE_LIMITED,
 )
 
 

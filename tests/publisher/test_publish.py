@@ -171,7 +171,7 @@ def test_one_bad_job_in_a_batch_sends_nothing_and_every_bad_job_is_named(publish
     assert problems[1].startswith("job #2 nowhere.to_go (key 'k3'): no route for job type")
     assert problems[2] == (
         "job #3 has unknown key(s) 'key'; lacks key(s) 'idempotency_key' "
-        "(keys: job_type, payload, idempotency_key, tier, delay, at)"
+        "(keys: job_type, payload, idempotency_key, tier, delay, at, tenant)"
     )
     assert _nothing_sent(sqs, deployment)
 

@@ -29,6 +29,8 @@ SQS_MAX_DELAY_SECONDS = 900
 SQS_MAX_MESSAGE_ATTRIBUTES = 10
 #: Entries per SendMessageBatch / DeleteMessageBatch / ChangeMessageVisibilityBatch.
 SQS_MAX_BATCH_ENTRIES = 10
+#: What SQS accepts as a ``MessageGroupId`` (1-128 alphanumerics and punctuation); a tenant id is one.
+SQS_MESSAGE_GROUP_ID_PATTERN = re.compile(r"""^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~]{1,128}$""")
 
 
 #: Tag the stack puts on what it retains on deletion (queues, DLQs, tables, log groups):
@@ -72,6 +74,10 @@ class Env:
     #: Publisher: the routing table as a JSON object ``{job type glob: tier}`` (with the
     #: per-tier queue URLs ``tier_var(QUEUE_URL, tier)``, configures a publisher without AWS look-ups).
     ROUTES = "TIERED_JOBS_ROUTES"
+    #: Consumer: the tier's rate limits as JSON (``tiered_jobs.contract.rate_limits``); absent: no limit.
+    RATE_LIMITS = "TIERED_JOBS_RATE_LIMITS"
+    #: Consumer: the DynamoDB table holding the token buckets (set only on rate-limited tiers).
+    RATE_LIMIT_TABLE = "TIERED_JOBS_RATE_LIMIT_TABLE"
 
     @staticmethod
     def tier_var(name: str, tier: str) -> str:
@@ -125,6 +131,15 @@ class DeadLetter:
     MAX_ERROR_MESSAGE_CHARS = 1024
 
 
+class Attributes:
+    """Message attributes of our own on job messages (besides ``DeadLetter.*`` and ``Replay.*``)."""
+
+    #: Number: attempts the job had already spent before this copy of its message was sent. The
+    #: consumer re-sends a job the rate limit held back (a fresh SQS receive count) and carries the
+    #: attempts spent here, so the attempt number is ``PRIOR_ATTEMPTS + ApproximateReceiveCount``.
+    PRIOR_ATTEMPTS = "TieredJobs.PriorAttempts"
+
+
 class Replay:
     """Message attributes the replay adds to a message it moves back to its main queue."""
 
@@ -160,6 +175,8 @@ class Metrics:
     DURATION = "JobDuration"
     #: Seconds a retried record waits before its next attempt (the jittered backoff), one value per retry.
     RETRY_DELAY = "JobRetryDelay"
+    #: Records the tier's rate limit held back and re-sent with a delay: never a failure or an attempt.
+    RATE_LIMITED = "JobsRateLimited"
 
 
 class Ssm:
@@ -179,6 +196,8 @@ class Ssm:
     TIER_DLQ_URL = "dlq-url"
     TIER_DLQ_ARN = "dlq-arn"
     TIER_IDEMPOTENCY_TTL = "idempotency-ttl-seconds"
+    #: JSON of the tier's rate limits (``tiered_jobs.contract.rate_limits``); only on rate-limited tiers.
+    TIER_RATE_LIMITS = "rate-limits"
 
     @staticmethod
     def replay_function_name(stage: str) -> str:

@@ -5,6 +5,7 @@
    anyway, as a publisher skipping the schema would, they are dead-lettered at once (``permanent``);
 3. transient outages (``demo.flaky``) -> retried with backoff (1 s, 2 s) then succeed;
 4. an analytics flood on the bulk tier -> the critical tier's latency stays low (measured);
+   a rate limit: e-mails held to their provider's rate (5/s here) while payments go through at once;
 5. a bad deploy (the critical consumer pointed at a missing ledger table) -> payments are
    dead-lettered, the critical DLQ alarm goes to ALARM and pages the on-call inbox;
 6. inspect (the replay function) -> fix (roll the configuration back) -> replay -> the same
@@ -44,6 +45,14 @@ ACCOUNTS = ("acc_alice", "acc_bob", "acc_carol", "acc_dave")
 INVALID_ADDRESSES = ("not-an-address", "bob@", "@example.com")
 FLOOD_EVENTS = 400
 PROBES = 10
+#: The e-mail provider's rate in the demo (the transactional tier's limit for notifications.send_email).
+EMAIL_RATE = 5
+RATE_LIMITED_EMAILS = 40
+#: The demo's stack: cdk.json's tiers, the transactional one with the e-mail provider's limit.
+DEMO_SETTINGS: dict[str, Any] = {"tiers": {
+    "critical": {}, "bulk": {},
+    "transactional": {"rate_limits": {"notifications.send_email": {"per_second": EMAIL_RATE, "burst": 1}}},
+}}
 #: The bad deploy's ledger table: it does not exist.
 MISSING_TABLE = "payments-ledger-typo"
 #: The alarms the story itself may leave in ALARM at the end, and why: jobs it makes fail for good
@@ -242,6 +251,36 @@ class Demo:
         self.expect("flood", f"all {FLOOD_EVENTS} analytics events were processed",
                     job_total(self.session, "bulk", Metrics.SUCCEEDED) >= FLOOD_EVENTS)
 
+    def rate_limited_emails(self) -> None:
+        self.console.rule(f"A rate limit: {RATE_LIMITED_EMAILS} e-mails at {EMAIL_RATE}/s (the provider's limit), "
+                          "payments alongside")
+        sent = job_total(self.session, "transactional", Metrics.SUCCEEDED, "notifications.send_email")
+        mark = self.latency_mark("critical")
+        started = time.monotonic()
+        self.publisher.publish_batch([
+            {"job_type": "notifications.send_email", "idempotency_key": f"limited-mail-{i}",
+             "payload": {"to": f"user{i}@example.com", "subject": "Your statement"}} for i in range(RATE_LIMITED_EMAILS)])
+        self.pay("limited-pay", 8, copies=lambda _: 1)
+        payments_done = self.wait_for(lambda: len(self.new_latencies("critical", mark)) >= 8, 20)
+        payments_seconds = time.monotonic() - started
+
+        def emails_done() -> bool:
+            return job_total(self.session, "transactional", Metrics.SUCCEEDED, "notifications.send_email") - sent \
+                >= RATE_LIMITED_EMAILS
+
+        finished = self.wait_for(emails_done, 3 * RATE_LIMITED_EMAILS / EMAIL_RATE)
+        elapsed = time.monotonic() - started
+        rate = RATE_LIMITED_EMAILS / elapsed
+        held = job_total(self.session, "transactional", Metrics.RATE_LIMITED, "notifications.send_email")
+        self.figures[f"e-mails at a {EMAIL_RATE}/s limit"] = (
+            f"{RATE_LIMITED_EMAILS} in {elapsed:.1f} s = {rate:.2f}/s ({held} re-sent with a delay)")
+        self.expect("rate limit", f"all {RATE_LIMITED_EMAILS} e-mails were delivered, none failed",
+                    finished and self.dlq_depth("transactional") == len(INVALID_ADDRESSES))
+        self.expect("rate limit", f"e-mails went out no faster than {EMAIL_RATE}/s (+20 %)",
+                    rate <= EMAIL_RATE * 1.2, f"{rate:.2f}/s over {elapsed:.1f} s")
+        self.expect("rate limit", "payments published with them were done within 5 s (no limit on them)",
+                    payments_done and payments_seconds < 5, f"{payments_seconds:.1f} s")
+
     def bad_deploy_and_replay(self) -> None:
         self.console.rule("5. A bad deploy: the critical consumer points at a missing ledger table")
         consumer = self.tier("critical").consumer
@@ -368,7 +407,7 @@ class Demo:
     def run(self) -> bool:
         self.subscribe_inbox()
         for step in (self.payments_with_duplicates, self.emails, self.transient_outages, self.flood,
-                     self.bad_deploy_and_replay, self.scheduled_jobs):
+                     self.rate_limited_emails, self.bad_deploy_and_replay, self.scheduled_jobs):
             try:
                 step()
             except Exception as exc:  # noqa: BLE001 - a broken step is a failed expectation, the story goes on
@@ -409,7 +448,7 @@ def run_demo(console: Console | None = None) -> int:
     started = time.monotonic()
     console.print("[bold]Tiered Jobs, local demo[/bold]: synthesizing the real stack and deploying it into an "
                   "embedded AWS (moto) on 127.0.0.1 ...")
-    with LocalSession(settings={"schedules": DEMO_SCHEDULES}) as session:
+    with LocalSession(settings={**DEMO_SETTINGS, "schedules": DEMO_SCHEDULES}) as session:
         deployment = session.deployment
         console.print(f"deployed [bold]{deployment.stack_name}[/bold] at {session.endpoint.url} "
                       f"in {time.monotonic() - started:.0f} s; moto gaps handled:")

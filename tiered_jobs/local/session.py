@@ -70,7 +70,8 @@ class LocalSession:
                  on_reload: Callable[[CodeVersion], None] | None = None,
                  sqs_metrics_interval_seconds: float = SQS_METRICS_INTERVAL_SECONDS,
                  settings: Mapping[str, Any] | None = None):
-        """``settings`` replace keys under ``tiered_jobs`` (e.g. ``{"schedules": {...}}``) for this session."""
+        """``settings`` replace keys under ``tiered_jobs`` for this session (e.g. ``schedules``, or
+        ``tiers`` with a rate limit)."""
         self._server = EmbeddedAws(port=port)
         self._tier_settings = tier_settings
         self._settings = settings
