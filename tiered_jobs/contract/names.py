@@ -157,6 +157,8 @@ class Ssm:
     TIER_QUEUE_ARN = "queue-arn"
     TIER_DLQ_URL = "dlq-url"
     TIER_DLQ_ARN = "dlq-arn"
+    #: Seconds a finished job's idempotency record is kept (the tier's ``idempotency_ttl_seconds``).
+    TIER_IDEMPOTENCY_TTL = "idempotency-ttl-seconds"
 
     @staticmethod
     def replay_function_name(stage: str) -> str:
@@ -169,6 +171,11 @@ class Ssm:
     @staticmethod
     def accounts_table_name(stage: str) -> str:
         return f"/{PROJECT}/{stage}/accounts-table-name"
+
+    @staticmethod
+    def publisher_policy_arn(stage: str) -> str:
+        """ARN of the managed policy that lets a service publish to the stage's tiers."""
+        return f"/{PROJECT}/{stage}/publisher-policy-arn"
 
     @staticmethod
     def routes(stage: str) -> str:
@@ -201,6 +208,7 @@ class Outputs:
     ALARM_TOPIC_ARN = "AlarmTopicArn"
     DASHBOARD_NAME = "DashboardName"
     ROUTES = "Routes"
+    PUBLISHER_POLICY_ARN = "PublisherPolicyArn"
 
 
 class Alarms:
