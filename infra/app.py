@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import aws_cdk as cdk
 from tiered_jobs.contract.names import CONTEXT_KEY
 
 from .nag import add_nag_checks
-from .settings import AppSettings
+from .settings import AppSettings, SettingsError
 from .stack import TieredJobsStack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -71,3 +72,14 @@ def build_app(
     TieredJobsStack(app, settings=settings_of(app), env=target_env(app, environ or {}))
     add_nag_checks(app)
     return app
+
+
+def main(context: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """``app.py``'s body: synthesize; a settings mistake prints its message alone (no traceback) and exits 1."""
+    try:
+        app = build_app(context, environ=environ)
+    except SettingsError as error:
+        print(f"{CONTEXT_KEY} settings: {error}", file=sys.stderr)
+        return 1
+    app.synth()
+    return 0

@@ -12,11 +12,11 @@ from tiered_jobs.contract.names import PROJECT, Metrics
 
 from .tier import Tier
 
-#: Job outcomes graphed per tier, in the order of a job's life.
-JOB_METRICS = (
-    Metrics.PROCESSED, Metrics.SUCCEEDED, Metrics.FAILED, Metrics.RETRIED, Metrics.DEAD_LETTERED, Metrics.DUPLICATE,
-    Metrics.RATE_LIMITED,
-)
+#: Job outcomes graphed per tier, in the order of a job's life (``JobsFailed``: jobs failed for good).
+JOB_METRICS = (Metrics.PROCESSED, Metrics.SUCCEEDED, Metrics.FAILED, Metrics.DEAD_LETTERED, Metrics.DUPLICATE,
+               Metrics.RATE_LIMITED)
+#: Retries are expected (a transient error, then success): their own widget, and no alarm.
+RETRY_METRICS = (Metrics.RETRIED,)
 
 
 def dashboard_name(stage: str) -> str:
@@ -38,23 +38,29 @@ class Dashboard(Construct):
             self.dashboard.add_widgets(
                 cloudwatch.GraphWidget(
                     title=f"{tier.name}: queue depth and oldest message (s)",
-                    width=6,
+                    width=5,
                     left=[tier.queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=minute)],
                     right=[tier.queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=minute)],
                 ),
                 cloudwatch.GraphWidget(
-                    title=f"{tier.name}: DLQ depth",
-                    width=6,
-                    left=[tier.dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=minute)],
+                    title=f"{tier.name}: DLQ depth (visible + in flight)",
+                    width=4,
+                    left=[tier.dlq_depth()],
                 ),
                 cloudwatch.GraphWidget(
-                    title=f"{tier.name}: jobs",
-                    width=6,
+                    title=f"{tier.name}: jobs, and failure rate (%)",
+                    width=5,
                     left=[tier.job_metric(stage, name, period=minute) for name in JOB_METRICS],
+                    right=[tier.failure_rate(stage)],
+                ),
+                cloudwatch.GraphWidget(
+                    title=f"{tier.name}: retries (expected; never an alarm)",
+                    width=5,
+                    left=[tier.job_metric(stage, name, period=minute) for name in RETRY_METRICS],
                 ),
                 cloudwatch.GraphWidget(
                     title=f"{tier.name}: consumer duration (ms)",
-                    width=6,
+                    width=5,
                     left=[tier.consumer.metric_duration(statistic=s, period=minute) for s in ("p50", "p99", "Maximum")],
                 ),
             )

@@ -94,12 +94,21 @@ class TierSettings:
     retention_days: int = 4
     dlq_retention_days: int = 14
     #: How long a finished job's idempotency record is kept (a duplicate after that runs again).
-    idempotency_ttl_seconds: int = 86_400
+    #: ``None``: (``retention_days`` + ``dlq_retention_days``) x 86400, the longest a message can
+    #: live in the queue and then the DLQ, so a replayed letter never runs a finished job again.
+    #: Filled in at construction: read it as a plain ``int``.
+    idempotency_ttl_seconds: int | None = None
+    #: ``True`` accepts an ``idempotency_ttl_seconds`` below that window (an explicit opt-out: a
+    #: letter replayed after its record expired runs its job's side effect again).
+    allow_short_idempotency_window: bool = False
     #: Alarm when the DLQ holds more than this many visible messages (0: any message pages).
     dlq_alarm_threshold: int = 10
     oldest_message_age_alarm_seconds: int = 300
-    #: Alarm when failed / processed attempts (our EMF metrics) exceed this percentage.
+    #: Alarm when 100 x JobsFailed / (JobsSucceeded + JobsFailed) over 5 minutes exceeds this
+    #: percentage (JobsFailed: jobs failed for good, never a retried attempt).
     failure_rate_alarm_percent: float = 1.0
+    #: ...and only once at least this many jobs finished in those 5 minutes (below it the rate is 0).
+    failure_rate_min_jobs: int = 20
     #: Alarm when the consumer's p99 duration exceeds this share of its timeout.
     duration_alarm_percent_of_timeout: float = 80.0
     #: Tier-wide rate limit: jobs per second across every consumer of the tier (``None``: no limit).
@@ -110,6 +119,15 @@ class TierSettings:
     rate_limits: Mapping[str, RateLimit] = field(default_factory=dict)
     #: Longest wait for tokens inside one invocation (``None`` in cdk.json: min(10, timeout / 2)).
     rate_limit_max_wait_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.idempotency_ttl_seconds is None:
+            object.__setattr__(self, "idempotency_ttl_seconds", self.replay_window_seconds)
+
+    @property
+    def replay_window_seconds(self) -> int:
+        """The longest a job's message lives: main-queue retention, then DLQ retention (a replay's reach)."""
+        return (self.retention_days + self.dlq_retention_days) * 86_400
 
     @property
     def visibility_timeout(self) -> int:
@@ -353,10 +371,13 @@ def _build_tier(name: Any, raw: Any) -> TierSettings:
         )
     v["retention_days"] = num("retention_days", *_SQS_RETENTION_DAYS, " days (SQS's limits)")
     v["dlq_retention_days"] = num("dlq_retention_days", *_SQS_RETENTION_DAYS, " days (SQS's limits)")
-    v["idempotency_ttl_seconds"] = num("idempotency_ttl_seconds", 1)
+    v["idempotency_ttl_seconds"] = None if merged.get("idempotency_ttl_seconds") is None else num(
+        "idempotency_ttl_seconds", 1)
+    v["allow_short_idempotency_window"] = _bool(merged, "allow_short_idempotency_window", False, where)
     v["dlq_alarm_threshold"] = num("dlq_alarm_threshold", 0)
     v["oldest_message_age_alarm_seconds"] = num("oldest_message_age_alarm_seconds", 1)
     v["failure_rate_alarm_percent"] = _percent(merged, "failure_rate_alarm_percent", base, where)
+    v["failure_rate_min_jobs"] = num("failure_rate_min_jobs", 1)
     v["duration_alarm_percent_of_timeout"] = _percent(merged, "duration_alarm_percent_of_timeout", base, where)
     try:
         v.update(rate_limit_settings.parse(merged, v))
@@ -399,6 +420,14 @@ def _check_guardrails(tier: TierSettings, where: str) -> None:
             f"{where}: dlq_retention_days {tier.dlq_retention_days} must be longer than retention_days "
             f"{tier.retention_days}: SQS keeps a message's original enqueue time when it moves to the DLQ, so "
             f"dead letters would expire early; raise dlq_retention_days (at most 14) or lower retention_days"
+        )
+    if tier.idempotency_ttl_seconds < tier.replay_window_seconds and not tier.allow_short_idempotency_window:
+        raise SettingsError(
+            f"{where}: idempotency_ttl_seconds {tier.idempotency_ttl_seconds} is shorter than retention_days "
+            f"({tier.retention_days}) + dlq_retention_days ({tier.dlq_retention_days}) = "
+            f"{tier.replay_window_seconds} s: a letter replayed after its job's idempotency record expired would "
+            f"run a finished job again; set idempotency_ttl_seconds to at least {tier.replay_window_seconds}, "
+            f"remove it to use that default, or set allow_short_idempotency_window: true to accept that risk"
         )
 
 

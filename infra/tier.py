@@ -19,7 +19,9 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from tiered_jobs.contract.names import Alarms, Env, Handlers, Metrics, Ssm, function_name, queue_name
+from tiered_jobs.contract.names import (
+    SQS_MAX_MESSAGE_BYTES, Alarms, Env, Handlers, Metrics, Ssm, function_name, queue_name,
+)
 from tiered_jobs.contract.rate_limits import tier_key_prefix
 
 from .function import FunctionProps, LambdaPlatform
@@ -59,6 +61,8 @@ class Tier(Construct):
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
             retention_period=Duration.days(tier.dlq_retention_days),
+            # Explicit: a queue created before SQS raised its default keeps 256 KiB otherwise.
+            max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
             # Only this tier's main queue may use it: no other queue can park letters here.
             # Named by ARN (not a reference) to avoid a circular dependency with the redrive policy.
             redrive_allow_policy=sqs.RedriveAllowPolicy(
@@ -83,6 +87,7 @@ class Tier(Construct):
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
             retention_period=Duration.days(tier.retention_days),
+            max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
             visibility_timeout=Duration.seconds(tier.visibility_timeout),
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=tier.max_receive_count),
             removal_policy=removal,
@@ -186,24 +191,52 @@ class Tier(Construct):
             period=period,
         )
 
+    def failure_rate(self, stage: str) -> cloudwatch.MathExpression:
+        """100 x jobs failed for good / jobs finished over 5 minutes; 0 below the tier's minimum volume.
+
+        ``JobsFailed`` counts a job once, when it is dead-lettered (or kept because the DLQ refused
+        it); a retried attempt only counts ``JobsRetried``. ``FILL`` turns a period without one of
+        the two metrics into 0 (a period with only failures is 100 %, not "no data").
+        """
+        tier = self.settings
+        period = Duration.minutes(5)
+        failed = self.job_metric(stage, Metrics.FAILED, period=period)
+        jobs = cloudwatch.MathExpression(
+            expression="FILL(succeeded, 0) + FILL(failed, 0)",
+            using_metrics={"succeeded": self.job_metric(stage, Metrics.SUCCEEDED, period=period), "failed": failed},
+            label=f"{self.name} jobs finished",
+            period=period,
+        )
+        return cloudwatch.MathExpression(
+            expression=f"IF(jobs >= {tier.failure_rate_min_jobs}, 100 * FILL(failed, 0) / jobs, 0)",
+            using_metrics={"jobs": jobs, "failed": failed},
+            label=f"{self.name} failure rate (%)",
+            period=period,
+        )
+
+    def dlq_depth(self) -> cloudwatch.MathExpression:
+        """Letters in the DLQ, visible or held in flight (a filtered replay holds the ones it skips)."""
+        one_minute = Duration.minutes(1)
+        return cloudwatch.MathExpression(
+            expression="visible + held",
+            using_metrics={
+                "visible": self.dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=one_minute),
+                "held": self.dlq.metric_approximate_number_of_messages_not_visible(statistic="Maximum",
+                                                                                   period=one_minute),
+            },
+            label=f"{self.name} DLQ letters (visible + in flight)",
+            period=one_minute,
+        )
+
     def _alarms(self, stage: str, topic: sns.ITopic) -> dict[str, cloudwatch.Alarm]:
         tier = self.settings
         one_minute = Duration.minutes(1)
-        failure_rate = cloudwatch.MathExpression(
-            # No attempts in the period: 0 %, not "no data" from a division by zero.
-            expression="IF(processed > 0, 100 * failed / processed, 0)",
-            using_metrics={
-                "failed": self.job_metric(stage, Metrics.FAILED),
-                "processed": self.job_metric(stage, Metrics.PROCESSED),
-            },
-            label=f"{self.name} failure rate (%)",
-            period=Duration.minutes(5),
-        )
         specs: dict[str, tuple[cloudwatch.IMetric, float, str]] = {
             Alarms.DLQ_DEPTH: (
-                self.dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=one_minute),
+                self.dlq_depth(),
                 tier.dlq_alarm_threshold,
-                f"The {self.name} DLQ holds more than {tier.dlq_alarm_threshold} message(s): inspect and replay.",
+                f"The {self.name} DLQ holds more than {tier.dlq_alarm_threshold} letter(s), visible or in flight: "
+                f"inspect, then replay or discard.",
             ),
             Alarms.OLDEST_MESSAGE_AGE: (
                 self.queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=one_minute),
@@ -211,9 +244,10 @@ class Tier(Construct):
                 f"The oldest {self.name} job waits longer than {tier.oldest_message_age_alarm_seconds} s.",
             ),
             Alarms.FAILURE_RATE: (
-                failure_rate,
+                self.failure_rate(stage),
                 tier.failure_rate_alarm_percent,
-                f"More than {tier.failure_rate_alarm_percent:g} % of {self.name} job attempts fail.",
+                f"More than {tier.failure_rate_alarm_percent:g} % of {self.name} jobs failed for good (dead-lettered) "
+                f"over 5 minutes, with at least {tier.failure_rate_min_jobs} jobs finished; retries never count.",
             ),
             Alarms.DURATION: (
                 self.consumer.metric_duration(statistic="p99", period=Duration.minutes(5)),

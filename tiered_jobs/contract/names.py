@@ -195,6 +195,7 @@ class Ssm:
     TIER_QUEUE_ARN = "queue-arn"
     TIER_DLQ_URL = "dlq-url"
     TIER_DLQ_ARN = "dlq-arn"
+    #: Seconds a finished job's idempotency record is kept (the tier's ``idempotency_ttl_seconds``).
     TIER_IDEMPOTENCY_TTL = "idempotency-ttl-seconds"
     #: JSON of the tier's rate limits (``tiered_jobs.contract.rate_limits``); only on rate-limited tiers.
     TIER_RATE_LIMITS = "rate-limits"
@@ -210,6 +211,11 @@ class Ssm:
     @staticmethod
     def accounts_table_name(stage: str) -> str:
         return f"/{PROJECT}/{stage}/accounts-table-name"
+
+    @staticmethod
+    def publisher_policy_arn(stage: str) -> str:
+        """ARN of the managed policy that lets a service publish to the stage's tiers."""
+        return f"/{PROJECT}/{stage}/publisher-policy-arn"
 
     @staticmethod
     def routes(stage: str) -> str:
@@ -242,6 +248,7 @@ class Outputs:
     ALARM_TOPIC_ARN = "AlarmTopicArn"
     DASHBOARD_NAME = "DashboardName"
     ROUTES = "Routes"
+    PUBLISHER_POLICY_ARN = "PublisherPolicyArn"
 
 
 class Alarms:
