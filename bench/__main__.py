@@ -27,7 +27,8 @@ def _quiet() -> None:
 
 
 def figures(quick: bool) -> dict[str, Any]:
-    from bench import asset, coldstart, consume, consumer_calls, cost, publisher_calls, replay_calls
+    from bench import asset, coldstart, consume, consumer_calls, cost, publisher_calls, ratelimit, replay_calls
+    from bench import console as console_bench
     from infra.app import load_cdk_context
     from infra.settings import AppSettings
 
@@ -40,6 +41,9 @@ def figures(quick: bool) -> dict[str, Any]:
         ("replay", lambda: replay_calls.measure(n)),
         ("cold_start", lambda: coldstart.measure(1 if quick else 7)),
         ("asset", asset.measure),
+        ("console", lambda: console_bench.measure(5 if quick else 20)),
+        # The issue's figure: 200 jobs published at once, 5 jobs/s, 20 consumers (quick: 40 at 10/s).
+        ("rate_limit", lambda: ratelimit.measure(40, 10.0, 1, 4, window_seconds=1) if quick else ratelimit.measure()),
     ):
         started = time.monotonic()
         print(f"measuring {name}...", file=sys.stderr, flush=True)
@@ -50,13 +54,25 @@ def figures(quick: bool) -> dict[str, Any]:
     memory = next(t.memory_mb for t in settings.tiers if t.name == "transactional")
     clean = measured["consume"]["clean"]
     new = measured["idempotency"]["new_per_1000"]
+    records = clean["records_per_invocation"]
+    consumer_sqs = sum(n for op, n in clean["by_operation"].items() if op not in ("ReceiveMessage", "DeleteMessageBatch"))
     measured["cost"] = cost.per_million_jobs(
         publish_requests_per_job=measured["publisher"]["ours_per_1000"] / 1000,
         consume_requests_per_job=clean["sqs_requests_per_1000"] / 1000,
         idempotency_write_units_per_job=(new.get("PutItem", 0) + new.get("UpdateItem", 0)) / 1000,
-        records_per_invocation=clean["records_per_invocation"],
-        seconds_per_invocation=measured["consume"]["consumer_ms_per_invocation"] / 1000,
+        records_per_invocation=records,
+        # calls the consumer itself makes (billed time); the mapping's receive and delete are not
+        consumer_calls_per_invocation={"dynamodb": sum(new.values()) / 1000 * records,
+                                       "sqs": consumer_sqs / max(1, clean["invocations"])},
         memory_mb=memory,
+        moto_seconds_per_invocation=measured["consume"]["consumer_ms_per_invocation"] / 1000,
+    )
+    limited = measured["rate_limit"]
+    calls = limited["limiter_dynamodb_calls_per_1000"]
+    measured["rate_limit_cost"] = cost.rate_limiter_per_million_jobs(
+        reads_per_job=calls.get("GetItem", 0) / 1000, writes_per_job=calls.get("UpdateItem", 0) / 1000,
+        resends_per_job=limited["held_and_resent"] / limited["jobs"],
+        wait_seconds_per_job=limited["wait_seconds_per_job"], memory_mb=memory,
     )
     return measured
 
@@ -94,11 +110,35 @@ def table(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
          m["asset"]["max_zipped_bytes"] <= 100 * 1024),
         ("AWS cost / 1 M jobs", f"${m['cost']['usd_per_million_jobs']:.3f}", _ops(m["cost"]["parts"], money=True),
          "<= $1.45", m["cost"]["usd_per_million_jobs"] <= 1.45),
+        ("  Lambda time per invocation", f"{m['cost']['inputs']['modeled_seconds_per_invocation'] * 1000:.0f} ms modeled",
+         f"moto measured {m['cost']['measured_on_moto']['seconds_per_invocation'] * 1000:.0f} ms (not billed here)",
+         "declared model", True),
+        *_rate_rows(m),
         ("local runtime throughput (no-op handler)", f"{consume['runtime_noop_jobs_per_second']:.1f} jobs/s",
          f"raw send/receive/delete loop: {consume['raw_loop_jobs_per_second']:.1f} jobs/s", ">= 0.5x",
          consume["runtime_vs_raw"] >= 0.5),
         ("  ratio", f"{consume['runtime_vs_raw']:.2f}x", f"real consumer: {consume['runtime_consumer_jobs_per_second']:.1f} jobs/s",
          ">= 0.5x", consume["runtime_vs_raw"] >= 0.5),
+        ("console: AWS calls per Tiers refresh (3 tiers)", f"{m['console']['calls_per_refresh']}",
+         f"render {m['console']['render_ms_median']:.0f} ms median, {m['console']['render_ms_max']:.0f} ms max",
+         "<= 10", m["console"]["calls_per_refresh"] <= 10),
+    ]
+
+
+def _rate_rows(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
+    r, c = m["rate_limit"], m["rate_limit_cost"]
+    low, high = r["band"]
+    target = f"{low:g}-{high:g} jobs/s, never ahead, 0 failed"
+    return [
+        (f"rate limit: {r['jobs']} jobs at once, {r['limit_per_second']:g}/s, {r['consumers']} consumers",
+         f"{r['mean_per_second']:.2f} jobs/s", f"{r['window_seconds']:g} s windows {r['window_min']:g}-{r['window_max']:g} "
+         f"(sd {r['window_stdev']:g}); {r['failures']} failed, {r['dead_letters']} dead-lettered, "
+         f"{r['held_and_resent']} re-sends; ahead of the limit by {max(0, r['most_jobs_ahead_of_the_limit']):.2f} jobs "
+         "at most", target, r["within_band"] and r["failures"] == 0 and r["most_jobs_ahead_of_the_limit"] <= 1e-6),
+        ("  limiter DynamoDB calls / 1 000 jobs", f"{r['limiter_dynamodb_calls_per_1000_total']:.0f} "
+         f"({_ops(r['limiter_dynamodb_calls_per_1000'])})", f"{r['limiter_dynamodb_calls_per_batch']:.2f} per batch",
+         "", True),
+        ("  limiter cost / 1 M jobs", f"${c['usd_per_million_jobs']:.3f}", _ops(c["parts"], money=True), "", True),
     ]
 
 
@@ -121,7 +161,7 @@ def print_table(rows) -> None:
 
 
 def markdown(rows) -> str:
-    """The table as Markdown, for the README."""
+    """The table as Markdown, as docs/benchmarks.md shows it."""
     lines = ["| figure | ours | baseline / detail | target | met |", "|---|---|---|---|---|"]
     lines += [f"| {f} | {o} | {b} | {t} | {'yes' if m else '**no**'} |" for f, o, b, t, m in rows]
     return "\n".join(lines) + "\n"

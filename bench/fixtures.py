@@ -48,6 +48,18 @@ def create_tier(name: str = "bench", endpoint_url: str | None = None, *, visibil
     return tier
 
 
+def create_rate_limit_table(dynamodb: Any, name: str) -> str:
+    """The token buckets' table, shaped as the stack makes it (partition key ``bucket``)."""
+    from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE
+
+    dynamodb.create_table(
+        TableName=name, BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": BUCKET_KEY_ATTRIBUTE, "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": BUCKET_KEY_ATTRIBUTE, "KeyType": "HASH"}],
+    )
+    return name
+
+
 def env_for(tier: BenchTier, stage: str = "bench") -> dict[str, str]:
     from tiered_jobs.contract.names import Env, Metrics
 

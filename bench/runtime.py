@@ -22,7 +22,8 @@ REGION = "us-east-1"
 def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: Any, concurrency: int,
                      retry: RetryPolicy, remaining_ms: int = 30_000, batch_size: int = 10,
                      handler: Callable[[dict, Any], dict] | None = None,
-                     listener: Callable[[Any, Any], None] | None = None):
+                     listener: Callable[[Any, Any], None] | None = None,
+                     rate_limits: Any = None, rate_limit_table: str | None = None):
     """A started-ready ``MappingRuntime`` for ``tier``; ``handler`` replaces the consumer (baselines)."""
     from aws_lambda_powertools import Logger
 
@@ -32,8 +33,12 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
     from functions.runtime.registry import registry
     from tiered_jobs.local.esm import FunctionConfig, Invocation, InvocationError, MappingConfig, MappingRuntime
 
+    # The time budget's margin: 10 % of the invocation, as the stack derives it from the timeout (without
+    # its 2 s floor, which the invariant's 1.5 s invocations could not leave room for).
     config = TierConfig(stage="bench", tier="critical", queue_url=tier.queue_url, dlq_url=tier.dlq_url,
-                        idempotency_table=tier.idempotency_table, accounts_table=tier.accounts_table, retry=retry)
+                        idempotency_table=tier.idempotency_table, accounts_table=tier.accounts_table, retry=retry,
+                        time_budget_margin_ms=remaining_ms // 10,
+                        rate_limits=rate_limits, rate_limit_table=rate_limit_table)
     function = FunctionConfig(name=FUNCTION_NAME, arn=f"arn:aws:lambda:{REGION}:123456789012:function:{FUNCTION_NAME}",
                               handler="functions.consumer.handler", environment={}, timeout_seconds=30,
                               memory_mb=256, region=REGION, code_root=".")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -12,13 +13,19 @@ import aws_cdk as cdk
 from tiered_jobs.contract.names import CONTEXT_KEY
 
 from .nag import add_nag_checks
-from .settings import AppSettings
+from .settings import AppSettings, SettingsError
 from .stack import TieredJobsStack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CDK_JSON = REPO_ROOT / "cdk.json"
 #: Top-level context key that overrides ``tiered_jobs.stage`` (``npx cdk deploy -c stage=prod``).
 STAGE_OVERRIDE_KEY = "stage"
+#: Top-level context keys that pin the target (``-c account=123456789012 -c region=eu-west-1``).
+ACCOUNT_KEY = "account"
+REGION_KEY = "region"
+#: What the CDK CLI sets from the current credentials and region (profile, ``AWS_REGION``...).
+CDK_DEFAULT_ACCOUNT = "CDK_DEFAULT_ACCOUNT"
+CDK_DEFAULT_REGION = "CDK_DEFAULT_REGION"
 
 
 def load_cdk_context(path: Path = CDK_JSON, **settings_overrides: Any) -> dict[str, Any]:
@@ -38,13 +45,41 @@ def settings_of(app: cdk.App) -> AppSettings:
     return AppSettings.from_context(app.node.try_get_context(CONTEXT_KEY), stage=stage)
 
 
-def build_app(context: Mapping[str, Any] | None = None, outdir: str | None = None) -> cdk.App:
+def target_env(app: cdk.App, environ: Mapping[str, str]) -> cdk.Environment | None:
+    """Where the stack deploys: ``-c account=`` / ``-c region=`` if given, else the CLI's defaults.
+
+    The CDK CLI puts the account of the current credentials and the configured region in
+    ``CDK_DEFAULT_ACCOUNT`` / ``CDK_DEFAULT_REGION``; ``app.py`` passes ``os.environ``. Nothing
+    given at all (in-process synthesis: tests, local mode): an environment-agnostic stack.
+    """
+    account = app.node.try_get_context(ACCOUNT_KEY) or environ.get(CDK_DEFAULT_ACCOUNT) or None
+    region = app.node.try_get_context(REGION_KEY) or environ.get(CDK_DEFAULT_REGION) or None
+    if account is None and region is None:
+        return None
+    return cdk.Environment(account=str(account) if account else None, region=str(region) if region else None)
+
+
+def build_app(
+    context: Mapping[str, Any] | None = None, outdir: str | None = None, environ: Mapping[str, str] | None = None
+) -> cdk.App:
     """The whole app: one stack for the configured stage, checked by cdk-nag at synthesis.
 
     ``context=None`` lets CDK supply the context (``cdk.json`` and ``-c`` via the CLI); pass
     ``load_cdk_context(...)`` to synthesize in-process with the same feature flags and settings.
+    ``environ`` is where the CLI's ``CDK_DEFAULT_*`` variables are read (see :func:`target_env`).
     """
     app = cdk.App(context=dict(context) if context is not None else None, outdir=outdir)
-    TieredJobsStack(app, settings=settings_of(app))
+    TieredJobsStack(app, settings=settings_of(app), env=target_env(app, environ or {}))
     add_nag_checks(app)
     return app
+
+
+def main(context: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """``app.py``'s body: synthesize; a settings mistake prints its message alone (no traceback) and exits 1."""
+    try:
+        app = build_app(context, environ=environ)
+    except SettingsError as error:
+        print(f"{CONTEXT_KEY} settings: {error}", file=sys.stderr)
+        return 1
+    app.synth()
+    return 0

@@ -72,7 +72,15 @@ class ReplayFunction(Construct):
                  tiers: Sequence[Tier]) -> None:
         super().__init__(scope, construct_id)
         self.function_name = function_name(settings.stage, "replay")
-        replay_tiers = {t.name: {"queue_url": t.queue.queue_url, "dlq_url": t.dlq.queue_url} for t in tiers}
+        # Per tier: its queues, and its idempotency window (the replay refuses older letters by default).
+        replay_tiers = {
+            t.name: {
+                "queue_url": t.queue.queue_url,
+                "dlq_url": t.dlq.queue_url,
+                "idempotency_ttl_seconds": t.settings.idempotency_ttl_seconds,
+            }
+            for t in tiers
+        }
         self.function: lambda_.Function = platform.function(
             self,
             "Function",

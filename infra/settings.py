@@ -16,17 +16,24 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
+from tiered_jobs.contract import cron
 from tiered_jobs.contract.names import (
     ACCOUNTS_JOB_TYPES,
     CONTEXT_KEY,
     DEFAULT_TIERS,
     SQS_MAX_VISIBILITY_SECONDS,
+    Schedules,
     STAGE_NAME_PATTERN,
     TIER_NAME_PATTERN,
 )
+from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
 from tiered_jobs.contract.routing import Routes, UnknownRouteError
+from tiered_jobs.contract.schedules import ONE_TIME_PREFIX, PERIODIC_NAME, periodic_problems
+
+from . import rate_limit_settings
 
 #: Retention periods CloudWatch Logs accepts (days).
 LOG_RETENTION_DAYS: tuple[int, ...] = (
@@ -70,6 +77,9 @@ class TierSettings:
     #: Each delay is drawn from ``delay * (1 ± jitter)`` so failed jobs do not retry in lock-step.
     retry_jitter: float = 0.2
     timeout_seconds: int = 30
+    #: The consumer starts no record when less than this remains of its invocation (ms); the
+    #: records not started return at once. ``None``: derived, see ``time_budget_margin``.
+    time_budget_margin_ms: int | None = None
     memory_mb: int = 256
     batch_size: int = 10
     batching_window_seconds: int = 0
@@ -84,14 +94,40 @@ class TierSettings:
     retention_days: int = 4
     dlq_retention_days: int = 14
     #: How long a finished job's idempotency record is kept (a duplicate after that runs again).
-    idempotency_ttl_seconds: int = 86_400
+    #: ``None``: (``retention_days`` + ``dlq_retention_days``) x 86400, the longest a message can
+    #: live in the queue and then the DLQ, so a replayed letter never runs a finished job again.
+    #: Filled in at construction: read it as a plain ``int``.
+    idempotency_ttl_seconds: int | None = None
+    #: ``True`` accepts an ``idempotency_ttl_seconds`` below that window (an explicit opt-out: a
+    #: letter replayed after its record expired runs its job's side effect again).
+    allow_short_idempotency_window: bool = False
     #: Alarm when the DLQ holds more than this many visible messages (0: any message pages).
     dlq_alarm_threshold: int = 10
     oldest_message_age_alarm_seconds: int = 300
-    #: Alarm when failed / processed attempts (our EMF metrics) exceed this percentage.
+    #: Alarm when 100 x JobsFailed / (JobsSucceeded + JobsFailed) over 5 minutes exceeds this
+    #: percentage (JobsFailed: jobs failed for good, never a retried attempt).
     failure_rate_alarm_percent: float = 1.0
+    #: ...and only once at least this many jobs finished in those 5 minutes (below it the rate is 0).
+    failure_rate_min_jobs: int = 20
     #: Alarm when the consumer's p99 duration exceeds this share of its timeout.
     duration_alarm_percent_of_timeout: float = 80.0
+    #: Tier-wide rate limit: jobs per second across every consumer of the tier (``None``: no limit).
+    rate_limit_per_second: float | None = None
+    #: Jobs the tier-wide bucket saves up while idle (``None`` in cdk.json: one second's worth).
+    rate_limit_burst: int | None = None
+    #: Per job-type glob, its own bucket: ``{"notifications.*": RateLimit(14, 14)}``.
+    rate_limits: Mapping[str, RateLimit] = field(default_factory=dict)
+    #: Longest wait for tokens inside one invocation (``None`` in cdk.json: min(10, timeout / 2)).
+    rate_limit_max_wait_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.idempotency_ttl_seconds is None:
+            object.__setattr__(self, "idempotency_ttl_seconds", self.replay_window_seconds)
+
+    @property
+    def replay_window_seconds(self) -> int:
+        """The longest a job's message lives: main-queue retention, then DLQ retention (a replay's reach)."""
+        return (self.retention_days + self.dlq_retention_days) * 86_400
 
     @property
     def visibility_timeout(self) -> int:
@@ -100,8 +136,26 @@ class TierSettings:
         return 6 * self.timeout_seconds + self.batching_window_seconds
 
     @property
+    def time_budget_margin(self) -> int:
+        """Milliseconds kept free at the end of an invocation: ``time_budget_margin_ms``, or
+        10 % of the timeout but at least 2 s, and never more than half the timeout."""
+        if self.time_budget_margin_ms is not None:
+            return self.time_budget_margin_ms
+        timeout_ms = self.timeout_seconds * 1000
+        return min(max(2_000, timeout_ms // 10), timeout_ms // 2)
+
+    @property
     def max_receive_count(self) -> int:
         return self.redrive_max_receive_count if self.redrive_max_receive_count is not None else self.max_attempts
+
+    @property
+    def limits(self) -> RateLimits | None:
+        """The tier's rate limits as the consumer reads them, or ``None`` when it has none."""
+        tier_limit = None
+        if self.rate_limit_per_second is not None:
+            tier_limit = RateLimit(self.rate_limit_per_second, self.rate_limit_burst or 1)
+        limits = RateLimits(tier_limit, dict(self.rate_limits), self.rate_limit_max_wait_seconds or 0.0)
+        return limits if limits.enabled else None
 
     @property
     def duration_alarm_threshold_ms(self) -> float:
@@ -163,6 +217,8 @@ class AppSettings:
         default_factory=lambda: tuple(_build_tier(name, {}) for name in DEFAULT_TIERS)
     )
     routes: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ROUTES))
+    #: Periodic jobs (EventBridge Scheduler), ``schedules`` in ``cdk.json``; see ``ScheduleSettings``.
+    schedules: tuple[ScheduleSettings, ...] = ()
 
     @property
     def tier_names(self) -> tuple[str, ...]:
@@ -255,6 +311,7 @@ class AppSettings:
                 f"route it to one of {', '.join(tier_names)} or add {tier!r} under 'tiers'"
             )
         values["routes"] = routes.table
+        values["schedules"] = _build_schedules(raw.get(Schedules.SETTINGS_KEY, {}), routes, tier_names)
         return cls(**values)
 
 
@@ -293,6 +350,9 @@ def _build_tier(name: Any, raw: Any) -> TierSettings:
     v["retry_jitter"] = jitter
     v["timeout_seconds"] = num("timeout_seconds", 1, _LAMBDA_MAX_TIMEOUT, " s (Lambda's limit)")
     v["memory_mb"] = num("memory_mb", _LAMBDA_MEMORY[0], _LAMBDA_MEMORY[1], " MB (Lambda's limits)")
+    if merged.get("time_budget_margin_ms") is not None:  # below the timeout, or no record would ever start
+        v["time_budget_margin_ms"] = num("time_budget_margin_ms", 1, v["timeout_seconds"] * 1000 - 1,
+                                         f" ms (less than timeout_seconds {v['timeout_seconds']} s)")
     v["batch_size"] = num("batch_size", 1, _ESM_MAX_BATCH)
     v["batching_window_seconds"] = num("batching_window_seconds", 0, _ESM_MAX_WINDOW, " s")
     if v["batch_size"] > 10 and v["batching_window_seconds"] == 0:
@@ -311,11 +371,18 @@ def _build_tier(name: Any, raw: Any) -> TierSettings:
         )
     v["retention_days"] = num("retention_days", *_SQS_RETENTION_DAYS, " days (SQS's limits)")
     v["dlq_retention_days"] = num("dlq_retention_days", *_SQS_RETENTION_DAYS, " days (SQS's limits)")
-    v["idempotency_ttl_seconds"] = num("idempotency_ttl_seconds", 1)
+    v["idempotency_ttl_seconds"] = None if merged.get("idempotency_ttl_seconds") is None else num(
+        "idempotency_ttl_seconds", 1)
+    v["allow_short_idempotency_window"] = _bool(merged, "allow_short_idempotency_window", False, where)
     v["dlq_alarm_threshold"] = num("dlq_alarm_threshold", 0)
     v["oldest_message_age_alarm_seconds"] = num("oldest_message_age_alarm_seconds", 1)
     v["failure_rate_alarm_percent"] = _percent(merged, "failure_rate_alarm_percent", base, where)
+    v["failure_rate_min_jobs"] = num("failure_rate_min_jobs", 1)
     v["duration_alarm_percent_of_timeout"] = _percent(merged, "duration_alarm_percent_of_timeout", base, where)
+    try:
+        v.update(rate_limit_settings.parse(merged, v))
+    except ValueError as exc:
+        raise SettingsError(f"{where}: {exc}") from None
     tier = TierSettings(name=name, **v)
     _check_guardrails(tier, where)
     return tier
@@ -353,6 +420,14 @@ def _check_guardrails(tier: TierSettings, where: str) -> None:
             f"{where}: dlq_retention_days {tier.dlq_retention_days} must be longer than retention_days "
             f"{tier.retention_days}: SQS keeps a message's original enqueue time when it moves to the DLQ, so "
             f"dead letters would expire early; raise dlq_retention_days (at most 14) or lower retention_days"
+        )
+    if tier.idempotency_ttl_seconds < tier.replay_window_seconds and not tier.allow_short_idempotency_window:
+        raise SettingsError(
+            f"{where}: idempotency_ttl_seconds {tier.idempotency_ttl_seconds} is shorter than retention_days "
+            f"({tier.retention_days}) + dlq_retention_days ({tier.dlq_retention_days}) = "
+            f"{tier.replay_window_seconds} s: a letter replayed after its job's idempotency record expired would "
+            f"run a finished job again; set idempotency_ttl_seconds to at least {tier.replay_window_seconds}, "
+            f"remove it to use that default, or set allow_short_idempotency_window: true to accept that risk"
         )
 
 
@@ -410,3 +485,91 @@ def _optional_str(raw: Mapping[str, Any], key: str, where: str, pattern: re.Patt
     if not isinstance(value, str) or not pattern.match(value):
         raise SettingsError(f"{where}: {key} {value!r} is invalid; use {example} or remove the key")
     return value
+
+
+# -- periodic jobs ------------------------------------------------------------------------------
+
+#: Scheduler's flexible time window (minutes) and expression length limits.
+_FLEXIBLE_WINDOW_MINUTES = (1, 1440)
+_MAX_EXPRESSION_CHARS = 256
+
+
+@dataclass(frozen=True)
+class ScheduleSettings:
+    """One periodic job: an EventBridge Scheduler schedule that sends an envelope v1 to a tier queue."""
+
+    name: str
+    #: ``cron(minutes hours day-of-month month day-of-week year)`` or ``rate(value unit)``.
+    expression: str
+    job_type: str
+    #: The tier whose queue receives the job: ``tier`` if set in ``cdk.json``, else the routes' choice.
+    tier: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    #: IANA time zone the expression is evaluated in (daylight saving time included).
+    timezone: str = "UTC"
+    #: ``None``: fire at the scheduled minute; else anywhere within this many minutes after it.
+    flexible_window_minutes: int | None = None
+
+
+_SCHEDULE_KEYS = ("expression", "timezone", "job_type", "payload", "flexible_window_minutes", "tier")
+
+
+def _build_schedules(raw: Any, routes: Routes, tier_names: list[str]) -> tuple[ScheduleSettings, ...]:
+    if not isinstance(raw, Mapping):
+        raise SettingsError(
+            f"context {CONTEXT_KEY!r}: {Schedules.SETTINGS_KEY} must be an object {{name: {{schedule}}}}, e.g. "
+            '{"nightly-report": {"expression": "cron(0 3 * * ? *)", "timezone": "Europe/Paris", '
+            '"job_type": "analytics.record_event", "payload": {"event": "nightly"}}}'
+        )
+    return tuple(_build_schedule(name, value, routes, tier_names) for name, value in raw.items())
+
+
+def _build_schedule(name: Any, raw: Any, routes: Routes, tier_names: list[str]) -> ScheduleSettings:
+    if not isinstance(name, str) or not PERIODIC_NAME.match(name) or name.startswith(ONE_TIME_PREFIX):
+        raise SettingsError(
+            f"schedule {name!r}: invalid name; use 1-64 lower-case letters, digits, '-', '_' or '.', starting with "
+            f"a letter or digit and not with {ONE_TIME_PREFIX!r} (reserved for one-time jobs)"
+        )
+    where = f"schedule {name!r}"
+    if not isinstance(raw, Mapping):
+        raise SettingsError(f"{where}: must be an object with keys {', '.join(_SCHEDULE_KEYS)}, got {raw!r}")
+    _reject_unknown(raw, _SCHEDULE_KEYS, where)
+    for key in ("expression", "job_type"):
+        if key not in raw:
+            raise SettingsError(f"{where}: {key} is required")
+    expression = raw["expression"]
+    try:
+        if isinstance(expression, str) and len(expression) > _MAX_EXPRESSION_CHARS:
+            raise cron.ScheduleExpressionError(f"longer than Scheduler's {_MAX_EXPRESSION_CHARS} characters")
+        parsed = cron.parse(expression)
+        if isinstance(parsed, cron.At):
+            raise cron.ScheduleExpressionError(
+                "at() is a one-time schedule; declare periodic jobs with cron() or rate(), "
+                "and publish one-time jobs with publish(..., at=...)")
+        timezone_name = raw.get("timezone", "UTC")
+        zone = cron.zone(timezone_name)
+    except cron.ScheduleExpressionError as error:
+        raise SettingsError(f"{where}: {error}") from None
+    if isinstance(parsed, cron.Cron):
+        if parsed.next_after(datetime.now(timezone.utc), zone) is None:
+            raise SettingsError(f"{where}: {expression} never fires again (check the day, month and year fields)")
+    job_type = raw["job_type"]
+    payload = raw.get("payload", {})
+    problems = periodic_problems(name, job_type, payload)
+    if problems:
+        raise SettingsError(f"{where}: its jobs would be invalid envelopes: {'; '.join(problems)}")
+    tier = raw.get("tier")
+    if tier is not None and tier not in tier_names:
+        raise SettingsError(f"{where}: tier {tier!r} is unknown; use one of {', '.join(tier_names)} or remove 'tier'")
+    if tier is None and isinstance(job_type, str):
+        try:
+            tier = routes.tier_for(job_type)
+        except UnknownRouteError as error:
+            raise SettingsError(f"{where}: job type {job_type!r} is unroutable ({error}); add a route for it "
+                                f"or set this schedule's 'tier'") from None
+    window = raw.get("flexible_window_minutes")
+    if window is not None:
+        window = _int(raw, "flexible_window_minutes", 15, where, minimum=_FLEXIBLE_WINDOW_MINUTES[0],
+                      maximum=_FLEXIBLE_WINDOW_MINUTES[1], unit=" minutes (Scheduler's limits)")
+    return ScheduleSettings(name=name, expression=expression, job_type=job_type, tier=tier, payload=dict(payload),
+                            timezone=timezone_name, flexible_window_minutes=window)

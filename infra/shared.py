@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from collections.abc import Sequence
+
+from aws_cdk import Aws, Duration, RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -11,6 +14,8 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from tiered_jobs.contract.names import SQS_MAX_MESSAGE_BYTES, alarm_key_description
+
 from .nag import acknowledge
 from .settings import AppSettings
 
@@ -18,6 +23,10 @@ from .settings import AppSettings
 IDEMPOTENCY_PARTITION_KEY = "id"
 IDEMPOTENCY_TTL_ATTRIBUTE = "expiration"
 ACCOUNTS_PARTITION_KEY = "account_id"
+#: The service principal that publishes alarm notifications (and must be allowed to, by topic and key).
+CLOUDWATCH_PRINCIPAL = "cloudwatch.amazonaws.com"
+#: What a publisher to a KMS-encrypted SNS topic needs on the key.
+TOPIC_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey*")
 #: The actions an SNS topic policy can name.
 TOPIC_ACTIONS = (
     "sns:AddPermission", "sns:DeleteTopic", "sns:GetTopicAttributes", "sns:ListSubscriptionsByTopic",
@@ -49,7 +58,9 @@ class AlarmTopic(Construct):
     """SNS topic for alarm and OK notifications: SSL only, encrypted with a key CloudWatch may use.
 
     Alarms cannot publish to a topic under the AWS-managed ``alias/aws/sns`` key (its policy does
-    not admit CloudWatch), hence a customer-managed key with rotation.
+    not admit CloudWatch), hence a customer-managed key with rotation. The topic policy replaces
+    SNS's default one, so it must allow CloudWatch to publish itself: :meth:`allow_alarms` does,
+    for exactly the stack's alarms.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: AppSettings) -> None:
@@ -57,15 +68,15 @@ class AlarmTopic(Construct):
         self.key = kms.Key(
             self,
             "Key",
-            description=f"Encrypts the tiered-jobs {settings.stage} alarm topic",
+            description=alarm_key_description(settings.stage),
             enable_key_rotation=True,
             removal_policy=RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN,
         )
         self.key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="AllowCloudWatchAlarmsToPublish",
-                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                principals=[iam.ServicePrincipal(CLOUDWATCH_PRINCIPAL)],
+                actions=list(TOPIC_KEY_ACTIONS),
                 resources=["*"],  # in a key policy, "*" means this key
             )
         )
@@ -96,6 +107,7 @@ class AlarmTopic(Construct):
                 encryption=sqs.QueueEncryption.SQS_MANAGED,
                 enforce_ssl=True,
                 retention_period=Duration.days(14),
+                max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
                 removal_policy=RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN,
             )
             acknowledge(self.delivery_dlq, "AwsSolutions-SQS3", "This queue is the alarm subscriptions' DLQ.")
@@ -108,3 +120,22 @@ class AlarmTopic(Construct):
             self.topic.add_subscription(
                 subscriptions.UrlSubscription(settings.alarm_https_url, dead_letter_queue=self.delivery_dlq)
             )
+
+    def allow_alarms(self, alarms: Sequence[cloudwatch.IAlarm]) -> None:
+        """Let CloudWatch publish to the topic for these alarms only (this account, these ARNs).
+
+        Exact ARNs rather than a ``tiered-jobs-<stage>-*`` pattern: stage ``dev``'s pattern would
+        also admit stage ``dev-eu``'s alarms.
+        """
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AllowThisStagesAlarmsToPublish",
+                principals=[iam.ServicePrincipal(CLOUDWATCH_PRINCIPAL)],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                    "ArnEquals": {"aws:SourceArn": [alarm.alarm_arn for alarm in alarms]},
+                },
+            )
+        )

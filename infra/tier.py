@@ -12,12 +12,17 @@ from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from tiered_jobs.contract.names import Alarms, Env, Handlers, Metrics, function_name, queue_name
+from tiered_jobs.contract.names import (
+    SQS_MAX_MESSAGE_BYTES, Alarms, Env, Handlers, Metrics, Ssm, function_name, queue_name,
+)
+from tiered_jobs.contract.rate_limits import tier_key_prefix
 
 from .function import FunctionProps, LambdaPlatform
 from .nag import acknowledge
@@ -33,6 +38,8 @@ class TierProps:
     alarm_topic: sns.ITopic
     #: Only for the tiers the routes send account jobs to (least privilege).
     accounts_table: dynamodb.ITable | None = None
+    #: The token buckets' table; required when the tier has a rate limit.
+    rate_limit_table: dynamodb.ITable | None = None
 
 
 class Tier(Construct):
@@ -54,6 +61,8 @@ class Tier(Construct):
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
             retention_period=Duration.days(tier.dlq_retention_days),
+            # Explicit: a queue created before SQS raised its default keeps 256 KiB otherwise.
+            max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
             # Only this tier's main queue may use it: no other queue can park letters here.
             # Named by ARN (not a reference) to avoid a circular dependency with the redrive policy.
             redrive_allow_policy=sqs.RedriveAllowPolicy(
@@ -78,6 +87,7 @@ class Tier(Construct):
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
             retention_period=Duration.days(tier.retention_days),
+            max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
             visibility_timeout=Duration.seconds(tier.visibility_timeout),
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=tier.max_receive_count),
             removal_policy=removal,
@@ -93,12 +103,18 @@ class Tier(Construct):
             Env.RETRY_JITTER: str(tier.retry_jitter),
             Env.IDEMPOTENCY_TABLE: props.idempotency_table.table_name,
             Env.IDEMPOTENCY_TTL_SECONDS: str(tier.idempotency_ttl_seconds),
+            Env.TIME_BUDGET_MARGIN_MS: str(tier.time_budget_margin),
             Env.POWERTOOLS_SERVICE_NAME: Metrics.SERVICE,
             Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,
             Env.POWERTOOLS_LOG_LEVEL: "INFO",
         }
         if props.accounts_table is not None:
             environment[Env.ACCOUNTS_TABLE] = props.accounts_table.table_name
+        if tier.limits is not None:
+            if props.rate_limit_table is None:
+                raise ValueError(f"tier {tier.name!r} has a rate limit: TierProps needs rate_limit_table")
+            environment[Env.RATE_LIMITS] = tier.limits.to_json()
+            environment[Env.RATE_LIMIT_TABLE] = props.rate_limit_table.table_name
         self.consumer = props.platform.function(
             self,
             "Consumer",
@@ -143,8 +159,26 @@ class Tier(Construct):
         props.idempotency_table.grant_read_write_data(self.consumer)
         if props.accounts_table is not None:
             props.accounts_table.grant_read_write_data(self.consumer)
+        self._rate_limit(props)
 
         self.alarms = self._alarms(stage, props.alarm_topic)
+
+    def _rate_limit(self, props: TierProps) -> None:
+        """A rate-limited consumer claims tokens (``GetItem`` + ``UpdateItem`` on its own tier's bucket items only)
+        and re-sends the jobs it holds back to its own queue; operators find the limits in SSM."""
+        limits = self.settings.limits
+        if limits is None or props.rate_limit_table is None:
+            return
+        self.consumer.add_to_role_policy(iam.PolicyStatement(
+            actions=["dynamodb:GetItem", "dynamodb:UpdateItem"],
+            resources=[props.rate_limit_table.table_arn],
+            conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{tier_key_prefix(self.name)}*"]}},
+        ))
+        self.queue.grant_send_messages(self.consumer)
+        ssm.StringParameter(
+            self, "RateLimitsParam", parameter_name=Ssm.tier(props.settings.stage, self.name, Ssm.TIER_RATE_LIMITS),
+            string_value=limits.to_json(), description=f"{self.name} tier: rate limits (JSON)",
+        )
 
     def job_metric(self, stage: str, metric_name: str, *, statistic: str = "Sum",
                    period: Duration = Duration.minutes(5)) -> cloudwatch.Metric:
@@ -157,24 +191,52 @@ class Tier(Construct):
             period=period,
         )
 
+    def failure_rate(self, stage: str) -> cloudwatch.MathExpression:
+        """100 x jobs failed for good / jobs finished over 5 minutes; 0 below the tier's minimum volume.
+
+        ``JobsFailed`` counts a job once, when it is dead-lettered (or kept because the DLQ refused
+        it); a retried attempt only counts ``JobsRetried``. ``FILL`` turns a period without one of
+        the two metrics into 0 (a period with only failures is 100 %, not "no data").
+        """
+        tier = self.settings
+        period = Duration.minutes(5)
+        failed = self.job_metric(stage, Metrics.FAILED, period=period)
+        jobs = cloudwatch.MathExpression(
+            expression="FILL(succeeded, 0) + FILL(failed, 0)",
+            using_metrics={"succeeded": self.job_metric(stage, Metrics.SUCCEEDED, period=period), "failed": failed},
+            label=f"{self.name} jobs finished",
+            period=period,
+        )
+        return cloudwatch.MathExpression(
+            expression=f"IF(jobs >= {tier.failure_rate_min_jobs}, 100 * FILL(failed, 0) / jobs, 0)",
+            using_metrics={"jobs": jobs, "failed": failed},
+            label=f"{self.name} failure rate (%)",
+            period=period,
+        )
+
+    def dlq_depth(self) -> cloudwatch.MathExpression:
+        """Letters in the DLQ, visible or held in flight (a filtered replay holds the ones it skips)."""
+        one_minute = Duration.minutes(1)
+        return cloudwatch.MathExpression(
+            expression="visible + held",
+            using_metrics={
+                "visible": self.dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=one_minute),
+                "held": self.dlq.metric_approximate_number_of_messages_not_visible(statistic="Maximum",
+                                                                                   period=one_minute),
+            },
+            label=f"{self.name} DLQ letters (visible + in flight)",
+            period=one_minute,
+        )
+
     def _alarms(self, stage: str, topic: sns.ITopic) -> dict[str, cloudwatch.Alarm]:
         tier = self.settings
         one_minute = Duration.minutes(1)
-        failure_rate = cloudwatch.MathExpression(
-            # No attempts in the period: 0 %, not "no data" from a division by zero.
-            expression="IF(processed > 0, 100 * failed / processed, 0)",
-            using_metrics={
-                "failed": self.job_metric(stage, Metrics.FAILED),
-                "processed": self.job_metric(stage, Metrics.PROCESSED),
-            },
-            label=f"{self.name} failure rate (%)",
-            period=Duration.minutes(5),
-        )
         specs: dict[str, tuple[cloudwatch.IMetric, float, str]] = {
             Alarms.DLQ_DEPTH: (
-                self.dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=one_minute),
+                self.dlq_depth(),
                 tier.dlq_alarm_threshold,
-                f"The {self.name} DLQ holds more than {tier.dlq_alarm_threshold} message(s): inspect and replay.",
+                f"The {self.name} DLQ holds more than {tier.dlq_alarm_threshold} letter(s), visible or in flight: "
+                f"inspect, then replay or discard.",
             ),
             Alarms.OLDEST_MESSAGE_AGE: (
                 self.queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=one_minute),
@@ -182,9 +244,10 @@ class Tier(Construct):
                 f"The oldest {self.name} job waits longer than {tier.oldest_message_age_alarm_seconds} s.",
             ),
             Alarms.FAILURE_RATE: (
-                failure_rate,
+                self.failure_rate(stage),
                 tier.failure_rate_alarm_percent,
-                f"More than {tier.failure_rate_alarm_percent:g} % of {self.name} job attempts fail.",
+                f"More than {tier.failure_rate_alarm_percent:g} % of {self.name} jobs failed for good (dead-lettered) "
+                f"over 5 minutes, with at least {tier.failure_rate_min_jobs} jobs finished; retries never count.",
             ),
             Alarms.DURATION: (
                 self.consumer.metric_duration(statistic="p99", period=Duration.minutes(5)),

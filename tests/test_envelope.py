@@ -17,6 +17,9 @@ VALID = [
     {"type": "a", "idempotency_key": "k" * 256, "payload": {}, "version": 1},
     {"type": "x_1.y_2", "idempotency_key": "é", "payload": {}, "published_at": "2026-11-29T10:00:00Z"},
     {"type": "x", "idempotency_key": "k", "payload": {}, "published_at": "2026-11-29T10:00:00.123+02:00"},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "tenant": "acme"},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "tenant": "t" * 128},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "tenant": "A-z_0.9:!\"#$%&'()*+,/;<=>?@[\\]^`{|}~"},
 ]
 INVALID = [
     [],
@@ -39,6 +42,11 @@ INVALID = [
     {"type": "x", "idempotency_key": "k", "payload": {}, "version": 2},
     {"type": "x", "idempotency_key": "k", "payload": {}, "version": True},
     {"type": "x", "idempotency_key": "k", "payload": {}, "extra": 1},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "tenant": ""},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "tenant": "t" * 129},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "tenant": "acme corp"},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "tenant": "café"},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "tenant": 7},
 ]
 
 

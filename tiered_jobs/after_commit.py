@@ -45,9 +45,10 @@ class AfterCommitBuffer:
         *,
         tier: str | None = None,
         delay: int | timedelta | None = None,
+        tenant: str | None = None,
     ) -> Job:
         """Validate a job now and hold it; raises :class:`~tiered_jobs.publisher.InvalidJobError`."""
-        job = Job(job_type, payload, idempotency_key, tier, delay)
+        job = Job(job_type, payload, idempotency_key, tier, delay, tenant)
         self.publisher.validate(job)
         self._jobs.append(job)
         return job

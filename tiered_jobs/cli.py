@@ -12,13 +12,10 @@ and a non-zero exit code: 2 for a mistake in the command, 1 for everything else.
 from __future__ import annotations
 
 import json
-import sys
+from datetime import timezone
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Optional
 
 import typer
@@ -26,17 +23,19 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import discovery
-from .contract.names import STAGE_NAME_PATTERN, Alarms, Env, stack_name
+from . import scheduling, teardown
+from . import status as status_reads
+from .contract.names import STAGE_NAME_PATTERN, Env, stack_name
 from .local.cli import app as local_app
-from .publisher import InvalidJobError, PublishError, Publisher
+from .operations import OperatorError, Target, Via, client_error_text, explain, format_duration, run_replay
+from .publisher import Publisher
 
 #: boto3's own variable for a custom endpoint (e.g. moto's server): the CLI honours it too.
 AWS_ENDPOINT_URL = "AWS_ENDPOINT_URL"
-#: How far back ``status`` looks for SQS's ``ApproximateAgeOfOldestMessage`` metric.
-AGE_LOOKBACK_SECONDS = 900
 #: A replay may run up to Lambda's 15 minutes: wait that long for the answer, and never resend it.
 REPLAY_INVOKE_READ_TIMEOUT = 960
+#: How far back ``status`` looks for SQS's ``ApproximateAgeOfOldestMessage`` metric.
+AGE_LOOKBACK_SECONDS = 900
 
 app = typer.Typer(
     name="tiered-jobs",
@@ -48,6 +47,7 @@ app = typer.Typer(
 dlq_app = typer.Typer(help="Inspect a tier's dead-letter queue and replay it.", no_args_is_help=True)
 app.add_typer(dlq_app, name="dlq")
 app.add_typer(local_app, name="local")
+teardown.register(app)
 
 
 
@@ -56,49 +56,8 @@ def _console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False)
 
 
-class CliError(Exception):
-    """A failure to report as one line; ``code`` 2 for a mistake in the command, 1 otherwise."""
-
-    def __init__(self, message: str, code: int = 1):
-        super().__init__(message)
-        self.code = code
-
-
-class Via(str, Enum):
-    """Where a DLQ command runs the replay code."""
-
-    auto = "auto"
-    direct = "direct"
-    function = "lambda"
-
-
-@dataclass
-class Target:
-    """The stage the command works on, and the AWS clients to reach it (built on first use)."""
-
-    stage: str
-    stack_name: str
-    region: str | None
-    endpoint_url: str | None
-    _clients: dict[str, Any] = field(default_factory=dict)
-    _deployment: discovery.Deployment | None = None
-
-    def client(self, service: str, **config: Any) -> Any:
-        if service not in self._clients:
-            import boto3
-            from botocore.config import Config
-
-            self._clients[service] = boto3.session.Session(region_name=self.region).client(
-                service, endpoint_url=self.endpoint_url, config=Config(**config) if config else None
-            )
-        return self._clients[service]
-
-    def deployment(self) -> discovery.Deployment:
-        if self._deployment is None:
-            self._deployment = discovery.locate(
-                self.stage, self.stack_name, cloudformation=self.client("cloudformation"), ssm=self.client("ssm")
-            )
-        return self._deployment
+#: The CLI reports an :class:`~tiered_jobs.operations.OperatorError` as one ``error:`` line.
+CliError = OperatorError
 
 
 @app.callback()
@@ -129,7 +88,12 @@ def publish(
     key: str = typer.Option(..., "--key", "-k", help="Idempotency key (the business id, e.g. pay_123)."),
     payload: str = typer.Option("{}", "--payload", "-p", help="Payload as a JSON object."),
     tier: Optional[str] = typer.Option(None, "--tier", help="Override the routing table."),
-    delay: Optional[int] = typer.Option(None, "--delay", help="Seconds before the job becomes visible (0-900)."),
+    delay: Optional[int] = typer.Option(
+        None, "--delay", help="Seconds before the job runs (beyond 900: through a one-time schedule)."),
+    at: Optional[str] = typer.Option(
+        None, "--at", help="When the job runs: ISO 8601 with a time zone, e.g. 2030-05-01T09:00:00+02:00."),
+    tenant: Optional[str] = typer.Option(
+        None, "--tenant", help="Tenant the job is for: sent as its MessageGroupId (SQS fair queues)."),
 ) -> None:
     """Publish one job, routed like every other publisher's."""
     with _errors():
@@ -138,12 +102,82 @@ def publish(
         except ValueError as exc:
             raise CliError(f"--payload is not valid JSON: {exc}", 2) from None
         target: Target = ctx.obj
-        publisher = Publisher.from_deployment(target.deployment(), sqs=target.client("sqs"))
-        result = publisher.publish(job_type, data, key, tier=tier, delay=delay)
+        when = _iso_datetime(at, "--at") if at is not None else None
+        result = _publisher(target).publish(job_type, data, key, tier=tier, delay=delay, at=when, tenant=tenant)
+        if result.schedule_name is not None:
+            state = "Already scheduled" if result.already_scheduled else "Scheduled"
+            _console().print(
+                f"{state}: {escape(job_type)} (key {escape(repr(key))}) to tier [bold]{result.tier}[/] at "
+                f"{result.fire_at.isoformat() if result.fire_at else '?'} (one-time schedule {result.schedule_name}; "
+                f"cancel with: tiered-jobs cancel {escape(job_type)} {escape(key)})"
+            )
+            return
         _console().print(
             f"Published {escape(job_type)} (key {escape(repr(key))}) to tier [bold]{result.tier}[/]: "
             f"message {result.message_id}"
         )
+
+
+def _publisher(target: Target) -> Publisher:
+    """The stage's publisher; where one-time jobs go is looked up only if a job needs it."""
+    deployment = target.deployment()
+    return Publisher.from_deployment(
+        deployment, sqs=target.client("sqs"), scheduler=target.client("scheduler"),
+        scheduling=lambda: _scheduling_target(target),
+    )
+
+
+def _scheduling_target(target: Target) -> scheduling.SchedulingTarget:
+    return scheduling.locate(target.stage, target.stack_name, list(target.deployment().tiers),
+                             cloudformation=target.client("cloudformation"), ssm=target.client("ssm"))
+
+
+def _iso_datetime(text: str, option: str) -> Any:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise CliError(f"{option} {text!r} is not an ISO 8601 date-time (e.g. 2030-05-01T09:00:00+02:00)", 2) from None
+
+
+@app.command()
+def cancel(
+    ctx: typer.Context,
+    job_type: str = typer.Argument(..., metavar="TYPE", help="The job type it was published with."),
+    key: str = typer.Argument(..., metavar="KEY", help="Its idempotency key."),
+) -> None:
+    """Cancel a job published for later (one-time schedule); jobs delayed by SQS itself cannot be."""
+    with _errors():
+        if _publisher(ctx.obj).cancel(job_type, key):
+            _console().print(f"Cancelled {escape(job_type)} (key {escape(repr(key))}): it will not run.")
+        else:
+            raise CliError(f"no pending scheduled job {job_type} (key {key!r}): never scheduled, or already sent")
+
+
+@app.command("schedules")
+def schedules_command(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Periodic jobs and pending one-time jobs of the stage, with their next fire time."""
+    with _errors():
+        target: Target = ctx.obj
+        jobs = scheduling.list_scheduled(target.client("scheduler"), _scheduling_target(target))
+        if as_json:
+            _console().print_json(data={"stage": target.stage, "schedules": [job.to_dict() for job in jobs]})
+            return
+        table = Table(title=f"Scheduled jobs · stage {target.stage}")
+        for title in ("Name", "Kind", "Expression", "Time zone", "Job type", "Tier", "Next fire (UTC)", "Key"):
+            table.add_column(title, overflow="fold")
+        for job in jobs:
+            next_fire = job.next_fire.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if job.next_fire else (
+                "disabled" if job.state != "ENABLED" else "–")
+            table.add_row(job.name, job.kind, job.expression, job.timezone, escape(job.job_type or "?"),
+                          job.tier or "?", next_fire, escape(job.idempotency_key or ""))
+        _console().print(table)
+        if not jobs:
+            _console(stderr=True).print("note: no schedules in this stage")
 
 
 # -- status -------------------------------------------------------------------------------------
@@ -162,22 +196,23 @@ def status(
         cloudwatch = target.client("cloudwatch")
         notes: list[str] = []
         alarms = _optional("alarm states", lambda: _alarm_states(cloudwatch, target.stage), notes)
-        ages = _optional("oldest age", lambda: _oldest_ages(cloudwatch, deployment), notes)
+        ages = _optional("oldest age", lambda: _oldest_ages(cloudwatch, deployment.queue_urls()), notes)
         rows = []
         for tier, urls in deployment.tiers.items():
-            main = _queue_counts(sqs, urls.queue_url)
+            main = status_reads.queue_counts(sqs, urls.queue_url)
             rows.append({
                 "tier": tier,
                 "visible": main["ApproximateNumberOfMessages"],
                 "in_flight": main["ApproximateNumberOfMessagesNotVisible"],
                 "delayed": main["ApproximateNumberOfMessagesDelayed"],
-                "dlq": _queue_counts(sqs, urls.dlq_url)["ApproximateNumberOfMessages"] if urls.dlq_url else None,
+                "dlq": status_reads.queue_counts(sqs, urls.dlq_url)["ApproximateNumberOfMessages"] if urls.dlq_url else None,
                 "oldest_age_seconds": ages.get(tier),
-                "alarms": {kind: alarms[name] for kind in Alarms.KINDS
-                           if (name := Alarms.name(target.stage, tier, kind)) in alarms},
+                "alarms": status_reads.tier_alarms(alarms, target.stage, tier),
             })
+        rates = _rates(target, [row["tier"] for row in rows], notes)
         if as_json:
-            _console().print_json(data={"stage": target.stage, "source": deployment.source, "tiers": rows})
+            _console().print_json(data={"stage": target.stage, "source": deployment.source, "tiers": rows,
+                                        "rates": rates})
             return
         table = Table(title=f"Tiered Jobs · stage {target.stage} · {deployment.source}")
         for title in ("Tier", "Visible", "In flight", "Delayed", "DLQ", "Oldest", "Alarms"):
@@ -185,17 +220,43 @@ def status(
         for row in rows:
             table.add_row(
                 row["tier"], str(row["visible"]), str(row["in_flight"]), str(row["delayed"]),
-                _dlq_cell(row["dlq"]), _duration(row["oldest_age_seconds"]), _alarm_cell(row["alarms"]),
+                _dlq_cell(row["dlq"]), _duration(row["oldest_age_seconds"]), status_reads.alarm_summary(row["alarms"]),
             )
         _console().print(table)
+        _print_rates(rates)
         for note in notes:
             _console(stderr=True).print(f"note: {escape(note)}")
 
 
-def _queue_counts(sqs: Any, queue_url: str) -> dict[str, int]:
-    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"]
-    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=names)["Attributes"]
-    return {name: int(attributes.get(name, 0)) for name in names}
+#: The reads ``status`` makes (shared with the local mode's live view); module names so tests can swap them.
+_alarm_states = status_reads.alarm_states
+_oldest_ages = status_reads.oldest_ages
+
+
+def _rates(target: Target, tiers: list[str], notes: list[str]) -> dict[str, dict[str, Any]]:
+    """Per tier: the configured rate limit (``None``: not limited) and completed jobs per second."""
+    from . import rates
+
+    limits = _optional("rate limits", lambda: rates.configured(target.client("ssm"), target.stage, tiers), notes)
+    current = _optional("current rates", lambda: rates.current(target.client("cloudwatch"), target.stage, tiers), notes)
+    return {tier: {"rate_limit": limits[tier].to_dict() if tier in limits else None,
+                   "rate_limit_text": limits[tier].describe() if tier in limits else "none",
+                   "completed_per_second": current.get(tier)} for tier in tiers}
+
+
+def _print_rates(rates: dict[str, dict[str, Any]]) -> None:
+    from rich import box
+
+    from .rates import LOOKBACK_SECONDS
+
+    table = Table(title="Rates", box=box.SIMPLE_HEAD)
+    for title in ("Tier", "Rate limit", f"Completed/s (last {LOOKBACK_SECONDS // 60} min)"):
+        table.add_column(title, justify="right" if title.startswith("Completed") else "left")
+    for tier, rate in rates.items():
+        done = rate["completed_per_second"]
+        table.add_row(tier, escape(rate["rate_limit_text"]), "–" if done is None else f"{done:.2f}")
+    _console().print(table)
+
 
 
 def _optional(what: str, read: Callable[[], dict[str, Any]], notes: list[str]) -> dict[str, Any]:
@@ -205,50 +266,8 @@ def _optional(what: str, read: Callable[[], dict[str, Any]], notes: list[str]) -
     try:
         return read()
     except ClientError as exc:
-        notes.append(f"{what} unavailable ({_client_error_text(exc)})")
+        notes.append(f"{what} unavailable ({client_error_text(exc)})")
         return {}
-
-
-def _oldest_ages(cloudwatch: Any, deployment: discovery.Deployment) -> dict[str, float]:
-    """SQS's own ``ApproximateAgeOfOldestMessage`` (latest 1-minute maximum) per tier's main queue.
-
-    Reading it never consumes a message (peeking would hide letters from consumers). SQS
-    publishes it only for active queues: no data point leaves the cell blank.
-    """
-    from datetime import datetime, timedelta, timezone
-
-    now = datetime.now(timezone.utc)
-    ages: dict[str, float] = {}
-    for tier, urls in deployment.tiers.items():
-        points = cloudwatch.get_metric_statistics(
-            Namespace="AWS/SQS", MetricName="ApproximateAgeOfOldestMessage",
-            Dimensions=[{"Name": "QueueName", "Value": urls.queue_url.rstrip("/").rsplit("/", 1)[-1]}],
-            StartTime=now - timedelta(seconds=AGE_LOOKBACK_SECONDS), EndTime=now, Period=60,
-            Statistics=["Maximum"],
-        )["Datapoints"]
-        if points:
-            ages[tier] = max(points, key=lambda point: point["Timestamp"])["Maximum"]
-    return ages
-
-
-def _alarm_states(cloudwatch: Any, stage: str) -> dict[str, str]:
-    """``{alarm name: state}`` of the stage's alarms (found by the name prefix the stack uses)."""
-    states: dict[str, str] = {}
-    for page in cloudwatch.get_paginator("describe_alarms").paginate(AlarmNamePrefix=Alarms.prefix(stage)):
-        states.update({alarm["AlarmName"]: alarm["StateValue"] for alarm in page.get("MetricAlarms", [])})
-    return states
-
-
-def _alarm_cell(states: dict[str, str]) -> str:
-    if not states:
-        return "–"
-    firing = [kind for kind, state in states.items() if state == "ALARM"]
-    if firing:
-        return f"[bold red]ALARM: {', '.join(firing)}[/]"
-    ok = sum(state == "OK" for state in states.values())
-    no_data = len(states) - ok
-    parts = ([f"[green]{ok} OK[/]"] if ok else []) + ([f"{no_data} no data"] if no_data else [])
-    return ", ".join(parts)
 
 
 def _dlq_cell(depth: int | None) -> str:
@@ -257,15 +276,88 @@ def _dlq_cell(depth: int | None) -> str:
     return f"[bold red]{depth}[/]" if depth else "0"
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "–"
-    seconds = int(seconds)
-    for unit, size, smaller, smaller_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60), ("m", 60, "s", 1)):
-        if seconds >= size:
-            rest = (seconds % size) // smaller_size
-            return f"{seconds // size}{unit} {rest}{smaller}" if rest else f"{seconds // size}{unit}"
-    return f"{seconds}s"
+_duration = format_duration
+
+
+# -- job ----------------------------------------------------------------------------------------
+
+
+@app.command("job")
+def job(
+    ctx: typer.Context,
+    job_type: str = typer.Argument(..., metavar="TYPE", help="Job type, e.g. payments.update_balance."),
+    key: str = typer.Argument(..., metavar="KEY", help="The job's idempotency key (the business id)."),
+    max_letters: int = typer.Option(1000, "--max-letters", help="Letters read per non-empty DLQ, at most."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """What happened to one job: its idempotency record, its dead letters, its scheduled runs."""
+    from .lookup import lookup_job
+
+    with _errors():
+        found = lookup_job(ctx.obj, job_type, key, max_letters=max_letters)
+        if as_json:
+            _console().print_json(data=found.to_dict())
+            return
+        out = _console()
+        out.print(f"[bold]{escape(job_type)}[/] key {escape(repr(key))}")
+        out.print(f"  state: [bold]{found.record.state.replace('_', ' ')}[/] — {escape(found.record.detail)}",
+                  soft_wrap=True)
+        if found.record.result is not None:
+            out.print(f"  result: {escape(json.dumps(found.record.result))}", soft_wrap=True)
+        read = ", ".join(f"{tier} {count}" for tier, count in found.letters_read.items())
+        if not found.letters:
+            out.print(f"  dead letters: none (letters read: {read or 'no DLQ'})")
+        for letter in found.letters:
+            reasons = "; ".join(f"{name.removeprefix('DeadLetter.')}={value}" for name, value in letter.reasons.items())
+            out.print(f"  dead letter in the {letter.tier} DLQ: {letter.message_id}: "
+                      f"{escape(reasons or 'no reasons (moved by SQS redrive: crash or timeout)')}", soft_wrap=True)
+        if found.scheduled is None:
+            out.print("  scheduled runs: not tracked (no scheduled jobs source)")
+        else:
+            runs = ", ".join(f"{run.at.isoformat()} ({run.schedule})" for run in found.scheduled)
+            out.print(f"  scheduled runs: {escape(runs) or 'none pending'}")
+        for note in found.notes:
+            _console(stderr=True).print(f"note: {escape(note)}")
+
+
+# -- console ------------------------------------------------------------------------------------
+
+
+@app.command("console")
+def console(
+    ctx: typer.Context,
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; anything but loopback needs --token."),
+    port: int = typer.Option(8321, "--port", help="Port to listen on (0: a free one)."),
+    token: Optional[str] = typer.Option(
+        None, "--token", envvar="TIERED_JOBS_CONSOLE_TOKEN",
+        help="Require this token (basic auth password, bearer token or ?token=); mandatory off loopback.",
+    ),
+    read_only: bool = typer.Option(False, "--read-only", help="Hide every action and refuse action requests."),
+) -> None:
+    """Serve the web console for this stage: tiers live, DLQ review, job lookup, replay."""
+    from .console import INSTALL_HINT, missing_modules
+
+    with _errors():
+        if missing_modules():
+            raise CliError(f"{INSTALL_HINT} (missing: {', '.join(missing_modules())})")
+        from .console.security import BindError, Security
+        from .console.server import serve
+
+        target: Target = ctx.obj
+        try:
+            target.deployment()
+        except Exception as exc:  # noqa: BLE001 - explained ones are shown (and kept as a banner until fixed)
+            if explain(exc) is None:
+                raise
+            _console(stderr=True).print(f"warning: {escape(explain(exc)[0])}", soft_wrap=True)
+        try:
+            serve(target, Security(token=token, read_only=read_only), host, port,
+                  on_ready=lambda url: _console().print(f"Console for stage {target.stage}: {url}"
+                                                        + (" (read-only)" if read_only else ""), soft_wrap=True))
+        except BindError as exc:
+            raise CliError(str(exc), 2) from None
+        except OSError as exc:
+            raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 # -- dlq ----------------------------------------------------------------------------------------
@@ -462,61 +554,13 @@ def _print_outside_window(answer: dict[str, Any]) -> None:
 
 
 def _replay(target: Target, event: dict[str, Any], via: Via, archive_path: Path | None = None) -> dict[str, Any]:
-    """Run the replay code here when it is importable (or asked for), else invoke the deployed function.
+    """The replay domain (here or in the deployed function), with a progress bar on a terminal.
 
-    Here, each tier's idempotency window comes from the stage's SSM parameters, and ``discard``
-    archives to ``archive_path``; the deployed function has its own (see docs/replay.md).
+    Here, each tier's idempotency window comes from the stage's SSM parameters (a note on stderr
+    when they cannot be read), and ``discard`` archives to ``archive_path``.
     """
-    deployment = target.deployment()
-    deployment.tier(event["tier"])  # an unknown tier fails here, naming the known ones
-    replay = None if via is Via.function else _replay_module()
-    if replay is None and via is Via.direct:
-        raise CliError("the replay code (functions/replay) is not importable here: use --via lambda", 2)
-    if replay is None:
-        return _invoke_replay(target, deployment, event)
-    names = [name for name, urls in deployment.tiers.items() if urls.dlq_url]
-    notes: list[str] = []
-    ttls = _optional("the tiers' idempotency windows",
-                     lambda: discovery.idempotency_ttls(target.stage, names, ssm=target.client("ssm")), notes)
-    for note in notes:  # unknown windows: a replay then moves no letter without --allow-outside-window
-        _console(stderr=True).print(f"note: {escape(note)}")
-    tiers = {name: replay.TierQueues(deployment.tiers[name].queue_url, deployment.tiers[name].dlq_url, ttls.get(name))
-             for name in names}
-    try:
-        request = replay.parse_event(event, tiers=tiers)
-        sqs = target.client("sqs")
-        total = min(request.max_messages, replay.approximate_depth(sqs, tiers[request.tier].dlq_url))
-        archive = replay.JsonLinesArchive(archive_path) if archive_path is not None else None
-        with _progress(f"{request.action} {request.tier} DLQ", total) as on_progress:
-            return replay.run(request, sqs=sqs, tiers=tiers, on_progress=on_progress, archive=archive)
-    except replay.ReplayEventError as exc:
-        raise CliError(str(exc), 2) from None
-
-
-def _invoke_replay(target: Target, deployment: discovery.Deployment, event: dict[str, Any]) -> dict[str, Any]:
-    name = deployment.replay_function_name
-    if not name:
-        raise CliError(f"{deployment.source} names no replay function to invoke")
-    client = target.client("lambda", read_timeout=REPLAY_INVOKE_READ_TIMEOUT, retries={"total_max_attempts": 1})
-    with _console(stderr=True).status(f"invoking {name}..."):
-        answer = client.invoke(FunctionName=name, InvocationType="RequestResponse", Payload=json.dumps(event).encode())
-    body = json.loads(answer["Payload"].read() or b"null")
-    if answer.get("FunctionError"):
-        message = body.get("errorMessage") if isinstance(body, dict) else body
-        raise CliError(f"the replay function {name} refused or failed: {message}", 2 if "invalid replay event" in str(message) else 1)
-    return body
-
-
-def _replay_module() -> ModuleType | None:
-    """``functions.replay`` from this checkout (next to the package), or ``None`` when installed without it."""
-    root = Path(__file__).resolve().parent.parent
-    if not (root / "functions" / "replay" / "__init__.py").is_file():
-        return None
-    if str(root) not in sys.path:
-        sys.path.append(str(root))
-    import functions.replay as replay
-
-    return replay
+    return run_replay(target, event, via, progress=_progress, status=_console(stderr=True).status,
+                      archive_path=archive_path, note=lambda text: _console(stderr=True).print(f"note: {escape(text)}"))
 
 
 @contextmanager
@@ -626,37 +670,14 @@ def _errors() -> Iterator[None]:
 
 
 def _fail(exc: Exception) -> None:
-    from botocore.exceptions import (
-        ClientError, EndpointConnectionError, NoCredentialsError, NoRegionError, PartialCredentialsError,
-    )
-
-    cause: BaseException = exc
-    while isinstance(cause, PublishError) and isinstance(cause.__cause__, Exception):
-        cause = cause.__cause__  # the client error behind a failed publish says more
-    if isinstance(cause, (NoCredentialsError, PartialCredentialsError)):
-        message, code = ("no AWS credentials found: configure them as for the AWS CLI "
-                         "(aws configure, AWS_PROFILE, or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)"), 1
-    elif isinstance(cause, NoRegionError):
-        message, code = "no AWS region: pass --region or set AWS_REGION", 1
-    elif isinstance(cause, EndpointConnectionError):
-        message, code = f"cannot reach {cause.kwargs.get('endpoint_url')}: is the endpoint (or the local mode) up?", 1
-    elif isinstance(cause, CliError):
-        message, code = str(cause), cause.code
-    elif isinstance(cause, (discovery.UnknownTierError, InvalidJobError)):
-        message, code = str(cause), 2
-    elif isinstance(cause, (discovery.DiscoveryError, PublishError)):
-        message, code = str(cause), 1
-    elif isinstance(cause, ClientError):
-        message, code = f"AWS refused the request: {_client_error_text(cause)}", 1
-    else:
+    explained = explain(exc)
+    if explained is None:
         raise exc
+    message, code = explained
     _console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
 
-def _client_error_text(exc: Any) -> str:
-    error = exc.response.get("Error", {})
-    return f"{error.get('Code', 'Error')}: {error.get('Message', '')} ({exc.operation_name})"
 
 
 def main() -> None:

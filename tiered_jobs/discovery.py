@@ -61,6 +61,8 @@ class Deployment:
     replay_function_name: str | None = None
     #: Stage name when the source knows it (``None`` for :func:`from_env` without ``TIERED_JOBS_STAGE``).
     stage: str | None = field(default=None)
+    #: The idempotency table (``tiered-jobs job`` reads a job's record there); ``None`` when the source does not tell.
+    idempotency_table_name: str | None = None
 
     def tier(self, name: str) -> TierUrls:
         try:
@@ -79,7 +81,8 @@ def from_ssm(stage: str, *, ssm: Any = None) -> Deployment:
 
         ssm = boto3.client("ssm")
     where = f"SSM parameters of stage {stage!r} in {ssm.meta.region_name}"
-    head = _get_parameters(ssm, [Ssm.tiers(stage), Ssm.routes(stage), Ssm.replay_function_name(stage)])
+    head = _get_parameters(ssm, [Ssm.tiers(stage), Ssm.routes(stage), Ssm.replay_function_name(stage),
+                                 Ssm.idempotency_table_name(stage)])
     if Ssm.tiers(stage) not in head:
         raise DiscoveryError(
             f"SSM parameter {Ssm.tiers(stage)} not found: is stage {stage!r} deployed in this account "
@@ -103,6 +106,7 @@ def from_ssm(stage: str, *, ssm: Any = None) -> Deployment:
         source=f"SSM {Ssm.prefix(stage)}",
         replay_function_name=head.get(Ssm.replay_function_name(stage)),
         stage=stage,
+        idempotency_table_name=head.get(Ssm.idempotency_table_name(stage)),
     )
 
 
@@ -145,6 +149,7 @@ def from_stack_outputs(stack_name: str, *, cloudformation: Any = None, stage: st
         source=where,
         replay_function_name=outputs.get(Outputs.REPLAY_FUNCTION_NAME),
         stage=stage,
+        idempotency_table_name=outputs.get(Outputs.IDEMPOTENCY_TABLE_NAME),
     )
 
 

@@ -6,11 +6,16 @@
 What a publish guarantees:
 
 - **Validated before anything is sent**: the envelope v1 rules (the same ones the consumer and
-  ``envelope.schema.json`` apply), a JSON-serialisable payload, only characters SQS accepts
-  (no control characters, lone surrogates, U+FFFE, U+FFFF), a message within SQS's 1 MiB, a
-  routable job type, a known tier, a delay SQS accepts. A batch with one bad job sends nothing.
+  ``envelope.schema.json`` apply), the job type's payload schema when the contract ships one
+  (``contract/schemas/<type>.schema.json``, applied by the consumer too), a JSON-serialisable
+  payload, only characters SQS accepts (no control characters, lone surrogates, U+FFFE, U+FFFF),
+  a message within SQS's 1 MiB, a routable job type, a known tier, a delay SQS accepts.
+  A batch with one bad job sends nothing.
 - **Routed** by the stack's own routing table (an explicit ``tier=`` overrides it).
 - **Batched**: per tier, ``SendMessageBatch`` calls of at most 10 entries and 1 MiB.
+- **Later**: ``at=`` (an aware datetime) or a ``delay`` beyond SQS's 15 minutes becomes a
+  one-time EventBridge Scheduler schedule (``tiered_jobs.scheduling``), cancellable with
+  :meth:`Publisher.cancel`; within 15 minutes SQS's own message delay is used.
 - **Never a silent drop**: entries SQS reports failed are retried (only those, exponential
   backoff with full jitter); senders' faults are not retried. If anything still failed,
   :class:`PublishError` names every such job and carries every entry's :class:`PublishResult`.
@@ -27,19 +32,19 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from random import random as _unit_random
 from typing import Any
 
-from . import discovery
-from .contract import envelope
+from . import discovery, scheduling
+from .contract import envelope, payloads
 from .contract.names import SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES, Env
 from .contract.routing import Routes, UnknownRouteError
 from .contract.sqs_limits import disallowed_character_problem, message_size, pack_batches
 
 __all__ = [
     "InvalidJobError", "Job", "PublishError", "PublishResult", "Publisher", "RetryPolicy",
-    "configure", "default_publisher", "publish", "publish_batch",
+    "cancel", "configure", "default_publisher", "publish", "publish_batch",
 ]
 
 
@@ -63,8 +68,13 @@ class Job:
     idempotency_key: str
     #: Overrides the routing table.
     tier: str | None = None
-    #: Seconds (or a ``timedelta``, rounded up) before the message becomes visible; 0-900.
+    #: Seconds (or a ``timedelta``, rounded up) before the job runs; beyond 900 it is scheduled.
     delay: int | timedelta | None = None
+    #: When the job should run (an aware datetime); not with ``delay``.
+    at: datetime | None = None
+    #: Whom the job is for: the envelope's ``tenant`` and the message's ``MessageGroupId`` (SQS
+    #: fair queues). 1-128 letters, digits or ASCII punctuation.
+    tenant: str | None = None
 
     def describe(self) -> str:
         key = self.idempotency_key
@@ -87,12 +97,21 @@ class PublishResult:
     error_message: str | None = None
     #: SQS blamed the request itself (not retried: sending it again would fail the same way).
     sender_fault: bool = False
+    #: A job for later: the one-time schedule that will send it, and when.
+    schedule_name: str | None = None
+    fire_at: datetime | None = None
+    #: The schedule existed already (an earlier publish of the same job): nothing new was created.
+    already_scheduled: bool = False
 
     @property
     def ok(self) -> bool:
-        return self.message_id is not None
+        return self.message_id is not None or self.schedule_name is not None
 
     def describe(self) -> str:
+        if self.schedule_name is not None:
+            state = "already scheduled" if self.already_scheduled else "scheduled"
+            when = self.fire_at.isoformat() if self.fire_at else "?"
+            return f"{self.job.describe()} -> {self.tier}: {state} for {when} ({self.schedule_name})"
         if self.ok:
             return f"{self.job.describe()} -> {self.tier}: message {self.message_id}"
         return (
@@ -157,6 +176,8 @@ class _Prepared:
     body: str
     size: int
     delay_seconds: int
+    #: Set when the job goes through a one-time schedule instead of SQS's delay.
+    fire_at: datetime | None = None
 
 
 class Publisher:
@@ -176,7 +197,14 @@ class Publisher:
         retry: RetryPolicy = RetryPolicy(),
         sleep: Callable[[float], None] = time.sleep,
         random: Callable[[], float] = _unit_random,
+        scheduling: scheduling.SchedulingTarget | Callable[[], scheduling.SchedulingTarget] | None = None,
+        scheduler: Any = None,
+        schedule_beyond_seconds: int = SQS_MAX_DELAY_SECONDS,
+        clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
     ):
+        """``scheduling``: where one-time jobs go (or a function that looks it up on first need);
+        ``scheduler``: an EventBridge Scheduler client; ``schedule_beyond_seconds``: jobs due later
+        than this go through a one-time schedule (0-900; lower it to make every later job cancellable)."""
         if not queues:
             raise ValueError("a publisher needs the queue URL of at least one tier")
         self.queues = dict(queues)
@@ -185,6 +213,12 @@ class Publisher:
         self._sqs = sqs
         self._sleep = sleep
         self._random = random
+        if not 0 <= schedule_beyond_seconds <= SQS_MAX_DELAY_SECONDS:
+            raise ValueError(f"schedule_beyond_seconds must be 0-{SQS_MAX_DELAY_SECONDS}, got {schedule_beyond_seconds}")
+        self.schedule_beyond_seconds = schedule_beyond_seconds
+        self._scheduling = scheduling
+        self._scheduler = scheduler
+        self._clock = clock
 
     @classmethod
     def from_deployment(cls, deployment: discovery.Deployment, **options: Any) -> Publisher:
@@ -193,6 +227,7 @@ class Publisher:
     @classmethod
     def from_stage(cls, stage: str, *, ssm: Any = None, sqs: Any = None, **options: Any) -> Publisher:
         """From the SSM parameters the stack writes for ``stage`` (needs ``ssm:GetParameters``)."""
+        options.setdefault("scheduling", lambda: scheduling.from_ssm(stage, ssm=ssm))
         return cls.from_deployment(discovery.from_ssm(stage, ssm=ssm), sqs=sqs, **options)
 
     @classmethod
@@ -200,13 +235,15 @@ class Publisher:
         cls, stack_name: str, *, cloudformation: Any = None, sqs: Any = None, **options: Any
     ) -> Publisher:
         """From the outputs of CloudFormation stack ``stack_name`` (needs ``cloudformation:DescribeStacks``)."""
-        return cls.from_deployment(
-            discovery.from_stack_outputs(stack_name, cloudformation=cloudformation), sqs=sqs, **options
-        )
+        deployment = discovery.from_stack_outputs(stack_name, cloudformation=cloudformation)
+        options.setdefault("scheduling", lambda: scheduling.from_stack_outputs(
+            stack_name, list(deployment.tiers), cloudformation=cloudformation))
+        return cls.from_deployment(deployment, sqs=sqs, **options)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, sqs: Any = None, **options: Any) -> Publisher:
         """From ``TIERED_JOBS_QUEUE_URL_<TIER>`` and ``TIERED_JOBS_ROUTES``: no AWS look-up."""
+        options.setdefault("scheduling", lambda: scheduling.from_env(environ))
         return cls.from_deployment(discovery.from_env(environ), sqs=sqs, **options)
 
     @property
@@ -217,6 +254,35 @@ class Publisher:
             self._sqs = boto3.client("sqs")
         return self._sqs
 
+    @property
+    def scheduler(self) -> Any:
+        if self._scheduler is None:
+            import boto3
+
+            self._scheduler = boto3.client("scheduler")
+        return self._scheduler
+
+    def scheduling_target(self) -> scheduling.SchedulingTarget:
+        """Where one-time jobs go, looked up on first use (``DiscoveryError`` if not configured)."""
+        if self._scheduling is None:
+            raise discovery.DiscoveryError(
+                "this publisher has no scheduling configured: build it with Publisher.from_stage(...), or pass "
+                "scheduling=tiered_jobs.scheduling.from_ssm(stage)"
+            )
+        if callable(self._scheduling):
+            self._scheduling = self._scheduling()
+        return self._scheduling
+
+    def one_time_jobs(self) -> scheduling.OneTimeJobs:
+        return scheduling.OneTimeJobs(self.scheduling_target(), self.scheduler)
+
+    def cancel(self, job_type: str, idempotency_key: str) -> bool:
+        """Remove a job scheduled for later; ``False`` if none is pending (never scheduled, or already sent).
+
+        Jobs sent with SQS's own delay (15 minutes or less) cannot be cancelled.
+        """
+        return self.one_time_jobs().cancel(job_type, idempotency_key)
+
     def publish(
         self,
         job_type: str,
@@ -225,9 +291,11 @@ class Publisher:
         *,
         tier: str | None = None,
         delay: int | timedelta | None = None,
+        at: datetime | None = None,
+        tenant: str | None = None,
     ) -> PublishResult:
         """Publish one job; raise :class:`InvalidJobError` or :class:`PublishError` if it was not."""
-        return self.publish_batch([Job(job_type, payload, idempotency_key, tier, delay)])[0]
+        return self.publish_batch([Job(job_type, payload, idempotency_key, tier, delay, at, tenant)])[0]
 
     def publish_batch(self, jobs: Iterable[Job | Mapping[str, Any]]) -> list[PublishResult]:
         """Publish many jobs with as few calls as SQS allows; results are in input order.
@@ -239,7 +307,13 @@ class Publisher:
         prepared = self._prepare_all(jobs)
         results: dict[int, PublishResult] = {}
         first_error: Exception | None = None
-        for chunk in _chunks(prepared):
+        later = [item for item in prepared if item.fire_at is not None]
+        one_time = self.one_time_jobs() if later else None  # a missing configuration fails before any send
+        for item in later:
+            result, error = self._schedule(one_time, item)
+            results[item.index] = result
+            first_error = first_error or error
+        for chunk in _chunks([item for item in prepared if item.fire_at is None]):
             chunk_results, error = self._send_chunk(chunk)
             results.update(chunk_results)
             first_error = first_error or error
@@ -284,9 +358,12 @@ class Publisher:
             problems.append(unserialisable)
         built = None
         try:
-            built = envelope.build(job.job_type, job.payload, job.idempotency_key)  # type: ignore[arg-type]
+            built = envelope.build(job.job_type, job.payload, job.idempotency_key,  # type: ignore[arg-type]
+                                   tenant=job.tenant)
         except envelope.EnvelopeError as exc:
             problems.extend(exc.problems)
+        if built is not None:  # the job type's payload schema, if the contract ships one
+            problems.extend(payloads.problems(built.type, built.payload))
         tier = queue_url = ""
         try:
             if isinstance(job.job_type, str):  # else the envelope check has said so
@@ -296,9 +373,9 @@ class Publisher:
             problems.append(str(exc))
         except discovery.UnknownTierError as exc:
             problems.append(f"{exc}" if job.tier is not None else f"{exc} (routed by the table)")
-        delay_seconds = 0
+        delay_seconds, fire_at = 0, None
         try:
-            delay_seconds = _delay_seconds(job.delay)
+            delay_seconds, fire_at = self._timing(job)
         except ValueError as exc:
             problems.append(str(exc))
         body, size = "", 0
@@ -315,7 +392,42 @@ class Publisher:
                 )
         if problems:
             raise InvalidJobError([f"{job.describe()}: {problem}" for problem in problems])
-        return _Prepared(index, job, tier, queue_url, body, size, delay_seconds)
+        return _Prepared(index, job, tier, queue_url, body, size, delay_seconds, fire_at)
+
+    def _timing(self, job: Job) -> tuple[int, datetime | None]:
+        """``(SQS delay seconds, None)`` for a job due within ``schedule_beyond_seconds``, else ``(0, fire time)``."""
+        if job.at is not None and job.delay is not None:
+            raise ValueError("give either delay or at, not both")
+        now = self._clock()
+        if job.at is not None:
+            problem = scheduling.fire_time_problem(job.at, now)
+            if problem:
+                raise ValueError(problem)
+            seconds = math.ceil((job.at - now).total_seconds())
+            fire_at = job.at
+        else:
+            seconds = _delay_seconds(job.delay)
+            fire_at = now + timedelta(seconds=seconds)
+            problem = scheduling.fire_time_problem(fire_at, now) if seconds > SQS_MAX_DELAY_SECONDS else None
+            if problem:
+                raise ValueError(f"delay {seconds} s: {problem}")
+        if seconds <= self.schedule_beyond_seconds:
+            return seconds, None
+        return 0, fire_at
+
+    def _schedule(self, one_time: scheduling.OneTimeJobs | None, item: _Prepared) -> tuple[PublishResult, Exception | None]:
+        """Create the job's one-time schedule (an existing one means it was scheduled before)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        assert one_time is not None and item.fire_at is not None
+        try:
+            done = one_time.create(job_type=item.job.job_type, idempotency_key=item.job.idempotency_key,
+                                   tier=item.tier, fire_at=item.fire_at, body=item.body)
+        except (BotoCoreError, ClientError, discovery.DiscoveryError) as exc:
+            code = exc.response["Error"].get("Code", "") if isinstance(exc, ClientError) else type(exc).__name__
+            return _result(item, 1, error_code=code, error_message=str(exc)), exc
+        return _result(item, 1, schedule_name=done.schedule_name, fire_at=done.fire_at,
+                       already_scheduled=done.already_scheduled), None
 
     # -- sending ------------------------------------------------------------------------------
 
@@ -332,10 +444,7 @@ class Publisher:
             try:
                 response = self.sqs.send_message_batch(
                     QueueUrl=pending[0].queue_url,
-                    Entries=[
-                        {"Id": entry_id, "MessageBody": item.body, "DelaySeconds": item.delay_seconds}
-                        for entry_id, item in by_id.items()
-                    ],
+                    Entries=[_entry(entry_id, item) for entry_id, item in by_id.items()],
                 )
             except (BotoCoreError, ClientError) as exc:
                 # botocore has already retried what is worth retrying. A timeout leaves the
@@ -365,6 +474,15 @@ class Publisher:
                 self._sleep(self.retry.wait(attempt, self._random()))
             pending = retry
         return results, None
+
+
+def _entry(entry_id: str, item: _Prepared) -> dict[str, Any]:
+    entry: dict[str, Any] = {"Id": entry_id, "MessageBody": item.body, "DelaySeconds": item.delay_seconds}
+    if item.job.tenant is not None:
+        # A standard queue with message group ids is an SQS fair queue; nothing FIFO is implied
+        # (no MessageDeduplicationId, no ordering: the idempotency key deduplicates).
+        entry["MessageGroupId"] = item.job.tenant
+    return entry
 
 
 def _result(item: _Prepared, attempts: int, **outcome: Any) -> PublishResult:
@@ -406,8 +524,8 @@ def _delay_seconds(delay: int | timedelta | None) -> int:
         seconds = delay
     else:
         raise ValueError(f"delay must be whole seconds (int) or a timedelta, got {type(delay).__name__}")
-    if not 0 <= seconds <= SQS_MAX_DELAY_SECONDS:
-        raise ValueError(f"delay must be 0-{SQS_MAX_DELAY_SECONDS} seconds (SQS's limit), got {seconds}")
+    if seconds < 0:
+        raise ValueError(f"delay must be 0 seconds or more, got {seconds}")
     return seconds
 
 
@@ -483,9 +601,16 @@ def publish(
     *,
     tier: str | None = None,
     delay: int | timedelta | None = None,
+    at: datetime | None = None,
+    tenant: str | None = None,
 ) -> PublishResult:
     """:meth:`Publisher.publish` on the :func:`default_publisher`."""
-    return default_publisher().publish(job_type, payload, idempotency_key, tier=tier, delay=delay)
+    return default_publisher().publish(job_type, payload, idempotency_key, tier=tier, delay=delay, at=at, tenant=tenant)
+
+
+def cancel(job_type: str, idempotency_key: str) -> bool:
+    """:meth:`Publisher.cancel` on the :func:`default_publisher`."""
+    return default_publisher().cancel(job_type, idempotency_key)
 
 
 def publish_batch(jobs: Iterable[Job | Mapping[str, Any]]) -> list[PublishResult]:

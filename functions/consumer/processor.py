@@ -11,6 +11,12 @@ Per record (never per batch):
    tier's DLQ with its ``DeadLetter.*`` reasons, and only if that send succeeds is the record
    reported as processed (so SQS deletes the source). A failed send keeps the message.
 
+Before starting each record, the remaining time of the invocation is compared with the tier's
+safety margin (Celery's ``soft_time_limit``): once it is below, this record and every later one
+are returned unstarted as batch item failures, visible again after
+:data:`DEFERRED_VISIBILITY_SECONDS`, and counted as deferred, not failed. The margin leaves time
+for the backoffs and the metrics that the ``finally`` of :meth:`Consumer.handle` writes.
+
 The batch answer is always a partial batch response, even when every record failed.
 """
 
@@ -25,7 +31,7 @@ from typing import Any
 from tiered_jobs.contract import envelope as envelope_rules
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter, Metrics
 
-from functions.runtime import aws
+from functions.runtime import aws, ratelimit
 from functions.runtime.config import TierConfig
 from functions.runtime.errors import PERMANENT, classify, describe
 from functions.runtime.idempotency import IdempotentRunner
@@ -36,6 +42,10 @@ from functions.runtime.registry import JobContext, JobDefinition, JobRegistry
 #: (keeps metric dimensions bounded whatever publishers send).
 INVALID_JOB_TYPE = "invalid"
 UNREGISTERED_JOB_TYPE = "unregistered"
+#: A record left unstarted by the time budget is visible again after this many seconds.
+DEFERRED_VISIBILITY_SECONDS = 1
+#: Without a Lambda context (tests, scripts), the invocation is taken to last Lambda's longest timeout.
+NO_CONTEXT_BUDGET_MS = 900_000
 
 
 class RetryLater(Exception):
@@ -46,16 +56,32 @@ class KeptInQueue(Exception):
     """The record should have been dead-lettered but the DLQ refused it: SQS keeps it."""
 
 
+class Deferred(Exception):
+    """The invocation's time budget ran out before this record started: it comes back promptly."""
+
+
+class RateLimitedKept(Exception):
+    """The rate limit held the record and its re-send failed: SQS keeps it until its turn."""
+
+
 class _Invocation:
     """What one invocation accumulates (a plain class: nothing to generate at cold start)."""
 
-    __slots__ = ("context", "metrics", "backoffs")
+    __slots__ = ("remaining_ms", "margin_ms", "metrics", "backoffs", "deferred", "gate")
 
-    def __init__(self, context: Any, metrics: BatchMetrics):
-        self.context = context
+    def __init__(self, remaining_ms: Callable[[], int], margin_ms: int, metrics: BatchMetrics):
+        #: The invocation's clock: milliseconds left before Lambda stops it.
+        self.remaining_ms = remaining_ms
+        #: No record starts with less than this left: the tier's margin, at most half of the
+        #: time the invocation started with (as the stack's settings demand of the timeout).
+        self.margin_ms = min(margin_ms, remaining_ms() // 2)
         self.metrics = metrics
-        #: (receipt handle, seconds) for the records to retry later.
+        #: (receipt handle, seconds) for the records to retry later (or return soon, if deferred).
         self.backoffs: list[tuple[str, int]] = []
+        #: Records left unstarted; once one is, every later one is too.
+        self.deferred = 0
+        #: The rate limit's verdicts for this batch (``None``: the tier is not limited).
+        self.gate: ratelimit.Gate | None = None
 
 
 class Consumer:
@@ -80,6 +106,9 @@ class Consumer:
             logger = Logger(service=Metrics.SERVICE)
         self.logger = logger
         self._runner: IdempotentRunner | None = None
+        #: ``None`` unless the tier has a rate limit (docs/consumer.md, "Rate limits").
+        self.limiter = ratelimit.from_config(config.rate_limits, config.tier, config.rate_limit_table,
+                                             config.queue_url, client)
 
     @property
     def runner(self) -> IdempotentRunner:
@@ -94,8 +123,12 @@ class Consumer:
     def handle(self, event: dict, context: Any = None) -> dict:
         from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 
-        invocation = _Invocation(context=context, metrics=BatchMetrics(self.config.stage, self.config.tier))
+        invocation = _Invocation(self._remaining_time(context), self.config.time_budget_margin_ms,
+                                 BatchMetrics(self.config.stage, self.config.tier))
         self.runner.register_lambda_context(context)
+        if self.limiter is not None:
+            invocation.gate = self.limiter.admit(ratelimit.batch_records(event, self.registry),
+                                                 invocation.remaining_ms() / 1000)
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
         try:
             return process_partial_response(
@@ -107,31 +140,44 @@ class Consumer:
         finally:
             self._apply_backoffs(invocation.backoffs)
             invocation.metrics.flush()
+            if invocation.deferred:
+                self.logger.info(
+                    "time budget spent: records returned unstarted",
+                    extra={"deferred": invocation.deferred, "margin_ms": invocation.margin_ms,
+                           "remaining_ms": invocation.remaining_ms()},
+                )
 
     # -- one record ----------------------------------------------------------------------
 
     def process(self, record: Any, invocation: _Invocation) -> Any:
+        if invocation.deferred or invocation.remaining_ms() < invocation.margin_ms:
+            self._defer(record, invocation)
         started = time.perf_counter()
-        attempt = int(record.attributes.approximate_receive_count or 1)
+        # Attempts spent by earlier copies (a job the rate limit re-sent) + this copy's receives.
+        attempt = (ratelimit.prior_attempts(record.raw_event.get("messageAttributes"))
+                   + int(record.attributes.approximate_receive_count or 1))
         job_type = INVALID_JOB_TYPE
         definition: JobDefinition | None = None
         envelope: envelope_rules.Envelope | None = None
         try:
             envelope = envelope_rules.parse(record.body)
-            job_type = envelope.type if envelope.type in self.registry else UNREGISTERED_JOB_TYPE
+            job_type = self._label(envelope)
             self.logger.append_keys(
                 tier=self.config.tier, job_type=envelope.type, idempotency_key=envelope.idempotency_key,
                 message_id=record.message_id, attempt=attempt,
+                tenant=envelope.tenant or record.raw_event.get("attributes", {}).get("MessageGroupId"),
             )
             definition = self.registry.get(envelope.type)
             if definition.validate is not None:
                 definition.validate(envelope.payload)
+            if self._held(record, invocation, job_type, started):
+                return None  # re-sent with a delay: acknowledged, not an attempt
             ctx = JobContext(
                 job_type=envelope.type, idempotency_key=envelope.idempotency_key, attempt=attempt,
                 max_attempts=self.config.retry.max_attempts, tier=self.config.tier,
                 message_id=record.message_id, logger=self.logger,
-                remaining_time_ms=self._remaining_time(invocation.context),
-                settings=self.config, client=self.client,
+                lambda_remaining_ms=invocation.remaining_ms, settings=self.config, client=self.client,
+                time_limit_seconds=definition.time_limit_seconds, margin_ms=invocation.margin_ms,
             )
 
             def execute() -> Any:
@@ -147,17 +193,49 @@ class Consumer:
             invocation.metrics.record(job_type, "duplicate" if duplicate else "succeeded", _ms(started))
             self.logger.debug("job done", extra={"duplicate": duplicate})
             return result
+        except RateLimitedKept:
+            raise
         except Exception as exc:  # noqa: BLE001 -- every failure is classified, none escapes unseen
             self._fail(record, invocation, exc, attempt, job_type, envelope, definition, started)
             return None  # dead-lettered: report success so SQS deletes the source copy
         finally:
-            self.logger.remove_keys(["tier", "job_type", "idempotency_key", "message_id", "attempt"])
+            self.logger.remove_keys(["tier", "job_type", "idempotency_key", "message_id", "attempt", "tenant"])
+
+    def _held(self, record: Any, invocation: _Invocation, job_type: str, started: float) -> bool:
+        """Waits until the record's turn under the rate limit; ``True`` when it was held instead."""
+        verdict = invocation.gate.enter(record.message_id) if invocation.gate is not None else None
+        if verdict is None:
+            return False
+        invocation.metrics.record(job_type, "rate_limited")  # not an attempt: no duration
+        if verdict.keep_seconds is not None:
+            invocation.backoffs.append((record.receipt_handle, verdict.keep_seconds))
+            self.logger.warning("rate limited; the re-send failed, the message stays in the queue",
+                                extra={"retry_in_seconds": verdict.keep_seconds})
+            raise RateLimitedKept("held by the rate limit; re-send failed")
+        self.logger.info("rate limited: re-sent with a delay", extra={"delay_seconds": verdict.resent_delay})
+        return True
+
+    def _defer(self, record: Any, invocation: _Invocation) -> None:
+        """Return the record unstarted: a batch item failure visible again in a second."""
+        invocation.deferred += 1
+        invocation.backoffs.append((record.receipt_handle, DEFERRED_VISIBILITY_SECONDS))
+        try:
+            job_type = self._label(envelope_rules.parse(record.body))
+        except Exception:  # noqa: BLE001 -- its next attempt will dead-letter it with the reason
+            job_type = INVALID_JOB_TYPE
+        invocation.metrics.record(job_type, "deferred")
+        raise Deferred(f"deferred: less than {invocation.margin_ms} ms left of the invocation")
+
+    def _label(self, envelope: envelope_rules.Envelope) -> str:
+        """The metric label of a job type: bounded whatever publishers send."""
+        return envelope.type if envelope.type in self.registry else UNREGISTERED_JOB_TYPE
 
     def _fail(self, record, invocation, exc, attempt, job_type, envelope, definition, started) -> None:
         # Loaded on the first failure only: the happy path's cold start does not pay for it.
         from functions.runtime.deadletter import (
             DeadLetterReason,
             api_attributes_from_event,
+            fit_to_size,
             merge_attributes,
             send_to_dlq,
         )
@@ -168,7 +246,7 @@ class Consumer:
         if kind != PERMANENT and not policy.is_last(attempt):
             delay = policy.delay(attempt, self.rand)
             invocation.backoffs.append((record.receipt_handle, delay))
-            invocation.metrics.record(job_type, "retried", _ms(started))
+            invocation.metrics.record(job_type, "retried", _ms(started), retry_delay_seconds=delay)
             self.logger.warning(
                 "job failed, will retry",
                 extra={"error_type": error_type, "error": error_message, "retry_in_seconds": delay},
@@ -192,6 +270,7 @@ class Consumer:
         attributes, dropped = merge_attributes(
             api_attributes_from_event(record.raw_event.get("messageAttributes")), reason.attributes()
         )
+        attributes, shortened = fit_to_size(record.body, attributes)  # SQS's 1 MiB counts attributes too
         try:
             dlq_message_id = send_to_dlq(self.client("sqs"), self.config.dlq_url, record.body, attributes)
         except Exception as send_error:  # noqa: BLE001
@@ -205,7 +284,8 @@ class Consumer:
         self.logger.error(
             "job dead-lettered",
             extra={"reason": reason.reason, "error_type": error_type, "error": error_message,
-                   "dlq_message_id": dlq_message_id, "dropped_reason_attributes": dropped},
+                   "dlq_message_id": dlq_message_id, "dropped_reason_attributes": dropped,
+                   "shortened_reason_attributes": shortened},
         )
 
     # -- helpers -------------------------------------------------------------------------
@@ -231,7 +311,8 @@ class Consumer:
     def _remaining_time(context: Any) -> Callable[[], int]:
         if context is not None and hasattr(context, "get_remaining_time_in_millis"):
             return context.get_remaining_time_in_millis
-        return lambda: 900_000
+        deadline = time.monotonic() + NO_CONTEXT_BUDGET_MS / 1000
+        return lambda: max(0, int((deadline - time.monotonic()) * 1000))
 
 
 def _ms(started: float) -> float:

@@ -1,28 +1,19 @@
 """``demo.flaky`` (any tier): fails on purpose, for demos and tests of retry behaviour.
 
 Payload ``{"fail_times": int, "error": "transient" | "permanent"}``: raises that kind of error
-while the attempt number is at most ``fail_times``, then succeeds.
+while the attempt number is at most ``fail_times``, then succeeds. Payload rules:
+``tiered_jobs/contract/schemas/demo.flaky.schema.json``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from functions.runtime.errors import PayloadValidationError, PermanentError, TransientError
-from functions.runtime.registry import JobContext, job, require
-
-ERROR_KINDS = ("transient", "permanent")
+from functions.runtime.errors import PermanentError, TransientError
+from functions.runtime.registry import JobContext, job
 
 
-def validate(payload: dict) -> None:
-    fail_times = require(payload, "fail_times", int)
-    if fail_times < 0:
-        raise PayloadValidationError("payload field 'fail_times' must be >= 0")
-    if payload.get("error", "transient") not in ERROR_KINDS:
-        raise PayloadValidationError(f"payload field 'error' must be one of {', '.join(ERROR_KINDS)}")
-
-
-@job("demo.flaky", validate=validate)
+@job("demo.flaky")
 def flaky(payload: dict, ctx: JobContext) -> dict[str, Any]:
     if ctx.attempt <= payload["fail_times"]:
         if payload.get("error", "transient") == "permanent":

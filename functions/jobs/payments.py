@@ -4,18 +4,18 @@ Powertools idempotency already stops duplicates, but it cannot cover a crash aft
 and before its record completes. So the operation itself is idempotent too (the seed's second
 line of defence): the balance update and a per-key "applied" marker are written in one DynamoDB
 transaction that fails if the marker exists. A second run of the same key changes nothing.
+
+Payload rules (``account_id``, a non-zero integer ``amount``; negative debits):
+``tiered_jobs/contract/schemas/payments.update_balance.schema.json``.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from functions.runtime.errors import PermanentError
-from functions.runtime.registry import JobContext, job, require
+from functions.runtime.registry import JobContext, job
 
-ACCOUNT_ID_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
-MAX_ABS_AMOUNT = 10**12
 #: Marker items live in the accounts table under this key prefix.
 MARKER_PREFIX = "applied#"
 
@@ -24,14 +24,7 @@ def marker_key(job_type: str, idempotency_key: str) -> str:
     return f"{MARKER_PREFIX}{job_type}#{idempotency_key}"
 
 
-def validate(payload: dict) -> None:
-    require(payload, "account_id", str, pattern=ACCOUNT_ID_PATTERN)
-    amount = require(payload, "amount", int)
-    if amount == 0 or abs(amount) > MAX_ABS_AMOUNT:
-        raise PermanentError(f"payload field 'amount' must be non-zero and at most {MAX_ABS_AMOUNT} in size")
-
-
-@job("payments.update_balance", validate=validate)
+@job("payments.update_balance")
 def update_balance(payload: dict, ctx: JobContext) -> dict[str, Any]:
     table = getattr(ctx.settings, "accounts_table", None)
     if not table:

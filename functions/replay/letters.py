@@ -24,7 +24,7 @@ from functools import cached_property
 from typing import Any
 
 from tiered_jobs.contract import envelope
-from tiered_jobs.contract.names import SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES, DeadLetter, Replay
+from tiered_jobs.contract.names import SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES, Attributes, DeadLetter, Replay
 from tiered_jobs.contract.sqs_limits import message_size
 
 UNKNOWN = DeadLetter.REASON_UNKNOWN
@@ -132,7 +132,8 @@ class Letter:
         """
         kept = {
             name: value for name, value in self.attributes.items()
-            if not name.startswith(DeadLetter.PREFIX) and name not in (Replay.COUNT, Replay.AT)
+            # A replayed job gets its attempts afresh: the rate limit's carried count goes too.
+            if not name.startswith(DeadLetter.PREFIX) and name not in (Replay.COUNT, Replay.AT, Attributes.PRIOR_ATTEMPTS)
         }
         previous = self.attributes.get(Replay.COUNT, {}).get("StringValue")
         count = int(previous) + 1 if previous and previous.isdigit() else 1

@@ -75,6 +75,7 @@ def run(
     sleep: Callable[[float], None] = time.sleep,
     now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
     on_progress: Callable[[int], None] | None = None,
+    on_letters: Callable[[list[Letter]], None] | None = None,
     wait_seconds: int = RECEIVE_WAIT_SECONDS,
     safety_margin_ms: int = SAFETY_MARGIN_MS,
     archive: Archive | None = None,
@@ -83,7 +84,8 @@ def run(
 
     ``remaining_ms``: the Lambda's remaining time (``None``: no budget). ``clock``/``sleep``
     pace the rate limit and ``now`` stamps ``Replay.At`` and ages letters: tests inject them.
-    ``on_progress`` is called with the number of letters matched so far after each batch.
+    ``on_progress`` is called with the number of letters matched so far after each batch;
+    ``on_letters`` with the letters matched in each batch (the console shows their bodies and reasons).
     ``archive``: where ``discard`` writes letters before deleting them (required unless dry run).
     """
     problems = tier_problems(request.tier, tiers)
@@ -98,7 +100,8 @@ def run(
         return start_move_task(request, sqs=sqs, queues=queues)
     return _Scan(
         request, sqs=sqs, queues=queues, remaining_ms=remaining_ms, clock=clock, sleep=sleep, now=now,
-        on_progress=on_progress, wait_seconds=wait_seconds, safety_margin_ms=safety_margin_ms, archive=archive,
+        on_progress=on_progress, on_letters=on_letters, wait_seconds=wait_seconds, safety_margin_ms=safety_margin_ms,
+        archive=archive,
     ).run()
 
 
@@ -140,7 +143,7 @@ class _Scan:
                  remaining_ms: Callable[[], int] | None, clock: Callable[[], float],
                  sleep: Callable[[float], None], now: Callable[[], datetime],
                  on_progress: Callable[[int], None] | None, wait_seconds: int, safety_margin_ms: int,
-                 archive: Archive | None):
+                 on_letters: Callable[[list[Letter]], None] | None = None, archive: Archive | None = None):
         self.request = request
         self.archive = archive
         self.sqs = sqs
@@ -149,6 +152,7 @@ class _Scan:
         self.sleep = sleep
         self.now = now
         self.on_progress = on_progress
+        self.on_letters = on_letters
         self.wait_seconds = wait_seconds
         self.safety_margin_ms = safety_margin_ms
         self.moving = request.action == "replay" and not request.dry_run
@@ -233,6 +237,8 @@ class _Scan:
         self.matched += len(taken)
         self.outside_window += sum(letter.message_id in outside for letter in taken)
         self.groups.add(taken, outside)
+        if self.on_letters is not None and taken:
+            self.on_letters(taken)
         if self.request.action == "show":
             self.letters += [letter.to_record(self.request.tier, self.started) for letter in taken]
         if self.moving and taken:

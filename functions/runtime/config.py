@@ -7,8 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tiered_jobs.contract.names import Env
+from tiered_jobs.contract.rate_limits import RateLimits
 
 from .backoff import RetryPolicy
+
+
+#: Without the stack's value (tests, a hand-made environment): stop starting records 2 s before the end.
+DEFAULT_TIME_BUDGET_MARGIN_MS = 2_000
 
 
 class ConfigurationError(RuntimeError):
@@ -25,6 +30,12 @@ class TierConfig:
     retry: RetryPolicy
     idempotency_ttl_seconds: int = 86_400
     accounts_table: str | None = None
+    #: No record starts when less than this (ms) remains of the invocation; the tier derives it
+    #: from its timeout (``TierSettings.time_budget_margin``).
+    time_budget_margin_ms: int = DEFAULT_TIME_BUDGET_MARGIN_MS
+    #: The tier's rate limits and the table of their buckets (``None``: the tier is not limited).
+    rate_limits: RateLimits | None = None
+    rate_limit_table: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TierConfig:
@@ -40,8 +51,12 @@ class TierConfig:
                 jitter=float(env.get(Env.RETRY_JITTER, "0.2")),
             )
             ttl = int(env.get(Env.IDEMPOTENCY_TTL_SECONDS, "86400"))
-        except ValueError as exc:
-            raise ConfigurationError(f"malformed retry/idempotency settings: {exc}") from exc
+            margin = int(env.get(Env.TIME_BUDGET_MARGIN_MS, str(DEFAULT_TIME_BUDGET_MARGIN_MS)))
+            if margin < 0:
+                raise ValueError(f"{Env.TIME_BUDGET_MARGIN_MS} must be >= 0, got {margin}")
+            rate_limits = RateLimits.from_json(env[Env.RATE_LIMITS]) if env.get(Env.RATE_LIMITS) else None
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ConfigurationError(f"malformed retry/idempotency/time budget/rate-limit settings: {exc}") from exc
         return cls(
             stage=env[Env.STAGE],
             tier=env[Env.TIER],
@@ -51,4 +66,7 @@ class TierConfig:
             retry=retry,
             idempotency_ttl_seconds=ttl,
             accounts_table=env.get(Env.ACCOUNTS_TABLE) or None,
+            time_budget_margin_ms=margin,
+            rate_limits=rate_limits,
+            rate_limit_table=env.get(Env.RATE_LIMIT_TABLE) or None,
         )

@@ -4,6 +4,11 @@ The original body goes to the DLQ byte-for-byte with its original message attrib
 the ``DeadLetter.*`` String attributes of the contract. Only when the DLQ has accepted the copy
 does the caller report the record as processed (so SQS deletes the source): a failed send
 leaves the message where it is.
+
+SQS counts the body and every attribute's name, data type and value toward its 1 MiB limit.
+The copy keeps the body and the original attributes whole (they fitted in the original message);
+when the reasons would overflow, they are shortened: ``DeadLetter.ErrorMessage`` first, then the
+other reasons are dropped in :data:`_SHRINK_ORDER`.
 """
 
 from __future__ import annotations
@@ -14,13 +19,20 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from tiered_jobs.contract.names import SQS_MAX_MESSAGE_ATTRIBUTES, DeadLetter
+from tiered_jobs.contract.names import SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES, DeadLetter
 
 #: When original attributes leave no room for all eight, these are kept first.
 _PRIORITY = (
     DeadLetter.REASON, DeadLetter.ERROR_TYPE, DeadLetter.ERROR_MESSAGE, DeadLetter.ATTEMPTS,
     DeadLetter.JOB_TYPE, DeadLetter.LAST_FAILED_AT, DeadLetter.FIRST_FAILED_AT, DeadLetter.SOURCE_QUEUE,
 )
+
+
+#: When the copy would exceed SQS's size limit, reasons give way in this order (the reason itself last).
+_SHRINK_ORDER = (DeadLetter.ERROR_MESSAGE,) + tuple(n for n in reversed(_PRIORITY) if n != DeadLetter.ERROR_MESSAGE)
+#: A shortened ``ErrorMessage`` keeps at least this many bytes, or is dropped.
+_MIN_SHORTENED_BYTES = 16
+_ELLIPSIS = "…"
 
 
 @dataclass(frozen=True)
@@ -85,6 +97,43 @@ def merge_attributes(
         else:
             dropped.append(name)
     return merged, dropped
+
+
+def attribute_bytes(name: str, value: Mapping[str, Any]) -> int:
+    """Bytes SQS counts for one attribute: its name, data type and value (UTF-8 or binary)."""
+    payload = value.get("StringValue")
+    size = len(payload.encode("utf-8", "surrogatepass")) if payload is not None else len(value.get("BinaryValue") or b"")
+    return len(name.encode("utf-8")) + len(str(value.get("DataType", "")).encode("utf-8")) + size
+
+
+def message_bytes(body: str, attributes: Mapping[str, Mapping[str, Any]]) -> int:
+    """A message's size as SQS counts it toward ``MaximumMessageSize``."""
+    return len(body.encode("utf-8", "surrogatepass")) + sum(attribute_bytes(n, v) for n, v in attributes.items())
+
+
+def fit_to_size(
+    body: str, attributes: Mapping[str, dict[str, Any]], limit: int = SQS_MAX_MESSAGE_BYTES
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Shorten the ``DeadLetter.*`` reasons until body + attributes fit in ``limit`` bytes. The
+    body and the original attributes are never touched. Returns the attributes and the names of
+    the reasons shortened or dropped."""
+    fitted = dict(attributes)
+    changed: list[str] = []
+    for name in _SHRINK_ORDER:
+        over = message_bytes(body, fitted) - limit
+        if over <= 0:
+            break
+        if name not in fitted:
+            continue
+        changed.append(name)
+        value = fitted[name]["StringValue"].encode("utf-8")
+        keep = len(value) - over - len(_ELLIPSIS.encode("utf-8"))
+        if name == DeadLetter.ERROR_MESSAGE and keep >= _MIN_SHORTENED_BYTES:
+            shortened = value[:keep].decode("utf-8", "ignore") + _ELLIPSIS
+            fitted[name] = {"DataType": "String", "StringValue": shortened}
+        else:
+            del fitted[name]
+    return fitted, changed
 
 
 def send_to_dlq(sqs: Any, dlq_url: str, body: str, attributes: Mapping[str, dict[str, Any]]) -> str:

@@ -3,11 +3,13 @@
 Rules (the seed's, Celery's ``autoretry_for`` made explicit):
 
 * **permanent** -- retrying cannot help: an invalid envelope or payload, an unknown job type,
-  the same idempotency key with another payload, a 4xx answer (except 408 and 429), and any
+  the same idempotency key with another payload, an AWS error code decided permanent in
+  :mod:`functions.runtime.aws_errors`, another 4xx answer (except 408, 425 and 429), and any
   exception a job declares permanent. The message goes straight to the DLQ.
-* **transient** -- the world may be different next time: timeouts, connection errors,
-  throttling, 429 and 5xx answers, :class:`TransientError`, an idempotency record still
-  in progress elsewhere. Retried with backoff until the attempts run out.
+* **transient** -- the world may be different next time: timeouts, connection errors, an AWS
+  error code decided transient (throttling, a transaction conflict...), 429 and 5xx answers,
+  :class:`TransientError` (and :class:`JobTimeout`), an idempotency record still in progress
+  elsewhere. Retried with backoff until the attempts run out.
 * anything else is **transient** by default (an unexpected bug gets its retries, then lands in
   the DLQ with its reason; a job that knows better declares its permanent exceptions).
 """
@@ -15,20 +17,8 @@ Rules (the seed's, Celery's ``autoretry_for`` made explicit):
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal
 
-Kind = Literal["permanent", "transient"]
-PERMANENT: Kind = "permanent"
-TRANSIENT: Kind = "transient"
-
-#: botocore error codes that mean "slow down" whatever their HTTP status.
-THROTTLING_CODES = frozenset({
-    "Throttling", "ThrottlingException", "ThrottledException", "RequestThrottled",
-    "RequestThrottledException", "TooManyRequestsException", "ProvisionedThroughputExceededException",
-    "RequestLimitExceeded", "SlowDown", "TransactionInProgressException", "LimitExceededException",
-    "RequestTimeout", "RequestTimeoutException", "PriorRequestNotComplete", "InternalError",
-    "InternalFailure", "ServiceUnavailable",
-})
+from .aws_errors import PERMANENT, TRANSIENT, Kind, kind_of_error
 
 #: Exception class names that are transient wherever they come from (botocore, urllib3, requests).
 TRANSIENT_CLASS_NAMES = frozenset({
@@ -53,6 +43,11 @@ class PermanentError(JobError):
 
 class TransientError(JobError):
     """Retrying may succeed (an outage, a timeout). Retried with backoff."""
+
+
+class JobTimeout(TransientError):
+    """The job ran out of time (its ``time_limit_seconds`` or the invocation's budget): raised by
+    ``ctx.check_time()``. Retried like any transient failure; a later attempt starts afresh."""
 
 
 class PayloadValidationError(PermanentError):
@@ -88,10 +83,10 @@ def classify(exc: BaseException, permanent: tuple[type[BaseException], ...] = ()
 def _classify_by_status(err: BaseException) -> Kind | None:
     response = getattr(err, "response", None)
     status: object = None
-    if isinstance(response, dict):  # botocore ClientError
-        code = response.get("Error", {}).get("Code", "")
-        if code in THROTTLING_CODES:
-            return TRANSIENT
+    if isinstance(response, dict):  # botocore ClientError: AWS's catalogue first, then the status
+        kind = kind_of_error(response)
+        if kind is not None:
+            return kind
         status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     else:  # requests / httpx / urllib style
         status = getattr(err, "status_code", None) or getattr(response, "status_code", None)

@@ -4,25 +4,32 @@
   which changes on redrive and replay; ``key_prefix`` keeps it stable across function renames.
 * ``payload`` is the validation key: the same key with another payload is refused.
 * The local cache answers duplicates inside one container without a DynamoDB call.
+* The stored result is :func:`functions.runtime.results.storable`'s bounded, JSON-safe form.
 * Built on first use (the persistence layer and its client are not created at import).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tiered_jobs.contract.names import PROJECT
+from tiered_jobs.contract.idempotency import (
+    EVENT_KEY_JMESPATH,
+    HASH_FUNCTION,
+    KEY_PREFIX,
+    PAYLOAD_VALIDATION_JMESPATH,
+    RecordAttributes,
+)
 
 from .errors import IdempotencyConflictError
+from .results import storable
 
-#: Records are stored under ``tiered-jobs#<hash of [type, idempotency_key]>``.
-KEY_PREFIX = PROJECT
-EVENT_KEY_JMESPATH = "[type, idempotency_key]"
-PAYLOAD_VALIDATION_JMESPATH = "payload"
+__all__ = ["EVENT_KEY_JMESPATH", "KEY_PREFIX", "PAYLOAD_VALIDATION_JMESPATH", "IdempotentRunner", "Outcome"]
+
+#: Records are stored under ``tiered-jobs#<hash of [type, idempotency_key]>``
+#: (``tiered_jobs.contract.idempotency.record_id``, which the operator tools use to read them).
 LOCAL_CACHE_MAX_ITEMS = 1024
 
 
@@ -46,10 +53,16 @@ class IdempotentRunner:
             payload_validation_jmespath=PAYLOAD_VALIDATION_JMESPATH,
             raise_on_no_idempotency_key=True,
             expires_after_seconds=ttl_seconds,
+            hash_function=HASH_FUNCTION,
             use_local_cache=True,
             local_cache_max_items=LOCAL_CACHE_MAX_ITEMS,
         )
-        self.persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=dynamodb_client)
+        self.persistence = DynamoDBPersistenceLayer(
+            table_name=table_name, boto3_client=dynamodb_client,
+            key_attr=RecordAttributes.KEY, expiry_attr=RecordAttributes.EXPIRATION,
+            in_progress_expiry_attr=RecordAttributes.IN_PROGRESS_EXPIRATION, status_attr=RecordAttributes.STATUS,
+            data_attr=RecordAttributes.DATA, validation_key_attr=RecordAttributes.VALIDATION,
+        )
         self._ran = threading.local()
 
         @idempotent_function(
@@ -60,8 +73,9 @@ class IdempotentRunner:
         )
         def run_once(job: dict, execute: Callable[[], Any]) -> Any:
             self._ran.value = True
-            # What is stored must be JSON: a job returning something else still completes.
-            return json.loads(json.dumps(execute(), default=str))
+            # Powertools serializes what this returns after the side effect: it must always encode,
+            # and fit in a DynamoDB item, or the job would run again (see results.py).
+            return storable(execute())
 
         self._run_once = run_once
 

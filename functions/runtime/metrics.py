@@ -3,6 +3,10 @@
 Each job type in a batch gets one EMF document with two dimension sets:
 ``[service, Stage, Tier]`` (what the stack's alarms and dashboard read, summing over job types)
 and ``[Stage, Tier, JobType]`` (the breakdown). Values are lists, one per record.
+
+``JobsFailed`` counts jobs that failed for good (dead-lettered, or kept because the DLQ refused
+the final copy); a retried attempt counts only ``JobsRetried``; a record the time budget left
+unstarted counts only ``JobsDeferred`` (it is not processed).
 """
 
 from __future__ import annotations
@@ -11,15 +15,23 @@ from collections import defaultdict
 
 from tiered_jobs.contract.names import Metrics as M
 
-#: Outcome -> the counters it increments (every record also counts as processed).
+#: Outcome -> the counters it increments.
 OUTCOME_METRICS: dict[str, tuple[str, ...]] = {
-    "succeeded": (M.SUCCEEDED,),
-    "duplicate": (M.SUCCEEDED, M.DUPLICATE),
-    "retried": (M.FAILED, M.RETRIED),
-    "dead_lettered": (M.FAILED, M.DEAD_LETTERED),
-    # The DLQ refused the copy: the message stays and comes back; a failure all the same.
-    "kept": (M.FAILED,),
+    "succeeded": (M.PROCESSED, M.SUCCEEDED),
+    "duplicate": (M.PROCESSED, M.SUCCEEDED, M.DUPLICATE),
+    "retried": (M.PROCESSED, M.RETRIED),
+    "dead_lettered": (M.PROCESSED, M.FAILED, M.DEAD_LETTERED),
+    # The DLQ refused the final copy: the message stays and comes back (and may count again).
+    "kept": (M.PROCESSED, M.FAILED),
+    # The invocation's time budget ran out before the record started: it comes back promptly.
+    "deferred": (M.DEFERRED,),
+    # Held by the rate limit and re-sent with a delay: not an attempt, not a failure.
+    "rate_limited": (M.RATE_LIMITED,),
 }
+#: Every counter, in the order of the EMF document (each is written, 0 included).
+COUNTERS: tuple[str, ...] = (
+    M.PROCESSED, M.SUCCEEDED, M.FAILED, M.RETRIED, M.DEAD_LETTERED, M.DUPLICATE, M.DEFERRED, M.RATE_LIMITED,
+)
 
 
 class BatchMetrics:
@@ -28,20 +40,17 @@ class BatchMetrics:
         self.tier = tier
         self._counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self._durations: dict[str, list[float]] = defaultdict(list)
+        self._retry_delays: dict[str, list[float]] = defaultdict(list)
 
-    def record(self, job_type: str, outcome: str, duration_ms: float) -> None:
+    def record(self, job_type: str, outcome: str, duration_ms: float | None = None,
+               retry_delay_seconds: float | None = None) -> None:
         counts = self._counts[job_type]
-        counts[M.PROCESSED] += 1
         for name in OUTCOME_METRICS[outcome]:
             counts[name] += 1
-        self._durations[job_type].append(round(duration_ms, 3))
-
-    def totals(self) -> dict[str, int]:
-        total: dict[str, int] = defaultdict(int)
-        for counts in self._counts.values():
-            for name, value in counts.items():
-                total[name] += value
-        return dict(total)
+        if duration_ms is not None:
+            self._durations[job_type].append(round(duration_ms, 3))
+        if retry_delay_seconds is not None:
+            self._retry_delays[job_type].append(retry_delay_seconds)
 
     def flush(self) -> None:
         if not self._counts:
@@ -53,10 +62,13 @@ class BatchMetrics:
             emf.add_dimension(name=M.DIM_STAGE, value=self.stage)
             emf.add_dimension(name=M.DIM_TIER, value=self.tier)
             emf.add_dimensions(**{M.DIM_STAGE: self.stage, M.DIM_TIER: self.tier, M.DIM_JOB_TYPE: job_type})
-            for name in (M.PROCESSED, M.SUCCEEDED, M.FAILED, M.RETRIED, M.DEAD_LETTERED, M.DUPLICATE):
+            for name in COUNTERS:
                 emf.add_metric(name=name, unit=MetricUnit.Count, value=counts.get(name, 0))
             for value in self._durations[job_type]:
                 emf.add_metric(name=M.DURATION, unit=MetricUnit.Milliseconds, value=value)
+            for value in self._retry_delays.get(job_type, ()):
+                emf.add_metric(name=M.RETRY_DELAY, unit=MetricUnit.Seconds, value=value)
             emf.flush_metrics()
         self._counts.clear()
         self._durations.clear()
+        self._retry_delays.clear()

@@ -13,6 +13,7 @@ from cli.test_cli import _dead_letter, _iso, _one_error_line
 
 from publisher.fakes import received_bodies
 from tiered_jobs import cli as cli_module
+from tiered_jobs import discovery
 from tiered_jobs.contract.names import Ssm
 
 OLD = _iso(datetime.now(timezone.utc) - timedelta(days=30))  # published before the 18-day window
@@ -64,7 +65,7 @@ def test_a_window_that_cannot_be_read_counts_as_unknown(cli, deployment, monkeyp
     def denied(*args, **kwargs):
         raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "GetParameters")
 
-    monkeypatch.setattr(cli_module.discovery, "idempotency_ttls", denied)
+    monkeypatch.setattr(discovery, "idempotency_ttls", denied)
     _dead_letter(deployment, "critical", "fresh")
 
     result = cli("dlq", "replay", "critical")

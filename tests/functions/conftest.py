@@ -17,7 +17,7 @@ from bench.fixtures import BenchTier, create_tier
 from bench.fixtures import lambda_context as make_lambda_context
 from functions.consumer.processor import Consumer
 from functions.runtime.backoff import RetryPolicy
-from functions.runtime.config import TierConfig
+from functions.runtime.config import DEFAULT_TIME_BUDGET_MARGIN_MS, TierConfig
 from functions.runtime.registry import registry as default_registry
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.local.esm import sqs_event
@@ -30,17 +30,18 @@ class Tier(BenchTier):
     #: receipt handles of messages a batch left in flight (failed or crashed), by message id
     in_flight: dict[str, str] = field(default_factory=dict)
 
-    def config(self, **retry: Any) -> TierConfig:
+    def config(self, margin_ms: int = DEFAULT_TIME_BUDGET_MARGIN_MS, **retry: Any) -> TierConfig:
         return TierConfig(
             stage="test", tier="critical", queue_url=self.queue_url, dlq_url=self.dlq_url,
             idempotency_table=self.idempotency_table, accounts_table=self.accounts_table,
-            retry=RetryPolicy(**retry) if retry else RetryPolicy(),
+            retry=RetryPolicy(**retry) if retry else RetryPolicy(), time_budget_margin_ms=margin_ms,
         )
 
     def consumer(self, *, client: Callable[[str], Any] | None = None, registry=default_registry,
-                 rand: Callable[[], float] = lambda: 0.5, **retry: Any) -> Consumer:
+                 rand: Callable[[], float] = lambda: 0.5, margin_ms: int = DEFAULT_TIME_BUDGET_MARGIN_MS,
+                 **retry: Any) -> Consumer:
         clients = {"sqs": self.sqs, "dynamodb": self.dynamodb}
-        return Consumer(self.config(**retry), registry, client=client or clients.__getitem__, rand=rand)
+        return Consumer(self.config(margin_ms, **retry), registry, client=client or clients.__getitem__, rand=rand)
 
     def publish(self, job_type: str, payload: Any, key: str, **attributes: str) -> str:
         body = build(job_type, payload, key).to_json()

@@ -38,8 +38,10 @@ PUBLISHER = {
            "unknown tier 'gold'; known tiers: critical"),
     "P9": ("payments.update_balance", {"account_id": "a", "amount": 1}, "k9", {"delay": 901},
            "delay must be 0-900 seconds (SQS's limit), got 901"),
-    "P10": ("analytics.record_event", {"event": "e", "memo": "ab\uffff"}, "k10", {},
-            "payload['memo'] holds U+FFFF at character 2, which SQS does not accept in a message"),
+    "P10": ("payments.update_balance", {"account_id": "a", "amount_cents": -5}, "k10", {},
+            "payload is missing required field 'amount'"),
+    "P11": ("analytics.record_event", {"event": "e", "properties": {"memo": "ab\uffff"}}, "k11", {},
+            "payload['properties']['memo'] holds U+FFFF at character 2, which SQS does not accept in a message"),
 }
 
 #: id -> (raw body a non-Python publisher might send, expected DeadLetter.ErrorType, expected message)
@@ -60,9 +62,9 @@ CONSUMER = {
     "C10": ('{"type": "demo.flaky", "idempotency_key": "k", "payload": {"x": ' + "[" * 200_000 + "]" * 200_000 + "}}",
             "EnvelopeError", "the body is JSON nested too deeply to parse"),
     "C11": ('{"type": "payments.update_balance", "idempotency_key": "k", "payload": {"account_id": "a", "amount": "10"}}',
-            "PayloadValidationError", "payload field 'amount' must be int, got str"),
+            "PayloadValidationError", "payload field 'amount' must be an integer, got a string"),
     "C12": ('{"type": "notifications.send_email", "idempotency_key": "k", "payload": {"to": "nobody", "subject": "s"}}',
-            "PayloadValidationError", "invalid e-mail address 'nobody'"),
+            "PayloadValidationError", "payload field 'to' must match ^[^@\\s]{1,64}@[^@\\s]+\\.[^@\\s]{2,}$, got 'nobody'"),
     "C13": ('{"type": "demo.flaky", "idempotency_key": "k", "payload": {}, "priority": "high"}', "EnvelopeError",
             "unknown field(s) 'priority'; allowed: type, idempotency_key, payload, version, published_at"),
     "C16": ('{"type": "Demo Flaky!", "idempotency_key": "k", "payload": {}}', "EnvelopeError",

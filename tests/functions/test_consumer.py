@@ -191,7 +191,7 @@ def test_backoff_is_capped_at_twelve_hours():
     assert policy.delay(1, lambda: 1.0) == 43_200
 
 
-def test_flaky_job_succeeds_after_its_transient_failures(tier):
+def test_flaky_job_succeeds_after_its_transient_failures(tier, capsys):
     tier.publish("demo.flaky", {"fail_times": 2, "error": "transient"}, "flaky-2")
     consumer = tier.consumer()
     for _ in range(2):
@@ -199,6 +199,9 @@ def test_flaky_job_succeeds_after_its_transient_failures(tier):
         tier.make_visible()
     assert tier.run_batch(consumer)["batchItemFailures"] == []
     assert tier.receive() == [] and tier.dlq_messages() == []
+    docs = emf_documents(capsys)  # a retry that later succeeds is never a failed job
+    assert [(d[Metrics.RETRIED], d[Metrics.FAILED], d[Metrics.SUCCEEDED]) for d in docs] == [
+        (1, 0, 0), (1, 0, 0), (0, 0, 1)]
 
 
 def test_last_attempt_dead_letters_with_every_reason_attribute(tier):
@@ -314,7 +317,7 @@ def test_permanent_failure_goes_to_dlq_on_first_attempt(tier):
     a = attrs(letter)
     assert a[DeadLetter.REASON] == DeadLetter.REASON_PERMANENT
     assert a[DeadLetter.ERROR_TYPE] == "PayloadValidationError"
-    assert "invalid e-mail address" in a[DeadLetter.ERROR_MESSAGE]
+    assert "payload field 'to' must match" in a[DeadLetter.ERROR_MESSAGE]
     assert a[DeadLetter.ATTEMPTS] == "1"
     assert a[DeadLetter.FIRST_FAILED_AT] == a[DeadLetter.LAST_FAILED_AT]
     assert tier.receive() == []
@@ -364,6 +367,7 @@ def test_batch_where_every_record_fails_is_a_partial_response(tier):
 
 
 def test_failure_rate_metrics_per_tier_and_job_type(tier, capsys):
+    """JobsFailed counts jobs failed for good; a retried attempt counts only JobsRetried."""
     tier.publish("payments.update_balance", {"account_id": "a", "amount": 1}, "m-1")
     tier.publish("demo.flaky", {"fail_times": 1}, "m-2")
     tier.publish("demo.flaky", {"fail_times": 1, "error": "permanent"}, "m-3")
@@ -371,8 +375,10 @@ def test_failure_rate_metrics_per_tier_and_job_type(tier, capsys):
     docs = {d[Metrics.DIM_JOB_TYPE]: d for d in emf_documents(capsys)}
     assert set(docs) == {"payments.update_balance", "demo.flaky"}
     flaky = docs["demo.flaky"]
-    assert (flaky[Metrics.PROCESSED], flaky[Metrics.FAILED], flaky[Metrics.RETRIED],
-            flaky[Metrics.DEAD_LETTERED]) == (2, 2, 1, 1)
+    assert (flaky[Metrics.PROCESSED], flaky[Metrics.SUCCEEDED], flaky[Metrics.FAILED], flaky[Metrics.RETRIED],
+            flaky[Metrics.DEAD_LETTERED], flaky[Metrics.DEFERRED]) == (2, 0, 1, 1, 1, 0)
+    payments = docs["payments.update_balance"]
+    assert (payments[Metrics.PROCESSED], payments[Metrics.SUCCEEDED], payments[Metrics.FAILED]) == (1, 1, 0)
     directive = flaky["_aws"]["CloudWatchMetrics"][0]
     assert directive["Namespace"] == Metrics.NAMESPACE
     assert [Metrics.DIM_STAGE, Metrics.DIM_TIER, Metrics.DIM_SERVICE] in [sorted(d) for d in directive["Dimensions"]] \

@@ -57,3 +57,35 @@ def test_cfn_lint_finds_no_errors(cli_synth):
     findings = json.loads(result.stdout)
     unexpected = [(f["Rule"]["Id"], f["Message"]) for f in findings if f["Rule"]["Id"] not in ACCEPTED_CFN_LINT]
     assert unexpected == []
+
+
+def _app_env(context: dict, outdir: Path) -> dict[str, str]:
+    """What the CDK CLI hands the app: the context as JSON, and the output directory."""
+    return {**os.environ, "CDK_CONTEXT_JSON": json.dumps(context), "CDK_OUTDIR": str(outdir)}
+
+
+@pytest.mark.parametrize(("context", "message"), [
+    ({"tiered_jobs": {"tiers": {"bulk": {"max_attempts": 0}}}},
+     "tiered_jobs settings: tier 'bulk': max_attempts 0 is out of range; use a value between 1 and 100"),
+    ({"stage": "Prod"}, "tiered_jobs settings: context 'tiered_jobs': stage 'Prod' is invalid"),
+    ({"tiered_jobs": {"tiers": {"bulk": {"idempotency_ttl_seconds": 60}}}},
+     "tiered_jobs settings: tier 'bulk': idempotency_ttl_seconds 60 is shorter than"),
+])
+def test_a_settings_error_prints_its_message_alone_and_fails(tmp_path, context, message):
+    """No traceback: one line naming the tier, the key and the fix, and a non-zero exit status."""
+    result = subprocess.run([sys.executable, "app.py"], cwd=ROOT, env=_app_env(context, tmp_path),
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 1
+    assert result.stderr.startswith(message)
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert result.stdout == "" and not (tmp_path / "manifest.json").exists()
+
+
+def test_the_cdk_cli_shows_the_settings_error_without_a_traceback(tmp_path):
+    result = subprocess.run(
+        ["npx", "--no-install", "cdk", "synth", "--quiet", "-c", "stage=Prod", "-o", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240, check=False,
+    )
+    assert result.returncode != 0
+    assert "tiered_jobs settings: context 'tiered_jobs': stage 'Prod' is invalid" in result.stderr
+    assert "Traceback" not in result.stderr and "File \"" not in result.stderr

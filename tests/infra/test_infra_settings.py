@@ -115,7 +115,11 @@ def test_routes_of_update_balance_decide_the_accounts_tier():
     ({"tiers": {"bulk": {"dlq_alarm_threshold": -1}}}, "tier 'bulk': dlq_alarm_threshold -1 is out of range"),
     ({"tiers": {"bulk": {"failure_rate_alarm_percent": 0}}}, "failure_rate_alarm_percent 0.0 must be a percentage"),
     ({"tiers": {"bulk": {"batchsize": 5}}},
-     "tier 'bulk': unknown key(s) 'batchsize'; allowed keys: batch_size, batching_window_seconds"),
+     "tier 'bulk': unknown key(s) 'batchsize'; allowed keys: allow_short_idempotency_window, batch_size, "
+     "batching_window_seconds"),
+    ({"tiers": {"bulk": {"failure_rate_min_jobs": 0}}}, "tier 'bulk': failure_rate_min_jobs 0 is out of range"),
+    ({"tiers": {"bulk": {"allow_short_idempotency_window": "yes"}}},
+     "tier 'bulk': allow_short_idempotency_window must be true or false, got 'yes'"),
     ({"tiers": {"bulk": []}}, "tier 'bulk': settings must be an object"),
     ({"tiers": {"Bulk": {}}}, "tier 'Bulk': invalid name"),
     ({"tiers": {}}, "tiers must be a non-empty object"),
@@ -165,3 +169,41 @@ def test_cli_stage_context_key_names_the_stack():
     app = cdk.App(context={**load_cdk_context(), "stage": "prod"})
     assert settings_of(app).stage == "prod"
     assert settings_of(cdk.App(context=load_cdk_context())).stage == "dev"
+
+
+def test_the_idempotency_window_covers_the_replay_window_by_default():
+    """Queue retention + DLQ retention: a letter replayed on its last day still finds its job's record."""
+    bulk = AppSettings.from_context(None).tier("bulk")
+    assert (bulk.retention_days, bulk.dlq_retention_days) == (4, 14)
+    assert bulk.idempotency_ttl_seconds == bulk.replay_window_seconds == 18 * 86_400
+    assert TierSettings(name="x").idempotency_ttl_seconds == 18 * 86_400
+
+
+def test_the_default_window_follows_the_tiers_own_retention():
+    tier = _tier(retention_days=2, dlq_retention_days=7)
+    assert tier.idempotency_ttl_seconds == 9 * 86_400
+    assert _tier(idempotency_ttl_seconds=20 * 86_400).idempotency_ttl_seconds == 20 * 86_400
+
+
+def test_a_shorter_idempotency_window_is_refused_with_the_minimum_and_the_fix():
+    with pytest.raises(SettingsError) as error:
+        _tier(idempotency_ttl_seconds=86_400)
+    assert str(error.value) == (
+        "tier 'bulk': idempotency_ttl_seconds 86400 is shorter than retention_days (4) + dlq_retention_days (14) = "
+        "1555200 s: a letter replayed after its job's idempotency record expired would run a finished job again; "
+        "set idempotency_ttl_seconds to at least 1555200, remove it to use that default, or set "
+        "allow_short_idempotency_window: true to accept that risk"
+    )
+    with pytest.raises(SettingsError, match="at least 777600"):
+        _tier(retention_days=1, dlq_retention_days=8, idempotency_ttl_seconds=777_599)
+
+
+def test_a_shorter_idempotency_window_passes_only_with_the_explicit_opt_out():
+    tier = _tier(idempotency_ttl_seconds=86_400, allow_short_idempotency_window=True)
+    assert tier.idempotency_ttl_seconds == 86_400 and tier.allow_short_idempotency_window is True
+    assert _tier().allow_short_idempotency_window is False
+
+
+def test_the_failure_rate_needs_a_minimum_volume():
+    assert _tier().failure_rate_min_jobs == 20
+    assert _tier(failure_rate_min_jobs=100).failure_rate_min_jobs == 100

@@ -47,20 +47,38 @@ def test_every_alarm_notifies_on_alarm_and_ok_and_ignores_missing_data(default_s
     assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
 
 
+def _queries(alarm: dict) -> tuple[dict, dict[str, dict]]:
+    """The returned query of a metric-math alarm, and every query by id."""
+    (returned,) = [q for q in alarm["Metrics"] if q.get("ReturnData", True)]
+    return returned, {q["Id"]: q for q in alarm["Metrics"]}
+
+
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
 def test_queue_alarms_watch_the_right_queue_with_the_tier_threshold(default_synth, tier):
     settings = SETTINGS.tier(tier)
-    dlq = _alarm(default_synth, "dev", tier, Alarms.DLQ_DEPTH)
-    assert (dlq["Namespace"], dlq["MetricName"], dlq["Statistic"]) == (
-        "AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum")
-    assert dlq["Dimensions"] == [
-        {"Name": "QueueName", "Value": {"Fn::GetAtt": [find_queue(default_synth, "dev", tier, dlq=True)[0], "QueueName"]}}
-    ]
-    assert dlq["Threshold"] == settings.dlq_alarm_threshold
     age = _alarm(default_synth, "dev", tier, Alarms.OLDEST_MESSAGE_AGE)
     assert age["MetricName"] == "ApproximateAgeOfOldestMessage"
     assert age["Dimensions"][0]["Value"] == {"Fn::GetAtt": [find_queue(default_synth, "dev", tier)[0], "QueueName"]}
     assert age["Threshold"] == settings.oldest_message_age_alarm_seconds
+
+
+@pytest.mark.parametrize("tier", DEFAULT_TIERS)
+def test_dlq_alarm_counts_letters_held_in_flight(default_synth, tier):
+    """Visible + not visible: a filtered replay holding non-matching letters must not turn the alarm OK."""
+    dlq = _alarm(default_synth, "dev", tier, Alarms.DLQ_DEPTH)
+    returned, queries = _queries(dlq)
+    assert returned["Expression"] == "visible + held"
+    queue = {"Name": "QueueName", "Value": {"Fn::GetAtt": [find_queue(default_synth, "dev", tier, dlq=True)[0],
+                                                          "QueueName"]}}
+    for query_id, metric_name in (("visible", "ApproximateNumberOfMessagesVisible"),
+                                  ("held", "ApproximateNumberOfMessagesNotVisible")):
+        stat = queries[query_id]["MetricStat"]
+        assert (stat["Metric"]["Namespace"], stat["Metric"]["MetricName"], stat["Stat"], stat["Period"]) == (
+            "AWS/SQS", metric_name, "Maximum", 60)
+        assert stat["Metric"]["Dimensions"] == [queue]
+        assert queries[query_id]["ReturnData"] is False
+    assert dlq["Threshold"] == SETTINGS.tier(tier).dlq_alarm_threshold
+    assert (dlq["EvaluationPeriods"], dlq.get("DatapointsToAlarm", 1)) == (1, 1)
 
 
 def test_critical_pages_on_the_first_dead_letter(default_synth):
@@ -69,24 +87,37 @@ def test_critical_pages_on_the_first_dead_letter(default_synth):
 
 
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
-def test_failure_rate_comes_from_our_job_metrics(default_synth, tier):
+def test_failure_rate_is_failed_jobs_over_finished_jobs_with_a_minimum_volume(default_synth, tier):
+    """JobsFailed / (JobsSucceeded + JobsFailed), 0 under 20 jobs in 5 minutes; retries are not an input."""
     alarm = _alarm(default_synth, "dev", tier, Alarms.FAILURE_RATE)
     assert alarm["Threshold"] == 1.0
-    expression, *stats = alarm["Metrics"]
-    assert expression["Expression"] == "IF(processed > 0, 100 * failed / processed, 0)"
-    assert expression["ReturnData"] is True
+    assert (alarm["EvaluationPeriods"], alarm.get("DatapointsToAlarm", 1)) == (1, 1)
+    assert alarm["TreatMissingData"] == "notBreaching"
+    returned, queries = _queries(alarm)
+    assert returned["Expression"] == "IF(jobs >= 20, 100 * FILL(failed, 0) / jobs, 0)"
+    assert queries["jobs"]["Expression"] == "FILL(succeeded, 0) + FILL(failed, 0)"
+    assert queries["jobs"]["ReturnData"] is False
     dimensions = [
         {"Name": Metrics.DIM_STAGE, "Value": "dev"},
         {"Name": Metrics.DIM_TIER, "Value": tier},
         {"Name": Metrics.DIM_SERVICE, "Value": Metrics.SERVICE},
     ]
-    assert {s["Id"]: (s["MetricStat"]["Metric"]["MetricName"], s["MetricStat"]["Stat"]) for s in stats} == {
-        "failed": (Metrics.FAILED, "Sum"), "processed": (Metrics.PROCESSED, "Sum"),
+    stats = {q["Id"]: q["MetricStat"] for q in queries.values() if "MetricStat" in q}
+    assert {i: (s["Metric"]["MetricName"], s["Stat"], s["Period"]) for i, s in stats.items()} == {
+        "failed": (Metrics.FAILED, "Sum", 300), "succeeded": (Metrics.SUCCEEDED, "Sum", 300),
     }
-    for stat in stats:
-        metric = stat["MetricStat"]["Metric"]
+    assert Metrics.RETRIED not in json.dumps(alarm) and Metrics.PROCESSED not in json.dumps(alarm)
+    for stat in stats.values():
+        metric = stat["Metric"]
         assert metric["Namespace"] == Metrics.NAMESPACE
         assert sorted(metric["Dimensions"], key=lambda d: d["Name"]) == sorted(dimensions, key=lambda d: d["Name"])
+
+
+def test_failure_rate_minimum_volume_is_a_tier_setting(tmp_path_factory):
+    synth = synthesize(tmp_path_factory, "min-jobs", tiers={"critical": {}, "transactional": {},
+                                                            "bulk": {"failure_rate_min_jobs": 200}})
+    returned, _ = _queries(_alarm(synth, "dev", "bulk", Alarms.FAILURE_RATE))
+    assert returned["Expression"] == "IF(jobs >= 200, 100 * FILL(failed, 0) / jobs, 0)"
 
 
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
@@ -262,7 +293,9 @@ def test_stages_do_not_collide(default_synth, custom_synth):
             found |= {r["Properties"][prop] for r in synth.resources(type_).values() if prop in r["Properties"]}
         return found
     dev, qa = names(default_synth), names(custom_synth)
-    assert len(dev) == 6 + 4 + 18 + 17 + 1
+    # Functions, queues, alarms (+ the schedules alarm), SSM parameters (per tier 4 + TTL; 5 shared; the
+    # publisher policy; 3 schedules), dashboard.
+    assert len(dev) == 6 + 4 + 18 + 1 + (3 * 5 + 5 + 1 + 3) + 1
     assert not dev & qa
     assert queue_name("qa", "critical") in qa and f"/tiered-jobs/qa/tiers/critical/{Ssm.TIER_QUEUE_URL}" in qa
 
@@ -271,11 +304,12 @@ def test_dashboard_shows_every_tier_and_alarm(default_synth):
     (dashboard,) = default_synth.resources("AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
     for tier in DEFAULT_TIERS:
-        assert f"{tier}: DLQ depth" in body and f"{tier}: jobs" in body
+        assert f"{tier}: DLQ depth (visible + in flight)" in body and f"{tier}: jobs, and failure rate (%)" in body
     for name in (Metrics.PROCESSED, Metrics.SUCCEEDED, Metrics.FAILED, Metrics.RETRIED, Metrics.DEAD_LETTERED,
-                 Metrics.DUPLICATE, "ApproximateAgeOfOldestMessage", "Duration"):
+                 Metrics.DUPLICATE, "ApproximateAgeOfOldestMessage", "ApproximateNumberOfMessagesNotVisible",
+                 "Duration"):
         assert name in body
-    assert len(default_synth.resources("AWS::CloudWatch::Alarm")) == 18
+    assert len(default_synth.resources("AWS::CloudWatch::Alarm")) == 18 + 1  # 6 per tier + schedules undelivered
     assert '\\"type\\":\\"alarm\\"' in body
 
 
@@ -323,3 +357,48 @@ def test_asset_excludes_are_derived_from_the_asset_paths():
         "*", ".*", "!functions", "!functions/**", "!tiered_jobs", "!tiered_jobs/__init__.py",
         "!tiered_jobs/contract", "!tiered_jobs/contract/**", "**/__pycache__", "**/*.pyc",
     ]
+
+
+def _widgets(synth) -> list[dict]:
+    """The dashboard's widgets, with the body's CloudFormation references replaced by their text."""
+    (dashboard,) = synth.resources("AWS::CloudWatch::Dashboard").values()
+    body = dashboard["Properties"]["DashboardBody"]
+    parts = body["Fn::Join"][1] if isinstance(body, dict) else [body]
+    text = "".join(p if isinstance(p, str) else "REF" for p in parts)
+    return json.loads(text)["widgets"]
+
+
+def test_retries_have_their_own_widget_and_no_alarm(default_synth):
+    for tier in DEFAULT_TIERS:
+        (retries,) = [w for w in _widgets(default_synth) if w["properties"].get("title", "").startswith(f"{tier}: retries")]
+        assert [m[1] for m in retries["properties"]["metrics"]] == [Metrics.RETRIED]
+        (jobs,) = [w for w in _widgets(default_synth) if w["properties"].get("title", "").startswith(f"{tier}: jobs")]
+        assert Metrics.RETRIED not in json.dumps(jobs)
+    for alarm in default_synth.resources("AWS::CloudWatch::Alarm").values():
+        assert Metrics.RETRIED not in json.dumps(alarm)
+
+
+def test_replay_knows_each_tiers_idempotency_window(default_synth):
+    key = logical_id(default_synth, "AWS::Lambda::Function", FunctionName=function_name("dev", "replay"))
+    rendered = default_synth.raw["Resources"][key]["Properties"]["Environment"]["Variables"][Env.REPLAY_TIERS]
+    text = "".join(p if isinstance(p, str) else "REF" for p in rendered["Fn::Join"][1])
+    tiers = json.loads(text)
+    assert set(tiers) == set(DEFAULT_TIERS)
+    for tier in DEFAULT_TIERS:
+        assert tiers[tier]["idempotency_ttl_seconds"] == SETTINGS.tier(tier).idempotency_ttl_seconds == 18 * 86_400
+    _, parameters = _outputs_and_parameters(default_synth)
+    for tier in DEFAULT_TIERS:
+        assert parameters[Ssm.tier("dev", tier, Ssm.TIER_IDEMPOTENCY_TTL)] == str(18 * 86_400)
+    assert Ssm.TIER_IDEMPOTENCY_TTL == "idempotency-ttl-seconds"
+
+
+def test_a_tiers_own_retention_and_opt_out_reach_replay_and_consumer(tmp_path_factory):
+    synth = synthesize(tmp_path_factory, "ttl", tiers={
+        "critical": {}, "transactional": {"retention_days": 2, "dlq_retention_days": 7},
+        "bulk": {"idempotency_ttl_seconds": 3600, "allow_short_idempotency_window": True}})
+    _, parameters = _outputs_and_parameters(synth)
+    expected = {"critical": 18 * 86_400, "transactional": 9 * 86_400, "bulk": 3600}
+    for tier, ttl in expected.items():
+        assert parameters[Ssm.tier("dev", tier, Ssm.TIER_IDEMPOTENCY_TTL)] == str(ttl)
+        env = find_consumer(synth, "dev", tier)[1]["Properties"]["Environment"]["Variables"]
+        assert env[Env.IDEMPOTENCY_TTL_SECONDS] == str(ttl)

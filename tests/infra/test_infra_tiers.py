@@ -10,7 +10,7 @@ from infra_support import (  # noqa: F401 (fixtures)
 )
 
 from infra.settings import AppSettings
-from tiered_jobs.contract.names import DEFAULT_TIERS, Env, Handlers, Metrics, queue_name
+from tiered_jobs.contract.names import SQS_MAX_MESSAGE_BYTES, DEFAULT_TIERS, Env, Handlers, Metrics, queue_name
 
 SETTINGS = AppSettings.from_context(None)
 DAY = 86_400
@@ -61,6 +61,16 @@ def test_queues_are_encrypted_ssl_only_and_retained(default_synth, tier, dlq):
     } in policies[0]["Properties"]["PolicyDocument"]["Statement"]
 
 
+@pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])
+def test_every_queue_sets_the_largest_message_size_explicitly(request, synth_name):
+    """A retained queue created while SQS's default was 256 KiB keeps it unless the template says 1 MiB."""
+    synth = request.getfixturevalue(synth_name)
+    queues = synth.resources("AWS::SQS::Queue")
+    assert len(queues) >= 2 * len(DEFAULT_TIERS)
+    for key, queue in queues.items():
+        assert queue["Properties"].get("MaximumMessageSize") == SQS_MAX_MESSAGE_BYTES == 1_048_576, key
+
+
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
 def test_event_source_mapping_uses_tier_batching_and_reports_item_failures(default_synth, tier):
     settings = SETTINGS.tier(tier)
@@ -103,7 +113,7 @@ def test_consumer_function_settings_and_environment(default_synth, tier):
         Env.POWERTOOLS_SERVICE_NAME, Env.POWERTOOLS_METRICS_NAMESPACE, Env.POWERTOOLS_LOG_LEVEL,
     )} == {
         Env.STAGE: "dev", Env.TIER: tier, Env.MAX_ATTEMPTS: "5", Env.RETRY_SCHEDULE: "5,30,120,600",
-        Env.RETRY_JITTER: "0.2", Env.IDEMPOTENCY_TTL_SECONDS: "86400",
+        Env.RETRY_JITTER: "0.2", Env.IDEMPOTENCY_TTL_SECONDS: str((4 + 14) * 86_400),
         Env.POWERTOOLS_SERVICE_NAME: Metrics.SERVICE, Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,
         Env.POWERTOOLS_LOG_LEVEL: "INFO",
     }

@@ -85,9 +85,23 @@ def test_metric_math(expression, values, expected):
     assert evaluate_expression(expression, values) == expected
 
 
+@pytest.mark.parametrize(("values", "expected"), [
+    ({"succeeded": 30.0, "failed": 3.0}, 100 * 3 / 33),
+    ({"succeeded": None, "failed": 25.0}, 100.0),  # only failures in the period: FILL makes it 100 %
+    ({"succeeded": 5.0, "failed": None}, 0.0),  # below the minimum volume
+    ({"succeeded": 19.0, "failed": 1.0}, 5.0),
+])
+def test_metric_math_with_fill_and_an_expression_that_uses_another(values, expected):
+    expressions = {"jobs": "FILL(succeeded, 0) + FILL(failed, 0)"}
+    rate = "IF(jobs >= 20, 100 * FILL(failed, 0) / jobs, 0)"
+    assert evaluate_expression(rate, values, expressions) == pytest.approx(expected)
+
+
 def test_metric_math_refuses_what_it_does_not_evaluate():
     with pytest.raises(ValueError, match="not evaluated locally"):
-        evaluate_expression("FILL(m, 0)", {"m": 1.0})
+        evaluate_expression("RATE(m)", {"m": 1.0})
+    with pytest.raises(ValueError, match="refers to itself"):
+        evaluate_expression("a", {}, {"a": "a + 1"})
     with pytest.raises(ValueError, match="unknown metric id"):
         evaluate_expression("x + 1", {})
 
@@ -182,3 +196,111 @@ def test_queue_age_comes_from_the_given_source(world):
     dims = [{"Name": "QueueName", "Value": "q"}]
     assert evaluator.metric_value("AWS/SQS", "ApproximateAgeOfOldestMessage", dims, "Maximum", 60) == 42.0
 
+
+
+# -- the stack's own alarms (synthesized), evaluated as local mode does --------------------------
+
+STAGE = "local"
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> dict:
+    """The real template of stage ``local``: its alarms are what the evaluator must understand."""
+    from infra.app import build_app, load_cdk_context
+    from tiered_jobs.contract.names import stack_name
+
+    outdir = tmp_path_factory.mktemp("alarms-synth")
+    build_app(load_cdk_context(stage=STAGE, disposable=True), outdir=str(outdir)).synth()
+    return json.loads((outdir / f"{stack_name(STAGE)}.template.json").read_text())
+
+
+def _concrete(node, template: dict, topic_arn: str):
+    """The alarm's properties with the template's references replaced by the local names."""
+    if isinstance(node, list):
+        return [_concrete(item, template, topic_arn) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if set(node) == {"Ref"} and template["Resources"][node["Ref"]]["Type"] == "AWS::SNS::Topic":
+        return topic_arn
+    if set(node) == {"Fn::GetAtt"} and node["Fn::GetAtt"][1] == "QueueName":
+        return template["Resources"][node["Fn::GetAtt"][0]]["Properties"]["QueueName"]
+    return {key: _concrete(value, template, topic_arn) for key, value in node.items()}
+
+
+@pytest.fixture
+def stack_alarms(aws, template):
+    """The template's DLQ-depth and failure-rate alarms in moto, the DLQs, and an evaluator on a metric store."""
+    from tiered_jobs.contract.names import DEFAULT_TIERS, Alarms, queue_name
+
+    sqs, sns, cloudwatch = (boto3.client(s, region_name="us-east-1") for s in ("sqs", "sns", "cloudwatch"))
+    topic = sns.create_topic(Name="alarms")["TopicArn"]
+    dlqs = {tier: sqs.create_queue(QueueName=queue_name(STAGE, tier, dlq=True))["QueueUrl"] for tier in DEFAULT_TIERS}
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::CloudWatch::Alarm" and resource["Properties"]["AlarmName"].endswith(
+                (Alarms.DLQ_DEPTH, Alarms.FAILURE_RATE)):
+            cloudwatch.put_metric_alarm(**_concrete(resource["Properties"], template, topic))
+    store = MetricStore()
+    clients = {"sqs": sqs, "sns": sns, "cloudwatch": cloudwatch}
+    evaluator = AlarmEvaluator(clients.__getitem__, store, f"tiered-jobs-{STAGE}-", lambda name: 0.0)
+    return evaluator, store, sqs, dlqs["critical"]
+
+
+def jobs_line(tier: str, **counts: float) -> str:
+    """One EMF line as the consumer writes it: ``JobsSucceeded`` / ``JobsFailed`` / ``JobsRetried`` counts."""
+    return json.dumps({
+        "_aws": {"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": [{
+            "Namespace": "TieredJobs", "Dimensions": [["Stage", "Tier", "service"]],
+            "Metrics": [{"Name": name, "Unit": "Count"} for name in counts]}]},
+        "Stage": STAGE, "Tier": tier, "service": "tiered-jobs", **{name: [float(v)] for name, v in counts.items()},
+    })
+
+
+def _state(evaluator: AlarmEvaluator, tier: str, kind: str) -> tuple[str, float | None]:
+    evaluator.evaluate_once()
+    return evaluator.states[f"tiered-jobs-{STAGE}-{tier}-{kind}"]
+
+
+def test_a_flaky_job_that_fails_once_then_succeeds_does_not_page(stack_alarms):
+    evaluator, store, _, _ = stack_alarms
+    for _ in range(3):  # three demo.flaky jobs: one retried attempt each, then success
+        store.log_line("fn", jobs_line("critical", JobsRetried=1))
+        store.log_line("fn", jobs_line("critical", JobsSucceeded=1))
+    assert _state(evaluator, "critical", "failure-rate") == ("OK", 0.0)
+    store.log_line("fn", jobs_line("critical", JobsSucceeded=40, JobsRetried=40))  # many retries, no failure
+    assert _state(evaluator, "critical", "failure-rate") == ("OK", 0.0)
+
+
+def test_an_unknown_job_type_dead_lettered_below_the_minimum_volume_does_not_page(stack_alarms):
+    evaluator, store, _, _ = stack_alarms
+    store.log_line("fn", jobs_line("bulk", JobsFailed=1))
+    assert _state(evaluator, "bulk", "failure-rate") == ("OK", 0.0)
+    store.log_line("fn", jobs_line("bulk", JobsSucceeded=18))
+    assert _state(evaluator, "bulk", "failure-rate") == ("OK", 0.0)  # 19 jobs: still under 20
+
+
+def test_failed_jobs_above_the_minimum_volume_page(stack_alarms):
+    evaluator, store, _, _ = stack_alarms
+    store.log_line("fn", jobs_line("bulk", JobsSucceeded=99, JobsFailed=1))
+    assert _state(evaluator, "bulk", "failure-rate") == ("OK", 1.0)  # 1 % is not above 1 %
+    store.log_line("fn", jobs_line("bulk", JobsSucceeded=0, JobsFailed=5))
+    state, value = _state(evaluator, "bulk", "failure-rate")
+    assert state == "ALARM" and value == pytest.approx(100 * 6 / 105)
+    (change,) = [t for t in evaluator.transitions if t.alarm_name.endswith("bulk-failure-rate")]
+    assert change.new_state == "ALARM"
+
+
+def test_only_failures_above_the_volume_are_100_percent(stack_alarms):
+    evaluator, store, _, _ = stack_alarms
+    store.log_line("fn", jobs_line("critical", JobsFailed=25))
+    assert _state(evaluator, "critical", "failure-rate") == ("ALARM", 100.0)
+
+
+def test_the_dlq_alarm_stays_in_alarm_while_a_filtered_replay_holds_letters(stack_alarms):
+    evaluator, _, sqs, dlq = stack_alarms
+    sqs.send_message(QueueUrl=dlq, MessageBody="letter")
+    assert _state(evaluator, "critical", "dlq-depth") == ("ALARM", 1.0)
+    held = sqs.receive_message(QueueUrl=dlq, VisibilityTimeout=300)["Messages"]  # in flight, not visible
+    assert len(held) == 1
+    assert _state(evaluator, "critical", "dlq-depth") == ("ALARM", 1.0)
+    sqs.delete_message(QueueUrl=dlq, ReceiptHandle=held[0]["ReceiptHandle"])
+    assert _state(evaluator, "critical", "dlq-depth") == ("OK", 0.0)

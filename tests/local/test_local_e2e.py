@@ -17,9 +17,9 @@ import pytest
 from local_support import child_pids, port_is_free, wait_until
 
 from tiered_jobs.contract.envelope import build
-from tiered_jobs.contract.names import Alarms, DeadLetter, Env, Handlers
+from tiered_jobs.contract.names import Alarms, DeadLetter, Env, Handlers, Schedules
 from tiered_jobs.local.session import LocalSession
-from tiered_jobs.publisher import Publisher
+from tiered_jobs.publisher import InvalidJobError, Publisher
 
 pytestmark = pytest.mark.e2e
 
@@ -81,7 +81,9 @@ def test_deployment_is_read_back_from_the_deployed_resources(session):
     mappings = clients("lambda").list_event_source_mappings()["EventSourceMappings"]
     assert {m["State"] for m in mappings} == {"Disabled"}  # moto's own: would run Docker
     alarms = clients("cloudwatch").describe_alarms(AlarmNamePrefix=Alarms.prefix("local"), MaxRecords=100)
-    assert len(alarms["MetricAlarms"]) == 3 * len(Alarms.KINDS)
+    names = {alarm["AlarmName"] for alarm in alarms["MetricAlarms"]}
+    assert names == {Alarms.name("local", tier, kind) for tier in deployment.tiers for kind in Alarms.KINDS} | {
+        Schedules.dlq_alarm_name("local")}
     ttl = clients("dynamodb").describe_time_to_live(TableName=deployment.idempotency_table)
     assert ttl["TimeToLiveDescription"]["TimeToLiveStatus"] == "ENABLED"
     policy = clients("sqs").get_queue_attributes(QueueUrl=critical.queue_url, AttributeNames=["Policy"])
@@ -112,7 +114,11 @@ def test_transient_failures_are_retried_with_backoff_then_succeed(session, publi
 
 def test_permanent_failures_are_dead_lettered_at_once_with_reasons(session, publisher):
     tier = session.deployment.tiers["transactional"]
-    publisher.publish("notifications.send_email", {"to": "not-an-address", "subject": "hi"}, "bad-mail-1")
+    with pytest.raises(InvalidJobError, match="payload field 'to' must match"):  # the publisher checks the schema
+        publisher.publish("notifications.send_email", {"to": "not-an-address", "subject": "hi"}, "bad-mail-1")
+    # a publisher that skips the schema (raw SendMessage): the consumer applies the same schema
+    body = build("notifications.send_email", {"to": "not-an-address", "subject": "hi"}, "bad-mail-1")
+    session.clients("sqs").send_message(QueueUrl=tier.queue_url, MessageBody=body.to_json())
     wait_until(lambda: depth(session, tier.dlq_url) == 1, what="dead letter")
     (letter,) = session.clients("sqs").receive_message(
         QueueUrl=tier.dlq_url, MessageAttributeNames=["All"], VisibilityTimeout=0)["Messages"]

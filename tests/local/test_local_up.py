@@ -17,6 +17,9 @@ import boto3
 import pytest
 from local_support import port_is_free
 
+from tiered_jobs.local.cli import command_prefix
+from tiered_jobs.local.deploy import REPO_ROOT
+
 pytestmark = pytest.mark.e2e
 
 #: Another process: plain boto3 with the variables ``local up`` prints; queue found via SSM.
@@ -40,12 +43,14 @@ def read_lines(stream, into: queue.Queue) -> None:
         into.put(line)
 
 
-def test_local_up_serves_a_publish_from_another_process(tmp_path):
+def test_local_up_serves_a_publish_from_another_process(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO_ROOT)  # where `make setup` was run: the hints are relative to it
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-c", "from tiered_jobs.cli import main; main()", "local", "up", "--port", str(port),
          "--no-view"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "COLUMNS": "200"},
+        cwd=REPO_ROOT,
     )
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=read_lines, args=(process.stdout, lines), daemon=True).start()
@@ -61,6 +66,10 @@ def test_local_up_serves_a_publish_from_another_process(tmp_path):
         exports = dict(line.strip()[len("export "):].split("=", 1) for line in _drain(lines, output)
                        if line.strip().startswith("export "))
         assert exports["AWS_ENDPOINT_URL"] == f"http://127.0.0.1:{port}"
+        # make setup puts tiered-jobs in the virtualenv, not on PATH: the hints name it so
+        hints = [line.strip() for line in output if "tiered-jobs" in line and "--stage local" in line]
+        assert len(hints) == 3 and all(hint.startswith(command_prefix() + " --stage local ") for hint in hints), hints
+        assert any(" local logs " in hint for hint in hints)
 
         client_env = {**os.environ, **exports}
         client_env.pop("AWS_SESSION_TOKEN", None)

@@ -34,6 +34,7 @@ class FakeDeployment:
     dlq_urls: dict[str, str]
     routes: dict[str, str]
     replay_function_name: str
+    idempotency_table: str = ""
 
 
 def _logical(tier: str, what: str) -> str:
@@ -68,6 +69,12 @@ def template(stage: str, tiers: tuple[str, ...], routes: dict[str, str]) -> dict
         outputs[Outputs.tier(tier, Outputs.DLQ_URL)] = {"Value": {"Ref": _logical(tier, "Dlq")}}
     for logical, (name, value) in parameters.items():
         resources[logical] = {"Type": "AWS::SSM::Parameter", "Properties": {"Name": name, "Type": "String", "Value": value}}
+    resources["IdempotencyTable"] = {  # what `tiered-jobs job` reads: Powertools' key schema
+        "Type": "AWS::DynamoDB::Table",
+        "Properties": {"AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
+                       "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}], "BillingMode": "PAY_PER_REQUEST"},
+    }
+    outputs[Outputs.IDEMPOTENCY_TABLE_NAME] = {"Value": {"Ref": "IdempotencyTable"}}
     outputs[Outputs.ROUTES] = {"Value": json.dumps(routes)}
     outputs[Outputs.REPLAY_FUNCTION_NAME] = {"Value": function_name(stage, "replay")}
     return {"Resources": resources, "Outputs": outputs}
@@ -87,6 +94,7 @@ def deploy(stage: str = STAGE, tiers: tuple[str, ...] = DEFAULT_TIERS, routes: d
         dlq_urls={tier: outputs[Outputs.tier(tier, Outputs.DLQ_URL)] for tier in tiers},
         routes=routes,
         replay_function_name=function_name(stage, "replay"),
+        idempotency_table=outputs[Outputs.IDEMPOTENCY_TABLE_NAME],
     )
 
 

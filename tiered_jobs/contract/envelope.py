@@ -8,7 +8,11 @@ used: this module runs in the consumer's cold start.
      "idempotency_key": "pay_123",             # required, 1-256 characters
      "payload": {...},                         # required JSON object (IDs, not big objects)
      "version": 1,                             # optional, default 1
-     "published_at": "2026-11-29T10:00:00Z"}   # optional, ISO 8601 with a time zone
+     "published_at": "2026-11-29T10:00:00Z",   # optional, ISO 8601 with a time zone
+     "tenant": "acme"}                         # optional, 1-128 characters SQS accepts as MessageGroupId
+
+``tenant`` names whom the job is for when one tier's queue serves many customers: the publisher
+also sends it as the message's ``MessageGroupId`` (SQS fair queues), the consumer logs it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from .names import SQS_MAX_MESSAGE_BYTES
+from .names import SQS_MAX_MESSAGE_BYTES, SQS_MESSAGE_GROUP_ID_PATTERN
 from .sqs_limits import disallowed_character_problem
 
 ENVELOPE_VERSION = 1
@@ -27,7 +31,7 @@ JOB_TYPE_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
 MAX_JOB_TYPE_CHARS = 128
 MAX_IDEMPOTENCY_KEY_CHARS = 256
 REQUIRED_FIELDS = ("type", "idempotency_key", "payload")
-OPTIONAL_FIELDS = ("version", "published_at")
+OPTIONAL_FIELDS = ("version", "published_at", "tenant")
 ALLOWED_FIELDS = REQUIRED_FIELDS + OPTIONAL_FIELDS
 
 
@@ -49,6 +53,7 @@ class Envelope:
     payload: dict[str, Any]
     version: int = ENVELOPE_VERSION
     published_at: str | None = None
+    tenant: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -60,6 +65,8 @@ class Envelope:
         }
         if self.published_at is not None:
             body["published_at"] = self.published_at
+        if self.tenant is not None:
+            body["tenant"] = self.tenant
         return body
 
     def to_json(self) -> str:
@@ -122,6 +129,8 @@ def validate(obj: Any) -> list[str]:
             problems.append(
                 f"'published_at' must be an ISO 8601 date-time with a time zone, got {published_at!r}"
             )
+    if "tenant" in obj:
+        problems.extend(tenant_problems(obj["tenant"]))
     return problems
 
 
@@ -151,6 +160,17 @@ def character_problems(obj: Any, path: str = "", _open: frozenset[int] = frozens
     return problems
 
 
+def tenant_problems(tenant: Any) -> list[str]:
+    """Why SQS would refuse ``tenant`` as a ``MessageGroupId`` (an empty list when it would not)."""
+    if isinstance(tenant, str) and SQS_MESSAGE_GROUP_ID_PATTERN.fullmatch(tenant):
+        return []
+    shown = tenant[:80] if isinstance(tenant, str) else tenant
+    return [
+        f"'tenant' must be 1-128 characters, each a letter, a digit or ASCII punctuation "
+        f"(what SQS accepts as a MessageGroupId; no spaces), got {shown!r}"
+    ]
+
+
 def parse(body: str | bytes) -> Envelope:
     """Parse and validate a message body; raise :class:`EnvelopeError` naming every problem."""
     if isinstance(body, (bytes, bytearray)):
@@ -178,10 +198,12 @@ def parse(body: str | bytes) -> Envelope:
         payload=obj["payload"],
         version=obj.get("version", ENVELOPE_VERSION),
         published_at=obj.get("published_at"),
+        tenant=obj.get("tenant"),
     )
 
 
-def build(job_type: str, payload: Any, idempotency_key: str, *, published_at: str | None = None) -> Envelope:
+def build(job_type: str, payload: Any, idempotency_key: str, *, published_at: str | None = None,
+          tenant: str | None = None) -> Envelope:
     """Build a valid envelope for publishing, or raise :class:`EnvelopeError` before anything is sent.
 
     Beyond :func:`validate`, every string must hold only characters SQS accepts
@@ -194,10 +216,12 @@ def build(job_type: str, payload: Any, idempotency_key: str, *, published_at: st
         "version": ENVELOPE_VERSION,
         "published_at": published_at or utc_now_iso(),
     }
+    if tenant is not None:
+        obj["tenant"] = tenant
     problems = validate(obj) + character_problems(obj)
     if problems:
         raise EnvelopeError(problems)
-    return Envelope(job_type, idempotency_key, payload, ENVELOPE_VERSION, obj["published_at"])
+    return Envelope(job_type, idempotency_key, payload, ENVELOPE_VERSION, obj["published_at"], tenant)
 
 
 def _json_kind(value: Any) -> str:

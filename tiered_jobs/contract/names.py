@@ -29,6 +29,21 @@ SQS_MAX_DELAY_SECONDS = 900
 SQS_MAX_MESSAGE_ATTRIBUTES = 10
 #: Entries per SendMessageBatch / DeleteMessageBatch / ChangeMessageVisibilityBatch.
 SQS_MAX_BATCH_ENTRIES = 10
+#: What SQS accepts as a ``MessageGroupId`` (1-128 alphanumerics and punctuation); a tenant id is one.
+SQS_MESSAGE_GROUP_ID_PATTERN = re.compile(r"""^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~]{1,128}$""")
+
+
+#: Tag the stack puts on what it retains on deletion (queues, DLQs, tables, log groups):
+#: ``tiered-jobs teardown`` finds a deleted stage's leftovers by it.
+STAGE_TAG = "tiered-jobs:stage"
+#: The resource types that carry ``STAGE_TAG``. The alarm topic's KMS key is found by its
+#: description (:func:`alarm_key_description`) instead: moto's CloudFormation cannot tag a key.
+RETAINED_RESOURCE_TYPES: tuple[str, ...] = ("AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Logs::LogGroup")
+
+
+def alarm_key_description(stage: str) -> str:
+    """The description of the stage's alarm-topic KMS key (retained; ``teardown`` finds it by it)."""
+    return f"Encrypts the {PROJECT} {stage} alarm topic"
 
 
 def stack_name(stage: str) -> str:
@@ -50,6 +65,8 @@ class Env:
     RETRY_JITTER = "TIERED_JOBS_RETRY_JITTER"
     IDEMPOTENCY_TABLE = "TIERED_JOBS_IDEMPOTENCY_TABLE"
     IDEMPOTENCY_TTL_SECONDS = "TIERED_JOBS_IDEMPOTENCY_TTL_SECONDS"
+    #: Milliseconds: the consumer starts no record when less than this remains of its invocation.
+    TIME_BUDGET_MARGIN_MS = "TIERED_JOBS_TIME_BUDGET_MARGIN_MS"
     #: The example accounts table used by ``payments.update_balance``.
     ACCOUNTS_TABLE = "TIERED_JOBS_ACCOUNTS_TABLE"
     #: Replay function: JSON object ``{tier: {"queue_url": ..., "dlq_url": ..., "idempotency_ttl_seconds": ...}}``.
@@ -59,6 +76,10 @@ class Env:
     #: Publisher: the routing table as a JSON object ``{job type glob: tier}`` (with the
     #: per-tier queue URLs ``tier_var(QUEUE_URL, tier)``, configures a publisher without AWS look-ups).
     ROUTES = "TIERED_JOBS_ROUTES"
+    #: Consumer: the tier's rate limits as JSON (``tiered_jobs.contract.rate_limits``); absent: no limit.
+    RATE_LIMITS = "TIERED_JOBS_RATE_LIMITS"
+    #: Consumer: the DynamoDB table holding the token buckets (set only on rate-limited tiers).
+    RATE_LIMIT_TABLE = "TIERED_JOBS_RATE_LIMIT_TABLE"
 
     @staticmethod
     def tier_var(name: str, tier: str) -> str:
@@ -112,6 +133,15 @@ class DeadLetter:
     MAX_ERROR_MESSAGE_CHARS = 1024
 
 
+class Attributes:
+    """Message attributes of our own on job messages (besides ``DeadLetter.*`` and ``Replay.*``)."""
+
+    #: Number: attempts the job had already spent before this copy of its message was sent. The
+    #: consumer re-sends a job the rate limit held back (a fresh SQS receive count) and carries the
+    #: attempts spent here, so the attempt number is ``PRIOR_ATTEMPTS + ApproximateReceiveCount``.
+    PRIOR_ATTEMPTS = "TieredJobs.PriorAttempts"
+
+
 class Replay:
     """Message attributes the replay adds to a message it moves back to its main queue."""
 
@@ -130,17 +160,25 @@ class Metrics:
     DIM_TIER = "Tier"
     DIM_JOB_TYPE = "JobType"
 
-    #: Every record the consumer handled (one attempt of one job).
+    #: Every record the consumer started (one attempt of one job); deferred records are not.
     PROCESSED = "JobsProcessed"
     SUCCEEDED = "JobsSucceeded"
-    #: Attempts that failed (whether retried or dead-lettered): numerator of the failure rate.
+    #: Jobs failed for good: dead-lettered (permanent or out of retries), or kept in the queue
+    #: because the DLQ refused the final copy. Numerator of the failure rate.
     FAILED = "JobsFailed"
+    #: Failed attempts that will be retried (not failures of the job).
     RETRIED = "JobsRetried"
     DEAD_LETTERED = "JobsDeadLettered"
     #: Records answered from the idempotency store without running the job again.
     DUPLICATE = "JobsDuplicate"
+    #: Records returned unstarted because the invocation's time budget ran out (not failures).
+    DEFERRED = "JobsDeferred"
     #: Milliseconds spent on one record.
     DURATION = "JobDuration"
+    #: Seconds a retried record waits before its next attempt (the jittered backoff), one value per retry.
+    RETRY_DELAY = "JobRetryDelay"
+    #: Records the tier's rate limit held back and re-sent with a delay: never a failure or an attempt.
+    RATE_LIMITED = "JobsRateLimited"
 
 
 class Ssm:
@@ -159,7 +197,10 @@ class Ssm:
     TIER_QUEUE_ARN = "queue-arn"
     TIER_DLQ_URL = "dlq-url"
     TIER_DLQ_ARN = "dlq-arn"
+    #: Seconds a finished job's idempotency record is kept (the tier's ``idempotency_ttl_seconds``).
     TIER_IDEMPOTENCY_TTL = "idempotency-ttl-seconds"
+    #: JSON of the tier's rate limits (``tiered_jobs.contract.rate_limits``); only on rate-limited tiers.
+    TIER_RATE_LIMITS = "rate-limits"
 
     @staticmethod
     def replay_function_name(stage: str) -> str:
@@ -172,6 +213,11 @@ class Ssm:
     @staticmethod
     def accounts_table_name(stage: str) -> str:
         return f"/{PROJECT}/{stage}/accounts-table-name"
+
+    @staticmethod
+    def publisher_policy_arn(stage: str) -> str:
+        """ARN of the managed policy that lets a service publish to the stage's tiers."""
+        return f"/{PROJECT}/{stage}/publisher-policy-arn"
 
     @staticmethod
     def routes(stage: str) -> str:
@@ -204,6 +250,7 @@ class Outputs:
     ALARM_TOPIC_ARN = "AlarmTopicArn"
     DASHBOARD_NAME = "DashboardName"
     ROUTES = "Routes"
+    PUBLISHER_POLICY_ARN = "PublisherPolicyArn"
 
 
 class Alarms:
@@ -235,3 +282,46 @@ def queue_name(stage: str, tier: str, *, dlq: bool = False) -> str:
 def function_name(stage: str, role: str) -> str:
     """Explicit function names (``role`` is ``replay`` or a tier's ``<tier>-consumer``)."""
     return f"{PROJECT}-{stage}-{role}"
+
+
+class Schedules:
+    """Names of the scheduled-jobs parts of a stage (EventBridge Scheduler; see ``contract.schedules``)."""
+
+    #: ``cdk.json`` key of the periodic jobs.
+    SETTINGS_KEY = "schedules"
+
+    @staticmethod
+    def group_name(stage: str) -> str:
+        """The stage's schedule group (periodic and one-time schedules): ``tiered-jobs-<stage>``."""
+        return f"{PROJECT}-{stage}"
+
+    @staticmethod
+    def dlq_alarm_name(stage: str) -> str:
+        """Alarm on the schedules DLQ; ends in no tier alarm kind, so it never equals a tier's alarm name."""
+        return f"{PROJECT}-{stage}-schedules-undelivered"
+
+    @staticmethod
+    def publisher_policy_name(stage: str) -> str:
+        return f"{PROJECT}-{stage}-publish-scheduled-jobs"
+
+    # SSM parameters (under ``Ssm.prefix(stage)``) and output keys.
+    @staticmethod
+    def ssm(stage: str, key: str) -> str:
+        """``key`` is one of the ``SSM_*`` constants below."""
+        return f"/{PROJECT}/{stage}/schedules/{key}"
+
+    SSM_GROUP_NAME = "group-name"
+    SSM_ROLE_ARN = "one-time-role-arn"
+    SSM_DLQ_ARN = "dlq-arn"
+
+    OUTPUT_GROUP_NAME = "ScheduleGroupName"
+    OUTPUT_ROLE_ARN = "SchedulerOneTimeRoleArn"
+    OUTPUT_DLQ_ARN = "SchedulesDlqArn"
+    OUTPUT_DLQ_URL = "SchedulesDlqUrl"
+    OUTPUT_PUBLISHER_POLICY_ARN = "ScheduledJobsPublisherPolicyArn"
+
+    # Publisher configuration without AWS look-ups (with ``Env.tier_var(QUEUE_ARN_VAR, tier)``).
+    ENV_GROUP_NAME = "TIERED_JOBS_SCHEDULE_GROUP"
+    ENV_ROLE_ARN = "TIERED_JOBS_SCHEDULER_ROLE_ARN"
+    ENV_DLQ_ARN = "TIERED_JOBS_SCHEDULES_DLQ_ARN"
+    QUEUE_ARN_VAR = "TIERED_JOBS_QUEUE_ARN"

@@ -7,7 +7,8 @@ last period:
   ``GetQueueAttributes``; ``ApproximateAgeOfOldestMessage`` from moto's store, see ``moto_gaps``);
 * every other metric (the consumer's EMF job metrics, Lambda's own metrics) comes from the
   :class:`~tiered_jobs.local.metrics.MetricStore`;
-* metric math (``IF``, arithmetic, comparisons) is evaluated on those values.
+* metric math (``IF``, ``FILL``, arithmetic, comparisons, expressions that use other expressions)
+  is evaluated on those values.
 
 A change of state is written with ``SetAlarmState`` and published to the alarm's SNS actions,
 as CloudWatch does; the reason says ``[local emulation]`` so nobody mistakes it for AWS.
@@ -50,15 +51,25 @@ class MissingData(Exception):
     """A metric the expression needs has no datapoint in the period."""
 
 
-def evaluate_expression(expression: str, values: Mapping[str, float | None]) -> float:
-    """A metric math expression over single values (``IF``, + - * /, comparisons, numbers, ids)."""
+def evaluate_expression(expression: str, values: Mapping[str, float | None],
+                        expressions: Mapping[str, str] | None = None) -> float:
+    """A metric math expression over single values.
 
-    def walk(node: ast.AST) -> float:
+    ``IF``, ``FILL(m, value)``, + - * /, comparisons, numbers and ids: of a metric (``values``) or
+    of another expression of the same alarm (``expressions``, evaluated when referenced).
+    """
+    expressions = expressions or {}
+
+    def walk(node: ast.AST, seen: frozenset[str]) -> float:
         if isinstance(node, ast.Expression):
-            return walk(node.body)
+            return walk(node.body, seen)
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
             return float(node.value)
         if isinstance(node, ast.Name):
+            if node.id in expressions:
+                if node.id in seen:
+                    raise ValueError(f"metric math {expression!r}: {node.id!r} refers to itself")
+                return walk(ast.parse(expressions[node.id], mode="eval"), seen | {node.id})
             if node.id not in values:
                 raise ValueError(f"unknown metric id {node.id!r} in {expression!r}")
             value = values[node.id]
@@ -66,19 +77,26 @@ def evaluate_expression(expression: str, values: Mapping[str, float | None]) -> 
                 raise MissingData(node.id)
             return value
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -walk(node.operand)
+            return -walk(node.operand, seen)
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-            left, right = walk(node.left), walk(node.right)
+            left, right = walk(node.left, seen), walk(node.right, seen)
             if isinstance(node.op, ast.Div) and right == 0:
                 raise MissingData("division by zero")  # CloudWatch drops such datapoints
             return _BINARY[type(node.op)](left, right)
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
-            return float(_COMPARE[type(node.ops[0])](walk(node.left), walk(node.comparators[0])))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "IF" and len(node.args) == 3:
-            return walk(node.args[1]) if walk(node.args[0]) else walk(node.args[2])
+            return float(_COMPARE[type(node.ops[0])](walk(node.left, seen), walk(node.comparators[0], seen)))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) in (2, 3):
+            name, args = node.func.id, node.args
+            if name == "IF" and len(args) == 3:
+                return walk(args[1], seen) if walk(args[0], seen) else walk(args[2], seen)
+            if name == "FILL" and len(args) == 2:  # a missing datapoint becomes the value
+                try:
+                    return walk(args[0], seen)
+                except MissingData:
+                    return walk(args[1], seen)
         raise ValueError(f"metric math {expression!r} uses something not evaluated locally: {ast.dump(node)[:80]}")
 
-    return walk(ast.parse(expression, mode="eval"))
+    return walk(ast.parse(expression, mode="eval"), frozenset())
 
 
 def decide(alarm: Mapping[str, Any], value: float | None) -> str:
@@ -141,7 +159,8 @@ class AlarmEvaluator:
     def alarm_value(self, alarm: Mapping[str, Any]) -> float | None:
         if alarm.get("Metrics"):
             values: dict[str, float | None] = {}
-            expression = None
+            expressions: dict[str, str] = {}
+            returned = None
             for query in alarm["Metrics"]:
                 if "MetricStat" in query:
                     stat = query["MetricStat"]
@@ -149,12 +168,14 @@ class AlarmEvaluator:
                     values[query["Id"]] = self.metric_value(
                         metric["Namespace"], metric["MetricName"], metric.get("Dimensions", []), stat["Stat"],
                         stat["Period"])
-                if query.get("ReturnData", True) and "Expression" in query:
-                    expression = query["Expression"]
-            if expression is None:
-                return next((v for v in values.values()), None)
+                elif "Expression" in query:
+                    expressions[query["Id"]] = query["Expression"]
+                if query.get("ReturnData", True):
+                    returned = query["Id"]
+            if returned is None or returned in values:
+                return values.get(returned) if returned is not None else next(iter(values.values()), None)
             try:
-                return evaluate_expression(expression, values)
+                return evaluate_expression(expressions[returned], values, expressions)
             except MissingData:
                 return None
         stat = alarm.get("Statistic") or alarm.get("ExtendedStatistic")

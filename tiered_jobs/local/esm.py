@@ -49,6 +49,12 @@ class FunctionConfig:
     region: str
     #: The directory that plays ``/var/task``: the function's code asset.
     code_root: str
+    #: The CloudWatch Logs group its output goes to (``LoggingConfig.LogGroup``; ``""``: ``/aws/lambda/<name>``).
+    log_group: str = ""
+
+    @property
+    def log_group_name(self) -> str:
+        return self.log_group or f"/aws/lambda/{self.name}"
 
 
 @dataclass(frozen=True)

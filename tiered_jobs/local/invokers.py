@@ -35,8 +35,8 @@ INIT_TIMEOUT_SECONDS = 10
 #: How long :meth:`WorkerInvoker.close` waits for a worker to exit before killing it.
 CLOSE_GRACE_SECONDS = 5
 
-LogSink = Callable[[str, str], None]
-"""``log_sink(function_name, line)``: one line of a function's log stream."""
+LogSink = Callable[[str, str, str], None]
+"""``log_sink(function_name, log_stream_name, line)``: one line of a function's log stream."""
 
 
 def lambda_environment(function: FunctionConfig, endpoint: Endpoint | None, log_stream: str) -> dict[str, str]:
@@ -56,7 +56,7 @@ def lambda_environment(function: FunctionConfig, endpoint: Endpoint | None, log_
         "AWS_LAMBDA_FUNCTION_NAME": function.name,
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_mb),
         "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-        "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{function.name}",
+        "AWS_LAMBDA_LOG_GROUP_NAME": function.log_group_name,
         "AWS_LAMBDA_LOG_STREAM_NAME": log_stream,
         "AWS_REGION": function.region,
         "AWS_DEFAULT_REGION": function.region,
@@ -95,13 +95,16 @@ class WorkerInvoker:
         self._process: subprocess.Popen[bytes] | None = None
         self._log_thread: threading.Thread | None = None
         self._buffer = b""
+        #: This environment's log stream (one per execution environment, as on Lambda).
+        self.log_stream = ""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def _spawn(self) -> InvocationError | None:
         """Start the process and import the handler (the cold start); an error means no environment."""
         function = self.function
-        env = lambda_environment(function, self._endpoint, _log_stream_name())
+        self.log_stream = _log_stream_name()
+        env = lambda_environment(function, self._endpoint, self.log_stream)
         env["PATH"] = os.environ.get("PATH", os.defpath)
         self._process = subprocess.Popen(
             [self._python, "-I", worker.__file__, function.code_root, function.handler],
@@ -129,7 +132,7 @@ class WorkerInvoker:
         assert process.stderr is not None
         for raw in process.stderr:
             if self._log_sink is not None:
-                self._log_sink(self.function.name, raw.decode("utf-8", "replace").rstrip("\n"))
+                self._log_sink(self.function.name, self.log_stream, raw.decode("utf-8", "replace").rstrip("\n"))
 
     def _kill(self) -> None:
         process, self._process = self._process, None
@@ -281,7 +284,7 @@ class InProcessInvoker:
         context = worker.LambdaContext(
             function_name=self.function.name, memory_mb=self.function.memory_mb,
             invoked_function_arn=self.function.arn, request_id=request["request_id"],
-            deadline_ms=request["deadline_ms"], log_group_name=f"/aws/lambda/{self.function.name}",
+            deadline_ms=request["deadline_ms"], log_group_name=self.function.log_group_name,
             log_stream_name="in-process",
         )
         invoke_started = time.monotonic()

@@ -29,9 +29,12 @@ Gaps, in deployment order:
    SQS has no such attribute (``GetQueueAttributes`` rejects the name), so locally a DLQ admits
    any source queue. Not emulated, and said so.
 5. **moto's own event source mappings** would invoke the functions in Docker on every
-   ``SendMessage``. They are *disabled* (not deleted: moto's queue keeps its own reference to a
-   deleted mapping and would still invoke it) after their settings are read; the local runtime runs
-   them instead (:func:`disable_event_source_mappings`).
+   ``SendMessage`` (and, without Docker, fail each batch until SQS's redrive moves it to the DLQ
+   without reasons). The copy of the template given to ``CreateStack`` creates them *disabled*
+   (:func:`disable_event_source_mappings`, the one property local mode changes), so no message
+   sent while the stack is still being deployed reaches them; the local runtime runs the mappings
+   from their deployed settings. Not deleted: moto's queue keeps its own reference to a deleted
+   mapping and would still invoke it.
 6. **``ApproximateAgeOfOldestMessage``**: moto neither computes nor publishes it; the alarm
    evaluator reads it from moto's store (:func:`oldest_message_age_seconds`).
 7. **moto's DynamoDB is not thread-safe.** A ``TransactWriteItems`` that fails (a condition, as
@@ -40,6 +43,10 @@ Gaps, in deployment order:
    a snapshot taken while another thread writes can also crash (HTTP 500). DynamoDB makes every
    request atomic, so the embedded server handles one DynamoDB request at a time
    (:func:`serialize_dynamodb_requests`); callers stay concurrent.
+
+8. **EventBridge Scheduler**: moto's CloudFormation has no ``AWS::Scheduler::*`` types (held
+   back and created with ``CreateScheduleGroup`` / ``CreateSchedule``, gap 3), and moto stores
+   schedules but never fires them: ``tiered_jobs.local.scheduler`` fires the due ones.
 
 moto never evaluates alarms, publishes no SQS or Lambda metrics and extracts no EMF from logs:
 ``tiered_jobs.local.metrics`` and ``tiered_jobs.local.alarms`` emulate those services' parts.
@@ -264,6 +271,12 @@ def create_held_back(held: Mapping[str, Mapping[str, Any]], resolver: Resolver, 
             for topic_arn in properties["Topics"]:
                 clients("sns").set_topic_attributes(
                     TopicArn=topic_arn, AttributeName="Policy", AttributeValue=json.dumps(properties["PolicyDocument"]))
+        elif kind == "AWS::Scheduler::ScheduleGroup":
+            clients("scheduler").create_schedule_group(Name=properties["Name"])
+            resolver.physical_ids[logical_id] = properties["Name"]
+        elif kind == "AWS::Scheduler::Schedule":
+            clients("scheduler").create_schedule(**properties)
+            resolver.physical_ids[logical_id] = properties["Name"]
         elif kind == "AWS::CloudWatch::Dashboard":
             clients("cloudwatch").put_dashboard(
                 DashboardName=properties["DashboardName"], DashboardBody=properties["DashboardBody"])
@@ -286,6 +299,8 @@ def deployed_attribute(clients: Callable[[str], Any]) -> Callable[[str, str, str
             return physical_id if name == "TopicArn" else physical_id.rsplit(":", 1)[1]
         if kind == "AWS::Lambda::Function" and name == "Arn":
             return clients("lambda").get_function_configuration(FunctionName=physical_id)["FunctionArn"]
+        if kind == "AWS::IAM::Role" and name == "Arn":
+            return clients("iam").get_role(RoleName=physical_id)["Role"]["Arn"]
         if kind == "AWS::DynamoDB::Table" and name == "Arn":
             return clients("dynamodb").describe_table(TableName=physical_id)["Table"]["TableArn"]
         raise NotImplementedError(f"Fn::GetAtt {kind}.{name} is not resolved by local mode; extend moto_gaps")
@@ -323,12 +338,20 @@ def apply_ignored_properties(template: Mapping[str, Any], resolver: Resolver,
 # --------------------------------------------------------------------------------------------
 # Gap 5: moto's own event source mappings
 
+EVENT_SOURCE_MAPPING = "AWS::Lambda::EventSourceMapping"
 
-def disable_event_source_mappings(lambda_client: Any, mappings: list[dict[str, Any]]) -> None:
-    """Disable moto's mappings so its SQS never tries to run a function in Docker."""
-    for mapping in mappings:
-        if mapping.get("State") != "Disabled":
-            lambda_client.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
+
+def disable_event_source_mappings(deployable: dict[str, Any]) -> list[str]:
+    """Set ``Enabled: false`` on every event source mapping of ``deployable`` (the copy given to
+    ``CreateStack``; the synthesized template is not touched), so moto's SQS never hands a message
+    to a mapping that would run the function in Docker, not even while the stack is being created.
+    Returns the logical ids changed."""
+    changed = []
+    for logical_id, resource in deployable["Resources"].items():
+        if resource["Type"] == EVENT_SOURCE_MAPPING:
+            resource.setdefault("Properties", {})["Enabled"] = False
+            changed.append(logical_id)
+    return sorted(changed)
 
 
 # --------------------------------------------------------------------------------------------
@@ -371,3 +394,33 @@ def serialize_dynamodb_requests() -> None:
 
     call_action.serialized_by_tiered_jobs = True  # type: ignore[attr-defined]
     DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 8: percentile statistics in GetMetricData
+
+_PERCENTILE = re.compile(r"^p(\d{1,2}(\.\d+)?|100)$")
+
+
+def cloudwatch_percentiles() -> None:
+    """Let moto's ``GetMetricData`` answer ``pNN`` statistics (it returns nothing for them; idempotent).
+
+    CloudWatch computes percentiles from the raw values; the console's duration p50/p99 ask for
+    them. The value is the nearest-rank percentile of the period's values, as the local alarm
+    evaluator computes it (``tiered_jobs.local.metrics.statistic``).
+    """
+    from moto.cloudwatch.models import Statistics
+
+    from tiered_jobs.local.metrics import statistic
+
+    original = Statistics.get_statistics_for_type
+    if getattr(original, "percentiles_by_tiered_jobs", False):
+        return
+
+    def get_statistics_for_type(self: Any, stat: str) -> Any:
+        if _PERCENTILE.match(stat):
+            return statistic(self.metric_single_values_list, stat)
+        return original(self, stat)
+
+    get_statistics_for_type.percentiles_by_tiered_jobs = True  # type: ignore[attr-defined]
+    Statistics.get_statistics_for_type = get_statistics_for_type  # type: ignore[method-assign]

@@ -11,6 +11,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+#: boto3's (and the AWS CLI's) variable for a custom endpoint: the one variable a client needs.
+ENDPOINT_ENV = "AWS_ENDPOINT_URL"
 #: The only address the embedded AWS ever listens on.
 HOST = "127.0.0.1"
 #: moto accepts any credentials; these make it obvious that nothing real is used.
@@ -34,7 +36,7 @@ class Endpoint:
     def client_env(self) -> dict[str, str]:
         """Variables to export in another terminal (``AWS_SESSION_TOKEN`` is cleared: a stale one confuses moto's IAM)."""
         return {
-            "AWS_ENDPOINT_URL": self.url,
+            ENDPOINT_ENV: self.url,
             **FAKE_CREDENTIALS,
             "AWS_SESSION_TOKEN": "",
             "AWS_DEFAULT_REGION": self.region,
@@ -47,7 +49,8 @@ class Endpoint:
 
 
 class EmbeddedAws:
-    """moto's threaded server bound to ``127.0.0.1`` on ``port`` (0: a free port chosen by the OS).
+    """moto's threaded server bound to ``127.0.0.1`` on ``port`` (0: a free port chosen by the OS),
+    started empty (moto's state is per process: one embedded AWS at a time per process).
 
     Binding port 0 lets the OS pick the port atomically (no probe-then-bind race). moto's own
     ``stop()`` shuts the serving loop down but leaves the socket open; :meth:`stop` also closes it,
@@ -63,16 +66,18 @@ class EmbeddedAws:
     def start(self) -> Endpoint:
         from moto.server import ThreadedMotoServer  # deferred: only local mode needs moto
 
-        from .moto_gaps import serialize_dynamodb_requests
+        from .moto_gaps import cloudwatch_percentiles, serialize_dynamodb_requests
 
         if self._server is not None:
             raise RuntimeError("the embedded AWS is already running")
         serialize_dynamodb_requests()  # moto's DynamoDB is not thread-safe (moto_gaps, gap 7)
+        cloudwatch_percentiles()  # GetMetricData's pNN statistics (moto_gaps, gap 8)
         server = ThreadedMotoServer(ip_address=HOST, port=self._requested_port, verbose=False)
         server.start()
         host, port = server.get_host_and_port()
         self._server = server
         self.endpoint = Endpoint(url=f"http://{host}:{port}", region=self._region)
+        _reset(self.endpoint)
         return self.endpoint
 
     def stop(self) -> None:
@@ -89,6 +94,15 @@ class EmbeddedAws:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def _reset(endpoint: Endpoint) -> None:
+    """Empty every service (moto's ``POST /moto-api/reset``). moto keeps its state per process, not per
+    server: without this a second embedded AWS in one process would start with the first one's stack."""
+    from urllib.request import Request, urlopen
+
+    with urlopen(Request(f"{endpoint.url}/moto-api/reset", data=b"", method="POST"), timeout=30) as answer:
+        answer.read()
 
 
 @contextmanager

@@ -1,4 +1,8 @@
-"""The live per-tier view of a local session (``local demo`` and ``local up``)."""
+"""The live per-tier view of a local session (``local demo`` and ``local up``).
+
+Queue counts and alarm states are read as ``tiered-jobs status`` reads them (:mod:`tiered_jobs.status`):
+what the view prints is what CloudWatch and SQS hold, not the evaluator's memory.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ from typing import Any
 
 from rich.table import Table
 
-from tiered_jobs.contract.names import Alarms, Metrics
+from tiered_jobs import status as status_reads
+from tiered_jobs.contract.names import Metrics
 from tiered_jobs.local.metrics import RETENTION_SECONDS
 from tiered_jobs.local.session import LocalSession
 
@@ -35,38 +40,35 @@ def job_total(session: LocalSession, tier: str, metric: str, job_type: str | Non
 
 def queue_counts(session: LocalSession, queue_url: str) -> tuple[int, int]:
     """``(visible, in flight)`` of a queue."""
-    attributes = session.clients("sqs").get_queue_attributes(
-        QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
-    return int(attributes["ApproximateNumberOfMessages"]), int(attributes["ApproximateNumberOfMessagesNotVisible"])
+    counts = status_reads.queue_counts(session.clients("sqs"), queue_url)
+    return counts["ApproximateNumberOfMessages"], counts["ApproximateNumberOfMessagesNotVisible"]
 
 
 def rows(session: LocalSession) -> list[TierRow]:
-    assert session.deployment is not None and session.alarms is not None
+    """One consistent snapshot per tier (print it and check it from the same snapshot)."""
+    assert session.deployment is not None
+    stage = session.deployment.stage
+    states = status_reads.alarm_states(session.clients("cloudwatch"), stage)
     result = []
     for name, tier in session.deployment.tiers.items():
         depth, in_flight = queue_counts(session, tier.queue_url)
         dlq_visible, dlq_in_flight = queue_counts(session, tier.dlq_url)
-        alarms = {kind: session.alarms.states.get(Alarms.name(session.deployment.stage, name, kind), ("…", None))[0]
-                  for kind in Alarms.KINDS}
         result.append(TierRow(
             tier=name, depth=depth, in_flight=in_flight,
             succeeded=job_total(session, name, Metrics.SUCCEEDED), retried=job_total(session, name, Metrics.RETRIED),
             dead_lettered=job_total(session, name, Metrics.DEAD_LETTERED), dlq=dlq_visible + dlq_in_flight,
-            alarms=alarms,
+            alarms=status_reads.tier_alarms(states, stage, name),
         ))
     return result
 
 
-def table(session: LocalSession, title: str = "Tiers") -> Table:
+def table(session: LocalSession, title: str = "Tiers", snapshot: list[TierRow] | None = None) -> Table:
     view = Table(title=title, caption="alarms: evaluated locally (emulation of CloudWatch)", expand=False)
     for column in ("tier", "depth", "in flight", "succeeded", "retried", "dead-lettered", "DLQ", "alarms"):
         view.add_column(column, justify="left" if column in ("tier", "alarms") else "right")
-    for row in rows(session):
-        firing = [kind for kind, state in row.alarms.items() if state == "ALARM"]
-        alarms = "[red]ALARM: " + ", ".join(firing) + "[/red]" if firing else "[green]OK[/green]"
+    for row in rows(session) if snapshot is None else snapshot:
         view.add_row(row.tier, str(row.depth), str(row.in_flight), str(row.succeeded), str(row.retried),
-                     str(row.dead_lettered), str(row.dlq), alarms)
+                     str(row.dead_lettered), str(row.dlq), status_reads.alarm_summary(row.alarms))
     return view
 
 

@@ -1,0 +1,62 @@
+"""The console's cost per refresh: AWS calls (botocore's event hooks) and render time of the Tiers table.
+
+Three tiers with messages in their queues and DLQs on moto's server (HTTP on 127.0.0.1, as a real
+endpoint), the console served by uvicorn from a thread, ``GET /fragments/tiers`` (what htmx polls)
+timed end to end. ``python -m bench.console`` prints the figures.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+import urllib.request
+from typing import Any
+
+from tiered_jobs import discovery
+from tiered_jobs.contract.names import DEFAULT_TIERS, queue_name, stack_name
+from tiered_jobs.contract.routing import Routes
+
+STAGE = "bench"
+
+
+def measure(refreshes: int = 20) -> dict[str, Any]:
+    from tiered_jobs.console.app import counted
+    from tiered_jobs.console.security import Security
+    from tiered_jobs.console.server import start_in_thread
+    from tiered_jobs.local.server import FAKE_CREDENTIALS, EmbeddedAws
+    from tiered_jobs.operations import Target
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    with EmbeddedAws() as endpoint:
+        target = counted(Target(STAGE, stack_name(STAGE), endpoint.region, endpoint.url,
+                                credentials={k.lower(): v for k, v in FAKE_CREDENTIALS.items()}))
+        sqs = target.client("sqs")
+        tiers = {}
+        for tier in DEFAULT_TIERS:
+            urls = [sqs.create_queue(QueueName=queue_name(STAGE, tier, dlq=dlq))["QueueUrl"] for dlq in (False, True)]
+            for url in urls:
+                sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "{}"} for i in range(5)])
+            tiers[tier] = discovery.TierUrls(*urls)
+        target._deployment = discovery.Deployment(tiers=tiers, routes=Routes({}), source="bench", stage=STAGE)
+        console = start_in_thread(target, Security())
+        try:
+            calls, times = [], []
+            for _ in range(refreshes + 1):
+                started = time.perf_counter()
+                with urllib.request.urlopen(console.url + "fragments/tiers", timeout=30) as answer:
+                    html = answer.read().decode()
+                times.append((time.perf_counter() - started) * 1000)
+                calls.append(int(html.split("refreshed with ", 1)[1].split(" AWS calls", 1)[0]))
+        finally:
+            console.stop()
+    calls, times = calls[1:], times[1:]  # the first one warms the clients up
+    return {"tiers": len(DEFAULT_TIERS), "refreshes": refreshes, "calls_per_refresh": max(calls),
+            "render_ms_median": round(statistics.median(times), 1), "render_ms_max": round(max(times), 1)}
+
+
+if __name__ == "__main__":
+    figures = measure()
+    print(f"console, {figures['tiers']} tiers, {figures['refreshes']} refreshes of the Tiers table: "
+          f"{figures['calls_per_refresh']} AWS calls per refresh, render {figures['render_ms_median']} ms median "
+          f"({figures['render_ms_max']} ms max)")

@@ -1,0 +1,57 @@
+"""The managed policy a publishing service attaches to its role: send to the tier queues, find them in SSM.
+
+It allows exactly what ``tiered_jobs.publisher`` calls when built with ``Publisher.from_stage`` (or
+``TIERED_JOBS_STAGE``): ``ssm:GetParameters`` on the parameters ``tiered_jobs.discovery.from_ssm``
+reads, then ``sqs:SendMessage`` (which also authorizes ``SendMessageBatch``) on the tier queues.
+Not the DLQs. The queues use SQS-managed encryption, so no KMS permission is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from tiered_jobs.contract.names import Ssm
+
+#: IAM actions of a publisher. ``SendMessageBatch`` has no action of its own: ``sqs:SendMessage`` covers it.
+SEND_ACTIONS = ("sqs:SendMessage",)
+READ_ACTIONS = ("ssm:GetParameters",)
+
+
+def publisher_parameter_names(stage: str, tier_names: Sequence[str]) -> list[str]:
+    """The SSM parameters ``discovery.from_ssm`` asks for (one ``GetParameters`` needs rights on every name)."""
+    per_tier = (Ssm.TIER_QUEUE_URL, Ssm.TIER_DLQ_URL)
+    return [
+        Ssm.tiers(stage), Ssm.routes(stage), Ssm.replay_function_name(stage),
+        *(Ssm.tier(stage, tier, key) for tier in tier_names for key in per_tier),
+    ]
+
+
+class PublisherPolicy(Construct):
+    """One customer-managed policy per stage; services attach it to their role (see docs/publishing.md)."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, stage: str, queues: Mapping[str, sqs.IQueue],
+                 parameters: Mapping[str, ssm.IStringParameter]) -> None:
+        super().__init__(scope, construct_id)
+        names = publisher_parameter_names(stage, list(queues))
+        self.policy = iam.ManagedPolicy(
+            self,
+            "Policy",
+            description=f"Publish jobs to the tiered-jobs {stage} tiers (send to the tier queues, read their SSM names)",
+            statements=[
+                iam.PolicyStatement(
+                    sid="SendToTierQueues",
+                    actions=list(SEND_ACTIONS),
+                    resources=[queue.queue_arn for queue in queues.values()],
+                ),
+                iam.PolicyStatement(
+                    sid="FindTheQueues",
+                    actions=list(READ_ACTIONS),
+                    resources=[parameters[name].parameter_arn for name in names],
+                ),
+            ],
+        )

@@ -1,0 +1,189 @@
+"""Scheduled jobs on EventBridge Scheduler: the stage's schedule group, the periodic schedules of
+``cdk.json``, the execution roles, the schedules DLQ with its alarm, and the managed policy a
+service needs to publish one-time jobs (``publish(..., at=...)``).
+
+Least privilege, one role per use:
+
+- the **periodic role** may ``sqs:SendMessage`` only to the queues the declared schedules target
+  (and to the schedules DLQ, which Scheduler writes with the schedule's execution role);
+- the **one-time role** is the one publishers pass to ``CreateSchedule``: a one-time job may go
+  to any tier, so it may send to every tier queue (and the schedules DLQ), nothing else.
+
+Both trust only ``scheduler.amazonaws.com`` acting for this account (``aws:SourceAccount``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_scheduler as scheduler
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from tiered_jobs.contract.names import Schedules
+from tiered_jobs.contract.schedules import (
+    ONE_TIME_PREFIX,
+    RETRY_MAX_ATTEMPTS,
+    RETRY_MAX_EVENT_AGE_SECONDS,
+    periodic_input,
+)
+
+from .nag import acknowledge
+from .settings import AppSettings
+from .tier import Tier
+
+SCHEDULER_PRINCIPAL = "scheduler.amazonaws.com"
+#: Dead-letter events wait here for 14 days (SQS's longest retention).
+DLQ_RETENTION = Duration.days(14)
+
+
+class ScheduledJobs(Construct):
+    """Group, roles, periodic schedules, DLQ + alarm, publisher policy; outputs and SSM parameters."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: AppSettings, tiers: Sequence[Tier],
+                 alarm_topic: sns.ITopic) -> None:
+        super().__init__(scope, construct_id)
+        stage = settings.stage
+        removal = RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN
+        queues = {tier.name: tier.queue for tier in tiers}
+        self.group_name = Schedules.group_name(stage)
+        # Retained unless disposable: it holds the pending one-time jobs.
+        self.group = scheduler.CfnScheduleGroup(self, "Group", name=self.group_name)
+        self.group.apply_removal_policy(removal)
+
+        self.dlq = sqs.Queue(
+            self, "Dlq", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+            retention_period=DLQ_RETENTION, removal_policy=removal,
+        )
+        acknowledge(self.dlq, "AwsSolutions-SQS3", "This queue is the dead-letter queue of the schedules.")
+        acknowledge(self.dlq, "Serverless-SQSRedrivePolicy", "A dead-letter queue has no dead-letter queue itself.")
+        self.alarm = self.dlq.metric_approximate_number_of_messages_visible(
+            statistic="Maximum", period=Duration.minutes(1)
+        ).create_alarm(
+            self, "Alarm-undelivered",
+            alarm_name=Schedules.dlq_alarm_name(stage),
+            alarm_description="A scheduled job could not be delivered to its tier queue (see the schedules DLQ).",
+            threshold=0,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        action = cw_actions.SnsAction(alarm_topic)
+        self.alarm.add_alarm_action(action)
+        self.alarm.add_ok_action(action)
+
+        periodic_tiers = sorted({schedule.tier for schedule in settings.schedules})
+        self.periodic_role = (
+            self._role("PeriodicRole", [queues[name] for name in periodic_tiers],
+                       f"EventBridge Scheduler: the {stage} periodic jobs' tier queues")
+            if settings.schedules else None
+        )
+        self.one_time_role = self._role("OneTimeRole", list(queues.values()),
+                                        f"EventBridge Scheduler: {stage} one-time jobs, to any tier queue")
+        self.schedules = {
+            schedule.name: scheduler.CfnSchedule(
+                self, f"Schedule-{schedule.name}",
+                name=schedule.name,
+                group_name=self.group_name,
+                description=f"{schedule.job_type} -> {schedule.tier} ({stage})",
+                schedule_expression=schedule.expression,
+                schedule_expression_timezone=schedule.timezone,
+                flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(
+                    mode="OFF" if schedule.flexible_window_minutes is None else "FLEXIBLE",
+                    maximum_window_in_minutes=schedule.flexible_window_minutes,
+                ),
+                state="ENABLED",
+                target=self._target(queues[schedule.tier].queue_arn, self.periodic_role,
+                                    periodic_input(schedule.name, schedule.job_type, schedule.payload)),
+            )
+            for schedule in settings.schedules
+        }
+        for schedule in self.schedules.values():
+            schedule.add_resource_dependency(self.group)
+
+        self.publisher_policy = iam.ManagedPolicy(
+            self, "PublisherPolicy",
+            managed_policy_name=Schedules.publisher_policy_name(stage),
+            description=f"Publish and cancel one-time jobs of tiered-jobs {stage} (EventBridge Scheduler)",
+            statements=self.publisher_statements(),
+        )
+        acknowledge(
+            self.publisher_policy,
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:"
+            f"schedule/{self.group_name}/{ONE_TIME_PREFIX}*]",
+            "One-time schedules are created per job under names derived from the job (once-<hash>): the wildcard "
+            "covers only those names in this stage's schedule group.",
+        )
+        self._discovery(stage)
+
+    def _role(self, construct_id: str, queues: list[sqs.IQueue], description: str) -> iam.Role:
+        role = iam.Role(
+            self, construct_id,
+            description=description,
+            assumed_by=iam.ServicePrincipal(
+                SCHEDULER_PRINCIPAL, conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
+            ),
+        )
+        # Scheduler delivers to the target *and* writes dead-letter events with the execution role.
+        role.add_to_policy(iam.PolicyStatement(
+            sid="SendToTargetQueuesAndScheduleDlq",
+            actions=["sqs:SendMessage"],
+            resources=[queue.queue_arn for queue in queues] + [self.dlq.queue_arn],
+        ))
+        return role
+
+    def _target(self, queue_arn: str, role: iam.IRole | None, body: str) -> scheduler.CfnSchedule.TargetProperty:
+        assert role is not None
+        return scheduler.CfnSchedule.TargetProperty(
+            arn=queue_arn,
+            role_arn=role.role_arn,
+            input=body,
+            dead_letter_config=scheduler.CfnSchedule.DeadLetterConfigProperty(arn=self.dlq.queue_arn),
+            retry_policy=scheduler.CfnSchedule.RetryPolicyProperty(
+                maximum_event_age_in_seconds=RETRY_MAX_EVENT_AGE_SECONDS,
+                maximum_retry_attempts=RETRY_MAX_ATTEMPTS,
+            ),
+        )
+
+    def one_time_schedule_arn_pattern(self) -> str:
+        """The ARNs a publisher's one-time schedules get: ``.../schedule/<group>/once-*``."""
+        return Stack.of(self).format_arn(
+            service="scheduler", resource="schedule", resource_name=f"{self.group_name}/{ONE_TIME_PREFIX}*"
+        )
+
+    def publisher_statements(self) -> list[iam.PolicyStatement]:
+        """What a service needs to publish and cancel one-time jobs (fold into a wider publisher policy as is)."""
+        return [
+            iam.PolicyStatement(
+                sid="CreateAndCancelOneTimeJobs",
+                actions=["scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule"],
+                resources=[self.one_time_schedule_arn_pattern()],
+            ),
+            iam.PolicyStatement(
+                sid="PassTheOneTimeRoleToScheduler",
+                actions=["iam:PassRole"],
+                resources=[self.one_time_role.role_arn],
+                conditions={"StringEquals": {"iam:PassedToService": SCHEDULER_PRINCIPAL}},
+            ),
+        ]
+
+    def _discovery(self, stage: str) -> None:
+        for output_key, ssm_key, value, description in (
+            (Schedules.OUTPUT_GROUP_NAME, Schedules.SSM_GROUP_NAME, self.group_name, "Schedule group name"),
+            (Schedules.OUTPUT_ROLE_ARN, Schedules.SSM_ROLE_ARN, self.one_time_role.role_arn,
+             "Role one-time schedules run with (publishers pass it)"),
+            (Schedules.OUTPUT_DLQ_ARN, Schedules.SSM_DLQ_ARN, self.dlq.queue_arn, "Schedules dead-letter queue ARN"),
+            (Schedules.OUTPUT_DLQ_URL, None, self.dlq.queue_url, "Schedules dead-letter queue URL"),
+            (Schedules.OUTPUT_PUBLISHER_POLICY_ARN, None, self.publisher_policy.managed_policy_arn,
+             "Managed policy: publish and cancel one-time jobs"),
+        ):
+            CfnOutput(self, output_key, value=value, description=description).override_logical_id(output_key)
+            if ssm_key is not None:
+                ssm.StringParameter(self, f"Param{output_key}", parameter_name=Schedules.ssm(stage, ssm_key),
+                                    string_value=value, description=description)

@@ -1,0 +1,50 @@
+"""`tiered-jobs publish --tenant` and the rates `tiered-jobs status` shows (configured and current)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import boto3
+
+from tiered_jobs.contract.names import Metrics, Ssm
+from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
+
+
+def test_publish_with_a_tenant_sets_the_message_group_id(cli, deployment):
+    result = cli("publish", "payments.update_balance", "-k", "p1", "--tenant", "acme")
+
+    assert result.exit_code == 0, result.output
+    (message,) = boto3.client("sqs").receive_message(
+        QueueUrl=deployment.queue_urls["critical"], MessageSystemAttributeNames=["MessageGroupId"])["Messages"]
+    assert message["Attributes"]["MessageGroupId"] == "acme"
+    assert json.loads(message["Body"])["tenant"] == "acme"
+
+
+def test_publish_refuses_a_tenant_sqs_would_refuse(cli, deployment):
+    result = cli("publish", "payments.update_balance", "-k", "p1", "--tenant", "acme corp")
+
+    assert result.exit_code == 2
+    assert "'tenant' must be 1-128 characters" in result.stderr
+
+
+def test_status_shows_the_configured_and_the_current_rate(cli, deployment):
+    limits = RateLimits(RateLimit(5, 5), {"analytics.*": RateLimit(2, 2)})
+    boto3.client("ssm").put_parameter(Name=Ssm.tier("test", "bulk", Ssm.TIER_RATE_LIMITS), Value=limits.to_json(),
+                                      Type="String")
+    boto3.client("cloudwatch").put_metric_data(Namespace=Metrics.NAMESPACE, MetricData=[{
+        "MetricName": Metrics.SUCCEEDED, "Value": 600.0, "Timestamp": datetime.now(timezone.utc) - timedelta(minutes=2),
+        "Dimensions": [{"Name": Metrics.DIM_SERVICE, "Value": Metrics.SERVICE},
+                       {"Name": Metrics.DIM_STAGE, "Value": "test"}, {"Name": Metrics.DIM_TIER, "Value": "bulk"}],
+    }])
+
+    result = cli("status")
+    assert result.exit_code == 0, result.output
+    bulk = next(line for line in result.stdout.splitlines() if "bulk" in line and "/s" in line)
+    assert "5/s (burst 5); analytics.*: 2/s (burst 2)" in bulk and "2.00" in bulk  # 600 in 5 minutes
+    critical = next(line for line in result.stdout.splitlines() if "critical" in line and "none" in line)
+    assert "0.00" in critical
+
+    rows = json.loads(cli("status", "--json").stdout)["rates"]
+    assert rows["bulk"]["rate_limit"]["tier"] == {"per_second": 5, "burst": 5}
+    assert rows["bulk"]["completed_per_second"] == 2.0 and rows["critical"]["rate_limit"] is None

@@ -1,0 +1,91 @@
+"""``tiered-jobs publish --at``, ``cancel`` and ``schedules`` against the miniature stack in moto."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import boto3
+import pytest
+
+from tiered_jobs.contract.names import Schedules, Ssm
+from tiered_jobs.contract.schedules import one_time_schedule_name, periodic_input
+
+GROUP = Schedules.group_name("test")
+
+
+@pytest.fixture
+def scheduling(deployment):
+    """What the real stack adds for scheduled jobs: the group, its SSM parameters, a periodic schedule."""
+    ssm, sqs, scheduler = boto3.client("ssm"), boto3.client("sqs"), boto3.client("scheduler")
+    scheduler.create_schedule_group(Name=GROUP)
+    dlq = sqs.create_queue(QueueName="schedules-dlq")["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    arns = {}
+    for tier, url in deployment.queue_urls.items():
+        arns[tier] = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        ssm.put_parameter(Name=Ssm.tier("test", tier, Ssm.TIER_QUEUE_ARN), Value=arns[tier], Type="String")
+    for key, value in ((Schedules.SSM_GROUP_NAME, GROUP), (Schedules.SSM_DLQ_ARN, dlq_arn),
+                       (Schedules.SSM_ROLE_ARN, "arn:aws:iam::123456789012:role/one-time")):
+        ssm.put_parameter(Name=Schedules.ssm("test", key), Value=value, Type="String")
+    scheduler.create_schedule(
+        Name="nightly-report", GroupName=GROUP, ScheduleExpression="cron(0 3 * * ? *)",
+        ScheduleExpressionTimezone="Europe/Paris", FlexibleTimeWindow={"Mode": "OFF"},
+        Target={"Arn": arns["bulk"], "RoleArn": "arn:aws:iam::123456789012:role/periodic",
+                "Input": periodic_input("nightly-report", "analytics.record_event", {"event": "nightly"})})
+    return scheduler
+
+
+def test_publish_at_schedules_once_and_cancel_removes_it(cli, scheduling):
+    at = (datetime.now(timezone.utc) + timedelta(hours=2)).replace(microsecond=0)
+    args = ("publish", "payments.capture", "--key", "cap-1", "--payload", '{"order": "o1"}', "--at", at.isoformat())
+
+    first, again = cli(*args), cli(*args)
+
+    assert first.exit_code == 0, first.output
+    assert first.output.startswith("Scheduled: payments.capture (key 'cap-1') to tier critical at ")
+    assert "tiered-jobs cancel payments.capture cap-1" in first.output
+    assert again.exit_code == 0 and again.output.startswith("Already scheduled:")
+    name = one_time_schedule_name("payments.capture", "cap-1")
+    assert scheduling.get_schedule(Name=name, GroupName=GROUP)["ScheduleExpression"] == \
+        f"at({at.strftime('%Y-%m-%dT%H:%M:%S')})"
+
+    cancelled, nothing = cli("cancel", "payments.capture", "cap-1"), cli("cancel", "payments.capture", "cap-1")
+    assert cancelled.exit_code == 0 and "Cancelled payments.capture (key 'cap-1')" in cancelled.output
+    assert nothing.exit_code == 1 and "no pending scheduled job payments.capture (key 'cap-1')" in nothing.output
+
+
+def test_schedules_lists_periodic_and_one_time_jobs_with_their_next_fire(cli, scheduling):
+    at = (datetime.now(timezone.utc) + timedelta(days=3)).replace(microsecond=0)
+    cli("publish", "notifications.send_email", "-k", "trial-end-42", "-p", '{"to": "a@example.com", "subject": "x"}',
+        "--at", at.isoformat())
+
+    result = cli("schedules", "--json")
+    assert result.exit_code == 0, result.output
+    periodic, one_time = json.loads(result.output)["schedules"]
+    assert (periodic["name"], periodic["kind"], periodic["tier"], periodic["job_type"]) == \
+        ("nightly-report", "periodic", "bulk", "analytics.record_event")
+    paris = datetime.fromisoformat(periodic["next_fire"]).astimezone(ZoneInfo("Europe/Paris"))
+    assert (paris.hour, paris.minute) == (3, 0)
+    assert datetime.fromisoformat(periodic["next_fire"]) > datetime.now(timezone.utc)
+    assert (one_time["kind"], one_time["tier"], one_time["idempotency_key"]) == ("one-time", "transactional", "trial-end-42")
+    assert datetime.fromisoformat(one_time["next_fire"]) == at
+
+    table = cli("schedules")
+    assert table.exit_code == 0 and "nightly-report" in table.output and "trial-end-42" in table.output
+
+
+@pytest.mark.parametrize(
+    ("at", "message"),
+    [
+        ("2030-05-01T09:00:00", "is a naive datetime: give it a time zone"),
+        ("2001-05-01T09:00:00+00:00", "is not in the future"),
+        ("next tuesday", "--at 'next tuesday' is not an ISO 8601 date-time"),
+    ],
+)
+def test_a_bad_at_is_refused_with_exit_code_2_and_nothing_scheduled(cli, scheduling, at, message):
+    result = cli("publish", "payments.capture", "--key", "k", "--at", at)
+    assert result.exit_code == 2 and message in result.output
+    assert scheduling.list_schedules(GroupName=GROUP)["Schedules"][0]["Name"] == "nightly-report"
+    assert len(scheduling.list_schedules(GroupName=GROUP)["Schedules"]) == 1

@@ -1,0 +1,186 @@
+"""The console's pages, security and errors over HTTP (no browser): see test_console_browser.py for the browser."""
+
+from __future__ import annotations
+
+import re
+
+import boto3
+import pytest
+import requests
+from botocore.exceptions import ClientError
+
+from cli.test_cli import _dead_letter
+from tiered_jobs.console import reads
+from tiered_jobs.console.security import BindError, check_bind
+from tiered_jobs.contract import envelope
+
+TOKEN = "s3cret-token-for-tests-0123"
+
+
+def get(url: str, **kwargs) -> requests.Response:
+    return requests.get(url, timeout=30, **kwargs)
+
+
+def _publish(deployment, tier: str, count: int) -> None:
+    sqs = boto3.client("sqs")
+    for i in range(count):
+        sqs.send_message(QueueUrl=deployment.queue_urls[tier],
+                         MessageBody=envelope.build("demo.hello", {}, f"{tier}-{i}").to_json())
+
+
+def _csrf(html: str) -> str:
+    return re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+
+
+def _depth(url: str) -> int:
+    attributes = boto3.client("sqs").get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+    return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+
+
+def test_tiers_page_shows_depths_in_a_bounded_number_of_calls(deployment, serve):
+    _publish(deployment, "critical", 3)
+    _publish(deployment, "bulk", 1)
+    console = serve()
+
+    page = get(console.url)
+
+    assert page.status_code == 200
+    rows = dict(re.findall(r'<tr data-tier="([a-z]+)">\s*<td class="name">[a-z]+</td>\s*<td class="depth">(\d+)</td>',
+                           page.text))
+    assert rows == {"critical": "3", "transactional": "0", "bulk": "1"}
+    assert 'hx-trigger="every 5s"' in page.text and "/static/htmx-2.0.4.min.js" in page.text
+    # The first page also discovers the stack (DescribeStacks); a refresh is 2 per tier + alarms + metrics.
+    fragment = get(console.url + "fragments/tiers", headers={"HX-Request": "true"})
+    assert "<html" not in fragment.text
+    assert "refreshed with 8 AWS calls" in fragment.text
+
+
+def test_static_htmx_is_served_locally(serve):
+    console = serve()
+    script = get(console.url + "static/htmx-2.0.4.min.js")
+    assert script.status_code == 200 and script.text.startswith("var htmx=")
+
+
+def test_dlq_page_groups_letters_with_bodies_and_reasons(deployment, serve):
+    _dead_letter(deployment, "critical", "pay_1")
+    _dead_letter(deployment, "critical", "pay_2", error_message="bank API timed out after 30 s")
+    console = serve()
+
+    page = get(console.url + "dlq?tier=critical")
+
+    assert page.status_code == 200
+    assert "bank API timed out after &lt;n&gt; s" in page.text  # one group for both letters
+    assert '<span class="count">2</span>' in page.text
+    assert "DeadLetter.ErrorType" in page.text and "&#34;idempotency_key&#34;:&#34;pay_1&#34;" in page.text
+    assert _depth(deployment.dlq_urls["critical"]) == 2  # read, never removed
+
+
+def test_job_lookup_page(deployment, serve):
+    _dead_letter(deployment, "critical", "pay_7")
+    console = serve()
+
+    page = get(console.url + "job", params={"type": "payments.update_balance", "key": "pay_7"})
+
+    assert "In the <strong>critical</strong> DLQ" in page.text
+    assert "<strong>unknown</strong>" in page.text and "pending" not in page.text.lower()
+
+
+def test_replay_dry_run_then_confirm_over_http(deployment, serve):
+    for key in ("a", "b", "c"):
+        _dead_letter(deployment, "critical", key)
+    console = serve()
+    csrf = _csrf(get(console.url + "replay?tier=critical").text)
+    form = {"csrf_token": csrf, "tier": "critical", "max_messages": "100"}
+
+    dry = requests.post(console.url + "replay/dry-run", data=form, timeout=30)
+    assert 'data-matched="3"' in dry.text and _depth(deployment.dlq_urls["critical"]) == 3
+    confirm = dict(re.findall(r'name="([a-z_]+)" value="([^"]*)"', dry.text.split("/replay/run", 1)[1]))
+    done = requests.post(console.url + "replay/run", data=confirm, timeout=30)
+
+    assert 'data-moved="3"' in done.text
+    assert _depth(deployment.dlq_urls["critical"]) == 0 and _depth(deployment.queue_urls["critical"]) == 3
+
+
+def test_posts_need_the_csrf_token(deployment, serve):
+    _dead_letter(deployment, "critical", "x")
+    console = serve()
+
+    refused = requests.post(console.url + "replay/run", data={"tier": "critical"}, timeout=30)
+    wrong = requests.post(console.url + "replay/run", data={"tier": "critical", "csrf_token": "guess"}, timeout=30)
+
+    assert refused.status_code == wrong.status_code == 403
+    assert _depth(deployment.dlq_urls["critical"]) == 1
+
+
+def test_read_only_hides_and_refuses_actions(deployment, serve):
+    _dead_letter(deployment, "critical", "x")
+    console = serve(read_only=True)
+    pages = [get(console.url + path).text for path in ("", "dlq?tier=critical", "job")]
+    csrf = re.search(r'"x-csrf-token": "([^"]+)"', pages[0]).group(1)
+
+    refused = requests.post(console.url + "replay/run", data={"tier": "critical", "csrf_token": csrf}, timeout=30)
+
+    assert all('href="/replay' not in page and "Replay" not in page for page in pages)
+    assert refused.status_code == 403 and _depth(deployment.dlq_urls["critical"]) == 1
+
+
+def test_off_loopback_needs_a_token(serve):
+    with pytest.raises(BindError, match="--token"):
+        check_bind("0.0.0.0", None)
+    console = serve(host="0.0.0.0", token=TOKEN)
+    url = console.url.replace("0.0.0.0", "127.0.0.1")
+
+    assert get(url).status_code == 401
+    assert get(url, headers={"Authorization": "Bearer wrong-token-0123456789"}).status_code == 401
+    assert get(url, auth=("operator", TOKEN)).status_code == 200
+    assert get(url, headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    session = requests.Session()
+    assert session.get(url + "?token=" + TOKEN, timeout=30).status_code == 200  # cookie set, then redirected
+    assert session.get(url + "dlq", timeout=30).status_code == 200
+
+
+def test_loopback_console_refuses_other_host_names(serve):
+    console = serve()
+    assert get(console.url, headers={"Host": "attacker.example:8321"}).status_code == 421
+
+
+def test_missing_stack_is_a_banner_not_a_traceback(aws):
+    from tiered_jobs.console.security import Security
+    from tiered_jobs.console.server import start_in_thread
+    from tiered_jobs.operations import Target
+
+    console = start_in_thread(Target("gone", "TieredJobs-gone", "us-east-1", None), Security())
+    try:
+        page = get(console.url)
+    finally:
+        console.stop()
+
+    assert page.status_code == 502
+    assert '<div class="banner" role="alert">stack &#39;TieredJobs-gone&#39; not found' in page.text
+    assert "Traceback" not in page.text
+
+
+def test_throttling_is_a_banner(deployment, serve, monkeypatch):
+    def throttled(target, now=None):
+        raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, "GetQueueAttributes")
+
+    monkeypatch.setattr(reads, "snapshot", throttled)
+    console = serve()
+
+    fragment = get(console.url + "fragments/tiers", headers={"HX-Request": "true"})
+
+    assert fragment.status_code == 200  # htmx swaps it in place of the table
+    assert "AWS is throttling these requests" in fragment.text and "Traceback" not in fragment.text
+
+
+def test_console_command_says_how_to_install_the_extra(monkeypatch):
+    from typer.testing import CliRunner
+
+    from tiered_jobs import console as console_package
+    from tiered_jobs.cli import app
+
+    monkeypatch.setattr(console_package, "missing_modules", lambda: ["starlette"])
+    result = CliRunner().invoke(app, ["console"])
+
+    assert result.exit_code == 1
+    assert "pip install 'tiered-jobs[console]'" in result.stderr

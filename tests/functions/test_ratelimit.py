@@ -1,0 +1,263 @@
+"""The rate limiter: the bucket's claims and conflicts, and what the consumer does with a held job."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from bench.fixtures import create_rate_limit_table
+from functions.runtime.ratelimit import MAX_WRITE_ATTEMPTS, TAT_ATTRIBUTE, RateLimiter, TokenBucket
+from tiered_jobs.contract.names import Attributes, DeadLetter, Metrics
+from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
+
+T0 = 1_800_000_000.0
+US = 1_000_000
+
+
+class FakeTime:
+    """A clock that only moves when the code under test sleeps."""
+
+    def __init__(self, now: float = T0):
+        self.now, self.slept = now, []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def stubbed_bucket(limit=RateLimit(10, 2), clock=lambda: T0):
+    client = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    return TokenBucket(client, "buckets", "critical#tier", limit, clock), Stubber(client)
+
+
+def tat(value: int) -> dict:
+    return {TAT_ATTRIBUTE: {"N": str(value)}}
+
+
+# --- the bucket: one read and one conditional write; the conflict path, stubbed -------------
+
+def test_an_idle_bucket_gives_the_burst_at_once_then_one_job_per_interval():
+    bucket, stub = stubbed_bucket()
+    now = int(T0 * US)
+    stub.add_response("get_item", {}, {"TableName": "buckets", "Key": {"bucket": {"S": "critical#tier"}},
+                                       "ProjectionExpression": "#tat", "ExpressionAttributeNames": {"#tat": "tat"}})
+    stub.add_response("update_item", {"Attributes": tat(now + 5 * 100_000)}, {
+        "TableName": "buckets", "Key": {"bucket": {"S": "critical#tier"}}, "ReturnValues": "UPDATED_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD", "UpdateExpression": "SET #tat = :tat",
+        "ConditionExpression": "attribute_not_exists(#tat) OR #tat < :now", "ExpressionAttributeNames": {"#tat": "tat"},
+        "ExpressionAttributeValues": {":tat": {"N": str(now + 5 * 100_000)}, ":now": {"N": str(now)}},
+    })
+    with stub:
+        claim = bucket.claim(5, max_wait_seconds=1.0)
+    stub.assert_no_pending_responses()
+    assert (claim.writes, claim.reads) == (1, 1)
+    # burst 2: two now, then every 0.1 s
+    assert [round(s - T0, 3) for s in claim.starts] == [0.0, 0.0, 0.1, 0.2, 0.3]
+
+
+def test_a_conflict_is_retried_on_the_state_dynamodb_returns_without_a_second_read():
+    bucket, stub = stubbed_bucket()
+    now = int(T0 * US)
+    ahead = now + 300_000  # another consumer claimed meanwhile: the bucket is busy, 0.3 s ahead
+    stub.add_response("get_item", {}, None)  # stale: looked idle
+    stub.add_client_error("update_item", "ConditionalCheckFailedException", "The conditional request failed",
+                          400, response_meta={}, modeled_fields={"Item": {"bucket": {"S": "critical#tier"}, **tat(ahead)}})
+    stub.add_response("update_item", {"Attributes": tat(ahead + 3 * 100_000)}, {
+        "TableName": "buckets", "Key": {"bucket": {"S": "critical#tier"}}, "ReturnValues": "UPDATED_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD", "UpdateExpression": "SET #tat = #tat + :claim",
+        "ConditionExpression": "#tat BETWEEN :now AND :latest", "ExpressionAttributeNames": {"#tat": "tat"},
+        # horizon = now + 0.5 s wait + 0.1 s tolerance; the third job must start by then
+        "ExpressionAttributeValues": {":claim": {"N": "300000"}, ":now": {"N": str(now)},
+                                      ":latest": {"N": str(now + 600_000 - 2 * 100_000)}},
+    })
+    with stub:
+        claim = bucket.claim(3, max_wait_seconds=0.5)
+    stub.assert_no_pending_responses()
+    assert (claim.writes, claim.reads) == (2, 1)
+    assert [round(s - T0, 3) for s in claim.starts] == [0.2, 0.3, 0.4]
+    assert bucket.last_tat_us == ahead + 300_000
+
+
+def test_retries_are_bounded_and_a_full_bucket_costs_no_call_once_seen():
+    bucket, stub = stubbed_bucket()
+    now = int(T0 * US)
+    stub.add_response("get_item", {"Item": tat(now)}, None)
+    for step in range(MAX_WRITE_ATTEMPTS):  # every claim loses to another consumer, further ahead each time
+        stub.add_client_error("update_item", "ConditionalCheckFailedException", "failed", 400,
+                              modeled_fields={"Item": tat(now + (step + 1) * 50_000)})
+    with stub:
+        claim = bucket.claim(10, max_wait_seconds=5.0)
+        assert (claim.granted, claim.writes) == (0, MAX_WRITE_ATTEMPTS)
+    bucket.last_tat_us = now + 60 * US  # a minute ahead: no token within the wait bound
+    with stub:  # no response queued: any call would raise
+        assert bucket.claim(10, max_wait_seconds=5.0).granted == 0
+    assert bucket.claim(10, 5.0).next_turn == pytest.approx(T0 + 60 - 0.1)
+
+
+def test_other_errors_are_not_taken_for_a_conflict():
+    bucket, stub = stubbed_bucket()
+    stub.add_response("get_item", {}, None)
+    stub.add_client_error("update_item", "ProvisionedThroughputExceededException", "slow down", 400)
+    with stub, pytest.raises(Exception, match="ProvisionedThroughputExceeded"):
+        bucket.claim(1, 1.0)
+
+
+# --- the bucket on moto, with 20 threads claiming at once -----------------------------------
+
+def test_twenty_concurrent_consumers_never_exceed_the_rate(aws):
+    from tiered_jobs.local.moto_gaps import serialize_dynamodb_requests
+
+    serialize_dynamodb_requests()  # DynamoDB applies each request atomically; moto needs the help
+    dynamodb = boto3.client("dynamodb")
+    create_rate_limit_table(dynamodb, "buckets")
+    limit, wait, until = RateLimit(per_second=40, burst=4), 0.25, time.time() + 1.5
+    starts: list[float] = []
+    claims: list[int] = []
+    lock = threading.Lock()
+
+    def consumer() -> None:
+        bucket = TokenBucket(boto3.client("dynamodb"), "buckets", "critical#tier", limit)
+        while time.time() < until:
+            claim = bucket.claim(3, wait)
+            with lock:
+                starts.extend(claim.starts)
+                claims.append(claim.writes)
+            time.sleep(0.01)  # a consumer then runs (or re-sends) its batch
+
+    threads = [threading.Thread(target=consumer) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    starts.sort()
+    interval = 1 / limit.per_second
+    assert len(starts) >= 20, "the consumers got almost nothing"
+    # GCRA's guarantee: within any span, at most burst + span * rate jobs may start.
+    for i in range(len(starts)):
+        for j in range(i + 1, len(starts)):
+            assert starts[j] - starts[i] >= (j - i - (limit.burst - 1)) * interval - 1e-4, (i, j)
+    assert any(writes > 1 for writes in claims), "no conditional write ever conflicted: the test proves nothing"
+    assert max(claims) <= MAX_WRITE_ATTEMPTS
+
+
+# --- the consumer with a limited tier -------------------------------------------------------
+
+def limited_consumer(tier, clock: FakeTime, limits: RateLimits, **kwargs):
+    table = create_rate_limit_table(tier.dynamodb, "critical-buckets")
+    consumer = tier.consumer(**kwargs)
+    consumer.limiter = RateLimiter(limits, "critical", table, tier.queue_url,
+                                   client={"sqs": tier.sqs, "dynamodb": tier.dynamodb}.__getitem__,
+                                   clock=clock, sleep=clock.sleep)
+    return consumer
+
+
+def emf_totals(capsys) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for line in capsys.readouterr().out.splitlines():
+        if line.startswith('{"_aws"'):
+            doc = json.loads(line)  # one document per job type (both dimension sets in it)
+            for name in (Metrics.PROCESSED, Metrics.FAILED, Metrics.RATE_LIMITED, Metrics.SUCCEEDED):
+                values = doc.get(name, 0)
+                totals[name] = totals.get(name, 0) + (sum(values) if isinstance(values, list) else values)
+    return totals
+
+
+def delayed(tier) -> int:
+    attributes = tier.sqs.get_queue_attributes(QueueUrl=tier.queue_url, AttributeNames=["All"])["Attributes"]
+    return int(attributes["ApproximateNumberOfMessagesDelayed"])
+
+
+def test_jobs_beyond_the_wait_bound_are_re_sent_with_a_delay_never_failed(tier, capsys):
+    clock = FakeTime()
+    consumer = limited_consumer(tier, clock, RateLimits(RateLimit(5, 2), {}, max_wait_seconds=1.0))
+    for i in range(10):
+        tier.publish("analytics.record_event", {"event": "page_view"}, f"evt-{i}")
+    response = tier.run_batch(consumer)
+    assert response == {"batchItemFailures": []}  # held jobs are acknowledged: SQS deletes the originals
+    # burst 2 + 1 s at 5/s = 7 run, paced 0.2 s apart after the burst; 3 re-sent with a delay
+    assert sum(clock.slept) == pytest.approx(1.0)
+    assert delayed(tier) == 3 and tier.dlq_messages() == []
+    assert emf_totals(capsys) == {Metrics.PROCESSED: 7, Metrics.SUCCEEDED: 7, Metrics.FAILED: 0,
+                                  Metrics.RATE_LIMITED: 3}
+
+
+def test_a_held_job_comes_back_as_a_fresh_message_carrying_its_attempts(tier, capsys):
+    clock = FakeTime()
+    limits = RateLimits(None, {"demo.*": RateLimit(1, 1)}, max_wait_seconds=0.0)
+    consumer = limited_consumer(tier, clock, limits, max_attempts=3)
+    tier.publish("demo.flaky", {"fail_times": 10}, "flaky-1")
+    tier.publish("demo.flaky", {"fail_times": 10}, "flaky-2")
+    tier.run_batch(consumer)  # one runs and fails (attempt 1), one is held
+    assert delayed(tier) == 1
+    time.sleep(1.1)  # its DelaySeconds (the turn under 1 job/s), real time on moto
+    held = tier.receive()
+    resent = [m for m in held if Attributes.PRIOR_ATTEMPTS in m.get("MessageAttributes", {})]
+    assert len(resent) == 1 and resent[0]["Attributes"]["ApproximateReceiveCount"] == "1"
+    assert resent[0]["MessageAttributes"][Attributes.PRIOR_ATTEMPTS] == {"DataType": "Number", "StringValue": "0"}
+
+
+def test_the_attempt_number_adds_the_carried_attempts_to_the_receive_count(tier):
+    consumer = tier.consumer(max_attempts=4)
+    body = json.dumps({"type": "demo.flaky", "idempotency_key": "carried", "payload": {"fail_times": 10}})
+    tier.sqs.send_message(QueueUrl=tier.queue_url, MessageBody=body, MessageAttributes={
+        Attributes.PRIOR_ATTEMPTS: {"DataType": "Number", "StringValue": "2"}})
+    assert tier.run_batch(consumer)["batchItemFailures"]  # attempt 3 of 4: retried
+    tier.make_visible()
+    assert tier.run_batch(consumer) == {"batchItemFailures": []}  # attempt 4: the last, dead-lettered
+    (letter,) = tier.dlq_messages()
+    attributes = {k: v["StringValue"] for k, v in letter["MessageAttributes"].items()}
+    assert attributes[DeadLetter.REASON] == DeadLetter.REASON_RETRIES_EXHAUSTED
+    assert attributes[DeadLetter.ATTEMPTS] == "4"
+
+
+def test_a_failed_re_send_keeps_the_job_in_the_queue_and_is_still_not_a_failure(tier, capsys):
+    clock = FakeTime()
+    consumer = limited_consumer(tier, clock, RateLimits(RateLimit(1, 1), {}, max_wait_seconds=0.0))
+    real = consumer.limiter.client
+
+    class NoBatchSend:
+        def __getattr__(self, name):
+            if name == "send_message_batch":
+                raise AttributeError(name)  # any error: the re-send failed
+            return getattr(real("sqs"), name)
+
+    consumer.limiter.client = lambda service: NoBatchSend() if service == "sqs" else real(service)
+    for i in range(3):
+        tier.publish("analytics.record_event", {"event": "page_view"}, f"keep-{i}")
+    response = tier.run_batch(consumer)
+    assert len(response["batchItemFailures"]) == 2  # they stay, their visibility set to their turn
+    assert tier.dlq_messages() == []
+    totals = emf_totals(capsys)
+    assert totals[Metrics.RATE_LIMITED] == 2 and totals[Metrics.FAILED] == 0
+
+
+def test_invalid_and_unknown_jobs_take_no_token(tier):
+    clock = FakeTime()
+    consumer = limited_consumer(tier, clock, RateLimits(RateLimit(1, 1), {}, max_wait_seconds=0.0))
+    tier.send_raw("not json")
+    tier.publish("nobody.registered", {}, "u-1")
+    tier.publish("analytics.record_event", {"event": "page_view"}, "ok-1")
+    assert tier.run_batch(consumer) == {"batchItemFailures": []}
+    assert len(tier.dlq_messages()) == 2 and delayed(tier) == 0  # the one token went to the real job
+
+
+def test_a_replayed_letter_starts_its_attempts_afresh():
+    from functions.replay.letters import Letter
+
+    letter = Letter.from_message({
+        "MessageId": "m", "ReceiptHandle": "r", "Body": json.dumps({"type": "x", "idempotency_key": "k", "payload": {}}),
+        "Attributes": {"SentTimestamp": "0"}, "MessageAttributes": {
+            Attributes.PRIOR_ATTEMPTS: {"DataType": "Number", "StringValue": "3"},
+            DeadLetter.REASON: {"DataType": "String", "StringValue": DeadLetter.REASON_RETRIES_EXHAUSTED},
+            "team": {"DataType": "String", "StringValue": "growth"},
+        }})
+    attributes = letter.replay_attributes("2026-11-29T10:00:00Z")
+    assert Attributes.PRIOR_ATTEMPTS not in attributes and "team" in attributes

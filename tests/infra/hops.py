@@ -1,0 +1,428 @@
+"""The hop walker: every service-to-service call the template implies must be allowed by its policies.
+
+moto evaluates no policy, so an alarm that cannot publish, a subscription that cannot dead-letter
+or a mapping that cannot read its queue only shows on AWS. This walks the synthesized template
+instead. Each *hop* is one call one principal makes on one resource:
+
+- a **service** (``cloudwatch.amazonaws.com`` for an alarm action) calls a resource that has a
+  resource policy (topic / queue policy) and maybe a KMS key. AWS requires an ``Allow`` in the
+  resource policy matching the service principal, the action and the resource, whose conditions
+  this call satisfies (``aws:SourceAccount`` = this account, ``aws:SourceArn`` = the caller's ARN,
+  TLS), and the key policy must allow the service the key actions the same way;
+- a **role** (a function's execution role, a schedule's role) calls a resource in its own account:
+  its identity policies must allow the actions on the resource, its trust policy must let the
+  service assume it, and a CMK's policy must allow the role or delegate to the account's IAM.
+
+In both cases no ``Deny`` may apply. A ``Deny`` is harmless only when one of its conditions is
+certainly false for the call (``aws:SecureTransport: false`` for a service's TLS call); a Deny
+with a condition this walker does not model counts as applying. Likewise an ``Allow`` counts
+only when all its conditions are certainly true.
+
+Hop kinds are declared in ``HOPS``, one line each (the resource type, who calls, which property
+names the target, which actions); a new kind (e.g. EventBridge Scheduler to a queue) is one more
+line. The DLQ redrive (SQS moving a message by itself) is checked against the DLQ's
+``RedriveAllowPolicy`` in :func:`redrive_problems`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from template_values import Concrete
+
+from tiered_jobs.contract.names import Env
+
+#: Condition keys this walker knows for a call; a condition on any other key is "unknown".
+KNOWN_KEYS = frozenset({
+    "aws:securetransport", "aws:sourceaccount", "aws:sourcearn", "aws:principalarn", "aws:principalaccount",
+    "aws:principalservicename",
+})
+#: What an SQS event source mapping calls on its queue (and the consumer itself, for backoff).
+ESM_QUEUE_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes",
+                     "sqs:ChangeMessageVisibility")
+#: A sender to an encrypted topic / queue, and a receiver from an encrypted queue.
+SEND_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
+RECEIVE_KEY_ACTIONS = ("kms:Decrypt",)
+#: AWS-managed keys admit only principals of the account through their service, never a service principal.
+AWS_MANAGED_KEY_PREFIX = "alias/aws/"
+
+
+# -- who calls ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ServiceCaller:
+    principal: str
+    #: The resource on whose behalf the service calls (``aws:SourceArn``).
+    source_arn: str
+
+
+@dataclass(frozen=True)
+class RoleCaller:
+    role: str  # logical id of the AWS::IAM::Role
+    #: The service that assumes the role (its trust policy must allow it).
+    assumed_by: str
+
+
+@dataclass(frozen=True)
+class Hop:
+    description: str
+    caller: ServiceCaller | RoleCaller
+    #: Logical id of the target, or the raw template value when it is not a resource of the template.
+    target: Any
+    actions: tuple[str, ...]
+    key_actions: tuple[str, ...] = field(default=SEND_KEY_ACTIONS)
+
+
+# -- policy evaluation --------------------------------------------------------------------
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _matches(patterns: Any, value: str, *, case_sensitive: bool = True) -> bool:
+    for pattern in _as_list(patterns):
+        pattern = str(pattern)
+        if case_sensitive and fnmatch.fnmatchcase(value, pattern):
+            return True
+        if not case_sensitive and fnmatch.fnmatchcase(value.lower(), pattern.lower()):
+            return True
+    return False
+
+
+def _condition(operator: str, key: str, expected: Any, context: Mapping[str, str]) -> bool | None:
+    """One condition entry: ``True`` / ``False`` when certain for this call, ``None`` when unknown."""
+    if_exists = operator.endswith("IfExists")
+    base = operator.removesuffix("IfExists")
+    key_l = key.lower()
+    if key_l not in KNOWN_KEYS:
+        return None
+    actual = context.get(key_l)
+    negated = "Not" in base
+    if actual is None:  # the key is absent from this call (IAM: a negated operator then holds)
+        return True if (if_exists or negated) else False
+    positive = base.replace("Not", "")
+    if positive in ("StringEquals", "ArnEquals"):
+        hit = actual in [str(e) for e in _as_list(expected)]
+    elif positive in ("StringLike", "ArnLike"):
+        hit = _matches(expected, actual)
+    elif positive == "StringEqualsIgnoreCase":
+        hit = actual.lower() in [str(e).lower() for e in _as_list(expected)]
+    elif positive == "Bool":
+        hit = actual.lower() in [str(e).lower() for e in _as_list(expected)]
+    else:
+        return None
+    return (not hit) if negated else hit
+
+
+def conditions_hold(conditions: Mapping[str, Mapping[str, Any]] | None, context: Mapping[str, str]) -> bool | None:
+    """All conditions of a statement: ``True`` certain, ``False`` one certainly fails, ``None`` unknown."""
+    results = [_condition(op, key, expected, context)
+               for op, entries in (conditions or {}).items() for key, expected in entries.items()]
+    if False in results:
+        return False
+    return None if None in results else True
+
+
+@dataclass(frozen=True)
+class Request:
+    """One call as AWS evaluates it."""
+
+    action: str
+    resource: str
+    #: ``service:<principal>`` or the caller role's ARN.
+    principal: str
+    context: Mapping[str, str]
+
+
+def _principal_matches(statement: Mapping[str, Any], request: Request, account_root: str) -> str | None:
+    """``"direct"``, ``"account"`` (the account's root: delegates to IAM) or ``None``."""
+    if "Principal" not in statement:
+        return "direct"  # an identity policy: it applies to its own principal
+    principal = statement["Principal"]
+    if principal == "*":
+        return "direct"
+    for kind, values in principal.items():
+        for value in _as_list(values):
+            if value == "*":
+                return "direct"
+            if kind == "Service" and request.principal == f"service:{value}":
+                return "direct"
+            if kind == "AWS" and value == request.principal:
+                return "direct"
+            if kind == "AWS" and value in (account_root, account_root.split(":")[4]) and \
+                    not request.principal.startswith("service:"):
+                return "account"
+    return None
+
+
+def _statement_applies(statement: Mapping[str, Any], request: Request) -> bool:
+    if "Action" in statement and not _matches(statement["Action"], request.action, case_sensitive=False):
+        return False
+    if "NotAction" in statement and _matches(statement["NotAction"], request.action, case_sensitive=False):
+        return False
+    if "Resource" in statement and not _matches(statement["Resource"], request.resource):
+        return False
+    return not ("NotResource" in statement and _matches(statement["NotResource"], request.resource))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    #: ``"direct"`` / ``"account"`` when an Allow matched (and how), else ``None``.
+    allowed_by: str | None
+    #: Sids (or indexes) of Deny statements that may apply.
+    denied_by: tuple[str, ...]
+
+
+def evaluate(statements: Sequence[Mapping[str, Any]], request: Request, account_root: str) -> Verdict:
+    """One policy document's answer for ``request`` (statements already concrete)."""
+    allowed: str | None = None
+    denied: list[str] = []
+    for index, statement in enumerate(statements):
+        how = _principal_matches(statement, request, account_root)
+        if how is None or not _statement_applies(statement, request):
+            continue
+        holds = conditions_hold(statement.get("Condition"), request.context)
+        if statement["Effect"] == "Deny" and holds is not False:
+            denied.append(statement.get("Sid", f"#{index}"))
+        if statement["Effect"] == "Allow" and holds is True and allowed != "direct":
+            allowed = how
+    return Verdict(allowed, tuple(denied))
+
+
+# -- the template's policies --------------------------------------------------------------
+
+#: Resource types a hop may target: their resource policy type, and the policy's property naming them.
+TARGET_POLICIES = {
+    "AWS::SNS::Topic": ("AWS::SNS::TopicPolicy", "Topics"),
+    "AWS::SQS::Queue": ("AWS::SQS::QueuePolicy", "Queues"),
+}
+
+
+class Policies:
+    """The template's policy documents, concrete, by what they protect."""
+
+    def __init__(self, concrete: Concrete):
+        self.t = concrete
+        self.account_root = f"arn:{concrete.partition}:iam::{concrete.account}:root"
+
+    def resource_policy(self, target: str) -> list[Mapping[str, Any]]:
+        policy_type, refs = TARGET_POLICIES[self.t.type_of(target)]
+        statements: list[Mapping[str, Any]] = []
+        for _, props in self.t.resources(policy_type):
+            if any(self.t.logical_id(ref) == target for ref in props[refs]):
+                statements += self.t.value(props["PolicyDocument"])["Statement"]
+        return statements
+
+    def identity_policy(self, role: str) -> list[Mapping[str, Any]]:
+        """Inline policies attached to ``role`` and the template's managed policies it names."""
+        statements: list[Mapping[str, Any]] = []
+        for _, props in self.t.resources("AWS::IAM::Policy"):
+            if any(self.t.logical_id(r) == role for r in props.get("Roles", [])):
+                statements += self.t.value(props["PolicyDocument"])["Statement"]
+        role_props = self.t.properties(role)
+        for inline in role_props.get("Policies", []):
+            statements += self.t.value(inline["PolicyDocument"])["Statement"]
+        managed = {self.t.logical_id(arn) for arn in role_props.get("ManagedPolicyArns", [])}
+        for logical_id, props in self.t.resources("AWS::IAM::ManagedPolicy"):
+            if logical_id in managed or any(self.t.logical_id(r) == role for r in props.get("Roles", [])):
+                statements += self.t.value(props["PolicyDocument"])["Statement"]
+        return statements
+
+    def trust_policy(self, role: str) -> list[Mapping[str, Any]]:
+        return self.t.value(self.t.properties(role)["AssumeRolePolicyDocument"])["Statement"]
+
+    def key_of(self, target: str) -> Any:
+        """The target's ``KmsMasterKeyId`` (a logical id when the key is in the template), or ``None``."""
+        value = self.t.properties(target).get("KmsMasterKeyId")
+        if value is None:
+            return None
+        return self.t.logical_id(value) or self.t.value(value)
+
+    def key_policy(self, key: str) -> list[Mapping[str, Any]]:
+        return self.t.value(self.t.properties(key)["KeyPolicy"])["Statement"]
+
+
+# -- checking one hop ----------------------------------------------------------------------
+
+def check_hop(policies: Policies, hop: Hop) -> list[str]:
+    """The reasons ``hop`` would fail on AWS (``[]``: allowed)."""
+    t = policies.t
+    where = hop.description
+    if not isinstance(hop.target, str) or hop.target not in t.resources_by_id:
+        return [f"{where}: the target {hop.target!r} is not a resource of this template; its policies can't be checked"]
+    if t.type_of(hop.target) not in TARGET_POLICIES:
+        return [f"{where}: no rule for targets of type {t.type_of(hop.target)}; add it to TARGET_POLICIES"]
+    if isinstance(hop.caller, RoleCaller) and hop.caller.role not in t.resources_by_id:
+        return [f"{where}: the role {hop.caller.role} is not a resource of this template; its policies can't be checked"]
+    target_arn = t.arn(hop.target)
+    problems: list[str] = []
+    if isinstance(hop.caller, ServiceCaller):
+        principal = f"service:{hop.caller.principal}"
+        context = {"aws:securetransport": "true", "aws:sourceaccount": t.account,
+                   "aws:sourcearn": hop.caller.source_arn, "aws:principalservicename": hop.caller.principal}
+        identity = None
+        who = hop.caller.principal
+    else:
+        principal = t.arn(hop.caller.role)
+        context = {"aws:securetransport": "true", "aws:principalarn": principal, "aws:principalaccount": t.account}
+        identity = policies.identity_policy(hop.caller.role)
+        who = f"role {hop.caller.role}"
+        trust = evaluate(policies.trust_policy(hop.caller.role), Request(
+            "sts:AssumeRole", principal, f"service:{hop.caller.assumed_by}",
+            {"aws:securetransport": "true", "aws:sourceaccount": t.account}), policies.account_root)
+        if trust.allowed_by is None or trust.denied_by:
+            problems.append(f"{where}: {hop.caller.assumed_by} may not assume role {hop.caller.role}")
+    resource_policy = policies.resource_policy(hop.target)
+    for action in hop.actions:
+        problems += _check_call(policies, where, who, Request(action, target_arn, principal, context),
+                                resource_policy, identity, f"the policy of {hop.target}", needs_delegation=False)
+    key = policies.key_of(hop.target)
+    if key is None:
+        return problems
+    if not isinstance(key, str) or key not in t.resources_by_id:
+        if isinstance(hop.caller, ServiceCaller) or not str(key).startswith(AWS_MANAGED_KEY_PREFIX):
+            problems.append(f"{where}: {hop.target} is encrypted with {key!r}, whose policy is not in this template "
+                            f"(an AWS-managed key never admits {who})")
+        return problems
+    for action in hop.key_actions:
+        problems += _check_call(policies, where, who, Request(action, t.arn(key), principal, context),
+                                policies.key_policy(key), identity, f"the key policy of {key}", needs_delegation=True)
+    return problems
+
+
+def _check_call(policies: Policies, where: str, who: str, request: Request, resource_policy: list[Mapping[str, Any]],
+                identity: list[Mapping[str, Any]] | None, what: str, *, needs_delegation: bool) -> list[str]:
+    """``request`` against a resource policy (and the caller's identity policy, for a role)."""
+    on_resource = evaluate(resource_policy, request, policies.account_root)
+    problems = [f"{where}: {what} denies {who} {request.action} (statement {sid})" for sid in on_resource.denied_by]
+    if identity is None:  # a service principal: only the resource policy can allow it
+        if on_resource.allowed_by != "direct":
+            problems.append(f"{where}: {what} does not allow {who} to {request.action} {request.resource} "
+                            f"(no Allow matches this principal, action and resource with conditions this call meets)")
+        return problems
+    on_identity = evaluate(identity, request, policies.account_root)
+    problems += [f"{where}: the role's policy denies {request.action} (statement {sid})" for sid in on_identity.denied_by]
+    if on_resource.allowed_by == "direct":
+        return problems
+    # Same account: the identity policy allows, unless the resource is a key whose policy must delegate to IAM.
+    delegated = on_resource.allowed_by == "account" or not needs_delegation
+    if not (on_identity.allowed_by and delegated):
+        missing = "the role's policy" if not on_identity.allowed_by else f"{what} (no statement for the account)"
+        problems.append(f"{where}: {missing} does not allow {who} to {request.action} {request.resource}")
+    return problems
+
+
+# -- the hops of a template ----------------------------------------------------------------
+
+Path = tuple[str, ...]
+
+
+def _at(props: Mapping[str, Any], path: Path) -> Any:
+    value: Any = props
+    for part in path:
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _role_of(t: Concrete, logical_id: str | None) -> str | None:
+    """The execution role of a function, or the role itself."""
+    if logical_id is None:
+        return None
+    if t.type_of(logical_id) == "AWS::Lambda::Function":
+        return t.logical_id(t.properties(logical_id)["Role"])
+    return logical_id
+
+
+def _target(t: Concrete, value: Any) -> Any:
+    return t.logical_id(value) or value
+
+
+HopSource = Callable[[Concrete], Iterable[Hop]]
+
+
+def service_hops(resource_type: str, principal: str, *, targets: Sequence[Path], actions: Sequence[str],
+                 source: Path = (), key_actions: Sequence[str] = SEND_KEY_ACTIONS) -> HopSource:
+    """``principal`` calls, on behalf of each ``resource_type`` (or the ARN at ``source``), the targets at ``targets``."""
+
+    def hops(t: Concrete) -> Iterator[Hop]:
+        for logical_id, props in t.resources(resource_type):
+            source_arn = t.arn(logical_id) if not source else t.value(_at(props, source))
+            for path in targets:
+                for value in _as_list(_at(props, path) or []):
+                    yield Hop(f"{resource_type} {logical_id} ({'.'.join(path)}) via {principal}",
+                              ServiceCaller(principal, source_arn), _target(t, value), tuple(actions), tuple(key_actions))
+
+    return hops
+
+
+def role_hops(resource_type: str, assumed_by: str, *, role: Path, target: Path, actions: Sequence[str],
+              key_actions: Sequence[str] = SEND_KEY_ACTIONS) -> HopSource:
+    """The role at ``role`` (a role, or a function: its execution role; ``()``: the resource itself) calls ``target``."""
+
+    def hops(t: Concrete) -> Iterator[Hop]:
+        for logical_id, props in t.resources(resource_type):
+            value = _at(props, target)
+            if value is None:
+                continue
+            caller = _role_of(t, logical_id if not role else t.logical_id(_at(props, role))) or repr(_at(props, role))
+            yield Hop(f"{resource_type} {logical_id} ({'.'.join(target)}) as {caller}", RoleCaller(caller, assumed_by),
+                      _target(t, value), tuple(actions), tuple(key_actions))
+
+    return hops
+
+
+#: Every kind of service-to-service hop; a new kind is one line.
+HOPS: tuple[HopSource, ...] = (
+    # Alarm actions: CloudWatch publishes to the topic (and uses its key).
+    service_hops("AWS::CloudWatch::Alarm", "cloudwatch.amazonaws.com", actions=("sns:Publish",),
+                 targets=(("AlarmActions",), ("OKActions",), ("InsufficientDataActions",)),
+                 key_actions=("kms:Decrypt", "kms:GenerateDataKey*")),
+    # A subscription's delivery DLQ, and SQS subscriptions: SNS sends to the queue for its topic.
+    service_hops("AWS::SNS::Subscription", "sns.amazonaws.com", source=("TopicArn",), actions=("sqs:SendMessage",),
+                 targets=(("RedrivePolicy", "deadLetterTargetArn"),)),
+    # SQS event source mappings: Lambda reads the queue with the function's role.
+    role_hops("AWS::Lambda::EventSourceMapping", "lambda.amazonaws.com", role=("FunctionName",),
+              target=("EventSourceArn",), actions=ESM_QUEUE_ACTIONS, key_actions=RECEIVE_KEY_ACTIONS),
+    # A consumer dead-letters a job itself: SendMessage to its DLQ with its role.
+    role_hops("AWS::Lambda::Function", "lambda.amazonaws.com", role=(), target=("Environment", "Variables", Env.DLQ_URL),
+              actions=("sqs:SendMessage",)),
+    # EventBridge Scheduler sends to a queue with the schedule's role.
+    role_hops("AWS::Scheduler::Schedule", "scheduler.amazonaws.com", role=("Target", "RoleArn"),
+              target=("Target", "Arn"), actions=("sqs:SendMessage",)),
+)
+
+
+def hops_of(t: Concrete, sources: Sequence[HopSource] = HOPS) -> list[Hop]:
+    return [hop for source in sources for hop in source(t)]
+
+
+def redrive_problems(t: Concrete) -> list[str]:
+    """SQS moves a message to a DLQ only if the DLQ's ``RedriveAllowPolicy`` admits the source queue."""
+    problems = []
+    for logical_id, props in t.resources("AWS::SQS::Queue"):
+        redrive = props.get("RedrivePolicy")
+        if not redrive:
+            continue
+        dlq = t.logical_id(redrive["deadLetterTargetArn"])
+        if dlq is None:
+            problems.append(f"queue {logical_id}: its DLQ is not in this template")
+            continue
+        allow = t.value(t.properties(dlq).get("RedriveAllowPolicy", {"redrivePermission": "allowAll"}))
+        permission = allow.get("redrivePermission")
+        if permission == "denyAll" or (permission == "byQueue" and t.arn(logical_id) not in allow["sourceQueueArns"]):
+            problems.append(f"queue {logical_id}: the RedriveAllowPolicy of {dlq} does not admit it")
+    return problems
+
+
+def walk(template: Mapping[str, Any], sources: Sequence[HopSource] = HOPS) -> tuple[list[Hop], list[str]]:
+    """Every hop of ``template`` and every reason one of them (or a redrive) would fail on AWS."""
+    t = Concrete(template)
+    policies = Policies(t)
+    hops = hops_of(t, sources)
+    problems = [problem for hop in hops for problem in check_hop(policies, hop)]
+    return hops, problems + redrive_problems(t)

@@ -1,0 +1,165 @@
+"""Concrete values for a synthesized template, as CloudFormation would resolve them in one account.
+
+``Concrete(template).value(node)`` turns ``Ref`` / ``Fn::GetAtt`` / ``Fn::Join`` / ``Fn::Sub`` /
+``Fn::Select`` into the strings a deployment in ``ACCOUNT`` / ``REGION`` would hold: queue URLs
+and ARNs, topic ARNs, alarm ARNs, parameter ARNs... Physical names come from the resource's name
+property (``QueueName``, ``AlarmName``...) or, when CloudFormation would generate one, from the
+logical id. Policy tests compare these strings with the ARNs AWS evaluates (and moto returns).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+#: moto's default account and the region the tests use.
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+PARTITION = "aws"
+
+#: The property holding a resource's physical name.
+NAME_PROPERTY = {
+    "AWS::SQS::Queue": "QueueName",
+    "AWS::SNS::Topic": "TopicName",
+    "AWS::CloudWatch::Alarm": "AlarmName",
+    "AWS::Lambda::Function": "FunctionName",
+    "AWS::IAM::Role": "RoleName",
+    "AWS::IAM::ManagedPolicy": "ManagedPolicyName",
+    "AWS::SSM::Parameter": "Name",
+    "AWS::DynamoDB::Table": "TableName",
+    "AWS::Logs::LogGroup": "LogGroupName",
+    "AWS::Scheduler::Schedule": "Name",
+}
+#: ARN of a resource from its physical name (``{p}`` partition, ``{r}`` region, ``{a}`` account, ``{n}`` name).
+ARN_FORMAT = {
+    "AWS::SQS::Queue": "arn:{p}:sqs:{r}:{a}:{n}",
+    "AWS::SNS::Topic": "arn:{p}:sns:{r}:{a}:{n}",
+    "AWS::KMS::Key": "arn:{p}:kms:{r}:{a}:key/{n}",
+    "AWS::CloudWatch::Alarm": "arn:{p}:cloudwatch:{r}:{a}:alarm:{n}",
+    "AWS::Lambda::Function": "arn:{p}:lambda:{r}:{a}:function:{n}",
+    "AWS::IAM::Role": "arn:{p}:iam::{a}:role/{n}",
+    "AWS::IAM::ManagedPolicy": "arn:{p}:iam::{a}:policy/{n}",
+    "AWS::SSM::Parameter": "arn:{p}:ssm:{r}:{a}:parameter/{n}",
+    "AWS::DynamoDB::Table": "arn:{p}:dynamodb:{r}:{a}:table/{n}",
+    "AWS::Logs::LogGroup": "arn:{p}:logs:{r}:{a}:log-group:{n}:*",
+    "AWS::Scheduler::Schedule": "arn:{p}:scheduler:{r}:{a}:schedule/default/{n}",
+}
+#: What ``Ref`` returns, when it is not the physical name.
+REF_FORMAT = {
+    "AWS::SQS::Queue": "https://sqs.{r}.amazonaws.com/{a}/{n}",
+    "AWS::SNS::Topic": ARN_FORMAT["AWS::SNS::Topic"],
+    "AWS::IAM::ManagedPolicy": ARN_FORMAT["AWS::IAM::ManagedPolicy"],
+}
+
+
+class Concrete:
+    """One template's intrinsic values, resolved for ``account`` / ``region``."""
+
+    def __init__(self, template: Mapping[str, Any], *, account: str = ACCOUNT, region: str = REGION,
+                 partition: str = PARTITION):
+        self.template = template
+        self.account, self.region, self.partition = account, region, partition
+        self._pseudo = {"AWS::AccountId": account, "AWS::Region": region, "AWS::Partition": partition,
+                        "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": "stack"}
+
+    # -- resources ----------------------------------------------------------------------
+
+    @property
+    def resources_by_id(self) -> Mapping[str, Mapping[str, Any]]:
+        return self.template["Resources"]
+
+    def resources(self, type_: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        for logical_id, resource in self.resources_by_id.items():
+            if resource["Type"] == type_:
+                yield logical_id, resource.get("Properties", {})
+
+    def type_of(self, logical_id: str) -> str:
+        return self.resources_by_id[logical_id]["Type"]
+
+    def properties(self, logical_id: str) -> Mapping[str, Any]:
+        return self.resources_by_id[logical_id].get("Properties", {})
+
+    def name(self, logical_id: str) -> str:
+        prop = NAME_PROPERTY.get(self.type_of(logical_id))
+        value = self.properties(logical_id).get(prop) if prop else None
+        name = logical_id if value is None else str(self.value(value))
+        return name.lstrip("/") if self.type_of(logical_id) == "AWS::SSM::Parameter" else name
+
+    def arn(self, logical_id: str) -> str:
+        type_ = self.type_of(logical_id)
+        template = ARN_FORMAT.get(type_, "arn:{p}:unknown:{r}:{a}:" + type_ + "/{n}")
+        return self._format(template, self.name(logical_id))
+
+    def _format(self, template: str, name: str) -> str:
+        return template.format(p=self.partition, r=self.region, a=self.account, n=name)
+
+    # -- intrinsics ---------------------------------------------------------------------
+
+    def ref(self, name: str) -> str:
+        if name in self._pseudo:
+            return self._pseudo[name]
+        if name in self.template.get("Parameters", {}):
+            return str(self.template["Parameters"][name].get("Default", name))
+        type_ = self.type_of(name)
+        if type_ == "AWS::SSM::Parameter":
+            return str(self.value(self.properties(name)["Name"]))
+        if type_ in REF_FORMAT:
+            return self._format(REF_FORMAT[type_], self.name(name))
+        return self.name(name)
+
+    def get_att(self, logical_id: str, attribute: str) -> str:
+        if attribute in ("Arn", "TopicArn"):
+            return self.arn(logical_id)
+        if attribute in ("QueueName", "TopicName", "Name"):
+            return self.name(logical_id)
+        if attribute == "QueueUrl":
+            return self.ref(logical_id)
+        return f"{logical_id}.{attribute}"
+
+    def value(self, node: Any) -> Any:
+        """``node`` with every intrinsic replaced by its concrete value."""
+        if isinstance(node, list):
+            return [self.value(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if len(node) == 1:
+            (key, arg), = node.items()
+            if key == "Ref":
+                return self.ref(arg)
+            if key == "Fn::GetAtt":
+                logical_id, attribute = arg if isinstance(arg, list) else arg.split(".", 1)
+                return self.get_att(logical_id, attribute)
+            if key == "Fn::Join":
+                separator, parts = arg
+                return separator.join(str(part) for part in self.value(parts))
+            if key == "Fn::Select":
+                index, items = arg
+                return self.value(items)[int(self.value(index))]
+            if key == "Fn::Split":
+                separator, text = arg
+                return str(self.value(text)).split(separator)
+            if key == "Fn::Sub":
+                return self._sub(arg)
+        return {key: self.value(item) for key, item in node.items()}
+
+    def _sub(self, arg: Any) -> str:
+        text, variables = (arg[0], self.value(arg[1])) if isinstance(arg, list) else (arg, {})
+
+        def replace(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name in variables:
+                return str(variables[name])
+            return self.get_att(*name.split(".", 1)) if "." in name else self.ref(name)
+
+        return re.sub(r"\$\{([^!}][^}]*)\}", replace, text)
+
+    def logical_id(self, node: Any) -> str | None:
+        """The resource a ``Ref`` / ``Fn::GetAtt`` names (``None`` for anything else, e.g. an ARN string)."""
+        if isinstance(node, dict) and len(node) == 1:
+            (key, arg), = node.items()
+            if key == "Ref" and arg in self.resources_by_id:
+                return arg
+            if key == "Fn::GetAtt":
+                return arg[0] if isinstance(arg, list) else arg.split(".", 1)[0]
+        return None

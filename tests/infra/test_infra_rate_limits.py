@@ -1,0 +1,150 @@
+"""Rate limits in the template: the bucket table, exactly the access each consumer needs, the
+settings the consumer reads, the SSM parameter ``status`` reads, the dashboard; and the settings'
+guardrails."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from infra_support import find_consumer, find_queue, policy_statements, referenced_ids, synthesize
+
+from infra.settings import AppSettings, SettingsError
+from tiered_jobs.contract.names import Env, Metrics, Ssm
+from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE, RateLimits
+
+LIMITED = {
+    "critical": {},
+    "transactional": {"rate_limits": {"notifications.send_email": {"per_second": 14, "burst": 14}}},
+    "bulk": {"rate_limit_per_second": 5},
+}
+
+
+@pytest.fixture(scope="module")
+def limited_synth(tmp_path_factory):
+    return synthesize(tmp_path_factory, "rate-limited", tiers=LIMITED)
+
+
+def bucket_table(synth) -> str:
+    (key,) = [k for k, r in synth.resources("AWS::DynamoDB::Table").items()
+              if r["Properties"]["KeySchema"][0]["AttributeName"] == BUCKET_KEY_ATTRIBUTE]
+    return key
+
+
+def test_no_rate_limit_no_bucket_table(tmp_path_factory):
+    from infra_support import _once
+
+    tables = _once(tmp_path_factory, "default").resources("AWS::DynamoDB::Table").values()
+    assert all(t["Properties"]["KeySchema"][0]["AttributeName"] != BUCKET_KEY_ATTRIBUTE for t in tables)
+
+
+@pytest.mark.parametrize("tier", ["transactional", "bulk"])
+def test_a_limited_consumer_may_read_and_update_only_its_own_tiers_buckets(limited_synth, tier):
+    table = bucket_table(limited_synth)
+    key, _ = find_consumer(limited_synth, "dev", tier)
+    on_table = [s for s in policy_statements(limited_synth, key) if table in referenced_ids(s["Resource"])]
+    assert on_table == [{
+        "Action": ["dynamodb:GetItem", "dynamodb:UpdateItem"], "Effect": "Allow",
+        "Resource": {"Fn::GetAtt": [table, "Arn"]},
+        "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{tier}#*"]}},
+    }]
+
+
+def test_the_bucket_actions_are_the_ones_the_limiter_calls(limited_synth):
+    """The IAM actions match botocore's operations the runtime module calls (no more, no less)."""
+    import ast
+    from pathlib import Path
+
+    import functions.runtime.ratelimit as module
+
+    tree = ast.parse(Path(module.__file__).read_text())
+    called = {node.func.attr for node in ast.walk(tree) if isinstance(node, ast.Call)
+              and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Attribute)
+              and node.func.value.attr == "dynamodb"}
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("dynamodb")
+    granted = {f"dynamodb:{op}" for op in model.operation_names if _snake(op) in called}
+    assert granted == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
+
+
+def _snake(name: str) -> str:
+    import re
+
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def test_an_unlimited_tier_never_touches_the_buckets_nor_sends_to_its_own_queue(limited_synth):
+    table = bucket_table(limited_synth)
+    key, consumer = find_consumer(limited_synth, "dev", "critical")
+    statements = policy_statements(limited_synth, key)
+    assert not any(table in referenced_ids(s["Resource"]) for s in statements)
+    main = find_queue(limited_synth, "dev", "critical")[0]
+    assert not any("sqs:SendMessage" in s["Action"] for s in statements if main in referenced_ids(s["Resource"]))
+    assert Env.RATE_LIMITS not in consumer["Properties"]["Environment"]["Variables"]
+
+
+def test_a_limited_consumer_may_re_send_to_its_own_queue_and_reads_its_limits(limited_synth):
+    key, consumer = find_consumer(limited_synth, "dev", "bulk")
+    main = find_queue(limited_synth, "dev", "bulk")[0]
+    sends = [s for s in policy_statements(limited_synth, key)
+             if main in referenced_ids(s["Resource"]) and "sqs:SendMessage" in s["Action"]]
+    assert sends, "held jobs are re-sent to the tier's own queue"
+    env = consumer["Properties"]["Environment"]["Variables"]
+    assert RateLimits.from_json(env[Env.RATE_LIMITS]).describe() == "5/s (burst 5)"
+    assert env[Env.RATE_LIMIT_TABLE] == {"Ref": bucket_table(limited_synth)}
+
+
+def test_status_finds_the_limits_in_ssm(limited_synth):
+    params = {p["Properties"]["Name"]: p["Properties"]["Value"] for p in limited_synth.resources("AWS::SSM::Parameter").values()}
+    email = RateLimits.from_json(params[Ssm.tier("dev", "transactional", Ssm.TIER_RATE_LIMITS)])
+    assert email.describe() == "notifications.send_email: 14/s (burst 14)"
+    assert Ssm.tier("dev", "critical", Ssm.TIER_RATE_LIMITS) not in params
+
+
+def test_the_dashboard_graphs_held_jobs_and_the_limit(limited_synth):
+    (dashboard,) = limited_synth.resources("AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    assert Metrics.RATE_LIMITED in body
+    assert "bulk: rate limit 5/s (burst 5)" in body and "tier rate limit" in body
+
+
+# --- settings ------------------------------------------------------------------------------
+
+def tier_settings(**values):
+    return AppSettings.from_context({"tiers": {"t": values}, "routes": {"*": "t"}}).tier("t")
+
+
+def test_defaults_and_shapes():
+    tier = tier_settings(rate_limit_per_second=2.5, rate_limits={"x.*": {"per_second": 14}})
+    assert (tier.rate_limit_burst, tier.rate_limit_max_wait_seconds) == (3, 10.0)  # one second's worth; min(10, 30/2)
+    assert tier.limits.bucket_for("t", "x.y").limit.burst == 14
+    assert tier.limits.bucket_for("t", "other").name == "tier"
+    assert tier_settings().limits is None
+    assert tier_settings(rate_limit_per_second=5, timeout_seconds=6).rate_limit_max_wait_seconds == 3.0
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"rate_limit_burst": 5}, "rate_limit_burst needs rate_limit_per_second; set rate_limit_per_second"),
+    ({"rate_limit_per_second": 0}, "per_second 0 is out of range; use 0.001111"),
+    ({"rate_limit_per_second": 2000}, "to 1000 (what one DynamoDB item takes in writes per second)"),
+    ({"rate_limit_per_second": "5"}, "per_second must be a number"),
+    ({"rate_limit_per_second": 5, "rate_limit_burst": 0}, "burst must be a whole number of jobs from 1"),
+    ({"rate_limit_per_second": 5, "rate_limit_burst": 2.5}, "burst must be a whole number"),
+    ({"rate_limits": {"Email Sends": {"per_second": 1}}}, "is not a job type or glob"),
+    ({"rate_limits": {"x.*": {"rate": 1}}}, "unknown key(s) 'rate'"),
+    ({"rate_limits": {"x.*": {"burst": 1}}}, "per_second is required"),
+    ({"rate_limits": ["x.*"]}, "rate_limits must be an object"),
+    ({"rate_limit_max_wait_seconds": 2}, "has no effect without a rate limit"),
+    ({"rate_limit_per_second": 5, "rate_limit_max_wait_seconds": 16}, "from 0 to timeout_seconds / 2 (15)"),
+    # a full batch of 10 can never get its tokens within the wait bound
+    ({"rate_limit_per_second": 0.5, "rate_limit_burst": 1, "timeout_seconds": 10},
+     "admits at most 3 job(s) within rate_limit_max_wait_seconds 5, fewer than a batch of 10"),
+    ({"rate_limits": {"x.*": {"per_second": 1, "burst": 1}}, "rate_limit_max_wait_seconds": 2},
+     "raise the burst to 8, or lower batch_size to 3, or raise rate_limit_max_wait_seconds to 9"),
+])
+def test_impossible_combinations_fail_synthesis_naming_the_fix(values, message):
+    with pytest.raises(SettingsError) as error:
+        tier_settings(**values)
+    assert str(error.value).startswith("tier 't': ")
+    assert message in str(error.value)

@@ -1,0 +1,234 @@
+"""Scheduled jobs in the template: settings validation, schedules, roles, DLQ, alarm, publisher policy."""
+
+from __future__ import annotations
+
+import json
+
+import botocore.session
+import pytest
+
+from infra.settings import AppSettings, SettingsError
+from infra_support import synthesize
+from tiered_jobs.contract.names import Outputs, Schedules, queue_name
+from tiered_jobs.contract.schedules import RETRY_MAX_ATTEMPTS, RETRY_MAX_EVENT_AGE_SECONDS
+
+SCHEDULES = {
+    "nightly-report": {"expression": "cron(0 3 * * ? *)", "timezone": "Europe/Paris",
+                       "job_type": "analytics.record_event", "payload": {"event": "nightly"}},
+    "settle": {"expression": "rate(15 minutes)", "job_type": "payments.settle", "payload": {},
+               "flexible_window_minutes": 5},
+}
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    return synthesize(tmp_path_factory, "schedules", stage="sched", schedules=SCHEDULES)
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    return synthesize(tmp_path_factory, "no-schedules", stage="plain")
+
+
+def _resources(synth, type_):
+    return synth.resources(type_)
+
+
+def _queue_ref(synth, tier, dlq=False):
+    name = queue_name(synth.stage, tier, dlq=dlq)
+    (key,) = [k for k, r in _resources(synth, "AWS::SQS::Queue").items() if r["Properties"].get("QueueName") == name]
+    return {"Fn::GetAtt": [key, "Arn"]}
+
+
+def _schedules_dlq(synth):
+    (key,) = [k for k, r in _resources(synth, "AWS::SQS::Queue").items()
+              if "QueueName" not in r["Properties"] and k.startswith("SchedulesDlq")]
+    return key
+
+
+def _role_of(synth, schedule_name):
+    (schedule,) = [r for r in _resources(synth, "AWS::Scheduler::Schedule").values()
+                   if r["Properties"]["Name"] == schedule_name]
+    return schedule["Properties"]["Target"]["RoleArn"]["Fn::GetAtt"][0]
+
+
+def _statements(synth, role_key):
+    found = []
+    for policy in _resources(synth, "AWS::IAM::Policy").values():
+        if {"Ref": role_key} in policy["Properties"]["Roles"]:
+            found += policy["Properties"]["PolicyDocument"]["Statement"]
+    return found
+
+
+# -- template ---------------------------------------------------------------------------------
+
+
+def test_each_schedule_targets_its_routed_tier_queue_in_the_stage_group(synth):
+    schedules = {r["Properties"]["Name"]: r for r in _resources(synth, "AWS::Scheduler::Schedule").values()}
+    (group,) = _resources(synth, "AWS::Scheduler::ScheduleGroup").values()
+    assert group["Properties"]["Name"] == Schedules.group_name("sched")
+    assert set(schedules) == set(SCHEDULES)
+    nightly, settle = schedules["nightly-report"]["Properties"], schedules["settle"]["Properties"]
+    assert nightly["GroupName"] == settle["GroupName"] == Schedules.group_name("sched")
+    assert nightly["Target"]["Arn"] == _queue_ref(synth, "bulk")  # analytics.* -> bulk
+    assert settle["Target"]["Arn"] == _queue_ref(synth, "critical")  # payments.* -> critical
+    assert (nightly["ScheduleExpression"], nightly["ScheduleExpressionTimezone"]) == ("cron(0 3 * * ? *)", "Europe/Paris")
+    assert nightly["FlexibleTimeWindow"] == {"Mode": "OFF"}
+    assert settle["FlexibleTimeWindow"] == {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": 5}
+    for schedule in schedules.values():
+        assert schedule["Properties"]["Target"]["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [_schedules_dlq(synth), "Arn"]}}
+        assert schedule["Properties"]["Target"]["RetryPolicy"] == {
+            "MaximumEventAgeInSeconds": RETRY_MAX_EVENT_AGE_SECONDS, "MaximumRetryAttempts": RETRY_MAX_ATTEMPTS}
+
+
+def test_the_input_is_an_envelope_keyed_by_schedule_name_and_scheduled_time(synth):
+    (nightly,) = [r["Properties"] for r in _resources(synth, "AWS::Scheduler::Schedule").values()
+                  if r["Properties"]["Name"] == "nightly-report"]
+    body = json.loads(nightly["Target"]["Input"])
+    assert body == {"type": "analytics.record_event", "payload": {"event": "nightly"}, "version": 1,
+                    "idempotency_key": "schedule:nightly-report:<aws.scheduler.scheduled-time>",
+                    "published_at": "<aws.scheduler.scheduled-time>"}
+
+
+def test_schedule_properties_fit_schedulers_api_limits(synth):
+    model = botocore.session.get_session().get_service_model("scheduler")
+    retry = model.shape_for("RetryPolicy").members
+    assert retry["MaximumEventAgeInSeconds"].metadata["min"] <= RETRY_MAX_EVENT_AGE_SECONDS <= retry["MaximumEventAgeInSeconds"].metadata["max"]
+    assert retry["MaximumRetryAttempts"].metadata["min"] <= RETRY_MAX_ATTEMPTS <= retry["MaximumRetryAttempts"].metadata["max"]
+    import re
+    name = model.shape_for("Name").metadata
+    for schedule in _resources(synth, "AWS::Scheduler::Schedule").values():
+        assert re.fullmatch(name["pattern"], schedule["Properties"]["Name"])
+        assert re.fullmatch(name["pattern"], schedule["Properties"]["GroupName"])
+
+
+def test_the_periodic_role_may_send_only_to_its_schedules_queues_and_the_dlq(synth):
+    role = _role_of(synth, "nightly-report")
+    assert _role_of(synth, "settle") == role
+    statements = _statements(synth, role)
+    assert [s["Action"] for s in statements] == ["sqs:SendMessage"]
+    expected = [_queue_ref(synth, "bulk"), _queue_ref(synth, "critical"),
+                {"Fn::GetAtt": [_schedules_dlq(synth), "Arn"]}]
+    assert sorted(map(json.dumps, statements[0]["Resource"])) == sorted(map(json.dumps, expected))
+    assert _queue_ref(synth, "transactional") not in statements[0]["Resource"]  # no schedule targets it
+
+
+def test_the_scheduler_roles_trust_only_scheduler_for_this_account(synth):
+    roles = {k: r for k, r in _resources(synth, "AWS::IAM::Role").items() if k.startswith("Schedules")}
+    assert len(roles) == 2  # periodic + one-time
+    for role in roles.values():
+        (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+        assert statement["Principal"] == {"Service": "scheduler.amazonaws.com"}
+        assert statement["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+
+
+def test_the_one_time_role_may_send_to_every_tier_queue_and_the_dlq_only(synth):
+    (one_time,) = [k for k in _resources(synth, "AWS::IAM::Role") if k.startswith("SchedulesOneTimeRole")]
+    (statement,) = _statements(synth, one_time)
+    assert statement["Action"] == "sqs:SendMessage"
+    expected = [_queue_ref(synth, t) for t in ("critical", "transactional", "bulk")]
+    expected.append({"Fn::GetAtt": [_schedules_dlq(synth), "Arn"]})
+    assert sorted(map(json.dumps, statement["Resource"])) == sorted(map(json.dumps, expected))
+
+
+def test_the_schedules_dlq_is_encrypted_tls_only_and_alarmed_to_the_topic(synth):
+    dlq = _schedules_dlq(synth)
+    assert synth.raw["Resources"][dlq]["Properties"]["SqsManagedSseEnabled"] is True
+    (policy,) = [p for p in _resources(synth, "AWS::SQS::QueuePolicy").values() if {"Ref": dlq} in p["Properties"]["Queues"]]
+    (deny,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert (deny["Effect"], deny["Condition"]) == ("Deny", {"Bool": {"aws:SecureTransport": "false"}})
+    (alarm,) = [a["Properties"] for a in _resources(synth, "AWS::CloudWatch::Alarm").values()
+                if a["Properties"]["AlarmName"] == Schedules.dlq_alarm_name("sched")]
+    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq, "QueueName"]}}]
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+    topic = [k for k in _resources(synth, "AWS::SNS::Topic")]
+    assert alarm["AlarmActions"] == alarm["OKActions"] == [{"Ref": topic[0]}]
+
+
+def test_the_publisher_policy_creates_only_one_time_schedules_and_passes_only_the_one_time_role(synth):
+    (policy,) = _resources(synth, "AWS::IAM::ManagedPolicy").values()
+    create, pass_role = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert sorted(create["Action"]) == ["scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule"]
+    assert create["Resource"]["Fn::Join"][1][-1] == ":schedule/tiered-jobs-sched/once-*"
+    (one_time,) = [k for k in _resources(synth, "AWS::IAM::Role") if k.startswith("SchedulesOneTimeRole")]
+    assert pass_role["Action"] == "iam:PassRole"
+    assert pass_role["Resource"] == {"Fn::GetAtt": [one_time, "Arn"]}
+    assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}}
+    outputs = synth.raw["Outputs"]
+    assert outputs[Schedules.OUTPUT_PUBLISHER_POLICY_ARN]["Value"] == {"Ref": [k for k, r in _resources(synth, "AWS::IAM::ManagedPolicy").items()][0]}
+    for key in (Schedules.OUTPUT_GROUP_NAME, Schedules.OUTPUT_ROLE_ARN, Schedules.OUTPUT_DLQ_ARN, Schedules.OUTPUT_DLQ_URL):
+        assert key in outputs
+    assert Outputs.ROUTES in outputs
+    parameters = {r["Properties"]["Name"] for r in _resources(synth, "AWS::SSM::Parameter").values()}
+    assert {Schedules.ssm("sched", k) for k in (Schedules.SSM_GROUP_NAME, Schedules.SSM_ROLE_ARN, Schedules.SSM_DLQ_ARN)} <= parameters
+
+
+def test_without_schedules_there_is_no_periodic_role_but_one_time_jobs_work(plain):
+    assert _resources(plain, "AWS::Scheduler::Schedule") == {}
+    assert len(_resources(plain, "AWS::Scheduler::ScheduleGroup")) == 1
+    roles = [k for k in _resources(plain, "AWS::IAM::Role") if k.startswith("Schedules")]
+    assert len(roles) == 1 and roles[0].startswith("SchedulesOneTimeRole")
+
+
+# -- settings validation ----------------------------------------------------------------------
+
+
+def _settings(schedules):
+    return AppSettings.from_context({"schedules": schedules})
+
+
+def _one(**entry):
+    return {"job": {"expression": "rate(1 hour)", "job_type": "demo.flaky", "payload": {"fail_times": 0}, **entry}}
+
+
+def test_valid_schedules_are_read_with_their_routed_tier():
+    settings = _settings({**_one(), "other": {"expression": "cron(0 9 ? * MON-FRI *)", "timezone": "Asia/Kolkata",
+                                              "job_type": "payments.settle", "tier": "bulk"}})
+    job, other = settings.schedules
+    assert (job.name, job.tier, job.timezone, job.flexible_window_minutes) == ("job", "transactional", "UTC", None)
+    assert (other.tier, other.timezone, other.payload) == ("bulk", "Asia/Kolkata", {})
+
+
+@pytest.mark.parametrize(
+    ("schedules", "message"),
+    [
+        (_one(expression="cron(0 9 * * *)"), "schedule 'job': 'cron(0 9 * * *)' has 5 field(s); EventBridge cron has 6"),
+        (_one(expression="cron(0 9 * * MON *)"), "exactly one of day-of-month and day-of-week must be '?'"),
+        (_one(expression="cron(0 9 ? * ? *)"), "exactly one of day-of-month and day-of-week must be '?'"),
+        (_one(expression="cron(60 9 * * ? *)"), "minutes: 60 is out of range 0-59"),
+        (_one(expression="cron(0 24 * * ? *)"), "hours: 24 is out of range 0-23"),
+        (_one(expression="cron(0 9 ? * FUNDAY *)"), "day-of-week: 'FUNDAY' is not a number 1-7 or SUN-SAT"),
+        (_one(expression="cron(0 9 ? * 0 *)"), "day-of-week: 0 is out of range 1-7"),
+        (_one(expression="cron(0 9 ? * FRI-MON *)"), "range 'FRI-MON' goes backwards"),
+        (_one(expression="cron(0 9 ? * 2#1,3#1 *)"), "use one n#k term"),
+        (_one(expression="cron(0 9 ? * 2/2 *)"), "'/' is not allowed in this field"),
+        (_one(expression="cron(0 9 1,L * ? *)"), "L and nW must stand alone"),
+        (_one(expression="cron(0 9 * * ? 1969)"), "year: 1969 is out of range 1970-2199"),
+        (_one(expression="cron(0 0 30 2 ? *)"), "never fires again"),
+        (_one(expression="cron(0 0 1 1 ? 2001)"), "never fires again"),
+        (_one(expression="rate(0 minutes)"), "the value at least 1"),
+        (_one(expression="rate(5 weeks)"), "the unit must be minute(s), hour(s) or day(s)"),
+        (_one(expression="rate(1 minutes)"), "write rate(1 minute) (singular only for 1)"),
+        (_one(expression="rate(5 minute)"), "write rate(5 minutes)"),
+        (_one(expression="rate(1.5 hours)"), "is not a rate expression"),
+        (_one(expression="at(2030-01-01T00:00:00)"), "at() is a one-time schedule"),
+        (_one(expression="every day"), "is not a schedule expression"),
+        (_one(timezone="Mars/Olympus"), "unknown time zone 'Mars/Olympus'; use an IANA name"),
+        (_one(timezone="../etc/passwd"), "unknown time zone"),
+        (_one(job_type="reports.build"), "job type 'reports.build' is unroutable (no route for job type"),
+        (_one(tier="gold"), "tier 'gold' is unknown; use one of critical, transactional, bulk"),
+        (_one(job_type="Bad Type"), "its jobs would be invalid envelopes: 'type' must match"),
+        (_one(payload=[1, 2]), "'payload' must be a JSON object, got an array"),
+        (_one(payload={"t": "<aws.scheduler.scheduled-time>"}), "which Scheduler would replace at each fire"),
+        (_one(flexible_window_minutes=0), "flexible_window_minutes 0 is out of range; use a value between 1 and 1440"),
+        (_one(every="day"), "schedule 'job': unknown key(s) 'every'"),
+        ({"Nightly Report": {"expression": "rate(1 hour)", "job_type": "demo.flaky"}}, "invalid name"),
+        ({"once-abc": {"expression": "rate(1 hour)", "job_type": "demo.flaky"}}, "reserved for one-time jobs"),
+        ({"job": {"job_type": "demo.flaky"}}, "schedule 'job': expression is required"),
+        ([], "schedules must be an object"),
+    ],
+)
+def test_bad_schedules_are_refused_with_a_clear_message(schedules, message):
+    with pytest.raises(SettingsError) as caught:
+        _settings(schedules)
+    assert message in str(caught.value)

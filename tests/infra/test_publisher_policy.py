@@ -1,0 +1,129 @@
+"""The publisher policy allows exactly what the real publisher calls, on exactly those resources.
+
+The stage's queues and SSM parameters are created in moto from the synthesized template (same names,
+same values), the real ``Publisher.from_stage`` discovers them and publishes to every tier, and a
+botocore ``before-parameter-build`` hook records each API call with the resources it names. The IAM action of
+a call comes from AWS's documented authorization (``SendMessageBatch`` is authorized by
+``sqs:SendMessage``), never from moto, which checks no policy.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+import pytest
+from infra_support import default_synth, logical_id  # noqa: F401 (fixtures)
+from template_values import Concrete
+
+from infra.publishers import publisher_parameter_names
+from tiered_jobs.contract.names import Outputs, Ssm
+from tiered_jobs.publisher import Job, Publisher
+
+#: SQS batch APIs have no IAM action of their own (SQS developer guide, "batch actions").
+BATCH_ACTIONS = {"SendMessageBatch": "SendMessage", "DeleteMessageBatch": "DeleteMessage",
+                 "ChangeMessageVisibilityBatch": "ChangeMessageVisibility"}
+
+
+def _iam_action(service: str, operation: str) -> str:
+    return f"{service}:{BATCH_ACTIONS.get(operation, operation)}"
+
+
+class CallRecorder:
+    """``(IAM action, resource ARN)`` of every call the clients make (botocore's ``before-parameter-build`` event)."""
+
+    def __init__(self, region: str, account: str):
+        self.region, self.account = region, account
+        self.calls: set[tuple[str, str]] = set()
+        self.operations: list[str] = []
+
+    def attach(self, client: Any) -> Any:
+        client.meta.events.register("before-parameter-build", self._record)
+        return client
+
+    def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        service = model.service_model.signing_name
+        action = _iam_action(service, model.name)
+        self.operations.append(f"{service}:{model.name}")
+        for resource in self._resources(service, params):
+            self.calls.add((action, resource))
+
+    def _resources(self, service: str, params: dict[str, Any]) -> list[str]:
+        if service == "sqs":
+            account, name = params["QueueUrl"].rstrip("/").split("/")[-2:]
+            return [f"arn:aws:sqs:{self.region}:{account}:{name}"]
+        if service == "ssm":
+            names = params.get("Names") or [params.get("Name") or params["Path"]]
+            return [f"arn:aws:ssm:{self.region}:{self.account}:parameter/{n.lstrip('/')}" for n in names]
+        raise AssertionError(f"the publisher called {service}: decide its resources and its place in the policy")
+
+
+def _policy(synth) -> dict[str, Any]:
+    (policy,) = synth.resources("AWS::IAM::ManagedPolicy").values()
+    return policy
+
+
+def _allowed(t: Concrete, policy: dict[str, Any]) -> set[tuple[str, str]]:
+    allowed = set()
+    for statement in t.value(policy["Properties"]["PolicyDocument"])["Statement"]:
+        assert statement["Effect"] == "Allow" and "Condition" not in statement
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        allowed |= {(a, r) for a in actions for r in resources}
+    return allowed
+
+
+@pytest.fixture
+def stage_in_moto(aws, default_synth) -> Concrete:
+    """The stage's queues and SSM parameters, created in moto with the template's names and values."""
+    t = Concrete(default_synth.raw)
+    sqs, ssm = boto3.client("sqs", region_name=t.region), boto3.client("ssm", region_name=t.region)
+    for queue, _ in t.resources("AWS::SQS::Queue"):
+        sqs.create_queue(QueueName=t.name(queue))
+    for _, props in t.resources("AWS::SSM::Parameter"):
+        ssm.put_parameter(Name=t.value(props["Name"]), Value=str(t.value(props["Value"])), Type="String")
+    return t
+
+
+def test_publisher_policy_allows_exactly_the_publishers_calls(default_synth, stage_in_moto):
+    t = stage_in_moto
+    recorder = CallRecorder(t.region, t.account)
+    sqs = recorder.attach(boto3.client("sqs", region_name=t.region))
+    ssm = recorder.attach(boto3.client("ssm", region_name=t.region))
+
+    publisher = Publisher.from_stage("dev", ssm=ssm, sqs=sqs)
+    tiers = sorted(publisher.queues)
+    assert tiers == ["bulk", "critical", "transactional"]
+    # One job type per tier, through the stack's routes (types the publisher does not know are still sent).
+    routes = {tier: glob for glob, tier in sorted(json.loads(default_synth.raw["Outputs"][Outputs.ROUTES]["Value"]).items())}
+    jobs = [Job(routes[tier].replace("*", "policy_check"), {"n": 1}, f"policy-{tier}") for tier in tiers]
+    results = publisher.publish_batch(jobs)
+    assert {r.tier for r in results} == set(tiers) and all(r.ok for r in results)
+    assert publisher.publish(jobs[0].job_type, {"n": 2}, "policy-single").ok
+    assert {"sqs:SendMessageBatch", "ssm:GetParameters"} <= set(recorder.operations)
+
+    assert recorder.calls == _allowed(t, _policy(default_synth))
+
+
+def test_publisher_policy_names_the_tier_queues_and_never_a_dlq(default_synth):
+    t = Concrete(default_synth.raw)
+    allowed = _allowed(t, _policy(default_synth))
+    sends = {resource for action, resource in allowed if action == "sqs:SendMessage"}
+    assert sends == {f"arn:aws:sqs:{t.region}:{t.account}:tiered-jobs-dev-{tier}"
+                     for tier in ("critical", "transactional", "bulk")}
+    reads = {resource.split(":parameter")[1] for action, resource in allowed if action == "ssm:GetParameters"}
+    assert reads == set(publisher_parameter_names("dev", ["critical", "transactional", "bulk"]))
+    assert {action for action, _ in allowed} == {"sqs:SendMessage", "ssm:GetParameters"}
+    # The queues use SQS-managed encryption: no kms:GenerateDataKey needed (or granted).
+    for queue in default_synth.resources("AWS::SQS::Queue").values():
+        assert "KmsMasterKeyId" not in queue["Properties"] and queue["Properties"]["SqsManagedSseEnabled"] is True
+
+
+def test_publisher_policy_arn_is_an_output_and_a_parameter(default_synth):
+    key = logical_id(default_synth, "AWS::IAM::ManagedPolicy")
+    assert default_synth.raw["Outputs"][Outputs.PUBLISHER_POLICY_ARN]["Value"] == {"Ref": key}
+    parameters = {p["Properties"]["Name"]: p["Properties"]["Value"]
+                  for p in default_synth.resources("AWS::SSM::Parameter").values()}
+    assert parameters[Ssm.publisher_policy_arn("dev")] == {"Ref": key}
+    assert Ssm.publisher_policy_arn("dev") == "/tiered-jobs/dev/publisher-policy-arn"

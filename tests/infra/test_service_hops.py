@@ -1,0 +1,237 @@
+"""Every service-to-service hop of the template is allowed by its policies (moto checks none of them).
+
+The walker (``hops.py``) is proven both ways: the real templates pass, and each way a hop breaks on
+AWS -- the policy the stack used to ship (Deny statements only), a key without CloudWatch, an
+unconditional Deny, an Allow for another stage's alarms, a role without rights -- is reported.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hops import (
+    HOPS, ESM_QUEUE_ACTIONS, Hop, Request, RoleCaller, ServiceCaller, conditions_hold, evaluate, role_hops, walk,
+)
+from infra_support import custom_synth, default_synth, find_consumer, find_queue  # noqa: F401 (fixtures)
+from template_values import ACCOUNT, Concrete
+
+from tiered_jobs.contract.names import DEFAULT_TIERS, Alarms
+
+ALARM_HOPS_PER_ALARM = 2  # AlarmActions and OKActions
+
+
+def _topic(raw: dict) -> str:
+    (key,) = [k for k, r in raw["Resources"].items() if r["Type"] == "AWS::SNS::Topic"]
+    return key
+
+
+def _topic_policy(raw: dict) -> dict:
+    (policy,) = [r for r in raw["Resources"].values() if r["Type"] == "AWS::SNS::TopicPolicy"]
+    return policy["Properties"]["PolicyDocument"]
+
+
+def _key_policy(raw: dict) -> dict:
+    key = raw["Resources"][_topic(raw)]["Properties"]["KmsMasterKeyId"]["Fn::GetAtt"][0]
+    return raw["Resources"][key]["Properties"]["KeyPolicy"]
+
+
+def _alarm_problems(problems: list[str]) -> list[str]:
+    return [p for p in problems if p.startswith("AWS::CloudWatch::Alarm")]
+
+
+@pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])
+def test_every_service_to_service_hop_is_allowed(request, synth_name):
+    synth = request.getfixturevalue(synth_name)
+    hops, problems = walk(synth.raw)
+    assert problems == []
+    kinds: dict[str, int] = {}
+    for hop in hops:
+        kinds[hop.description.split()[0]] = kinds.get(hop.description.split()[0], 0) + 1
+    alarms = len(synth.resources("AWS::CloudWatch::Alarm"))
+    tiers = len(synth.resources("AWS::Lambda::EventSourceMapping"))
+    assert kinds["AWS::CloudWatch::Alarm"] == ALARM_HOPS_PER_ALARM * alarms
+    assert kinds["AWS::Lambda::EventSourceMapping"] == tiers  # consumers read their queue
+    assert kinds["AWS::Lambda::Function"] == tiers  # ...and dead-letter into their DLQ
+    assert kinds.get("AWS::SNS::Subscription", 0) == len(synth.resources("AWS::SNS::Subscription"))
+
+
+def test_the_custom_stage_walks_its_subscription_dead_letter_queues(custom_synth):
+    hops, _ = walk(custom_synth.raw)
+    subscriptions = [h for h in hops if h.description.startswith("AWS::SNS::Subscription")]
+    assert len(subscriptions) == 2  # e-mail and HTTPS
+    for hop in subscriptions:
+        assert hop.caller == ServiceCaller("sns.amazonaws.com", Concrete(custom_synth.raw).arn(_topic(custom_synth.raw)))
+        assert hop.actions == ("sqs:SendMessage",)
+
+
+def test_the_topic_admits_exactly_this_stages_alarms(default_synth):
+    """``aws:SourceAccount`` is this account and ``aws:SourceArn`` lists every alarm of the stack, nothing else."""
+    t = Concrete(default_synth.raw)
+    (allow,) = [s for s in t.value(_topic_policy(default_synth.raw))["Statement"] if s["Effect"] == "Allow"]
+    assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert allow["Action"] == "sns:Publish"
+    assert allow["Condition"]["StringEquals"] == {"aws:SourceAccount": ACCOUNT}
+    alarm_arns = {t.arn(k) for k, _ in t.resources("AWS::CloudWatch::Alarm")}
+    assert set(allow["Condition"]["ArnEquals"]["aws:SourceArn"]) == alarm_arns
+    assert {Alarms.name("dev", tier, Alarms.FAILURE_RATE) for tier in DEFAULT_TIERS} <= {
+        arn.rsplit(":", 1)[1] for arn in alarm_arns}
+
+
+# -- the walker catches what AWS would refuse ----------------------------------------------
+
+def test_the_topic_policy_the_stack_used_to_ship_fails_every_alarm_hop(default_synth):
+    """Only the two TLS Deny statements: SNS's default policy is replaced, so nothing allows CloudWatch."""
+    raw = copy.deepcopy(default_synth.raw)
+    document = _topic_policy(raw)
+    document["Statement"] = [s for s in document["Statement"] if s["Effect"] == "Deny"]
+    assert {s["Sid"] for s in document["Statement"]} == {"AllowPublishThroughSSLOnly", "DenyEveryActionWithoutTls"}
+    hops, problems = walk(raw)
+    alarm_problems = _alarm_problems(problems)
+    assert len(alarm_problems) == ALARM_HOPS_PER_ALARM * len(default_synth.resources("AWS::CloudWatch::Alarm"))
+    assert all("does not allow cloudwatch.amazonaws.com to sns:Publish" in p for p in alarm_problems)
+    assert problems == alarm_problems  # nothing else is affected
+
+
+def test_a_key_policy_without_cloudwatch_fails_every_alarm_hop(default_synth):
+    raw = copy.deepcopy(default_synth.raw)
+    policy = _key_policy(raw)
+    policy["Statement"] = [s for s in policy["Statement"] if s.get("Principal") != {"Service": "cloudwatch.amazonaws.com"}]
+    _, problems = walk(raw)
+    assert problems and all("key policy" in p and "cloudwatch.amazonaws.com" in p for p in problems)
+    assert {p.split(" to ")[1].split()[0] for p in problems} == {"kms:Decrypt", "kms:GenerateDataKey*"}
+
+
+def test_an_unconditional_deny_blocks_the_hop_but_a_tls_deny_does_not(default_synth):
+    raw = copy.deepcopy(default_synth.raw)
+    topic = {"Ref": _topic(raw)}
+    _topic_policy(raw)["Statement"].append(
+        {"Sid": "DenyAll", "Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "sns:*", "Resource": topic})
+    _, problems = walk(raw)
+    assert problems and all("denies cloudwatch.amazonaws.com sns:Publish (statement DenyAll)" in p for p in problems)
+
+
+def test_an_allow_for_another_stages_alarms_does_not_count(default_synth):
+    raw = copy.deepcopy(default_synth.raw)
+    (allow,) = [s for s in _topic_policy(raw)["Statement"] if s["Effect"] == "Allow"]
+    allow["Condition"]["ArnEquals"]["aws:SourceArn"] = "arn:aws:cloudwatch:us-east-1:123456789012:alarm:tiered-jobs-qa-*"
+    assert len(_alarm_problems(walk(raw)[1])) == ALARM_HOPS_PER_ALARM * len(default_synth.resources("AWS::CloudWatch::Alarm"))
+    allow["Condition"]["ArnEquals"]["aws:SourceArn"] = "*"
+    allow["Condition"]["StringEquals"]["aws:SourceAccount"] = "999999999999"
+    assert _alarm_problems(walk(raw)[1])
+
+
+@pytest.mark.parametrize("action", ESM_QUEUE_ACTIONS)
+def test_a_consumer_role_without_a_queue_right_is_reported(default_synth, action):
+    raw = copy.deepcopy(default_synth.raw)
+    key, consumer = find_consumer(default_synth, "dev", "critical")
+    role = consumer["Properties"]["Role"]["Fn::GetAtt"][0]
+    for policy in raw["Resources"].values():
+        if policy["Type"] == "AWS::IAM::Policy" and {"Ref": role} in policy["Properties"]["Roles"]:
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                if isinstance(statement["Action"], list) and action in statement["Action"]:
+                    statement["Action"] = [a for a in statement["Action"] if a != action]
+    _, problems = walk(raw)
+    assert len(problems) == 1 and "EventSourceMapping" in problems[0] and action in problems[0]
+    assert find_queue(default_synth, "dev", "critical")[0] not in problems[0] or "does not allow" in problems[0]
+
+
+def test_a_consumer_that_may_not_send_to_its_dlq_is_reported(default_synth):
+    raw = copy.deepcopy(default_synth.raw)
+    dlq_key = find_queue(default_synth, "dev", "bulk", dlq=True)[0]
+    for policy in raw["Resources"].values():
+        if policy["Type"] == "AWS::IAM::Policy":
+            statements = policy["Properties"]["PolicyDocument"]["Statement"]
+            policy["Properties"]["PolicyDocument"]["Statement"] = [
+                s for s in statements if not ("sqs:SendMessage" in s["Action"] and dlq_key in str(s["Resource"]))]
+    problems = [p for p in walk(raw)[1] if p.startswith("AWS::Lambda::Function")]
+    assert len(problems) == 1 and "sqs:SendMessage" in problems[0]
+
+
+def test_a_subscription_dlq_without_its_queue_policy_is_reported(custom_synth):
+    raw = copy.deepcopy(custom_synth.raw)
+    for resource in raw["Resources"].values():
+        if resource["Type"] == "AWS::SQS::QueuePolicy":
+            document = resource["Properties"]["PolicyDocument"]
+            document["Statement"] = [s for s in document["Statement"] if s["Effect"] == "Deny"]
+    problems = walk(raw)[1]
+    assert len(problems) == 2
+    assert all("does not allow sns.amazonaws.com to sqs:SendMessage" in p for p in problems)
+
+
+def test_a_dlq_that_does_not_admit_its_queue_is_reported(default_synth):
+    raw = copy.deepcopy(default_synth.raw)
+    dlq = find_queue(default_synth, "dev", "critical", dlq=True)[0]
+    raw["Resources"][dlq]["Properties"]["RedriveAllowPolicy"]["sourceQueueArns"] = ["arn:aws:sqs:us-east-1:1:other"]
+    (problem,) = walk(raw)[1]
+    assert "RedriveAllowPolicy" in problem and dlq in problem
+
+
+# -- a scheduler hop is one line -------------------------------------------------------------
+
+def _with_schedule(raw: dict[str, Any], *, allow: bool) -> dict[str, Any]:
+    """The template plus an EventBridge Scheduler schedule sending to the bulk queue with its own role."""
+    raw = copy.deepcopy(raw)
+    queue = next(k for k, r in raw["Resources"].items()
+                 if r["Type"] == "AWS::SQS::Queue" and r["Properties"].get("QueueName") == "tiered-jobs-dev-bulk")
+    raw["Resources"]["ScheduleRole"] = {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": {
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                "Principal": {"Service": "scheduler.amazonaws.com"}}]}}}
+    statements = [{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": {"Fn::GetAtt": [queue, "Arn"]}}]
+    raw["Resources"]["SchedulePolicy"] = {"Type": "AWS::IAM::Policy", "Properties": {
+        "PolicyName": "p", "Roles": [{"Ref": "ScheduleRole"}],
+        "PolicyDocument": {"Version": "2012-10-17", "Statement": statements if allow else []}}}
+    raw["Resources"]["Nightly"] = {"Type": "AWS::Scheduler::Schedule", "Properties": {
+        "ScheduleExpression": "cron(0 3 * * ? *)", "FlexibleTimeWindow": {"Mode": "OFF"},
+        "Target": {"Arn": {"Fn::GetAtt": [queue, "Arn"]}, "RoleArn": {"Fn::GetAtt": ["ScheduleRole", "Arn"]},
+                   "Input": "{}"}}}
+    return raw
+
+
+def test_a_schedule_sending_to_a_queue_is_walked(default_synth):
+    hops, problems = walk(_with_schedule(default_synth.raw, allow=True))
+    (hop,) = [h for h in hops if h.description.startswith("AWS::Scheduler::Schedule")]
+    assert hop.caller == RoleCaller("ScheduleRole", "scheduler.amazonaws.com") and hop.actions == ("sqs:SendMessage",)
+    assert problems == []
+    (problem,) = walk(_with_schedule(default_synth.raw, allow=False))[1]
+    assert problem.startswith("AWS::Scheduler::Schedule Nightly") and "sqs:SendMessage" in problem
+
+
+def test_a_hop_kind_is_one_line(default_synth):
+    """A new kind of hop is one ``role_hops`` / ``service_hops`` entry; without it nothing is walked."""
+    raw = _with_schedule(default_synth.raw, allow=False)
+    without = tuple(source for source in HOPS if source is not HOPS[-1])
+    assert walk(raw, without)[1] == []
+    line = role_hops("AWS::Scheduler::Schedule", "scheduler.amazonaws.com", role=("Target", "RoleArn"),
+                     target=("Target", "Arn"), actions=("sqs:SendMessage",))
+    assert len(walk(raw, (*without, line))[1]) == 1
+
+
+# -- the evaluation rules themselves ---------------------------------------------------------
+
+def test_conditions_are_proven_or_not():
+    context = {"aws:securetransport": "true", "aws:sourceaccount": "1", "aws:sourcearn": "arn:aws:cloudwatch:r:1:alarm:a"}
+    assert conditions_hold({"Bool": {"aws:SecureTransport": "false"}}, context) is False
+    assert conditions_hold({"ArnLike": {"aws:SourceArn": "arn:aws:cloudwatch:r:1:alarm:*"}}, context) is True
+    assert conditions_hold({"StringEquals": {"aws:SourceAccount": ["2", "1"]}}, context) is True
+    assert conditions_hold({"StringEquals": {"aws:PrincipalOrgID": "o-1"}}, context) is None  # not modelled
+    assert conditions_hold({"StringEquals": {"aws:PrincipalArn": "x"}}, context) is False  # absent from the call
+    assert conditions_hold({"StringNotEquals": {"aws:PrincipalArn": "x"}}, context) is True
+    assert conditions_hold({"StringEqualsIfExists": {"aws:PrincipalArn": "x"}}, context) is True
+
+
+def test_a_deny_on_a_key_the_walker_does_not_model_counts_as_applying():
+    request = Request("sns:Publish", "arn:aws:sns:r:1:t", "service:cloudwatch.amazonaws.com", {})
+    deny = {"Sid": "D", "Effect": "Deny", "Principal": "*", "Action": "sns:Publish", "Resource": "*",
+            "Condition": {"StringNotEquals": {"aws:PrincipalOrgID": "o-1"}}}
+    assert evaluate([deny], request, "arn:aws:iam::1:root").denied_by == ("D",)
+
+
+def test_hops_describe_what_they_walk(default_synth):
+    hops, _ = walk(default_synth.raw)
+    assert all(isinstance(h, Hop) for h in hops)
+    alarm_hop = next(h for h in hops if h.description.startswith("AWS::CloudWatch::Alarm"))
+    assert alarm_hop.caller.principal == "cloudwatch.amazonaws.com"
+    assert alarm_hop.caller.source_arn.startswith(f"arn:aws:cloudwatch:us-east-1:{ACCOUNT}:alarm:tiered-jobs-dev-")
+    assert alarm_hop.target == _topic(default_synth.raw)

@@ -1,0 +1,158 @@
+"""docs/deploy.md, docs/benchmarks.md and the install line stay true: the fixed monthly cost is the
+script's output on the synthesized template, the stack's target follows the documented order, what
+the stack retains is what ``tiered-jobs teardown`` finds, and the documented wheel builds."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+
+from bench import fixed_cost
+from infra.app import CDK_DEFAULT_ACCOUNT, CDK_DEFAULT_REGION, build_app, load_cdk_context, target_env
+from tiered_jobs.contract.names import (
+    RETAINED_RESOURCE_TYPES, STAGE_TAG, alarm_key_description, queue_name, stack_name,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+DEPLOY = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+BENCHMARKS = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def template() -> dict:
+    return fixed_cost.synthesized_template()
+
+
+def _block(text: str, name: str) -> str:
+    match = re.search(rf"<!-- {name}:start -->\n(.*?)<!-- {name}:end -->", text, re.S)
+    assert match, f"no {name} block"
+    return match.group(1)
+
+
+# -- the fixed cost ----------------------------------------------------------------------------
+
+
+def test_the_documented_fixed_cost_is_the_scripts_output(template):
+    assert _block(DEPLOY, "fixed-cost") == fixed_cost.markdown(fixed_cost.fixed_costs(template))
+
+
+def test_the_fixed_cost_counts_what_aws_charges_for(template):
+    costs = fixed_cost.fixed_costs(template)
+    rows = {row["item"].split(":")[0]: row for row in costs["fixed"]}
+    alarms = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    math = [a for a in alarms if "Metrics" in a]
+    # a metric-math alarm is charged per metric in it, not per expression
+    expected_metrics = len(alarms) - len(math) + sum(1 for a in math for m in a["Metrics"] if "MetricStat" in m)
+    assert rows["CloudWatch alarms"]["count"] == expected_metrics
+    assert rows["CloudWatch dashboard"]["usd"] == 3.00 and rows["KMS customer managed keys"]["usd"] == 1.00
+    assert costs["total_usd"] == round(sum(r["usd"] for r in costs["fixed"]), 2)
+    assert f"**${costs['total_usd']:.2f}**" in DEPLOY
+
+
+def test_the_per_million_jobs_figure_is_the_benchmarks():
+    (row,) = [line for line in BENCHMARKS.splitlines() if line.startswith("| AWS cost / 1 M jobs |")]
+    figure = row.split("|")[2].strip()
+    assert f"**{figure} per 1 M jobs**" in DEPLOY
+
+
+# -- account and region ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("context, environ, expected", [
+    ({}, {}, None),
+    ({}, {CDK_DEFAULT_ACCOUNT: "111111111111", CDK_DEFAULT_REGION: "eu-west-1"}, ("111111111111", "eu-west-1")),
+    ({}, {CDK_DEFAULT_REGION: "us-east-1"}, (None, "us-east-1")),  # the CLI without credentials
+    ({"account": "222222222222", "region": "eu-central-1"},
+     {CDK_DEFAULT_ACCOUNT: "111111111111", CDK_DEFAULT_REGION: "eu-west-1"}, ("222222222222", "eu-central-1")),
+    ({"region": "ap-southeast-2"}, {CDK_DEFAULT_ACCOUNT: "111111111111"}, ("111111111111", "ap-southeast-2")),
+])
+def test_the_target_follows_the_documented_order(context, environ, expected):
+    env = target_env(cdk.App(context=context), environ)
+    assert (env.account, env.region) == expected if expected else env is None
+
+
+def test_the_stack_deploys_where_the_cli_points(tmp_path):
+    app = build_app(load_cdk_context(), outdir=str(tmp_path),
+                    environ={CDK_DEFAULT_ACCOUNT: "111111111111", CDK_DEFAULT_REGION: "eu-west-1"})
+    stack = app.node.find_child(stack_name("dev"))
+    assert (stack.account, stack.region) == ("111111111111", "eu-west-1")
+
+
+def test_app_py_passes_the_cli_variables():
+    assert "build_app(environ=os.environ)" in (ROOT / "app.py").read_text(encoding="utf-8")
+
+
+# -- tear-down ---------------------------------------------------------------------------------
+
+
+def test_everything_retained_is_tagged_and_named_as_teardown_looks_for_it(template):
+    retained = {k: r for k, r in template["Resources"].items() if r.get("DeletionPolicy") == "Retain"}
+    assert retained, "a non-disposable stage retains its data"
+    for logical_id, resource in retained.items():
+        properties = resource.get("Properties", {})
+        if resource["Type"] == "AWS::KMS::Key":
+            assert properties["Description"] == alarm_key_description("dev")
+            continue
+        assert resource["Type"] in RETAINED_RESOURCE_TYPES, logical_id
+        assert {"Key": STAGE_TAG, "Value": "dev"} in properties.get("Tags", []), logical_id
+        if resource["Type"] == "AWS::SQS::Queue":
+            assert properties["QueueName"].startswith(queue_name("dev", ""))
+        else:  # CloudFormation names them "<stack name>-<logical id>-<suffix>"
+            assert not {"TableName", "LogGroupName"} & set(properties), logical_id
+
+
+def test_readme_and_deploy_doc_show_the_real_commands():
+    assert "docs/deploy.md" in README and "docs/benchmarks.md" in README
+    assert "git+<this repository>" not in README and "git+https://…" not in README
+    for command in ("npx cdk bootstrap", "npx cdk deploy -c stage=prod", "npx cdk destroy -c stage=prod",
+                    "tiered-jobs --stage prod teardown", "sts:AssumeRole", "-c account=", "CDK_DEFAULT_ACCOUNT"):
+        assert command in DEPLOY, command
+
+
+def test_the_benchmark_table_lives_in_docs_in_the_bench_format():
+    from bench.__main__ import markdown
+
+    assert "<!-- bench:start -->" not in README
+    table = [line for line in _block(BENCHMARKS, "bench").splitlines() if line.startswith("|")]
+    assert table[:2] == markdown([]).splitlines()[:2]
+    assert all(len(line.split("|")) == 7 and line.split("|")[5].strip() in ("yes", "**no**") for line in table[2:])
+
+
+# -- the install line --------------------------------------------------------------------------
+
+
+def test_the_documented_wheel_builds_and_installs_the_publisher_and_the_cli(tmp_path):
+    """The README's `pip wheel` line, offline (`--no-build-isolation`) on a copy of the sources."""
+    (line,) = {m.group(0) for m in re.finditer(r"python -m pip wheel --no-deps -w dist \./tiered-jobs", README)}
+    wheel_name = re.search(r"dist/(tiered_jobs-[^ ]+\.whl)", README).group(1)
+    source = tmp_path / "tiered-jobs"
+    shutil.copytree(ROOT / "tiered_jobs", source / "tiered_jobs", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    build = subprocess.run([sys.executable, *line.split()[1:], "--no-build-isolation", "-q"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=180)
+    assert build.returncode == 0, build.stderr
+    wheel = tmp_path / "dist" / wheel_name
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "tiered_jobs/contract/envelope.schema.json" in names
+    assert {f"tiered_jobs/contract/schemas/{p.name}" for p in (ROOT / "tiered_jobs/contract/schemas").glob("*.json")} <= set(names)
+    assert not [n for n in names if n.startswith(("functions/", "infra/", "bench/"))]
+    target = tmp_path / "site"
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                              "--target", str(target), str(wheel)], capture_output=True, text=True, timeout=180)
+    assert install.returncode == 0, install.stderr
+    assert (target / "bin" / "tiered-jobs").exists()
+    check = subprocess.run(
+        [sys.executable, "-c", "import tiered_jobs.publisher, tiered_jobs.contract.payloads as p; print(p.known_types())"],
+        cwd=tmp_path, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60,
+    )
+    assert check.returncode == 0, check.stderr
+    assert "payments.update_balance" in check.stdout

@@ -1,0 +1,238 @@
+"""The console's ASGI application: server-rendered pages (Starlette + Jinja2) refreshed by htmx.
+
+Pages: **Tiers** (live, refreshed in place every few seconds), **DLQ** (groups by error pattern,
+sample letters with body and ``DeadLetter.*`` reasons), **Job** (what happened to job X),
+**Replay** (filters, dry run, confirm). Every AWS read and action goes through
+:mod:`tiered_jobs.operations` and :mod:`tiered_jobs.lookup`: the same code as the CLI, and for
+replays the same domain as the replay Lambda.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from tiered_jobs import lookup
+from tiered_jobs.operations import (
+    OperatorError, Target, Via, explain, format_duration, read_letters, run_replay,
+)
+
+from . import reads
+from .security import CSRF_FIELD, CSRF_HEADER, Guard, Security
+
+logger = logging.getLogger(__name__)
+
+HERE = Path(__file__).resolve().parent
+#: The pinned htmx file, served from the package (never a CDN).
+HTMX_FILE = "htmx-2.0.4.min.js"
+#: How often the Tiers page refreshes its table.
+REFRESH_SECONDS = 5
+#: Letters read for the DLQ page (one receive per 10, then one release per 10).
+DLQ_PAGE_LETTERS = 50
+#: The replay form's default bound.
+DEFAULT_REPLAY_MAX = 100
+
+
+@dataclass
+class Measured:
+    calls: int = 0
+    ms: float = 0.0
+
+
+class CallCounter:
+    """Counts the AWS API calls made by the current thread (botocore's ``before-call`` event)."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._hooked: set[int] = set()
+
+    def hook(self, client: Any) -> None:
+        if id(client) not in self._hooked:
+            self._hooked.add(id(client))
+            client.meta.events.register("before-call", self._count)
+
+    def _count(self, **kwargs: Any) -> None:
+        self._local.calls = getattr(self._local, "calls", 0) + 1
+
+    @contextmanager
+    def measure(self) -> Iterator[Measured]:
+        result = Measured()
+        before, started = getattr(self._local, "calls", 0), time.perf_counter()
+        try:
+            yield result
+        finally:
+            result.calls = getattr(self._local, "calls", 0) - before
+            result.ms = (time.perf_counter() - started) * 1000
+
+
+class CountedTarget(Target):
+    """A :class:`Target` whose clients report their calls to a :class:`CallCounter`."""
+
+    counter: CallCounter
+
+    def client(self, service: str, **config: Any) -> Any:
+        client = super().client(service, **config)
+        self.counter.hook(client)
+        return client
+
+
+def counted(target: Target) -> CountedTarget:
+    result = CountedTarget(target.stage, target.stack_name, target.region, target.endpoint_url, dict(target.credentials))
+    result.counter = CallCounter()
+    return result
+
+
+def create_app(target: Target, *, security: Security | None = None) -> Starlette:
+    """The console for ``target``'s stage; ``security`` decides token, CSRF and read-only."""
+    security = security or Security()
+    target = target if isinstance(target, CountedTarget) else counted(target)
+    env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
+    env.filters.update(duration=format_duration, number=_number, percent=_percent, ms=_ms)
+    env.globals.update(htmx=HTMX_FILE, refresh_seconds=REFRESH_SECONDS, csrf_field=CSRF_FIELD,
+                       csrf_header=CSRF_HEADER, csrf_token=security.csrf_token, read_only=security.read_only,
+                       stage=target.stage)
+
+    def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        html = env.get_template(template).render(request=request, **context)
+        return HTMLResponse(html, status_code=status)
+
+    def guarded(template: str, work: Callable[[Request], dict[str, Any]]) -> Callable[[Request], Response]:
+        """Run ``work`` and render; any failure an operator can act on becomes a banner, never a traceback."""
+
+        def endpoint(request: Request) -> Response:
+            fragment = request.headers.get("hx-request") == "true"
+            with target.counter.measure() as measured:
+                try:
+                    context = work(request)
+                    error = None
+                except Exception as exc:  # noqa: BLE001 - classified; the unknown ones are logged, not shown
+                    context, error = {}, _banner(exc)
+            if error is not None:
+                name = "_banner.html" if fragment else "error.html"
+                return render(request, name, 200 if fragment else 502, error=error, measured=measured, page=template)
+            return render(request, template, measured=measured, **context)
+
+        return endpoint
+
+    def tiers(request: Request) -> dict[str, Any]:
+        return {"snapshot": reads.snapshot(target)}
+
+    def dlq(request: Request) -> dict[str, Any]:
+        deployment = target.deployment()
+        tier = request.query_params.get("tier") or next(iter(deployment.tiers))
+        deployment.tier(tier)
+        letters: dict[str, Any] = {}
+        answer = read_letters(target, tier, max_messages=DLQ_PAGE_LETTERS,
+                              on_letters=lambda batch: letters.update({letter.message_id: letter for letter in batch}))
+        samples = {}
+        for index, group in enumerate(answer["groups"]):
+            samples[index] = [{"message_id": letter.message_id, "body": letter.body,
+                               "reasons": lookup.reasons_of(letter.attributes)}
+                              for mid in group["sample_message_ids"] if (letter := letters.get(mid))]
+        return {"tiers": list(deployment.tiers), "tier": tier, "answer": answer, "samples": samples,
+                "bound": DLQ_PAGE_LETTERS}
+
+    def job(request: Request) -> dict[str, Any]:
+        job_type = request.query_params.get("type", "").strip()
+        key = request.query_params.get("key", "").strip()
+        found = lookup.lookup_job(target, job_type, key) if job_type and key else None
+        return {"job_type": job_type, "key": key, "found": found}
+
+    def replay_form(request: Request) -> dict[str, Any]:
+        deployment = target.deployment()
+        return {"tiers": list(deployment.tiers), "tier": request.query_params.get("tier") or next(iter(deployment.tiers)),
+                "default_max": DEFAULT_REPLAY_MAX}
+
+    async def replay_action(request: Request) -> Response:
+        if security.read_only:
+            return PlainTextResponse("This console is read-only: no action is allowed.", status_code=403)
+        form = await request.form()
+        if not security.csrf_ok(request.headers.get(CSRF_HEADER) or str(form.get(CSRF_FIELD) or "")):
+            return PlainTextResponse("Refused: missing or wrong CSRF token (reload the page).", status_code=403)
+        origin = request.headers.get("origin")
+        if origin and origin.split("://", 1)[-1] != request.headers.get("host"):
+            return PlainTextResponse("Refused: a request from another origin.", status_code=403)
+        dry_run = request.url.path.endswith("/dry-run")
+        fields = {name: str(form.get(name) or "").strip() for name in
+                  ("tier", "job_type", "error_type", "older_than_seconds", "max_messages")}
+
+        def work(_: Request) -> dict[str, Any]:
+            event = _replay_event(fields, dry_run)
+            return {"fields": fields, "dry_run": dry_run, "answer": run_replay(target, event, Via.auto)}
+
+        from starlette.concurrency import run_in_threadpool
+
+        return await run_in_threadpool(guarded("_replay_result.html", work), request)
+
+    routes = [
+        Route("/", guarded("tiers.html", tiers)),
+        Route("/fragments/tiers", guarded("_tiers.html", tiers)),
+        Route("/dlq", guarded("dlq.html", dlq)),
+        Route("/job", guarded("job.html", job)),
+        Route("/replay", guarded("replay.html", replay_form)),
+        Route("/replay/dry-run", replay_action, methods=["POST"]),
+        Route("/replay/run", replay_action, methods=["POST"]),
+        Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    app = Starlette(routes=routes)
+    app.state.target = target
+    app.state.security = security
+    app.add_middleware(_GuardMiddleware, security=security)
+    return app
+
+
+class _GuardMiddleware(Guard):
+    """:class:`Guard` in Starlette's middleware signature (``app``, then options)."""
+
+    def __init__(self, app: Any, security: Security):
+        super().__init__(app, security)
+
+
+def _replay_event(fields: dict[str, str], dry_run: bool) -> dict[str, Any]:
+    """The replay event from the form: empty filters are absent; numbers must be whole."""
+    event: dict[str, Any] = {"action": "replay", "tier": fields["tier"], "dry_run": dry_run}
+    for name in ("job_type", "error_type"):
+        if fields[name]:
+            event[name] = fields[name]
+    for name in ("older_than_seconds", "max_messages"):
+        if fields[name]:
+            try:
+                event[name] = int(fields[name])
+            except ValueError:
+                raise OperatorError(f"{name.replace('_', ' ')} must be a whole number, got {fields[name]!r}", 2) from None
+    return event
+
+
+def _banner(exc: Exception) -> str:
+    explained = explain(exc)
+    if explained is not None:
+        return explained[0]
+    logger.exception("console: unexpected error")
+    return f"Unexpected error ({type(exc).__name__}); the console's log has the details."
+
+
+def _number(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f}"
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.1f} %"
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms"

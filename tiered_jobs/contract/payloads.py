@@ -1,0 +1,231 @@
+"""Each job type's payload, declared once as a JSON Schema and checked where it is published and consumed.
+
+``schemas/<job type>.schema.json`` beside this file (draft 2020-12) is the source of truth: the
+publisher refuses a payload that breaks it before anything is sent, and the consumer dead-letters
+one as a permanent error. Publishers in other languages validate with the same files. A type
+without a schema is not checked here (the consumer may still refuse it: an unknown type is
+permanent there).
+
+Only the standard library is used, because this module runs in the consumer's cold start and in
+services that install the publisher with boto3 alone. It implements the subset of JSON Schema
+below, with JSON Schema's meaning (a test checks it agrees with the ``jsonschema`` package);
+a schema using any other keyword is refused when loaded, so nothing is silently unchecked:
+
+- ``type`` (a name or a list), ``enum``, ``const``, ``not``
+- objects: ``properties``, ``required``, ``additionalProperties`` (a boolean or a schema)
+- strings: ``minLength``, ``maxLength``, ``pattern`` (``$`` means the end of the string, as in
+  ECMA-262: a final newline does not match it, unlike Python's ``re``)
+- numbers: ``minimum``, ``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum``
+- arrays: ``items``, ``minItems``, ``maxItems``
+- annotations, ignored: ``$schema``, ``$id``, ``$comment``, ``title``, ``description``,
+  ``default``, ``examples``, ``format``
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+SCHEMA_SUFFIX = ".schema.json"
+
+ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "title", "description", "default", "examples", "format"})
+KEYWORDS = frozenset({
+    "type", "enum", "const", "not", "properties", "required", "additionalProperties",
+    "minLength", "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+    "items", "minItems", "maxItems",
+})
+#: Longest value shown in a message (characters of its ``repr``).
+MAX_SHOWN_CHARS = 80
+
+
+class SchemaError(ValueError):
+    """A payload schema this module cannot check faithfully (a keyword outside the subset)."""
+
+
+def schema_path(job_type: str) -> Path:
+    return SCHEMA_DIR / f"{job_type}{SCHEMA_SUFFIX}"
+
+
+def known_types() -> list[str]:
+    """Every job type that ships a payload schema."""
+    return sorted(path.name[: -len(SCHEMA_SUFFIX)] for path in SCHEMA_DIR.glob(f"*{SCHEMA_SUFFIX}"))
+
+
+def has_schema(job_type: str) -> bool:
+    return isinstance(job_type, str) and "/" not in job_type and schema_path(job_type).is_file()
+
+
+@lru_cache(maxsize=None)
+def schema(job_type: str) -> dict[str, Any]:
+    """The payload schema of ``job_type`` (loaded and checked once per process)."""
+    loaded = json.loads(schema_path(job_type).read_text(encoding="utf-8"))
+    _check_supported(loaded, f"{job_type}{SCHEMA_SUFFIX}")
+    return loaded
+
+
+def problems(job_type: str, payload: Any) -> list[str]:
+    """Every way ``payload`` breaks the schema of ``job_type``; empty when it is valid or has no schema."""
+    if not has_schema(job_type):
+        return []
+    found: list[str] = []
+    _validate(schema(job_type), payload, (), found)
+    return found
+
+
+# -- the validator ------------------------------------------------------------------------------
+
+
+def _check_supported(node: Any, where: str) -> None:
+    if isinstance(node, bool):
+        return
+    if not isinstance(node, dict):
+        raise SchemaError(f"{where}: a schema must be an object or a boolean, got {node!r}")
+    unknown = sorted(set(node) - KEYWORDS - ANNOTATIONS)
+    if unknown:
+        raise SchemaError(f"{where}: unsupported keyword(s) {', '.join(unknown)}; supported: {', '.join(sorted(KEYWORDS))}")
+    for name, sub in node.get("properties", {}).items():
+        _check_supported(sub, f"{where} properties.{name}")
+    for key in ("not", "items", "additionalProperties"):
+        if key in node:
+            _check_supported(node[key], f"{where} {key}")
+    if "pattern" in node:
+        _compiled(node["pattern"])
+
+
+@lru_cache(maxsize=None)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    # ECMA-262's "$" never matches before a final newline; Python's does, unless it is "\Z".
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
+    return re.compile(pattern)
+
+
+def _where(path: tuple[str, ...]) -> str:
+    return f"payload field '{'.'.join(path)}'" if path else "payload"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 1] + "…"
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _is_type(value: Any, name: str) -> bool:
+    kind = _json_kind(value)
+    return kind == name or (name == "number" and kind == "integer")
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """JSON equality: 1 == 1.0, but true is not 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    if _is_type(a, "number") and _is_type(b, "number"):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _article(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
+def _validate(node: Any, value: Any, path: tuple[str, ...], found: list[str]) -> None:
+    if node is True:
+        return
+    if node is False:
+        found.append(f"{_where(path)} is not allowed")
+        return
+    where = _where(path)
+    if "type" in node:
+        names = node["type"] if isinstance(node["type"], list) else [node["type"]]
+        if not any(_is_type(value, name) for name in names):
+            found.append(f"{where} must be {' or '.join(_article(n) for n in names)}, got {_article(_json_kind(value))}")
+            return  # the other rules would only repeat it
+    if "enum" in node and not any(_equal(value, option) for option in node["enum"]):
+        found.append(f"{where} must be one of {', '.join(_shown(o) for o in node['enum'])}, got {_shown(value)}")
+    if "const" in node and not _equal(value, node["const"]):
+        found.append(f"{where} must be {_shown(node['const'])}, got {_shown(value)}")
+    if "not" in node:
+        inner: list[str] = []
+        _validate(node["not"], value, path, inner)
+        if not inner:
+            found.append(f"{where} must not be {_shown(value)}")
+    if isinstance(value, str):
+        _validate_string(node, value, where, found)
+    elif _is_type(value, "number"):
+        _validate_number(node, value, where, found)
+    elif isinstance(value, dict):
+        _validate_object(node, value, path, found)
+    elif isinstance(value, (list, tuple)):
+        _validate_array(node, value, path, found)
+
+
+def _validate_string(node: dict, value: str, where: str, found: list[str]) -> None:
+    if "minLength" in node and len(value) < node["minLength"]:
+        found.append(f"{where} must be at least {node['minLength']} characters, got {len(value)}")
+    if "maxLength" in node and len(value) > node["maxLength"]:
+        found.append(f"{where} must be at most {node['maxLength']} characters, got {len(value)}")
+    if "pattern" in node and not _compiled(node["pattern"]).search(value):
+        found.append(f"{where} must match {node['pattern']}, got {_shown(value)}")
+
+
+def _validate_number(node: dict, value: float, where: str, found: list[str]) -> None:
+    for keyword, fails, words in (
+        ("minimum", lambda bound: value < bound, ">="),
+        ("maximum", lambda bound: value > bound, "<="),
+        ("exclusiveMinimum", lambda bound: value <= bound, ">"),
+        ("exclusiveMaximum", lambda bound: value >= bound, "<"),
+    ):
+        if keyword in node and fails(node[keyword]):
+            found.append(f"{where} must be {words} {node[keyword]}, got {_shown(value)}")
+
+
+def _validate_object(node: dict, value: dict, path: tuple[str, ...], found: list[str]) -> None:
+    properties = node.get("properties", {})
+    for name in node.get("required", []):
+        if name not in value:
+            found.append(f"{_where(path)} is missing required field {'.'.join((*path, name))!r}")
+    extra = node.get("additionalProperties", True)
+    for name, item in value.items():
+        if name in properties:
+            _validate(properties[name], item, (*path, str(name)), found)
+        elif extra is False:
+            found.append(f"{_where(path)} has unknown field {'.'.join((*path, str(name)))!r}; "
+                         f"allowed: {', '.join(properties)}")
+        else:
+            _validate(extra, item, (*path, str(name)), found)
+
+
+def _validate_array(node: dict, value: list, path: tuple[str, ...], found: list[str]) -> None:
+    where = _where(path)
+    if "minItems" in node and len(value) < node["minItems"]:
+        found.append(f"{where} must have at least {node['minItems']} items, got {len(value)}")
+    if "maxItems" in node and len(value) > node["maxItems"]:
+        found.append(f"{where} must have at most {node['maxItems']} items, got {len(value)}")
+    if "items" in node:
+        for index, item in enumerate(value):
+            _validate(node["items"], item, (*path, str(index)), found)

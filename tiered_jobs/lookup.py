@@ -1,0 +1,259 @@
+"""What happened to job X? The answer of ``tiered-jobs job TYPE KEY`` and the console's job lookup.
+
+Three independent sources, each read once:
+
+* the **idempotency record** (``GetItem`` on the stage's idempotency table, the id from
+  :func:`tiered_jobs.contract.idempotency.record_id`): in progress (until when), completed (with
+  its stored result), or unknown. *Unknown* means no live record: never published, not consumed
+  yet, failed without completing, or its idempotency window has passed. It is never "pending":
+  the table cannot tell a job waiting in a queue from one that never existed.
+* the **dead-letter queues**: every non-empty DLQ of the stage is read (at most
+  ``max_letters`` letters each, held while read, then visible again) for letters whose envelope
+  has this type and key, with their ``DeadLetter.*`` reasons.
+* **scheduled runs**: sources registered with :func:`register_scheduled_run_source` (the scheduled
+  jobs feature registers one). With none registered the answer says "not tracked", never "none".
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from .contract import envelope
+from .contract.idempotency import RecordAttributes, RecordStatus, record_id
+from .contract.names import DeadLetter, Ssm
+from .contract.routing import UnknownRouteError
+from .operations import OperatorError, Target, read_letters
+
+#: Letters read per DLQ when looking for a job (a bound on the calls: one receive per 10 letters).
+DEFAULT_MAX_LETTERS = 1000
+
+IN_PROGRESS = "in_progress"
+COMPLETED = "completed"
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class RecordState:
+    """The job's idempotency record, read now."""
+
+    state: str  # IN_PROGRESS | COMPLETED | UNKNOWN
+    #: A sentence for people ("completed; result stored until ...").
+    detail: str
+    record_id: str
+    #: When the record stops protecting the job (epoch seconds), if there is one.
+    expires_at: float | None = None
+    #: In progress: when another attempt may take over (its Lambda ran out of time), epoch seconds.
+    in_progress_until: float | None = None
+    #: Completed: expiry minus the tier's idempotency window, when that window is known.
+    completed_at: float | None = None
+    result: Any = None
+
+
+@dataclass(frozen=True)
+class FoundLetter:
+    tier: str
+    message_id: str
+    body: str
+    #: ``{"DeadLetter.Reason": "permanent", ...}``: the reasons the consumer wrote (empty: SQS redrive).
+    reasons: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ScheduledRun:
+    """A pending run of the job, as a scheduled jobs source reports it."""
+
+    at: datetime
+    schedule: str
+    detail: str = ""
+
+
+#: ``source(target, job_type, key) -> pending runs``.
+ScheduledRunSource = Callable[[Target, str, str], list[ScheduledRun]]
+_SCHEDULED_RUN_SOURCES: list[ScheduledRunSource] = []
+
+
+def register_scheduled_run_source(source: ScheduledRunSource) -> None:
+    """Extension point for scheduled jobs: make lookups list a job's pending scheduled runs."""
+    if source not in _SCHEDULED_RUN_SOURCES:
+        _SCHEDULED_RUN_SOURCES.append(source)
+
+
+@dataclass(frozen=True)
+class JobLookup:
+    job_type: str
+    key: str
+    record: RecordState
+    letters: list[FoundLetter]
+    #: DLQs read (tier names) and how many letters were looked at in each.
+    letters_read: dict[str, int]
+    #: ``None``: no scheduled jobs source registered ("not tracked"); a list otherwise.
+    scheduled: list[ScheduledRun] | None
+    #: Sources that could not be read (missing permission...): shown, never fatal.
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job_type": self.job_type, "key": self.key,
+            "record": {**self.record.__dict__, "expires_at": _iso(self.record.expires_at),
+                       "in_progress_until": _iso(self.record.in_progress_until),
+                       "completed_at": _iso(self.record.completed_at)},
+            "dead_letters": [letter.__dict__ for letter in self.letters],
+            "dlq_letters_read": self.letters_read,
+            "scheduled_runs": None if self.scheduled is None else [
+                {"at": _iso(run.at.timestamp()), "schedule": run.schedule, "detail": run.detail}
+                for run in self.scheduled],
+            "notes": self.notes,
+        }
+
+
+def lookup_job(target: Target, job_type: str, key: str, *, max_letters: int = DEFAULT_MAX_LETTERS,
+               now: Callable[[], float] = time.time) -> JobLookup:
+    """Read the three sources for ``job_type`` + ``key`` (see the module's docstring)."""
+    from botocore.exceptions import ClientError
+
+    if not job_type or not key:
+        raise OperatorError("give a job type and an idempotency key", 2)
+    deployment = target.deployment()
+    notes: list[str] = []
+    try:
+        record = read_record(target, job_type, key, now=now)
+    except ClientError as exc:
+        record = RecordState(UNKNOWN, f"the idempotency record could not be read ({_error_text(exc)})",
+                             record_id(job_type, key))
+        notes.append(record.detail)
+    letters: list[FoundLetter] = []
+    read: dict[str, int] = {}
+    sqs = target.client("sqs")
+    for tier, urls in deployment.tiers.items():
+        if not urls.dlq_url:
+            continue
+        try:
+            if not _depth(sqs, urls.dlq_url):
+                read[tier] = 0
+                continue
+            letters += _letters_of(target, tier, job_type, key, max_letters, read)
+        except (ClientError, OperatorError) as exc:
+            notes.append(f"the {tier} DLQ could not be read ({_error_text(exc)})")
+    scheduled = None
+    if _SCHEDULED_RUN_SOURCES:
+        scheduled = [run for source in _SCHEDULED_RUN_SOURCES for run in source(target, job_type, key)]
+    return JobLookup(job_type, key, record, letters, read, scheduled, notes)
+
+
+def read_record(target: Target, job_type: str, key: str, *, now: Callable[[], float] = time.time) -> RecordState:
+    """The job's idempotency record (one ``GetItem``, plus one ``GetParameter`` for a completed job's time)."""
+    deployment = target.deployment()
+    rid = record_id(job_type, key)
+    table = deployment.idempotency_table_name
+    if not table:
+        raise OperatorError(f"{deployment.source} names no idempotency table")
+    item = target.client("dynamodb").get_item(
+        TableName=table, Key={RecordAttributes.KEY: {"S": rid}}, ConsistentRead=True,
+    ).get("Item")
+    if not item:
+        return RecordState(UNKNOWN, "no idempotency record: never published, not consumed yet, failed without "
+                                    "completing, or its idempotency window has passed", rid)
+    status = item.get(RecordAttributes.STATUS, {}).get("S")
+    expires = _number(item, RecordAttributes.EXPIRATION)
+    if expires is not None and expires < now():
+        return RecordState(UNKNOWN, f"the record expired at {_iso(expires)} (the idempotency window has passed; "
+                                    "DynamoDB deletes it later): a new delivery would run the job again", rid,
+                           expires_at=expires)
+    if status == RecordStatus.IN_PROGRESS:
+        until_ms = _number(item, RecordAttributes.IN_PROGRESS_EXPIRATION)
+        until = until_ms / 1000 if until_ms is not None else None
+        if until is not None and until < now():
+            detail = (f"in progress, but its attempt ran out of time at {_iso(until)}: the next delivery of the "
+                      "message runs the job again")
+        else:
+            detail = f"in progress: an attempt is running (until {_iso(until)} at the latest)"
+        return RecordState(IN_PROGRESS, detail, rid, expires_at=expires, in_progress_until=until)
+    if status == RecordStatus.COMPLETED:
+        completed = _completed_at(target, job_type, expires)
+        result = _json(item.get(RecordAttributes.DATA, {}).get("S"))
+        when = f" at {_iso(completed)}" if completed is not None else ""
+        return RecordState(COMPLETED, f"completed{when}; duplicates are answered from the stored result until "
+                                      f"{_iso(expires)}", rid, expires_at=expires, completed_at=completed,
+                           result=result)
+    return RecordState(UNKNOWN, f"a record with an unexpected status {status!r}", rid, expires_at=expires)
+
+
+def _completed_at(target: Target, job_type: str, expires: float | None) -> float | None:
+    """Completion time = expiry - the tier's idempotency window (SSM), when both are known."""
+    from botocore.exceptions import ClientError
+
+    deployment = target.deployment()
+    try:
+        tier = deployment.routes.tier_for(job_type)
+    except UnknownRouteError:  # the time stays unknown, the state does not
+        return None
+    if expires is None or not deployment.stage:
+        return None
+    try:
+        ttl = target.client("ssm").get_parameter(
+            Name=Ssm.tier(deployment.stage, tier, Ssm.TIER_IDEMPOTENCY_TTL))["Parameter"]["Value"]
+        return expires - int(ttl)
+    except (ClientError, ValueError):
+        return None
+
+
+def _letters_of(target: Target, tier: str, job_type: str, key: str, max_letters: int,
+                read: dict[str, int]) -> list[FoundLetter]:
+    found: list[FoundLetter] = []
+    read[tier] = 0
+
+    def collect(letters: list[Any]) -> None:
+        read[tier] += len(letters)
+        for letter in letters:
+            try:
+                job = envelope.parse(letter.body)
+            except envelope.EnvelopeError:
+                continue
+            if job.type == job_type and job.idempotency_key == key:
+                found.append(FoundLetter(tier, letter.message_id, letter.body, reasons_of(letter.attributes)))
+
+    read_letters(target, tier, max_messages=max_letters, on_letters=collect)
+    return found
+
+
+def reasons_of(attributes: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """The ``DeadLetter.*`` attributes of a letter, in the contract's order."""
+    return {name: attributes[name].get("StringValue", "") for name in DeadLetter.ALL if name in attributes}
+
+
+def _depth(sqs: Any, queue_url: str) -> int:
+    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages"])
+    return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+
+
+def _number(item: dict[str, Any], name: str) -> float | None:
+    value = item.get(name, {}).get("N")
+    return float(value) if value is not None else None
+
+
+def _json(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _iso(epoch: float | None) -> str | None:
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _error_text(exc: Exception) -> str:
+    response = getattr(exc, "response", None)
+    if response:
+        error = response.get("Error", {})
+        return f"{error.get('Code', 'Error')}: {error.get('Message', '')}"
+    return str(exc)

@@ -1,0 +1,293 @@
+"""Jobs at a time (one-time ``at()`` schedules) and the listing of a stage's scheduled jobs.
+
+The publisher uses :class:`OneTimeJobs` when a job's time is further away than SQS can delay a
+message (15 minutes); ``tiered-jobs schedules`` uses :func:`list_scheduled`. Where things are
+comes from :func:`from_ssm`, :func:`from_stack_outputs` or :func:`from_env`, like the queues.
+
+A one-time schedule is named from the job type and idempotency key
+(:func:`~tiered_jobs.contract.schedules.one_time_schedule_name`): publishing the same job again
+finds it there ("already scheduled", nothing sent twice), and ``cancel`` deletes it. It runs
+with the stage's one-time role, sends the envelope to the tier queue, retries and dead-letters
+like the periodic schedules, and deletes itself after it ran (``ActionAfterCompletion=DELETE``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from .contract import cron
+from .contract.names import Env, Outputs, Ssm
+from .contract.names import Schedules as Names
+from .contract.schedules import (
+    ONE_TIME_PREFIX,
+    RETRY_MAX_ATTEMPTS,
+    RETRY_MAX_EVENT_AGE_SECONDS,
+    one_time_schedule_name,
+)
+from .discovery import DiscoveryError
+
+#: The latest year Scheduler's expressions accept (its cron year field: 1970-2199).
+LATEST_YEAR = cron.YEARS[1]
+#: ``Description`` of a schedule: at most 512 characters.
+_MAX_DESCRIPTION = 512
+
+
+@dataclass(frozen=True)
+class SchedulingTarget:
+    """Where a stage's one-time jobs are created and what they run with."""
+
+    group_name: str
+    role_arn: str
+    dlq_arn: str
+    #: ``{tier: queue ARN}``: a schedule's target is the queue's ARN (not its URL).
+    queue_arns: Mapping[str, str]
+
+    def queue_arn(self, tier: str) -> str:
+        try:
+            return self.queue_arns[tier]
+        except KeyError:
+            raise DiscoveryError(f"no queue ARN known for tier {tier!r} (known: {', '.join(sorted(self.queue_arns))})") \
+                from None
+
+    def tier_of(self, queue_arn: str) -> str | None:
+        return next((tier for tier, arn in self.queue_arns.items() if arn == queue_arn), None)
+
+
+def from_ssm(stage: str, *, ssm: Any = None) -> SchedulingTarget:
+    """From the SSM parameters of ``stage`` (``ssm:GetParameters`` on ``/tiered-jobs/<stage>/*``)."""
+    from .discovery import _get_parameters
+
+    if ssm is None:
+        import boto3
+
+        ssm = boto3.client("ssm")
+    names = {key: Names.ssm(stage, key) for key in (Names.SSM_GROUP_NAME, Names.SSM_ROLE_ARN, Names.SSM_DLQ_ARN)}
+    head = _get_parameters(ssm, [*names.values(), Ssm.tiers(stage)])
+    missing = [name for name in names.values() if name not in head]
+    if missing or Ssm.tiers(stage) not in head:
+        raise DiscoveryError(
+            f"SSM parameter(s) {', '.join(missing or [Ssm.tiers(stage)])} not found: is stage {stage!r} deployed "
+            "with scheduled jobs (a stack version that has them) in this account and region?"
+        )
+    tiers = [name.strip() for name in head[Ssm.tiers(stage)].split(",") if name.strip()]
+    arns = _get_parameters(ssm, [Ssm.tier(stage, tier, Ssm.TIER_QUEUE_ARN) for tier in tiers])
+    return SchedulingTarget(
+        group_name=head[names[Names.SSM_GROUP_NAME]],
+        role_arn=head[names[Names.SSM_ROLE_ARN]],
+        dlq_arn=head[names[Names.SSM_DLQ_ARN]],
+        queue_arns={tier: arns[Ssm.tier(stage, tier, Ssm.TIER_QUEUE_ARN)] for tier in tiers
+                    if Ssm.tier(stage, tier, Ssm.TIER_QUEUE_ARN) in arns},
+    )
+
+
+def from_outputs(outputs: Mapping[str, str], tiers: list[str], where: str) -> SchedulingTarget:
+    """From a stack's outputs (``tiers``: the tier names, as discovery found them)."""
+    missing = [key for key in (Names.OUTPUT_GROUP_NAME, Names.OUTPUT_ROLE_ARN, Names.OUTPUT_DLQ_ARN) if key not in outputs]
+    if missing:
+        raise DiscoveryError(f"{where} has no output(s) {', '.join(missing)}: deploy a version with scheduled jobs")
+    return SchedulingTarget(
+        group_name=outputs[Names.OUTPUT_GROUP_NAME],
+        role_arn=outputs[Names.OUTPUT_ROLE_ARN],
+        dlq_arn=outputs[Names.OUTPUT_DLQ_ARN],
+        queue_arns={tier: outputs[Outputs.tier(tier, Outputs.QUEUE_ARN)] for tier in tiers
+                    if Outputs.tier(tier, Outputs.QUEUE_ARN) in outputs},
+    )
+
+
+def from_stack_outputs(stack_name: str, tiers: list[str], *, cloudformation: Any = None) -> SchedulingTarget:
+    if cloudformation is None:
+        import boto3
+
+        cloudformation = boto3.client("cloudformation")
+    stack = cloudformation.describe_stacks(StackName=stack_name)["Stacks"][0]
+    outputs = {item["OutputKey"]: item["OutputValue"] for item in stack.get("Outputs", [])}
+    return from_outputs(outputs, tiers, f"stack {stack_name}")
+
+
+def locate(stage: str, stack_name: str, tiers: list[str], *, cloudformation: Any, ssm: Any) -> SchedulingTarget:
+    """The CLI's look-up: the stack's outputs, else the stage's SSM parameters."""
+    from botocore.exceptions import ClientError
+
+    try:
+        return from_stack_outputs(stack_name, tiers, cloudformation=cloudformation)
+    except (DiscoveryError, ClientError) as by_stack:
+        try:
+            return from_ssm(stage, ssm=ssm)
+        except DiscoveryError:
+            raise by_stack from None
+
+
+def from_env(environ: Mapping[str, str] | None = None) -> SchedulingTarget:
+    """``TIERED_JOBS_SCHEDULE_GROUP``, ``..._SCHEDULER_ROLE_ARN``, ``..._SCHEDULES_DLQ_ARN``, ``..._QUEUE_ARN_<TIER>``."""
+    environ = os.environ if environ is None else environ
+    missing = [name for name in (Names.ENV_GROUP_NAME, Names.ENV_ROLE_ARN, Names.ENV_DLQ_ARN) if not environ.get(name)]
+    if missing:
+        raise DiscoveryError(f"scheduling is not configured: set {', '.join(missing)} (see the stack's outputs)")
+    prefix = Env.tier_var(Names.QUEUE_ARN_VAR, "")
+    return SchedulingTarget(
+        group_name=environ[Names.ENV_GROUP_NAME],
+        role_arn=environ[Names.ENV_ROLE_ARN],
+        dlq_arn=environ[Names.ENV_DLQ_ARN],
+        queue_arns={name[len(prefix):].lower().replace("_", "-"): value for name, value in environ.items()
+                    if name.startswith(prefix) and len(name) > len(prefix) and value},
+    )
+
+
+# -- one-time jobs ------------------------------------------------------------------------------
+
+
+def fire_time_problem(at: Any, now: datetime) -> str | None:
+    """Why ``at`` cannot be a job's time (``None`` when it can)."""
+    if not isinstance(at, datetime):
+        return f"at must be a datetime with a time zone, got {type(at).__name__}"
+    if at.tzinfo is None or at.utcoffset() is None:
+        return (f"at {at.isoformat()} is a naive datetime: give it a time zone "
+                "(e.g. datetime(..., tzinfo=timezone.utc) or ZoneInfo('Europe/Paris'))")
+    if at <= now:
+        return f"at {at.isoformat()} is not in the future (now {now.isoformat(timespec='seconds')})"
+    if at.astimezone(timezone.utc).year > LATEST_YEAR:
+        return f"at {at.isoformat()} is beyond EventBridge Scheduler's range (up to the year {LATEST_YEAR})"
+    return None
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """The outcome of scheduling one job."""
+
+    schedule_name: str
+    fire_at: datetime
+    #: A schedule with this name existed already: the job was scheduled by an earlier publish.
+    already_scheduled: bool
+
+
+class OneTimeJobs:
+    """Creates and cancels the one-time schedules of a stage (``scheduler`` is a boto3 client)."""
+
+    def __init__(self, target: SchedulingTarget, scheduler: Any):
+        self.target = target
+        self.scheduler = scheduler
+
+    def create(self, *, job_type: str, idempotency_key: str, tier: str, fire_at: datetime, body: str) -> Scheduled:
+        from botocore.exceptions import ClientError
+
+        name = one_time_schedule_name(job_type, idempotency_key)
+        try:
+            self.scheduler.create_schedule(
+                Name=name,
+                GroupName=self.target.group_name,
+                ScheduleExpression=cron.At.of(fire_at),
+                ScheduleExpressionTimezone="UTC",
+                FlexibleTimeWindow={"Mode": "OFF"},
+                ActionAfterCompletion="DELETE",
+                Description=f"{job_type} key {idempotency_key}"[:_MAX_DESCRIPTION],
+                Target={
+                    "Arn": self.target.queue_arn(tier),
+                    "RoleArn": self.target.role_arn,
+                    "Input": body,
+                    "DeadLetterConfig": {"Arn": self.target.dlq_arn},
+                    "RetryPolicy": {"MaximumEventAgeInSeconds": RETRY_MAX_EVENT_AGE_SECONDS,
+                                    "MaximumRetryAttempts": RETRY_MAX_ATTEMPTS},
+                },
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConflictException":
+                return Scheduled(name, fire_at, already_scheduled=True)
+            raise
+        return Scheduled(name, fire_at, already_scheduled=False)
+
+    def cancel(self, job_type: str, idempotency_key: str) -> bool:
+        """Delete the pending job; ``False`` when there is none (never scheduled, or it already ran)."""
+        from botocore.exceptions import ClientError
+
+        try:
+            self.scheduler.delete_schedule(Name=one_time_schedule_name(job_type, idempotency_key),
+                                           GroupName=self.target.group_name)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+                return False
+            raise
+        return True
+
+
+# -- listing ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScheduledJob:
+    """One schedule of the stage's group, as ``tiered-jobs schedules`` shows it."""
+
+    name: str
+    kind: str  # "periodic" | "one-time"
+    expression: str
+    timezone: str
+    state: str
+    job_type: str | None
+    #: The idempotency key (one-time) or its pattern (periodic: ``schedule:<name>:<scheduled time>``).
+    idempotency_key: str | None
+    tier: str | None
+    next_fire: datetime | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "next_fire": self.next_fire.isoformat() if self.next_fire else None}
+
+
+def describe(schedule: Mapping[str, Any], target: SchedulingTarget | None, now: datetime) -> ScheduledJob:
+    """A ``GetSchedule`` answer, with its next fire time computed (``None``: disabled or no more fires)."""
+    expression_text = schedule["ScheduleExpression"]
+    zone_name = schedule.get("ScheduleExpressionTimezone") or "UTC"
+    body: dict[str, Any] = {}
+    try:
+        body = json.loads(schedule.get("Target", {}).get("Input") or "{}")
+    except ValueError:
+        pass
+    next_fire = None
+    try:
+        expression = cron.parse(expression_text)
+        start = schedule.get("StartDate") or schedule.get("CreationDate")
+        next_fire = cron.next_fire(expression, cron.zone(zone_name), now, start=as_utc_datetime(start))
+        end = as_utc_datetime(schedule.get("EndDate"))
+        if next_fire is not None and end is not None and next_fire > end:
+            next_fire = None
+    except cron.ScheduleExpressionError:
+        pass
+    if schedule.get("State", "ENABLED") != "ENABLED":
+        next_fire = None
+    arn = schedule.get("Target", {}).get("Arn", "")
+    return ScheduledJob(
+        name=schedule["Name"],
+        kind="one-time" if schedule["Name"].startswith(ONE_TIME_PREFIX) else "periodic",
+        expression=expression_text,
+        timezone=zone_name,
+        state=schedule.get("State", "ENABLED"),
+        job_type=body.get("type") if isinstance(body, dict) else None,
+        idempotency_key=body.get("idempotency_key") if isinstance(body, dict) else None,
+        tier=(target.tier_of(arn) if target else None) or (arn.rsplit(":", 1)[-1] if arn else None),
+        next_fire=next_fire,
+    )
+
+
+def list_scheduled(scheduler: Any, target: SchedulingTarget, now: datetime | None = None) -> list[ScheduledJob]:
+    """Every schedule of the stage's group (periodic first, then one-time), soonest first in each."""
+    now = now or datetime.now(timezone.utc)
+    jobs = []
+    for page in scheduler.get_paginator("list_schedules").paginate(GroupName=target.group_name):
+        for summary in page.get("Schedules", []):
+            detail = scheduler.get_schedule(Name=summary["Name"], GroupName=target.group_name)
+            jobs.append(describe(detail, target, now))
+    far = datetime.max.replace(tzinfo=timezone.utc)
+    return sorted(jobs, key=lambda job: (job.kind != "periodic", job.next_fire or far, job.name))
+
+
+def as_utc_datetime(value: Any) -> datetime | None:
+    """boto3 gives datetimes; moto's JSON may give epoch seconds."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return datetime.fromtimestamp(float(value), timezone.utc)
+

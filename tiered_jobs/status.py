@@ -1,0 +1,109 @@
+"""What ``tiered-jobs status`` and the local mode's live view read: queue counts, the age of the
+oldest message, alarm states. One module, so both show the same numbers from the same calls, on
+AWS and on the local embedded AWS alike.
+
+* Counts are queue attributes (``GetQueueAttributes``): exact enough, and free.
+* ``ApproximateAgeOfOldestMessage`` is *not* a queue attribute: SQS publishes it to CloudWatch
+  (namespace ``AWS/SQS``, dimension ``QueueName``, one datapoint a minute for active queues). It is
+  read with one ``GetMetricData`` call for every queue asked about; reading it never consumes a
+  message (peeking would hide letters from consumers). Locally the runtime publishes it (see
+  ``tiered_jobs.local.sqs_metrics``).
+* Alarm states come from ``DescribeAlarms`` by the stage's alarm name prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from .contract.names import Alarms
+
+#: CloudWatch namespace and dimension of SQS's own metrics.
+SQS_NAMESPACE = "AWS/SQS"
+SQS_QUEUE_DIMENSION = "QueueName"
+AGE_OF_OLDEST_MESSAGE = "ApproximateAgeOfOldestMessage"
+#: Queue attribute -> the ``AWS/SQS`` metric SQS publishes for it.
+COUNT_METRICS: dict[str, str] = {
+    "ApproximateNumberOfMessages": "ApproximateNumberOfMessagesVisible",
+    "ApproximateNumberOfMessagesNotVisible": "ApproximateNumberOfMessagesNotVisible",
+    "ApproximateNumberOfMessagesDelayed": "ApproximateNumberOfMessagesDelayed",
+}
+#: How far back the age is looked for (SQS stops publishing for a queue that has been inactive).
+AGE_LOOKBACK_SECONDS = 900
+#: SQS publishes one datapoint a minute: the period the age is read with.
+AGE_PERIOD_SECONDS = 60
+
+
+def queue_name(queue_url: str) -> str:
+    """``https://sqs.<region>.amazonaws.com/<account>/<name>`` -> ``<name>`` (the metrics' dimension)."""
+    return queue_url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def queue_counts(sqs: Any, queue_url: str) -> dict[str, int]:
+    """``{attribute: count}`` for the three ``ApproximateNumberOfMessages*`` attributes."""
+    names = list(COUNT_METRICS)
+    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=names)["Attributes"]
+    return {name: int(attributes.get(name, 0)) for name in names}
+
+
+def oldest_ages(cloudwatch: Any, queue_urls: Mapping[str, str], *, now: datetime | None = None,
+                lookback_seconds: int = AGE_LOOKBACK_SECONDS) -> dict[str, float]:
+    """``{key: seconds}``: the latest 1-minute maximum of ``ApproximateAgeOfOldestMessage`` of each
+    queue in ``queue_urls`` (``{key: queue url}``), in one ``GetMetricData`` call. A queue without a
+    datapoint in the lookback (inactive, or nothing publishes the metric) is left out."""
+    if not queue_urls:
+        return {}
+    now = now or datetime.now(timezone.utc)
+    keys = list(queue_urls)
+    queries = [{
+        "Id": f"q{index}",
+        "MetricStat": {
+            "Metric": {"Namespace": SQS_NAMESPACE, "MetricName": AGE_OF_OLDEST_MESSAGE,
+                       "Dimensions": [{"Name": SQS_QUEUE_DIMENSION, "Value": queue_name(queue_urls[key])}]},
+            "Period": AGE_PERIOD_SECONDS, "Stat": "Maximum",
+        },
+    } for index, key in enumerate(keys)]
+    ages: dict[str, float] = {}
+    token = None
+    while True:  # 1 call for up to 500 queries (CloudWatch's limit); pages only when results are long
+        request: dict[str, Any] = {"MetricDataQueries": queries, "StartTime": now - timedelta(seconds=lookback_seconds),
+                                   "EndTime": now + timedelta(seconds=AGE_PERIOD_SECONDS),  # the current minute too
+                                   "ScanBy": "TimestampDescending"}
+        if token:
+            request["NextToken"] = token
+        response = cloudwatch.get_metric_data(**request)
+        for result in response.get("MetricDataResults", []):
+            key = keys[int(result["Id"][1:])]
+            if result.get("Values") and key not in ages:
+                latest = max(zip(result["Timestamps"], result["Values"]))  # whatever order is returned
+                ages[key] = float(latest[1])
+        token = response.get("NextToken")
+        if not token:
+            return ages
+
+
+def alarm_states(cloudwatch: Any, stage: str) -> dict[str, str]:
+    """``{alarm name: state}`` of the stage's alarms (found by the name prefix the stack uses)."""
+    states: dict[str, str] = {}
+    for page in cloudwatch.get_paginator("describe_alarms").paginate(AlarmNamePrefix=Alarms.prefix(stage)):
+        states.update({alarm["AlarmName"]: alarm["StateValue"] for alarm in page.get("MetricAlarms", [])})
+    return states
+
+
+def tier_alarms(states: Mapping[str, str], stage: str, tier: str) -> dict[str, str]:
+    """``{alarm kind: state}`` of one tier's alarms among ``states``."""
+    return {kind: states[name] for kind in Alarms.KINDS if (name := Alarms.name(stage, tier, kind)) in states}
+
+
+def alarm_summary(states: Mapping[str, str]) -> str:
+    """One cell (rich markup) for ``{kind: state}``: the kinds in ALARM, else how many are OK / without data."""
+    if not states:
+        return "–"
+    firing = [kind for kind, state in states.items() if state == "ALARM"]
+    if firing:
+        return f"[bold red]ALARM: {', '.join(firing)}[/]"
+    ok = sum(state == "OK" for state in states.values())
+    no_data = len(states) - ok
+    parts = ([f"[green]{ok} OK[/]"] if ok else []) + ([f"{no_data} no data"] if no_data else [])
+    return ", ".join(parts)
