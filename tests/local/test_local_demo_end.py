@@ -59,7 +59,7 @@ def test_run_demo_checks_the_final_table_it_prints(monkeypatch):
     printed_tables: list[list[TierRow]] = []
 
     @contextmanager
-    def fake_session():
+    def fake_session(**_settings):
         yield SimpleNamespace(deployment=SimpleNamespace(stack_name="TieredJobs-local", gaps={}, stage="local"),
                               endpoint=SimpleNamespace(url="http://127.0.0.1:1"))
 
