@@ -51,21 +51,25 @@ def disallowed_character_problem(text: str, where: str) -> str | None:
     return f"{where} holds {code} at character {index}, which SQS does not accept in a message"
 
 
-def message_size(body: str, attributes: Mapping[str, Mapping[str, Any]] | None = None) -> int:
-    """The bytes SQS counts for one message: the body plus every attribute's name, type and value.
+def _utf8_bytes(text: str) -> int:
+    # "surrogatepass": a lone surrogate counts its 3 bytes instead of raising (SQS refuses it anyway).
+    return len(text.encode("utf-8", "surrogatepass"))
 
-    ``body`` and string values must hold only characters SQS accepts (check them first: a lone
-    surrogate cannot be encoded at all).
-    """
-    size = len(body.encode("utf-8"))
-    for name, value in (attributes or {}).items():
-        size += len(name.encode("utf-8")) + len(str(value.get("DataType", "")).encode("utf-8"))
-        if "StringValue" in value:
-            size += len(str(value["StringValue"]).encode("utf-8"))
-        if "BinaryValue" in value:
-            binary = value["BinaryValue"]
-            size += len(binary.encode("utf-8") if isinstance(binary, str) else bytes(binary))
+
+def attribute_size(name: str, value: Mapping[str, Any]) -> int:
+    """The bytes SQS counts for one message attribute: its name, data type and value."""
+    size = _utf8_bytes(name) + _utf8_bytes(str(value.get("DataType", "")))
+    if value.get("StringValue") is not None:
+        size += _utf8_bytes(str(value["StringValue"]))
+    elif value.get("BinaryValue") is not None:
+        binary = value["BinaryValue"]
+        size += _utf8_bytes(binary) if isinstance(binary, str) else len(bytes(binary))
     return size
+
+
+def message_size(body: str, attributes: Mapping[str, Mapping[str, Any]] | None = None) -> int:
+    """The bytes SQS counts for one message: the body plus every attribute's name, type and value."""
+    return _utf8_bytes(body) + sum(attribute_size(name, value) for name, value in (attributes or {}).items())
 
 
 def pack_batches(items: Iterable[T], size_of: Callable[[T], int], *,
