@@ -270,8 +270,10 @@ def _replay_with_crash(tier, plan: FaultPlan) -> None:
     from functions.replay.events import parse_event
     from functions.replay.service import run as replay
     from functions.replay.tiers import TierQueues
+    from functions.runtime.config import TierConfig
 
-    tiers = {TIER: TierQueues(tier.queue_url, tier.dlq_url)}
+    # The consumer's own window (the letters are minutes old: all inside it).
+    tiers = {TIER: TierQueues(tier.queue_url, tier.dlq_url, TierConfig.idempotency_ttl_seconds)}
     request = parse_event({"tier": TIER, "max_messages": 10_000})
     if plan.replay_crashes_between_send_and_delete:
         held: list[str] = []

@@ -225,3 +225,14 @@ def _tiers_in_outputs(outputs: Mapping[str, str], routes: Routes) -> list[str]:
             camel = key[: -len(Outputs.QUEUE_URL)]
             names.append(known.get(key) or re.sub(r"(?<!^)(?=[A-Z])", "-", camel).lower())
     return names
+
+
+def idempotency_ttls(stage: str, tiers: list[str], *, ssm: Any) -> dict[str, int | None]:
+    """Each tier's idempotency window (seconds) from the SSM parameters the stack writes.
+
+    ``None`` for a tier whose parameter is missing (a stage deployed before the stack wrote it):
+    the replay then treats every letter as outside the window.
+    """
+    names = {tier: Ssm.tier(stage, tier, Ssm.TIER_IDEMPOTENCY_TTL) for tier in tiers}
+    values = _get_parameters(ssm, list(names.values()))
+    return {tier: int(values[name]) if values.get(name, "").isdigit() else None for tier, name in names.items()}

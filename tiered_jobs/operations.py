@@ -92,10 +92,15 @@ def no_progress(description: str, total: int) -> Iterator[Callable[[int], None]]
 
 
 def run_replay(target: Target, event: dict[str, Any], via: Via = Via.auto, *, progress: Progress = no_progress,
-               status: Callable[[str], AbstractContextManager[Any]] | None = None) -> dict[str, Any]:
+               status: Callable[[str], AbstractContextManager[Any]] | None = None,
+               archive_path: Path | None = None, note: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run the replay code here when it is importable (or asked for), else invoke the deployed function.
 
     ``progress`` shows a direct run's progress; ``status`` wraps the wait for the function's answer.
+    Here, each tier's idempotency window comes from the stage's SSM parameters (when they cannot
+    be read, ``note`` is told and the windows count as unknown: a replay then moves nothing
+    without ``allow_outside_idempotency_window``), and ``discard`` appends to the JSON-lines
+    file ``archive_path``; the deployed function has its own archive.
     """
     deployment = target.deployment()
     deployment.tier(event["tier"])  # an unknown tier fails here, naming the known ones
@@ -104,13 +109,14 @@ def run_replay(target: Target, event: dict[str, Any], via: Via = Via.auto, *, pr
         raise OperatorError("the replay code (functions/replay) is not importable here: use --via lambda", 2)
     if replay is None:
         return invoke_replay(target, deployment, event, status)
-    tiers = _tier_queues(replay, deployment)
+    tiers = _tier_queues(replay, target, deployment, note)
     try:
         request = replay.parse_event(event, tiers=tiers)
         sqs = target.client("sqs")
         total = min(request.max_messages, replay.approximate_depth(sqs, tiers[request.tier].dlq_url))
+        archive = replay.JsonLinesArchive(archive_path) if archive_path is not None else None
         with progress(f"{request.action} {request.tier} DLQ", total) as on_progress:
-            return replay.run(request, sqs=sqs, tiers=tiers, on_progress=on_progress)
+            return replay.run(request, sqs=sqs, tiers=tiers, on_progress=on_progress, archive=archive)
     except replay.ReplayEventError as exc:
         raise OperatorError(str(exc), 2) from None
 
@@ -127,7 +133,7 @@ def read_letters(target: Target, tier: str, *, max_messages: int,
     if replay is None:
         raise OperatorError("reading letters needs the replay code (functions/replay) next to the package")
     deployment = target.deployment()
-    tiers = _tier_queues(replay, deployment)
+    tiers = _tier_queues(replay, target, deployment)
     try:
         request = replay.parse_event({"action": "inspect", "tier": tier, "max_messages": max_messages}, tiers=tiers)
     except replay.ReplayEventError as exc:
@@ -169,9 +175,20 @@ def replay_domain() -> ModuleType | None:
     return replay
 
 
-def _tier_queues(replay: ModuleType, deployment: discovery.Deployment) -> dict[str, Any]:
-    return {name: replay.TierQueues(urls.queue_url, urls.dlq_url)
-            for name, urls in deployment.tiers.items() if urls.dlq_url}
+def _tier_queues(replay: ModuleType, target: Target, deployment: discovery.Deployment,
+                 note: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The tiers with a DLQ, each with its idempotency window from SSM (``None``: unknown)."""
+    from botocore.exceptions import ClientError
+
+    names = [name for name, urls in deployment.tiers.items() if urls.dlq_url]
+    try:
+        ttls = discovery.idempotency_ttls(target.stage, names, ssm=target.client("ssm"))
+    except ClientError as exc:
+        if note is not None:
+            note(f"the tiers' idempotency windows unavailable ({client_error_text(exc)})")
+        ttls = {}
+    return {name: replay.TierQueues(deployment.tiers[name].queue_url, deployment.tiers[name].dlq_url, ttls.get(name))
+            for name in names}
 
 
 #: Error codes AWS uses when it throttles a caller.

@@ -8,7 +8,8 @@ What a publish guarantees:
 - **Validated before anything is sent**: the envelope v1 rules (the same ones the consumer and
   ``envelope.schema.json`` apply), the job type's payload schema when the contract ships one
   (``contract/schemas/<type>.schema.json``, applied by the consumer too), a JSON-serialisable
-  payload, a message within SQS's 1 MiB, a routable job type, a known tier, a delay SQS accepts.
+  payload, only characters SQS accepts (no control characters, lone surrogates, U+FFFE, U+FFFF),
+  a message within SQS's 1 MiB, a routable job type, a known tier, a delay SQS accepts.
   A batch with one bad job sends nothing.
 - **Routed** by the stack's own routing table (an explicit ``tier=`` overrides it).
 - **Batched**: per tier, ``SendMessageBatch`` calls of at most 10 entries and 1 MiB.
@@ -37,8 +38,9 @@ from typing import Any
 
 from . import discovery, scheduling
 from .contract import envelope, payloads
-from .contract.names import SQS_MAX_BATCH_ENTRIES, SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES, Env
+from .contract.names import SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES, Env
 from .contract.routing import Routes, UnknownRouteError
+from .contract.sqs_limits import disallowed_character_problem, message_size, pack_batches
 
 __all__ = [
     "InvalidJobError", "Job", "PublishError", "PublishResult", "Publisher", "RetryPolicy",
@@ -378,8 +380,11 @@ class Publisher:
             problems.append(str(exc))
         body, size = "", 0
         if built is not None and not unserialisable:
-            body = built.to_json()
-            size = len(body.encode("utf-8"))
+            body = built.to_json()  # what is sent: non-ASCII characters as themselves, not escaped
+            refused = disallowed_character_problem(body, "the message body")
+            if refused:  # the envelope's fields are checked one by one already: a last guard on what is sent
+                problems.append(refused)
+            size = 0 if refused else message_size(body)
             if size > SQS_MAX_MESSAGE_BYTES:
                 problems.append(
                     f"the message is {size} bytes, over SQS's {SQS_MAX_MESSAGE_BYTES}-byte limit; "
@@ -485,21 +490,12 @@ def _result(item: _Prepared, attempts: int, **outcome: Any) -> PublishResult:
 
 
 def _chunks(prepared: list[_Prepared]) -> Iterator[list[_Prepared]]:
-    """Per queue (in first-seen order), greedy chunks of ≤ 10 entries and ≤ 1 MiB of bodies."""
+    """Per queue (in first-seen order), greedy chunks of ≤ 10 entries and ≤ 1 MiB in all."""
     by_queue: dict[str, list[_Prepared]] = {}
     for item in prepared:
         by_queue.setdefault(item.queue_url, []).append(item)
     for items in by_queue.values():
-        chunk: list[_Prepared] = []
-        size = 0
-        for item in items:
-            if chunk and (len(chunk) == SQS_MAX_BATCH_ENTRIES or size + item.size > SQS_MAX_MESSAGE_BYTES):
-                yield chunk
-                chunk, size = [], 0
-            chunk.append(item)
-            size += item.size
-        if chunk:
-            yield chunk
+        yield from pack_batches(items, lambda item: item.size)
 
 
 _JOB_FIELDS = tuple(f.name for f in fields(Job))

@@ -13,14 +13,16 @@ from dataclasses import asdict
 from functools import cache
 from typing import Any
 
+from .archive import JsonLinesArchive, S3Archive, archive_from_env, read_archive
 from .events import MAX_MESSAGES_CAP, ReplayEventError, ReplayRequest, parse_event
 from .grouping import normalise_message
 from .service import approximate_depth, run
 from .tiers import TierQueues, tiers_from_env
 
 __all__ = [
-    "MAX_MESSAGES_CAP", "ReplayEventError", "ReplayRequest", "TierQueues", "approximate_depth", "handler",
-    "normalise_message", "parse_event", "run", "tiers_from_env",
+    "MAX_MESSAGES_CAP", "JsonLinesArchive", "ReplayEventError", "ReplayRequest", "S3Archive", "TierQueues",
+    "approximate_depth", "archive_from_env", "handler", "normalise_message", "parse_event", "read_archive", "run",
+    "tiers_from_env",
 ]
 
 
@@ -30,8 +32,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     tiers = tiers_from_env()
     request = parse_event(event, tiers=tiers)
     _logger().info("replay requested", extra={"request": asdict(request)})  # who moved what, and when
-    result = run(request, sqs=aws.client("sqs"), tiers=tiers, remaining_ms=context.get_remaining_time_in_millis)
-    _logger().info("replay finished", extra={"result": {k: v for k, v in result.items() if k != "groups"}})
+    archive = archive_from_env(request.tier, aws.client("s3")) if request.action == "discard" else None
+    result = run(request, sqs=aws.client("sqs"), tiers=tiers, remaining_ms=context.get_remaining_time_in_millis,
+                 archive=archive)
+    _logger().info("replay finished", extra={"result": {k: v for k, v in result.items()
+                                                        if k not in ("groups", "letters")}})
     return result
 
 

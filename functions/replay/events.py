@@ -23,7 +23,9 @@ MAX_OLDER_THAN_SECONDS = 1_209_600
 #: ``StartMessageMoveTask`` accepts at most 500 messages per second.
 NATIVE_MAX_PER_SECOND = 500
 #: Filters the native mode cannot apply (SQS moves every message).
-FILTER_FIELDS = ("job_type", "error_type", "older_than_seconds")
+FILTER_FIELDS = ("job_type", "error_type", "older_than_seconds", "message_ids")
+#: Most message ids one event may name.
+MAX_MESSAGE_IDS = 100
 
 
 #: What each field accepts, as the error message shows it (a test keeps it in step with EVENT_FIELDS).
@@ -37,6 +39,9 @@ _FIELD_HELP = {
     "error_type": "glob such as 'TimeoutError', 'unknown' for letters without reason (default: any)",
     "older_than_seconds": f"0-{MAX_OLDER_THAN_SECONDS} (default 0)",
     "max_per_second": "number above 0 (default: no limit)",
+    "message_ids": f"list of 1-{MAX_MESSAGE_IDS} SQS message ids: only these letters (required by 'show'; default: any)",
+    "allow_outside_idempotency_window": "true | false (default false): 'replay' also moves letters older than "
+                                        "the tier's idempotency window",
 }
 
 
@@ -64,10 +69,12 @@ class ReplayRequest:
     error_type: str | None = EVENT_FIELDS["error_type"]
     older_than_seconds: int = EVENT_FIELDS["older_than_seconds"]
     max_per_second: float | None = EVENT_FIELDS["max_per_second"]
+    message_ids: tuple[str, ...] | None = EVENT_FIELDS["message_ids"]
+    allow_outside_idempotency_window: bool = EVENT_FIELDS["allow_outside_idempotency_window"]
 
     @property
     def has_filters(self) -> bool:
-        return bool(self.job_type or self.error_type or self.older_than_seconds)
+        return bool(self.job_type or self.error_type or self.older_than_seconds or self.message_ids)
 
 
 def parse_event(event: Any, *, tiers: Iterable[str] | None = None) -> ReplayRequest:
@@ -103,12 +110,20 @@ def parse_event(event: Any, *, tiers: Iterable[str] | None = None) -> ReplayRequ
     rate = values["max_per_second"]
     if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0):
         problems.append(f"'max_per_second' must be a number above 0 or null (no limit), got {rate!r}")
+    problems += _message_ids_problems(values["message_ids"], action)
+    allow = values["allow_outside_idempotency_window"]
+    if not isinstance(allow, bool):
+        problems.append(f"'allow_outside_idempotency_window' must be true or false, got {_kind(allow)}")
+    elif allow and action != "replay":
+        problems.append("'allow_outside_idempotency_window' applies to 'action': 'replay' only")
 
     if mode == "native":
         problems += _native_problems(event, values)
 
     if problems:
         raise ReplayEventError(problems)
+    if values["message_ids"] is not None:
+        values["message_ids"] = tuple(values["message_ids"])
     return ReplayRequest(**values)
 
 
@@ -117,7 +132,8 @@ def response(request: ReplayRequest, **fields: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "action": request.action, "tier": request.tier, "mode": request.mode, "dry_run": request.dry_run,
         "matched": 0, "moved": 0, "failed": 0, "left_in_dlq": None, "groups": [], "stopped_because": None,
-        "task_handle": None,
+        "task_handle": None, "idempotency_ttl_seconds": None, "outside_window": 0, "refused_outside_window": 0,
+        "discarded": 0, "archive": None, "archive_error": None, "letters": [],
     }
     base.update(fields)
     return base
@@ -136,12 +152,28 @@ def _native_problems(event: Mapping[str, Any], values: dict[str, Any]) -> list[s
         )
     if "max_messages" in event:
         problems.append("'mode': 'native' moves every letter: remove 'max_messages' or use 'mode': 'batch'")
+    if values["allow_outside_idempotency_window"] is not True and not values["dry_run"]:
+        problems.append(
+            "'mode': 'native' moves every letter however old, so it cannot keep out letters older than the tier's "
+            "idempotency window (their jobs may run again): use 'mode': 'batch', or add "
+            "'allow_outside_idempotency_window': true"
+        )
     rate = values["max_per_second"]
     if isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate > NATIVE_MAX_PER_SECOND:
         problems.append(f"'max_per_second' can be at most {NATIVE_MAX_PER_SECOND} in 'mode': 'native', got {rate!r}")
     if isinstance(rate, float) and not rate.is_integer():
         problems.append(f"'max_per_second' must be a whole number in 'mode': 'native', got {rate!r}")
     return problems
+
+
+def _message_ids_problems(ids: Any, action: Any) -> list[str]:
+    if ids is None:
+        return ["'action': 'show' needs 'message_ids': the letters to show"] if action == "show" else []
+    if (not isinstance(ids, (list, tuple)) or not 1 <= len(ids) <= MAX_MESSAGE_IDS
+            or not all(isinstance(i, str) and i.strip() for i in ids)):
+        return [f"'message_ids' must be a list of 1-{MAX_MESSAGE_IDS} message ids (non-empty strings) or null, "
+                f"got {_kind(ids)}"]
+    return []
 
 
 def tier_problems(tier: Any, tiers: Iterable[str] | None) -> list[str]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .letters import Letter
+from .letters import Letter, iso_text
 
 #: Message ids shown per group: enough to open a few in the console, short enough to read.
 SAMPLES_PER_GROUP = 3
@@ -47,12 +47,14 @@ class _Group:
     reason: str
     error_message: str | None
     count: int = 0
+    outside_window: int = 0
     oldest: datetime | None = None
     newest: datetime | None = None
     samples: list[str] = field(default_factory=list)
 
-    def add(self, letter: Letter) -> None:
+    def add(self, letter: Letter, outside_window: bool) -> None:
         self.count += 1
+        self.outside_window += outside_window
         self.oldest = min(filter(None, (self.oldest, letter.first_failed_at)))
         self.newest = max(filter(None, (self.newest, letter.dead_lettered_at)))
         if len(self.samples) < SAMPLES_PER_GROUP:
@@ -65,8 +67,9 @@ class _Group:
             "reason": self.reason,
             "error_message": self.error_message,
             "count": self.count,
-            "oldest": _iso(self.oldest),
-            "newest": _iso(self.newest),
+            "outside_window": self.outside_window,
+            "oldest": iso_text(self.oldest) if self.oldest else None,
+            "newest": iso_text(self.newest) if self.newest else None,
             "sample_message_ids": list(self.samples),
         }
 
@@ -77,20 +80,19 @@ class Groups:
     def __init__(self) -> None:
         self._groups: dict[tuple[str, str, str, str | None], _Group] = {}
 
-    def add(self, letters: Iterable[Letter]) -> None:
+    def add(self, letters: Iterable[Letter], outside_window: Iterable[str] = ()) -> None:
+        """``outside_window``: ids of the letters older than the tier's idempotency window."""
+        outside = set(outside_window)
         for letter in letters:
             message = normalise_message(letter.error_message)
             key = (letter.job_type, letter.error_type, letter.reason, message)
             group = self._groups.get(key)
             if group is None:
                 group = self._groups[key] = _Group(*key)
-            group.add(letter)
+            group.add(letter, letter.message_id in outside)
 
     def to_list(self) -> list[dict[str, Any]]:
         """Biggest group first; ties by job type and error type, so the output is stable."""
         ordered = sorted(self._groups.values(), key=lambda g: (-g.count, g.job_type, g.error_type, g.reason))
         return [group.to_dict() for group in ordered]
 
-
-def _iso(moment: datetime | None) -> str | None:
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z") if moment else None

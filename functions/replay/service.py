@@ -17,11 +17,19 @@ The run remembers every message id it has looked at. It stops when:
 - ``all_seen``: a receive returns only letters already looked at (a hold expired during a long
   run and the scan has wrapped around): rerun to continue, it is safe;
 - ``max_messages``: ``max_messages`` letters matched (replay: sent, moved or failed);
-- ``time_budget``: the Lambda's remaining time fell under ``safety_margin_ms``.
+- ``all_found``: every letter named in ``message_ids`` was found;
+- ``time_budget``: the Lambda's remaining time fell under ``safety_margin_ms``;
+- ``archive_failed``: ``discard`` could not write its archive (nothing of that batch deleted).
 
 Replay sends before it deletes, and deletes only what SQS confirmed as sent. A crash between
 the two leaves the letter in the main queue *and* in the DLQ: at most a duplicate, which the
-consumer's idempotency (keyed by the envelope's key, not the message id) absorbs.
+consumer's idempotency (keyed by the envelope's key, not the message id) absorbs, as long as
+the consumer still remembers the job: a replay therefore refuses, unless told otherwise, the
+letters older than the tier's idempotency window (see ``letters``). Sends are packed by count
+(10) and by size (1 MiB in all, SQS's rule in ``tiered_jobs.contract.sqs_limits``).
+
+Discard archives each batch (the injected :class:`~.archive.Archive` returns only once it is
+durable) and only then deletes it; an archive failure stops the run and deletes nothing more.
 """
 
 from __future__ import annotations
@@ -35,10 +43,12 @@ from datetime import datetime, timezone
 from typing import Any
 
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES
+from tiered_jobs.contract.sqs_limits import pack_batches
 
+from .archive import Archive
 from .events import ReplayEventError, ReplayRequest, response, tier_problems
 from .grouping import Groups
-from .letters import Letter
+from .letters import Letter, iso_text
 from .native import start_move_task
 from .tiers import TierQueues
 
@@ -68,6 +78,7 @@ def run(
     on_letters: Callable[[list[Letter]], None] | None = None,
     wait_seconds: int = RECEIVE_WAIT_SECONDS,
     safety_margin_ms: int = SAFETY_MARGIN_MS,
+    archive: Archive | None = None,
 ) -> dict[str, Any]:
     """Carry out ``request`` on its tier's DLQ and return the response (``RESPONSE_FIELDS``).
 
@@ -75,8 +86,13 @@ def run(
     pace the rate limit and ``now`` stamps ``Replay.At`` and ages letters: tests inject them.
     ``on_progress`` is called with the number of letters matched so far after each batch;
     ``on_letters`` with the letters matched in each batch (the console shows their bodies and reasons).
+    ``archive``: where ``discard`` writes letters before deleting them (required unless dry run).
     """
     problems = tier_problems(request.tier, tiers)
+    if request.action == "discard" and not request.dry_run and archive is None:
+        problems.append("'action': 'discard' needs an archive to keep the letters it deletes, and this replay "
+                        "has none: discard with the CLI (`tiered-jobs dlq discard TIER --via direct`, which "
+                        "archives to a local JSON-lines file), or give the replay function an archive bucket")
     if problems:
         raise ReplayEventError(problems)
     queues = tiers[request.tier]
@@ -85,6 +101,7 @@ def run(
     return _Scan(
         request, sqs=sqs, queues=queues, remaining_ms=remaining_ms, clock=clock, sleep=sleep, now=now,
         on_progress=on_progress, on_letters=on_letters, wait_seconds=wait_seconds, safety_margin_ms=safety_margin_ms,
+        archive=archive,
     ).run()
 
 
@@ -126,8 +143,9 @@ class _Scan:
                  remaining_ms: Callable[[], int] | None, clock: Callable[[], float],
                  sleep: Callable[[float], None], now: Callable[[], datetime],
                  on_progress: Callable[[int], None] | None, wait_seconds: int, safety_margin_ms: int,
-                 on_letters: Callable[[list[Letter]], None] | None = None):
+                 on_letters: Callable[[list[Letter]], None] | None = None, archive: Archive | None = None):
         self.request = request
+        self.archive = archive
         self.sqs = sqs
         self.queues = queues
         self.remaining_ms = remaining_ms
@@ -138,13 +156,20 @@ class _Scan:
         self.wait_seconds = wait_seconds
         self.safety_margin_ms = safety_margin_ms
         self.moving = request.action == "replay" and not request.dry_run
+        self.discarding = request.action == "discard" and not request.dry_run
+        #: A replay (dry run too) leaves out letters older than the idempotency window unless allowed.
+        self.guard_window = request.action == "replay" and not request.allow_outside_idempotency_window
         self.rate = _RateLimit(request.max_per_second if self.moving else None, clock)
         self.started = now()
+        self.limit = min(request.max_messages, len(request.message_ids or ()) or request.max_messages)
         self.seen: set[str] = set()
         #: message id -> latest receipt handle of every letter to make visible again at the end.
         self.held: dict[str, str] = {}
         self.groups = Groups()
-        self.matched = self.moved = self.failed = 0
+        self.letters: list[dict[str, Any]] = []
+        self.matched = self.moved = self.failed = self.discarded = 0
+        self.outside_window = self.refused_outside_window = 0
+        self.archive_error: str | None = None
 
     def run(self) -> dict[str, Any]:
         try:
@@ -155,6 +180,10 @@ class _Scan:
             self.request, matched=self.matched, moved=self.moved, failed=self.failed,
             left_in_dlq=approximate_depth(self.sqs, self.queues.dlq_url),
             groups=self.groups.to_list(), stopped_because=stopped_because,
+            idempotency_ttl_seconds=self.queues.idempotency_ttl_seconds, outside_window=self.outside_window,
+            refused_outside_window=self.refused_outside_window, discarded=self.discarded,
+            archive=self.archive.location if self.archive is not None and self.discarding else None,
+            archive_error=self.archive_error, letters=self.letters,
         )
 
     # -- the loop ---------------------------------------------------------------------------
@@ -162,9 +191,11 @@ class _Scan:
     def _scan(self) -> str:
         hold = self._hold_seconds()
         while True:
-            left = self.request.max_messages - self.matched
+            if self.archive_error is not None:
+                return "archive_failed"
+            left = self.limit - self.matched
             if left <= 0:
-                return "max_messages"
+                return "all_found" if self.limit < self.request.max_messages else "max_messages"
             delay = self.rate.delay()
             if self._out_of_time(delay):
                 return "time_budget"
@@ -190,16 +221,35 @@ class _Scan:
         for letter in letters:
             self.seen.add(letter.message_id)
             self.held[letter.message_id] = letter.receipt_handle
-        taken = [letter for letter in letters if self._matches(letter)][:left]
+        matching = [letter for letter in letters if self._matches(letter)]
+        ttl = self.queues.idempotency_ttl_seconds
+        outside = {letter.message_id for letter in matching if letter.outside_window(ttl, self.started)}
+        if self.guard_window:
+            refused = [letter for letter in matching if letter.message_id in outside]
+            if refused:
+                logger.warning("replay: %d letter(s) older than the idempotency window (%s s) stay in the DLQ: %s",
+                               len(refused), ttl, ", ".join(letter.message_id for letter in refused))
+            self.refused_outside_window += len(refused)
+            self.groups.add(refused, outside)
+            matching = [letter for letter in matching if letter.message_id not in outside]
+            self.outside_window += len(refused)
+        taken = matching[:left]
         self.matched += len(taken)
-        self.groups.add(taken)
+        self.outside_window += sum(letter.message_id in outside for letter in taken)
+        self.groups.add(taken, outside)
         if self.on_letters is not None and taken:
             self.on_letters(taken)
+        if self.request.action == "show":
+            self.letters += [letter.to_record(self.request.tier, self.started) for letter in taken]
         if self.moving and taken:
             self._move(taken)
+        if self.discarding and taken:
+            self._discard(taken)
 
     def _matches(self, letter: Letter) -> bool:
         r = self.request
+        if r.message_ids and letter.message_id not in r.message_ids:
+            return False
         if r.job_type and not fnmatch.fnmatchcase(letter.job_type, r.job_type):
             return False
         if r.error_type and not fnmatch.fnmatchcase(letter.error_type, r.error_type):
@@ -231,16 +281,20 @@ class _Scan:
     def _receive(self, count: int, hold: int) -> list[dict[str, Any]]:
         answer = self.sqs.receive_message(
             QueueUrl=self.queues.dlq_url, MaxNumberOfMessages=count, VisibilityTimeout=hold,
-            WaitTimeSeconds=self.wait_seconds, MessageAttributeNames=["All"],
-            MessageSystemAttributeNames=["SentTimestamp"],
+            WaitTimeSeconds=self.wait_seconds, MessageAttributeNames=["All"], MessageSystemAttributeNames=["All"],
         )
         return answer.get("Messages", [])
 
     def _move(self, letters: list[Letter]) -> None:
-        """Send to the main queue, then delete from the DLQ exactly the letters SQS accepted."""
-        replayed_at = self.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        by_entry = {str(i): letter for i, letter in enumerate(letters)}
+        """Send to the main queue in batches SQS accepts (≤ 10 entries, ≤ 1 MiB), then delete what it took."""
+        replayed_at = iso_text(self.now())
         self.rate.sending(len(letters))
+        for batch in pack_batches(letters, lambda letter: letter.replay_size(replayed_at)):
+            self._send_and_delete(batch, replayed_at)
+
+    def _send_and_delete(self, letters: list[Letter], replayed_at: str) -> None:
+        """Send one batch to the main queue, then delete from the DLQ exactly the letters SQS accepted."""
+        by_entry = {str(i): letter for i, letter in enumerate(letters)}
         sent = self.sqs.send_message_batch(
             QueueUrl=self.queues.queue_url,
             Entries=[
@@ -255,18 +309,38 @@ class _Scan:
         accepted = [by_entry[ok["Id"]] for ok in sent.get("Successful", [])]
         self.failed += len(letters) - len(accepted)
         self.moved += len(accepted)
-        if not accepted:
+        # Sent but not deleted: a later run replays it again, a duplicate idempotency absorbs.
+        self._delete(accepted, "sent but not deleted from the DLQ")
+
+    def _discard(self, letters: list[Letter]) -> None:
+        """Archive the letters (durably: the archive returns only then), and only then delete them."""
+        assert self.archive is not None  # run() refuses a discard without one
+        try:
+            self.archive.write([letter.to_record(self.request.tier, self.now()) for letter in letters])
+        except Exception as exc:  # noqa: BLE001 - any failure: delete nothing, stop, say why
+            logger.exception("discard: could not archive %d letter(s) to %s; none of them deleted",
+                             len(letters), self.archive.location)
+            self.archive_error = f"{type(exc).__name__}: {exc}"
+            self.failed += len(letters)
             return
+        deleted = self._delete(letters, "archived but not deleted from the DLQ (a later discard archives it again)")
+        self.discarded += deleted
+        self.failed += len(letters) - deleted
+
+    def _delete(self, letters: list[Letter], failure_note: str) -> int:
+        """Delete ``letters`` from the DLQ; returns how many SQS deleted (the others stay, logged)."""
+        if not letters:
+            return 0
         deleted = self.sqs.delete_message_batch(
             QueueUrl=self.queues.dlq_url,
-            Entries=[{"Id": str(i), "ReceiptHandle": letter.receipt_handle} for i, letter in enumerate(accepted)],
+            Entries=[{"Id": str(i), "ReceiptHandle": letter.receipt_handle} for i, letter in enumerate(letters)],
         )
         for ok in deleted.get("Successful", []):
-            self.held.pop(accepted[int(ok["Id"])].message_id, None)
+            self.held.pop(letters[int(ok["Id"])].message_id, None)
         for failure in deleted.get("Failed", []):
-            # Sent but still in the DLQ: a later run replays it again, a duplicate idempotency absorbs.
-            logger.warning("replay: sent but not deleted from the DLQ: %s %s: %s",
-                           accepted[int(failure["Id"])].message_id, failure.get("Code"), failure.get("Message"))
+            logger.warning("replay: %s: %s %s: %s", failure_note,
+                           letters[int(failure["Id"])].message_id, failure.get("Code"), failure.get("Message"))
+        return len(deleted.get("Successful", []))
 
     def _release_held(self) -> None:
         """Make every held letter visible again; best effort (a failure is logged: the hold expires anyway)."""

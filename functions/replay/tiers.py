@@ -9,26 +9,40 @@ from dataclasses import dataclass
 
 from tiered_jobs.contract.names import Env
 
+_SHAPE = '{"<tier>": {"queue_url": "...", "dlq_url": "...", "idempotency_ttl_seconds": 1555200}}'
+
 
 @dataclass(frozen=True)
 class TierQueues:
-    """A tier's main queue (where replayed letters go) and its dead-letter queue."""
+    """A tier's main queue (where replayed letters go), its dead-letter queue, and its idempotency window.
+
+    ``idempotency_ttl_seconds``: how long the consumer remembers a completed job; ``None`` when
+    the deployment does not say (deployed before replay knew it): then no letter is known to be
+    inside the window, and a replay moves none without ``allow_outside_idempotency_window``.
+    """
 
     queue_url: str
     dlq_url: str
+    idempotency_ttl_seconds: int | None = None
 
 
 def tiers_from_env(environ: Mapping[str, str] = os.environ) -> dict[str, TierQueues]:
-    """Read ``{tier: {"queue_url": ..., "dlq_url": ...}}``; a broken value is a deployment bug, said plainly."""
+    """Read ``{tier: {"queue_url", "dlq_url", "idempotency_ttl_seconds"}}``; a broken value is a deployment bug, said plainly."""
     raw = environ.get(Env.REPLAY_TIERS)
     if not raw:
-        raise RuntimeError(f"{Env.REPLAY_TIERS} is not set: the stack sets it to "
-                           '{"<tier>": {"queue_url": "...", "dlq_url": "..."}}')
+        raise RuntimeError(f"{Env.REPLAY_TIERS} is not set: the stack sets it to {_SHAPE}")
     try:
         table = json.loads(raw)
-        return {tier: TierQueues(queue_url=urls["queue_url"], dlq_url=urls["dlq_url"]) for tier, urls in table.items()}
+        tiers = {
+            tier: TierQueues(queue_url=urls["queue_url"], dlq_url=urls["dlq_url"],
+                             idempotency_ttl_seconds=urls.get("idempotency_ttl_seconds"))
+            for tier, urls in table.items()
+        }
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise RuntimeError(
-            f"{Env.REPLAY_TIERS} must be a JSON object "
-            f'{{"<tier>": {{"queue_url": "...", "dlq_url": "..."}}}}, got {raw[:200]!r} ({exc!r})'
-        ) from None
+        raise RuntimeError(f"{Env.REPLAY_TIERS} must be a JSON object {_SHAPE}, got {raw[:200]!r} ({exc!r})") from None
+    for tier, queues in tiers.items():
+        ttl = queues.idempotency_ttl_seconds
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl < 0):
+            raise RuntimeError(f"{Env.REPLAY_TIERS}: tier {tier!r} has 'idempotency_ttl_seconds' {ttl!r}; "
+                               "expected a whole number of seconds")
+    return tiers

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from tiered_jobs.contract.names import SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES, DeadLetter
+from tiered_jobs.contract.sqs_limits import attribute_size, message_size
 
 #: When original attributes leave no room for all eight, these are kept first.
 _PRIORITY = (
@@ -99,16 +100,9 @@ def merge_attributes(
     return merged, dropped
 
 
-def attribute_bytes(name: str, value: Mapping[str, Any]) -> int:
-    """Bytes SQS counts for one attribute: its name, data type and value (UTF-8 or binary)."""
-    payload = value.get("StringValue")
-    size = len(payload.encode("utf-8", "surrogatepass")) if payload is not None else len(value.get("BinaryValue") or b"")
-    return len(name.encode("utf-8")) + len(str(value.get("DataType", "")).encode("utf-8")) + size
-
-
-def message_bytes(body: str, attributes: Mapping[str, Mapping[str, Any]]) -> int:
-    """A message's size as SQS counts it toward ``MaximumMessageSize``."""
-    return len(body.encode("utf-8", "surrogatepass")) + sum(attribute_bytes(n, v) for n, v in attributes.items())
+#: Bytes SQS counts for one attribute / one message: the contract's rule, shared with the publisher and replay.
+attribute_bytes = attribute_size
+message_bytes = message_size
 
 
 def fit_to_size(

@@ -23,19 +23,30 @@ def _one_error_line(result) -> str:
     return lines[0]
 
 
+#: When the letters of these tests failed first and last: recent, so inside the idempotency window.
+FIRST_FAILED = (datetime.now(timezone.utc) - timedelta(hours=2)).replace(second=0, microsecond=0)
+LAST_FAILED = FIRST_FAILED + timedelta(minutes=13)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def _dead_letter(deployment, tier: str, key: str, *, job_type: str = "payments.update_balance",
-                 error_type: str = "TimeoutError", error_message: str = "bank API timed out after 10 s") -> None:
+                 error_type: str = "TimeoutError", error_message: str = "bank API timed out after 10 s",
+                 published_at: str | None = None) -> str:
     """A letter as the consumer dead-letters it: the envelope plus ``DeadLetter.*`` reasons."""
     reasons = {
         DeadLetter.REASON: DeadLetter.REASON_RETRIES_EXHAUSTED, DeadLetter.ERROR_TYPE: error_type,
         DeadLetter.ERROR_MESSAGE: error_message, DeadLetter.ATTEMPTS: "5", DeadLetter.JOB_TYPE: job_type,
-        DeadLetter.FIRST_FAILED_AT: "2026-11-29T08:00:00.000Z", DeadLetter.LAST_FAILED_AT: "2026-11-29T08:13:00.000Z",
+        DeadLetter.FIRST_FAILED_AT: _iso(FIRST_FAILED), DeadLetter.LAST_FAILED_AT: _iso(LAST_FAILED),
         DeadLetter.SOURCE_QUEUE: deployment.queue_urls[tier],
     }
-    boto3.client("sqs").send_message(
-        QueueUrl=deployment.dlq_urls[tier], MessageBody=envelope.build(job_type, {"n": key}, key).to_json(),
+    body = envelope.build(job_type, {"n": key}, key, published_at=published_at).to_json()
+    return boto3.client("sqs").send_message(
+        QueueUrl=deployment.dlq_urls[tier], MessageBody=body,
         MessageAttributes={name: {"DataType": "String", "StringValue": value} for name, value in reasons.items()},
-    )
+    )["MessageId"]
 
 
 # -- publish ------------------------------------------------------------------------------------
@@ -163,7 +174,7 @@ def test_dlq_inspect_groups_the_letters_and_removes_nothing(cli, deployment):
     rows = [[c.strip() for c in line.split("│")[1:-1]] for line in result.stdout.splitlines() if line.startswith("│")]
     assert rows[0][:5] == ["2", "payments.update_balance", "AccountNotFound", "retries_exhausted", "account <n> not found"]
     assert rows[1][:3] == ["1", "payments.update_balance", "TimeoutError"]
-    assert rows[0][5:7] == ["2026-11-29 08:00", "2026-11-29 08:13"]  # first failed, dead-lettered
+    assert rows[0][5:7] == [f"{FIRST_FAILED:%Y-%m-%d %H:%M}", f"{LAST_FAILED:%Y-%m-%d %H:%M}"]  # first failed, dead-lettered
     assert len(received_bodies(deployment.dlq_urls["critical"])) == 3
 
 
@@ -194,14 +205,14 @@ def test_dlq_replay_moves_the_matching_letters_back(cli, deployment):
 
 
 def test_dlq_replay_json_is_the_replay_response(cli, deployment):
-    _dead_letter(deployment, "bulk", "a1", job_type="analytics.page_view")
+    _dead_letter(deployment, "bulk", "a1", job_type="analytics.record_event")
 
     result = cli("dlq", "replay", "bulk", "--job-type", "analytics.*", "--json")
 
     answer = json.loads(result.stdout)
     assert (answer["action"], answer["tier"], answer["matched"], answer["moved"], answer["failed"]) == (
         "replay", "bulk", 1, 1, 0)
-    assert answer["groups"][0]["job_type"] == "analytics.page_view"
+    assert answer["groups"][0]["job_type"] == "analytics.record_event"
 
 
 def test_dlq_unknown_tier_lists_the_known_ones(cli, deployment):

@@ -27,7 +27,7 @@ def _target(deployment) -> Target:
 
 def test_completed_job_shows_its_result_and_time(cli, deployment):
     boto3.client("ssm").put_parameter(Name=Ssm.tier("test", "critical", Ssm.TIER_IDEMPOTENCY_TTL),
-                                      Value="3600", Type="String")
+                                      Value="3600", Type="String", Overwrite=True)
     before = time.time()
     _completed(deployment, "payments.update_balance", "pay_1", {"balance": 500})
 

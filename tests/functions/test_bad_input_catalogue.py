@@ -40,6 +40,8 @@ PUBLISHER = {
            "delay must be 0-900 seconds (SQS's limit), got 901"),
     "P10": ("payments.update_balance", {"account_id": "a", "amount_cents": -5}, "k10", {},
             "payload is missing required field 'amount'"),
+    "P11": ("analytics.record_event", {"event": "e", "properties": {"memo": "ab\uffff"}}, "k11", {},
+            "payload['properties']['memo'] holds U+FFFF at character 2, which SQS does not accept in a message"),
 }
 
 #: id -> (raw body a non-Python publisher might send, expected DeadLetter.ErrorType, expected message)
@@ -74,11 +76,12 @@ REPLAY = {
     "R1": ({"tier": "critical", "job_typ": "payments.*"}, "unknown field(s) 'job_typ'"),
     "R2": ({"tier": "critical", "max_messages": -5}, "'max_messages' must be a whole number from 1 to 10000, got -5"),
     "R3": ({"tier": "gold"}, "unknown tier 'gold' (this stage has 'critical')"),
-    "R4": ({"tier": "critical", "action": "purge"}, "'action' must be one of 'replay', 'inspect', got 'purge'"),
+    "R4": ({"tier": "critical", "action": "purge"}, "'action' must be one of 'replay', 'inspect', 'discard', 'show', got 'purge'"),
     "R5": ({"tier": "critical", "dry_run": "yes"}, "'dry_run' must be true or false, got the string 'yes'"),
     "R6": ({"tier": "critical", "max_per_second": 0}, "'max_per_second' must be a number above 0 or null (no limit)"),
     "R7": (["critical"], "the event must be a JSON object, got an array"),
     "R8": ({"dry_run": True}, "'tier' is required (one of 'critical')"),
+    "R9": ({"tier": "critical", "mode": "native"}, "'mode': 'native' moves every letter however old"),
 }
 
 

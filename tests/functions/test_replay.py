@@ -12,11 +12,16 @@ import pytest
 
 from functions.replay import ReplayEventError, ReplayRequest, TierQueues, parse_event, run
 from tiered_jobs.contract.envelope import build
-from tiered_jobs.contract.names import SQS_MAX_MESSAGE_ATTRIBUTES, DeadLetter, Replay
+from tiered_jobs.contract.names import SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES, DeadLetter, Replay
 from tiered_jobs.contract.replay_events import RESPONSE_FIELDS
+from tiered_jobs.contract.sqs_limits import message_size
 
 REGION = "us-east-1"
-NOW = datetime(2030, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
+#: The replay's clock: an hour ahead of moto's (which stamps SentTimestamp with the real time), so every
+#: letter has an age, and well inside the tier's idempotency window.
+NOW = (datetime.now(timezone.utc) + timedelta(hours=1)).replace(microsecond=678000)
+#: The default window of a tier: queue retention (4 days) + DLQ retention (14 days).
+TTL = 18 * 86400
 
 
 def iso(moment: datetime) -> str:
@@ -78,10 +83,15 @@ class Dlq:
 
 @pytest.fixture
 def dlq(aws) -> Dlq:
+    return make_dlq()
+
+
+def make_dlq() -> Dlq:
+    """A tier with the default idempotency window (inside ``mock_aws``)."""
     sqs = boto3.client("sqs", region_name=REGION)
     dlq_url = sqs.create_queue(QueueName="critical-dlq")["QueueUrl"]
     queue_url = sqs.create_queue(QueueName="critical")["QueueUrl"]
-    return Dlq(sqs, queue_url, dlq_url, {"critical": TierQueues(queue_url, dlq_url)})
+    return Dlq(sqs, queue_url, dlq_url, {"critical": TierQueues(queue_url, dlq_url, idempotency_ttl_seconds=TTL)})
 
 
 def job(job_type: str = "payments.update_balance", key: str = "k1", **payload: Any) -> str:
@@ -120,7 +130,8 @@ def test_replay_moves_the_body_byte_for_byte_keeps_user_attributes_and_marks_the
     assert response == {
         "action": "replay", "tier": "critical", "mode": "batch", "dry_run": False, "matched": 1, "moved": 1,
         "failed": 0, "left_in_dlq": 0, "groups": response["groups"], "stopped_because": "dlq_empty",
-        "task_handle": None,
+        "task_handle": None, "idempotency_ttl_seconds": TTL, "outside_window": 0, "refused_outside_window": 0,
+        "discarded": 0, "archive": None, "archive_error": None, "letters": [],
     }
     [moved] = dlq.take_all(dlq.queue_url)
     assert moved["Body"] == body
@@ -295,7 +306,7 @@ def test_inspect_consumes_nothing_and_groups_by_normalised_error(dlq):
     groups = {(g["job_type"], g["error_type"]): g for g in response["groups"]}
     assert groups[("payments.update_balance", "AccountNotFound")] == {
         "job_type": "payments.update_balance", "error_type": "AccountNotFound", "reason": "permanent",
-        "error_message": "account <n> not found", "count": 2,
+        "error_message": "account <n> not found", "count": 2, "outside_window": 0,
         "oldest": iso(first - timedelta(minutes=13)), "newest": iso(NOW), "sample_message_ids": [a, b],
     }
     assert groups[("payments.update_balance", "TimeoutError")]["error_message"] == "no answer after <n> s"
@@ -457,3 +468,124 @@ def test_a_rate_limit_wait_that_would_overrun_the_budget_stops_instead(dlq):
 def test_an_unknown_tier_at_run_time_lists_the_tiers(dlq):
     with pytest.raises(ReplayEventError, match=r"unknown tier 'bulk' \(this stage has 'critical'\)"):
         run(ReplayRequest(tier="bulk"), sqs=dlq.sqs, tiers=dlq.tiers)
+
+
+# -- the idempotency window ---------------------------------------------------------------------
+
+
+def old_job(key: str, age: timedelta) -> str:
+    """A job published ``age`` before NOW."""
+    return build("payments.update_balance", {"account_id": "acc-1", "amount": 5}, key,
+                 published_at=iso(NOW - age)).to_json()
+
+
+def test_a_replay_refuses_letters_older_than_the_idempotency_window_and_leaves_them_in_the_dlq(dlq):
+    dlq.dead_letter(job(key="fresh"))
+    dlq.dead_letter(old_job("old", timedelta(days=19)), failed_at=NOW - timedelta(days=18, hours=23))
+    # Dead-lettered recently, but published 17.99 days ago: under an hour of the window is left.
+    dlq.dead_letter(old_job("edge", timedelta(days=18) - timedelta(minutes=30)))
+
+    response = dlq.run({})
+
+    assert (response["matched"], response["moved"], response["refused_outside_window"]) == (1, 1, 2)
+    assert (response["outside_window"], response["idempotency_ttl_seconds"], response["left_in_dlq"]) == (2, TTL, 2)
+    assert [json.loads(m["Body"])["idempotency_key"] for m in dlq.take_all(dlq.queue_url)] == ["fresh"]
+    assert sorted(json.loads(m["Body"])["idempotency_key"] for m in dlq.take_all(dlq.dlq_url)) == ["edge", "old"]
+    [group] = response["groups"]
+    assert (group["count"], group["outside_window"]) == (3, 2)
+
+
+def test_a_redriven_letter_is_aged_from_its_earliest_known_moment(dlq):
+    # No reasons, a body that is not an envelope: only SQS's SentTimestamp dates it (an hour before NOW):
+    # 17 d 23.5 h old at NOW + 17 d 22.5 h, past the 18 d window less its 1 h margin.
+    dlq.redriven("not an envelope")
+
+    assert dlq.run({}, now=lambda: NOW + timedelta(days=17, hours=22, minutes=30))["refused_outside_window"] == 1
+    assert dlq.run({}, now=lambda: NOW + timedelta(days=16))["moved"] == 1
+
+
+def test_a_dry_run_reports_what_the_window_would_refuse(dlq):
+    dlq.dead_letter(job(key="fresh"))
+    dlq.dead_letter(old_job("old", timedelta(days=30)))
+
+    response = dlq.run({"dry_run": True})
+
+    assert (response["matched"], response["refused_outside_window"], response["moved"]) == (1, 1, 0)
+    assert dlq.counts(dlq.dlq_url) == (2, 0)
+
+
+def test_the_explicit_flag_moves_letters_outside_the_window_and_still_reports_them(dlq):
+    dlq.dead_letter(job(key="fresh"))
+    dlq.dead_letter(old_job("old", timedelta(days=30)))
+
+    response = dlq.run({"allow_outside_idempotency_window": True})
+
+    assert (response["moved"], response["outside_window"], response["refused_outside_window"]) == (2, 1, 0)
+    assert dlq.counts(dlq.dlq_url) == (0, 0)
+
+
+def test_refused_letters_do_not_use_up_max_messages(dlq):
+    for i in range(12):
+        dlq.dead_letter(old_job(f"old{i}", timedelta(days=30)))
+    dlq.dead_letter(job(key="fresh"))
+
+    response = dlq.run({"max_messages": 1})
+
+    assert (response["moved"], response["refused_outside_window"]) == (1, 12)
+    assert [json.loads(m["Body"])["idempotency_key"] for m in dlq.take_all(dlq.queue_url)] == ["fresh"]
+
+
+def test_without_a_known_window_nothing_is_replayed_unless_allowed(dlq):
+    """A deployment from before the window was known: no letter can be shown to be inside it."""
+    dlq.tiers["critical"] = TierQueues(dlq.queue_url, dlq.dlq_url)
+    dlq.dead_letter(job(key="fresh"))
+
+    refused = dlq.run({})
+    assert (refused["moved"], refused["refused_outside_window"], refused["idempotency_ttl_seconds"]) == (0, 1, None)
+    assert dlq.counts(dlq.dlq_url) == (1, 0)
+
+    assert dlq.run({"allow_outside_idempotency_window": True})["moved"] == 1
+
+
+def test_inspect_counts_the_letters_outside_the_window_per_group(dlq):
+    dlq.dead_letter(job(key="fresh"))
+    dlq.dead_letter(old_job("old", timedelta(days=30)))
+
+    response = dlq.run({"action": "inspect"})
+
+    assert (response["matched"], response["outside_window"], response["refused_outside_window"]) == (2, 1, 0)
+    assert response["groups"][0]["outside_window"] == 1
+
+
+# -- size: SendMessageBatch holds at most 1 MiB in all -------------------------------------------
+
+
+def test_three_400_kb_letters_are_all_replayed_in_batches_sqs_accepts(dlq):
+    bodies = [job(key=f"big{i}", blob=chr(ord("a") + i) * 400_000) for i in range(3)]
+    for body in bodies:
+        dlq.dead_letter(body)
+    calls: list[int] = []
+    dlq.sqs.meta.events.register("before-parameter-build.sqs.SendMessageBatch",
+                                 lambda params, **_: calls.append(len(params["Entries"])))
+
+    response = dlq.run({})
+
+    assert (response["matched"], response["moved"], response["failed"], response["left_in_dlq"]) == (3, 3, 0, 0)
+    assert calls == [2, 1]  # 2 x 400 KB + attributes fit in 1 MiB; a third would not
+    assert sorted(m["Body"] for m in dlq.take_all(dlq.queue_url)) == sorted(bodies)
+
+
+def test_the_replay_markers_give_way_to_a_body_that_fills_the_message(dlq):
+    """A redriven letter (no reasons) whose body and attributes already make 1 MiB."""
+    mine = {"trace": {"DataType": "String", "StringValue": "t"}}
+    room = SQS_MAX_MESSAGE_BYTES - message_size("", mine)
+    body = job(key="full")
+    body = body[:-1] + " " * (room - len(body)) + "}"  # JSON whitespace: still the same envelope
+    assert message_size(body, mine) == SQS_MAX_MESSAGE_BYTES
+    dlq.redriven(body, mine)
+
+    response = dlq.run({})
+
+    assert (response["moved"], response["failed"]) == (1, 0)
+    [moved] = dlq.take_all(dlq.queue_url)
+    assert moved["Body"] == body and user_attributes(moved) == mine

@@ -47,7 +47,7 @@ def test_a_full_event_is_read_as_given():
     ([], "the event must be a JSON object, got an array"),
     ("critical", "the event must be a JSON object, got the string 'critical'"),
     ({"tier": "critical", "job_typ": "payments.*"}, "unknown field(s) 'job_typ'"),
-    ({"tier": "critical", "action": "delete"}, "'action' must be one of 'replay', 'inspect', got 'delete'"),
+    ({"tier": "critical", "action": "delete"}, "'action' must be one of 'replay', 'inspect', 'discard', 'show', got 'delete'"),
     ({}, "'tier' is required (one of 'bulk', 'critical', 'transactional')"),
     ({"tier": "gold"}, "unknown tier 'gold' (this stage has 'bulk', 'critical', 'transactional')"),
     ({"tier": 1}, "'tier' must be a string, got the number 1"),
@@ -96,7 +96,7 @@ def test_every_problem_is_listed_at_once_with_what_is_allowed():
     message = str(error)
     for field in EVENT_FIELDS:
         assert f"{field}: " in message.split("Allowed fields: ")[1]
-    assert "'replay' | 'inspect' (default 'replay')" in message
+    assert "'replay' | 'inspect' | 'discard' | 'show' (default 'replay')" in message
     assert f"max_messages: 1-{MAX_MESSAGES_CAP} (default 100)" in message
 
 
@@ -137,3 +137,39 @@ def test_a_broken_tier_table_is_a_clear_deployment_error(value, expected):
     with pytest.raises(RuntimeError) as caught:
         tiers_from_env({} if value is None else {Env.REPLAY_TIERS: value})
     assert expected in str(caught.value)
+
+
+@pytest.mark.parametrize(("event", "expected"), [
+    ({"tier": "critical", "action": "show"}, "'action': 'show' needs 'message_ids'"),
+    ({"tier": "critical", "message_ids": []}, "'message_ids' must be a list of 1-100 message ids"),
+    ({"tier": "critical", "message_ids": "m1"}, "'message_ids' must be a list of 1-100 message ids"),
+    ({"tier": "critical", "message_ids": ["m1", ""]}, "'message_ids' must be a list of 1-100 message ids"),
+    ({"tier": "critical", "message_ids": [f"m{i}" for i in range(101)]}, "'message_ids' must be a list of 1-100"),
+    ({"tier": "critical", "allow_outside_idempotency_window": "yes"},
+     "'allow_outside_idempotency_window' must be true or false, got the string 'yes'"),
+    ({"tier": "critical", "action": "discard", "allow_outside_idempotency_window": True},
+     "'allow_outside_idempotency_window' applies to 'action': 'replay' only"),
+    ({"tier": "critical", "mode": "native"}, "'mode': 'native' moves every letter however old"),
+    ({"tier": "critical", "mode": "native", "message_ids": ["m1"], "allow_outside_idempotency_window": True},
+     "cannot filter: remove 'message_ids'"),
+])
+def test_discard_show_and_window_fields_are_validated(event, expected):
+    assert expected in refusal(event)
+
+
+def test_discard_and_show_events_are_read_as_given():
+    discard = parse_event({"tier": "bulk", "action": "discard", "message_ids": ["m1", "m2"]}, tiers=TIERS)
+    assert (discard.action, discard.message_ids, discard.has_filters) == ("discard", ("m1", "m2"), True)
+    replay = parse_event({"tier": "bulk", "allow_outside_idempotency_window": True}, tiers=TIERS)
+    assert replay.allow_outside_idempotency_window is True
+
+
+def test_the_idempotency_window_comes_from_the_environment():
+    table = {"critical": {"queue_url": "q", "dlq_url": "d", "idempotency_ttl_seconds": 1_555_200},
+             "bulk": {"queue_url": "q2", "dlq_url": "d2"}}
+    assert tiers_from_env({Env.REPLAY_TIERS: json.dumps(table)}) == {
+        "critical": TierQueues("q", "d", 1_555_200), "bulk": TierQueues("q2", "d2", None),
+    }
+    table["bulk"]["idempotency_ttl_seconds"] = "1 day"
+    with pytest.raises(RuntimeError, match="tier 'bulk' has 'idempotency_ttl_seconds' '1 day'"):
+        tiers_from_env({Env.REPLAY_TIERS: json.dumps(table)})

@@ -36,7 +36,8 @@ def deployed(aws, monkeypatch) -> dict[str, TierQueues]:
         tier: TierQueues(sqs.create_queue(QueueName=tier)["QueueUrl"], sqs.create_queue(QueueName=f"{tier}-dlq")["QueueUrl"])
         for tier in ("critical", "bulk")
     }
-    monkeypatch.setenv(Env.REPLAY_TIERS, json.dumps({t: {"queue_url": q.queue_url, "dlq_url": q.dlq_url}
+    monkeypatch.setenv(Env.REPLAY_TIERS, json.dumps({t: {"queue_url": q.queue_url, "dlq_url": q.dlq_url,
+                                                         "idempotency_ttl_seconds": 18 * 86400}
                                                      for t, q in tiers.items()}))
     yield tiers
     runtime_aws.reset()
@@ -114,13 +115,15 @@ def test_native_mode_starts_an_sqs_move_task_from_the_dlq_to_the_tier_queue():
                          {"SourceArn": DLQ_ARN, "DestinationArn": QUEUE_ARN, "MaxNumberOfMessagesPerSecond": 50})
 
     with stubber:
-        response = run(parse_event({"tier": "critical", "mode": "native", "max_per_second": 50}), sqs=client, tiers=TIERS)
+        response = run(parse_event({"tier": "critical", "mode": "native", "max_per_second": 50,
+                                   "allow_outside_idempotency_window": True}), sqs=client, tiers=TIERS)
 
     stubber.assert_no_pending_responses()
     assert response == {
         "action": "replay", "tier": "critical", "mode": "native", "dry_run": False, "matched": 1234, "moved": 0,
         "failed": 0, "left_in_dlq": 1234, "groups": [], "stopped_because": "move_task_started",
-        "task_handle": "task-1",
+        "task_handle": "task-1", "idempotency_ttl_seconds": None, "outside_window": 0, "refused_outside_window": 0,
+        "discarded": 0, "archive": None, "archive_error": None, "letters": [],
     }
 
 
@@ -132,7 +135,8 @@ def test_native_mode_without_a_rate_lets_sqs_choose_it():
                          {"SourceArn": DLQ_ARN, "DestinationArn": QUEUE_ARN})
 
     with stubber:
-        response = run(parse_event({"tier": "critical", "mode": "native"}), sqs=client, tiers=TIERS)
+        response = run(parse_event({"tier": "critical", "mode": "native", "allow_outside_idempotency_window": True}),
+                       sqs=client, tiers=TIERS)
 
     stubber.assert_no_pending_responses()
     assert response["task_handle"] == "task-2"
@@ -156,4 +160,5 @@ def test_native_mode_passes_on_sqs_refusing_a_second_task():
                              "There is already a task running. Only one active task is allowed for a source queue.")
 
     with stubber, pytest.raises(client.exceptions.ClientError, match="already a task running"):
-        run(parse_event({"tier": "critical", "mode": "native"}), sqs=client, tiers=TIERS)
+        run(parse_event({"tier": "critical", "mode": "native", "allow_outside_idempotency_window": True}),
+            sqs=client, tiers=TIERS)

@@ -49,7 +49,7 @@ class Context:
 
 
 def test_a_replayed_payment_that_already_took_effect_is_applied_once(tier):
-    tiers = {"critical": TierQueues(tier.queue_url, tier.dlq_url)}
+    tiers = {"critical": TierQueues(tier.queue_url, tier.dlq_url, idempotency_ttl_seconds=18 * 86400)}
     tier.publish("payments.update_balance", {"account_id": "acc-r", "amount": 42}, "pay-replay")
 
     # 1. The payment is applied, then the process dies before its idempotency record completes

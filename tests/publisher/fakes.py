@@ -15,6 +15,8 @@ import boto3
 from tiered_jobs.contract.names import DEFAULT_TIERS, Outputs, Ssm, function_name, stack_name
 
 STAGE = "test"
+#: Each tier's idempotency window: the default, queue retention (4 days) + DLQ retention (14 days).
+IDEMPOTENCY_TTL_SECONDS = 18 * 86400
 #: The default routing table of ``cdk.json``.
 ROUTES = {
     "payments.*": "critical",
@@ -60,6 +62,9 @@ def template(stage: str, tiers: tuple[str, ...], routes: dict[str, str]) -> dict
             parameters[_logical(tier, logical + "Parameter")] = (
                 Ssm.tier(stage, tier, key), {"Ref": _logical(tier, logical)}
             )
+        parameters[_logical(tier, "IdempotencyTtlParameter")] = (
+            Ssm.tier(stage, tier, Ssm.TIER_IDEMPOTENCY_TTL), str(IDEMPOTENCY_TTL_SECONDS)
+        )
         outputs[Outputs.tier(tier, Outputs.QUEUE_URL)] = {"Value": {"Ref": _logical(tier, "Queue")}}
         outputs[Outputs.tier(tier, Outputs.DLQ_URL)] = {"Value": {"Ref": _logical(tier, "Dlq")}}
     for logical, (name, value) in parameters.items():

@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .names import SQS_MAX_MESSAGE_BYTES, SQS_MESSAGE_GROUP_ID_PATTERN
+from .sqs_limits import disallowed_character_problem
 
 ENVELOPE_VERSION = 1
 JOB_TYPE_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
@@ -133,6 +134,32 @@ def validate(obj: Any) -> list[str]:
     return problems
 
 
+def character_problems(obj: Any, path: str = "", _open: frozenset[int] = frozenset()) -> list[str]:
+    """Every string of ``obj`` (keys included) that holds a character SQS refuses, by field and position.
+
+    ``path`` names ``obj``; at the top, an envelope's fields are named ``'idempotency_key'``,
+    ``payload['memo']``... One problem per string: its first bad character. A structure that
+    contains itself is not walked twice (JSON cannot carry it anyway).
+    """
+    if isinstance(obj, str):
+        problem = disallowed_character_problem(obj, path or "the value")
+        return [problem] if problem else []
+    if not isinstance(obj, (dict, list, tuple)) or id(obj) in _open:
+        return []
+    inner = _open | {id(obj)}
+    problems: list[str] = []
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            where = f"{path}[{key!r}]" if path else ("payload" if key == "payload" else repr(key))
+            if isinstance(key, str):
+                problems += character_problems(key, f"the key {where}", inner)
+            problems += character_problems(value, where, inner)
+    else:
+        for position, value in enumerate(obj):
+            problems += character_problems(value, f"{path}[{position}]", inner)
+    return problems
+
+
 def tenant_problems(tenant: Any) -> list[str]:
     """Why SQS would refuse ``tenant`` as a ``MessageGroupId`` (an empty list when it would not)."""
     if isinstance(tenant, str) and SQS_MESSAGE_GROUP_ID_PATTERN.fullmatch(tenant):
@@ -177,7 +204,11 @@ def parse(body: str | bytes) -> Envelope:
 
 def build(job_type: str, payload: Any, idempotency_key: str, *, published_at: str | None = None,
           tenant: str | None = None) -> Envelope:
-    """Build a valid envelope for publishing, or raise :class:`EnvelopeError` before anything is sent."""
+    """Build a valid envelope for publishing, or raise :class:`EnvelopeError` before anything is sent.
+
+    Beyond :func:`validate`, every string must hold only characters SQS accepts
+    (:func:`character_problems`): SQS would refuse the message, and inside a batch only that one.
+    """
     obj = {
         "type": job_type,
         "idempotency_key": idempotency_key,
@@ -187,7 +218,7 @@ def build(job_type: str, payload: Any, idempotency_key: str, *, published_at: st
     }
     if tenant is not None:
         obj["tenant"] = tenant
-    problems = validate(obj)
+    problems = validate(obj) + character_problems(obj)
     if problems:
         raise EnvelopeError(problems)
     return Envelope(job_type, idempotency_key, payload, ENVELOPE_VERSION, obj["published_at"], tenant)

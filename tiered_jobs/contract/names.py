@@ -69,8 +69,10 @@ class Env:
     TIME_BUDGET_MARGIN_MS = "TIERED_JOBS_TIME_BUDGET_MARGIN_MS"
     #: The example accounts table used by ``payments.update_balance``.
     ACCOUNTS_TABLE = "TIERED_JOBS_ACCOUNTS_TABLE"
-    #: Replay function: JSON object ``{tier: {"queue_url": ..., "dlq_url": ...}}``.
+    #: Replay function: JSON object ``{tier: {"queue_url": ..., "dlq_url": ..., "idempotency_ttl_seconds": ...}}``.
     REPLAY_TIERS = "TIERED_JOBS_REPLAY_TIERS"
+    #: Replay function: the S3 bucket its ``discard`` action archives letters to (unset: no Lambda discard).
+    DISCARD_ARCHIVE_BUCKET = "TIERED_JOBS_DISCARD_ARCHIVE_BUCKET"
     #: Publisher: the routing table as a JSON object ``{job type glob: tier}`` (with the
     #: per-tier queue URLs ``tier_var(QUEUE_URL, tier)``, configures a publisher without AWS look-ups).
     ROUTES = "TIERED_JOBS_ROUTES"

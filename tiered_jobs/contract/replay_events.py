@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-#: ``replay`` moves letters back to the tier's queue; ``inspect`` only reads and groups them.
-ACTIONS = ("replay", "inspect")
+#: ``replay`` moves letters back to the tier's queue; ``inspect`` only reads and groups them;
+#: ``discard`` archives letters, then deletes them; ``show`` returns chosen letters in full.
+ACTIONS = ("replay", "inspect", "discard", "show")
 #: ``batch``: the function moves letters itself (filters, ``Replay.*`` attributes, rate limit);
 #: ``native``: it starts SQS's own ``StartMessageMoveTask`` (every letter, unfiltered, as is).
 MODES = ("batch", "native")
@@ -26,12 +27,15 @@ EVENT_FIELDS: dict[str, Any] = {
     "error_type": None,
     "older_than_seconds": 0,
     "max_per_second": None,
+    "message_ids": None,
+    "allow_outside_idempotency_window": False,
 }
 
 #: Keys of the replay response (``task_handle``: the native mode's SQS move task, else null).
 RESPONSE_FIELDS = (
     "action", "tier", "mode", "dry_run", "matched", "moved", "failed", "left_in_dlq", "groups", "stopped_because",
-    "task_handle",
+    "task_handle", "idempotency_ttl_seconds", "outside_window", "refused_outside_window", "discarded", "archive",
+    "archive_error", "letters",
 )
 
 
@@ -45,4 +49,5 @@ def console_events(tier: str, example_job_type: str = "payments.*") -> dict[str,
             "action": "replay", "tier": tier, "dry_run": False, "max_messages": 100,
             "job_type": example_job_type,
         },
+        f"{tier}-discard-dry-run": {"action": "discard", "tier": tier, "dry_run": True, "max_messages": 100},
     }
