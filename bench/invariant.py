@@ -177,6 +177,7 @@ def _run(jobs, accounts, concurrency, plan, drain_timeout, log, started) -> Outc
     from bench.fixtures import create_tier
     from bench.runtime import consumer_runtime
     from functions.runtime.backoff import RetryPolicy
+    from tiered_jobs.contract import envelope
     from tiered_jobs.contract.routing import Routes
     from tiered_jobs.publisher import Job, Publisher
 
@@ -238,15 +239,25 @@ def _run(jobs, accounts, concurrency, plan, drain_timeout, log, started) -> Outc
     try:
         # --- publish: two threads at once, in waves that keep the queue shallow ---------------------
         publisher = Publisher({TIER: tier.queue_url}, Routes({"payments.*": TIER}))
+        raw_sqs = boto3.client("sqs")
+
+        def payload_of(key: str) -> dict[str, Any]:
+            return {"account_id": catalogue[key]["account_id"], "amount": catalogue[key]["amount"]}
         halves = [copies[0::2], copies[1::2]]
 
         def publish(part: list[str]) -> None:
             for start in range(0, len(part), 50):
                 while depth(tier) > 300:
                     time.sleep(0.2)
-                publisher.publish_batch([Job(JOB_TYPE, {"account_id": catalogue[k]["account_id"],
-                                                        "amount": catalogue[k]["amount"]}, k)
-                                         for k in part[start:start + 50]])
+                chunk = part[start:start + 50]
+                publisher.publish_batch([Job(JOB_TYPE, payload_of(k), k) for k in chunk
+                                         if not catalogue[k]["poison"]])
+                # The publisher refuses a poison payload (its schema); a publisher in another language
+                # that skips the schema still gets it in, and the consumer must dead-letter it.
+                for k in chunk:
+                    if catalogue[k]["poison"]:
+                        raw_sqs.send_message(QueueUrl=tier.queue_url,
+                                             MessageBody=envelope.build(JOB_TYPE, payload_of(k), k).to_json())
 
         threads = [threading.Thread(target=publish, args=(half,)) for half in halves]
         for thread in threads:

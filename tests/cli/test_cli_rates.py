@@ -12,7 +12,8 @@ from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
 
 
 def test_publish_with_a_tenant_sets_the_message_group_id(cli, deployment):
-    result = cli("publish", "payments.update_balance", "-k", "p1", "--tenant", "acme")
+    result = cli("publish", "payments.update_balance", "-k", "p1", "-p", '{"account_id": "acc_1", "amount": 5}',
+                 "--tenant", "acme")
 
     assert result.exit_code == 0, result.output
     (message,) = boto3.client("sqs").receive_message(
