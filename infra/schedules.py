@@ -16,9 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy, Stack
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import Aws, CfnOutput, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_sns as sns
@@ -34,6 +32,8 @@ from tiered_jobs.contract.schedules import (
     periodic_input,
 )
 
+from .alarms import AlarmSpec, page_on
+from .metrics import ONE_MINUTE
 from .nag import acknowledge
 from .settings import AppSettings
 from .tier import Tier
@@ -50,33 +50,24 @@ class ScheduledJobs(Construct):
                  alarm_topic: sns.ITopic) -> None:
         super().__init__(scope, construct_id)
         stage = settings.stage
-        removal = RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN
         queues = {tier.name: tier.queue for tier in tiers}
         self.group_name = Schedules.group_name(stage)
         # Retained unless disposable: it holds the pending one-time jobs.
         self.group = scheduler.CfnScheduleGroup(self, "Group", name=self.group_name)
-        self.group.apply_removal_policy(removal)
+        self.group.apply_removal_policy(settings.removal_policy)
 
         self.dlq = sqs.Queue(
             self, "Dlq", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
-            retention_period=DLQ_RETENTION, removal_policy=removal,
+            retention_period=DLQ_RETENTION, removal_policy=settings.removal_policy,
         )
         acknowledge(self.dlq, "AwsSolutions-SQS3", "This queue is the dead-letter queue of the schedules.")
         acknowledge(self.dlq, "Serverless-SQSRedrivePolicy", "A dead-letter queue has no dead-letter queue itself.")
-        self.alarm = self.dlq.metric_approximate_number_of_messages_visible(
-            statistic="Maximum", period=Duration.minutes(1)
-        ).create_alarm(
+        self.alarm = page_on(
             self, "Alarm-undelivered",
-            alarm_name=Schedules.dlq_alarm_name(stage),
-            alarm_description="A scheduled job could not be delivered to its tier queue (see the schedules DLQ).",
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            AlarmSpec(self.dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=ONE_MINUTE),
+                      0, "A scheduled job could not be delivered to its tier queue (see the schedules DLQ)."),
+            alarm_name=Schedules.dlq_alarm_name(stage), topic=alarm_topic,
         )
-        action = cw_actions.SnsAction(alarm_topic)
-        self.alarm.add_alarm_action(action)
-        self.alarm.add_ok_action(action)
 
         periodic_tiers = sorted({schedule.tier for schedule in settings.schedules})
         self.periodic_role = (

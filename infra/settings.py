@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiered_jobs.contract import cron
 from tiered_jobs.contract.names import (
@@ -34,6 +34,9 @@ from tiered_jobs.contract.routing import Routes, UnknownRouteError
 from tiered_jobs.contract.schedules import ONE_TIME_PREFIX, PERIODIC_NAME, periodic_problems
 
 from . import rate_limit_settings
+
+if TYPE_CHECKING:
+    from aws_cdk import RemovalPolicy
 
 #: Retention periods CloudWatch Logs accepts (days).
 LOG_RETENTION_DAYS: tuple[int, ...] = (
@@ -230,6 +233,14 @@ class AppSettings:
                 return tier
         raise KeyError(name)
 
+    @property
+    def removal_policy(self) -> RemovalPolicy:
+        """What deleting the stack does to the stateful parts (queues, tables, log groups, keys, the schedule
+        group): ``DESTROY`` when ``disposable``, else ``RETAIN``."""
+        from aws_cdk import RemovalPolicy  # here: the settings stay importable (and fast) without jsii
+
+        return RemovalPolicy.DESTROY if self.disposable else RemovalPolicy.RETAIN
+
     def accounts_tiers(self) -> frozenset[str]:
         """Tiers whose consumers run the jobs that use the example accounts table."""
         routes = Routes(self.routes)
@@ -251,25 +262,26 @@ class AppSettings:
         allowed = tuple(f.name for f in dataclasses.fields(cls))
         _reject_unknown(raw, allowed, where)
         values: dict[str, Any] = {}
+        default = _field_defaults(cls)
 
-        stage_value = stage if stage is not None else raw.get("stage", "dev")
+        stage_value = stage if stage is not None else raw.get("stage", default["stage"])
         if not isinstance(stage_value, str) or not STAGE_NAME_PATTERN.match(stage_value):
             raise SettingsError(
                 f"{where}: stage {stage_value!r} is invalid; use lower-case letters, digits and '-', "
                 f"starting with a letter, at most 20 characters (e.g. 'dev', 'prod')"
             )
         values["stage"] = stage_value
-        values["disposable"] = _bool(raw, "disposable", False, where)
-        values["runtime"] = _choice(raw, "runtime", "python3.13", RUNTIMES, where)
-        values["architecture"] = _choice(raw, "architecture", "arm64", ARCHITECTURES, where)
-        version = raw.get("powertools_version", "3.37.0")
+        values["disposable"] = _bool(raw, "disposable", default["disposable"], where)
+        values["runtime"] = _choice(raw, "runtime", default["runtime"], RUNTIMES, where)
+        values["architecture"] = _choice(raw, "architecture", default["architecture"], ARCHITECTURES, where)
+        version = raw.get("powertools_version", default["powertools_version"])
         if not isinstance(version, str) or not _VERSION.match(version):
             raise SettingsError(
                 f"{where}: powertools_version {version!r} is invalid; use a released version like '3.37.0' "
                 f"(the one pinned in requirements.txt) or 'latest'"
             )
         values["powertools_version"] = version
-        retention = _int(raw, "log_retention_days", 30, where, minimum=1)
+        retention = _int(raw, "log_retention_days", default["log_retention_days"], where, minimum=1)
         if retention not in LOG_RETENTION_DAYS:
             raise SettingsError(
                 f"{where}: log_retention_days {retention} is not a CloudWatch Logs retention; "
@@ -279,7 +291,7 @@ class AppSettings:
         values["alarm_email"] = _optional_str(raw, "alarm_email", where, _EMAIL, "an e-mail address like oncall@example.com")
         url = _optional_str(raw, "alarm_https_url", where, re.compile(r"^https://\S+$"), "an https:// URL")
         values["alarm_https_url"] = url
-        events = raw.get("console_test_events", False)
+        events = raw.get("console_test_events", default["console_test_events"])
         if not (isinstance(events, bool) or events == CREATE_REGISTRY):
             raise SettingsError(
                 f"{where}: console_test_events {events!r} is invalid; use false, true "
@@ -289,7 +301,7 @@ class AppSettings:
 
         tiers_raw = raw.get("tiers")
         if tiers_raw is None:
-            tiers_raw = {name: {} for name in DEFAULT_TIERS}
+            tiers_raw = {tier.name: {} for tier in default["tiers"]}
         if not isinstance(tiers_raw, Mapping) or not tiers_raw:
             raise SettingsError(
                 f"{where}: tiers must be a non-empty object {{tier name: {{settings}}}}, e.g. "
@@ -297,7 +309,7 @@ class AppSettings:
             )
         values["tiers"] = tuple(_build_tier(name, tier_raw) for name, tier_raw in tiers_raw.items())
 
-        routes_raw = raw.get("routes", DEFAULT_ROUTES)
+        routes_raw = raw.get("routes", default["routes"])
         try:
             routes = Routes(routes_raw)
         except (TypeError, ValueError) as error:
@@ -313,6 +325,17 @@ class AppSettings:
         values["routes"] = routes.table
         values["schedules"] = _build_schedules(raw.get(Schedules.SETTINGS_KEY, {}), routes, tier_names)
         return cls(**values)
+
+
+def _field_defaults(cls: type) -> dict[str, Any]:
+    """Each field's default as the dataclass declares it (the one place a default is written)."""
+    defaults = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            defaults[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            defaults[f.name] = f.default_factory()
+    return defaults
 
 
 def _build_tier(name: Any, raw: Any) -> TierSettings:
@@ -373,7 +396,8 @@ def _build_tier(name: Any, raw: Any) -> TierSettings:
     v["dlq_retention_days"] = num("dlq_retention_days", *_SQS_RETENTION_DAYS, " days (SQS's limits)")
     v["idempotency_ttl_seconds"] = None if merged.get("idempotency_ttl_seconds") is None else num(
         "idempotency_ttl_seconds", 1)
-    v["allow_short_idempotency_window"] = _bool(merged, "allow_short_idempotency_window", False, where)
+    v["allow_short_idempotency_window"] = _bool(merged, "allow_short_idempotency_window",
+                                                base.allow_short_idempotency_window, where)
     v["dlq_alarm_threshold"] = num("dlq_alarm_threshold", 0)
     v["oldest_message_age_alarm_seconds"] = num("oldest_message_age_alarm_seconds", 1)
     v["failure_rate_alarm_percent"] = _percent(merged, "failure_rate_alarm_percent", base, where)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Aws, Duration, RemovalPolicy
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -50,7 +50,7 @@ class DataTable(Construct):
                 point_in_time_recovery_enabled=True
             ),
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            removal_policy=RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN,
+            removal_policy=settings.removal_policy,
         )
 
 
@@ -70,7 +70,7 @@ class AlarmTopic(Construct):
             "Key",
             description=alarm_key_description(settings.stage),
             enable_key_rotation=True,
-            removal_policy=RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN,
+            removal_policy=settings.removal_policy,
         )
         self.key.add_to_resource_policy(
             iam.PolicyStatement(
@@ -108,7 +108,7 @@ class AlarmTopic(Construct):
                 enforce_ssl=True,
                 retention_period=Duration.days(14),
                 max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
-                removal_policy=RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN,
+                removal_policy=settings.removal_policy,
             )
             acknowledge(self.delivery_dlq, "AwsSolutions-SQS3", "This queue is the alarm subscriptions' DLQ.")
             acknowledge(self.delivery_dlq, "Serverless-SQSRedrivePolicy", "A dead-letter queue has no DLQ itself.")

@@ -41,6 +41,18 @@ def test_cdk_json_is_valid_and_equals_the_code_defaults():
     assert AppSettings.from_context(context["tiered_jobs"]) == AppSettings.from_context(None)
 
 
+def test_an_empty_context_gives_the_dataclass_defaults():
+    """``from_context`` reads its defaults from the dataclass fields: no second copy to drift."""
+    assert AppSettings.from_context({}) == AppSettings()
+
+
+def test_disposable_decides_the_removal_policy():
+    from aws_cdk import RemovalPolicy
+
+    assert _settings().removal_policy == RemovalPolicy.RETAIN
+    assert _settings(disposable=True).removal_policy == RemovalPolicy.DESTROY
+
+
 def test_powertools_version_matches_requirements():
     pinned = re.search(r"^aws-lambda-powertools==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M).group(1)
     assert json.loads(CDK_JSON.read_text())["context"]["tiered_jobs"]["powertools_version"] == pinned
