@@ -73,7 +73,7 @@ class TieredJobsStack(Stack):
         self._discovery()
         self.publisher_policy = PublisherPolicy(
             self, "Publishers", stage=stage, queues={tier.name: tier.queue for tier in self.tiers},
-            parameters=self.parameters,
+            parameters={**self.parameters, **self.scheduled_jobs.parameters}, scheduled_jobs=self.scheduled_jobs,
         ).policy
         self._publish(Outputs.PUBLISHER_POLICY_ARN, Ssm.publisher_policy_arn(stage),
                       self.publisher_policy.managed_policy_arn,

@@ -298,10 +298,6 @@ class Schedules:
         """Alarm on the schedules DLQ; ends in no tier alarm kind, so it never equals a tier's alarm name."""
         return f"{PROJECT}-{stage}-schedules-undelivered"
 
-    @staticmethod
-    def publisher_policy_name(stage: str) -> str:
-        return f"{PROJECT}-{stage}-publish-scheduled-jobs"
-
     # SSM parameters (under ``Ssm.prefix(stage)``) and output keys.
     @staticmethod
     def ssm(stage: str, key: str) -> str:
@@ -316,7 +312,6 @@ class Schedules:
     OUTPUT_ROLE_ARN = "SchedulerOneTimeRoleArn"
     OUTPUT_DLQ_ARN = "SchedulesDlqArn"
     OUTPUT_DLQ_URL = "SchedulesDlqUrl"
-    OUTPUT_PUBLISHER_POLICY_ARN = "ScheduledJobsPublisherPolicyArn"
 
     # Publisher configuration without AWS look-ups (with ``Env.tier_var(QUEUE_ARN_VAR, tier)``).
     ENV_GROUP_NAME = "TIERED_JOBS_SCHEDULE_GROUP"
