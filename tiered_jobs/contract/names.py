@@ -38,7 +38,10 @@ SQS_MESSAGE_GROUP_ID_PATTERN = re.compile(r"""^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@
 STAGE_TAG = "tiered-jobs:stage"
 #: The resource types that carry ``STAGE_TAG``. The alarm topic's KMS key is found by its
 #: description (:func:`alarm_key_description`) instead: moto's CloudFormation cannot tag a key.
-RETAINED_RESOURCE_TYPES: tuple[str, ...] = ("AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Logs::LogGroup")
+RETAINED_RESOURCE_TYPES: tuple[str, ...] = (
+    "AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Logs::LogGroup",
+    "AWS::Scheduler::ScheduleGroup",  # it holds the pending one-time jobs
+)
 
 
 def alarm_key_description(stage: str) -> str:
