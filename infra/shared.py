@@ -1,4 +1,4 @@
-"""The parts all tiers share: the idempotency table, the example accounts table and the alarm topic."""
+"""The parts all tiers share: the idempotency table, the alarm topic, and ``DataTable`` for every table the stack makes."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from .settings import AppSettings
 #: Powertools' DynamoDB persistence layer defaults: partition key ``id``, TTL attribute ``expiration``.
 IDEMPOTENCY_PARTITION_KEY = "id"
 IDEMPOTENCY_TTL_ATTRIBUTE = "expiration"
-ACCOUNTS_PARTITION_KEY = "account_id"
 #: The service principal that publishes alarm notifications (and must be allowed to, by topic and key).
 CLOUDWATCH_PRINCIPAL = "cloudwatch.amazonaws.com"
 #: What a publisher to a KMS-encrypted SNS topic needs on the key.
@@ -38,12 +37,13 @@ class DataTable(Construct):
     """An on-demand DynamoDB table with point-in-time recovery and encryption, retained unless disposable."""
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: AppSettings, partition_key: str,
-                 ttl_attribute: str | None = None) -> None:
+                 sort_key: str | None = None, ttl_attribute: str | None = None) -> None:
         super().__init__(scope, construct_id)
         self.table = dynamodb.Table(
             self,
             "Table",
             partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
+            sort_key=None if sort_key is None else dynamodb.Attribute(name=sort_key, type=dynamodb.AttributeType.STRING),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             time_to_live_attribute=ttl_attribute,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(

@@ -7,6 +7,7 @@ The tier's metrics come from ``TierMetrics`` (``metrics.py``), its alarms from `
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aws_cdk import Aws, Duration
@@ -27,6 +28,7 @@ from .alarms import tier_alarms
 from .function import FunctionProps, LambdaPlatform
 from .metrics import TierMetrics
 from .nag import acknowledge
+from .resources import JobResource
 from .settings import AppSettings, TierSettings
 
 
@@ -37,8 +39,8 @@ class TierProps:
     platform: LambdaPlatform
     idempotency_table: dynamodb.ITable
     alarm_topic: sns.ITopic
-    #: Only for the tiers the routes send account jobs to (least privilege).
-    accounts_table: dynamodb.ITable | None = None
+    #: The resources of ``cdk.json`` whose job types this tier runs (and no other: least privilege).
+    resources: Sequence[JobResource] = ()
     #: The token buckets' table; required when the tier has a rate limit.
     rate_limit_table: dynamodb.ITable | None = None
 
@@ -108,8 +110,7 @@ class Tier(Construct):
             Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,
             Env.POWERTOOLS_LOG_LEVEL: "INFO",
         }
-        if props.accounts_table is not None:
-            environment[Env.ACCOUNTS_TABLE] = props.accounts_table.table_name
+        environment.update({Env.resource_var(resource.name): resource.value for resource in props.resources})
         if tier.limits is not None:
             if props.rate_limit_table is None:
                 raise ValueError(f"tier {tier.name!r} has a rate limit: TierProps needs rate_limit_table")
@@ -157,8 +158,8 @@ class Tier(Construct):
         )
         self.dlq.grant_send_messages(self.consumer)
         props.idempotency_table.grant_read_write_data(self.consumer)
-        if props.accounts_table is not None:
-            props.accounts_table.grant_read_write_data(self.consumer)
+        for resource in props.resources:
+            resource.grant(self.consumer)
         self._rate_limit(props)
 
         self.metrics = TierMetrics(stage=stage, tier=tier, queue=self.queue, dlq=self.dlq, consumer=self.consumer)
