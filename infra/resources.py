@@ -58,12 +58,15 @@ class JobResources(Construct):
         construct_id = Outputs.resource(resource.name).removeprefix("Resource")  # "invoice_lines" -> "InvoiceLines"
         tiers = settings.tiers_using(resource)
         if resource.kind == TABLE:
-            table = (
-                DataTable(self, construct_id, settings=settings, partition_key=resource.partition_key or "",
-                          sort_key=resource.sort_key).table
-                if resource.created else dynamodb.Table.from_table_arn(self, construct_id, resource.arn or "")
-            )
+            table: dynamodb.ITable
+            if resource.arn is not None:
+                table = dynamodb.Table.from_table_arn(self, construct_id, resource.arn)
+            else:
+                assert resource.partition_key is not None  # the settings require it of a created table
+                table = DataTable(self, construct_id, settings=settings, partition_key=resource.partition_key,
+                                  sort_key=resource.sort_key).table
             grant = table.grant_read_data if resource.access == "read" else table.grant_read_write_data
             return JobResource(resource, table.table_name, grant, tiers)
-        queue = sqs.Queue.from_queue_arn(self, construct_id, resource.arn or "")
+        assert resource.arn is not None  # the settings accept only existing queues
+        queue = sqs.Queue.from_queue_arn(self, construct_id, resource.arn)
         return JobResource(resource, queue.queue_url, queue.grant_send_messages, tiers)
