@@ -24,7 +24,7 @@ def measure(jobs: int = 1000, batch_size: int = 10) -> dict[str, Any]:
         counter = CallCounter()
         clients = {"sqs": counter.attach(tier.sqs), "dynamodb": counter.attach(tier.dynamodb)}
         config = TierConfig(stage="bench", tier="critical", queue_url=tier.queue_url, dlq_url=tier.dlq_url,
-                            idempotency_table=tier.idempotency_table, accounts_table=tier.accounts_table,
+                            idempotency_table=tier.idempotency_table, resources=tier.resources,
                             retry=RetryPolicy())
 
         def container() -> Consumer:
@@ -41,10 +41,10 @@ def measure(jobs: int = 1000, batch_size: int = 10) -> dict[str, Any]:
                     assert response == {"batchItemFailures": []}, response
             results[label] = {
                 "idempotency_calls": counter.by_table(tier.idempotency_table),
-                "job_own_calls": counter.by_table(tier.accounts_table),
+                "job_own_calls": counter.by_table(tier.payments_table),
                 "sqs_calls": counter.by_operation("sqs"),
             }
-        balance_total = sum(int(item["balance"]["N"]) for item in _scan_accounts(tier))
+        balance_total = sum(int(item["balance"]["N"]) for item in _scan_balances(tier))
     expected = sum(1 + i % 7 for i in range(jobs))
     assert balance_total == expected, f"balances {balance_total} != {expected}: a duplicate was applied"
     per_1000 = 1000 / jobs
@@ -59,8 +59,8 @@ def measure(jobs: int = 1000, batch_size: int = 10) -> dict[str, Any]:
     }
 
 
-def _scan_accounts(tier) -> list[dict]:
-    items = tier.dynamodb.scan(TableName=tier.accounts_table)["Items"]
+def _scan_balances(tier) -> list[dict]:
+    items = tier.dynamodb.scan(TableName=tier.payments_table)["Items"]
     return [item for item in items if not item["account_id"]["S"].startswith("applied#")]
 
 

@@ -22,13 +22,21 @@ class BenchTier:
     queue_arn: str
     dlq_url: str
     idempotency_table: str
-    accounts_table: str
+    #: The table of the example payments job (``cdk.json``'s resource ``functions.jobs.payments.TABLE``).
+    payments_table: str
+
+    @property
+    def resources(self) -> dict[str, str]:
+        """The resources a consumer of this tier is given: ``{name: table name}``, as ``TierConfig.resources``."""
+        from functions.jobs.payments import TABLE
+
+        return {TABLE: self.payments_table}
 
 
 def create_tier(name: str = "bench", endpoint_url: str | None = None, *, visibility_timeout: int = 60,
                 max_receive_count: int | None = None) -> BenchTier:
     """A tier's queue, DLQ (redrive when ``max_receive_count`` is given) and tables, as the stack
-    shapes them (Powertools' key ``id``; the accounts table's ``account_id``)."""
+    shapes them (Powertools' key ``id``; the payments job's table: ``account_id``)."""
     kwargs = {"region_name": REGION, **({"endpoint_url": endpoint_url} if endpoint_url else {})}
     sqs, dynamodb = boto3.client("sqs", **kwargs), boto3.client("dynamodb", **kwargs)
     dlq_url = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
@@ -38,8 +46,8 @@ def create_tier(name: str = "bench", endpoint_url: str | None = None, *, visibil
         attributes["RedrivePolicy"] = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receive_count})
     queue_url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    tier = BenchTier(sqs, dynamodb, queue_url, queue_arn, dlq_url, f"{name}-idempotency", f"{name}-accounts")
-    for table, key in ((tier.idempotency_table, "id"), (tier.accounts_table, "account_id")):
+    tier = BenchTier(sqs, dynamodb, queue_url, queue_arn, dlq_url, f"{name}-idempotency", f"{name}-payments")
+    for table, key in ((tier.idempotency_table, "id"), (tier.payments_table, "account_id")):
         dynamodb.create_table(
             TableName=table, BillingMode="PAY_PER_REQUEST",
             AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
@@ -65,7 +73,8 @@ def env_for(tier: BenchTier, stage: str = "bench") -> dict[str, str]:
 
     return {
         Env.STAGE: stage, Env.TIER: "critical", Env.QUEUE_URL: tier.queue_url, Env.DLQ_URL: tier.dlq_url,
-        Env.IDEMPOTENCY_TABLE: tier.idempotency_table, Env.ACCOUNTS_TABLE: tier.accounts_table,
+        Env.IDEMPOTENCY_TABLE: tier.idempotency_table,
+        **{Env.resource_var(name): value for name, value in tier.resources.items()},
         Env.POWERTOOLS_SERVICE_NAME: Metrics.SERVICE, Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,
         Env.POWERTOOLS_LOG_LEVEL: "WARNING",
     }

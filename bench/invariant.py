@@ -1,6 +1,6 @@
 """The effectively-once proof: lost, duplicated and unexpected outcomes counted under faults.
 
-Like a Jepsen queue checker: N payments jobs over many accounts, each published at least twice
+Like a Jepsen queue checker: N payments jobs over many account balances, each published at least twice
 (some three times, the copies from two threads at once), consumed through the local
 event-source-mapping runtime on moto's server by the real consumer, while a :class:`FaultPlan`
 injects, through wrapped clients (never through the job's code):
@@ -13,7 +13,7 @@ injects, through wrapped clients (never through the job's code):
 * then a replay that crashes between send and delete, run again.
 
 The checker reads the truth from outside the consumer: the successful balance transactions seen
-on the wire (per key), the markers and balances in the accounts table, and the dead letters.
+on the wire (per key), the markers and balances in the payments job's table, and the dead letters.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class Outcome:
     unexpected: int
     poison: int
     balances_ok: bool
-    accounts_checked: int
+    balances_checked: int
     #: ``{account: [expected, actual]}`` where they differ.
     balance_mismatches: dict[str, list[int]]
     dead_letter_reasons: dict[str, int]
@@ -144,34 +144,34 @@ class Outcome:
         return Outcome(**merged)
 
 
-def run_shards(jobs: int, shards: int, accounts: int = 100, log=print) -> Outcome:
+def run_shards(jobs: int, shards: int, account_count: int = 100, log=print) -> Outcome:
     """``jobs`` in ``shards`` independent runs (own tables, own seed), outcomes added up.
 
     Why shards: moto's TransactWriteItems deep-copies every table it touches on each call, so one
-    table of 10 000 accounts and markers makes the run quadratic (a single 10 000-job run was
+    table of 10 000 balances and markers makes the run quadratic (a single 10 000-job run was
     killed for memory at 24 GB after 4 600 jobs). Each shard proves the same invariant on its own
     tables; the sum is the full-size figure.
     """
     total: Outcome | None = None
     for shard in range(shards):
-        outcome = run(jobs=jobs // shards, accounts=accounts, plan=FaultPlan(seed=FaultPlan.seed + shard), log=log)
+        outcome = run(jobs=jobs // shards, account_count=account_count, plan=FaultPlan(seed=FaultPlan.seed + shard), log=log)
         log(f"shard {shard + 1}/{shards}: {json.dumps(outcome.as_dict())}")
         total = outcome if total is None else total.plus(outcome)
     assert total is not None
     return total
 
 
-def run(jobs: int = 1000, accounts: int = 100, concurrency: int = 4, plan: FaultPlan | None = None,
+def run(jobs: int = 1000, account_count: int = 100, concurrency: int = 4, plan: FaultPlan | None = None,
         drain_timeout: float = 600.0, log=print) -> Outcome:
     from tiered_jobs.local.server import EmbeddedAws, client_environment
 
     plan = plan or FaultPlan()
     started = time.monotonic()
     with EmbeddedAws() as endpoint, client_environment(endpoint):
-        return _run(jobs, accounts, concurrency, plan, drain_timeout, log, started)
+        return _run(jobs, account_count, concurrency, plan, drain_timeout, log, started)
 
 
-def _run(jobs, accounts, concurrency, plan, drain_timeout, log, started) -> Outcome:
+def _run(jobs, account_count, concurrency, plan, drain_timeout, log, started) -> Outcome:
     import boto3
 
     from bench.fixtures import create_tier
@@ -193,7 +193,7 @@ def _run(jobs, accounts, concurrency, plan, drain_timeout, log, started) -> Outc
     for i in range(jobs):
         key = f"pay-{i:06d}"
         poison = rng.random() < plan.poison_fraction
-        catalogue[key] = {"account_id": f"acc-{i % accounts:04d}", "amount": 0 if poison else rng.randint(1, 100),
+        catalogue[key] = {"account_id": f"acc-{i % account_count:04d}", "amount": 0 if poison else rng.randint(1, 100),
                           "poison": poison}
     copies = [key for key in catalogue for _ in range(3 if rng.random() < plan.three_copies_fraction else 2)]
     rng.shuffle(copies)
@@ -309,7 +309,7 @@ def _replay_with_crash(tier, plan: FaultPlan) -> None:
 
 
 def _check(tier, catalogue, applications, plan, published, seconds) -> Outcome:
-    items = _scan(tier.dynamodb, tier.accounts_table)
+    items = _scan(tier.dynamodb, tier.payments_table)
     markers = {i["account_id"]["S"].rsplit("#", 1)[1] for i in items if i["account_id"]["S"].startswith("applied#")}
     balances = {i["account_id"]["S"]: int(i["balance"]["N"]) for i in items if not i["account_id"]["S"].startswith("applied#")}
     letters = _read_all(tier.sqs, tier.dlq_url)
@@ -344,7 +344,7 @@ def _check(tier, catalogue, applications, plan, published, seconds) -> Outcome:
         unexpected=len((applied - set(catalogue)) | (applied & poison) | (dlq_keys - set(catalogue))),
         poison=len(poison),
         balances_ok=not mismatches,
-        accounts_checked=len(balances),
+        balances_checked=len(balances),
         balance_mismatches=mismatches,
         dead_letter_reasons=dict(reasons),
         dead_letters_without_reason_or_unknown=missing_reason,

@@ -36,7 +36,7 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
     # The time budget's margin: 10 % of the invocation, as the stack derives it from the timeout (without
     # its 2 s floor, which the invariant's 1.5 s invocations could not leave room for).
     config = TierConfig(stage="bench", tier="critical", queue_url=tier.queue_url, dlq_url=tier.dlq_url,
-                        idempotency_table=tier.idempotency_table, accounts_table=tier.accounts_table, retry=retry,
+                        idempotency_table=tier.idempotency_table, resources=tier.resources, retry=retry,
                         time_budget_margin_ms=remaining_ms // 10,
                         rate_limits=rate_limits, rate_limit_table=rate_limit_table)
     function = FunctionConfig(name=FUNCTION_NAME, arn=f"arn:aws:lambda:{REGION}:123456789012:function:{FUNCTION_NAME}",

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -69,7 +69,6 @@ class LambdaPlatform(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, settings: AppSettings) -> None:
         super().__init__(scope, construct_id)
         self._settings = settings
-        self._removal = RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN
         self.code = lambda_.Code.from_asset(str(REPO_ROOT), exclude=asset_excludes())
         self.runtime = getattr(lambda_.Runtime, settings.runtime.upper().replace("PYTHON", "PYTHON_").replace(".", "_"))
         self.architecture = (
@@ -84,7 +83,7 @@ class LambdaPlatform(Construct):
         self.powertools_layer = lambda_.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", layer_arn)
 
     def function(self, scope: Construct, construct_id: str, props: FunctionProps) -> lambda_.Function:
-        log_group = logs.LogGroup(scope, f"{construct_id}Logs", removal_policy=self._removal)
+        log_group = logs.LogGroup(scope, f"{construct_id}Logs", removal_policy=self._settings.removal_policy)
         # RetentionDays is an enum of names; the validated number goes straight into the template.
         log_group.node.default_child.retention_in_days = self._settings.log_retention_days  # type: ignore[union-attr]
         role = iam.Role(

@@ -1,9 +1,14 @@
-"""The managed policy a publishing service attaches to its role: send to the tier queues, find them in SSM.
+"""The managed policy a publishing service attaches to its role: one per stage, for everything the publisher does.
 
 It allows exactly what ``tiered_jobs.publisher`` calls when built with ``Publisher.from_stage`` (or
-``TIERED_JOBS_STAGE``): ``ssm:GetParameters`` on the parameters ``tiered_jobs.discovery.from_ssm``
-reads, then ``sqs:SendMessage`` (which also authorizes ``SendMessageBatch``) on the tier queues.
-Not the DLQs. The queues use SQS-managed encryption, so no KMS permission is needed.
+``TIERED_JOBS_STAGE``):
+
+- ``ssm:GetParameters`` on the parameters ``tiered_jobs.discovery.from_ssm`` reads at construction,
+  and on those ``tiered_jobs.scheduling.from_ssm`` reads the first time a job needs a schedule;
+- ``sqs:SendMessage`` (which also authorizes ``SendMessageBatch``) on the tier queues, not the
+  DLQs. The queues use SQS-managed encryption, so no KMS permission is needed;
+- for jobs due later than SQS can delay (``at=``, long delays) and ``cancel``: the statements of
+  ``ScheduledJobs.publisher_statements`` (one-time schedules only, and passing the one-time role).
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from tiered_jobs.contract.names import Ssm
+from tiered_jobs.contract.names import Schedules, Ssm
+
+from .schedules import ScheduledJobs
 
 #: IAM actions of a publisher. ``SendMessageBatch`` has no action of its own: ``sqs:SendMessage`` covers it.
 SEND_ACTIONS = ("sqs:SendMessage",)
@@ -23,25 +30,30 @@ READ_ACTIONS = ("ssm:GetParameters",)
 
 
 def publisher_parameter_names(stage: str, tier_names: Sequence[str]) -> list[str]:
-    """The SSM parameters ``discovery.from_ssm`` asks for (one ``GetParameters`` needs rights on every name)."""
-    per_tier = (Ssm.TIER_QUEUE_URL, Ssm.TIER_DLQ_URL)
-    return [
-        Ssm.tiers(stage), Ssm.routes(stage), Ssm.replay_function_name(stage),
-        *(Ssm.tier(stage, tier, key) for tier in tier_names for key in per_tier),
+    """The SSM parameters a publisher reads (one ``GetParameters`` needs rights on every name it asks for)."""
+    discovery = [
+        Ssm.tiers(stage), Ssm.routes(stage), Ssm.replay_function_name(stage), Ssm.idempotency_table_name(stage),
+        *(Ssm.tier(stage, tier, key) for tier in tier_names for key in (Ssm.TIER_QUEUE_URL, Ssm.TIER_DLQ_URL)),
     ]
+    scheduling = [
+        *(Schedules.ssm(stage, key) for key in (Schedules.SSM_GROUP_NAME, Schedules.SSM_ROLE_ARN, Schedules.SSM_DLQ_ARN)),
+        *(Ssm.tier(stage, tier, Ssm.TIER_QUEUE_ARN) for tier in tier_names),
+    ]
+    return discovery + scheduling
 
 
 class PublisherPolicy(Construct):
     """One customer-managed policy per stage; services attach it to their role (see docs/publishing.md)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, stage: str, queues: Mapping[str, sqs.IQueue],
-                 parameters: Mapping[str, ssm.IStringParameter]) -> None:
+                 parameters: Mapping[str, ssm.IStringParameter], scheduled_jobs: ScheduledJobs) -> None:
         super().__init__(scope, construct_id)
         names = publisher_parameter_names(stage, list(queues))
         self.policy = iam.ManagedPolicy(
             self,
             "Policy",
-            description=f"Publish jobs to the tiered-jobs {stage} tiers (send to the tier queues, read their SSM names)",
+            description=f"Publish jobs to the tiered-jobs {stage} tiers (send to the tier queues, read their SSM "
+                        f"names, create and cancel one-time schedules)",
             statements=[
                 iam.PolicyStatement(
                     sid="SendToTierQueues",
@@ -49,9 +61,11 @@ class PublisherPolicy(Construct):
                     resources=[queue.queue_arn for queue in queues.values()],
                 ),
                 iam.PolicyStatement(
-                    sid="FindTheQueues",
+                    sid="FindTheQueuesAndTheScheduleGroup",
                     actions=list(READ_ACTIONS),
                     resources=[parameters[name].parameter_arn for name in names],
                 ),
+                *scheduled_jobs.publisher_statements(),
             ],
         )
+        scheduled_jobs.acknowledge_one_time_wildcard(self.policy)

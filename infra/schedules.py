@@ -1,6 +1,7 @@
 """Scheduled jobs on EventBridge Scheduler: the stage's schedule group, the periodic schedules of
-``cdk.json``, the execution roles, the schedules DLQ with its alarm, and the managed policy a
-service needs to publish one-time jobs (``publish(..., at=...)``).
+``cdk.json``, the execution roles, the schedules DLQ with its alarm, and the statements a service
+needs to publish one-time jobs (``publish(..., at=...)``), which the stage's one publisher policy
+includes (``publishers.py``).
 
 Least privilege, one role per use:
 
@@ -16,17 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy, Stack
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import Aws, CfnOutput, Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
-from constructs import Construct
+from constructs import Construct, IConstruct
 
-from tiered_jobs.contract.names import Schedules
+from tiered_jobs.contract.names import SQS_MAX_MESSAGE_BYTES, Schedules
 from tiered_jobs.contract.schedules import (
     ONE_TIME_PREFIX,
     RETRY_MAX_ATTEMPTS,
@@ -34,49 +33,45 @@ from tiered_jobs.contract.schedules import (
     periodic_input,
 )
 
+from .alarms import AlarmSpec, page_on
+from .metrics import ONE_MINUTE
 from .nag import acknowledge
 from .settings import AppSettings
 from .tier import Tier
 
 SCHEDULER_PRINCIPAL = "scheduler.amazonaws.com"
+#: What a publisher calls on its one-time schedules: create (``at=``, long delays) and cancel.
+ONE_TIME_ACTIONS = ("scheduler:CreateSchedule", "scheduler:DeleteSchedule")
 #: Dead-letter events wait here for 14 days (SQS's longest retention).
 DLQ_RETENTION = Duration.days(14)
 
 
 class ScheduledJobs(Construct):
-    """Group, roles, periodic schedules, DLQ + alarm, publisher policy; outputs and SSM parameters."""
+    """Group, roles, periodic schedules, DLQ + alarm, publisher statements; outputs and SSM parameters."""
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: AppSettings, tiers: Sequence[Tier],
                  alarm_topic: sns.ITopic) -> None:
         super().__init__(scope, construct_id)
         stage = settings.stage
-        removal = RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN
         queues = {tier.name: tier.queue for tier in tiers}
         self.group_name = Schedules.group_name(stage)
         # Retained unless disposable: it holds the pending one-time jobs.
         self.group = scheduler.CfnScheduleGroup(self, "Group", name=self.group_name)
-        self.group.apply_removal_policy(removal)
+        self.group.apply_removal_policy(settings.removal_policy)
 
         self.dlq = sqs.Queue(
             self, "Dlq", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
-            retention_period=DLQ_RETENTION, removal_policy=removal,
+            retention_period=DLQ_RETENTION, max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
+            removal_policy=settings.removal_policy,
         )
         acknowledge(self.dlq, "AwsSolutions-SQS3", "This queue is the dead-letter queue of the schedules.")
         acknowledge(self.dlq, "Serverless-SQSRedrivePolicy", "A dead-letter queue has no dead-letter queue itself.")
-        self.alarm = self.dlq.metric_approximate_number_of_messages_visible(
-            statistic="Maximum", period=Duration.minutes(1)
-        ).create_alarm(
+        self.alarm = page_on(
             self, "Alarm-undelivered",
-            alarm_name=Schedules.dlq_alarm_name(stage),
-            alarm_description="A scheduled job could not be delivered to its tier queue (see the schedules DLQ).",
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            AlarmSpec(self.dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=ONE_MINUTE),
+                      0, "A scheduled job could not be delivered to its tier queue (see the schedules DLQ)."),
+            alarm_name=Schedules.dlq_alarm_name(stage), topic=alarm_topic,
         )
-        action = cw_actions.SnsAction(alarm_topic)
-        self.alarm.add_alarm_action(action)
-        self.alarm.add_ok_action(action)
 
         periodic_tiers = sorted({schedule.tier for schedule in settings.schedules})
         self.periodic_role = (
@@ -107,19 +102,8 @@ class ScheduledJobs(Construct):
         for schedule in self.schedules.values():
             schedule.add_resource_dependency(self.group)
 
-        self.publisher_policy = iam.ManagedPolicy(
-            self, "PublisherPolicy",
-            managed_policy_name=Schedules.publisher_policy_name(stage),
-            description=f"Publish and cancel one-time jobs of tiered-jobs {stage} (EventBridge Scheduler)",
-            statements=self.publisher_statements(),
-        )
-        acknowledge(
-            self.publisher_policy,
-            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:"
-            f"schedule/{self.group_name}/{ONE_TIME_PREFIX}*]",
-            "One-time schedules are created per job under names derived from the job (once-<hash>): the wildcard "
-            "covers only those names in this stage's schedule group.",
-        )
+        #: The SSM parameters written here (a publisher reads them on its first one-time job).
+        self.parameters: dict[str, ssm.StringParameter] = {}
         self._discovery(stage)
 
     def _role(self, construct_id: str, queues: list[sqs.IQueue], description: str) -> iam.Role:
@@ -152,17 +136,24 @@ class ScheduledJobs(Construct):
         )
 
     def one_time_schedule_arn_pattern(self) -> str:
-        """The ARNs a publisher's one-time schedules get: ``.../schedule/<group>/once-*``."""
-        return Stack.of(self).format_arn(
-            service="scheduler", resource="schedule", resource_name=f"{self.group_name}/{ONE_TIME_PREFIX}*"
-        )
+        """The ARNs a publisher's one-time schedules get: ``.../schedule/<group>/once-*``.
+
+        Written with the pseudo parameters even when the stack's region is known, so the template
+        (and the cdk-nag acknowledgment of the wildcard) reads the same for every target.
+        """
+        return (f"arn:{Aws.PARTITION}:scheduler:{Aws.REGION}:{Aws.ACCOUNT_ID}:"
+                f"schedule/{self.group_name}/{ONE_TIME_PREFIX}*")
 
     def publisher_statements(self) -> list[iam.PolicyStatement]:
-        """What a service needs to publish and cancel one-time jobs (fold into a wider publisher policy as is)."""
+        """What a service needs to publish (``at=``, long delays) and cancel one-time jobs.
+
+        ``CreateSchedule`` and ``DeleteSchedule`` on the one-time names only, and ``iam:PassRole`` of the
+        one-time role to Scheduler. The stage's publisher policy (``publishers.py``) includes them.
+        """
         return [
             iam.PolicyStatement(
                 sid="CreateAndCancelOneTimeJobs",
-                actions=["scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule"],
+                actions=list(ONE_TIME_ACTIONS),
                 resources=[self.one_time_schedule_arn_pattern()],
             ),
             iam.PolicyStatement(
@@ -173,6 +164,16 @@ class ScheduledJobs(Construct):
             ),
         ]
 
+    def acknowledge_one_time_wildcard(self, policy: IConstruct) -> None:
+        """cdk-nag flags the ``once-*`` resource of :meth:`publisher_statements`; say why it is safe on ``policy``."""
+        acknowledge(
+            policy,
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:"
+            f"schedule/{self.group_name}/{ONE_TIME_PREFIX}*]",
+            "One-time schedules are created per job under names derived from the job (once-<hash>): the wildcard "
+            "covers only those names in this stage's schedule group.",
+        )
+
     def _discovery(self, stage: str) -> None:
         for output_key, ssm_key, value, description in (
             (Schedules.OUTPUT_GROUP_NAME, Schedules.SSM_GROUP_NAME, self.group_name, "Schedule group name"),
@@ -180,10 +181,9 @@ class ScheduledJobs(Construct):
              "Role one-time schedules run with (publishers pass it)"),
             (Schedules.OUTPUT_DLQ_ARN, Schedules.SSM_DLQ_ARN, self.dlq.queue_arn, "Schedules dead-letter queue ARN"),
             (Schedules.OUTPUT_DLQ_URL, None, self.dlq.queue_url, "Schedules dead-letter queue URL"),
-            (Schedules.OUTPUT_PUBLISHER_POLICY_ARN, None, self.publisher_policy.managed_policy_arn,
-             "Managed policy: publish and cancel one-time jobs"),
         ):
             CfnOutput(self, output_key, value=value, description=description).override_logical_id(output_key)
             if ssm_key is not None:
-                ssm.StringParameter(self, f"Param{output_key}", parameter_name=Schedules.ssm(stage, ssm_key),
-                                    string_value=value, description=description)
+                name = Schedules.ssm(stage, ssm_key)
+                self.parameters[name] = ssm.StringParameter(
+                    self, f"Param{output_key}", parameter_name=name, string_value=value, description=description)

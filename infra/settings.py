@@ -12,18 +12,20 @@ preset of that tier name (``TIER_PRESETS``), then the tier's object in ``cdk.jso
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiered_jobs.contract import cron
 from tiered_jobs.contract.names import (
-    ACCOUNTS_JOB_TYPES,
     CONTEXT_KEY,
     DEFAULT_TIERS,
+    RESOURCE_NAME_MAX_CHARS,
+    RESOURCE_NAME_PATTERN,
     SQS_MAX_VISIBILITY_SECONDS,
     Schedules,
     STAGE_NAME_PATTERN,
@@ -34,6 +36,9 @@ from tiered_jobs.contract.routing import Routes, UnknownRouteError
 from tiered_jobs.contract.schedules import ONE_TIME_PREFIX, PERIODIC_NAME, periodic_problems
 
 from . import rate_limit_settings
+
+if TYPE_CHECKING:
+    from aws_cdk import RemovalPolicy
 
 #: Retention periods CloudWatch Logs accepts (days).
 LOG_RETENTION_DAYS: tuple[int, ...] = (
@@ -219,6 +224,8 @@ class AppSettings:
     routes: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ROUTES))
     #: Periodic jobs (EventBridge Scheduler), ``schedules`` in ``cdk.json``; see ``ScheduleSettings``.
     schedules: tuple[ScheduleSettings, ...] = ()
+    #: AWS resources the jobs use, ``resources`` in ``cdk.json``; see ``ResourceSettings``.
+    resources: tuple[ResourceSettings, ...] = ()
 
     @property
     def tier_names(self) -> tuple[str, ...]:
@@ -230,16 +237,17 @@ class AppSettings:
                 return tier
         raise KeyError(name)
 
-    def accounts_tiers(self) -> frozenset[str]:
-        """Tiers whose consumers run the jobs that use the example accounts table."""
-        routes = Routes(self.routes)
-        tiers = set()
-        for job_type in ACCOUNTS_JOB_TYPES:
-            try:
-                tiers.add(routes.tier_for(job_type))
-            except UnknownRouteError:
-                continue
-        return frozenset(tiers)
+    @property
+    def removal_policy(self) -> RemovalPolicy:
+        """What deleting the stack does to the stateful parts (queues, tables, log groups, keys, the schedule
+        group): ``DESTROY`` when ``disposable``, else ``RETAIN``."""
+        from aws_cdk import RemovalPolicy  # here: the settings stay importable (and fast) without jsii
+
+        return RemovalPolicy.DESTROY if self.disposable else RemovalPolicy.RETAIN
+
+    def tiers_using(self, resource: ResourceSettings) -> frozenset[str]:
+        """The tiers whose consumers run jobs of ``resource.job_types``: only they get its variable and grant."""
+        return _tiers_of(resource.job_types, Routes(self.routes))
 
     @classmethod
     def from_context(cls, raw: Mapping[str, Any] | None, *, stage: str | None = None) -> AppSettings:
@@ -251,25 +259,26 @@ class AppSettings:
         allowed = tuple(f.name for f in dataclasses.fields(cls))
         _reject_unknown(raw, allowed, where)
         values: dict[str, Any] = {}
+        default = _field_defaults(cls)
 
-        stage_value = stage if stage is not None else raw.get("stage", "dev")
+        stage_value = stage if stage is not None else raw.get("stage", default["stage"])
         if not isinstance(stage_value, str) or not STAGE_NAME_PATTERN.match(stage_value):
             raise SettingsError(
                 f"{where}: stage {stage_value!r} is invalid; use lower-case letters, digits and '-', "
                 f"starting with a letter, at most 20 characters (e.g. 'dev', 'prod')"
             )
         values["stage"] = stage_value
-        values["disposable"] = _bool(raw, "disposable", False, where)
-        values["runtime"] = _choice(raw, "runtime", "python3.13", RUNTIMES, where)
-        values["architecture"] = _choice(raw, "architecture", "arm64", ARCHITECTURES, where)
-        version = raw.get("powertools_version", "3.37.0")
+        values["disposable"] = _bool(raw, "disposable", default["disposable"], where)
+        values["runtime"] = _choice(raw, "runtime", default["runtime"], RUNTIMES, where)
+        values["architecture"] = _choice(raw, "architecture", default["architecture"], ARCHITECTURES, where)
+        version = raw.get("powertools_version", default["powertools_version"])
         if not isinstance(version, str) or not _VERSION.match(version):
             raise SettingsError(
                 f"{where}: powertools_version {version!r} is invalid; use a released version like '3.37.0' "
                 f"(the one pinned in requirements.txt) or 'latest'"
             )
         values["powertools_version"] = version
-        retention = _int(raw, "log_retention_days", 30, where, minimum=1)
+        retention = _int(raw, "log_retention_days", default["log_retention_days"], where, minimum=1)
         if retention not in LOG_RETENTION_DAYS:
             raise SettingsError(
                 f"{where}: log_retention_days {retention} is not a CloudWatch Logs retention; "
@@ -279,7 +288,7 @@ class AppSettings:
         values["alarm_email"] = _optional_str(raw, "alarm_email", where, _EMAIL, "an e-mail address like oncall@example.com")
         url = _optional_str(raw, "alarm_https_url", where, re.compile(r"^https://\S+$"), "an https:// URL")
         values["alarm_https_url"] = url
-        events = raw.get("console_test_events", False)
+        events = raw.get("console_test_events", default["console_test_events"])
         if not (isinstance(events, bool) or events == CREATE_REGISTRY):
             raise SettingsError(
                 f"{where}: console_test_events {events!r} is invalid; use false, true "
@@ -289,7 +298,7 @@ class AppSettings:
 
         tiers_raw = raw.get("tiers")
         if tiers_raw is None:
-            tiers_raw = {name: {} for name in DEFAULT_TIERS}
+            tiers_raw = {tier.name: {} for tier in default["tiers"]}
         if not isinstance(tiers_raw, Mapping) or not tiers_raw:
             raise SettingsError(
                 f"{where}: tiers must be a non-empty object {{tier name: {{settings}}}}, e.g. "
@@ -297,7 +306,7 @@ class AppSettings:
             )
         values["tiers"] = tuple(_build_tier(name, tier_raw) for name, tier_raw in tiers_raw.items())
 
-        routes_raw = raw.get("routes", DEFAULT_ROUTES)
+        routes_raw = raw.get("routes", default["routes"])
         try:
             routes = Routes(routes_raw)
         except (TypeError, ValueError) as error:
@@ -312,7 +321,19 @@ class AppSettings:
             )
         values["routes"] = routes.table
         values["schedules"] = _build_schedules(raw.get(Schedules.SETTINGS_KEY, {}), routes, tier_names)
+        values["resources"] = _build_resources(raw.get("resources", {}), routes)
         return cls(**values)
+
+
+def _field_defaults(cls: type) -> dict[str, Any]:
+    """Each field's default as the dataclass declares it (the one place a default is written)."""
+    defaults = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            defaults[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            defaults[f.name] = f.default_factory()
+    return defaults
 
 
 def _build_tier(name: Any, raw: Any) -> TierSettings:
@@ -373,7 +394,8 @@ def _build_tier(name: Any, raw: Any) -> TierSettings:
     v["dlq_retention_days"] = num("dlq_retention_days", *_SQS_RETENTION_DAYS, " days (SQS's limits)")
     v["idempotency_ttl_seconds"] = None if merged.get("idempotency_ttl_seconds") is None else num(
         "idempotency_ttl_seconds", 1)
-    v["allow_short_idempotency_window"] = _bool(merged, "allow_short_idempotency_window", False, where)
+    v["allow_short_idempotency_window"] = _bool(merged, "allow_short_idempotency_window",
+                                                base.allow_short_idempotency_window, where)
     v["dlq_alarm_threshold"] = num("dlq_alarm_threshold", 0)
     v["oldest_message_age_alarm_seconds"] = num("oldest_message_age_alarm_seconds", 1)
     v["failure_rate_alarm_percent"] = _percent(merged, "failure_rate_alarm_percent", base, where)
@@ -573,3 +595,122 @@ def _build_schedule(name: Any, raw: Any, routes: Routes, tier_names: list[str]) 
                       maximum=_FLEXIBLE_WINDOW_MINUTES[1], unit=" minutes (Scheduler's limits)")
     return ScheduleSettings(name=name, expression=expression, job_type=job_type, tier=tier, payload=dict(payload),
                             timezone=timezone_name, flexible_window_minutes=window)
+
+
+# -- resources of the jobs ----------------------------------------------------------------------
+
+#: ``kind`` of a resource, and what a tier's consumer may do with it (``access``; the first is the default).
+TABLE, QUEUE = "table", "queue"
+ACCESS: dict[str, tuple[str, ...]] = {TABLE: ("read_write", "read"), QUEUE: ("send",)}
+#: ARNs of existing resources (any partition): a DynamoDB table, an SQS queue.
+_ARN = {
+    TABLE: re.compile(r"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/[A-Za-z0-9_.-]{3,255}$"),
+    QUEUE: re.compile(r"^arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,80}(\.fifo)?$"),
+}
+_ARN_EXAMPLE = {TABLE: "arn:aws:dynamodb:eu-west-1:123456789012:table/invoices",
+                QUEUE: "arn:aws:sqs:eu-west-1:123456789012:audit"}
+_ATTRIBUTE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
+_RESOURCE_KEYS = ("kind", "job_types", "access", "partition_key", "sort_key", "arn")
+_RESOURCE_EXAMPLE = (
+    '{"invoices": {"kind": "table", "partition_key": "invoice_id", "job_types": ["invoices.*"]}, '
+    '"audit": {"kind": "queue", "arn": "arn:aws:sqs:eu-west-1:123456789012:audit", "job_types": ["payments.*"]}}'
+)
+
+
+@dataclass(frozen=True)
+class ResourceSettings:
+    """One AWS resource the jobs use: a table this stack creates, or an existing table or queue by ARN.
+
+    The consumers of the tiers whose routes carry ``job_types`` (globs) get its table name or queue
+    URL in ``Env.resource_var(name)`` and a grant of ``access``; jobs read it with ``ctx.resource(name)``.
+    """
+
+    name: str
+    #: ``"table"`` or ``"queue"``.
+    kind: str
+    #: Job-type globs whose jobs use the resource (``payments.update_balance``, ``invoices.*``).
+    job_types: tuple[str, ...]
+    #: Tables: ``"read_write"`` or ``"read"``; queues: ``"send"``.
+    access: str
+    #: A table this stack creates: its key attributes (strings). ``None`` for an existing resource.
+    partition_key: str | None = None
+    sort_key: str | None = None
+    #: An existing table or queue (not created, not deleted by the stack).
+    arn: str | None = None
+
+    @property
+    def created(self) -> bool:
+        return self.arn is None
+
+
+def _tiers_of(job_types: tuple[str, ...], routes: Routes) -> frozenset[str]:
+    """Every tier a job matching one of ``job_types`` can be routed to.
+
+    A glob reaches the tier it routes to itself and the tier of each more specific route inside it
+    (``payments.*`` also reaches the tier of a ``payments.refund`` route).
+    """
+    tiers = set()
+    for glob in job_types:
+        for candidate in (glob, *(p for p in routes.table if fnmatch.fnmatchcase(p, glob))):
+            try:
+                tiers.add(routes.tier_for(candidate))
+            except UnknownRouteError:
+                continue
+    return frozenset(tiers)
+
+
+def _build_resources(raw: Any, routes: Routes) -> tuple[ResourceSettings, ...]:
+    if not isinstance(raw, Mapping):
+        raise SettingsError(f"context {CONTEXT_KEY!r}: resources must be an object {{name: {{resource}}}}, "
+                            f"e.g. {_RESOURCE_EXAMPLE}")
+    return tuple(_build_resource(name, value, routes) for name, value in raw.items())
+
+
+def _build_resource(name: Any, raw: Any, routes: Routes) -> ResourceSettings:
+    if not isinstance(name, str) or not RESOURCE_NAME_PATTERN.match(name) or len(name) > RESOURCE_NAME_MAX_CHARS:
+        raise SettingsError(
+            f"resource {name!r}: invalid name; use lower-case words joined by '_', each starting with a letter, "
+            f"at most {RESOURCE_NAME_MAX_CHARS} characters (e.g. 'invoices', 'invoice_lines')"
+        )
+    where = f"resource {name!r}"
+    if not isinstance(raw, Mapping):
+        raise SettingsError(f"{where}: must be an object with keys {', '.join(_RESOURCE_KEYS)}, got {raw!r}")
+    _reject_unknown(raw, _RESOURCE_KEYS, where)
+    kind = raw.get("kind")
+    if kind not in ACCESS:
+        raise SettingsError(f"{where}: kind {kind!r} is not supported; use one of {', '.join(ACCESS)}")
+    access = raw.get("access", ACCESS[kind][0])
+    if access not in ACCESS[kind]:
+        raise SettingsError(f"{where}: access {access!r} does not apply to a {kind}; use one of "
+                            f"{', '.join(ACCESS[kind])} or remove 'access' for {ACCESS[kind][0]!r}")
+    job_types = raw.get("job_types")
+    if not isinstance(job_types, (list, tuple)) or not job_types or \
+            any(not isinstance(glob, str) or not glob for glob in job_types):
+        raise SettingsError(f"{where}: job_types must be a non-empty list of job-type globs, "
+                            f"e.g. ['payments.update_balance'] or ['invoices.*']")
+    arn = raw.get("arn")
+    keys = {key: raw.get(key) for key in ("partition_key", "sort_key")}
+    if arn is not None:
+        if not isinstance(arn, str) or not _ARN[kind].match(arn):
+            raise SettingsError(f"{where}: arn {arn!r} is not the ARN of an existing {kind}, e.g. {_ARN_EXAMPLE[kind]}")
+        given = [key for key, value in keys.items() if value is not None]
+        if given:
+            raise SettingsError(f"{where}: {', '.join(given)} describe a table this stack creates; an existing "
+                                f"one (arn) keeps its own keys: remove {', '.join(given)} or the arn")
+    elif kind == QUEUE:
+        raise SettingsError(f"{where}: a queue must be an existing one, named by its arn "
+                            f"(the stack creates only tables for jobs)")
+    else:
+        if keys["partition_key"] is None:
+            raise SettingsError(f"{where}: a table this stack creates needs a partition_key "
+                                f"(e.g. 'partition_key': 'invoice_id'), or name an existing table by its arn")
+        for key, value in keys.items():
+            if value is not None and (not isinstance(value, str) or not _ATTRIBUTE_NAME.match(value)):
+                raise SettingsError(f"{where}: {key} {value!r} is not a DynamoDB attribute name")
+    job_types = tuple(job_types)
+    if not _tiers_of(job_types, routes):
+        raise SettingsError(
+            f"{where}: no route carries job_types {', '.join(map(repr, job_types))}, so no tier would use it; "
+            f"add a route for them or fix job_types"
+        )
+    return ResourceSettings(name=name, kind=kind, job_types=job_types, access=access, arn=arn, **keys)

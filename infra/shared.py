@@ -1,10 +1,10 @@
-"""The parts all tiers share: the idempotency table, the example accounts table and the alarm topic."""
+"""The parts all tiers share: the idempotency table, the alarm topic, and ``DataTable`` for every table the stack makes."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Aws, Duration, RemovalPolicy
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -22,7 +22,6 @@ from .settings import AppSettings
 #: Powertools' DynamoDB persistence layer defaults: partition key ``id``, TTL attribute ``expiration``.
 IDEMPOTENCY_PARTITION_KEY = "id"
 IDEMPOTENCY_TTL_ATTRIBUTE = "expiration"
-ACCOUNTS_PARTITION_KEY = "account_id"
 #: The service principal that publishes alarm notifications (and must be allowed to, by topic and key).
 CLOUDWATCH_PRINCIPAL = "cloudwatch.amazonaws.com"
 #: What a publisher to a KMS-encrypted SNS topic needs on the key.
@@ -38,19 +37,20 @@ class DataTable(Construct):
     """An on-demand DynamoDB table with point-in-time recovery and encryption, retained unless disposable."""
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: AppSettings, partition_key: str,
-                 ttl_attribute: str | None = None) -> None:
+                 sort_key: str | None = None, ttl_attribute: str | None = None) -> None:
         super().__init__(scope, construct_id)
         self.table = dynamodb.Table(
             self,
             "Table",
             partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
+            sort_key=None if sort_key is None else dynamodb.Attribute(name=sort_key, type=dynamodb.AttributeType.STRING),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             time_to_live_attribute=ttl_attribute,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            removal_policy=RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN,
+            removal_policy=settings.removal_policy,
         )
 
 
@@ -70,7 +70,7 @@ class AlarmTopic(Construct):
             "Key",
             description=alarm_key_description(settings.stage),
             enable_key_rotation=True,
-            removal_policy=RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN,
+            removal_policy=settings.removal_policy,
         )
         self.key.add_to_resource_policy(
             iam.PolicyStatement(
@@ -108,7 +108,7 @@ class AlarmTopic(Construct):
                 enforce_ssl=True,
                 retention_period=Duration.days(14),
                 max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
-                removal_policy=RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN,
+                removal_policy=settings.removal_policy,
             )
             acknowledge(self.delivery_dlq, "AwsSolutions-SQS3", "This queue is the alarm subscriptions' DLQ.")
             acknowledge(self.delivery_dlq, "Serverless-SQSRedrivePolicy", "A dead-letter queue has no DLQ itself.")

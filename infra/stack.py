@@ -18,7 +18,8 @@ from .publishers import PublisherPolicy
 from .replay import ReplayFunction
 from .schedules import ScheduledJobs
 from .settings import AppSettings
-from .shared import ACCOUNTS_PARTITION_KEY, IDEMPOTENCY_PARTITION_KEY, IDEMPOTENCY_TTL_ATTRIBUTE, AlarmTopic, DataTable
+from .resources import JobResources
+from .shared import IDEMPOTENCY_PARTITION_KEY, IDEMPOTENCY_TTL_ATTRIBUTE, AlarmTopic, DataTable
 from .tier import Tier, TierProps
 
 
@@ -40,7 +41,8 @@ class TieredJobsStack(Stack):
             self, "Idempotency", settings=settings,
             partition_key=IDEMPOTENCY_PARTITION_KEY, ttl_attribute=IDEMPOTENCY_TTL_ATTRIBUTE,
         ).table
-        self.accounts = DataTable(self, "Accounts", settings=settings, partition_key=ACCOUNTS_PARTITION_KEY).table
+        # What the jobs declared under ``resources`` in cdk.json (tables, queues), each for the tiers running them.
+        self.job_resources = JobResources(self, "Resources", settings=settings)
         self.alarm_topic_parts = AlarmTopic(self, "AlarmTopic", settings=settings)
         self.alarm_topic = self.alarm_topic_parts.topic
         # Token buckets of the rate-limited tiers (only when one has a limit): their own table, so
@@ -48,7 +50,6 @@ class TieredJobsStack(Stack):
         self.rate_limits = DataTable(
             self, "RateLimits", settings=settings, partition_key=BUCKET_KEY_ATTRIBUTE,
         ).table if any(tier.limits is not None for tier in settings.tiers) else None
-        accounts_tiers = settings.accounts_tiers()
         self.tiers = [
             Tier(
                 self,
@@ -59,7 +60,7 @@ class TieredJobsStack(Stack):
                     platform=platform,
                     idempotency_table=self.idempotency,
                     alarm_topic=self.alarm_topic,
-                    accounts_table=self.accounts if tier.name in accounts_tiers else None,
+                    resources=self.job_resources.for_tier(tier.name),
                     rate_limit_table=self.rate_limits,
                 ),
             )
@@ -73,7 +74,7 @@ class TieredJobsStack(Stack):
         self._discovery()
         self.publisher_policy = PublisherPolicy(
             self, "Publishers", stage=stage, queues={tier.name: tier.queue for tier in self.tiers},
-            parameters=self.parameters,
+            parameters={**self.parameters, **self.scheduled_jobs.parameters}, scheduled_jobs=self.scheduled_jobs,
         ).policy
         self._publish(Outputs.PUBLISHER_POLICY_ARN, Ssm.publisher_policy_arn(stage),
                       self.publisher_policy.managed_policy_arn,
@@ -114,8 +115,9 @@ class TieredJobsStack(Stack):
                 "Replay function name")
         publish(Outputs.IDEMPOTENCY_TABLE_NAME, Ssm.idempotency_table_name(stage), self.idempotency.table_name,
                 "Idempotency table name")
-        publish(Outputs.ACCOUNTS_TABLE_NAME, Ssm.accounts_table_name(stage), self.accounts.table_name,
-                "Example accounts table name")
+        for resource in self.job_resources.resources:
+            publish(Outputs.resource(resource.name), Ssm.resource(stage, resource.name), resource.value,
+                    resource.description)
         publish(Outputs.ALARM_TOPIC_ARN, None, self.alarm_topic.topic_arn, "Alarm topic ARN")
         publish(Outputs.DASHBOARD_NAME, None, self.dashboard.dashboard_name, "CloudWatch dashboard name")
         routes = json.dumps(dict(self.settings.routes), sort_keys=True)

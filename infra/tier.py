@@ -1,16 +1,16 @@
-"""One tier: main queue + DLQ + consumer function + SQS event source + alarms.
+"""One tier: main queue + DLQ + consumer function + SQS event source; its metrics and alarms.
 
 Tiers share nothing but the idempotency table, the alarm topic and the Lambda platform, so one
 tier's backlog or failures never delay another tier (its own queue, its own concurrency cap).
+The tier's metrics come from ``TierMetrics`` (``metrics.py``), its alarms from ``alarms.py``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aws_cdk import Aws, Duration, RemovalPolicy
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as event_sources
@@ -20,12 +20,15 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from tiered_jobs.contract.names import (
-    SQS_MAX_MESSAGE_BYTES, Alarms, Env, Handlers, Metrics, Ssm, function_name, queue_name,
+    SQS_MAX_MESSAGE_BYTES, Env, Handlers, Metrics, Ssm, function_name, queue_name,
 )
 from tiered_jobs.contract.rate_limits import tier_key_prefix
 
+from .alarms import tier_alarms
 from .function import FunctionProps, LambdaPlatform
+from .metrics import TierMetrics
 from .nag import acknowledge
+from .resources import JobResource
 from .settings import AppSettings, TierSettings
 
 
@@ -36,14 +39,14 @@ class TierProps:
     platform: LambdaPlatform
     idempotency_table: dynamodb.ITable
     alarm_topic: sns.ITopic
-    #: Only for the tiers the routes send account jobs to (least privilege).
-    accounts_table: dynamodb.ITable | None = None
+    #: The resources of ``cdk.json`` whose job types this tier runs (and no other: least privilege).
+    resources: Sequence[JobResource] = ()
     #: The token buckets' table; required when the tier has a rate limit.
     rate_limit_table: dynamodb.ITable | None = None
 
 
 class Tier(Construct):
-    """Queue, DLQ, consumer and alarms of one tier; exposes them for outputs, replay and dashboard."""
+    """Queue, DLQ, consumer, metrics and alarms of one tier; exposes them for outputs, replay and dashboard."""
 
     def __init__(self, scope: Construct, construct_id: str, *, props: TierProps) -> None:
         super().__init__(scope, construct_id)
@@ -51,7 +54,6 @@ class Tier(Construct):
         stage = settings.stage
         self.name = tier.name
         self.settings = tier
-        removal = RemovalPolicy.DESTROY if settings.disposable else RemovalPolicy.RETAIN
         main_name = queue_name(stage, tier.name)
 
         self.dlq = sqs.Queue(
@@ -75,7 +77,7 @@ class Tier(Construct):
                     )
                 ],
             ),
-            removal_policy=removal,
+            removal_policy=settings.removal_policy,
         )
         acknowledge(self.dlq, "AwsSolutions-SQS3", "This queue is the dead-letter queue of its tier.")
         acknowledge(self.dlq, "Serverless-SQSRedrivePolicy", "A dead-letter queue has no dead-letter queue itself.")
@@ -90,7 +92,7 @@ class Tier(Construct):
             max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
             visibility_timeout=Duration.seconds(tier.visibility_timeout),
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=tier.max_receive_count),
-            removal_policy=removal,
+            removal_policy=settings.removal_policy,
         )
 
         environment = {
@@ -108,8 +110,7 @@ class Tier(Construct):
             Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,
             Env.POWERTOOLS_LOG_LEVEL: "INFO",
         }
-        if props.accounts_table is not None:
-            environment[Env.ACCOUNTS_TABLE] = props.accounts_table.table_name
+        environment.update({Env.resource_var(resource.name): resource.value for resource in props.resources})
         if tier.limits is not None:
             if props.rate_limit_table is None:
                 raise ValueError(f"tier {tier.name!r} has a rate limit: TierProps needs rate_limit_table")
@@ -157,11 +158,12 @@ class Tier(Construct):
         )
         self.dlq.grant_send_messages(self.consumer)
         props.idempotency_table.grant_read_write_data(self.consumer)
-        if props.accounts_table is not None:
-            props.accounts_table.grant_read_write_data(self.consumer)
+        for resource in props.resources:
+            resource.grant(self.consumer)
         self._rate_limit(props)
 
-        self.alarms = self._alarms(stage, props.alarm_topic)
+        self.metrics = TierMetrics(stage=stage, tier=tier, queue=self.queue, dlq=self.dlq, consumer=self.consumer)
+        self.alarms = tier_alarms(self, self.metrics, props.alarm_topic)
 
     def _rate_limit(self, props: TierProps) -> None:
         """A rate-limited consumer claims tokens (``GetItem`` + ``UpdateItem`` on its own tier's bucket items only)
@@ -179,107 +181,3 @@ class Tier(Construct):
             self, "RateLimitsParam", parameter_name=Ssm.tier(props.settings.stage, self.name, Ssm.TIER_RATE_LIMITS),
             string_value=limits.to_json(), description=f"{self.name} tier: rate limits (JSON)",
         )
-
-    def job_metric(self, stage: str, metric_name: str, *, statistic: str = "Sum",
-                   period: Duration = Duration.minutes(5)) -> cloudwatch.Metric:
-        """One of the consumer's EMF job metrics for this tier (dimensions as Powertools writes them)."""
-        return cloudwatch.Metric(
-            namespace=Metrics.NAMESPACE,
-            metric_name=metric_name,
-            dimensions_map={Metrics.DIM_SERVICE: Metrics.SERVICE, Metrics.DIM_STAGE: stage, Metrics.DIM_TIER: self.name},
-            statistic=statistic,
-            period=period,
-        )
-
-    def failure_rate(self, stage: str) -> cloudwatch.MathExpression:
-        """100 x jobs failed for good / jobs finished over 5 minutes; 0 below the tier's minimum volume.
-
-        ``JobsFailed`` counts a job once, when it is dead-lettered (or kept because the DLQ refused
-        it); a retried attempt only counts ``JobsRetried``. ``FILL`` turns a period without one of
-        the two metrics into 0 (a period with only failures is 100 %, not "no data").
-        """
-        tier = self.settings
-        period = Duration.minutes(5)
-        failed = self.job_metric(stage, Metrics.FAILED, period=period)
-        jobs = cloudwatch.MathExpression(
-            expression="FILL(succeeded, 0) + FILL(failed, 0)",
-            using_metrics={"succeeded": self.job_metric(stage, Metrics.SUCCEEDED, period=period), "failed": failed},
-            label=f"{self.name} jobs finished",
-            period=period,
-        )
-        return cloudwatch.MathExpression(
-            expression=f"IF(jobs >= {tier.failure_rate_min_jobs}, 100 * FILL(failed, 0) / jobs, 0)",
-            using_metrics={"jobs": jobs, "failed": failed},
-            label=f"{self.name} failure rate (%)",
-            period=period,
-        )
-
-    def dlq_depth(self) -> cloudwatch.MathExpression:
-        """Letters in the DLQ, visible or held in flight (a filtered replay holds the ones it skips)."""
-        one_minute = Duration.minutes(1)
-        return cloudwatch.MathExpression(
-            expression="visible + held",
-            using_metrics={
-                "visible": self.dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=one_minute),
-                "held": self.dlq.metric_approximate_number_of_messages_not_visible(statistic="Maximum",
-                                                                                   period=one_minute),
-            },
-            label=f"{self.name} DLQ letters (visible + in flight)",
-            period=one_minute,
-        )
-
-    def _alarms(self, stage: str, topic: sns.ITopic) -> dict[str, cloudwatch.Alarm]:
-        tier = self.settings
-        one_minute = Duration.minutes(1)
-        specs: dict[str, tuple[cloudwatch.IMetric, float, str]] = {
-            Alarms.DLQ_DEPTH: (
-                self.dlq_depth(),
-                tier.dlq_alarm_threshold,
-                f"The {self.name} DLQ holds more than {tier.dlq_alarm_threshold} letter(s), visible or in flight: "
-                f"inspect, then replay or discard.",
-            ),
-            Alarms.OLDEST_MESSAGE_AGE: (
-                self.queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=one_minute),
-                tier.oldest_message_age_alarm_seconds,
-                f"The oldest {self.name} job waits longer than {tier.oldest_message_age_alarm_seconds} s.",
-            ),
-            Alarms.FAILURE_RATE: (
-                self.failure_rate(stage),
-                tier.failure_rate_alarm_percent,
-                f"More than {tier.failure_rate_alarm_percent:g} % of {self.name} jobs failed for good (dead-lettered) "
-                f"over 5 minutes, with at least {tier.failure_rate_min_jobs} jobs finished; retries never count.",
-            ),
-            Alarms.DURATION: (
-                self.consumer.metric_duration(statistic="p99", period=Duration.minutes(5)),
-                tier.duration_alarm_threshold_ms,
-                f"The {self.name} consumer's p99 duration is above {tier.duration_alarm_percent_of_timeout:g} % "
-                f"of its {tier.timeout_seconds} s timeout.",
-            ),
-            Alarms.ERRORS: (
-                self.consumer.metric_errors(statistic="Sum", period=one_minute),
-                0,
-                f"The {self.name} consumer crashed or timed out (a whole batch returns to the queue).",
-            ),
-            Alarms.THROTTLES: (
-                self.consumer.metric_throttles(statistic="Sum", period=one_minute),
-                0,
-                f"The {self.name} consumer is throttled: raise reserved concurrency or lower max_concurrency.",
-            ),
-        }
-        action = cw_actions.SnsAction(topic)
-        alarms = {}
-        for kind, (metric, threshold, description) in specs.items():
-            alarm = metric.create_alarm(
-                self,
-                f"Alarm-{kind}",
-                alarm_name=Alarms.name(stage, self.name, kind),
-                alarm_description=description,
-                threshold=threshold,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                evaluation_periods=1,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            )
-            alarm.add_alarm_action(action)
-            alarm.add_ok_action(action)
-            alarms[kind] = alarm
-        return alarms

@@ -17,7 +17,7 @@ import pytest
 from bench import fixed_cost
 from infra.app import CDK_DEFAULT_ACCOUNT, CDK_DEFAULT_REGION, build_app, load_cdk_context, target_env
 from tiered_jobs.contract.names import (
-    RETAINED_RESOURCE_TYPES, STAGE_TAG, alarm_key_description, queue_name, stack_name,
+    RETAINED_RESOURCE_TYPES, STAGE_TAG, Schedules, alarm_key_description, queue_name, stack_name,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,7 +87,7 @@ def test_the_stack_deploys_where_the_cli_points(tmp_path):
 
 
 def test_app_py_passes_the_cli_variables():
-    assert "build_app(environ=os.environ)" in (ROOT / "app.py").read_text(encoding="utf-8")
+    assert "main(environ=os.environ)" in (ROOT / "app.py").read_text(encoding="utf-8")  # main -> build_app(environ=...)
 
 
 # -- tear-down ---------------------------------------------------------------------------------
@@ -103,8 +103,10 @@ def test_everything_retained_is_tagged_and_named_as_teardown_looks_for_it(templa
             continue
         assert resource["Type"] in RETAINED_RESOURCE_TYPES, logical_id
         assert {"Key": STAGE_TAG, "Value": "dev"} in properties.get("Tags", []), logical_id
-        if resource["Type"] == "AWS::SQS::Queue":
+        if resource["Type"] == "AWS::SQS::Queue" and "QueueName" in properties:
             assert properties["QueueName"].startswith(queue_name("dev", ""))
+        elif resource["Type"] == "AWS::Scheduler::ScheduleGroup":
+            assert properties["Name"] == Schedules.group_name("dev")
         else:  # CloudFormation names them "<stack name>-<logical id>-<suffix>"
             assert not {"TableName", "LogGroupName"} & set(properties), logical_id
 

@@ -9,7 +9,7 @@ the replay function's name):
 - :func:`from_stack_outputs` -- the CloudFormation outputs of the stack (``cloudformation:DescribeStacks``).
   What operators usually have; the CLI's default.
 - :func:`from_env` -- explicit URLs in environment variables (``TIERED_JOBS_QUEUE_URL_<TIER>``,
-  ``TIERED_JOBS_ROUTES``): no AWS call at all, for tests, other accounts, or locked-down roles.
+  ``TIERED_JOBS_ROUTES``): no AWS call at all, for tests, a service in another account, or locked-down roles.
 
 Every failure is a :class:`DiscoveryError` whose message says what was looked for and where.
 """

@@ -4,15 +4,17 @@
 queues, DLQs, tables, log groups and the alarm topic's KMS key (so no job and no letter is lost
 by a mistaken destroy). This command finds them once the stack is gone:
 
-- queues named ``tiered-jobs-<stage>-…``, tables and log groups named ``TieredJobs-<stage>-…``
+- queues named ``tiered-jobs-<stage>-…``, queues, tables and log groups named ``TieredJobs-<stage>-…``
   (CloudFormation's generated names), each only if tagged ``tiered-jobs:stage = <stage>`` (the
   stack tags them) or ``aws:cloudformation:stack-name = TieredJobs-<stage>`` (CloudFormation
   does), so stage ``dev`` never touches stage ``dev-eu``;
+- the schedule group ``tiered-jobs-<stage>`` (with the one-time jobs still pending in it), if it
+  carries one of those tags;
 - the customer managed KMS key described ``Encrypts the tiered-jobs <stage> alarm topic`` (or
   carrying one of those tags);
 - SSM parameters under ``/tiered-jobs/<stage>/`` (deleted with the stack, unless that failed).
 
-Queues and tables are deleted, log groups too; a KMS key cannot be deleted at once, so its
+Queues, tables, log groups and the schedule group (its schedules with it) are deleted; a KMS key cannot be deleted at once, so its
 deletion is scheduled (``--key-pending-days``, 7-30) and can be cancelled until then.
 """
 
@@ -24,7 +26,7 @@ from typing import Any
 
 import typer
 
-from .contract.names import PROJECT, STAGE_TAG, Ssm, alarm_key_description, queue_name, stack_name
+from .contract.names import PROJECT, STAGE_TAG, Schedules, Ssm, alarm_key_description, queue_name, stack_name
 
 #: The tag CloudFormation puts on every resource it creates (and leaves on retained ones).
 CFN_STACK_TAG = "aws:cloudformation:stack-name"
@@ -35,7 +37,7 @@ SSM_DELETE_BATCH = 10  # DeleteParameters accepts at most 10 names
 
 @dataclass(frozen=True)
 class Leftover:
-    kind: str  # queue | table | log group | kms key | ssm parameter
+    kind: str  # queue | table | log group | schedule group | kms key | ssm parameter
     name: str
     detail: str = ""
     #: What the delete call needs (a queue URL, a key id...): the name when empty.
@@ -69,8 +71,10 @@ def find_leftovers(client: Callable[[str], Any], stage: str) -> list[Leftover]:
     """Everything of ``stage`` that outlived its stack (``client(service)`` gives a boto3 client)."""
     found: list[Leftover] = []
     sqs = client("sqs")
-    prefix = queue_name(stage, "")  # "tiered-jobs-<stage>-"
-    for url in _pages(sqs, "list_queues", "QueueUrls", QueueNamePrefix=prefix):
+    # Tier queues are named "tiered-jobs-<stage>-..."; others (the schedules DLQ) get CloudFormation's names.
+    urls = {url for prefix in (queue_name(stage, ""), f"{stack_name(stage)}-")
+            for url in _pages(sqs, "list_queues", "QueueUrls", QueueNamePrefix=prefix)}
+    for url in sorted(urls):
         if _ours(sqs.list_queue_tags(QueueUrl=url).get("Tags", {}), stage):
             depth = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
             messages = int(depth["Attributes"].get("ApproximateNumberOfMessages", 0))
@@ -87,6 +91,7 @@ def find_leftovers(client: Callable[[str], Any], stage: str) -> list[Leftover]:
     for group in _pages(logs, "describe_log_groups", "logGroups", logGroupNamePrefix=f"{stack_name(stage)}-"):
         if _ours(logs.list_tags_log_group(logGroupName=group["logGroupName"]).get("tags", {}), stage):
             found.append(Leftover("log group", group["logGroupName"], f"{group.get('storedBytes', 0)} bytes"))
+    found.extend(_schedule_group(client("scheduler"), stage))
     kms = client("kms")
     for key in _pages(kms, "list_keys", "Keys"):
         metadata = kms.describe_key(KeyId=key["KeyId"])["KeyMetadata"]
@@ -99,6 +104,24 @@ def find_leftovers(client: Callable[[str], Any], stage: str) -> list[Leftover]:
     for parameter in _pages(ssm, "get_parameters_by_path", "Parameters", Path=f"{Ssm.prefix(stage)}/", Recursive=True):
         found.append(Leftover("ssm parameter", parameter["Name"]))
     return found
+
+
+def _schedule_group(scheduler: Any, stage: str) -> list[Leftover]:
+    """The stage's schedule group, if it outlived the stack (its name is the stage's; its tags make it ours)."""
+    from botocore.exceptions import ClientError
+
+    name = Schedules.group_name(stage)
+    try:
+        arn = scheduler.get_schedule_group(Name=name)["Arn"]
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            return []
+        raise
+    tags = {t["Key"]: t["Value"] for t in scheduler.list_tags_for_resource(ResourceArn=arn).get("Tags", [])}
+    if not _ours(tags, stage):
+        return []
+    pending = sum(1 for _ in _pages(scheduler, "list_schedules", "Schedules", GroupName=name))
+    return [Leftover("schedule group", name, f"{pending} schedules")]
 
 
 def delete_leftovers(client: Callable[[str], Any], leftovers: list[Leftover], key_pending_days: int) -> list[str]:
@@ -115,6 +138,9 @@ def delete_leftovers(client: Callable[[str], Any], leftovers: list[Leftover], ke
         elif item.kind == "log group":
             client("logs").delete_log_group(logGroupName=item.name)
             done.append(f"deleted log group {item.name}")
+        elif item.kind == "schedule group":
+            client("scheduler").delete_schedule_group(Name=item.name)
+            done.append(f"deleted schedule group {item.name} and its schedules")
         elif item.kind == "kms key":
             answer = client("kms").schedule_key_deletion(KeyId=item.name, PendingWindowInDays=key_pending_days)
             done.append(f"scheduled KMS key {item.name} for deletion on {answer.get('DeletionDate')} "

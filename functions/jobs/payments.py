@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.runtime.errors import PermanentError
 from functions.runtime.registry import JobContext, job
 
+#: The table of balances, as ``cdk.json`` declares it under ``resources`` (bound to this job type).
+TABLE = "accounts"
 #: Marker items live in the accounts table under this key prefix.
 MARKER_PREFIX = "applied#"
 
@@ -26,9 +27,7 @@ def marker_key(job_type: str, idempotency_key: str) -> str:
 
 @job("payments.update_balance")
 def update_balance(payload: dict, ctx: JobContext) -> dict[str, Any]:
-    table = getattr(ctx.settings, "accounts_table", None)
-    if not table:
-        raise PermanentError("no accounts table is configured for this tier (route payments.* to a tier that has one)")
+    table = ctx.resource(TABLE)
     account_id, amount = payload["account_id"], payload["amount"]
     marker = marker_key(ctx.job_type, ctx.idempotency_key)
     dynamodb = ctx.client("dynamodb")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tiered_jobs.contract.names import Env
 from tiered_jobs.contract.rate_limits import RateLimits
@@ -29,7 +29,9 @@ class TierConfig:
     idempotency_table: str
     retry: RetryPolicy
     idempotency_ttl_seconds: int = 86_400
-    accounts_table: str | None = None
+    #: The resources of ``cdk.json`` this tier's jobs use: ``{name: table name or queue URL}``, one
+    #: ``Env.resource_var(name)`` each. Jobs read them with ``ctx.resource(name)``.
+    resources: Mapping[str, str] = field(default_factory=dict)
     #: No record starts when less than this (ms) remains of the invocation; the tier derives it
     #: from its timeout (``TierSettings.time_budget_margin``).
     time_budget_margin_ms: int = DEFAULT_TIME_BUDGET_MARGIN_MS
@@ -65,7 +67,7 @@ class TierConfig:
             idempotency_table=env[Env.IDEMPOTENCY_TABLE],
             retry=retry,
             idempotency_ttl_seconds=ttl,
-            accounts_table=env.get(Env.ACCOUNTS_TABLE) or None,
+            resources=Env.resources_in(env),
             time_budget_margin_ms=margin,
             rate_limits=rate_limits,
             rate_limit_table=env.get(Env.RATE_LIMIT_TABLE) or None,

@@ -50,6 +50,11 @@ class JobTimeout(TransientError):
     ``ctx.check_time()``. Retried like any transient failure; a later attempt starts afresh."""
 
 
+class ResourceNotConfiguredError(PermanentError):
+    """A job asked ``ctx.resource(name)`` for a resource its tier's consumer was not given (a deployment
+    problem: ``cdk.json``'s ``resources`` does not bind it to this job type, or the route moved)."""
+
+
 class PayloadValidationError(PermanentError):
     """The payload does not satisfy the job's own rules."""
 

@@ -10,6 +10,9 @@ Handlers take the payload (a dict) and a :class:`JobContext`, and return a resul
 idempotency layer stores a bounded, JSON-safe form of it (``functions/runtime/results.py``) and
 returns that to duplicates.
 
+A job finds the AWS resources it declared in ``cdk.json`` (``resources``) with ``ctx.resource(name)``:
+the table name or queue URL its tier's consumer was given.
+
 A long job calls ``ctx.check_time()`` between steps: it raises :class:`JobTimeout` (transient)
 once the job's ``time_limit_seconds`` or the invocation's time budget is spent.
 """
@@ -23,8 +26,9 @@ from typing import Any
 
 from tiered_jobs.contract import payloads
 from tiered_jobs.contract.envelope import JOB_TYPE_PATTERN
+from tiered_jobs.contract.names import Env
 
-from .errors import JobTimeout, PayloadValidationError, UnknownJobTypeError
+from .errors import JobTimeout, PayloadValidationError, ResourceNotConfiguredError, UnknownJobTypeError
 
 Handler = Callable[[dict, "JobContext"], Any]
 #: Lambda's longest timeout: a job limit beyond it could never be reached.
@@ -45,7 +49,7 @@ class JobContext:
     logger: Any
     #: The invocation's clock: Lambda's ``context.get_remaining_time_in_millis``.
     lambda_remaining_ms: Callable[[], int] = field(repr=False)
-    settings: Any = None  # the TierConfig (table names and such)
+    settings: Any = None  # the TierConfig (queues, tables, the resources of cdk.json)
     client: Callable[[str], Any] = field(default=lambda service: None, repr=False)
     #: The job's own limit (``@job(..., time_limit_seconds=...)``); None: only the invocation's budget.
     time_limit_seconds: float | None = None
@@ -55,6 +59,20 @@ class JobContext:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_started_ms", self.lambda_remaining_ms())
+
+    def resource(self, name: str) -> str:
+        """The table name or queue URL of ``name`` in ``cdk.json``'s ``resources``, as this tier's consumer has it.
+
+        Raises :class:`ResourceNotConfiguredError` (permanent) when the consumer was not given it.
+        """
+        resources = self.settings.resources if self.settings is not None else {}
+        if name in resources:
+            return resources[name]
+        raise ResourceNotConfiguredError(
+            f"{self.job_type} needs resource {name!r}, but the {self.tier} consumer has no {Env.resource_var(name)}: "
+            f"declare it in cdk.json under tiered_jobs.resources.{name} with job_types matching {self.job_type!r} "
+            f"(the consumers of the tiers those job types route to get it), then deploy"
+        )
 
     @property
     def is_last_attempt(self) -> bool:

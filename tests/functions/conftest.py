@@ -33,7 +33,7 @@ class Tier(BenchTier):
     def config(self, margin_ms: int = DEFAULT_TIME_BUDGET_MARGIN_MS, **retry: Any) -> TierConfig:
         return TierConfig(
             stage="test", tier="critical", queue_url=self.queue_url, dlq_url=self.dlq_url,
-            idempotency_table=self.idempotency_table, accounts_table=self.accounts_table,
+            idempotency_table=self.idempotency_table, resources=self.resources,
             retry=RetryPolicy(**retry) if retry else RetryPolicy(), time_budget_margin_ms=margin_ms,
         )
 
@@ -86,7 +86,7 @@ class Tier(BenchTier):
         return self.receive(self.dlq_url)
 
     def balance(self, account_id: str) -> int:
-        item = self.dynamodb.get_item(TableName=self.accounts_table, Key={"account_id": {"S": account_id}}).get("Item")
+        item = self.dynamodb.get_item(TableName=self.payments_table, Key={"account_id": {"S": account_id}}).get("Item")
         return int(item["balance"]["N"]) if item else 0
 
 

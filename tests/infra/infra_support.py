@@ -105,7 +105,7 @@ def default_synth(tmp_path_factory) -> Synth:
 
 @pytest.fixture(scope="session")
 def custom_synth(tmp_path_factory) -> Synth:
-    """A disposable stage with an added tier, a moved route, subscriptions, x86 and console events."""
+    """A disposable stage with an added tier, a moved route, subscriptions, x86, console events and a periodic job."""
     context = load_cdk_context()["tiered_jobs"]
     return _once(
         tmp_path_factory,
@@ -119,4 +119,6 @@ def custom_synth(tmp_path_factory) -> Synth:
         console_test_events=True,
         tiers={**context["tiers"], "reports": {"max_concurrency": 2, "timeout_seconds": 120}},
         routes={**context["routes"], "reports.*": "reports", "payments.update_balance": "transactional"},
+        schedules={"weekly-report": {"expression": "cron(0 6 ? * MON *)", "timezone": "Europe/Paris",
+                                     "job_type": "reports.weekly", "payload": {}}},
     )

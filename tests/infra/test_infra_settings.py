@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -33,12 +34,28 @@ def test_defaults_are_three_tiers_with_the_seed_routes():
     assert bulk.retry_schedule_seconds == (5, 30, 120, 600) and bulk.retry_jitter == 0.2
     assert bulk.max_attempts == bulk.max_receive_count == 5
     assert bulk.visibility_timeout == 6 * bulk.timeout_seconds + bulk.batching_window_seconds
-    assert settings.accounts_tiers() == frozenset({"critical"})
+    assert settings.resources == ()  # the example app declares its own in cdk.json
 
 
-def test_cdk_json_is_valid_and_equals_the_code_defaults():
+def test_cdk_json_is_valid_and_equals_the_code_defaults_plus_the_example_jobs_resources():
     context = load_cdk_context()
-    assert AppSettings.from_context(context["tiered_jobs"]) == AppSettings.from_context(None)
+    settings = AppSettings.from_context(context["tiered_jobs"])
+    assert dataclasses.replace(settings, resources=()) == AppSettings.from_context(None)
+    (table,) = settings.resources
+    assert (table.kind, table.partition_key, table.job_types, table.access) == (
+        "table", "account_id", ("payments.update_balance",), "read_write")
+
+
+def test_an_empty_context_gives_the_dataclass_defaults():
+    """``from_context`` reads its defaults from the dataclass fields: no second copy to drift."""
+    assert AppSettings.from_context({}) == AppSettings()
+
+
+def test_disposable_decides_the_removal_policy():
+    from aws_cdk import RemovalPolicy
+
+    assert _settings().removal_policy == RemovalPolicy.RETAIN
+    assert _settings(disposable=True).removal_policy == RemovalPolicy.DESTROY
 
 
 def test_powertools_version_matches_requirements():
@@ -71,10 +88,18 @@ def test_user_values_override_presets():
     assert critical.dlq_alarm_threshold == 3 and critical.batch_size == 5
 
 
-def test_routes_of_update_balance_decide_the_accounts_tier():
-    settings = _settings(routes={**DEFAULT_ROUTES, "payments.update_balance": "bulk"})
-    assert settings.accounts_tiers() == frozenset({"bulk"})
-    assert _settings(routes={"demo.*": "bulk"}).accounts_tiers() == frozenset()
+def test_the_routes_of_a_resources_job_types_decide_its_tiers():
+    def tiers(job_types, routes):
+        settings = _settings(routes=routes, resources={"t": {"kind": "table", "partition_key": "k",
+                                                               "job_types": job_types}})
+        return settings.tiers_using(settings.resources[0])
+
+    assert tiers(["payments.update_balance"], DEFAULT_ROUTES) == frozenset({"critical"})
+    assert tiers(["payments.update_balance"], {**DEFAULT_ROUTES, "payments.update_balance": "bulk"}) == {"bulk"}
+    # A glob reaches its own tier and the tiers of the more specific routes inside it.
+    assert tiers(["payments.*"], {**DEFAULT_ROUTES, "payments.refund": "bulk"}) == {"critical", "bulk"}
+    assert tiers(["*"], DEFAULT_ROUTES) == {"critical", "transactional", "bulk"}
+    assert tiers(["analytics.x", "demo.*"], DEFAULT_ROUTES) == {"bulk", "transactional"}
 
 
 @pytest.mark.parametrize(("raw", "message"), [

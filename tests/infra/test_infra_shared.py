@@ -277,7 +277,7 @@ def test_shared_resources_are_discoverable(default_synth):
     replay = logical_id(default_synth, "AWS::Lambda::Function", FunctionName=function_name("dev", "replay"))
     assert outputs[Outputs.REPLAY_FUNCTION_NAME]["Value"] == parameters[Ssm.replay_function_name("dev")] == {"Ref": replay}
     for output, parameter in ((Outputs.IDEMPOTENCY_TABLE_NAME, Ssm.idempotency_table_name("dev")),
-                              (Outputs.ACCOUNTS_TABLE_NAME, Ssm.accounts_table_name("dev"))):
+                              *((Outputs.resource(r.name), Ssm.resource("dev", r.name)) for r in SETTINGS.resources)):
         assert outputs[output]["Value"] == parameters[parameter]
     assert outputs[Outputs.ALARM_TOPIC_ARN]["Value"] == {"Ref": _topic_key(default_synth)}
     assert outputs[Outputs.DASHBOARD_NAME]["Value"] == dashboard_name("dev") == "tiered-jobs-dev"

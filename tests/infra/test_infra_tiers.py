@@ -9,6 +9,7 @@ from infra_support import (  # noqa: F401 (fixtures)
     custom_synth, default_synth, find_consumer, find_queue, logical_id, policy_statements, referenced_ids,
 )
 
+from functions.jobs.payments import TABLE as PAYMENTS_TABLE
 from infra.settings import AppSettings
 from tiered_jobs.contract.names import SQS_MAX_MESSAGE_BYTES, DEFAULT_TIERS, Env, Handlers, Metrics, queue_name
 
@@ -121,7 +122,7 @@ def test_consumer_function_settings_and_environment(default_synth, tier):
     dlq_key, _ = find_queue(default_synth, "dev", tier, dlq=True)
     assert env[Env.QUEUE_URL] == {"Ref": queue_key}
     assert env[Env.DLQ_URL] == {"Ref": dlq_key}
-    assert (Env.ACCOUNTS_TABLE in env) == (tier == "critical")  # payments.* -> critical
+    assert (Env.resource_var(PAYMENTS_TABLE) in env) == (tier == "critical")  # payments.* -> critical
 
 
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
@@ -165,14 +166,14 @@ def test_consumer_can_reach_only_its_own_queues(default_synth, tier):
 
 
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
-def test_only_routed_tiers_reach_the_accounts_table(default_synth, tier):
+def test_only_routed_tiers_reach_the_payments_table(default_synth, tier):
     key, _ = find_consumer(default_synth, "dev", tier)
     tables = default_synth.resources("AWS::DynamoDB::Table")
-    accounts = next(k for k, r in tables.items() if r["Properties"]["KeySchema"][0]["AttributeName"] == "account_id")
+    payments = next(k for k, r in tables.items() if r["Properties"]["KeySchema"][0]["AttributeName"] == "account_id")
     idempotency = next(k for k, r in tables.items() if r["Properties"]["KeySchema"][0]["AttributeName"] == "id")
     referenced = set().union(*(referenced_ids(s["Resource"]) for s in policy_statements(default_synth, key)))
     assert idempotency in referenced
-    assert (accounts in referenced) == (tier == "critical")
+    assert (payments in referenced) == (tier == "critical")
 
 
 def test_metrics_need_no_put_metric_data(default_synth):
@@ -212,11 +213,11 @@ def test_added_tier_gets_generic_defaults_and_its_overrides(custom_synth):
     )
 
 
-def test_accounts_table_follows_the_route_of_update_balance(custom_synth):
+def test_the_payments_table_follows_the_route_of_update_balance(custom_synth):
     """The custom routes send ``payments.update_balance`` (exact match) to transactional, not critical."""
     env = {t: find_consumer(custom_synth, "qa", t)[1]["Properties"]["Environment"]["Variables"] for t in
            ("critical", "transactional")}
-    assert Env.ACCOUNTS_TABLE in env["transactional"] and Env.ACCOUNTS_TABLE not in env["critical"]
+    assert Env.resource_var(PAYMENTS_TABLE) in env["transactional"] and Env.resource_var(PAYMENTS_TABLE) not in env["critical"]
 
 
 def test_disposable_stage_destroys_queues_tables_and_logs(custom_synth):

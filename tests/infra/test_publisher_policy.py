@@ -1,15 +1,19 @@
 """The publisher policy allows exactly what the real publisher calls, on exactly those resources.
 
-The stage's queues and SSM parameters are created in moto from the synthesized template (same names,
-same values), the real ``Publisher.from_stage`` discovers them and publishes to every tier, and a
-botocore ``before-parameter-build`` hook records each API call with the resources it names. The IAM action of
-a call comes from AWS's documented authorization (``SendMessageBatch`` is authorized by
-``sqs:SendMessage``), never from moto, which checks no policy.
+The stage's queues, schedule group and SSM parameters are created in moto from the synthesized
+template (same names, same values), the real ``Publisher.from_stage`` discovers them, publishes to
+every tier, publishes a job for later (a one-time schedule) and cancels it, and a botocore
+``before-parameter-build`` hook records each API call with the resources it names. The IAM actions of
+a call come from AWS's documented authorization (``SendMessageBatch`` is authorized by
+``sqs:SendMessage``; ``CreateSchedule`` with a ``RoleArn`` also needs ``iam:PassRole`` on that role,
+passed to Scheduler), never from moto, which checks no policy.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import boto3
@@ -18,7 +22,8 @@ from infra_support import default_synth, logical_id  # noqa: F401 (fixtures)
 from template_values import Concrete
 
 from infra.publishers import publisher_parameter_names
-from tiered_jobs.contract.names import Outputs, Ssm
+from infra.schedules import SCHEDULER_PRINCIPAL
+from tiered_jobs.contract.names import Outputs, Schedules, Ssm
 from tiered_jobs.publisher import Job, Publisher
 
 #: SQS batch APIs have no IAM action of their own (SQS developer guide, "batch actions").
@@ -30,12 +35,17 @@ def _iam_action(service: str, operation: str) -> str:
     return f"{service}:{BATCH_ACTIONS.get(operation, operation)}"
 
 
+#: The only condition the policy may set: ``iam:PassRole`` of the one-time role, to Scheduler only.
+PASSED_TO_SCHEDULER = {"StringEquals": {"iam:PassedToService": SCHEDULER_PRINCIPAL}}
+
+
 class CallRecorder:
-    """``(IAM action, resource ARN)`` of every call the clients make (botocore's ``before-parameter-build`` event)."""
+    """``(IAM action, resource ARN, condition)`` of every call the clients make (botocore's ``before-parameter-build``
+    event); the condition is the one a call satisfies, ``None`` when it needs none."""
 
     def __init__(self, region: str, account: str):
         self.region, self.account = region, account
-        self.calls: set[tuple[str, str]] = set()
+        self.calls: set[tuple[str, str, str | None]] = set()
         self.operations: list[str] = []
 
     def attach(self, client: Any) -> Any:
@@ -47,7 +57,9 @@ class CallRecorder:
         action = _iam_action(service, model.name)
         self.operations.append(f"{service}:{model.name}")
         for resource in self._resources(service, params):
-            self.calls.add((action, resource))
+            self.calls.add((action, resource, None))
+        if service == "scheduler" and "RoleArn" in params.get("Target", {}):
+            self.calls.add(("iam:PassRole", params["Target"]["RoleArn"], json.dumps(PASSED_TO_SCHEDULER)))
 
     def _resources(self, service: str, params: dict[str, Any]) -> list[str]:
         if service == "sqs":
@@ -56,6 +68,9 @@ class CallRecorder:
         if service == "ssm":
             names = params.get("Names") or [params.get("Name") or params["Path"]]
             return [f"arn:aws:ssm:{self.region}:{self.account}:parameter/{n.lstrip('/')}" for n in names]
+        if service == "scheduler":
+            group = params.get("GroupName", "default")
+            return [f"arn:aws:scheduler:{self.region}:{self.account}:schedule/{group}/{params['Name']}"]
         raise AssertionError(f"the publisher called {service}: decide its resources and its place in the policy")
 
 
@@ -64,23 +79,33 @@ def _policy(synth) -> dict[str, Any]:
     return policy
 
 
-def _allowed(t: Concrete, policy: dict[str, Any]) -> set[tuple[str, str]]:
+def _allowed(t: Concrete, policy: dict[str, Any]) -> set[tuple[str, str, str | None]]:
+    """``(action, resource pattern, condition)`` of every Allow; ``PASSED_TO_SCHEDULER`` is the only condition."""
     allowed = set()
     for statement in t.value(policy["Properties"]["PolicyDocument"])["Statement"]:
-        assert statement["Effect"] == "Allow" and "Condition" not in statement
+        assert statement["Effect"] == "Allow"
+        condition = statement.get("Condition")
+        assert condition in (None, PASSED_TO_SCHEDULER) and (condition is None or statement["Action"] == "iam:PassRole")
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
         resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
-        allowed |= {(a, r) for a in actions for r in resources}
+        allowed |= {(a, r, condition and json.dumps(condition)) for a in actions for r in resources}
     return allowed
+
+
+def _grants(entry: tuple[str, str, str | None], call: tuple[str, str, str | None]) -> bool:
+    """IAM's matching: the same action, the resource against the pattern (``*`` wildcards), the same condition."""
+    return entry[0] == call[0] and fnmatch.fnmatchcase(call[1], entry[1]) and entry[2] == call[2]
 
 
 @pytest.fixture
 def stage_in_moto(aws, default_synth) -> Concrete:
-    """The stage's queues and SSM parameters, created in moto with the template's names and values."""
+    """The stage's queues, schedule group and SSM parameters, created in moto with the template's names and values."""
     t = Concrete(default_synth.raw)
     sqs, ssm = boto3.client("sqs", region_name=t.region), boto3.client("ssm", region_name=t.region)
     for queue, _ in t.resources("AWS::SQS::Queue"):
         sqs.create_queue(QueueName=t.name(queue))
+    for _, props in t.resources("AWS::Scheduler::ScheduleGroup"):
+        boto3.client("scheduler", region_name=t.region).create_schedule_group(Name=props["Name"])
     for _, props in t.resources("AWS::SSM::Parameter"):
         ssm.put_parameter(Name=t.value(props["Name"]), Value=str(t.value(props["Value"])), Type="String")
     return t
@@ -91,8 +116,9 @@ def test_publisher_policy_allows_exactly_the_publishers_calls(default_synth, sta
     recorder = CallRecorder(t.region, t.account)
     sqs = recorder.attach(boto3.client("sqs", region_name=t.region))
     ssm = recorder.attach(boto3.client("ssm", region_name=t.region))
+    scheduler = recorder.attach(boto3.client("scheduler", region_name=t.region))
 
-    publisher = Publisher.from_stage("dev", ssm=ssm, sqs=sqs)
+    publisher = Publisher.from_stage("dev", ssm=ssm, sqs=sqs, scheduler=scheduler)
     tiers = sorted(publisher.queues)
     assert tiers == ["bulk", "critical", "transactional"]
     # One job type per tier, through the stack's routes (types the publisher does not know are still sent).
@@ -101,23 +127,42 @@ def test_publisher_policy_allows_exactly_the_publishers_calls(default_synth, sta
     results = publisher.publish_batch(jobs)
     assert {r.tier for r in results} == set(tiers) and all(r.ok for r in results)
     assert publisher.publish(jobs[0].job_type, {"n": 2}, "policy-single").ok
-    assert {"sqs:SendMessageBatch", "ssm:GetParameters"} <= set(recorder.operations)
+    # A job for tomorrow becomes a one-time schedule; cancelling it deletes the schedule.
+    later = publisher.publish(jobs[0].job_type, {"n": 3}, "policy-later", at=datetime.now(timezone.utc) + timedelta(days=1))
+    assert later.schedule_name and not later.already_scheduled
+    assert publisher.cancel(jobs[0].job_type, "policy-later") is True
+    assert {"sqs:SendMessageBatch", "ssm:GetParameters", "scheduler:CreateSchedule",
+            "scheduler:DeleteSchedule"} <= set(recorder.operations)
 
-    assert recorder.calls == _allowed(t, _policy(default_synth))
+    allowed = _allowed(t, _policy(default_synth))
+    assert [call for call in recorder.calls if not any(_grants(entry, call) for entry in allowed)] == []
+    assert [entry for entry in allowed if not any(_grants(entry, call) for call in recorder.calls)] == []
 
 
 def test_publisher_policy_names_the_tier_queues_and_never_a_dlq(default_synth):
     t = Concrete(default_synth.raw)
     allowed = _allowed(t, _policy(default_synth))
-    sends = {resource for action, resource in allowed if action == "sqs:SendMessage"}
+    sends = {resource for action, resource, _ in allowed if action == "sqs:SendMessage"}
     assert sends == {f"arn:aws:sqs:{t.region}:{t.account}:tiered-jobs-dev-{tier}"
                      for tier in ("critical", "transactional", "bulk")}
-    reads = {resource.split(":parameter")[1] for action, resource in allowed if action == "ssm:GetParameters"}
+    reads = {resource.split(":parameter")[1] for action, resource, _ in allowed if action == "ssm:GetParameters"}
     assert reads == set(publisher_parameter_names("dev", ["critical", "transactional", "bulk"]))
-    assert {action for action, _ in allowed} == {"sqs:SendMessage", "ssm:GetParameters"}
+    assert {action for action, _, _ in allowed} == {
+        "sqs:SendMessage", "ssm:GetParameters", "scheduler:CreateSchedule", "scheduler:DeleteSchedule", "iam:PassRole"}
     # The queues use SQS-managed encryption: no kms:GenerateDataKey needed (or granted).
     for queue in default_synth.resources("AWS::SQS::Queue").values():
         assert "KmsMasterKeyId" not in queue["Properties"] and queue["Properties"]["SqsManagedSseEnabled"] is True
+
+
+def test_publisher_policy_reaches_only_one_time_schedules_and_passes_only_the_one_time_role(default_synth):
+    """A publisher can neither change nor delete the periodic schedules, nor pass any other role."""
+    t = Concrete(default_synth.raw)
+    allowed = _allowed(t, _policy(default_synth))
+    schedules = {resource for action, resource, _ in allowed if action.startswith("scheduler:")}
+    assert schedules == {f"arn:aws:scheduler:{t.region}:{t.account}:schedule/{Schedules.group_name('dev')}/once-*"}
+    (one_time_role,) = [key for key, _ in t.resources("AWS::IAM::Role") if key.startswith("SchedulesOneTimeRole")]
+    assert {(resource, condition) for action, resource, condition in allowed if action == "iam:PassRole"} == {
+        (t.arn(one_time_role), json.dumps(PASSED_TO_SCHEDULER))}
 
 
 def test_publisher_policy_arn_is_an_output_and_a_parameter(default_synth):

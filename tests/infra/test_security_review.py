@@ -11,7 +11,8 @@ from infra_support import (  # noqa: F401 (fixtures)
     custom_synth, default_synth, find_consumer, find_queue, logical_id, policy_statements, referenced_ids,
 )
 
-from tiered_jobs.contract.names import function_name
+from functions.jobs.payments import TABLE as PAYMENTS_TABLE
+from tiered_jobs.contract.names import Env, function_name
 
 #: Actions AWS only grants on ``*`` (X-Ray has no resource-level permissions).
 WILDCARD_ONLY_ACTIONS = {"xray:PutTelemetryRecords", "xray:PutTraceSegments"}
@@ -52,7 +53,7 @@ def _assert_allow_list(synth, function_key: str, allowed: set[str]) -> None:
 @pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])
 def test_each_consumer_reaches_only_its_queues_the_idempotency_table_and_its_logs(request, synth_name):
     synth = request.getfixturevalue(synth_name)
-    routed_to_accounts = {"dev": {"critical"}, "qa": set()}
+    routed_to_payments = {"dev": {"critical"}, "qa": {"transactional"}}
     tiers = [f["Properties"]["Environment"]["Variables"]["TIERED_JOBS_TIER"]
              for f in synth.resources("AWS::Lambda::Function").values()
              if "TIERED_JOBS_TIER" in f["Properties"].get("Environment", {}).get("Variables", {})]
@@ -62,12 +63,10 @@ def test_each_consumer_reaches_only_its_queues_the_idempotency_table_and_its_log
         allowed = {find_queue(synth, synth.stage, tier)[0], find_queue(synth, synth.stage, tier, dlq=True)[0],
                    _table(synth, "id"), _log_group(synth, key)}
         env = consumer["Properties"]["Environment"]["Variables"]
-        if "TIERED_JOBS_ACCOUNTS_TABLE" in env:
+        if Env.resource_var(PAYMENTS_TABLE) in env:
             allowed.add(_table(synth, "account_id"))
         _assert_allow_list(synth, key, allowed)
-        if synth.stage in routed_to_accounts:
-            assert ("TIERED_JOBS_ACCOUNTS_TABLE" in env) == (tier in routed_to_accounts[synth.stage]) or \
-                synth.stage == "qa"
+        assert (Env.resource_var(PAYMENTS_TABLE) in env) == (tier in routed_to_payments[synth.stage])
 
 
 def test_replay_reaches_only_the_queues_it_serves_and_its_logs(default_synth):

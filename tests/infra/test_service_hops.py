@@ -55,6 +55,17 @@ def test_every_service_to_service_hop_is_allowed(request, synth_name):
     assert kinds["AWS::Lambda::EventSourceMapping"] == tiers  # consumers read their queue
     assert kinds["AWS::Lambda::Function"] == tiers  # ...and dead-letter into their DLQ
     assert kinds.get("AWS::SNS::Subscription", 0) == len(synth.resources("AWS::SNS::Subscription"))
+    assert kinds.get("AWS::Scheduler::Schedule", 0) == len(synth.resources("AWS::Scheduler::Schedule"))
+
+
+def test_the_custom_stage_walks_its_periodic_schedule_to_its_queue(custom_synth):
+    """The stack's own schedule (``cdk.json``'s ``schedules``): Scheduler sends to the routed tier queue
+    with the periodic role, which may do exactly that."""
+    hops, problems = walk(custom_synth.raw)
+    (hop,) = [h for h in hops if h.description.startswith("AWS::Scheduler::Schedule")]
+    assert problems == []
+    assert hop.caller.assumed_by == "scheduler.amazonaws.com" and hop.caller.role.startswith("SchedulesPeriodicRole")
+    assert hop.target == find_queue(custom_synth, "qa", "reports")[0] and hop.actions == ("sqs:SendMessage",)
 
 
 def test_the_custom_stage_walks_its_subscription_dead_letter_queues(custom_synth):

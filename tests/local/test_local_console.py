@@ -23,6 +23,7 @@ from botocore.exceptions import ClientError
 from local_support import wait_until
 from typer.testing import CliRunner
 
+from functions.jobs.payments import TABLE as PAYMENTS_TABLE
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import DeadLetter
 from tiered_jobs.local.server import FAKE_CREDENTIALS
@@ -66,7 +67,7 @@ def _depth(session, url: str) -> int:
 
 
 def _balance(session, account: str) -> int:
-    item = session.clients("dynamodb").get_item(TableName=session.deployment.accounts_table,
+    item = session.clients("dynamodb").get_item(TableName=session.deployment.resources[PAYMENTS_TABLE],
                                                 Key={"account_id": {"S": account}}).get("Item")
     return int(item["balance"]["N"]) if item else 0
 

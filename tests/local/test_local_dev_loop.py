@@ -18,6 +18,7 @@ import pytest
 from local_support import wait_until
 from typer.testing import CliRunner
 
+from functions.jobs.payments import TABLE as PAYMENTS_TABLE
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import LAMBDA_ASSET_PATHS, queue_name
 from tiered_jobs.local import moto_gaps
@@ -100,7 +101,7 @@ def depth(session, url) -> int:
 
 
 def balance(session, account: str) -> int:
-    item = session.clients("dynamodb").get_item(TableName=session.deployment.accounts_table,
+    item = session.clients("dynamodb").get_item(TableName=session.deployment.resources[PAYMENTS_TABLE],
                                                 Key={"account_id": {"S": account}}).get("Item")
     return int(item["balance"]["N"]) if item else 0
 

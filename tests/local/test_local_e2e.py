@@ -16,6 +16,7 @@ import pytest
 
 from local_support import child_pids, port_is_free, wait_until
 
+from functions.jobs.payments import TABLE as PAYMENTS_TABLE
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import Alarms, DeadLetter, Env, Handlers, Schedules
 from tiered_jobs.local.session import LocalSession
@@ -59,7 +60,7 @@ def depth(session, url) -> int:
 
 
 def balance(session, account: str) -> int:
-    item = session.clients("dynamodb").get_item(TableName=session.deployment.accounts_table,
+    item = session.clients("dynamodb").get_item(TableName=session.deployment.resources[PAYMENTS_TABLE],
                                                 Key={"account_id": {"S": account}}).get("Item")
     return int(item["balance"]["N"]) if item else 0
 
@@ -166,7 +167,7 @@ def test_dlq_alarm_then_replay_brings_it_back_to_ok(session, inbox):
 def test_a_configuration_change_reaches_new_execution_environments(session, publisher):
     tier = session.deployment.tiers["critical"]
     good = dict(tier.consumer.environment)
-    session.update_function_configuration(tier.consumer.name, {**good, Env.ACCOUNTS_TABLE: "missing-table"})
+    session.update_function_configuration(tier.consumer.name, {**good, Env.resource_var(PAYMENTS_TABLE): "missing-table"})
     try:
         publisher.publish("payments.update_balance", {"account_id": "acc-x", "amount": 1}, f"cfg-{uuid.uuid4().hex}")
         wait_until(lambda: depth(session, tier.dlq_url) == 1, what="payment failed on the bad configuration")

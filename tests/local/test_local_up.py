@@ -17,6 +17,8 @@ import boto3
 import pytest
 from local_support import port_is_free
 
+from functions.jobs.payments import TABLE as PAYMENTS_TABLE
+from tiered_jobs.contract.names import Ssm
 from tiered_jobs.local.cli import command_prefix
 from tiered_jobs.local.deploy import REPO_ROOT
 
@@ -77,7 +79,7 @@ def test_local_up_serves_a_publish_from_another_process(tmp_path, monkeypatch):
 
         dynamodb = boto3.client("dynamodb", endpoint_url=exports["AWS_ENDPOINT_URL"], region_name="us-east-1")
         table = boto3.client("ssm", endpoint_url=exports["AWS_ENDPOINT_URL"], region_name="us-east-1").get_parameter(
-            Name="/tiered-jobs/local/accounts-table-name")["Parameter"]["Value"]
+            Name=Ssm.resource("local", PAYMENTS_TABLE))["Parameter"]["Value"]
 
         def balance() -> int | None:
             item = dynamodb.get_item(TableName=table, Key={"account_id": {"S": "acc_outside"}}).get("Item")

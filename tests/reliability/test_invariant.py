@@ -25,7 +25,7 @@ def _quiet(monkeypatch):
 
 def test_nothing_lost_nothing_applied_twice_under_faults():
     plan = FaultPlan()
-    outcome = run(jobs=1000, accounts=100, plan=plan, log=lambda *_: None)
+    outcome = run(jobs=1000, account_count=100, plan=plan, log=lambda *_: None)
     report = outcome.as_dict()
     assert outcome.lost == 0, report
     assert outcome.duplicated == 0, report
@@ -50,7 +50,7 @@ def test_the_checker_catches_double_application(monkeypatch):
     plan = FaultPlan(drop_marker_condition=True, crash_before_idempotency_completes=0, crash_before_ack=0,
                      transient_job_error=0, idempotency_throttle=0, poison_fraction=0,
                      replay_crashes_between_send_and_delete=False)
-    outcome = run(jobs=60, accounts=10, plan=plan, log=lambda *_: None)
+    outcome = run(jobs=60, account_count=10, plan=plan, log=lambda *_: None)
     assert outcome.duplicated > 0 and not outcome.balances_ok and not outcome.holds(), outcome.as_dict()
 
 
@@ -59,7 +59,7 @@ def test_shard_outcomes_add_up_and_a_failing_shard_fails_the_whole():
 
     def outcome(**changes):
         base = dict(expected=10, applied=9, lost=0, duplicated=0, dead_lettered=1, unexpected=0, poison=1,
-                    balances_ok=True, accounts_checked=5, balance_mismatches={},
+                    balances_ok=True, balances_checked=5, balance_mismatches={},
                     dead_letter_reasons={"permanent": 2},
                     dead_letters_without_reason_or_unknown=0, redundant_dead_letters=0,
                     faults_injected={"crash_before_ack": 1}, messages_published=22, seconds=1.5)

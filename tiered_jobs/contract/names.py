@@ -7,6 +7,7 @@ all import these constants; none of them repeats the strings.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 #: The tiers the stack provisions when ``cdk.json`` names none.
 DEFAULT_TIERS: tuple[str, ...] = ("critical", "transactional", "bulk")
@@ -14,6 +15,12 @@ DEFAULT_TIERS: tuple[str, ...] = ("critical", "transactional", "bulk")
 TIER_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,29}$")
 #: A stage name (``dev``, ``prod``...): it names the stack, SSM parameters and outputs.
 STAGE_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
+
+#: The name of a resource the jobs use (``resources`` in ``cdk.json``): lower-case words joined by
+#: ``_``, each starting with a letter, so its environment variable and output key map back to it.
+RESOURCE_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(_[a-z][a-z0-9]*)*$")
+#: Longest resource name (it becomes part of an SSM parameter, an output key and a variable name).
+RESOURCE_NAME_MAX_CHARS = 40
 
 #: The key in ``cdk.json`` context that holds all settings of the application.
 CONTEXT_KEY = "tiered_jobs"
@@ -38,7 +45,10 @@ SQS_MESSAGE_GROUP_ID_PATTERN = re.compile(r"""^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@
 STAGE_TAG = "tiered-jobs:stage"
 #: The resource types that carry ``STAGE_TAG``. The alarm topic's KMS key is found by its
 #: description (:func:`alarm_key_description`) instead: moto's CloudFormation cannot tag a key.
-RETAINED_RESOURCE_TYPES: tuple[str, ...] = ("AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Logs::LogGroup")
+RETAINED_RESOURCE_TYPES: tuple[str, ...] = (
+    "AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Logs::LogGroup",
+    "AWS::Scheduler::ScheduleGroup",  # it holds the pending one-time jobs
+)
 
 
 def alarm_key_description(stage: str) -> str:
@@ -67,8 +77,8 @@ class Env:
     IDEMPOTENCY_TTL_SECONDS = "TIERED_JOBS_IDEMPOTENCY_TTL_SECONDS"
     #: Milliseconds: the consumer starts no record when less than this remains of its invocation.
     TIME_BUDGET_MARGIN_MS = "TIERED_JOBS_TIME_BUDGET_MARGIN_MS"
-    #: The example accounts table used by ``payments.update_balance``.
-    ACCOUNTS_TABLE = "TIERED_JOBS_ACCOUNTS_TABLE"
+    #: Consumer: one variable per resource of the tier's jobs (``resource_var``): a table name or queue URL.
+    RESOURCE_PREFIX = "TIERED_JOBS_RESOURCE_"
     #: Replay function: JSON object ``{tier: {"queue_url": ..., "dlq_url": ..., "idempotency_ttl_seconds": ...}}``.
     REPLAY_TIERS = "TIERED_JOBS_REPLAY_TIERS"
     #: Replay function: the S3 bucket its ``discard`` action archives letters to (unset: no Lambda discard).
@@ -86,6 +96,18 @@ class Env:
         """A per-tier variable: ``tier_var(Env.QUEUE_URL, "bulk-eu") == "TIERED_JOBS_QUEUE_URL_BULK_EU"``."""
         return f"{name}_{tier.upper().replace('-', '_')}"
 
+    @staticmethod
+    def resource_var(name: str) -> str:
+        """A resource's variable: ``resource_var("invoice_lines") == "TIERED_JOBS_RESOURCE_INVOICE_LINES"``."""
+        return f"{Env.RESOURCE_PREFIX}{name.upper()}"
+
+    @staticmethod
+    def resources_in(environ: Mapping[str, str]) -> dict[str, str]:
+        """``{resource name: value}`` of every ``resource_var`` set in ``environ`` (the inverse of ``resource_var``)."""
+        prefix = Env.RESOURCE_PREFIX
+        return {key[len(prefix):].lower(): value for key, value in environ.items()
+                if key.startswith(prefix) and value}
+
     # Powertools' own variables (set by the stack, read by Powertools).
     POWERTOOLS_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
     POWERTOOLS_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
@@ -98,9 +120,6 @@ class Handlers:
     CONSUMER = "functions.consumer.handler"
     REPLAY = "functions.replay.handler"
 
-
-#: Job types that use the example accounts table: only the tiers these route to get access to it.
-ACCOUNTS_JOB_TYPES: tuple[str, ...] = ("payments.update_balance",)
 
 #: Paths (relative to the repository root) that make up the Lambda asset. Nothing else ships.
 LAMBDA_ASSET_PATHS: tuple[str, ...] = ("functions", "tiered_jobs/__init__.py", "tiered_jobs/contract")
@@ -211,8 +230,14 @@ class Ssm:
         return f"/{PROJECT}/{stage}/idempotency-table-name"
 
     @staticmethod
-    def accounts_table_name(stage: str) -> str:
-        return f"/{PROJECT}/{stage}/accounts-table-name"
+    def resources_path(stage: str) -> str:
+        """The folder of the resources' parameters (``GetParametersByPath`` lists them all)."""
+        return f"/{PROJECT}/{stage}/resources"
+
+    @staticmethod
+    def resource(stage: str, name: str) -> str:
+        """A resource of ``cdk.json``'s ``resources``: its table name or queue URL."""
+        return f"{Ssm.resources_path(stage)}/{name}"
 
     @staticmethod
     def publisher_policy_arn(stage: str) -> str:
@@ -246,11 +271,15 @@ class Outputs:
 
     REPLAY_FUNCTION_NAME = "ReplayFunctionName"
     IDEMPOTENCY_TABLE_NAME = "IdempotencyTableName"
-    ACCOUNTS_TABLE_NAME = "AccountsTableName"
     ALARM_TOPIC_ARN = "AlarmTopicArn"
     DASHBOARD_NAME = "DashboardName"
     ROUTES = "Routes"
     PUBLISHER_POLICY_ARN = "PublisherPolicyArn"
+
+    @staticmethod
+    def resource(name: str) -> str:
+        """A resource's table name or queue URL: ``Outputs.resource("invoice_lines") == "ResourceInvoiceLines"``."""
+        return "Resource" + "".join(part.capitalize() for part in name.split("_"))
 
 
 class Alarms:
@@ -300,10 +329,6 @@ class Schedules:
         """Alarm on the schedules DLQ; ends in no tier alarm kind, so it never equals a tier's alarm name."""
         return f"{PROJECT}-{stage}-schedules-undelivered"
 
-    @staticmethod
-    def publisher_policy_name(stage: str) -> str:
-        return f"{PROJECT}-{stage}-publish-scheduled-jobs"
-
     # SSM parameters (under ``Ssm.prefix(stage)``) and output keys.
     @staticmethod
     def ssm(stage: str, key: str) -> str:
@@ -318,7 +343,6 @@ class Schedules:
     OUTPUT_ROLE_ARN = "SchedulerOneTimeRoleArn"
     OUTPUT_DLQ_ARN = "SchedulesDlqArn"
     OUTPUT_DLQ_URL = "SchedulesDlqUrl"
-    OUTPUT_PUBLISHER_POLICY_ARN = "ScheduledJobsPublisherPolicyArn"
 
     # Publisher configuration without AWS look-ups (with ``Env.tier_var(QUEUE_ARN_VAR, tier)``).
     ENV_GROUP_NAME = "TIERED_JOBS_SCHEDULE_GROUP"

@@ -35,13 +35,14 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from functions.jobs.payments import TABLE as PAYMENTS_TABLE
 from tiered_jobs.contract.names import Alarms, DeadLetter, Env, Metrics
 from tiered_jobs.local.session import LocalSession
 from tiered_jobs.contract import envelope
 from tiered_jobs.local.view import TierRow, job_total, queue_counts, rows, safe_table, table
 from tiered_jobs.publisher import InvalidJobError, Publisher
 
-ACCOUNTS = ("acc_alice", "acc_bob", "acc_carol", "acc_dave")
+ACCOUNT_IDS = ("acc_alice", "acc_bob", "acc_carol", "acc_dave")
 INVALID_ADDRESSES = ("not-an-address", "bob@", "@example.com")
 FLOOD_EVENTS = 400
 PROBES = 10
@@ -126,8 +127,8 @@ class Demo:
     def balances(self) -> dict[str, int]:
         dynamodb = self.session.clients("dynamodb")
         found = {}
-        for account in ACCOUNTS:
-            item = dynamodb.get_item(TableName=self.session.deployment.accounts_table,
+        for account in ACCOUNT_IDS:
+            item = dynamodb.get_item(TableName=self.session.deployment.resources[PAYMENTS_TABLE],
                                      Key={"account_id": {"S": account}}, ConsistentRead=True).get("Item")
             found[account] = int(item["balance"]["N"]) if item else 0
         return found
@@ -140,7 +141,7 @@ class Demo:
     def pay(self, prefix: str, count: int, copies: Callable[[int], int]) -> None:
         jobs = []
         for i in range(count):
-            account, amount = ACCOUNTS[i % len(ACCOUNTS)], 100 * (i + 1)
+            account, amount = ACCOUNT_IDS[i % len(ACCOUNT_IDS)], 100 * (i + 1)
             self.expected_balances[account] = self.expected_balances.get(account, 0) + amount
             job = {"job_type": "payments.update_balance", "idempotency_key": f"{prefix}-{i}",
                    "payload": {"account_id": account, "amount": amount}}
@@ -220,8 +221,8 @@ class Demo:
         """Publish small payments one by one; their end-to-end latencies (publish -> deleted), in ms."""
         mark = self.latency_mark("critical")
         for i in range(PROBES):
-            self.publisher.publish("payments.update_balance", {"account_id": ACCOUNTS[0], "amount": 1}, f"{prefix}-{i}")
-            self.expected_balances[ACCOUNTS[0]] += 1
+            self.publisher.publish("payments.update_balance", {"account_id": ACCOUNT_IDS[0], "amount": 1}, f"{prefix}-{i}")
+            self.expected_balances[ACCOUNT_IDS[0]] += 1
             time.sleep(0.2)
         self.wait_for(lambda: len(self.new_latencies("critical", mark)) >= PROBES, 20)
         return self.new_latencies("critical", mark)
@@ -286,7 +287,7 @@ class Demo:
         consumer = self.tier("critical").consumer
         good_environment = dict(consumer.environment)
         self.session.update_function_configuration(
-            consumer.name, {**good_environment, Env.ACCOUNTS_TABLE: MISSING_TABLE})
+            consumer.name, {**good_environment, Env.resource_var(PAYMENTS_TABLE): MISSING_TABLE})
         before = dict(self.expected_balances)
         self.pay("incident", 4, copies=lambda _: 1)
         self.wait_for(lambda: self.dlq_depth("critical") >= 4, 20)

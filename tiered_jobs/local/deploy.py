@@ -148,7 +148,8 @@ class Deployment:
     outputs: dict[str, str]
     tiers: dict[str, TierDeployment]
     replay: FunctionConfig
-    accounts_table: str
+    #: The resources of cdk.json (``{name: table name or queue URL}``), read back from their SSM parameters.
+    resources: dict[str, str]
     idempotency_table: str
     alarm_topic_arn: str
     assembly: Assembly
@@ -255,6 +256,13 @@ def describe(endpoint: Endpoint, assembly: Assembly, outputs: Mapping[str, str],
     return Deployment(
         stack_name=assembly.stack_name, stage=stage, endpoint=endpoint, outputs=dict(outputs), tiers=tiers,
         replay=_function_config(lambda_client, outputs[Outputs.REPLAY_FUNCTION_NAME], assembly, physical_ids),
-        accounts_table=outputs[Outputs.ACCOUNTS_TABLE_NAME], idempotency_table=outputs[Outputs.IDEMPOTENCY_TABLE_NAME],
+        resources=_resources(clients("ssm"), stage), idempotency_table=outputs[Outputs.IDEMPOTENCY_TABLE_NAME],
         alarm_topic_arn=outputs[Outputs.ALARM_TOPIC_ARN], assembly=assembly,
     )
+
+
+def _resources(ssm: Any, stage: str) -> dict[str, str]:
+    """``{name: value}`` of the stage's ``Ssm.resource`` parameters (every resource of cdk.json)."""
+    path = Ssm.resources_path(stage)
+    pages = ssm.get_paginator("get_parameters_by_path").paginate(Path=path)
+    return {p["Name"].removeprefix(f"{path}/"): p["Value"] for page in pages for p in page["Parameters"]}
