@@ -1,7 +1,8 @@
 """AWS error codes, each decided transient or permanent, from AWS's own catalogue.
 
 Every error shape that botocore's service models list for the services the runtime and the
-example jobs call (DynamoDB, SQS, SNS, KMS, STS, Lambda) is decided here, by its shape name and
+example jobs call (DynamoDB, SQS, SNS, KMS, STS, Lambda, and S3 for the replay's discard archive)
+is decided here, by its shape name and
 by its wire code where the model gives another one (SNS's ``Throttled`` for
 ``ThrottledException``). SQS speaks JSON with query-compatible codes: botocore puts the legacy
 code (``AWS.SimpleQueueService.NonExistentQueue``) in ``Error.Code`` and the shape name in
@@ -186,6 +187,18 @@ CATALOGUE: dict[str, dict[str, Kind]] = {
             "S3FilesMountFailureException", "SerializedRequestEntityTooLargeException",
             "ServiceQuotaExceededException", "SnapStartException", "SnapStartRegenerationFailureException",
             "UnsupportedMediaTypeException",
+        ),
+    ),
+    # The replay function archives discarded letters to S3 (PutObject). S3's XML errors carry
+    # the shape name as the code; its throttling (SlowDown, 503) and 5xx codes are in COMMON.
+    "s3": _decide(
+        transient=(),
+        permanent=(
+            "AccessDenied", "AnnotationLimitExceeded", "AnnotationNameTooLong", "BucketAlreadyExists",
+            "BucketAlreadyOwnedByYou", "EncryptionTypeMismatch", "IdempotencyParameterMismatch",
+            "InvalidAnnotationName", "InvalidObjectState", "InvalidPrefix", "InvalidRequest", "InvalidWriteOffset",
+            "NoSuchAnnotation", "NoSuchBucket", "NoSuchKey", "NoSuchUpload", "ObjectAlreadyInActiveTierError",
+            "ObjectNotInActiveTierError", "TooManyParts", "UnsupportedMediaType",
         ),
     ),
 }

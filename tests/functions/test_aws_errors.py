@@ -22,7 +22,7 @@ from functions.runtime.errors import classify
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Every service the runtime and the example jobs call (checked against the code below).
-SERVICES = ("dynamodb", "sqs", "sns", "kms", "sts", "lambda")
+SERVICES = ("dynamodb", "sqs", "sns", "kms", "sts", "lambda", "s3")
 CONFLICT_MESSAGE = "Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict, None]"
 CONFLICT_REASONS = [{"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item."}, {"Code": "None"}]
 
