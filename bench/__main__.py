@@ -136,8 +136,10 @@ def _rate_rows(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
          f"{r['held_and_resent']} re-sends; ahead of the limit by {max(0, r['most_jobs_ahead_of_the_limit']):.2f} jobs "
          "at most", target, r["within_band"] and r["failures"] == 0 and r["most_jobs_ahead_of_the_limit"] <= 1e-6),
         ("  limiter DynamoDB calls / 1 000 jobs", f"{r['limiter_dynamodb_calls_per_1000_total']:.0f} "
-         f"({_ops(r['limiter_dynamodb_calls_per_1000'])})", f"{r['limiter_dynamodb_calls_per_batch']:.2f} per batch",
-         "", True),
+         f"({_ops(r['limiter_dynamodb_calls_per_1000'])})",
+         (f"per batch: {r['limiter_writes_per_batch']:.2f} writes, {r['limiter_reads_per_batch']:.2f} reads; "
+          f"{r['limiter_conflicts_per_1000']:g} failed conditions / 1 000 jobs"), "<= 1 write per batch",
+         r["limiter_writes_per_batch"] <= 1),
         ("  limiter cost / 1 M jobs", f"${c['usd_per_million_jobs']:.3f}", _ops(c["parts"], money=True), "", True),
     ]
 

@@ -83,8 +83,9 @@ def rate_limiter_per_million_jobs(*, reads_per_job: float, writes_per_job: float
                                   wait_seconds_per_job: float, memory_mb: int) -> dict[str, Any]:
     """What the rate limiter adds per 1 M jobs: its DynamoDB calls (failed conditions are billed
     writes too), the SQS calls of held jobs (the re-send batch, and receiving and deleting the
-    copy when it returns: three requests per ten held jobs), the Lambda time its two calls per
-    claim take, and the Lambda time spent waiting for a turn (billed like any other)."""
+    copy when it returns: three requests per ten held jobs), the Lambda time its calls take (at
+    most one write per claim, a read on a container's first), and the Lambda time spent waiting
+    for a turn (billed like any other)."""
     jobs = 1_000_000
     parts = {
         "dynamodb_buckets": jobs / 1e6 * (reads_per_job * 0.5 * PRICES["dynamodb_per_million_read_units"]

@@ -9,7 +9,8 @@ outside the consumer). Reported:
   every whole 5-second window (its spread);
 * failures: dead letters, batch item failures, invocation errors (the target is none);
 * what the limiter costs: its DynamoDB calls (``UpdateItem`` on the bucket table, failed
-  conditions included) and the SQS calls of the held jobs' re-sends, per 1 000 jobs.
+  conditions included; ``GetItem`` on a container's first claim), per batch and per 1 000 jobs,
+  and the SQS calls of the held jobs' re-sends, per 1 000 jobs.
 
 moto's server handles one DynamoDB request at a time (``moto_gaps``, gap 7): concurrent claims
 are serialized there as DynamoDB serializes writes to one item; the unit tests cover the
@@ -51,6 +52,7 @@ def measure(jobs: int = 200, per_second: float = 5.0, burst: int = 1, concurrenc
         done: list[float] = []
         waits: list[float] = []
         slots: list[float] = []
+        conflicts: list[int] = []
         lock = threading.Lock()
         claim = limiter.TokenBucket.claim
 
@@ -61,6 +63,7 @@ def measure(jobs: int = 200, per_second: float = 5.0, burst: int = 1, concurrenc
             with lock:
                 waits.extend(max(0.0, start - now) for start in granted.starts)
                 slots.extend(granted.starts)
+                conflicts.append(granted.conflicted)
             return granted
 
         def completed(params: dict, **_: Any) -> None:
@@ -94,13 +97,13 @@ def measure(jobs: int = 200, per_second: float = 5.0, burst: int = 1, concurrenc
     return summarize(sorted(done), jobs=jobs, per_second=per_second, burst=burst, concurrency=concurrency,
                      published=published, dead_letters=dead_letters, stats=stats, limiter_calls=limiter_calls,
                      resend_calls=sqs_ops.get("SendMessageBatch", 0), window_seconds=window_seconds,
-                     wait_seconds=sum(waits), slots=sorted(slots))
+                     wait_seconds=sum(waits), slots=sorted(slots), conflicts=sum(conflicts))
 
 
 def summarize(done: list[float], *, jobs: int, per_second: float, burst: int, concurrency: int, published: float,
               dead_letters: int, stats: dict[str, Any], limiter_calls: dict[str, int],
               resend_calls: int, window_seconds: float = WINDOW_SECONDS, wait_seconds: float = 0.0,
-              slots: list[float] | None = None) -> dict[str, Any]:
+              slots: list[float] | None = None, conflicts: int = 0) -> dict[str, Any]:
     """The figures of one run from its completion times (epoch seconds, sorted).
 
     A token bucket lets ``burst`` jobs go at once, then ``per_second``: the rate is measured from
@@ -121,6 +124,8 @@ def summarize(done: list[float], *, jobs: int, per_second: float, burst: int, co
     ahead = max(k + 1 - (burst + per_second * (t - origin)) for k, t in enumerate(done))
     failures = dead_letters + stats["item_failures"] + stats["invocation_errors"]
     per_1000 = 1000 / jobs
+    batches = max(1, stats["batches"])
+    writes, reads = limiter_calls.get("UpdateItem", 0), limiter_calls.get("GetItem", 0)
     return {
         "jobs": jobs, "completed": len(done), "limit_per_second": per_second, "burst": burst,
         "consumers": concurrency,
@@ -141,7 +146,14 @@ def summarize(done: list[float], *, jobs: int, per_second: float, burst: int, co
         "held_and_resent": stats["records"] - len(done) - stats["item_failures"],
         "limiter_dynamodb_calls_per_1000": {op: n * per_1000 for op, n in limiter_calls.items()},
         "limiter_dynamodb_calls_per_1000_total": sum(limiter_calls.values()) * per_1000,
-        "limiter_dynamodb_calls_per_batch": round(sum(limiter_calls.values()) / max(1, stats["batches"]), 3),
+        "limiter_dynamodb_calls_per_batch": round(sum(limiter_calls.values()) / batches, 3),
+        # conditional writes (UpdateItem) and reads (GetItem) on the bucket table
+        "limiter_writes_per_batch": round(writes / batches, 3),
+        "limiter_reads_per_batch": round(reads / batches, 3),
+        "limiter_writes_per_1000": round(writes * per_1000, 1),
+        "limiter_reads_per_1000": round(reads * per_1000, 1),
+        # writes whose condition failed: the batch claimed nothing and its jobs were held
+        "limiter_conflicts_per_1000": round(conflicts * per_1000, 1),
         "resend_sqs_calls_per_1000": resend_calls * per_1000,
         "wait_seconds_per_job": round(wait_seconds / max(1, len(done)), 4),
     }

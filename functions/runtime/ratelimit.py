@@ -15,13 +15,14 @@ pair says, in one number, and a claim can be written without reading the item fi
 * the bucket is idle (``tat < now`` or no item yet): ``SET tat = now + n*T`` on condition
   ``attribute_not_exists(tat) OR tat < now``.
 
-Per bucket and batch: read the item (``GetItem``, eventually consistent: half a read unit), pick
-the case and the number of jobs from it, write once. A stale read, or a concurrent claim that
-moved the bucket past the bound, fails the condition and DynamoDB returns the item as it is then
-(``ReturnValuesOnConditionCheckFailure``), so the retry needs no second read; at most
-:data:`MAX_WRITE_ATTEMPTS` writes. Busy-case claims add on the server, so concurrent ones only
-conflict at the bound. When the last ``tat`` this container saw already leaves no token within
-the wait bound (``tat`` only grows), the batch is held without any call.
+Per bucket and batch: **at most one conditional write, and no read** after the container's first
+claim. The case and the number of jobs are guessed from the last ``tat`` this container saw (the
+first claim reads it: ``GetItem``, eventually consistent, half a read unit). ``tat`` only grows,
+so the guess errs one way only: the bucket may be further ahead than the container knows. When
+it is (another consumer claimed meanwhile), the condition fails, the batch claims nothing and
+DynamoDB returns the item as it is (``ReturnValuesOnConditionCheckFailure``): that ``tat`` gives
+the held jobs their turn, and the container's next guess. When the last ``tat`` seen already
+leaves no token within the wait bound, the batch is held without any call.
 
 **Claims reserve the future.** One write claims as many of the batch's jobs as can start within
 the wait bound; the consumer then sleeps until each job's own start time, so jobs leave at the
@@ -47,8 +48,6 @@ from tiered_jobs.contract.rate_limits import Bucket, RateLimit, RateLimits
 
 #: The attribute of a bucket item holding its theoretical arrival time (microseconds).
 TAT_ATTRIBUTE = "tat"
-#: Conditional writes per bucket and batch at most (a wrong guess, then a claim on fresh state).
-MAX_WRITE_ATTEMPTS = 3
 #: Waiting never takes more than this share of the invocation's remaining time.
 WAIT_SHARE_OF_REMAINING = 0.5
 _US = 1_000_000
@@ -61,16 +60,24 @@ class Claim:
 
     starts: tuple[float, ...]
     next_turn: float
+    #: Conditional writes made: 0 or 1.
     writes: int
+    #: Reads made: 1 on the container's first claim of the bucket, else 0.
     reads: int = 0
 
     @property
     def granted(self) -> int:
         return len(self.starts)
 
+    @property
+    def conflicted(self) -> bool:
+        """The write's condition failed: the bucket was further ahead than this container knew."""
+        return self.writes > 0 and not self.starts
+
 
 class TokenBucket:
-    """One bucket item. Keeps the last ``tat`` it saw (it only grows) to guess the write's case."""
+    """One bucket item. Keeps the last ``tat`` it saw (it only grows) to guess the write's case,
+    and how far ahead of the clock other consumers' claims had pushed it (the *lead*)."""
 
     def __init__(self, dynamodb: Any, table: str, key: str, limit: RateLimit,
                  clock: Callable[[], float] = time.time):
@@ -82,40 +89,58 @@ class TokenBucket:
         self.interval_us = max(1, round(_US / limit.per_second))
         self.tolerance_us = (limit.burst - 1) * self.interval_us
         self.last_tat_us: int | None = None
+        #: ``tat - now`` when this container last saw claims it had not made (a read, a failed
+        #: condition, a busy claim that found ``tat`` past what it knew); ``None``: none seen
+        #: since the bucket was last seen idle. Other consumers keep claiming meanwhile, so the
+        #: next claim guesses that the bucket is still at least as far ahead.
+        self.lead_us: int | None = None
 
     def claim(self, wanted: int, max_wait_seconds: float) -> Claim:
-        """Claim up to ``wanted`` jobs that can start within ``max_wait_seconds``."""
+        """Claim up to ``wanted`` jobs that can start within ``max_wait_seconds``: at most one
+        conditional write, and a read only on the container's first claim. A failed write claims
+        nothing; the claim's ``next_turn`` then comes from the ``tat`` DynamoDB returned."""
         now_us = int(self.clock() * _US)
         horizon_us = now_us + int(max_wait_seconds * _US) + self.tolerance_us
+        reads = 0
+        if self.last_tat_us is None:  # the container's first claim: nothing seen yet
+            self._saw(self._read(), now_us, others=True)
+            reads = 1
+        known = self.last_tat_us
 
         def claimable(tat_us: int | None) -> int:
-            return min(wanted, (horizon_us - max(tat_us or 0, now_us)) // self.interval_us + 1)
+            return (horizon_us - max(tat_us or 0, now_us)) // self.interval_us + 1
 
-        known = self.last_tat_us
-        if known is not None and claimable(known) <= 0:  # tat only grows: no call can get a token
-            return Claim((), self._turn(known, now_us), writes=0)
-        known = self._read()
-        writes = 0
-        for _ in range(MAX_WRITE_ATTEMPTS):
-            n = claimable(known)
-            if n <= 0:  # the bucket is ahead by more than the wait bound: no write can succeed
-                break
-            busy = known is not None and known >= now_us
-            writes += 1
-            try:
-                new_tat = self._write(n, now_us, horizon_us, busy)
-            except Exception as exc:  # noqa: BLE001 -- only a failed condition is retried
-                current = _conditional_failure_item(exc)
-                if current is _NOT_A_CONDITION_FAILURE:
-                    raise
-                known = int(current[TAT_ATTRIBUTE]["N"]) if current and TAT_ATTRIBUTE in current else None
-                self.last_tat_us = max(self.last_tat_us or 0, known or 0) or None
-                continue
-            self.last_tat_us = new_tat
-            first = new_tat - n * self.interval_us
-            starts = tuple(max(now_us, first + k * self.interval_us - self.tolerance_us) / _US for k in range(n))
-            return Claim(starts, self._turn(new_tat, now_us), writes, reads=1)
-        return Claim((), self._turn(max(known or 0, now_us), now_us), writes, reads=1)
+        if claimable(known) <= 0:  # tat only grows: no write can get a token within the wait bound
+            return Claim((), self._turn(max(known or 0, now_us), now_us), writes=0, reads=reads)
+        # A guess too far ahead only claims fewer jobs (a busy claim adds to the real tat); one
+        # behind fails the condition. Claim one job at least, so that a wrong lead is corrected.
+        guess = known if self.lead_us is None else max(known or 0, now_us + self.lead_us)
+        n = min(wanted, max(1, claimable(guess)))
+        busy = guess is not None and guess >= now_us
+        try:
+            new_tat = self._write(n, now_us, horizon_us, busy)
+        except Exception as exc:  # noqa: BLE001 -- only a failed condition is an answer
+            current = _conditional_failure_item(exc)
+            if current is _NOT_A_CONDITION_FAILURE:
+                raise
+            actual = int(current[TAT_ATTRIBUTE]["N"]) if current and TAT_ATTRIBUTE in current else None
+            self._saw(actual, now_us, others=True)
+            return Claim((), self._turn(max(actual or 0, now_us), now_us), writes=1, reads=reads)
+        first = new_tat - n * self.interval_us
+        self._saw(new_tat, now_us, others=busy and first > (known or 0))
+        starts = tuple(max(now_us, first + k * self.interval_us - self.tolerance_us) / _US for k in range(n))
+        return Claim(starts, self._turn(new_tat, now_us), writes=1, reads=reads)
+
+    def _saw(self, tat_us: int | None, now_us: int, others: bool) -> None:
+        """Remember the largest ``tat`` seen (it only grows; ``None`` while there is no item), and
+        the lead when ``others`` (claims this container did not make) had moved it ahead. An
+        idle bucket forgets the lead; a claim of this container's own says nothing new of it."""
+        if tat_us is not None:
+            self.last_tat_us = max(self.last_tat_us or 0, tat_us)
+        if tat_us is None or tat_us < now_us:
+            self.lead_us = None
+        elif others:
+            self.lead_us = tat_us - now_us
 
     def _read(self) -> int | None:
         """The bucket's ``tat`` (an eventually consistent read: a stale value only costs a failed
@@ -123,10 +148,7 @@ class TokenBucket:
         item = self.dynamodb.get_item(TableName=self.table, Key={KEY_ATTRIBUTE: {"S": self.key}},
                                       ProjectionExpression="#tat", ExpressionAttributeNames={"#tat": TAT_ATTRIBUTE},
                                       ).get("Item")
-        known = int(item[TAT_ATTRIBUTE]["N"]) if item and TAT_ATTRIBUTE in item else None
-        if known is not None:
-            self.last_tat_us = max(self.last_tat_us or 0, known)
-        return known
+        return int(item[TAT_ATTRIBUTE]["N"]) if item and TAT_ATTRIBUTE in item else None
 
     def _turn(self, tat_us: int, now_us: int) -> float:
         return max(now_us, tat_us - self.tolerance_us) / _US
@@ -229,7 +251,7 @@ class LimitedRecord:
 
 
 class RateLimiter:
-    """Admits a batch: claims tokens (one write per bucket), re-sends what it cannot admit."""
+    """Admits a batch: claims tokens (at most one write per bucket), re-sends what it cannot admit."""
 
     def __init__(self, limits: RateLimits, tier: str, table: str, queue_url: str, *,
                  client: Callable[[str], Any], clock: Callable[[], float] = time.time,
@@ -269,10 +291,15 @@ class RateLimiter:
             now = self.clock()
             for position, record in enumerate(members[claim.granted:]):
                 turn = claim.next_turn + position / spec.limit.per_second
-                held.append((record, min(SQS_MAX_DELAY_SECONDS, max(1, math.ceil(turn - now)))))
+                if claim.conflicted and turn <= now + wait:
+                    # the batch lost its one write, not its tokens: back at once, to claim again
+                    # on the state the failure returned
+                    held.append((record, 0))
+                else:
+                    held.append((record, min(SQS_MAX_DELAY_SECONDS, max(1, math.ceil(turn - now)))))
         for record, delay, error in self._resend(held):
             gate.verdicts[record.message_id] = (
-                Verdict(resent_delay=delay) if error is None else Verdict(keep_seconds=delay)
+                Verdict(resent_delay=delay) if error is None else Verdict(keep_seconds=max(1, delay))
             )
         return gate
 

@@ -11,7 +11,7 @@ import pytest
 from botocore.stub import Stubber
 
 from bench.fixtures import create_rate_limit_table
-from functions.runtime.ratelimit import MAX_WRITE_ATTEMPTS, TAT_ATTRIBUTE, RateLimiter, TokenBucket
+from functions.runtime.ratelimit import TAT_ATTRIBUTE, LimitedRecord, RateLimiter, TokenBucket
 from tiered_jobs.contract.names import Attributes, DeadLetter, Metrics
 from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
 
@@ -42,7 +42,7 @@ def tat(value: int) -> dict:
     return {TAT_ATTRIBUTE: {"N": str(value)}}
 
 
-# --- the bucket: one read and one conditional write; the conflict path, stubbed -------------
+# --- the bucket: one conditional write, a read on the first claim only; conflicts, stubbed -
 
 def test_an_idle_bucket_gives_the_burst_at_once_then_one_job_per_interval():
     bucket, stub = stubbed_bucket()
@@ -63,43 +63,74 @@ def test_an_idle_bucket_gives_the_burst_at_once_then_one_job_per_interval():
     assert [round(s - T0, 3) for s in claim.starts] == [0.0, 0.0, 0.1, 0.2, 0.3]
 
 
-def test_a_conflict_is_retried_on_the_state_dynamodb_returns_without_a_second_read():
+def busy_claim(now: int, n: int, latest: int) -> dict:
+    """The expected parameters of a busy-case claim of ``n`` jobs."""
+    return {
+        "TableName": "buckets", "Key": {"bucket": {"S": "critical#tier"}}, "ReturnValues": "UPDATED_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD", "UpdateExpression": "SET #tat = #tat + :claim",
+        "ConditionExpression": "#tat BETWEEN :now AND :latest", "ExpressionAttributeNames": {"#tat": "tat"},
+        "ExpressionAttributeValues": {":claim": {"N": str(n * 100_000)}, ":now": {"N": str(now)},
+                                      ":latest": {"N": str(latest)}},
+    }
+
+
+def test_a_conflict_claims_nothing_and_the_returned_state_drives_the_next_claim_without_a_read():
     bucket, stub = stubbed_bucket()
     now = int(T0 * US)
     ahead = now + 300_000  # another consumer claimed meanwhile: the bucket is busy, 0.3 s ahead
     stub.add_response("get_item", {}, None)  # stale: looked idle
     stub.add_client_error("update_item", "ConditionalCheckFailedException", "The conditional request failed",
                           400, response_meta={}, modeled_fields={"Item": {"bucket": {"S": "critical#tier"}, **tat(ahead)}})
-    stub.add_response("update_item", {"Attributes": tat(ahead + 3 * 100_000)}, {
-        "TableName": "buckets", "Key": {"bucket": {"S": "critical#tier"}}, "ReturnValues": "UPDATED_NEW",
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD", "UpdateExpression": "SET #tat = #tat + :claim",
-        "ConditionExpression": "#tat BETWEEN :now AND :latest", "ExpressionAttributeNames": {"#tat": "tat"},
-        # horizon = now + 0.5 s wait + 0.1 s tolerance; the third job must start by then
-        "ExpressionAttributeValues": {":claim": {"N": "300000"}, ":now": {"N": str(now)},
-                                      ":latest": {"N": str(now + 600_000 - 2 * 100_000)}},
-    })
+    # the next batch: no read, the busy case guessed from the tat the failure returned;
+    # horizon = now + 0.5 s wait + 0.1 s tolerance; the third job must start by then
+    stub.add_response("update_item", {"Attributes": tat(ahead + 3 * 100_000)},
+                      busy_claim(now, 3, latest=now + 600_000 - 2 * 100_000))
     with stub:
-        claim = bucket.claim(3, max_wait_seconds=0.5)
+        lost = bucket.claim(3, max_wait_seconds=0.5)
+        won = bucket.claim(3, max_wait_seconds=0.5)
     stub.assert_no_pending_responses()
-    assert (claim.writes, claim.reads) == (2, 1)
-    assert [round(s - T0, 3) for s in claim.starts] == [0.2, 0.3, 0.4]
+    assert (lost.granted, lost.writes, lost.reads, lost.conflicted) == (0, 1, 1, True)
+    assert lost.next_turn == pytest.approx(T0 + 0.2)  # the held jobs' turn: the returned tat less the burst
+    assert (won.writes, won.reads, won.conflicted) == (1, 0, False)
+    assert [round(s - T0, 3) for s in won.starts] == [0.2, 0.3, 0.4]
     assert bucket.last_tat_us == ahead + 300_000
 
 
-def test_retries_are_bounded_and_a_full_bucket_costs_no_call_once_seen():
+def test_a_failed_condition_is_never_retried_and_a_full_bucket_costs_no_call_once_seen():
     bucket, stub = stubbed_bucket()
     now = int(T0 * US)
     stub.add_response("get_item", {"Item": tat(now)}, None)
-    for step in range(MAX_WRITE_ATTEMPTS):  # every claim loses to another consumer, further ahead each time
-        stub.add_client_error("update_item", "ConditionalCheckFailedException", "failed", 400,
-                              modeled_fields={"Item": tat(now + (step + 1) * 50_000)})
-    with stub:
+    # the bucket looked busy by 0 s; another consumer has pushed it 4.95 s ahead: 10 jobs do not fit
+    stub.add_client_error("update_item", "ConditionalCheckFailedException", "failed", 400,
+                          modeled_fields={"Item": tat(now + 4_950_000)})
+    with stub:  # one write, no second one: any further call would find no response queued and raise
         claim = bucket.claim(10, max_wait_seconds=5.0)
-        assert (claim.granted, claim.writes) == (0, MAX_WRITE_ATTEMPTS)
+    stub.assert_no_pending_responses()
+    assert (claim.granted, claim.writes, claim.reads) == (0, 1, 1)
+    assert claim.next_turn == pytest.approx(T0 + 4.95 - 0.1)
     bucket.last_tat_us = now + 60 * US  # a minute ahead: no token within the wait bound
     with stub:  # no response queued: any call would raise
-        assert bucket.claim(10, max_wait_seconds=5.0).granted == 0
-    assert bucket.claim(10, 5.0).next_turn == pytest.approx(T0 + 60 - 0.1)
+        held = bucket.claim(10, max_wait_seconds=5.0)
+    assert (held.granted, held.writes, held.reads) == (0, 0, 0)
+    assert held.next_turn == pytest.approx(T0 + 60 - 0.1)
+
+
+def test_once_others_were_seen_claiming_the_next_guess_keeps_the_bucket_as_far_ahead():
+    clock = FakeTime()
+    bucket, stub = stubbed_bucket(RateLimit(10, 1), clock=clock)
+    now = int(T0 * US)
+    stub.add_response("get_item", {"Item": tat(now + 300_000)}, None)  # others: 0.3 s ahead
+    stub.add_response("update_item", {"Attributes": tat(now + 600_000)}, busy_claim(now, 3, now + 300_000))
+    later = now + 1_000_000  # a second later the container's own claim has run out, but others
+    # kept claiming: it guesses the bucket 0.3 s ahead still, and claims what fits after that
+    stub.add_response("update_item", {"Attributes": tat(later + 600_000)}, busy_claim(later, 3, later + 300_000))
+    with stub:
+        assert bucket.claim(5, max_wait_seconds=0.5).granted == 3
+        clock.now += 1.0
+        claim = bucket.claim(5, max_wait_seconds=0.5)
+    stub.assert_no_pending_responses()
+    assert (claim.granted, claim.writes, claim.reads) == (3, 1, 0)
+    assert [round(s - T0, 3) for s in claim.starts] == [1.3, 1.4, 1.5]
 
 
 def test_other_errors_are_not_taken_for_a_conflict():
@@ -112,6 +143,34 @@ def test_other_errors_are_not_taken_for_a_conflict():
 
 # --- the bucket on moto, with 20 threads claiming at once -----------------------------------
 
+def assert_never_ahead(starts: list[float], limit: RateLimit) -> None:
+    """GCRA's guarantee: within any span, at most burst + span * rate jobs may start."""
+    starts = sorted(starts)
+    interval = 1 / limit.per_second
+    for i in range(len(starts)):
+        for j in range(i + 1, len(starts)):
+            assert starts[j] - starts[i] >= (j - i - (limit.burst - 1)) * interval - 1e-4, (i, j)
+
+
+def concurrently(consumer, threads: int = 20) -> None:
+    """Run ``consumer`` in ``threads`` threads at once; an error in any of them fails the test."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            consumer()
+        except BaseException as exc:  # noqa: BLE001 -- re-raised in the test's thread
+            errors.append(exc)
+
+    running = [threading.Thread(target=run) for _ in range(threads)]
+    for thread in running:
+        thread.start()
+    for thread in running:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
 def test_twenty_concurrent_consumers_never_exceed_the_rate(aws):
     from tiered_jobs.local.moto_gaps import serialize_dynamodb_requests
 
@@ -120,7 +179,7 @@ def test_twenty_concurrent_consumers_never_exceed_the_rate(aws):
     create_rate_limit_table(dynamodb, "buckets")
     limit, wait, until = RateLimit(per_second=40, burst=4), 0.25, time.time() + 1.5
     starts: list[float] = []
-    claims: list[int] = []
+    claims = []
     lock = threading.Lock()
 
     def consumer() -> None:
@@ -129,23 +188,75 @@ def test_twenty_concurrent_consumers_never_exceed_the_rate(aws):
             claim = bucket.claim(3, wait)
             with lock:
                 starts.extend(claim.starts)
-                claims.append(claim.writes)
+                claims.append(claim)
             time.sleep(0.01)  # a consumer then runs (or re-sends) its batch
 
-    threads = [threading.Thread(target=consumer) for _ in range(20)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    starts.sort()
-    interval = 1 / limit.per_second
+    concurrently(consumer)
     assert len(starts) >= 20, "the consumers got almost nothing"
-    # GCRA's guarantee: within any span, at most burst + span * rate jobs may start.
-    for i in range(len(starts)):
-        for j in range(i + 1, len(starts)):
-            assert starts[j] - starts[i] >= (j - i - (limit.burst - 1)) * interval - 1e-4, (i, j)
-    assert any(writes > 1 for writes in claims), "no conditional write ever conflicted: the test proves nothing"
-    assert max(claims) <= MAX_WRITE_ATTEMPTS
+    assert_never_ahead(starts, limit)
+    assert any(claim.conflicted for claim in claims), "no conditional write ever conflicted: the test proves nothing"
+    assert max(claim.writes for claim in claims) <= 1
+
+
+def test_each_batch_makes_at_most_one_conditional_write_per_bucket_under_contention(aws):
+    """20 containers admit batches of two buckets' jobs at once; botocore's hooks count each
+    batch's DynamoDB calls on the wire, per bucket."""
+    from tiered_jobs.local.moto_gaps import serialize_dynamodb_requests
+
+    serialize_dynamodb_requests()
+    create_rate_limit_table(boto3.client("dynamodb"), "buckets")
+    queue_url = boto3.client("sqs").create_queue(QueueName="critical")["QueueUrl"]
+    limits = RateLimits(RateLimit(40, 4), {"demo.*": RateLimit(20, 2)}, max_wait_seconds=0.25)
+    keys = {"analytics.record_event": "critical#tier", "demo.flaky": "critical#type:demo.*"}
+    until = time.time() + 1.5
+    batches: list[dict[tuple[str, str], int]] = []  # per batch: (operation, bucket key) -> calls
+    starts: dict[str, list[float]] = {key: [] for key in keys.values()}
+    conflicts: list[str] = []  # buckets whose one write lost: the batch's jobs of it were held
+    lock = threading.Lock()
+
+    def consumer() -> None:
+        calls: dict[tuple[str, str], int] = {}
+
+        def count(model, params, **_):
+            key = (model.name, params["Key"]["bucket"]["S"]) if "Key" in params else (model.name, "")
+            calls[key] = calls.get(key, 0) + 1
+
+        dynamodb = boto3.client("dynamodb")
+        dynamodb.meta.events.register("before-parameter-build.dynamodb", count)
+        clients = {"dynamodb": dynamodb, "sqs": boto3.client("sqs")}
+        limiter = RateLimiter(limits, "critical", "buckets", queue_url, client=clients.__getitem__)
+        batch = 0
+        while time.time() < until or batch < 3:  # every container claims a few times
+            batch += 1
+            records = [LimitedRecord(f"{threading.get_ident()}-{batch}-{i}", job_type, "{}", {}, attempt=1)
+                       for i, job_type in enumerate(list(keys) * 5)]
+            calls.clear()
+            gate = limiter.admit(records, remaining_seconds=30.0)
+            granted: set[str] = set()
+            for record in records:
+                verdict = gate.verdicts[record.message_id]
+                if not verdict.held:
+                    granted.add(keys[record.job_type])
+                    with lock:
+                        starts[keys[record.job_type]].append(verdict.start)
+                else:
+                    assert verdict.resent_delay is not None  # held: re-sent, never failed
+            with lock:
+                batches.append(dict(calls))
+                conflicts.extend(key for op, key in calls if op == "UpdateItem" and key not in granted)
+            time.sleep(0.01)
+
+    concurrently(consumer)
+    writes = [n for batch in batches for (op, _), n in batch.items() if op == "UpdateItem"]
+    assert len(batches) >= 60 and max(writes) == 1, "at most one conditional write per bucket and batch"
+    assert sum(writes) > len(batches), "both buckets were written in the same batches"
+    # a read only on each container's first claim of each bucket: 20 containers x 2 buckets at most
+    assert sum(n for batch in batches for (op, _), n in batch.items() if op == "GetItem") <= 20 * len(keys)
+    assert {op for batch in batches for op, _ in batch} <= {"GetItem", "UpdateItem"}
+    assert_never_ahead(starts["critical#tier"], limits.tier)
+    assert_never_ahead(starts["critical#type:demo.*"], limits.job_types["demo.*"])
+    assert min(len(found) for found in starts.values()) >= 10, "the consumers got almost nothing"
+    assert set(conflicts) == set(keys.values()), "no write conflicted on some bucket: the test proves little"
 
 
 # --- the consumer with a limited tier -------------------------------------------------------
@@ -237,6 +348,34 @@ def test_a_failed_re_send_keeps_the_job_in_the_queue_and_is_still_not_a_failure(
     assert tier.dlq_messages() == []
     totals = emf_totals(capsys)
     assert totals[Metrics.RATE_LIMITED] == 2 and totals[Metrics.FAILED] == 0
+
+
+def test_a_lost_write_re_sends_at_once_the_jobs_the_bucket_had_room_for_the_others_at_their_turn():
+    clock = FakeTime()
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    sent: list[dict] = []
+
+    class Sqs:
+        def send_message_batch(self, **call):
+            sent.extend(call["Entries"])
+            return {"Successful": [{"Id": e["Id"]} for e in call["Entries"]], "Failed": []}
+
+    limiter = RateLimiter(RateLimits(RateLimit(10, 1), {}, max_wait_seconds=0.5), "critical", "buckets", "queue",
+                          client={"dynamodb": dynamodb, "sqs": Sqs()}.__getitem__, clock=clock, sleep=clock.sleep)
+    now = int(T0 * US)
+    stub = Stubber(dynamodb)
+    stub.add_response("get_item", {"Item": tat(now)}, None)
+    stub.add_client_error("update_item", "ConditionalCheckFailedException", "failed", 400,
+                          modeled_fields={"Item": tat(now + 300_000)})  # others took 0.3 s meanwhile
+    records = [LimitedRecord(f"m{i}", "analytics.record_event", "{}", {}, attempt=1) for i in range(8)]
+    with stub:
+        gate = limiter.admit(records, remaining_seconds=30.0)
+    stub.assert_no_pending_responses()
+    assert (gate.writes, gate.reads) == (1, 1)
+    assert all(gate.verdicts[r.message_id].held for r in records)  # one write, lost: nothing claimed
+    # turns 0.3 .. 1.0 s: the three within the 0.5 s wait bound come back at once, to claim again
+    assert [e["DelaySeconds"] for e in sent] == [0, 0, 0, 1, 1, 1, 1, 1]
+    assert sent[0]["MessageAttributes"][Attributes.PRIOR_ATTEMPTS]["StringValue"] == "0"
 
 
 def test_invalid_and_unknown_jobs_take_no_token(tier):
