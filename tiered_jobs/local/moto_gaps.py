@@ -33,8 +33,9 @@ Gaps, in deployment order:
    ``PublicAccessBlockConfiguration``; applied with DynamoDB's and S3's APIs when the deployed
    resource lacks them (:func:`apply_ignored_properties`). A bucket's ``LifecycleConfiguration`` is
    not applied: moto never runs a lifecycle rule, so locally the discard archive never expires.
-   A DLQ's ``RedriveAllowPolicy`` cannot be applied: moto's SQS has no such attribute (``GetQueueAttributes`` rejects the name), so locally a DLQ admits
-   any source queue. Not emulated, and said so.
+   A DLQ's ``RedriveAllowPolicy`` cannot be applied: moto's SQS has no such attribute
+   (``GetQueueAttributes`` rejects the name), so locally a DLQ admits any source queue. Not
+   emulated, and said so.
 5. **moto's own event source mappings** would invoke the functions in Docker on every
    ``SendMessage`` (and, without Docker, fail each batch until SQS's redrive moves it to the DLQ
    without reasons). The copy of the template given to ``CreateStack`` creates them *disabled*
