@@ -85,3 +85,16 @@ def test_the_archive_prefix_is_the_one_the_function_writes_under():
     archive = archive_from_env("critical", s3=None, environ={Env.DISCARD_ARCHIVE_BUCKET: "b", Env.STAGE: "dev"})
     assert archive.prefix == discard_archive_prefix("dev", "critical") == "discarded/dev/critical/"
     assert archive.prefix.startswith(discard_archive_prefix("dev"))
+
+
+def test_the_replay_guide_names_where_the_letters_go_and_how_to_read_them_back():
+    from pathlib import Path
+
+    replay = (Path(__file__).resolve().parents[2] / "docs" / "replay.md").read_text(encoding="utf-8")
+    discard = replay.split("## Discard", 1)[1].split("\n## ", 1)[0]
+    for text in (f"output `{Outputs.DISCARD_ARCHIVE_BUCKET}`", Ssm.discard_archive_bucket("prod"),
+                 f"s3://<bucket>/{discard_archive_prefix('<stage>', '<tier>')}", Env.DISCARD_ARCHIVE_BUCKET,
+                 f"$BUCKET/{discard_archive_prefix('prod', 'critical')}", "aws s3 cp", "read_archive(path)",
+                 "`discard_archive_days`", "tiered-jobs teardown"):
+        assert text in discard, text
+    assert "does not create that bucket" not in replay

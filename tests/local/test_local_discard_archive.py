@@ -86,3 +86,20 @@ def test_discard_through_the_function_archives_the_letter_in_s3_then_deletes_it(
     assert json.loads(record["body"])["idempotency_key"] == "closed-1"
     assert record["message_attributes"][DeadLetter.ERROR_TYPE]["StringValue"] == "ValueError"
     assert _in_dlq(session, doomed, kept) == {kept}
+
+
+def test_the_cli_discards_through_the_function_into_the_bucket(session, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from tiered_jobs.cli import app
+
+    monkeypatch.chdir(tmp_path)  # where the CLI's own archive file would go
+    doomed = _dead_letter(session, "closed-2")
+    result = CliRunner(env={"COLUMNS": "250"}).invoke(app, [
+        "--stage", "local", "--endpoint-url", session.endpoint.url,
+        "dlq", "discard", "critical", "--message-id", doomed, "--via", "lambda"])
+    assert result.exit_code == 0, result.output
+    bucket = session.deployment.outputs[Outputs.DISCARD_ARCHIVE_BUCKET]
+    assert f"archived to s3://{bucket}/{discard_archive_prefix('local', 'critical')}" in result.output
+    assert list(tmp_path.iterdir()) == []  # archived by the function, not here
+    assert _in_dlq(session, doomed) == set()
