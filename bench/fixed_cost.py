@@ -5,7 +5,7 @@
 
 The template is synthesized in-process (no AWS account, no Docker) and every resource with a
 monthly price is counted by type. Prices: us-east-1 public list prices, free tiers ignored;
-edit ``PRICES`` for another region. Usage-priced parts (PITR storage, traces, logs) are listed with
+edit ``PRICES`` for another region. Usage-priced parts (PITR storage, traces, logs, S3 storage) are listed with
 their unit price beside the fixed ones; the per-job cost is ``bench/cost.py``'s.
 """
 
@@ -36,6 +36,8 @@ PRICES = {
     "xray_per_million_traces": 5.00,
     "logs_ingested_per_gb": 0.50,
     "logs_stored_per_gb_month": 0.03,
+    "s3_standard_per_gb_month": 0.023,
+    "s3_put_per_thousand": 0.005,
 }
 
 
@@ -94,6 +96,14 @@ def fixed_costs(template: Mapping[str, Any]) -> dict[str, Any]:
          "price": f"${PRICES['logs_ingested_per_gb']:.2f} per GB ingested, "
                   f"${PRICES['logs_stored_per_gb_month']:.2f} per GB-month stored"},
     ]
+    buckets = of("AWS::S3::Bucket")
+    if buckets:  # the discard archive: nothing while no letter is discarded
+        expiry = sorted({rule["ExpirationInDays"] for b in buckets
+                         for rule in b.get("LifecycleConfiguration", {}).get("Rules", []) if "ExpirationInDays" in rule})
+        usage.append({"item": f"S3: {len(buckets)} bucket(s), objects kept "
+                              + (" / ".join(f"{days} days" for days in expiry) or "forever"),
+                      "price": f"${PRICES['s3_standard_per_gb_month']:.3f} per GB-month stored, "
+                               f"${PRICES['s3_put_per_thousand']:.3f} per 1,000 PUTs"})
     rotated = [r.get("EnableKeyRotation") for r in keys]
     notes = [f"KMS keys rotate yearly; each of a key's first two rotations adds ${PRICES['kms_key']:.2f} per month "
              f"(${len(rotated) * 3 * PRICES['kms_key']:.2f} per month for the keys from the third year)"] if any(rotated) else []

@@ -1,8 +1,9 @@
 """The replay function: moves dead letters back to their main queue, per tier, on demand.
 
-It may read and delete from every tier's DLQ, send to every tier's main queue, and drive SQS's
-native message move tasks on the DLQs; nothing else. Optional shareable console test events make
-the usual operations one click in the Lambda console.
+It may read and delete from every tier's DLQ, send to every tier's main queue, drive SQS's
+native message move tasks on the DLQs, and write discarded letters to the stage's discard archive
+(``DiscardArchive``); nothing else. Optional shareable console test events make the usual
+operations one click in the Lambda console.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from constructs import Construct
 from tiered_jobs.contract.names import Env, Handlers, function_name
 from tiered_jobs.contract.replay_events import EVENT_FIELDS, console_events
 
+from .discard_archive import DiscardArchive
 from .function import FunctionProps, LambdaPlatform
 from .nag import acknowledge
 from .settings import CREATE_REGISTRY, AppSettings
@@ -72,6 +74,8 @@ class ReplayFunction(Construct):
                  tiers: Sequence[Tier]) -> None:
         super().__init__(scope, construct_id)
         self.function_name = function_name(settings.stage, "replay")
+        # Where ``discard`` keeps the letters it deletes (without it the function refuses discard).
+        self.archive = DiscardArchive(self, "DiscardArchive", settings=settings)
         # Per tier: its queues, and its idempotency window (the replay refuses older letters by default).
         replay_tiers = {
             t.name: {
@@ -93,6 +97,7 @@ class ReplayFunction(Construct):
                 environment={
                     Env.STAGE: settings.stage,
                     Env.REPLAY_TIERS: Stack.of(self).to_json_string(replay_tiers),
+                    Env.DISCARD_ARCHIVE_BUCKET: self.archive.bucket_name,
                 },
             ),
         )
@@ -102,6 +107,7 @@ class ReplayFunction(Construct):
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=list(MESSAGE_MOVE_ACTIONS), resources=[t.dlq.queue_arn for t in tiers])
         )
+        self.archive.allow_writes(self.function.role)
         for rule, reason in (
             ("Serverless-LambdaDLQ", "Invoked synchronously by operators (console, CLI); errors return to the caller."),
             ("Serverless-LambdaAsyncFailureDestination", "Invoked synchronously by operators; nothing is asynchronous."),

@@ -213,6 +213,8 @@ class AppSettings:
     #: Version of the AWS-managed Powertools layer; match ``aws-lambda-powertools`` in requirements.txt.
     powertools_version: str = "3.37.0"
     log_retention_days: int = 30
+    #: Days the replay function's discard archive keeps a letter (the S3 bucket's lifecycle expiry).
+    discard_archive_days: int = 365
     alarm_email: str | None = None
     #: E.g. a PagerDuty CloudWatch integration endpoint.
     alarm_https_url: str | None = None
@@ -285,6 +287,7 @@ class AppSettings:
                 f"use one of {', '.join(map(str, LOG_RETENTION_DAYS))}"
             )
         values["log_retention_days"] = retention
+        values["discard_archive_days"] = _int(raw, "discard_archive_days", default["discard_archive_days"], where, minimum=1)
         values["alarm_email"] = _optional_str(raw, "alarm_email", where, _EMAIL, "an e-mail address like oncall@example.com")
         url = _optional_str(raw, "alarm_https_url", where, re.compile(r"^https://\S+$"), "an https:// URL")
         values["alarm_https_url"] = url

@@ -115,6 +115,8 @@ class TieredJobsStack(Stack):
                 "Replay function name")
         publish(Outputs.IDEMPOTENCY_TABLE_NAME, Ssm.idempotency_table_name(stage), self.idempotency.table_name,
                 "Idempotency table name")
+        publish(Outputs.DISCARD_ARCHIVE_BUCKET, Ssm.discard_archive_bucket(stage), self.replay.archive.bucket_name,
+                "Bucket where the replay function archives the letters it discards (discarded/<stage>/<tier>/)")
         for resource in self.job_resources.resources:
             publish(Outputs.resource(resource.name), Ssm.resource(stage, resource.name), resource.value,
                     resource.description)

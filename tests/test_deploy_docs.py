@@ -107,8 +107,8 @@ def test_everything_retained_is_tagged_and_named_as_teardown_looks_for_it(templa
             assert properties["QueueName"].startswith(queue_name("dev", ""))
         elif resource["Type"] == "AWS::Scheduler::ScheduleGroup":
             assert properties["Name"] == Schedules.group_name("dev")
-        else:  # CloudFormation names them "<stack name>-<logical id>-<suffix>"
-            assert not {"TableName", "LogGroupName"} & set(properties), logical_id
+        else:  # CloudFormation names them "<stack name>-<logical id>-<suffix>" (a bucket: lower-cased)
+            assert not {"TableName", "LogGroupName", "BucketName"} & set(properties), logical_id
 
 
 def test_readme_and_deploy_doc_show_the_real_commands():

@@ -1,8 +1,8 @@
 """``tiered-jobs teardown``: what a deleted stage left behind, listed, then deleted after confirmation.
 
 ``npx cdk destroy`` deletes the stack, but a stage that is not ``"disposable"`` retains its
-queues, DLQs, tables, log groups and the alarm topic's KMS key (so no job and no letter is lost
-by a mistaken destroy). This command finds them once the stack is gone:
+queues, DLQs, tables, log groups, discard archive bucket and the alarm topic's KMS key (so no job
+and no letter is lost by a mistaken destroy). This command finds them once the stack is gone:
 
 - queues named ``tiered-jobs-<stage>-…``, queues, tables and log groups named ``TieredJobs-<stage>-…``
   (CloudFormation's generated names), each only if tagged ``tiered-jobs:stage = <stage>`` (the
@@ -10,12 +10,16 @@ by a mistaken destroy). This command finds them once the stack is gone:
   does), so stage ``dev`` never touches stage ``dev-eu``;
 - the schedule group ``tiered-jobs-<stage>`` (with the one-time jobs still pending in it), if it
   carries one of those tags;
+- S3 buckets of this region named ``tieredjobs-<stage>-…`` (CloudFormation's generated bucket
+  names are lower-cased), under the same tag rule: the replay function's discard archive;
 - the customer managed KMS key described ``Encrypts the tiered-jobs <stage> alarm topic`` (or
   carrying one of those tags);
 - SSM parameters under ``/tiered-jobs/<stage>/`` (deleted with the stack, unless that failed).
 
-Queues, tables, log groups and the schedule group (its schedules with it) are deleted; a KMS key cannot be deleted at once, so its
-deletion is scheduled (``--key-pending-days``, 7-30) and can be cancelled until then.
+Queues, tables, log groups and the schedule group (its schedules with it) are deleted; a bucket is
+emptied first (every object version and delete marker: it is versioned), then deleted. A KMS key
+cannot be deleted at once, so its deletion is scheduled (``--key-pending-days``, 7-30) and can be
+cancelled until then.
 """
 
 from __future__ import annotations
@@ -33,11 +37,12 @@ CFN_STACK_TAG = "aws:cloudformation:stack-name"
 #: KMS's documented range for a key's waiting period.
 KEY_PENDING_DAYS = (7, 30)
 SSM_DELETE_BATCH = 10  # DeleteParameters accepts at most 10 names
+S3_DELETE_BATCH = 1000  # DeleteObjects accepts at most 1000 keys
 
 
 @dataclass(frozen=True)
 class Leftover:
-    kind: str  # queue | table | log group | schedule group | kms key | ssm parameter
+    kind: str  # queue | table | log group | schedule group | bucket | kms key | ssm parameter
     name: str
     detail: str = ""
     #: What the delete call needs (a queue URL, a key id...): the name when empty.
@@ -92,6 +97,7 @@ def find_leftovers(client: Callable[[str], Any], stage: str) -> list[Leftover]:
         if _ours(logs.list_tags_log_group(logGroupName=group["logGroupName"]).get("tags", {}), stage):
             found.append(Leftover("log group", group["logGroupName"], f"{group.get('storedBytes', 0)} bytes"))
     found.extend(_schedule_group(client("scheduler"), stage))
+    found.extend(_buckets(client("s3"), stage))
     kms = client("kms")
     for key in _pages(kms, "list_keys", "Keys"):
         metadata = kms.describe_key(KeyId=key["KeyId"])["KeyMetadata"]
@@ -124,6 +130,47 @@ def _schedule_group(scheduler: Any, stage: str) -> list[Leftover]:
     return [Leftover("schedule group", name, f"{pending} schedules")]
 
 
+def _buckets(s3: Any, stage: str) -> list[Leftover]:
+    """The stage's buckets in this region (the discard archive), with how many object versions they hold."""
+    from botocore.exceptions import ClientError
+
+    found = []
+    region = s3.meta.region_name or "us-east-1"
+    for bucket in _pages(s3, "list_buckets", "Buckets", Prefix=f"{stack_name(stage).lower()}-", BucketRegion=region):
+        name = bucket["Name"]
+        try:
+            tags = {t["Key"]: t["Value"] for t in s3.get_bucket_tagging(Bucket=name).get("TagSet", [])}
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "NoSuchTagSet":
+                raise
+            tags = {}
+        if _ours(tags, stage):
+            versions = sum(len(page.get("Versions", [])) + len(page.get("DeleteMarkers", []))
+                           for page in s3.get_paginator("list_object_versions").paginate(Bucket=name))
+            found.append(Leftover("bucket", name, f"{versions} object versions"))
+    return found
+
+
+def _empty_and_delete_bucket(s3: Any, name: str) -> int:
+    """Delete every object version and delete marker of a (versioned) bucket, then the bucket; returns how many."""
+    from .operations import OperatorError
+
+    deleted = 0
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=name):
+        objects = [{"Key": v["Key"], "VersionId": v["VersionId"]}
+                   for v in (*page.get("Versions", []), *page.get("DeleteMarkers", []))]
+        for start in range(0, len(objects), S3_DELETE_BATCH):
+            answer = s3.delete_objects(Bucket=name, Delete={"Objects": objects[start:start + S3_DELETE_BATCH],
+                                                            "Quiet": True})
+            if answer.get("Errors"):
+                error = answer["Errors"][0]
+                raise OperatorError(f"bucket {name}: could not delete {len(answer['Errors'])} object version(s), "
+                                   f"e.g. {error.get('Key')}: {error.get('Code')} {error.get('Message')}")
+            deleted += len(objects[start:start + S3_DELETE_BATCH])
+    s3.delete_bucket(Bucket=name)
+    return deleted
+
+
 def delete_leftovers(client: Callable[[str], Any], leftovers: list[Leftover], key_pending_days: int) -> list[str]:
     """Delete each leftover; returns one line per action taken."""
     done: list[str] = []
@@ -141,6 +188,9 @@ def delete_leftovers(client: Callable[[str], Any], leftovers: list[Leftover], ke
         elif item.kind == "schedule group":
             client("scheduler").delete_schedule_group(Name=item.name)
             done.append(f"deleted schedule group {item.name} and its schedules")
+        elif item.kind == "bucket":
+            versions = _empty_and_delete_bucket(client("s3"), item.name)
+            done.append(f"deleted bucket {item.name} and its {versions} object versions")
         elif item.kind == "kms key":
             answer = client("kms").schedule_key_deletion(KeyId=item.name, PendingWindowInDays=key_pending_days)
             done.append(f"scheduled KMS key {item.name} for deletion on {answer.get('DeletionDate')} "
@@ -160,7 +210,7 @@ def teardown(
         help="Days before a scheduled KMS key deletion happens (7-30; cancellable until then).",
     ),
 ) -> None:
-    """List what a destroyed stage left behind (queues, DLQs, tables, log groups, KMS key, SSM parameters) and delete it."""
+    """List what a destroyed stage left behind (queues, DLQs, tables, log groups, buckets, KMS key, SSM parameters) and delete it."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -177,7 +227,7 @@ def teardown(
         console = Console(highlight=False)
         if not leftovers:
             console.print(f"Nothing of stage {target.stage!r} is left ({PROJECT} queues, tables, log groups, "
-                          "KMS keys, SSM parameters).")
+                          "buckets, KMS keys, SSM parameters).")
             return
         table = Table(title=f"Left behind by stage {target.stage!r}")
         for column in ("kind", "name", "detail"):

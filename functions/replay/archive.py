@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from tiered_jobs.contract.names import Env
+from tiered_jobs.contract.names import Env, discard_archive_prefix
 
 
 class Archive(Protocol):
@@ -102,4 +102,4 @@ def archive_from_env(tier: str, s3: Any, environ: Mapping[str, str] = os.environ
     bucket = environ.get(Env.DISCARD_ARCHIVE_BUCKET)
     if not bucket:
         return None
-    return S3Archive(bucket, f"discarded/{environ.get(Env.STAGE, 'unknown')}/{tier}/", s3)
+    return S3Archive(bucket, discard_archive_prefix(environ.get(Env.STAGE, "unknown"), tier), s3)

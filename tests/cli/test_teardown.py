@@ -9,7 +9,9 @@ import boto3
 import pytest
 from typer.testing import CliRunner
 
-from tiered_jobs.contract.names import STAGE_TAG, Schedules, Ssm, alarm_key_description, queue_name, stack_name
+from tiered_jobs.contract.names import (
+    STAGE_TAG, Schedules, Ssm, alarm_key_description, discard_archive_prefix, queue_name, stack_name,
+)
 
 
 def _leave_behind(stage: str, *, tag: dict[str, str] | None = None) -> dict[str, str]:
@@ -36,7 +38,40 @@ def _leave_behind(stage: str, *, tag: dict[str, str] | None = None) -> dict[str,
     scheduler.create_schedule(Name="once-pending", GroupName=Schedules.group_name(stage), ScheduleExpression="at(2199-01-01T00:00:00)",
                               FlexibleTimeWindow={"Mode": "OFF"}, Target={"Arn": "arn:aws:sqs:us-east-1:123456789012:q",
                                                                            "RoleArn": "arn:aws:iam::123456789012:role/r"})
-    return {"table": table, "group": group, "key": key, "schedule_group": Schedules.group_name(stage)}
+    bucket = _archive_bucket(stage, tags)
+    return {"table": table, "group": group, "key": key, "schedule_group": Schedules.group_name(stage), "bucket": bucket}
+
+
+def _bucket_name(stage: str, suffix: str = "1a2b3c4d5e6f") -> str:
+    """CloudFormation's generated bucket name: ``<stack name>-<logical id>-<suffix>``, lower-cased, the
+    logical id cut to fit S3's 63 characters."""
+    logical_id = "ReplayDiscardArchiveBucket56071EA0"[:63 - len(stack_name(stage)) - len(suffix) - 2]
+    return f"{stack_name(stage)}-{logical_id}-{suffix}".lower()
+
+
+def _archive_bucket(stage: str, tags: dict[str, str]) -> str:
+    """The discard archive as a deleted stack leaves it: versioned, with a letter overwritten and one deleted."""
+    s3, name = boto3.client("s3"), _bucket_name(stage)
+    s3.create_bucket(Bucket=name)
+    s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
+    if any(key.startswith("aws:") for key in tags):  # S3 lets only AWS (CloudFormation) set these: moto's store
+        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.s3.models import s3_backends
+
+        s3_backends[DEFAULT_ACCOUNT_ID]["aws"].put_bucket_tagging(name, tags)
+    else:
+        s3.put_bucket_tagging(Bucket=name, Tagging={"TagSet": [{"Key": k, "Value": v} for k, v in tags.items()]})
+    key = f"{discard_archive_prefix(stage, 'critical')}20261130T031853.000000Z-0a1b2c3d.jsonl"
+    for body in (b'{"message_id": "a"}\n', b'{"message_id": "b"}\n'):  # two versions of one key
+        s3.put_object(Bucket=name, Key=key, Body=body)
+    s3.put_object(Bucket=name, Key=key.replace("0a1b2c3d", "9f8e7d6c"), Body=b"{}\n")
+    s3.delete_object(Bucket=name, Key=key.replace("0a1b2c3d", "9f8e7d6c"))  # a delete marker over a version
+    return name
+
+
+def _buckets(stage: str) -> list[str]:
+    return [b["Name"] for b in boto3.client("s3").list_buckets()["Buckets"]
+            if b["Name"].startswith(f"{stack_name(stage).lower()}-")]
 
 
 @pytest.fixture
@@ -61,6 +96,7 @@ def _remaining(stage: str) -> dict[str, list]:
         "params": [p["Name"] for p in ssm.get_parameters_by_path(Path=f"{Ssm.prefix(stage)}/", Recursive=True)["Parameters"]],
         "schedule_groups": [g["Name"] for g in boto3.client("scheduler").list_schedule_groups()["ScheduleGroups"]
                             if g["Name"] == Schedules.group_name(stage)],
+        "buckets": _buckets(stage),
     }
 
 
@@ -72,7 +108,8 @@ def test_lists_then_deletes_only_after_confirmation(run):
     refused = run("--stage", "dev", "teardown", input="n\n")
     assert refused.exit_code == 1, refused.output
     for name in ("tiered-jobs-dev-critical", "tiered-jobs-dev-critical-dlq", "TieredJobs-dev-SchedulesDlq", made["table"], made["group"],
-                 made["key"], Ssm.routes("dev"), "1 messages", made["schedule_group"], "1 schedules"):
+                 made["key"], Ssm.routes("dev"), "1 messages", made["schedule_group"], "1 schedules",
+                 made["bucket"], "4 object versions"):
         assert name in refused.output
     assert "dev-eu" not in refused.output and "untagged" not in refused.output
     assert "Nothing deleted." in refused.output
@@ -86,6 +123,10 @@ def test_lists_then_deletes_only_after_confirmation(run):
     assert left["all_keys"] == [other["key"]] and left["params"] == [] and left["schedule_groups"] == []
     assert left["generated_queues"] == _remaining("dev-eu")["generated_queues"] != []  # dev-eu's shares the prefix
     assert _remaining("dev-eu")["schedule_groups"] == [other["schedule_group"]]
+    assert left["buckets"] == [other["bucket"]]  # dev-eu's shares the prefix: only its tag tells them apart
+    assert f"deleted bucket {made['bucket']} and its 4 object versions" in done.output
+    versions = boto3.client("s3").list_object_versions(Bucket=other["bucket"])
+    assert len(versions["Versions"]) == 3 and len(versions["DeleteMarkers"]) == 1  # dev-eu's archive untouched
     state = boto3.client("kms").describe_key(KeyId=made["key"])["KeyMetadata"]
     assert state["KeyState"] == "PendingDeletion"
     assert "cancel-key-deletion" in done.output
@@ -110,6 +151,47 @@ def test_refuses_while_the_stack_exists(run):
     assert boto3.client("sqs").list_queues(QueueNamePrefix=queue_name("dev", "")).get("QueueUrls")
 
 
+def test_buckets_of_another_region_or_untagged_are_not_the_stages(run):
+    """The same stage deployed in another region of the account, and a look-alike bucket without the tags."""
+    boto3.client("s3").create_bucket(Bucket=_bucket_name("dev", "untagged"))
+    eu = boto3.client("s3", region_name="eu-west-1")
+    eu.create_bucket(Bucket=_bucket_name("dev", "ireland"), CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    eu.put_bucket_tagging(Bucket=_bucket_name("dev", "ireland"), Tagging={"TagSet": [{"Key": STAGE_TAG, "Value": "dev"}]})
+    result = run("--stage", "dev", "teardown", "--yes")
+    assert result.exit_code == 0 and "Nothing of stage 'dev' is left" in result.output
+    assert sorted(_buckets("dev")) == sorted([_bucket_name("dev", "untagged"), _bucket_name("dev", "ireland")])
+
+
 def test_nothing_left_says_so(run):
     result = run("--stage", "qa", "teardown")
     assert result.exit_code == 0 and "Nothing of stage 'qa' is left" in result.output
+
+
+#: S3 authorizes these calls under other action names (the IAM Service Authorization Reference).
+S3_ACTIONS = {"ListBuckets": "s3:ListAllMyBuckets", "ListObjectVersions": "s3:ListBucketVersions",
+              "DeleteObjects": "s3:DeleteObjectVersion"}  # each key is deleted by version id
+
+
+def test_the_documented_permissions_cover_every_call(run, monkeypatch):
+    """Every API call a full teardown makes (recorded from botocore) is named in docs/deploy.md's list."""
+    from pathlib import Path
+
+    from botocore.client import BaseClient
+
+    calls: set[str] = set()
+    original = BaseClient._make_api_call
+
+    def record(self, operation_name, api_params):
+        prefix = self.meta.service_model.signing_name  # the IAM prefix: sqs, logs, scheduler, s3...
+        calls.add(S3_ACTIONS.get(operation_name, f"s3:{operation_name}") if prefix == "s3"
+                  else f"{prefix}:{operation_name}")
+        return original(self, operation_name, api_params)
+
+    _leave_behind("dev")
+    monkeypatch.setattr(BaseClient, "_make_api_call", record)
+    assert run("--stage", "dev", "teardown", "--yes").exit_code == 0
+    monkeypatch.undo()
+    deploy = (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text(encoding="utf-8")
+    section = deploy.split("Its credentials need", 1)[1].split("\n\n", 1)[0]
+    assert {"s3:ListAllMyBuckets", "s3:DeleteObjectVersion", "s3:DeleteBucket", "kms:ScheduleKeyDeletion"} <= calls
+    assert sorted(action for action in calls if f"`{action}`" not in section) == []

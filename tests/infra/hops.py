@@ -12,6 +12,8 @@ instead. Each *hop* is one call one principal makes on one resource:
 - a **role** (a function's execution role, a schedule's role) calls a resource in its own account:
   its identity policies must allow the actions on the resource, its trust policy must let the
   service assume it, and a CMK's policy must allow the role or delegate to the account's IAM.
+  The call may name a part of the resource (an S3 object key in a bucket): the policies are then
+  evaluated on that object's ARN, as S3 does.
 
 In both cases no ``Deny`` may apply. A ``Deny`` is harmless only when one of its conditions is
 certainly false for the call (``aws:SecureTransport: false`` for a service's TLS call); a Deny
@@ -27,13 +29,14 @@ line. The DLQ redrive (SQS moving a message by itself) is checked against the DL
 from __future__ import annotations
 
 import fnmatch
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from template_values import Concrete
 
-from tiered_jobs.contract.names import Env
+from tiered_jobs.contract.names import Env, discard_archive_prefix
 
 #: Condition keys this walker knows for a call; a condition on any other key is "unknown".
 KNOWN_KEYS = frozenset({
@@ -74,6 +77,8 @@ class Hop:
     target: Any
     actions: tuple[str, ...]
     key_actions: tuple[str, ...] = field(default=SEND_KEY_ACTIONS)
+    #: Appended to the target's ARN for the request: ``/<object key>`` for an S3 object of a bucket.
+    subresource: str = ""
 
 
 # -- policy evaluation --------------------------------------------------------------------
@@ -198,6 +203,7 @@ def evaluate(statements: Sequence[Mapping[str, Any]], request: Request, account_
 TARGET_POLICIES = {
     "AWS::SNS::Topic": ("AWS::SNS::TopicPolicy", "Topics"),
     "AWS::SQS::Queue": ("AWS::SQS::QueuePolicy", "Queues"),
+    "AWS::S3::Bucket": ("AWS::S3::BucketPolicy", "Bucket"),  # one bucket per policy, not a list
 }
 
 
@@ -212,7 +218,7 @@ class Policies:
         policy_type, refs = TARGET_POLICIES[self.t.type_of(target)]
         statements: list[Mapping[str, Any]] = []
         for _, props in self.t.resources(policy_type):
-            if any(self.t.logical_id(ref) == target for ref in props[refs]):
+            if any(self.t.logical_id(ref) == target for ref in _as_list(props[refs])):
                 statements += self.t.value(props["PolicyDocument"])["Statement"]
         return statements
 
@@ -257,7 +263,7 @@ def check_hop(policies: Policies, hop: Hop) -> list[str]:
         return [f"{where}: no rule for targets of type {t.type_of(hop.target)}; add it to TARGET_POLICIES"]
     if isinstance(hop.caller, RoleCaller) and hop.caller.role not in t.resources_by_id:
         return [f"{where}: the role {hop.caller.role} is not a resource of this template; its policies can't be checked"]
-    target_arn = t.arn(hop.target)
+    target_arn = t.arn(hop.target) + hop.subresource
     problems: list[str] = []
     if isinstance(hop.caller, ServiceCaller):
         principal = f"service:{hop.caller.principal}"
@@ -360,9 +366,14 @@ def service_hops(resource_type: str, principal: str, *, targets: Sequence[Path],
     return hops
 
 
+#: The parts of a target one resource calls (``(Concrete, its properties) -> subresources``), e.g. object keys.
+Subresources = Callable[[Concrete, Mapping[str, Any]], Sequence[str]]
+
+
 def role_hops(resource_type: str, assumed_by: str, *, role: Path, target: Path, actions: Sequence[str],
-              key_actions: Sequence[str] = SEND_KEY_ACTIONS) -> HopSource:
-    """The role at ``role`` (a role, or a function: its execution role; ``()``: the resource itself) calls ``target``."""
+              key_actions: Sequence[str] = SEND_KEY_ACTIONS, subresources: Subresources | None = None) -> HopSource:
+    """The role at ``role`` (a role, or a function: its execution role; ``()``: the resource itself) calls ``target``
+    (or each of its ``subresources``: one hop each)."""
 
     def hops(t: Concrete) -> Iterator[Hop]:
         for logical_id, props in t.resources(resource_type):
@@ -370,10 +381,18 @@ def role_hops(resource_type: str, assumed_by: str, *, role: Path, target: Path, 
             if value is None:
                 continue
             caller = _role_of(t, logical_id if not role else t.logical_id(_at(props, role))) or repr(_at(props, role))
-            yield Hop(f"{resource_type} {logical_id} ({'.'.join(target)}) as {caller}", RoleCaller(caller, assumed_by),
-                      _target(t, value), tuple(actions), tuple(key_actions))
+            for part in subresources(t, props) if subresources else ("",):
+                yield Hop(f"{resource_type} {logical_id} ({'.'.join(target)}{part}) as {caller}",
+                          RoleCaller(caller, assumed_by), _target(t, value), tuple(actions), tuple(key_actions), part)
 
     return hops
+
+
+def discarded_letters(t: Concrete, function: Mapping[str, Any]) -> list[str]:
+    """An object the replay function's ``discard`` writes, per tier it serves (``S3Archive``'s key layout)."""
+    variables = t.value(function["Environment"]["Variables"])
+    return [f"/{discard_archive_prefix(variables[Env.STAGE], tier)}20261130T031853.000000Z-0a1b2c3d.jsonl"
+            for tier in sorted(json.loads(variables[Env.REPLAY_TIERS]))]
 
 
 #: Every kind of service-to-service hop; a new kind is one line.
@@ -391,6 +410,10 @@ HOPS: tuple[HopSource, ...] = (
     # A consumer dead-letters a job itself: SendMessage to its DLQ with its role.
     role_hops("AWS::Lambda::Function", "lambda.amazonaws.com", role=(), target=("Environment", "Variables", Env.DLQ_URL),
               actions=("sqs:SendMessage",)),
+    # The replay function's discard archives letters: PutObject under its stage's prefix, one object per batch.
+    role_hops("AWS::Lambda::Function", "lambda.amazonaws.com", role=(),
+              target=("Environment", "Variables", Env.DISCARD_ARCHIVE_BUCKET), actions=("s3:PutObject",),
+              subresources=discarded_letters),
     # EventBridge Scheduler sends to a queue with the schedule's role.
     role_hops("AWS::Scheduler::Schedule", "scheduler.amazonaws.com", role=("Target", "RoleArn"),
               target=("Target", "Arn"), actions=("sqs:SendMessage",)),

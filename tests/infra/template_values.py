@@ -30,6 +30,7 @@ NAME_PROPERTY = {
     "AWS::DynamoDB::Table": "TableName",
     "AWS::Logs::LogGroup": "LogGroupName",
     "AWS::Scheduler::Schedule": "Name",
+    "AWS::S3::Bucket": "BucketName",
 }
 #: ARN of a resource from its physical name (``{p}`` partition, ``{r}`` region, ``{a}`` account, ``{n}`` name).
 ARN_FORMAT = {
@@ -44,6 +45,7 @@ ARN_FORMAT = {
     "AWS::DynamoDB::Table": "arn:{p}:dynamodb:{r}:{a}:table/{n}",
     "AWS::Logs::LogGroup": "arn:{p}:logs:{r}:{a}:log-group:{n}:*",
     "AWS::Scheduler::Schedule": "arn:{p}:scheduler:{r}:{a}:schedule/default/{n}",
+    "AWS::S3::Bucket": "arn:{p}:s3:::{n}",
 }
 #: What ``Ref`` returns, when it is not the physical name.
 REF_FORMAT = {

@@ -1,7 +1,7 @@
 """Security review of the synthesized template, as an allow-list (issue: proof of effectively-once).
 
 Each function's IAM may name only the resources it needs -- anything else fails, whatever it
-is; every queue and topic refuses non-TLS access; everything at rest is encrypted.
+is; every queue, topic and bucket refuses non-TLS access; everything at rest is encrypted.
 """
 
 from __future__ import annotations
@@ -69,19 +69,35 @@ def test_each_consumer_reaches_only_its_queues_the_idempotency_table_and_its_log
         assert (Env.resource_var(PAYMENTS_TABLE) in env) == (tier in routed_to_payments[synth.stage])
 
 
-def test_replay_reaches_only_the_queues_it_serves_and_its_logs(default_synth):
+def test_replay_reaches_only_the_queues_it_serves_its_logs_and_its_archive(default_synth):
     key = logical_id(default_synth, "AWS::Lambda::Function", FunctionName=function_name("dev", "replay"))
     queues = set(default_synth.resources("AWS::SQS::Queue"))
-    _assert_allow_list(default_synth, key, queues | {_log_group(default_synth, key)})
+    (bucket,) = default_synth.resources("AWS::S3::Bucket")
+    _assert_allow_list(default_synth, key, queues | {_log_group(default_synth, key), bucket})
+    on_bucket = [s for s in policy_statements(default_synth, key) if bucket in referenced_ids(s["Resource"])]
+    assert [(_actions(s), s["Resource"]) for s in on_bucket] == [
+        (["s3:PutObject"], {"Fn::Join": ["", [{"Fn::GetAtt": [bucket, "Arn"]}, "/discarded/dev/*"]]})]
+
+
+@pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])
+def test_only_the_replay_function_may_reach_the_archive_bucket(request, synth_name):
+    synth = request.getfixturevalue(synth_name)
+    (bucket,) = synth.resources("AWS::S3::Bucket")
+    replay_role = synth.raw["Resources"][logical_id(
+        synth, "AWS::Lambda::Function", FunctionName=function_name(synth.stage, "replay"))]["Properties"]["Role"]
+    for policy in (*synth.resources("AWS::IAM::Policy").values(), *synth.resources("AWS::IAM::ManagedPolicy").values()):
+        if bucket in referenced_ids(policy["Properties"]["PolicyDocument"]):
+            assert policy["Properties"]["Roles"] == [{"Ref": replay_role["Fn::GetAtt"][0]}]
 
 
 @pytest.mark.parametrize("resource_type, policy_type, ref_key, must_deny", [
     ("AWS::SQS::Queue", "AWS::SQS::QueuePolicy", "Queues", {"sqs:*"}),
     ("AWS::SNS::Topic", "AWS::SNS::TopicPolicy", "Topics", {"sns:Publish", "sns:Subscribe", "sns:GetTopicAttributes",
                                                             "sns:SetTopicAttributes", "sns:DeleteTopic"}),
+    ("AWS::S3::Bucket", "AWS::S3::BucketPolicy", "Bucket", {"s3:*"}),
 ])
 @pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])
-def test_every_queue_and_topic_denies_non_tls_access(request, synth_name, resource_type, policy_type, ref_key,
+def test_every_queue_topic_and_bucket_denies_non_tls_access(request, synth_name, resource_type, policy_type, ref_key,
                                                      must_deny):
     synth = request.getfixturevalue(synth_name)
     denied: dict[str, set[str]] = {}
@@ -106,3 +122,6 @@ def test_everything_at_rest_is_encrypted(default_synth):
         assert "KmsMasterKeyId" in topic["Properties"], key
     for key, k in default_synth.resources("AWS::KMS::Key").items():
         assert k["Properties"]["EnableKeyRotation"] is True, key
+    for key, bucket in default_synth.resources("AWS::S3::Bucket").items():
+        (rule,) = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+        assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in ("AES256", "aws:kms"), key

@@ -53,7 +53,7 @@ def test_every_service_to_service_hop_is_allowed(request, synth_name):
     tiers = len(synth.resources("AWS::Lambda::EventSourceMapping"))
     assert kinds["AWS::CloudWatch::Alarm"] == ALARM_HOPS_PER_ALARM * alarms
     assert kinds["AWS::Lambda::EventSourceMapping"] == tiers  # consumers read their queue
-    assert kinds["AWS::Lambda::Function"] == tiers  # ...and dead-letter into their DLQ
+    assert kinds["AWS::Lambda::Function"] == 2 * tiers  # ...dead-letter into their DLQ; replay archives per tier
     assert kinds.get("AWS::SNS::Subscription", 0) == len(synth.resources("AWS::SNS::Subscription"))
     assert kinds.get("AWS::Scheduler::Schedule", 0) == len(synth.resources("AWS::Scheduler::Schedule"))
 
@@ -177,6 +177,58 @@ def test_a_dlq_that_does_not_admit_its_queue_is_reported(default_synth):
     raw["Resources"][dlq]["Properties"]["RedriveAllowPolicy"]["sourceQueueArns"] = ["arn:aws:sqs:us-east-1:1:other"]
     (problem,) = walk(raw)[1]
     assert "RedriveAllowPolicy" in problem and dlq in problem
+
+
+# -- the replay function's discard archive ----------------------------------------------------
+
+def _bucket(raw: dict) -> str:
+    (key,) = [k for k, r in raw["Resources"].items() if r["Type"] == "AWS::S3::Bucket"]
+    return key
+
+
+def _bucket_policy(raw: dict) -> dict:
+    (policy,) = [r for r in raw["Resources"].values() if r["Type"] == "AWS::S3::BucketPolicy"]
+    return policy["Properties"]["PolicyDocument"]
+
+
+def _archive_problems(problems: list[str]) -> list[str]:
+    return [p for p in problems if "s3:PutObject" in p]
+
+
+@pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])
+def test_the_replay_function_may_archive_each_tiers_letters_over_tls(request, synth_name):
+    """PutObject of a batch under ``discarded/<stage>/<tier>/``: the role allows it, and the bucket
+    policy's TLS-only Deny (``aws:SecureTransport: false``) does not apply to the function's HTTPS call."""
+    synth = request.getfixturevalue(synth_name)
+    hops, problems = walk(synth.raw)
+    archive = [h for h in hops if h.actions == ("s3:PutObject",)]
+    tiers = len(synth.resources("AWS::Lambda::EventSourceMapping"))
+    assert len(archive) == tiers and {h.target for h in archive} == {_bucket(synth.raw)}
+    assert all(h.subresource.startswith(f"/discarded/{synth.stage}/") for h in archive)
+    assert all(h.caller.role.startswith("ReplayFunctionRole") for h in archive)
+    assert problems == []
+    (deny,) = _bucket_policy(synth.raw)["Statement"]
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_an_unconditional_deny_on_the_bucket_blocks_the_archive(default_synth):
+    raw = copy.deepcopy(default_synth.raw)
+    _bucket_policy(raw)["Statement"].append({"Sid": "DenyAll", "Effect": "Deny", "Principal": {"AWS": "*"},
+                                             "Action": "s3:*", "Resource": "*"})
+    problems = walk(raw)[1]
+    assert len(problems) == len(DEFAULT_TIERS)
+    assert all("denies role ReplayFunctionRole" in p and "s3:PutObject (statement DenyAll)" in p for p in problems)
+
+
+def test_a_grant_on_another_stages_prefix_does_not_count(default_synth):
+    raw = copy.deepcopy(default_synth.raw)
+    for policy in raw["Resources"].values():
+        for statement in policy.get("Properties", {}).get("PolicyDocument", {}).get("Statement", []):
+            if statement.get("Action") == "s3:PutObject":
+                statement["Resource"]["Fn::Join"][1][1] = "/discarded/prod/*"
+    problems = walk(raw)[1]
+    assert len(problems) == len(DEFAULT_TIERS) == len(_archive_problems(problems))
+    assert all("the role's policy does not allow" in p for p in problems)
 
 
 # -- a scheduler hop is one line -------------------------------------------------------------

@@ -40,7 +40,7 @@ SQS_MAX_BATCH_ENTRIES = 10
 SQS_MESSAGE_GROUP_ID_PATTERN = re.compile(r"""^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~]{1,128}$""")
 
 
-#: Tag the stack puts on what it retains on deletion (queues, DLQs, tables, log groups):
+#: Tag the stack puts on what it retains on deletion (queues, DLQs, tables, log groups, the archive bucket):
 #: ``tiered-jobs teardown`` finds a deleted stage's leftovers by it.
 STAGE_TAG = "tiered-jobs:stage"
 #: The resource types that carry ``STAGE_TAG``. The alarm topic's KMS key is found by its
@@ -48,6 +48,7 @@ STAGE_TAG = "tiered-jobs:stage"
 RETAINED_RESOURCE_TYPES: tuple[str, ...] = (
     "AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Logs::LogGroup",
     "AWS::Scheduler::ScheduleGroup",  # it holds the pending one-time jobs
+    "AWS::S3::Bucket",  # the discard archive: the letters an operator dropped
 )
 
 
@@ -59,6 +60,12 @@ def alarm_key_description(stage: str) -> str:
 def stack_name(stage: str) -> str:
     """The CloudFormation stack name of a stage, e.g. ``TieredJobs-dev``."""
     return f"TieredJobs-{stage}"
+
+
+def discard_archive_prefix(stage: str, tier: str | None = None) -> str:
+    """Where the replay function's ``discard`` archives letters in its bucket: ``discarded/<stage>/<tier>/``
+    (``tier=None``: the stage's folder, ``discarded/<stage>/``, the only one the function may write under)."""
+    return f"discarded/{stage}/" + (f"{tier}/" if tier is not None else "")
 
 
 class Env:
@@ -240,6 +247,11 @@ class Ssm:
         return f"{Ssm.resources_path(stage)}/{name}"
 
     @staticmethod
+    def discard_archive_bucket(stage: str) -> str:
+        """The bucket the replay function's ``discard`` archives letters to (``discard_archive_prefix``)."""
+        return f"/{PROJECT}/{stage}/discard-archive-bucket"
+
+    @staticmethod
     def publisher_policy_arn(stage: str) -> str:
         """ARN of the managed policy that lets a service publish to the stage's tiers."""
         return f"/{PROJECT}/{stage}/publisher-policy-arn"
@@ -275,6 +287,7 @@ class Outputs:
     DASHBOARD_NAME = "DashboardName"
     ROUTES = "Routes"
     PUBLISHER_POLICY_ARN = "PublisherPolicyArn"
+    DISCARD_ARCHIVE_BUCKET = "DiscardArchiveBucket"
 
     @staticmethod
     def resource(name: str) -> str:

@@ -17,17 +17,25 @@ Gaps, in deployment order:
    ``CheckBootstrapVersion`` rule): normally written by ``cdk bootstrap``; we write it with
    ``PutParameter`` like bootstrap does.
 3. **Resource types moto's CloudFormation skips** (``AWS::CloudWatch::Alarm``,
-   ``AWS::SQS::QueuePolicy``, ``AWS::SNS::TopicPolicy``; moto warns "No Moto CloudFormation support")
-   and the resources that reference them (the dashboard names the alarms' ARNs, which would fail
-   the whole stack): held back from ``CreateStack``, then created by :func:`create_held_back` with
-   ``PutMetricAlarm`` / ``SetQueueAttributes`` / ``SetTopicAttributes`` / ``PutDashboard``, their
-   ``Ref`` / ``Fn::GetAtt`` / ``Fn::Join`` / ``Fn::Sub`` resolved against the deployed stack.
+   ``AWS::SQS::QueuePolicy``, ``AWS::SNS::TopicPolicy``, ``AWS::S3::BucketPolicy``; moto warns "No
+   Moto CloudFormation support") and the resources that reference them (the dashboard names the
+   alarms' ARNs, which would fail the whole stack): held back from ``CreateStack``, then created by
+   :func:`create_held_back` with ``PutMetricAlarm`` / ``SetQueueAttributes`` / ``SetTopicAttributes`` /
+   ``PutBucketPolicy`` / ``PutDashboard``, their ``Ref`` / ``Fn::GetAtt`` / ``Fn::Join`` / ``Fn::Sub``
+   resolved against the deployed stack.
    The list is read from moto's own model registry, so a moto that learns a type stops needing this.
+   A bucket policy loses its TLS-only ``Deny`` (``aws:SecureTransport: false``) on the way: moto's
+   S3 evaluates bucket policies without their conditions, so that statement would refuse every
+   request, while each local request stands for an SDK call over TLS, which AWS lets through
+   (``tests/infra/hops.py`` checks the real policy against AWS's rules).
 4. **Properties moto's CloudFormation ignores**: a table's ``TimeToLiveSpecification`` and
-   ``PointInTimeRecoverySpecification``; applied with DynamoDB's API when the deployed table lacks
-   them (:func:`apply_ignored_properties`). A DLQ's ``RedriveAllowPolicy`` cannot be applied: moto's
-   SQS has no such attribute (``GetQueueAttributes`` rejects the name), so locally a DLQ admits
-   any source queue. Not emulated, and said so.
+   ``PointInTimeRecoverySpecification``, a bucket's ``VersioningConfiguration`` and
+   ``PublicAccessBlockConfiguration``; applied with DynamoDB's and S3's APIs when the deployed
+   resource lacks them (:func:`apply_ignored_properties`). A bucket's ``LifecycleConfiguration`` is
+   not applied: moto never runs a lifecycle rule, so locally the discard archive never expires.
+   A DLQ's ``RedriveAllowPolicy`` cannot be applied: moto's SQS has no such attribute
+   (``GetQueueAttributes`` rejects the name), so locally a DLQ admits any source queue. Not
+   emulated, and said so.
 5. **moto's own event source mappings** would invoke the functions in Docker on every
    ``SendMessage`` (and, without Docker, fail each batch until SQS's redrive moves it to the DLQ
    without reasons). The copy of the template given to ``CreateStack`` creates them *disabled*
@@ -66,6 +74,8 @@ BOOTSTRAP_VERSION_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 #: Any version >= 6 satisfies the template's rule; this is the bootstrap template CDK 2.1148 ships.
 BOOTSTRAP_VERSION = "30"
 POWERTOOLS_PARAMETER_PREFIX = "/aws/service/powertools/"
+#: The condition of a TLS-only ``Deny`` (``enforce_ssl``): true only for a request without TLS.
+TLS_ONLY_DENY_CONDITION = {"Bool": {"aws:SecureTransport": "false"}}
 
 
 # --------------------------------------------------------------------------------------------
@@ -271,6 +281,13 @@ def create_held_back(held: Mapping[str, Mapping[str, Any]], resolver: Resolver, 
             for topic_arn in properties["Topics"]:
                 clients("sns").set_topic_attributes(
                     TopicArn=topic_arn, AttributeName="Policy", AttributeValue=json.dumps(properties["PolicyDocument"]))
+        elif kind == "AWS::S3::BucketPolicy":
+            document = properties["PolicyDocument"]
+            statements = [s for s in document["Statement"]
+                          if not (s["Effect"] == "Deny" and s.get("Condition") == TLS_ONLY_DENY_CONDITION)]
+            if statements:
+                clients("s3").put_bucket_policy(Bucket=properties["Bucket"],
+                                                Policy=json.dumps({**document, "Statement": statements}))
         elif kind == "AWS::Scheduler::ScheduleGroup":
             clients("scheduler").create_schedule_group(Name=properties["Name"])
             resolver.physical_ids[logical_id] = properties["Name"]
@@ -303,6 +320,8 @@ def deployed_attribute(clients: Callable[[str], Any]) -> Callable[[str, str, str
             return clients("iam").get_role(RoleName=physical_id)["Role"]["Arn"]
         if kind == "AWS::DynamoDB::Table" and name == "Arn":
             return clients("dynamodb").describe_table(TableName=physical_id)["Table"]["TableArn"]
+        if kind == "AWS::S3::Bucket" and name == "Arn":
+            return f"arn:aws:s3:::{physical_id}"  # a bucket's ARN is its name (no region, no account)
         raise NotImplementedError(f"Fn::GetAtt {kind}.{name} is not resolved by local mode; extend moto_gaps")
 
     return attribute
@@ -332,6 +351,29 @@ def apply_ignored_properties(template: Mapping[str, Any], resolver: Resolver,
             if pitr and pitr.get("PointInTimeRecoveryEnabled") and pitr_status != "ENABLED":
                 dynamodb.update_continuous_backups(TableName=physical_id, PointInTimeRecoverySpecification=pitr)
                 applied.append(f"{logical_id}.PointInTimeRecoverySpecification")
+        if resource["Type"] == "AWS::S3::Bucket" and physical_id is not None:
+            applied += _apply_bucket_properties(logical_id, properties, physical_id, clients("s3"))
+    return applied
+
+
+def _apply_bucket_properties(logical_id: str, properties: Mapping[str, Any], bucket: str, s3: Any) -> list[str]:
+    """Versioning (an archived letter is never overwritten silently) and the public access block."""
+    from botocore.exceptions import ClientError
+
+    applied = []
+    versioning = properties.get("VersioningConfiguration")
+    if versioning and s3.get_bucket_versioning(Bucket=bucket).get("Status") != versioning["Status"]:
+        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": versioning["Status"]})
+        applied.append(f"{logical_id}.VersioningConfiguration")
+    block = properties.get("PublicAccessBlockConfiguration")
+    if block:
+        try:
+            current = s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"]
+        except ClientError:  # NoSuchPublicAccessBlockConfiguration
+            current = None
+        if current != block:
+            s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration=dict(block))
+            applied.append(f"{logical_id}.PublicAccessBlockConfiguration")
     return applied
 
 
