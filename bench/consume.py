@@ -39,7 +39,7 @@ def _bodies(jobs: int, prefix: str, flaky: bool) -> list[str]:
 def measure(jobs: int = 1000, concurrency: int = 2) -> dict[str, Any]:
     import boto3
 
-    from functions.runtime.backoff import RetryPolicy
+    from tiered_jobs.runtime.backoff import RetryPolicy
     from tiered_jobs.local.server import EmbeddedAws, client_environment
 
     with EmbeddedAws() as endpoint, client_environment(endpoint):
@@ -97,7 +97,7 @@ def _runtime_rate(tier, jobs: int, concurrency: int, handler=None) -> tuple[floa
     """Jobs per second until the queue first drained, and the mean invocation time (ms)."""
     import boto3
 
-    from functions.runtime.backoff import RetryPolicy
+    from tiered_jobs.runtime.backoff import RetryPolicy
 
     _fill(tier, analytics_bodies(jobs, prefix="rate"))
     durations: list[float] = []

@@ -61,10 +61,10 @@ def create_rate_limit_table(dynamodb: Any, name: str) -> str:
 
 
 def env_for(tier: BenchTier, stage: str = "bench") -> dict[str, str]:
-    from tiered_jobs.contract.names import Env, Metrics
+    from tiered_jobs.contract.names import JOB_MODULES, Env, Metrics
 
     return {
-        Env.STAGE: stage, Env.TIER: "critical", Env.QUEUE_URL: tier.queue_url, Env.DLQ_URL: tier.dlq_url,
+        Env.JOB_MODULES: ",".join(JOB_MODULES), Env.STAGE: stage, Env.TIER: "critical", Env.QUEUE_URL: tier.queue_url, Env.DLQ_URL: tier.dlq_url,
         Env.IDEMPOTENCY_TABLE: tier.idempotency_table, Env.ACCOUNTS_TABLE: tier.accounts_table,
         Env.POWERTOOLS_SERVICE_NAME: Metrics.SERVICE, Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,
         Env.POWERTOOLS_LOG_LEVEL: "WARNING",

@@ -176,7 +176,7 @@ def _run(jobs, accounts, concurrency, plan, drain_timeout, log, started) -> Outc
 
     from bench.fixtures import create_tier
     from bench.runtime import consumer_runtime
-    from functions.runtime.backoff import RetryPolicy
+    from tiered_jobs.runtime.backoff import RetryPolicy
     from tiered_jobs.contract import envelope
     from tiered_jobs.contract.routing import Routes
     from tiered_jobs.publisher import Job, Publisher
@@ -278,10 +278,10 @@ def _run(jobs, accounts, concurrency, plan, drain_timeout, log, started) -> Outc
 
 
 def _replay_with_crash(tier, plan: FaultPlan) -> None:
-    from functions.replay.events import parse_event
-    from functions.replay.service import run as replay
-    from functions.replay.tiers import TierQueues
-    from functions.runtime.config import TierConfig
+    from tiered_jobs.replay.events import parse_event
+    from tiered_jobs.replay.service import run as replay
+    from tiered_jobs.replay.tiers import TierQueues
+    from tiered_jobs.runtime.config import TierConfig
 
     # The consumer's own window (the letters are minutes old: all inside it).
     tiers = {TIER: TierQueues(tier.queue_url, tier.dlq_url, TierConfig.idempotency_ttl_seconds)}

@@ -37,8 +37,8 @@ def measure(jobs: int = 200, per_second: float = 5.0, burst: int = 1, concurrenc
             ) -> dict[str, Any]:
     import boto3
 
-    from functions.runtime import ratelimit as limiter
-    from functions.runtime.backoff import RetryPolicy
+    from tiered_jobs.runtime import ratelimit as limiter
+    from tiered_jobs.runtime.backoff import RetryPolicy
     from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
     from tiered_jobs.local.server import EmbeddedAws, client_environment
 

@@ -36,9 +36,9 @@ REPLAY_WINDOW_SECONDS = 18 * 86400
 def measure(messages: int = 1000) -> dict[str, Any]:
     from moto import mock_aws
 
-    from functions.replay.events import parse_event
-    from functions.replay.service import run
-    from functions.replay.tiers import TierQueues
+    from tiered_jobs.replay.events import parse_event
+    from tiered_jobs.replay.service import run
+    from tiered_jobs.replay.tiers import TierQueues
 
     with mock_aws():
         tier = create_tier("replay")

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.runtime.errors import PermanentError
-from functions.runtime.registry import JobContext, job
+from tiered_jobs.runtime.errors import PermanentError
+from tiered_jobs.runtime.registry import JobContext, job
 
 #: Marker items live in the accounts table under this key prefix.
 MARKER_PREFIX = "applied#"

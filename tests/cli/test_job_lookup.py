@@ -9,7 +9,7 @@ import boto3
 import pytest
 
 from cli.test_cli import _dead_letter
-from functions.runtime.idempotency import IdempotentRunner
+from tiered_jobs.runtime.idempotency import IdempotentRunner
 from tiered_jobs import lookup
 from tiered_jobs.contract.idempotency import RecordAttributes, RecordStatus, record_id
 from tiered_jobs.contract.names import DeadLetter, Ssm, stack_name

@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
+import functions.jobs  # noqa: F401 -- registers the example jobs
 from bench.fixtures import BenchTier, create_tier
 from bench.fixtures import lambda_context as make_lambda_context
-from functions.consumer.processor import Consumer
-from functions.runtime.backoff import RetryPolicy
-from functions.runtime.config import DEFAULT_TIME_BUDGET_MARGIN_MS, TierConfig
-from functions.runtime.registry import registry as default_registry
+from tiered_jobs.runtime.consumer import Consumer
+from tiered_jobs.runtime.backoff import RetryPolicy
+from tiered_jobs.runtime.config import DEFAULT_TIME_BUDGET_MARGIN_MS, TierConfig
+from tiered_jobs.runtime.registry import registry as default_registry
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.local.esm import sqs_event
 

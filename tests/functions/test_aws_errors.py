@@ -17,8 +17,8 @@ from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
-from functions.runtime.aws_errors import CATALOGUE, COMMON, KINDS, TRANSACTION_CANCELED, TRANSACTION_REASONS
-from functions.runtime.errors import classify
+from tiered_jobs.runtime.aws_errors import CATALOGUE, COMMON, KINDS, TRANSACTION_CANCELED, TRANSACTION_REASONS
+from tiered_jobs.runtime.errors import classify
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Every service the runtime and the example jobs call (checked against the code below).
@@ -43,7 +43,7 @@ def botocore_codes(service: str) -> set[str]:
 def test_every_error_code_botocore_knows_is_decided(service):
     missing = sorted(botocore_codes(service) - CATALOGUE[service].keys())
     assert missing == [], (
-        f"botocore {botocore.__version__} knows {service} error codes that functions/runtime/aws_errors.py "
+        f"botocore {botocore.__version__} knows {service} error codes that tiered_jobs/runtime/aws_errors.py "
         f"has not decided transient or permanent: {missing}"
     )
 

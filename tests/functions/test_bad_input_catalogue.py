@@ -112,7 +112,7 @@ def test_publisher_refuses_before_sending_and_names_the_job(tier, publisher, cas
 
 @pytest.mark.parametrize("case", sorted(CONSUMER, key=lambda c: int(c[1:])))
 def test_consumer_dead_letters_bad_messages_with_their_reason_and_spares_the_neighbour(tier, case):
-    from functions.runtime.registry import JobRegistry, registry
+    from tiered_jobs.runtime.registry import JobRegistry, registry
 
     body, error_type, expected = CONSUMER[case]
     subset = JobRegistry()  # C8's message lists the registered types: keep that list short and stable
@@ -164,15 +164,15 @@ def test_bodies_sqs_itself_refuses_never_enter_a_queue(tier):
 
 @pytest.mark.parametrize("case", sorted(REPLAY, key=lambda c: int(c[1:])))
 def test_replay_refuses_bad_events_and_leaves_the_dlq_alone(tier, monkeypatch, lambda_context, case):
-    import functions.replay as replay
-    from functions.replay.events import ReplayEventError
+    from tiered_jobs.handlers.replay import handler
+    from tiered_jobs.replay.events import ReplayEventError
 
     event, expected = REPLAY[case]
     monkeypatch.setenv(Env.REPLAY_TIERS, json.dumps({"critical": {"queue_url": tier.queue_url,
                                                                    "dlq_url": tier.dlq_url}}))
     tier.sqs.send_message(QueueUrl=tier.dlq_url, MessageBody='{"type": "demo.flaky"}')
     with pytest.raises(ReplayEventError) as error:
-        replay.handler(event, lambda_context())
+        handler(event, lambda_context())
     assert expected in str(error.value)
     assert "Allowed fields:" in str(error.value)
     assert [m["Body"] for m in tier.dlq_messages()] == ['{"type": "demo.flaky"}']

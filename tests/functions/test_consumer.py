@@ -9,8 +9,8 @@ from datetime import datetime
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.runtime.errors import PermanentError, TransientError
-from functions.runtime.registry import JobRegistry
+from tiered_jobs.runtime.errors import PermanentError, TransientError
+from tiered_jobs.runtime.registry import JobRegistry
 from tiered_jobs.contract.names import DeadLetter, Metrics
 
 
@@ -174,7 +174,7 @@ def test_transient_failure_sets_visibility_to_jittered_backoff(tier, attempt, ba
 
 
 def test_jitter_spreads_delays_within_bounds(tier):
-    from functions.runtime.backoff import RetryPolicy
+    from tiered_jobs.runtime.backoff import RetryPolicy
 
     policy = RetryPolicy()
     import random
@@ -185,7 +185,7 @@ def test_jitter_spreads_delays_within_bounds(tier):
 
 
 def test_backoff_is_capped_at_twelve_hours():
-    from functions.runtime.backoff import RetryPolicy
+    from tiered_jobs.runtime.backoff import RetryPolicy
 
     policy = RetryPolicy(schedule=(43_200,), jitter=0.5)
     assert policy.delay(1, lambda: 1.0) == 43_200
@@ -265,7 +265,7 @@ def test_unknown_exceptions_are_transient_and_declared_ones_permanent(tier):
     (KeyError("bug"), "transient"),
 ])
 def test_error_classification(error, kind):
-    from functions.runtime.errors import classify
+    from tiered_jobs.runtime.errors import classify
 
     assert classify(error) == kind
 
@@ -273,7 +273,7 @@ def test_error_classification(error, kind):
 def test_classification_sees_through_wrapped_causes():
     from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyPersistenceLayerError
 
-    from functions.runtime.errors import classify
+    from tiered_jobs.runtime.errors import classify
 
     throttled = client_error("ProvisionedThroughputExceededException", 400)
     try:
@@ -286,7 +286,7 @@ def test_classification_sees_through_wrapped_causes():
 
 
 def test_http_status_codes_of_other_clients():
-    from functions.runtime.errors import classify
+    from tiered_jobs.runtime.errors import classify
 
     class HTTPStatusError(Exception):
         def __init__(self, status):
@@ -410,7 +410,7 @@ def test_one_mib_body_within_the_limit_is_processed(tier, lambda_context):
 
 
 def test_missing_environment_is_a_clear_configuration_error(monkeypatch):
-    from functions.runtime.config import ConfigurationError, TierConfig
+    from tiered_jobs.runtime.config import ConfigurationError, TierConfig
 
     with pytest.raises(ConfigurationError, match="TIERED_JOBS_QUEUE_URL"):
         TierConfig.from_env({"TIERED_JOBS_STAGE": "dev", "TIERED_JOBS_TIER": "bulk"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from functions.runtime.registry import JobRegistry
+from tiered_jobs.runtime.registry import JobRegistry
 from tiered_jobs.contract.names import DeadLetter
 
 

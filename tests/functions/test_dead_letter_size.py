@@ -13,8 +13,8 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.runtime.errors import PermanentError
-from functions.runtime.registry import JobRegistry
+from tiered_jobs.runtime.errors import PermanentError
+from tiered_jobs.runtime.registry import JobRegistry
 from tiered_jobs.contract.names import DeadLetter
 
 SQS_LIMIT = 1_048_576
@@ -100,7 +100,7 @@ def test_a_dead_letter_close_to_one_mib_keeps_its_body_and_shortens_its_reasons(
 
 
 def test_fit_to_size_drops_reasons_in_order_and_never_the_originals():
-    from functions.runtime.deadletter import fit_to_size, message_bytes
+    from tiered_jobs.runtime.deadletter import fit_to_size, message_bytes
 
     reasons = {name: {"DataType": "String", "StringValue": "v" * 100} for name in DeadLetter.ALL}
     original = {"origin": {"DataType": "Binary", "BinaryValue": b"\x00" * 10}}

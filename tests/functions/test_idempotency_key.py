@@ -10,7 +10,7 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from functions.runtime.idempotency import IdempotentRunner
+from tiered_jobs.runtime.idempotency import IdempotentRunner
 from tiered_jobs.contract.idempotency import RecordAttributes, RecordStatus, record_id
 
 

@@ -13,8 +13,8 @@ from collections import Counter
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.runtime.registry import JobRegistry
-from functions.runtime.results import CIRCULAR, PREVIEW_CHARS, RESULT_MAX_BYTES, storable
+from tiered_jobs.runtime.registry import JobRegistry
+from tiered_jobs.runtime.results import CIRCULAR, PREVIEW_CHARS, RESULT_MAX_BYTES, storable
 
 DYNAMODB_MAX_ITEM_BYTES = 400 * 1024
 

@@ -11,7 +11,7 @@ import pytest
 from botocore.stub import Stubber
 
 from bench.fixtures import create_rate_limit_table
-from functions.runtime.ratelimit import MAX_WRITE_ATTEMPTS, TAT_ATTRIBUTE, RateLimiter, TokenBucket
+from tiered_jobs.runtime.ratelimit import MAX_WRITE_ATTEMPTS, TAT_ATTRIBUTE, RateLimiter, TokenBucket
 from tiered_jobs.contract.names import Attributes, DeadLetter, Metrics
 from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
 
@@ -250,7 +250,7 @@ def test_invalid_and_unknown_jobs_take_no_token(tier):
 
 
 def test_a_replayed_letter_starts_its_attempts_afresh():
-    from functions.replay.letters import Letter
+    from tiered_jobs.replay.letters import Letter
 
     letter = Letter.from_message({
         "MessageId": "m", "ReceiptHandle": "r", "Body": json.dumps({"type": "x", "idempotency_key": "k", "payload": {}}),

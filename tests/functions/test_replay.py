@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
-from functions.replay import ReplayEventError, ReplayRequest, TierQueues, parse_event, run
+from tiered_jobs.replay import ReplayEventError, ReplayRequest, TierQueues, parse_event, run
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES, DeadLetter, Replay
 from tiered_jobs.contract.replay_events import RESPONSE_FIELDS

@@ -11,8 +11,9 @@ import boto3
 import pytest
 from test_replay import NOW, Dlq, Wrapper, iso, job, make_dlq
 
-from functions.replay import JsonLinesArchive, ReplayEventError, S3Archive, handler, read_archive
-from functions.runtime import aws as runtime_aws
+from tiered_jobs.handlers.replay import handler
+from tiered_jobs.replay import JsonLinesArchive, ReplayEventError, S3Archive, read_archive
+from tiered_jobs.runtime import aws as runtime_aws
 from tiered_jobs.contract.names import DeadLetter, Env
 
 

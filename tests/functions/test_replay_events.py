@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from functions.replay import MAX_MESSAGES_CAP, ReplayEventError, ReplayRequest, parse_event, tiers_from_env
-from functions.replay.tiers import TierQueues
+from tiered_jobs.replay import MAX_MESSAGES_CAP, ReplayEventError, ReplayRequest, parse_event, tiers_from_env
+from tiered_jobs.replay.tiers import TierQueues
 from tiered_jobs.contract.names import DEFAULT_TIERS, Env
 from tiered_jobs.contract.replay_events import EVENT_FIELDS, console_events
 

@@ -14,8 +14,9 @@ from botocore.stub import Stubber
 
 from bench.fixtures import lambda_context
 
-from functions.replay import ReplayEventError, TierQueues, handler, parse_event, run
-from functions.runtime import aws as runtime_aws
+from tiered_jobs.handlers.replay import handler
+from tiered_jobs.replay import ReplayEventError, TierQueues, parse_event, run
+from tiered_jobs.runtime import aws as runtime_aws
 from tiered_jobs.contract.names import DeadLetter, Env
 from tiered_jobs.contract.replay_events import RESPONSE_FIELDS
 
@@ -44,7 +45,7 @@ def deployed(aws, monkeypatch) -> dict[str, TierQueues]:
 
 
 def test_importing_the_handler_loads_neither_boto3_nor_powertools():
-    code = "import sys, functions.replay; print(sorted({'boto3', 'aws_lambda_powertools'} & set(sys.modules)))"
+    code = "import sys, tiered_jobs.handlers.replay; print(sorted({'boto3', 'aws_lambda_powertools'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

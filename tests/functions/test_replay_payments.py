@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from functions.replay import TierQueues, parse_event, run
+from tiered_jobs.replay import TierQueues, parse_event, run
 from tiered_jobs.contract.names import DeadLetter, Replay
 
 

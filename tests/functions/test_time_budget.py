@@ -12,8 +12,8 @@ from collections import Counter
 
 import pytest
 
-from functions.runtime.errors import JobTimeout
-from functions.runtime.registry import JobContext, JobRegistry
+from tiered_jobs.runtime.errors import JobTimeout
+from tiered_jobs.runtime.registry import JobContext, JobRegistry
 from tiered_jobs.contract.names import DeadLetter, Metrics
 
 from tiered_jobs.local.worker import LambdaContext
@@ -74,7 +74,7 @@ def slow_registry(clock: dict, runs: Counter) -> JobRegistry:
 
     @registry.job("demo.poison")
     def poison(payload, ctx):
-        from functions.runtime.errors import PermanentError
+        from tiered_jobs.runtime.errors import PermanentError
 
         raise PermanentError("never works")
 

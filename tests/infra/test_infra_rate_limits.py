@@ -55,7 +55,7 @@ def test_the_bucket_actions_are_the_ones_the_limiter_calls(limited_synth):
     import ast
     from pathlib import Path
 
-    import functions.runtime.ratelimit as module
+    import tiered_jobs.runtime.ratelimit as module
 
     tree = ast.parse(Path(module.__file__).read_text())
     called = {node.func.attr for node in ast.walk(tree) if isinstance(node, ast.Call)

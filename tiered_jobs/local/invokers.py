@@ -311,10 +311,10 @@ class InProcessInvoker:
 
 
 def _forget_cached_clients() -> None:
-    """Drop the runtime's cached boto3 clients (if it is loaded): they were built for the old environment."""
-    runtime_aws = sys.modules.get("functions.runtime.aws")
-    if runtime_aws is not None:
-        runtime_aws.reset()
+    """Drop the runtime's cached boto3 clients: they were built for the old environment."""
+    from tiered_jobs.runtime import aws
+
+    aws.reset()
 
 
 def _ms_since(started: float) -> float:

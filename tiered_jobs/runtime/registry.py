@@ -1,13 +1,13 @@
 """Job registry: job type -> handler. Jobs register with the :func:`job` decorator.
 
-    from functions.runtime.registry import job
-    from functions.runtime.errors import PermanentError
+    from tiered_jobs.runtime.registry import job
+    from tiered_jobs.runtime.errors import PermanentError
 
     @job("payments.update_balance", validate=check_payload, permanent=(AccountClosed,))
     def update_balance(payload: dict, ctx: JobContext) -> dict: ...
 
 Handlers take the payload (a dict) and a :class:`JobContext`, and return a result: the
-idempotency layer stores a bounded, JSON-safe form of it (``functions/runtime/results.py``) and
+idempotency layer stores a bounded, JSON-safe form of it (``tiered_jobs/runtime/results.py``) and
 returns that to duplicates.
 
 A long job calls ``ctx.check_time()`` between steps: it raises :class:`JobTimeout` (transient)

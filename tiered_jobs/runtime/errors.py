@@ -4,7 +4,7 @@ Rules (the seed's, Celery's ``autoretry_for`` made explicit):
 
 * **permanent** -- retrying cannot help: an invalid envelope or payload, an unknown job type,
   the same idempotency key with another payload, an AWS error code decided permanent in
-  :mod:`functions.runtime.aws_errors`, another 4xx answer (except 408, 425 and 429), and any
+  :mod:`tiered_jobs.runtime.aws_errors`, another 4xx answer (except 408, 425 and 429), and any
   exception a job declares permanent. The message goes straight to the DLQ.
 * **transient** -- the world may be different next time: timeouts, connection errors, an AWS
   error code decided transient (throttling, a transaction conflict...), 429 and 5xx answers,

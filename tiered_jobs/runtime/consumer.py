@@ -31,12 +31,12 @@ from typing import Any
 from tiered_jobs.contract import envelope as envelope_rules
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter, Metrics
 
-from functions.runtime import aws, ratelimit
-from functions.runtime.config import TierConfig
-from functions.runtime.errors import PERMANENT, classify, describe
-from functions.runtime.idempotency import IdempotentRunner
-from functions.runtime.metrics import BatchMetrics
-from functions.runtime.registry import JobContext, JobDefinition, JobRegistry
+from . import aws, ratelimit
+from .config import TierConfig
+from .errors import PERMANENT, classify, describe
+from .idempotency import IdempotentRunner
+from .metrics import BatchMetrics
+from .registry import JobContext, JobDefinition, JobRegistry
 
 #: Job type label for records whose envelope could not be read, or whose type is not registered
 #: (keeps metric dimensions bounded whatever publishers send).
@@ -232,7 +232,7 @@ class Consumer:
 
     def _fail(self, record, invocation, exc, attempt, job_type, envelope, definition, started) -> None:
         # Loaded on the first failure only: the happy path's cold start does not pay for it.
-        from functions.runtime.deadletter import (
+        from .deadletter import (
             DeadLetterReason,
             api_attributes_from_event,
             fit_to_size,

@@ -4,7 +4,7 @@
   which changes on redrive and replay; ``key_prefix`` keeps it stable across function renames.
 * ``payload`` is the validation key: the same key with another payload is refused.
 * The local cache answers duplicates inside one container without a DynamoDB call.
-* The stored result is :func:`functions.runtime.results.storable`'s bounded, JSON-safe form.
+* The stored result is :func:`tiered_jobs.runtime.results.storable`'s bounded, JSON-safe form.
 * Built on first use (the persistence layer and its client are not created at import).
 """
 
