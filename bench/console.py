@@ -24,7 +24,7 @@ def measure(refreshes: int = 20) -> dict[str, Any]:
     from tiered_jobs.console.app import counted
     from tiered_jobs.console.security import Security
     from tiered_jobs.console.server import start_in_thread
-    from tiered_jobs.local.server import FAKE_CREDENTIALS, EmbeddedAws
+    from emulator.server import FAKE_CREDENTIALS, EmbeddedAws
     from tiered_jobs.operations import Target
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise

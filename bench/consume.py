@@ -40,7 +40,7 @@ def measure(jobs: int = 1000, concurrency: int = 2) -> dict[str, Any]:
     import boto3
 
     from tiered_jobs.runtime.backoff import RetryPolicy
-    from tiered_jobs.local.server import EmbeddedAws, client_environment
+    from emulator.server import EmbeddedAws, client_environment
 
     with EmbeddedAws() as endpoint, client_environment(endpoint):
         results: dict[str, Any] = {"jobs": jobs, "concurrency": concurrency}

@@ -100,7 +100,7 @@ def lambda_context(remaining_ms: int = 30_000, function_name: str = "tiered-jobs
     """The Lambda context the local runtime passes to handlers, ``remaining_ms`` from now."""
     import time
 
-    from tiered_jobs.local.worker import LambdaContext
+    from emulator.worker import LambdaContext
 
     return LambdaContext(function_name=function_name, memory_mb=256,
                          invoked_function_arn=f"arn:aws:lambda:{REGION}:123456789012:function:{function_name}",

@@ -163,7 +163,7 @@ def run_shards(jobs: int, shards: int, accounts: int = 100, log=print) -> Outcom
 
 def run(jobs: int = 1000, accounts: int = 100, concurrency: int = 4, plan: FaultPlan | None = None,
         drain_timeout: float = 600.0, log=print) -> Outcome:
-    from tiered_jobs.local.server import EmbeddedAws, client_environment
+    from emulator.server import EmbeddedAws, client_environment
 
     plan = plan or FaultPlan()
     started = time.monotonic()

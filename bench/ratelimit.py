@@ -40,7 +40,7 @@ def measure(jobs: int = 200, per_second: float = 5.0, burst: int = 1, concurrenc
     from tiered_jobs.runtime import ratelimit as limiter
     from tiered_jobs.runtime.backoff import RetryPolicy
     from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
-    from tiered_jobs.local.server import EmbeddedAws, client_environment
+    from emulator.server import EmbeddedAws, client_environment
 
     limits = RateLimits(RateLimit(per_second, burst), {}, max_wait_seconds)
     with EmbeddedAws() as endpoint, client_environment(endpoint):

@@ -32,7 +32,7 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
     from tiered_jobs.runtime.consumer import Consumer
     from tiered_jobs.runtime.config import TierConfig
     from tiered_jobs.runtime.registry import registry
-    from tiered_jobs.local.esm import FunctionConfig, Invocation, InvocationError, MappingConfig, MappingRuntime
+    from emulator.esm import FunctionConfig, Invocation, InvocationError, MappingConfig, MappingRuntime
 
     # The time budget's margin: 10 % of the invocation, as the stack derives it from the timeout (without
     # its 2 s floor, which the invariant's 1.5 s invocations could not leave room for).

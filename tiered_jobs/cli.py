@@ -2,7 +2,7 @@
 
 Works against a deployed stack (credentials and region resolved as the AWS CLI does; the stack
 found by its outputs, else by the stage's SSM parameters) and against the local embedded AWS
-(``--endpoint-url``, or the ``AWS_ENDPOINT_URL`` variable that ``tiered-jobs local up`` prints).
+(``--endpoint-url``, or the ``AWS_ENDPOINT_URL`` variable that the emulator's ``up`` prints).
 
 Every expected failure (no credentials, nothing deployed, unknown tier, bad JSON, an invalid
 job, an unreachable endpoint, AWS refusing a call) ends with one ``error: ...`` line on stderr
@@ -26,7 +26,6 @@ from rich.table import Table
 from . import scheduling, teardown
 from . import status as status_reads
 from .contract.names import STAGE_NAME_PATTERN, Env, stack_name
-from .local.cli import app as local_app
 from .operations import OperatorError, Target, Via, client_error_text, explain, format_duration, run_replay
 from .publisher import Publisher
 
@@ -46,7 +45,6 @@ app = typer.Typer(
 )
 dlq_app = typer.Typer(help="Inspect a tier's dead-letter queue and replay it.", no_args_is_help=True)
 app.add_typer(dlq_app, name="dlq")
-app.add_typer(local_app, name="local")
 teardown.register(app)
 
 

@@ -21,7 +21,7 @@ from tiered_jobs.runtime.backoff import RetryPolicy
 from tiered_jobs.runtime.config import DEFAULT_TIME_BUDGET_MARGIN_MS, TierConfig
 from tiered_jobs.runtime.registry import registry as default_registry
 from tiered_jobs.contract.envelope import build
-from tiered_jobs.local.esm import sqs_event
+from emulator.esm import sqs_event
 
 REGION = "us-east-1"
 

@@ -347,7 +347,7 @@ def test_lambda_asset_ships_exactly_the_asset_paths(default_synth):
     expected = {f for f in expected if "__pycache__" not in f and not f.endswith(".pyc")}
     assert shipped == expected
     assert "functions/__init__.py" in shipped and "tiered_jobs/contract/names.py" in shipped
-    assert not any(f.startswith(("tiered_jobs/local", "infra", "tests", ".venv", "node_modules")) for f in shipped)
+    assert not any(f.startswith(("emulator", "infra", "tests", ".venv", "node_modules")) for f in shipped)
     for function in default_synth.resources("AWS::Lambda::Function").values():
         assert function["Properties"]["Code"]["S3Key"] == asset.name.removeprefix("asset.") + ".zip"
 
