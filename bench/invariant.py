@@ -225,7 +225,7 @@ def _run(jobs, accounts, concurrency, plan, drain_timeout, log, started) -> Outc
         if op == "delete_message_batch" and plan.roll("crash_before_ack", plan.crash_before_ack):
             raise ConnectionError("crash before the ack (injected)")
 
-    # (moto's DynamoDB is not thread-safe; the embedded server serializes its requests: moto_gaps.)
+    # (moto's DynamoDB is not thread-safe; the embedded server serializes its requests: moto_patches.)
     def environment_clients() -> dict[str, Any]:
         return {"sqs": boto3.client("sqs"),
                 "dynamodb": Wrapped(boto3.client("dynamodb"), dynamodb_before, dynamodb_after)}

@@ -11,7 +11,7 @@ outside the consumer). Reported:
 * what the limiter costs: its DynamoDB calls (``UpdateItem`` on the bucket table, failed
   conditions included) and the SQS calls of the held jobs' re-sends, per 1 000 jobs.
 
-moto's server handles one DynamoDB request at a time (``moto_gaps``, gap 7): concurrent claims
+moto's server handles one DynamoDB request at a time (``moto_patches``, gap 7): concurrent claims
 are serialized there as DynamoDB serializes writes to one item; the unit tests cover the
 conditional-write conflicts with botocore's Stubber and with threads.
 """

@@ -4,7 +4,7 @@ Every few seconds each deployed alarm (read back with ``DescribeAlarms``) is eva
 last period:
 
 * ``AWS/SQS`` queue metrics come from the live queue (``ApproximateNumberOfMessagesVisible`` from
-  ``GetQueueAttributes``; ``ApproximateAgeOfOldestMessage`` from moto's store, see ``moto_gaps``);
+  ``GetQueueAttributes``; ``ApproximateAgeOfOldestMessage`` from moto's store, see ``moto_patches``);
 * every other metric (the consumer's EMF job metrics, Lambda's own metrics) comes from the
   :class:`~emulator.metrics.MetricStore`;
 * metric math (``IF``, ``FILL``, arithmetic, comparisons, expressions that use other expressions)

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from emulator import moto_gaps
+from emulator import moto_patches
 from emulator.esm import FunctionConfig, MappingConfig
 from emulator.logs import function_log_groups
 from emulator.server import ACCOUNT_ID, Endpoint
+from emulator.template import Resolver
 from tiered_jobs.contract.names import Alarms, Outputs, Ssm, stack_name
 
 #: The repository checkout the stack is synthesized from (``infra/``, ``cdk.json``, ``functions/``).
@@ -158,10 +159,10 @@ class Deployment:
 def deploy(endpoint: Endpoint, assembly: Assembly, clients: Callable[[str], Any]) -> Deployment:
     """CreateStack in moto (handling its gaps), then describe what was deployed."""
     region, template = endpoint.region, assembly.template
-    seeded = moto_gaps.seed_parameters(template, clients("ssm"), ACCOUNT_ID, region)
+    seeded = moto_patches.seed_parameters(template, clients("ssm"), ACCOUNT_ID, region)
     upload_assets(assembly, clients("s3"), ACCOUNT_ID, region)
-    deployable, held = moto_gaps.split_template(template)
-    disabled = moto_gaps.disable_event_source_mappings(deployable)
+    deployable, held = moto_patches.split_template(template)
+    disabled = moto_patches.disable_event_source_mappings(deployable)
     bucket = f"cdk-hnb659fds-assets-{ACCOUNT_ID}-{region}"
     template_key = "local-" + assembly.stack_name + ".template.json"
     clients("s3").put_object(Bucket=bucket, Key=template_key, Body=json.dumps(deployable).encode())
@@ -175,16 +176,16 @@ def deploy(endpoint: Endpoint, assembly: Assembly, clients: Callable[[str], Any]
     if stack["StackStatus"] != "CREATE_COMPLETE":
         raise RuntimeError(f"stack {assembly.stack_name} is {stack['StackStatus']}: {stack.get('StackStatusReason')}")
     summaries = _stack_resources(cloudformation, assembly.stack_name)
-    resolver = moto_gaps.Resolver(
+    resolver = Resolver(
         physical_ids={s["LogicalResourceId"]: s["PhysicalResourceId"] for s in summaries},
         types={s["LogicalResourceId"]: s["ResourceType"] for s in summaries},
         parameters={name: p.get("Default") for name, p in template.get("Parameters", {}).items()},
         pseudo={"AWS::Region": region, "AWS::AccountId": ACCOUNT_ID, "AWS::Partition": "aws",
                 "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": assembly.stack_name},
-        attribute=moto_gaps.deployed_attribute(clients),
+        attribute=moto_patches.deployed_attribute(clients),
     )
-    moto_gaps.create_held_back(held, resolver, clients, ACCOUNT_ID, region)
-    applied = moto_gaps.apply_ignored_properties(template, resolver, clients)
+    moto_patches.create_held_back(held, resolver, clients, ACCOUNT_ID, region)
+    applied = moto_patches.apply_ignored_properties(template, resolver, clients)
     outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
     deployment = describe(endpoint, assembly, outputs, resolver.physical_ids, clients)
     gaps = {
@@ -232,7 +233,7 @@ def describe(endpoint: Endpoint, assembly: Assembly, outputs: Mapping[str, str],
         function = _function_config(lambda_client, outputs[Outputs.tier(name, Outputs.CONSUMER_FUNCTION_NAME)],
                                     assembly, physical_ids)
         (mapping,) = lambda_client.list_event_source_mappings(FunctionName=function.name)["EventSourceMappings"]
-        if mapping["State"] != "Disabled":  # moto would run the function in Docker (moto_gaps, gap 5)
+        if mapping["State"] != "Disabled":  # moto would run the function in Docker (moto_patches, gap 5)
             raise RuntimeError(f"moto's event source mapping of {function.name} is {mapping['State']}; "
                                "local mode deploys it disabled")
         queue_url = outputs[Outputs.tier(name, Outputs.QUEUE_URL)]

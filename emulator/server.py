@@ -66,12 +66,12 @@ class EmbeddedAws:
     def start(self) -> Endpoint:
         from moto.server import ThreadedMotoServer  # deferred: only local mode needs moto
 
-        from .moto_gaps import cloudwatch_percentiles, serialize_dynamodb_requests
+        from .moto_patches import cloudwatch_percentiles, serialize_dynamodb_requests
 
         if self._server is not None:
             raise RuntimeError("the embedded AWS is already running")
-        serialize_dynamodb_requests()  # moto's DynamoDB is not thread-safe (moto_gaps, gap 7)
-        cloudwatch_percentiles()  # GetMetricData's pNN statistics (moto_gaps, gap 8)
+        serialize_dynamodb_requests()  # moto's DynamoDB is not thread-safe (moto_patches, gap 7)
+        cloudwatch_percentiles()  # GetMetricData's pNN statistics (moto_patches, gap 8)
         server = ThreadedMotoServer(ip_address=HOST, port=self._requested_port, verbose=False)
         server.start()
         host, port = server.get_host_and_port()

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tiered_jobs.contract.names import Alarms, Schedules
-from emulator import lambda_invoke, moto_gaps
+from emulator import lambda_invoke, moto_patches
 from emulator.alarms import AlarmEvaluator
 from emulator.deploy import REPO_ROOT, Deployment, deploy, read_function, synthesize, zip_directory
 from emulator.esm import EventSourceRuntime, FunctionConfig, Invocation, MappingRuntime
@@ -146,7 +146,7 @@ class LocalSession:
             self.runtime.start()
             self.alarms = AlarmEvaluator(
                 self.clients, self.metrics, Alarms.prefix(self.deployment.stage),
-                lambda queue: moto_gaps.oldest_message_age_seconds(queue, ACCOUNT_ID, self.endpoint.region),
+                lambda queue: moto_patches.oldest_message_age_seconds(queue, ACCOUNT_ID, self.endpoint.region),
                 interval_seconds=self._alarm_interval,
             )
             self.alarms.start()

@@ -4,7 +4,7 @@ On AWS, SQS publishes per queue, once a minute, ``ApproximateNumberOfMessagesVis
 ``...NotVisible``, ``...Delayed`` and ``ApproximateAgeOfOldestMessage`` to the ``AWS/SQS``
 namespace (dimension ``QueueName``). ``tiered-jobs status`` reads the age from there, on AWS and
 locally alike, so locally this thread computes the same four values for every queue of the stage
-from moto's store (the server runs in this process; see ``moto_gaps`` gap 6) and writes them to
+from moto's store (the server runs in this process; see ``moto_patches`` gap 6) and writes them to
 moto's CloudWatch every few seconds with ``PutMetricData``. AWS reserves ``AWS/`` namespaces for
 its services (``PutMetricData`` refuses them there); moto does not, and here the runtime plays SQS.
 """
@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from tiered_jobs import status as status_reads
-from emulator import moto_gaps
+from emulator import moto_patches
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class SqsMetricsPublisher:
             name = status_reads.queue_name(url)
             values = {status_reads.COUNT_METRICS[attribute]: float(count)
                       for attribute, count in status_reads.queue_counts(sqs, url).items()}
-            age = moto_gaps.oldest_message_age_seconds(name, self._account_id, self._region)
+            age = moto_patches.oldest_message_age_seconds(name, self._account_id, self._region)
             if age is not None:
                 values[status_reads.AGE_OF_OLDEST_MESSAGE] = age
             dimensions = [{"Name": status_reads.SQS_QUEUE_DIMENSION, "Value": name}]

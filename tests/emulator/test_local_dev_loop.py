@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import LAMBDA_ASSET_PATHS, queue_name
-from emulator import moto_gaps
+from emulator import moto_patches
 from emulator.deploy import LOCAL_STAGE, REPO_ROOT
 from emulator.session import LocalSession
 from tiered_jobs.publisher import Publisher
@@ -72,7 +72,7 @@ def captured():
 def session(source, captured):
     """Started while a publisher sends payments as soon as the critical queue exists."""
     function_lines: list[str] = []
-    original = moto_gaps.create_held_back  # the first step after CreateStack has returned
+    original = moto_patches.create_held_back  # the first step after CreateStack has returned
 
     def publish_early(held, resolver, clients, account_id, region):
         sqs = clients("sqs")
@@ -83,7 +83,7 @@ def session(source, captured):
         return original(held, resolver, clients, account_id, region)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(moto_gaps, "create_held_back", publish_early)
+        patch.setattr(moto_patches, "create_held_back", publish_early)
         local = LocalSession(alarm_interval_seconds=0.5, code_source=source, reload_interval_seconds=0.5,
                              sqs_metrics_interval_seconds=1.0,
                              log_sink=lambda function, line: function_lines.append(line))
@@ -152,7 +152,7 @@ def test_jobs_published_before_the_runtime_is_ready_are_all_processed_and_nothin
 
 def test_the_template_deployed_locally_creates_the_mappings_disabled_and_the_synthesized_one_is_untouched(session):
     template = session.deployment.assembly.template
-    mappings = {lid: r for lid, r in template["Resources"].items() if r["Type"] == moto_gaps.EVENT_SOURCE_MAPPING}
+    mappings = {lid: r for lid, r in template["Resources"].items() if r["Type"] == moto_patches.EVENT_SOURCE_MAPPING}
     assert mappings and all("Enabled" not in r["Properties"] for r in mappings.values())  # as `cdk deploy` gets it
     deployed = session.clients("cloudformation").get_template(StackName=session.deployment.stack_name)["TemplateBody"]
     deployed = deployed if isinstance(deployed, dict) else json.loads(deployed)

@@ -113,7 +113,7 @@ def test_other_errors_are_not_taken_for_a_conflict():
 # --- the bucket on moto, with 20 threads claiming at once -----------------------------------
 
 def test_twenty_concurrent_consumers_never_exceed_the_rate(aws):
-    from emulator.moto_gaps import serialize_dynamodb_requests
+    from emulator.moto_patches import serialize_dynamodb_requests
 
     serialize_dynamodb_requests()  # DynamoDB applies each request atomically; moto needs the help
     dynamodb = boto3.client("dynamodb")

@@ -1,4 +1,4 @@
-"""What moto 5.2.5's CloudFormation lacks to deploy the real template, handled in one place.
+"""What moto 5.2.5's CloudFormation lacks to deploy the real template, patched in one place.
 
 Each gap was checked against moto 5.2.5 (``moto/cloudformation/parsing.py`` and the service
 models); nothing here runs unless the gap is really there. The template itself is never edited,
@@ -60,6 +60,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from emulator.template import Resolver, hold_back
 
 #: CDK's default bootstrap qualifier; the template's BootstrapVersion parameter names it.
 BOOTSTRAP_VERSION_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
@@ -126,131 +128,9 @@ def unsupported_types(template: Mapping[str, Any]) -> set[str]:
     }
 
 
-def references(node: Any) -> set[str]:
-    """Logical ids ``node`` refers to (``Ref``, ``Fn::GetAtt``, ``${...}`` in ``Fn::Sub``)."""
-    found: set[str] = set()
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "Ref" and isinstance(value, str):
-                found.add(value)
-            elif key == "Fn::GetAtt":
-                found.add(value[0] if isinstance(value, list) else value.split(".")[0])
-            elif key == "Fn::Sub":
-                text = value[0] if isinstance(value, list) else value
-                found.update(match.split(".")[0] for match in re.findall(r"\$\{([^!}][^}]*)\}", text))
-                if isinstance(value, list):
-                    found.update(references(value[1]))
-            else:
-                found.update(references(value))
-    elif isinstance(node, list):
-        for item in node:
-            found.update(references(item))
-    return found
-
-
-def _depends_on(resource: Mapping[str, Any]) -> set[str]:
-    depends = resource.get("DependsOn", [])
-    return {depends} if isinstance(depends, str) else set(depends)
-
-
 def split_template(template: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """``(what CreateStack gets, {logical id: resource held back})``, held-back ones in creation order."""
-    resources = template["Resources"]
-    skipped = unsupported_types(template)
-    held: set[str] = {lid for lid, r in resources.items() if r["Type"] in skipped}
-    changed = True
-    while changed:  # what refers to a held-back resource is held back too (a mere DependsOn is dropped)
-        changed = False
-        for lid, resource in resources.items():
-            if lid not in held and references(resource.get("Properties", {})) & held:
-                held.add(lid)
-                changed = True
-    for key, output in template.get("Outputs", {}).items():
-        if references(output) & held:
-            raise RuntimeError(f"output {key} refers to a resource moto cannot create: {sorted(references(output) & held)}")
-    deployable = json.loads(json.dumps(template))
-    for lid in held:
-        deployable["Resources"].pop(lid)
-    for resource in deployable["Resources"].values():
-        if "DependsOn" in resource:
-            resource["DependsOn"] = sorted(_depends_on(resource) - held)
-    ordered: dict[str, dict[str, Any]] = {}
-    while len(ordered) < len(held):  # dependencies first
-        for lid in sorted(held - set(ordered)):
-            needs = (references(resources[lid].get("Properties", {})) | _depends_on(resources[lid])) & held
-            if needs <= set(ordered):
-                ordered[lid] = resources[lid]
-    return deployable, ordered
-
-
-class Resolver:
-    """Resolves CloudFormation intrinsics against the deployed stack (and resources created since)."""
-
-    def __init__(self, *, physical_ids: Mapping[str, str], types: Mapping[str, str], parameters: Mapping[str, Any],
-                 pseudo: Mapping[str, str], attribute: Callable[[str, str, str], str]):
-        self.physical_ids = dict(physical_ids)
-        self.types = dict(types)
-        self._parameters = parameters
-        self._pseudo = pseudo
-        self._attribute = attribute
-        #: ``(logical id, attribute) -> value`` for resources created outside CloudFormation.
-        self.attributes: dict[tuple[str, str], str] = {}
-
-    def ref(self, name: str) -> Any:
-        if name in self._pseudo:
-            return self._pseudo[name]
-        if name in self._parameters:
-            return self._parameters[name]
-        if name in self.physical_ids:
-            return self.physical_ids[name]
-        raise KeyError(f"Ref to unknown {name!r}")
-
-    def get_att(self, logical_id: str, attribute: str) -> str:
-        if (logical_id, attribute) in self.attributes:
-            return self.attributes[(logical_id, attribute)]
-        value = self._attribute(self.types[logical_id], self.physical_ids[logical_id], attribute)
-        self.attributes[(logical_id, attribute)] = value
-        return value
-
-    def resolve(self, node: Any) -> Any:
-        if isinstance(node, list):
-            return [self.resolve(item) for item in node]
-        if not isinstance(node, dict):
-            return node
-        if len(node) == 1:
-            (key, value), = node.items()
-            if key == "Ref":
-                return self.ref(value)
-            if key == "Fn::GetAtt":
-                logical_id, attribute = value if isinstance(value, list) else value.split(".", 1)
-                return self.get_att(logical_id, attribute)
-            if key == "Fn::Join":
-                separator, parts = value
-                return separator.join(str(part) for part in self.resolve(parts))
-            if key == "Fn::Sub":
-                return self._sub(value)
-            if key.startswith("Fn::"):
-                raise NotImplementedError(f"{key} is not resolved by local mode; extend moto_gaps.Resolver")
-        return {key: self.resolve(value) for key, value in node.items()}
-
-    def _sub(self, value: Any) -> str:
-        text, variables = (value[0], self.resolve(value[1])) if isinstance(value, list) else (value, {})
-
-        def replace(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name.startswith("!"):
-                return "${" + name[1:] + "}"
-            if name in variables:
-                return str(variables[name])
-            if "." in name:
-                return self.get_att(*name.split(".", 1))
-            return str(self.ref(name))
-
-        return re.sub(r"\$\{([^}]+)\}", replace, text)
-
-
-def _policy_json(resolver: Resolver, properties: Mapping[str, Any]) -> str:
-    return json.dumps(resolver.resolve(properties["PolicyDocument"]), separators=(",", ":"))
+    return hold_back(template, unsupported_types(template))
 
 
 def create_held_back(held: Mapping[str, Mapping[str, Any]], resolver: Resolver, clients: Callable[[str], Any],
@@ -282,7 +162,7 @@ def create_held_back(held: Mapping[str, Mapping[str, Any]], resolver: Resolver, 
                 DashboardName=properties["DashboardName"], DashboardBody=properties["DashboardBody"])
             resolver.physical_ids[logical_id] = properties["DashboardName"]
         else:
-            raise NotImplementedError(f"moto cannot create {kind} ({logical_id}); add it to moto_gaps.create_held_back")
+            raise NotImplementedError(f"moto cannot create {kind} ({logical_id}); add it to moto_patches.create_held_back")
         resolver.types[logical_id] = kind
 
 
@@ -303,7 +183,7 @@ def deployed_attribute(clients: Callable[[str], Any]) -> Callable[[str, str, str
             return clients("iam").get_role(RoleName=physical_id)["Role"]["Arn"]
         if kind == "AWS::DynamoDB::Table" and name == "Arn":
             return clients("dynamodb").describe_table(TableName=physical_id)["Table"]["TableArn"]
-        raise NotImplementedError(f"Fn::GetAtt {kind}.{name} is not resolved by local mode; extend moto_gaps")
+        raise NotImplementedError(f"Fn::GetAtt {kind}.{name} is not resolved by local mode; extend moto_patches")
 
     return attribute
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from emulator import moto_gaps
+from emulator import moto_patches, template
 
 TEMPLATE = {
     "Parameters": {
@@ -27,11 +27,11 @@ TEMPLATE = {
 
 
 def test_unsupported_types_come_from_motos_own_registry():
-    assert moto_gaps.unsupported_types(TEMPLATE) == {"AWS::SQS::QueuePolicy", "AWS::CloudWatch::Alarm"}
+    assert moto_patches.unsupported_types(TEMPLATE) == {"AWS::SQS::QueuePolicy", "AWS::CloudWatch::Alarm"}
 
 
 def test_split_holds_back_unsupported_resources_and_what_refers_to_them():
-    deployable, held = moto_gaps.split_template(TEMPLATE)
+    deployable, held = moto_patches.split_template(TEMPLATE)
     assert set(deployable["Resources"]) == {"Queue", "Waiter"}
     assert deployable["Resources"]["Waiter"]["DependsOn"] == ["Queue"]
     assert set(held) == {"QueuePolicy", "Alarm", "Dashboard"}
@@ -42,11 +42,11 @@ def test_split_holds_back_unsupported_resources_and_what_refers_to_them():
 def test_an_output_on_a_held_back_resource_is_refused():
     template = {**TEMPLATE, "Outputs": {"AlarmName": {"Value": {"Ref": "Alarm"}}}}
     with pytest.raises(RuntimeError, match="output AlarmName"):
-        moto_gaps.split_template(template)
+        moto_patches.split_template(template)
 
 
 def resolver(**attributes):
-    return moto_gaps.Resolver(
+    return template.Resolver(
         physical_ids={"Queue": "https://q-url", "Topic": "arn:aws:sns:us-east-1:1:t"},
         types={"Queue": "AWS::SQS::Queue", "Topic": "AWS::SNS::Topic"},
         parameters={"Param": "p"}, pseudo={"AWS::Region": "us-east-1", "AWS::AccountId": "123"},
@@ -78,7 +78,7 @@ def test_resolver_refuses_what_it_does_not_know():
 
 
 def test_references_sees_refs_getatts_and_sub_variables():
-    assert moto_gaps.references({"a": [{"Ref": "A"}, {"Fn::GetAtt": ["B", "Arn"]}],
+    assert template.references({"a": [{"Ref": "A"}, {"Fn::GetAtt": ["B", "Arn"]}],
                                  "b": {"Fn::Sub": "${C.Arn}/${AWS::Region}/${!D}"}}) == {"A", "B", "C", "AWS::Region"}
 
 
@@ -86,7 +86,7 @@ def test_seeding_writes_bootstrap_version_and_the_reserved_powertools_parameter(
     import boto3
 
     ssm = boto3.client("ssm", region_name="us-east-1")
-    seeded = moto_gaps.seed_parameters(TEMPLATE, ssm, "123456789012", "us-east-1")
+    seeded = moto_patches.seed_parameters(TEMPLATE, ssm, "123456789012", "us-east-1")
     assert ssm.get_parameter(Name="/cdk-bootstrap/hnb659fds/version")["Parameter"]["Value"] == "30"
     layer = ssm.get_parameter(Name=TEMPLATE["Parameters"]["Layer"]["Default"])["Parameter"]["Value"]
     assert layer == seeded[TEMPLATE["Parameters"]["Layer"]["Default"]]
@@ -98,4 +98,4 @@ def test_seeding_refuses_an_unknown_ssm_parameter(aws):
 
     template = {"Parameters": {"X": {"Type": "AWS::SSM::Parameter::Value<String>", "Default": "/team/secret"}}}
     with pytest.raises(RuntimeError, match="/team/secret"):
-        moto_gaps.seed_parameters(template, boto3.client("ssm", region_name="us-east-1"), "123456789012", "us-east-1")
+        moto_patches.seed_parameters(template, boto3.client("ssm", region_name="us-east-1"), "123456789012", "us-east-1")
