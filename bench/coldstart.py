@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .fixtures import create_tier, env_for
+from tests.support.tier import create_tier, env_for
 
 ROOT = Path(__file__).resolve().parent.parent
 

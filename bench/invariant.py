@@ -174,12 +174,12 @@ def run(jobs: int = 1000, accounts: int = 100, concurrency: int = 4, plan: Fault
 def _run(jobs, accounts, concurrency, plan, drain_timeout, log, started) -> Outcome:
     import boto3
 
-    from bench.fixtures import create_tier
     from bench.runtime import consumer_runtime
-    from tiered_jobs.runtime.backoff import RetryPolicy
+    from tests.support.tier import create_tier
     from tiered_jobs.contract import envelope
     from tiered_jobs.contract.routing import Routes
     from tiered_jobs.publisher import Job, Publisher
+    from tiered_jobs.runtime.backoff import RetryPolicy
 
     # A visibility timeout above the invocation's time, as the stack's guardrail demands.
     max_attempts, visibility, remaining_ms = 5, 3, 1500

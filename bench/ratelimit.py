@@ -23,8 +23,9 @@ import threading
 import time
 from typing import Any
 
+from tests.support.tier import analytics_bodies, chunks, create_rate_limit_table, create_tier
+
 from .calls import CallCounter
-from .fixtures import analytics_bodies, chunks, create_rate_limit_table, create_tier
 from .runtime import consumer_runtime, drain
 
 WINDOW_SECONDS = 5
@@ -37,10 +38,10 @@ def measure(jobs: int = 200, per_second: float = 5.0, burst: int = 1, concurrenc
             ) -> dict[str, Any]:
     import boto3
 
+    from emulator.server import EmbeddedAws, client_environment
+    from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
     from tiered_jobs.runtime import ratelimit as limiter
     from tiered_jobs.runtime.backoff import RetryPolicy
-    from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
-    from emulator.server import EmbeddedAws, client_environment
 
     limits = RateLimits(RateLimit(per_second, burst), {}, max_wait_seconds)
     with EmbeddedAws() as endpoint, client_environment(endpoint):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support.tier import chunks, create_tier, payment_bodies
 from tiered_jobs.contract.names import DeadLetter
 
 from .calls import CallCounter
-from .fixtures import chunks, create_tier, payment_bodies
 
 
 def _fill_dlq(tier, count: int) -> None:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.fixtures import lambda_context
+from tests.support.context import lambda_context
 from tiered_jobs.contract.names import Handlers
 from tiered_jobs.runtime.backoff import RetryPolicy
 
@@ -29,10 +29,10 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
     from aws_lambda_powertools import Logger
 
     import functions.jobs  # noqa: F401 -- registers the jobs
-    from tiered_jobs.runtime.consumer import Consumer
-    from tiered_jobs.runtime.config import TierConfig
-    from tiered_jobs.runtime.registry import registry
     from emulator.esm import FunctionConfig, Invocation, InvocationError, MappingConfig, MappingRuntime
+    from tiered_jobs.runtime.config import TierConfig
+    from tiered_jobs.runtime.consumer import Consumer
+    from tiered_jobs.runtime.registry import registry
 
     # The time budget's margin: 10 % of the invocation, as the stack derives it from the timeout (without
     # its 2 s floor, which the invariant's 1.5 s invocations could not leave room for).

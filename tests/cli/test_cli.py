@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from publisher.fakes import received_bodies
+from tests.support.stack import received_bodies
 from tiered_jobs import cli as cli_module
 from tiered_jobs.contract import envelope
 from tiered_jobs.contract.names import Alarms, DeadLetter, Ssm

@@ -9,9 +9,9 @@ from datetime import datetime, timedelta, timezone
 import boto3
 import pytest
 from rich.console import Console
-from cli.test_cli import _dead_letter, _iso, _one_error_line
 
-from publisher.fakes import received_bodies
+from tests.cli.test_cli import _dead_letter, _iso, _one_error_line
+from tests.support.stack import received_bodies
 from tiered_jobs import cli as cli_module
 from tiered_jobs import discovery
 from tiered_jobs.contract.names import Ssm

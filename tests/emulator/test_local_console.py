@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 from botocore.exceptions import ClientError
-from local_support import wait_until
 from typer.testing import CliRunner
 
-from tiered_jobs.contract.envelope import build
-from tiered_jobs.contract.names import DeadLetter
 from emulator.server import FAKE_CREDENTIALS
 from emulator.session import LocalSession
+from tests.emulator.local_support import wait_until
+from tiered_jobs.contract.envelope import build
+from tiered_jobs.contract.names import DeadLetter
 from tiered_jobs.operations import Target
 
 pytestmark = pytest.mark.e2e

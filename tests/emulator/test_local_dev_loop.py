@@ -15,14 +15,14 @@ import time
 import uuid
 
 import pytest
-from local_support import wait_until
 from typer.testing import CliRunner
 
-from tiered_jobs.contract.envelope import build
-from tiered_jobs.contract.names import LAMBDA_ASSET_PATHS, queue_name
 from emulator import moto_patches
 from emulator.deploy import LOCAL_STAGE, REPO_ROOT
 from emulator.session import LocalSession
+from tests.emulator.local_support import wait_until
+from tiered_jobs.contract.envelope import build
+from tiered_jobs.contract.names import LAMBDA_ASSET_PATHS, queue_name
 from tiered_jobs.publisher import Publisher
 
 pytestmark = pytest.mark.e2e

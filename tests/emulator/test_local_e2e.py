@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from local_support import child_pids, port_is_free, wait_until
-
+from emulator.session import LocalSession
+from tests.emulator.local_support import child_pids, port_is_free, wait_until
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import Alarms, DeadLetter, Env, Handlers, Schedules
-from emulator.session import LocalSession
 from tiered_jobs.publisher import InvalidJobError, Publisher
 
 pytestmark = pytest.mark.e2e

@@ -10,8 +10,6 @@ from pathlib import Path
 import boto3
 import pytest
 
-import local_fake_handlers
-from local_support import wait_until
 from emulator.esm import (
     EventSourceRuntime,
     FunctionConfig,
@@ -23,15 +21,18 @@ from emulator.esm import (
     sqs_event,
 )
 from emulator.invokers import InProcessInvoker, in_process_factory
+from tests.emulator import local_fake_handlers
+from tests.emulator.local_support import wait_until
 
-HERE = str(Path(__file__).parent)
+#: The fake handlers' code root: the repository, as the asset root is for the real ones.
+ROOT = str(Path(__file__).resolve().parents[2])
 REGION = "us-east-1"
 
 
-def function(handler: str = "local_fake_handlers.describe", **overrides) -> FunctionConfig:
+def function(handler: str = "tests.emulator.local_fake_handlers.describe", **overrides) -> FunctionConfig:
     settings = dict(
         name="fn", arn=f"arn:aws:lambda:{REGION}:123456789012:function:fn", handler=handler,
-        environment={"FAKE_SETTING": "on"}, timeout_seconds=30, memory_mb=256, region=REGION, code_root=HERE,
+        environment={"FAKE_SETTING": "on"}, timeout_seconds=30, memory_mb=256, region=REGION, code_root=ROOT,
     )
     settings.update(overrides)
     return FunctionConfig(**settings)
@@ -75,7 +76,7 @@ def busy_queue(sqs):
     return create_queue(sqs, "busy", 30)
 
 
-def mapping(queue, handler="local_fake_handlers.describe", **overrides) -> MappingConfig:
+def mapping(queue, handler="tests.emulator.local_fake_handlers.describe", **overrides) -> MappingConfig:
     settings = dict(function=function(handler), queue_url=queue[0], queue_arn=queue[1], batch_size=10,
                     batching_window_seconds=0, maximum_concurrency=2)
     settings.update(overrides)
@@ -142,7 +143,7 @@ def test_partial_batch_response_is_read_like_lambda(response, expected):
 def test_deletes_exactly_the_records_not_reported_failed(sqs, queue):
     for body in ("ok-1", "fail-2", "ok-3", "fail-4", "ok-5"):
         sqs.send_message(QueueUrl=queue[0], MessageBody=body)
-    runtime = MappingRuntime(mapping(queue, "local_fake_handlers.fail_marked"), in_process_factory(), sqs)
+    runtime = MappingRuntime(mapping(queue, "tests.emulator.local_fake_handlers.fail_marked"), in_process_factory(), sqs)
     invoker = InProcessInvoker(runtime.mapping.function)
     try:
         invocation = runtime.process(invoker, receive_all(sqs, queue[0]))
@@ -191,7 +192,7 @@ def test_without_report_batch_item_failures_the_response_is_ignored(sqs, queue):
 
 def test_handler_exception_in_process_is_an_invocation_error(sqs, queue):
     sqs.send_message(QueueUrl=queue[0], MessageBody="x")
-    runtime = MappingRuntime(mapping(queue, "local_fake_handlers.crash"), in_process_factory(), sqs)
+    runtime = MappingRuntime(mapping(queue, "tests.emulator.local_fake_handlers.crash"), in_process_factory(), sqs)
     invoker = InProcessInvoker(runtime.mapping.function)
     try:
         invocation = runtime.process(invoker, receive_all(sqs, queue[0]))
@@ -208,7 +209,7 @@ def test_runtime_never_exceeds_maximum_concurrency(sqs, busy_queue):
     local_fake_handlers.gate.clear()
     local_fake_handlers.peak = 0
     runtime = MappingRuntime(
-        mapping(queue, "local_fake_handlers.wait_for_gate", batch_size=1, maximum_concurrency=3),
+        mapping(queue, "tests.emulator.local_fake_handlers.wait_for_gate", batch_size=1, maximum_concurrency=3),
         in_process_factory(), sqs,
     )
     runtime.start()

@@ -11,15 +11,16 @@ from emulator.esm import FunctionConfig, InvocationError
 from emulator.invokers import InProcessInvoker, WorkerInvoker, lambda_environment
 from emulator.server import Endpoint
 
-HERE = str(Path(__file__).parent)
+#: The fake handlers' code root: the repository, as the asset root is for the real ones.
+ROOT = str(Path(__file__).resolve().parents[2])
 ENDPOINT = Endpoint("http://127.0.0.1:1")  # never called: the fake handlers make no AWS call
 
 
 def function(handler: str, name: str = "fn", timeout: int = 30, **env: str) -> FunctionConfig:
     return FunctionConfig(
         name=name, arn=f"arn:aws:lambda:us-east-1:123456789012:function:{name}",
-        handler=f"local_fake_handlers.{handler}", environment={"FAKE_SETTING": "on", **env},
-        timeout_seconds=timeout, memory_mb=256, region="us-east-1", code_root=HERE,
+        handler=f"tests.emulator.local_fake_handlers.{handler}", environment={"FAKE_SETTING": "on", **env},
+        timeout_seconds=timeout, memory_mb=256, region="us-east-1", code_root=ROOT,
     )
 
 
@@ -53,7 +54,7 @@ def test_worker_runs_the_handler_with_the_functions_environment_and_context(work
     assert first.response["env"]["FAKE_SETTING"] == "on"
     assert first.response["env"]["AWS_LAMBDA_FUNCTION_NAME"] == "fn"
     assert first.response["env"]["AWS_ENDPOINT_URL"] == ENDPOINT.url
-    assert first.response["env"]["LAMBDA_TASK_ROOT"] == HERE
+    assert first.response["env"]["LAMBDA_TASK_ROOT"] == ROOT
     assert first.response["env"]["_X_AMZN_TRACE_ID"].endswith("Sampled=0")
     context = first.response["context"]
     assert context["function_name"] == "fn"

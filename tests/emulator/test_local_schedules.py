@@ -12,12 +12,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from local_support import wait_until
-
-from tiered_jobs.contract.names import Alarms, Metrics, Schedules
-from tiered_jobs.contract.schedules import one_time_schedule_name, periodic_idempotency_key
 from emulator.session import LocalSession
 from emulator.view import job_total
+from tests.emulator.local_support import wait_until
+from tiered_jobs.contract.names import Alarms, Metrics, Schedules
+from tiered_jobs.contract.schedules import one_time_schedule_name, periodic_idempotency_key
 from tiered_jobs.publisher import Publisher
 
 pytestmark = pytest.mark.e2e

@@ -6,9 +6,9 @@ import os
 import threading
 
 import boto3
-from local_support import port_is_free
 
 from emulator.server import EmbeddedAws, client_environment
+from tests.emulator.local_support import port_is_free
 
 
 def test_server_serves_on_a_free_port_then_releases_it_and_its_thread():

@@ -15,10 +15,10 @@ import time
 
 import boto3
 import pytest
-from local_support import port_is_free
 
 from emulator.cli import command_prefix, emulator_prefix
 from emulator.deploy import REPO_ROOT
+from tests.emulator.local_support import port_is_free
 
 pytestmark = pytest.mark.e2e
 

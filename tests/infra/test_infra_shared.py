@@ -9,20 +9,33 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match
-from infra_support import (  # noqa: F401 (fixtures)
-    custom_synth, default_synth, find_consumer, find_queue, logical_id, policy_statements, referenced_ids, synthesize,
-)
 
 from infra.app import build_app, load_cdk_context
 from infra.dashboard import dashboard_name
 from infra.function import REPO_ROOT, asset_excludes
 from infra.replay import CONSOLE_EVENTS_REGISTRY, MESSAGE_MOVE_ACTIONS, console_schema_name
 from infra.settings import AppSettings
+from tests.infra.infra_support import (
+    find_consumer,
+    find_queue,
+    logical_id,
+    policy_statements,
+    referenced_ids,
+    synthesize,
+)
 from tiered_jobs.contract.names import (
-    DEFAULT_TIERS, LAMBDA_ASSET_PATHS, Alarms, Env, Handlers, Metrics, Outputs, Ssm, function_name, queue_name,
+    DEFAULT_TIERS,
+    LAMBDA_ASSET_PATHS,
+    Alarms,
+    Env,
+    Handlers,
+    Metrics,
+    Outputs,
+    Ssm,
+    function_name,
+    queue_name,
 )
 from tiered_jobs.contract.replay_events import console_events
-
 
 SETTINGS = AppSettings.from_context(None)
 

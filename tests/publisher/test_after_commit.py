@@ -6,7 +6,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from publisher.fakes import received_bodies
+from tests.support.stack import received_bodies
 from tiered_jobs.after_commit import AfterCommitBuffer
 from tiered_jobs.publisher import InvalidJobError
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from publisher.fakes import FlakySqs, received_bodies
+from tests.support.stack import FlakySqs, received_bodies
 from tiered_jobs.contract import envelope
 from tiered_jobs.contract.names import SQS_MAX_MESSAGE_BYTES
 from tiered_jobs.contract.routing import Routes
-from tiered_jobs.publisher import InvalidJobError, Job, PublishError, Publisher, RetryPolicy
+from tiered_jobs.publisher import InvalidJobError, Job, Publisher, PublishError, RetryPolicy
 
 SCHEMA = json.loads((Path(envelope.__file__).parent / "envelope.schema.json").read_text())
 

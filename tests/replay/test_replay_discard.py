@@ -9,12 +9,12 @@ from datetime import datetime, timedelta, timezone
 
 import boto3
 import pytest
-from test_replay import NOW, Dlq, Wrapper, iso, job, make_dlq
 
+from tests.replay.test_replay import NOW, Dlq, Wrapper, iso, job, make_dlq
+from tiered_jobs.contract.names import DeadLetter, Env
 from tiered_jobs.handlers.replay import handler
 from tiered_jobs.replay import JsonLinesArchive, ReplayEventError, S3Archive, read_archive
 from tiered_jobs.runtime import aws as runtime_aws
-from tiered_jobs.contract.names import DeadLetter, Env
 
 
 @pytest.fixture

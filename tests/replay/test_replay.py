@@ -10,11 +10,11 @@ from typing import Any
 import boto3
 import pytest
 
-from tiered_jobs.replay import ReplayEventError, ReplayRequest, TierQueues, parse_event, run
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES, DeadLetter, Replay
 from tiered_jobs.contract.replay_events import RESPONSE_FIELDS
 from tiered_jobs.contract.sqs_limits import message_size
+from tiered_jobs.replay import ReplayEventError, ReplayRequest, TierQueues, parse_event, run
 
 REGION = "us-east-1"
 #: The replay's clock: an hour ahead of moto's (which stamps SentTimestamp with the real time), so every

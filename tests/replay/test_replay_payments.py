@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tiered_jobs.replay import TierQueues, parse_event, run
 from tiered_jobs.contract.names import DeadLetter, Replay
+from tiered_jobs.replay import TierQueues, parse_event, run
 
 
 class SimulatedCrash(BaseException):

@@ -9,9 +9,9 @@ from datetime import datetime
 import pytest
 from botocore.exceptions import ClientError
 
+from tiered_jobs.contract.names import DeadLetter, Metrics
 from tiered_jobs.runtime.errors import PermanentError, TransientError
 from tiered_jobs.runtime.registry import JobRegistry
-from tiered_jobs.contract.names import DeadLetter, Metrics
 
 
 class Faulty:

@@ -10,10 +10,10 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from bench.fixtures import create_rate_limit_table
-from tiered_jobs.runtime.ratelimit import MAX_WRITE_ATTEMPTS, TAT_ATTRIBUTE, RateLimiter, TokenBucket
+from tests.support.tier import create_rate_limit_table
 from tiered_jobs.contract.names import Attributes, DeadLetter, Metrics
 from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
+from tiered_jobs.runtime.ratelimit import MAX_WRITE_ATTEMPTS, TAT_ATTRIBUTE, RateLimiter, TokenBucket
 
 T0 = 1_800_000_000.0
 US = 1_000_000

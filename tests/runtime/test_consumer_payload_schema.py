@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tiered_jobs.runtime.registry import JobRegistry
 from tiered_jobs.contract.names import DeadLetter
+from tiered_jobs.runtime.registry import JobRegistry
 
 
 def _reasons(letter: dict) -> dict[str, str]:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from test_consumer import emf_documents
-
+from tests.runtime.test_consumer import emf_documents
 from tiered_jobs.contract.names import Metrics
 
 

@@ -12,11 +12,10 @@ from collections import Counter
 
 import pytest
 
+from emulator.worker import LambdaContext
+from tiered_jobs.contract.names import DeadLetter, Metrics
 from tiered_jobs.runtime.errors import JobTimeout
 from tiered_jobs.runtime.registry import JobContext, JobRegistry
-from tiered_jobs.contract.names import DeadLetter, Metrics
-
-from emulator.worker import LambdaContext
 
 TIMEOUT_MS = 30_000
 MARGIN_MS = 3_000

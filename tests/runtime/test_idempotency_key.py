@@ -10,8 +10,8 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from tiered_jobs.runtime.idempotency import IdempotentRunner
 from tiered_jobs.contract.idempotency import RecordAttributes, RecordStatus, record_id
+from tiered_jobs.runtime.idempotency import IdempotentRunner
 
 
 @pytest.mark.parametrize("job_type, key", [

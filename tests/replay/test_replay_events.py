@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tiered_jobs.replay import MAX_MESSAGES_CAP, ReplayEventError, ReplayRequest, parse_event, tiers_from_env
-from tiered_jobs.replay.tiers import TierQueues
 from tiered_jobs.contract.names import DEFAULT_TIERS, Env
 from tiered_jobs.contract.replay_events import EVENT_FIELDS, console_events
+from tiered_jobs.replay import MAX_MESSAGES_CAP, ReplayEventError, ReplayRequest, parse_event, tiers_from_env
+from tiered_jobs.replay.tiers import TierQueues
 
 ROOT = Path(__file__).resolve().parents[2]
 TIERS = ("critical", "transactional", "bulk")

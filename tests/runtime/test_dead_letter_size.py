@@ -13,9 +13,9 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 
+from tiered_jobs.contract.names import DeadLetter
 from tiered_jobs.runtime.errors import PermanentError
 from tiered_jobs.runtime.registry import JobRegistry
-from tiered_jobs.contract.names import DeadLetter
 
 SQS_LIMIT = 1_048_576
 

@@ -12,13 +12,12 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from bench.fixtures import lambda_context
-
+from tests.support.context import lambda_context
+from tiered_jobs.contract.names import DeadLetter, Env
+from tiered_jobs.contract.replay_events import RESPONSE_FIELDS
 from tiered_jobs.handlers.replay import handler
 from tiered_jobs.replay import ReplayEventError, TierQueues, parse_event, run
 from tiered_jobs.runtime import aws as runtime_aws
-from tiered_jobs.contract.names import DeadLetter, Env
-from tiered_jobs.contract.replay_events import RESPONSE_FIELDS
 
 REGION = "us-east-1"
 ROOT = Path(__file__).resolve().parents[2]
