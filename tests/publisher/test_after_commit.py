@@ -7,7 +7,7 @@ from contextlib import contextmanager
 import pytest
 
 from tests.support.stack import received_bodies
-from tiered_jobs.after_commit import AfterCommitBuffer
+from tiered_jobs.publisher.after_commit import AfterCommitBuffer
 from tiered_jobs.publisher import InvalidJobError
 
 

@@ -21,7 +21,8 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
-from .publisher import Job, Publisher, PublishResult
+from .client import Publisher
+from .models import Job, PublishResult
 
 
 class AfterCommitBuffer:
