@@ -149,7 +149,8 @@ def test_the_wheel_holds_the_library_and_nothing_of_the_repository(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "tiered_jobs/contract/envelope.schema.json" in names
     assert {f"tiered_jobs/contract/schemas/{p.name}" for p in (ROOT / "tiered_jobs/contract/schemas").glob("*.json")} <= set(names)
-    assert {"tiered_jobs/runtime/consumer.py", "tiered_jobs/replay/service.py", "tiered_jobs/handlers/consumer.py"} <= set(names)
+    assert {"tiered_jobs/runtime/consumer.py", "tiered_jobs/replay/service.py", "tiered_jobs/handlers/consumer.py",
+            "tiered_jobs/cli/__init__.py", "tiered_jobs/publisher/__init__.py"} <= set(names)
     assert not [n for n in names if n.startswith(("functions/", "infra/", "bench/", "emulator/", "tests/"))]
 
 

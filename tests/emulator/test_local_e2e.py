@@ -76,7 +76,7 @@ def test_deployment_is_read_back_from_the_deployed_resources(session):
     assert Path(critical.consumer.code_root, "functions", "jobs", "__init__.py").is_file()
     assert not Path(critical.consumer.code_root, "infra").exists()  # only the Lambda asset
     assert not Path(critical.consumer.code_root, "emulator").exists()
-    assert not Path(critical.consumer.code_root, "tiered_jobs", "cli.py").exists()
+    assert not Path(critical.consumer.code_root, "tiered_jobs", "cli").exists()
     assert deployment.replay.handler == Handlers.REPLAY
 
     clients = session.clients
