@@ -123,7 +123,7 @@ def upload_assets(assembly: Assembly, s3: Any, account_id: str, region: str) -> 
 
 
 @dataclass(frozen=True)
-class TierDeployment:
+class LocalTier:
     name: str
     queue_url: str
     queue_arn: str
@@ -139,14 +139,14 @@ class TierDeployment:
 
 
 @dataclass(frozen=True)
-class Deployment:
+class LocalDeployment:
     """The deployed stack, as the local runtime and the demo need it."""
 
     stack_name: str
     stage: str
     endpoint: Endpoint
     outputs: dict[str, str]
-    tiers: dict[str, TierDeployment]
+    tiers: dict[str, LocalTier]
     replay: FunctionConfig
     accounts_table: str
     idempotency_table: str
@@ -156,7 +156,7 @@ class Deployment:
     gaps: dict[str, list[str]] = field(default_factory=dict)
 
 
-def deploy(endpoint: Endpoint, assembly: Assembly, clients: Callable[[str], Any]) -> Deployment:
+def deploy(endpoint: Endpoint, assembly: Assembly, clients: Callable[[str], Any]) -> LocalDeployment:
     """CreateStack in moto (handling its gaps), then describe what was deployed."""
     region, template = endpoint.region, assembly.template
     seeded = moto_patches.seed_parameters(template, clients("ssm"), ACCOUNT_ID, region)
@@ -194,7 +194,7 @@ def deploy(endpoint: Endpoint, assembly: Assembly, clients: Callable[[str], Any]
         "properties applied after CloudFormation": applied,
         "moto event source mappings created disabled": disabled,
     }
-    return Deployment(**{**deployment.__dict__, "gaps": gaps})
+    return LocalDeployment(**{**deployment.__dict__, "gaps": gaps})
 
 
 def _stack_resources(cloudformation: Any, name: str) -> list[dict[str, Any]]:
@@ -223,12 +223,12 @@ def _function_config(lambda_client: Any, name: str, assembly: Assembly, physical
 
 
 def describe(endpoint: Endpoint, assembly: Assembly, outputs: Mapping[str, str], physical_ids: Mapping[str, str],
-             clients: Callable[[str], Any]) -> Deployment:
+             clients: Callable[[str], Any]) -> LocalDeployment:
     """Read every tier's queue, DLQ, consumer and mapping back from the deployed resources."""
     stage = assembly.stage
     lambda_client = clients("lambda")
     tier_names = clients("ssm").get_parameter(Name=Ssm.tiers(stage))["Parameter"]["Value"].split(",")
-    tiers: dict[str, TierDeployment] = {}
+    tiers: dict[str, LocalTier] = {}
     for name in tier_names:
         function = _function_config(lambda_client, outputs[Outputs.tier(name, Outputs.CONSUMER_FUNCTION_NAME)],
                                     assembly, physical_ids)
@@ -237,7 +237,7 @@ def describe(endpoint: Endpoint, assembly: Assembly, outputs: Mapping[str, str],
             raise RuntimeError(f"moto's event source mapping of {function.name} is {mapping['State']}; "
                                "local mode deploys it disabled")
         queue_url = outputs[Outputs.tier(name, Outputs.QUEUE_URL)]
-        tiers[name] = TierDeployment(
+        tiers[name] = LocalTier(
             name=name,
             queue_url=queue_url,
             queue_arn=mapping["EventSourceArn"],
@@ -252,7 +252,7 @@ def describe(endpoint: Endpoint, assembly: Assembly, outputs: Mapping[str, str],
             ),
             alarms={kind: Alarms.name(stage, name, kind) for kind in Alarms.KINDS},
         )
-    return Deployment(
+    return LocalDeployment(
         stack_name=assembly.stack_name, stage=stage, endpoint=endpoint, outputs=dict(outputs), tiers=tiers,
         replay=_function_config(lambda_client, outputs[Outputs.REPLAY_FUNCTION_NAME], assembly, physical_ids),
         accounts_table=outputs[Outputs.ACCOUNTS_TABLE_NAME], idempotency_table=outputs[Outputs.IDEMPOTENCY_TABLE_NAME],

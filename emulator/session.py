@@ -30,7 +30,7 @@ from typing import Any
 from tiered_jobs.contract.names import Alarms, Schedules
 from emulator import lambda_invoke, moto_patches
 from emulator.alarms import AlarmEvaluator
-from emulator.deploy import REPO_ROOT, Deployment, deploy, read_function, synthesize, zip_directory
+from emulator.deploy import REPO_ROOT, LocalDeployment, deploy, read_function, synthesize, zip_directory
 from emulator.esm import EventSourceRuntime, FunctionConfig, Invocation, MappingRuntime
 from emulator.invokers import WorkerInvoker, worker_factory
 from emulator.logs import LogShipper
@@ -86,7 +86,7 @@ class LocalSession:
         self._clients: dict[str, Any] = {}
         self._clients_lock = threading.Lock()
         self.endpoint: Endpoint | None = None
-        self.deployment: Deployment | None = None
+        self.deployment: LocalDeployment | None = None
         self.runtime: EventSourceRuntime | None = None
         self.metrics: MetricStore | None = None
         self.alarms: AlarmEvaluator | None = None

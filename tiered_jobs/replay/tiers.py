@@ -5,25 +5,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from tiered_jobs.contract.names import Env
+from tiered_jobs.contract.tiers import TierQueues
+
+__all__ = ["TierQueues", "tiers_from_env"]
 
 _SHAPE = '{"<tier>": {"queue_url": "...", "dlq_url": "...", "idempotency_ttl_seconds": 1555200}}'
-
-
-@dataclass(frozen=True)
-class TierQueues:
-    """A tier's main queue (where replayed letters go), its dead-letter queue, and its idempotency window.
-
-    ``idempotency_ttl_seconds``: how long the consumer remembers a completed job; ``None`` when
-    the deployment does not say (deployed before replay knew it): then no letter is known to be
-    inside the window, and a replay moves none without ``allow_outside_idempotency_window``.
-    """
-
-    queue_url: str
-    dlq_url: str
-    idempotency_ttl_seconds: int | None = None
 
 
 def tiers_from_env(environ: Mapping[str, str] = os.environ) -> dict[str, TierQueues]:
