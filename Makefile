@@ -7,7 +7,7 @@ export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: setup test demo synth lint bench clean
+.PHONY: setup test demo up synth lint bench clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -25,7 +25,10 @@ test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 demo: setup
-	$(BIN)/tiered-jobs local demo
+	$(BIN)/python -m emulator demo
+
+up: setup
+	$(BIN)/python -m emulator up
 
 synth: setup
 	npx cdk synth --quiet

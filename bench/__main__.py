@@ -22,12 +22,21 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def _quiet() -> None:
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # EMF lines are not measured here
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-    for name in ("werkzeug", "tiered_jobs.local.esm"):
+    for name in ("werkzeug", "emulator.esm"):
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def figures(quick: bool) -> dict[str, Any]:
-    from bench import asset, coldstart, consume, consumer_calls, cost, publisher_calls, ratelimit, replay_calls
+    from bench import (
+        asset,
+        coldstart,
+        consume,
+        consumer_calls,
+        cost,
+        publisher_calls,
+        ratelimit,
+        replay_calls,
+    )
     from bench import console as console_bench
     from infra.app import load_cdk_context
     from infra.settings import AppSettings

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .fixtures import create_tier, env_for
+from tests.support.tier import create_tier, env_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,7 +19,7 @@ def measure(runs: int = 15) -> dict[str, Any]:
     """``runs`` pairs of fresh interpreters, alternating which side goes first, after one pair
     that only warms the OS file cache. The ratio is the median of the per-pair ratios: a pair
     runs back to back, so the machine's drift cancels out."""
-    from tiered_jobs.local.server import EmbeddedAws, client_environment
+    from emulator.server import EmbeddedAws, client_environment
 
     with EmbeddedAws() as endpoint, client_environment(endpoint):
         tier = create_tier("coldstart", endpoint_url=endpoint.url)

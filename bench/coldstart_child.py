@@ -38,7 +38,7 @@ def main() -> None:
     before = set(sys.modules)
     started = time.perf_counter()
     if variant == "ours":
-        from functions.consumer import handler
+        from tiered_jobs.handlers.consumer import handler
     else:
         from bench.bare_recipe import handler
     imported = time.perf_counter()

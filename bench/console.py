@@ -21,10 +21,10 @@ STAGE = "bench"
 
 
 def measure(refreshes: int = 20) -> dict[str, Any]:
+    from emulator.server import FAKE_CREDENTIALS, EmbeddedAws
     from tiered_jobs.console.app import counted
     from tiered_jobs.console.security import Security
     from tiered_jobs.console.server import start_in_thread
-    from tiered_jobs.local.server import FAKE_CREDENTIALS, EmbeddedAws
     from tiered_jobs.operations import Target
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
@@ -37,7 +37,7 @@ def measure(refreshes: int = 20) -> dict[str, Any]:
             urls = [sqs.create_queue(QueueName=queue_name(STAGE, tier, dlq=dlq))["QueueUrl"] for dlq in (False, True)]
             for url in urls:
                 sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "{}"} for i in range(5)])
-            tiers[tier] = discovery.TierUrls(*urls)
+            tiers[tier] = discovery.TierQueues(*urls)
         target._deployment = discovery.Deployment(tiers=tiers, routes=Routes({}), source="bench", stage=STAGE)
         console = start_in_thread(target, Security())
         try:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from tests.support.tier import analytics_bodies, chunks, create_tier
+
 from .calls import CallCounter
-from .fixtures import analytics_bodies, chunks, create_tier
 from .runtime import consumer_runtime, drain
 
 #: 5 % of the jobs fail once (transient) and succeed on their retry: visibility changes count too.
@@ -39,8 +40,8 @@ def _bodies(jobs: int, prefix: str, flaky: bool) -> list[str]:
 def measure(jobs: int = 1000, concurrency: int = 2) -> dict[str, Any]:
     import boto3
 
-    from functions.runtime.backoff import RetryPolicy
-    from tiered_jobs.local.server import EmbeddedAws, client_environment
+    from emulator.server import EmbeddedAws, client_environment
+    from tiered_jobs.runtime.backoff import RetryPolicy
 
     with EmbeddedAws() as endpoint, client_environment(endpoint):
         results: dict[str, Any] = {"jobs": jobs, "concurrency": concurrency}
@@ -97,7 +98,7 @@ def _runtime_rate(tier, jobs: int, concurrency: int, handler=None) -> tuple[floa
     """Jobs per second until the queue first drained, and the mean invocation time (ms)."""
     import boto3
 
-    from functions.runtime.backoff import RetryPolicy
+    from tiered_jobs.runtime.backoff import RetryPolicy
 
     _fill(tier, analytics_bodies(jobs, prefix="rate"))
     durations: list[float] = []

@@ -6,18 +6,21 @@ import contextlib
 import io
 from typing import Any
 
+from tests.support.context import lambda_context
+from tests.support.events import sqs_event
+from tests.support.tier import chunks, create_tier, payment_bodies
+
 from .calls import CallCounter
-from .fixtures import chunks, create_tier, lambda_context, payment_bodies, sqs_event
 
 
 def measure(jobs: int = 1000, batch_size: int = 10) -> dict[str, Any]:
     from moto import mock_aws
 
-    from functions.consumer.processor import Consumer
-    from functions.runtime.backoff import RetryPolicy
-    from functions.runtime.config import TierConfig
-    from functions.runtime.registry import registry
     import functions.jobs  # noqa: F401 -- registers the jobs
+    from tiered_jobs.runtime.backoff import RetryPolicy
+    from tiered_jobs.runtime.config import TierConfig
+    from tiered_jobs.runtime.consumer import Consumer
+    from tiered_jobs.runtime.registry import registry
 
     with mock_aws():
         tier = create_tier()

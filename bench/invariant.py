@@ -163,7 +163,7 @@ def run_shards(jobs: int, shards: int, account_count: int = 100, log=print) -> O
 
 def run(jobs: int = 1000, account_count: int = 100, concurrency: int = 4, plan: FaultPlan | None = None,
         drain_timeout: float = 600.0, log=print) -> Outcome:
-    from tiered_jobs.local.server import EmbeddedAws, client_environment
+    from emulator.server import EmbeddedAws, client_environment
 
     plan = plan or FaultPlan()
     started = time.monotonic()
@@ -174,12 +174,12 @@ def run(jobs: int = 1000, account_count: int = 100, concurrency: int = 4, plan: 
 def _run(jobs, account_count, concurrency, plan, drain_timeout, log, started) -> Outcome:
     import boto3
 
-    from bench.fixtures import create_tier
     from bench.runtime import consumer_runtime
-    from functions.runtime.backoff import RetryPolicy
+    from tests.support.tier import create_tier
     from tiered_jobs.contract import envelope
     from tiered_jobs.contract.routing import Routes
     from tiered_jobs.publisher import Job, Publisher
+    from tiered_jobs.runtime.backoff import RetryPolicy
 
     # A visibility timeout above the invocation's time, as the stack's guardrail demands.
     max_attempts, visibility, remaining_ms = 5, 3, 1500
@@ -225,7 +225,7 @@ def _run(jobs, account_count, concurrency, plan, drain_timeout, log, started) ->
         if op == "delete_message_batch" and plan.roll("crash_before_ack", plan.crash_before_ack):
             raise ConnectionError("crash before the ack (injected)")
 
-    # (moto's DynamoDB is not thread-safe; the embedded server serializes its requests: moto_gaps.)
+    # (moto's DynamoDB is not thread-safe; the embedded server serializes its requests: moto_patches.)
     def environment_clients() -> dict[str, Any]:
         return {"sqs": boto3.client("sqs"),
                 "dynamodb": Wrapped(boto3.client("dynamodb"), dynamodb_before, dynamodb_after)}
@@ -278,10 +278,10 @@ def _run(jobs, account_count, concurrency, plan, drain_timeout, log, started) ->
 
 
 def _replay_with_crash(tier, plan: FaultPlan) -> None:
-    from functions.replay.events import parse_event
-    from functions.replay.service import run as replay
-    from functions.replay.tiers import TierQueues
-    from functions.runtime.config import TierConfig
+    from tiered_jobs.replay.events import parse_event
+    from tiered_jobs.replay.service import run as replay
+    from tiered_jobs.replay.tiers import TierQueues
+    from tiered_jobs.runtime.config import TierConfig
 
     # The consumer's own window (the letters are minutes old: all inside it).
     tiers = {TIER: TierQueues(tier.queue_url, tier.dlq_url, TierConfig.idempotency_ttl_seconds)}

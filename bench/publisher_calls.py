@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support.tier import create_tier
+
 from .calls import CallCounter
-from .fixtures import create_tier
 
 
 def measure(jobs: int = 1000) -> dict[str, Any]:

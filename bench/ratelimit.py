@@ -12,7 +12,7 @@ outside the consumer). Reported:
   conditions included; ``GetItem`` on a container's first claim), per batch and per 1 000 jobs,
   and the SQS calls of the held jobs' re-sends, per 1 000 jobs.
 
-moto's server handles one DynamoDB request at a time (``moto_gaps``, gap 7): concurrent claims
+moto's server handles one DynamoDB request at a time (``moto_patches``, gap 7): concurrent claims
 are serialized there as DynamoDB serializes writes to one item; the unit tests cover the
 conditional-write conflicts with botocore's Stubber and with threads.
 """
@@ -24,8 +24,14 @@ import threading
 import time
 from typing import Any
 
+from tests.support.tier import (
+    analytics_bodies,
+    chunks,
+    create_rate_limit_table,
+    create_tier,
+)
+
 from .calls import CallCounter
-from .fixtures import analytics_bodies, chunks, create_rate_limit_table, create_tier
 from .runtime import consumer_runtime, drain
 
 WINDOW_SECONDS = 5
@@ -38,10 +44,10 @@ def measure(jobs: int = 200, per_second: float = 5.0, burst: int = 1, concurrenc
             ) -> dict[str, Any]:
     import boto3
 
-    from functions.runtime import ratelimit as limiter
-    from functions.runtime.backoff import RetryPolicy
+    from emulator.server import EmbeddedAws, client_environment
     from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
-    from tiered_jobs.local.server import EmbeddedAws, client_environment
+    from tiered_jobs.runtime import ratelimit as limiter
+    from tiered_jobs.runtime.backoff import RetryPolicy
 
     limits = RateLimits(RateLimit(per_second, burst), {}, max_wait_seconds)
     with EmbeddedAws() as endpoint, client_environment(endpoint):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support.tier import chunks, create_tier, payment_bodies
 from tiered_jobs.contract.names import DeadLetter
 
 from .calls import CallCounter
-from .fixtures import chunks, create_tier, payment_bodies
 
 
 def _fill_dlq(tier, count: int) -> None:
@@ -36,9 +36,9 @@ REPLAY_WINDOW_SECONDS = 18 * 86400
 def measure(messages: int = 1000) -> dict[str, Any]:
     from moto import mock_aws
 
-    from functions.replay.events import parse_event
-    from functions.replay.service import run
-    from functions.replay.tiers import TierQueues
+    from tiered_jobs.replay.events import parse_event
+    from tiered_jobs.replay.service import run
+    from tiered_jobs.replay.tiers import TierQueues
 
     with mock_aws():
         tier = create_tier("replay")

@@ -12,8 +12,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.fixtures import lambda_context
-from functions.runtime.backoff import RetryPolicy
+from tests.support.context import lambda_context
+from tiered_jobs.contract.names import Handlers
+from tiered_jobs.runtime.backoff import RetryPolicy
 
 FUNCTION_NAME = "tiered-jobs-bench-consumer"
 REGION = "us-east-1"
@@ -28,10 +29,16 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
     from aws_lambda_powertools import Logger
 
     import functions.jobs  # noqa: F401 -- registers the jobs
-    from functions.consumer.processor import Consumer
-    from functions.runtime.config import TierConfig
-    from functions.runtime.registry import registry
-    from tiered_jobs.local.esm import FunctionConfig, Invocation, InvocationError, MappingConfig, MappingRuntime
+    from emulator.esm import (
+        FunctionConfig,
+        Invocation,
+        InvocationError,
+        MappingConfig,
+        MappingRuntime,
+    )
+    from tiered_jobs.runtime.config import TierConfig
+    from tiered_jobs.runtime.consumer import Consumer
+    from tiered_jobs.runtime.registry import registry
 
     # The time budget's margin: 10 % of the invocation, as the stack derives it from the timeout (without
     # its 2 s floor, which the invariant's 1.5 s invocations could not leave room for).
@@ -40,7 +47,7 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
                         time_budget_margin_ms=remaining_ms // 10,
                         rate_limits=rate_limits, rate_limit_table=rate_limit_table)
     function = FunctionConfig(name=FUNCTION_NAME, arn=f"arn:aws:lambda:{REGION}:123456789012:function:{FUNCTION_NAME}",
-                              handler="functions.consumer.handler", environment={}, timeout_seconds=30,
+                              handler=Handlers.CONSUMER, environment={}, timeout_seconds=30,
                               memory_mb=256, region=REGION, code_root=".")
 
     class Environment:

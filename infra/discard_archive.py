@@ -1,6 +1,6 @@
 """The discard archive: the S3 bucket where the replay function keeps every letter it discards.
 
-``discard`` writes each batch of letters here (``functions/replay/archive.py``, ``S3Archive``)
+``discard`` writes each batch of letters here (``tiered_jobs/replay/archive.py``, ``S3Archive``)
 and deletes them from the DLQ only once S3 has stored them. The bucket is private, TLS-only,
 encrypted (SSE-S3) and versioned, so an archived letter is never overwritten or deleted silently;
 S3's lifecycle expires a letter after ``discard_archive_days``. Like the queues and tables, it is

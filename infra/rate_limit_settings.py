@@ -12,7 +12,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from tiered_jobs.contract.rate_limits import DEFAULT_MAX_WAIT_SECONDS, RateLimit, RateLimits, default_burst
+from tiered_jobs.contract.rate_limits import (
+    DEFAULT_MAX_WAIT_SECONDS,
+    RateLimit,
+    RateLimits,
+    default_burst,
+)
 
 KEYS = ("rate_limit_per_second", "rate_limit_burst", "rate_limits", "rate_limit_max_wait_seconds")
 

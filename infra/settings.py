@@ -27,13 +27,17 @@ from tiered_jobs.contract.names import (
     RESOURCE_NAME_MAX_CHARS,
     RESOURCE_NAME_PATTERN,
     SQS_MAX_VISIBILITY_SECONDS,
-    Schedules,
     STAGE_NAME_PATTERN,
     TIER_NAME_PATTERN,
+    Schedules,
 )
 from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
 from tiered_jobs.contract.routing import Routes, UnknownRouteError
-from tiered_jobs.contract.schedules import ONE_TIME_PREFIX, PERIODIC_NAME, periodic_problems
+from tiered_jobs.contract.schedules import (
+    ONE_TIME_PREFIX,
+    PERIODIC_NAME,
+    periodic_problems,
+)
 
 from . import rate_limit_settings
 
@@ -243,7 +247,9 @@ class AppSettings:
     def removal_policy(self) -> RemovalPolicy:
         """What deleting the stack does to the stateful parts (queues, tables, log groups, keys, the schedule
         group): ``DESTROY`` when ``disposable``, else ``RETAIN``."""
-        from aws_cdk import RemovalPolicy  # here: the settings stay importable (and fast) without jsii
+        from aws_cdk import (
+            RemovalPolicy,  # here: the settings stay importable (and fast) without jsii
+        )
 
         return RemovalPolicy.DESTROY if self.disposable else RemovalPolicy.RETAIN
 

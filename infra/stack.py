@@ -9,17 +9,28 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from tiered_jobs.contract.names import RETAINED_RESOURCE_TYPES, STAGE_TAG, Outputs, Ssm, stack_name
+from tiered_jobs.contract.names import (
+    RETAINED_RESOURCE_TYPES,
+    STAGE_TAG,
+    Outputs,
+    Ssm,
+    stack_name,
+)
 from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE
 
 from .dashboard import Dashboard
 from .function import LambdaPlatform
 from .publishers import PublisherPolicy
 from .replay import ReplayFunction
+from .resources import JobResources
 from .schedules import ScheduledJobs
 from .settings import AppSettings
-from .resources import JobResources
-from .shared import IDEMPOTENCY_PARTITION_KEY, IDEMPOTENCY_TTL_ATTRIBUTE, AlarmTopic, DataTable
+from .shared import (
+    IDEMPOTENCY_PARTITION_KEY,
+    IDEMPOTENCY_TTL_ATTRIBUTE,
+    AlarmTopic,
+    DataTable,
+)
 from .tier import Tier, TierProps
 
 

@@ -20,7 +20,14 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from tiered_jobs.contract.names import (
-    SQS_MAX_MESSAGE_BYTES, Env, Handlers, Metrics, Ssm, function_name, queue_name,
+    JOB_MODULES,
+    SQS_MAX_MESSAGE_BYTES,
+    Env,
+    Handlers,
+    Metrics,
+    Ssm,
+    function_name,
+    queue_name,
 )
 from tiered_jobs.contract.rate_limits import tier_key_prefix
 
@@ -106,6 +113,7 @@ class Tier(Construct):
             Env.IDEMPOTENCY_TABLE: props.idempotency_table.table_name,
             Env.IDEMPOTENCY_TTL_SECONDS: str(tier.idempotency_ttl_seconds),
             Env.TIME_BUDGET_MARGIN_MS: str(tier.time_budget_margin),
+            Env.JOB_MODULES: ",".join(JOB_MODULES),
             Env.POWERTOOLS_SERVICE_NAME: Metrics.SERVICE,
             Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,
             Env.POWERTOOLS_LOG_LEVEL: "INFO",

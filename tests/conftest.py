@@ -1,10 +1,18 @@
-"""Shared test fixtures: fake credentials, a fixed region, and moto in-process."""
+"""Shared test fixtures: fake credentials, a fixed region, moto in-process, and on it one tier
+(:class:`tests.support.tier.Tier`) or the miniature deployed stack (:mod:`tests.support.stack`)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 import pytest
+
+import functions.jobs  # noqa: F401 -- registers the example jobs the runtime tests run
+from tests.support.context import lambda_context as make_lambda_context
+from tests.support.stack import FakeDeployment, deploy
+from tests.support.tier import Tier, create_tier
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
@@ -31,3 +39,21 @@ def aws():
 
     with mock_aws():
         yield
+
+
+@pytest.fixture
+def tier(aws) -> Tier:
+    """One tier on moto: its queue (redrive after 5 receives), DLQ and tables."""
+    return create_tier("critical", visibility_timeout=180, max_receive_count=5)
+
+
+@pytest.fixture
+def lambda_context() -> Callable[..., Any]:
+    """A factory of Lambda contexts (the local runtime's): ``lambda_context(remaining_ms=1)``."""
+    return make_lambda_context
+
+
+@pytest.fixture
+def deployment(aws) -> FakeDeployment:
+    """The miniature stack (queues, SSM parameters, outputs) deployed into moto through CloudFormation."""
+    return deploy()

@@ -23,7 +23,7 @@ def _code_blocks(text: str) -> str:
 @pytest.mark.parametrize("doc", ["README.md", "docs/cli.md", "docs/publishing.md"])
 def test_docs_publish_only_registered_job_types(doc):
     import functions.jobs  # noqa: F401 - importing the package registers every example job
-    from functions.runtime.registry import registry
+    from tiered_jobs.runtime.registry import registry
 
     code = _code_blocks((ROOT / doc).read_text(encoding="utf-8"))
     published = {match for pattern in _PUBLISHED for match in pattern.findall(code)}

@@ -42,8 +42,8 @@ INVALID = {
 
 
 def test_every_example_job_declares_its_payload_and_nothing_else_ships():
-    from functions.runtime.registry import registry
     import functions.jobs  # noqa: F401  (registers the example jobs)
+    from tiered_jobs.runtime.registry import registry
 
     assert payloads.known_types() == registry.types() == sorted(VALID)
 

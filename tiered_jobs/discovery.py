@@ -25,6 +25,7 @@ from typing import Any
 
 from .contract.names import DEFAULT_TIERS, Env, Outputs, Ssm
 from .contract.routing import Routes
+from .contract.tiers import TierQueues
 
 #: ``GetParameters`` accepts at most this many names per call.
 _SSM_MAX_NAMES = 10
@@ -44,17 +45,10 @@ class UnknownTierError(LookupError):
 
 
 @dataclass(frozen=True)
-class TierUrls:
-    queue_url: str
-    #: ``None`` when the source does not tell (a publisher never needs it).
-    dlq_url: str | None = None
-
-
-@dataclass(frozen=True)
 class Deployment:
     """Where one stage's jobs go: everything the publisher and the CLI need to find."""
 
-    tiers: Mapping[str, TierUrls]
+    tiers: Mapping[str, TierQueues]
     routes: Routes
     #: Human-readable origin for messages, e.g. ``stack TieredJobs-dev`` or ``environment``.
     source: str
@@ -64,7 +58,7 @@ class Deployment:
     #: The idempotency table (``tiered-jobs job`` reads a job's record there); ``None`` when the source does not tell.
     idempotency_table_name: str | None = None
 
-    def tier(self, name: str) -> TierUrls:
+    def tier(self, name: str) -> TierQueues:
         try:
             return self.tiers[name]
         except KeyError:
@@ -99,7 +93,7 @@ def from_ssm(stage: str, *, ssm: Any = None) -> Deployment:
         queue_url = values.get(Ssm.tier(stage, name, Ssm.TIER_QUEUE_URL))
         if queue_url is None:
             raise DiscoveryError(f"SSM parameter {Ssm.tier(stage, name, Ssm.TIER_QUEUE_URL)} not found ({where})")
-        tiers[name] = TierUrls(queue_url, values.get(Ssm.tier(stage, name, Ssm.TIER_DLQ_URL)))
+        tiers[name] = TierQueues(queue_url, values.get(Ssm.tier(stage, name, Ssm.TIER_DLQ_URL)))
     return Deployment(
         tiers=tiers,
         routes=parse_routes(head[Ssm.routes(stage)], Ssm.routes(stage)),
@@ -137,7 +131,7 @@ def from_stack_outputs(stack_name: str, *, cloudformation: Any = None, stage: st
     routes = parse_routes(outputs[Outputs.ROUTES], f"output {Outputs.ROUTES} of {where}")
     tiers = {}
     for tier_name in _tiers_in_outputs(outputs, routes):
-        tiers[tier_name] = TierUrls(
+        tiers[tier_name] = TierQueues(
             outputs[Outputs.tier(tier_name, Outputs.QUEUE_URL)],
             outputs.get(Outputs.tier(tier_name, Outputs.DLQ_URL)),
         )
@@ -164,7 +158,7 @@ def from_env(environ: Mapping[str, str] | None = None) -> Deployment:
         raise DiscoveryError(
             f"no queue URLs in the environment: set {Env.tier_var(Env.QUEUE_URL, '<tier>')} for each tier"
         )
-    tiers = {name: TierUrls(url, environ.get(Env.tier_var(Env.DLQ_URL, name))) for name, url in queues.items()}
+    tiers = {name: TierQueues(url, environ.get(Env.tier_var(Env.DLQ_URL, name))) for name, url in queues.items()}
     routes_json = environ.get(Env.ROUTES)
     routes = Routes({}) if routes_json is None else parse_routes(routes_json, f"${Env.ROUTES}")
     return Deployment(tiers=tiers, routes=routes, source="environment", stage=environ.get(Env.STAGE))

@@ -13,16 +13,14 @@ request, 1 otherwise); the CLI prints it as one line, the console as a banner.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-from . import discovery
+from . import discovery, replay
 
 #: A replay may run up to Lambda's 15 minutes: wait that long for the answer, and never resend it.
 REPLAY_INVOKE_READ_TIMEOUT = 960
@@ -94,7 +92,7 @@ def no_progress(description: str, total: int) -> Iterator[Callable[[int], None]]
 def run_replay(target: Target, event: dict[str, Any], via: Via = Via.auto, *, progress: Progress = no_progress,
                status: Callable[[str], AbstractContextManager[Any]] | None = None,
                archive_path: Path | None = None, note: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run the replay code here when it is importable (or asked for), else invoke the deployed function.
+    """Run the replay domain here (``auto`` / ``direct``), or invoke the deployed function (``lambda``).
 
     ``progress`` shows a direct run's progress; ``status`` wraps the wait for the function's answer.
     Here, each tier's idempotency window comes from the stage's SSM parameters (when they cannot
@@ -104,12 +102,9 @@ def run_replay(target: Target, event: dict[str, Any], via: Via = Via.auto, *, pr
     """
     deployment = target.deployment()
     deployment.tier(event["tier"])  # an unknown tier fails here, naming the known ones
-    replay = None if via is Via.function else replay_domain()
-    if replay is None and via is Via.direct:
-        raise OperatorError("the replay code (functions/replay) is not importable here: use --via lambda", 2)
-    if replay is None:
+    if via is Via.function:
         return invoke_replay(target, deployment, event, status)
-    tiers = _tier_queues(replay, target, deployment, note)
+    tiers = _tier_queues(target, deployment, note)
     try:
         request = replay.parse_event(event, tiers=tiers)
         sqs = target.client("sqs")
@@ -125,15 +120,12 @@ def read_letters(target: Target, tier: str, *, max_messages: int,
                  on_letters: Callable[[list[Any]], None]) -> dict[str, Any]:
     """Inspect ``tier``'s DLQ (at most ``max_messages`` letters), handing every letter read to ``on_letters``.
 
-    Letters are ``functions.replay.letters.Letter`` (``message_id``, ``body``, ``attributes``,
+    Letters are ``tiered_jobs.replay.letters.Letter`` (``message_id``, ``body``, ``attributes``,
     ``reason``, ``error_type``, ``error_message``, ``job_type``...). Returns the inspect response.
     Needs the replay code here: the deployed function returns groups, not letters.
     """
-    replay = replay_domain()
-    if replay is None:
-        raise OperatorError("reading letters needs the replay code (functions/replay) next to the package")
     deployment = target.deployment()
-    tiers = _tier_queues(replay, target, deployment)
+    tiers = _tier_queues(target, deployment)
     try:
         request = replay.parse_event({"action": "inspect", "tier": tier, "max_messages": max_messages}, tiers=tiers)
     except replay.ReplayEventError as exc:
@@ -163,19 +155,7 @@ def _quiet(description: str) -> Iterator[None]:
     yield
 
 
-def replay_domain() -> ModuleType | None:
-    """``functions.replay`` from this checkout (next to the package), or ``None`` when installed without it."""
-    root = Path(__file__).resolve().parent.parent
-    if not (root / "functions" / "replay" / "__init__.py").is_file():
-        return None
-    if str(root) not in sys.path:
-        sys.path.append(str(root))
-    import functions.replay as replay
-
-    return replay
-
-
-def _tier_queues(replay: ModuleType, target: Target, deployment: discovery.Deployment,
+def _tier_queues(target: Target, deployment: discovery.Deployment,
                  note: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The tiers with a DLQ, each with its idempotency window from SSM (``None``: unknown)."""
     from botocore.exceptions import ClientError
@@ -203,7 +183,11 @@ BAD_CREDENTIALS_CODES = frozenset({"ExpiredToken", "ExpiredTokenException", "Inv
 def explain(exc: BaseException) -> tuple[str, int] | None:
     """``(message, code)`` for a failure an operator can act on; ``None`` for anything else (a bug)."""
     from botocore.exceptions import (
-        ClientError, EndpointConnectionError, NoCredentialsError, NoRegionError, PartialCredentialsError,
+        ClientError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        NoRegionError,
+        PartialCredentialsError,
     )
 
     from .publisher import InvalidJobError, PublishError

@@ -7,7 +7,7 @@ AWS and on the local embedded AWS alike.
   (namespace ``AWS/SQS``, dimension ``QueueName``, one datapoint a minute for active queues). It is
   read with one ``GetMetricData`` call for every queue asked about; reading it never consumes a
   message (peeking would hide letters from consumers). Locally the runtime publishes it (see
-  ``tiered_jobs.local.sqs_metrics``).
+  ``emulator.sqs_metrics``).
 * Alarm states come from ``DescribeAlarms`` by the stage's alarm name prefix.
 """
 

@@ -28,9 +28,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import typer
-
-from .contract.names import PROJECT, STAGE_TAG, Schedules, Ssm, alarm_key_description, queue_name, stack_name
+from .contract.names import (
+    STAGE_TAG,
+    Schedules,
+    Ssm,
+    alarm_key_description,
+    queue_name,
+    stack_name,
+)
 
 #: The tag CloudFormation puts on every resource it creates (and leaves on retained ones).
 CFN_STACK_TAG = "aws:cloudformation:stack-name"
@@ -200,48 +205,3 @@ def delete_leftovers(client: Callable[[str], Any], leftovers: list[Leftover], ke
         client("ssm").delete_parameters(Names=chunk)
         done.extend(f"deleted SSM parameter {name}" for name in chunk)
     return done
-
-
-def teardown(
-    ctx: typer.Context,
-    yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking."),
-    key_pending_days: int = typer.Option(
-        30, "--key-pending-days", min=KEY_PENDING_DAYS[0], max=KEY_PENDING_DAYS[1],
-        help="Days before a scheduled KMS key deletion happens (7-30; cancellable until then).",
-    ),
-) -> None:
-    """List what a destroyed stage left behind (queues, DLQs, tables, log groups, buckets, KMS key, SSM parameters) and delete it."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    from .cli import CliError, _errors
-
-    with _errors():
-        target = ctx.obj
-        status = stack_status(target.client("cloudformation"), target.stage)
-        if status is not None:
-            raise CliError(f"stack {stack_name(target.stage)} still exists ({status}): "
-                           f"run `npx cdk destroy -c stage={target.stage}` first, then this command")
-        leftovers = find_leftovers(target.client, target.stage)
-        console = Console(highlight=False)
-        if not leftovers:
-            console.print(f"Nothing of stage {target.stage!r} is left ({PROJECT} queues, tables, log groups, "
-                          "buckets, KMS keys, SSM parameters).")
-            return
-        table = Table(title=f"Left behind by stage {target.stage!r}")
-        for column in ("kind", "name", "detail"):
-            table.add_column(column)
-        for item in leftovers:
-            table.add_row(item.kind, escape(item.name), escape(item.detail))
-        console.print(table)
-        if not yes and not typer.confirm(f"Delete these {len(leftovers)} resources? Messages and items in them are lost"):
-            console.print("Nothing deleted.")
-            raise typer.Exit(1)
-        for line in delete_leftovers(target.client, leftovers, key_pending_days):
-            console.print(escape(line))
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``teardown`` to the ``tiered-jobs`` command."""
-    app.command("teardown")(teardown)

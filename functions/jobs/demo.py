@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.runtime.errors import PermanentError, TransientError
-from functions.runtime.registry import JobContext, job
+from tiered_jobs.runtime.errors import PermanentError, TransientError
+from tiered_jobs.runtime.registry import JobContext, job
 
 
 @job("demo.flaky")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.runtime.registry import JobContext, job
+from tiered_jobs.runtime.registry import JobContext, job
 
 
 @job("notifications.send_email")

@@ -5,13 +5,6 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from publisher.fakes import FakeDeployment, deploy
-
-
-@pytest.fixture
-def deployment(aws) -> FakeDeployment:
-    return deploy()
-
 
 @pytest.fixture
 def cli():

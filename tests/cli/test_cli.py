@@ -10,8 +10,9 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from publisher.fakes import received_bodies
+from tests.support.stack import received_bodies
 from tiered_jobs import cli as cli_module
+from tiered_jobs.cli import status as cli_status
 from tiered_jobs.contract import envelope
 from tiered_jobs.contract.names import Alarms, DeadLetter, Ssm
 
@@ -148,7 +149,7 @@ def test_status_without_cloudwatch_rights_still_shows_the_queues(cli, deployment
     def denied(*_, **__):
         raise ClientError({"Error": {"Code": "AccessDenied", "Message": "not allowed"}}, "DescribeAlarms")
 
-    monkeypatch.setattr(cli_module, "_alarm_states", denied)
+    monkeypatch.setattr(cli_status, "_alarm_states", denied)
 
     result = cli("status")
 

@@ -9,11 +9,11 @@ from datetime import datetime, timedelta, timezone
 import boto3
 import pytest
 from rich.console import Console
-from cli.test_cli import _dead_letter, _iso, _one_error_line
 
-from publisher.fakes import received_bodies
-from tiered_jobs import cli as cli_module
+from tests.cli.test_cli import _dead_letter, _iso, _one_error_line
+from tests.support.stack import received_bodies
 from tiered_jobs import discovery
+from tiered_jobs.cli import dlq as cli_dlq
 from tiered_jobs.contract.names import Ssm
 
 OLD = _iso(datetime.now(timezone.utc) - timedelta(days=30))  # published before the 18-day window
@@ -178,8 +178,8 @@ GROUPS = [
 
 def _render(monkeypatch, groups, **console: object) -> list[str]:
     out = io.StringIO()
-    monkeypatch.setattr(cli_module, "_console", lambda stderr=False: Console(file=out, highlight=False, **console))
-    cli_module._print_groups(groups)
+    monkeypatch.setattr(cli_dlq, "terminal", lambda stderr=False: Console(file=out, highlight=False, **console))
+    cli_dlq._print_groups(groups)
     return out.getvalue().splitlines()
 
 

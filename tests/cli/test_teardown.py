@@ -10,7 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from tiered_jobs.contract.names import (
-    STAGE_TAG, Schedules, Ssm, alarm_key_description, discard_archive_prefix, queue_name, stack_name,
+    STAGE_TAG,
+    Schedules,
+    Ssm,
+    alarm_key_description,
+    discard_archive_prefix,
+    queue_name,
+    stack_name,
 )
 
 

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from publisher.fakes import FakeDeployment, deploy
 from tiered_jobs.contract.names import stack_name
 from tiered_jobs.operations import Target
-
-
-@pytest.fixture
-def deployment(aws) -> FakeDeployment:
-    return deploy()
 
 
 @pytest.fixture

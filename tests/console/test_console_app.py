@@ -9,7 +9,7 @@ import pytest
 import requests
 from botocore.exceptions import ClientError
 
-from cli.test_cli import _dead_letter
+from tests.cli.test_cli import _dead_letter
 from tiered_jobs.console import reads
 from tiered_jobs.console.security import BindError, check_bind
 from tiered_jobs.contract import envelope

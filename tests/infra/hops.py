@@ -34,8 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from template_values import Concrete
-
+from tests.infra.template_values import Concrete
 from tiered_jobs.contract.names import Env, discard_archive_prefix
 
 #: Condition keys this walker knows for a call; a condition on any other key is "unknown".

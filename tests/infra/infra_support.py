@@ -91,36 +91,7 @@ def referenced_ids(value: Any) -> set[str]:
 _SYNTHS: dict[str, Synth] = {}
 
 
-def _once(tmp_path_factory: pytest.TempPathFactory, name: str, **overrides: Any) -> Synth:
+def synthesize_once(tmp_path_factory: pytest.TempPathFactory, name: str, **overrides: Any) -> Synth:
     if name not in _SYNTHS:
         _SYNTHS[name] = synthesize(tmp_path_factory, name, **overrides)
     return _SYNTHS[name]
-
-
-@pytest.fixture(scope="session")
-def default_synth(tmp_path_factory) -> Synth:
-    """Exactly what ``cdk.json`` says."""
-    return _once(tmp_path_factory, "default")
-
-
-@pytest.fixture(scope="session")
-def custom_synth(tmp_path_factory) -> Synth:
-    """A disposable stage with an added tier, a moved route, subscriptions, x86, console events, a periodic job
-    and a 30-day discard archive."""
-    context = load_cdk_context()["tiered_jobs"]
-    return _once(
-        tmp_path_factory,
-        "custom",
-        stage="qa",
-        disposable=True,
-        architecture="x86_64",
-        powertools_version="latest",
-        alarm_email="oncall@example.com",
-        alarm_https_url="https://events.pagerduty.com/integration/abc/enqueue",
-        console_test_events=True,
-        discard_archive_days=30,
-        tiers={**context["tiers"], "reports": {"max_concurrency": 2, "timeout_seconds": 120}},
-        routes={**context["routes"], "reports.*": "reports", "payments.update_balance": "transactional"},
-        schedules={"weekly-report": {"expression": "cron(0 6 ? * MON *)", "timezone": "Europe/Paris",
-                                     "job_type": "reports.weekly", "payload": {}}},
-    )

@@ -6,9 +6,9 @@ its SSM parameter and the function's environment."""
 from __future__ import annotations
 
 import pytest
-from infra_support import custom_synth, default_synth, logical_id  # noqa: F401 (fixtures)
 
 from infra.settings import AppSettings
+from tests.infra.infra_support import logical_id
 from tiered_jobs.contract.names import (
     STAGE_TAG,
     Env,
@@ -80,7 +80,7 @@ def test_the_bucket_is_discoverable_by_output_and_ssm_parameter(default_synth):
 
 
 def test_the_archive_prefix_is_the_one_the_function_writes_under():
-    from functions.replay.archive import archive_from_env
+    from tiered_jobs.replay.archive import archive_from_env
 
     archive = archive_from_env("critical", s3=None, environ={Env.DISCARD_ARCHIVE_BUCKET: "b", Env.STAGE: "dev"})
     assert archive.prefix == discard_archive_prefix("dev", "critical") == "discarded/dev/critical/"

@@ -7,9 +7,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from infra_support import find_consumer, find_queue, policy_statements, referenced_ids, synthesize
 
 from infra.settings import AppSettings, SettingsError
+from tests.infra.infra_support import (
+    find_consumer,
+    find_queue,
+    policy_statements,
+    referenced_ids,
+    synthesize,
+)
 from tiered_jobs.contract.names import Env, Metrics, Ssm
 from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE, RateLimits
 
@@ -32,9 +38,9 @@ def bucket_table(synth) -> str:
 
 
 def test_no_rate_limit_no_bucket_table(tmp_path_factory):
-    from infra_support import _once
+    from tests.infra.infra_support import synthesize_once
 
-    tables = _once(tmp_path_factory, "default").resources("AWS::DynamoDB::Table").values()
+    tables = synthesize_once(tmp_path_factory, "default").resources("AWS::DynamoDB::Table").values()
     assert all(t["Properties"]["KeySchema"][0]["AttributeName"] != BUCKET_KEY_ATTRIBUTE for t in tables)
 
 
@@ -55,7 +61,7 @@ def test_the_bucket_actions_are_the_ones_the_limiter_calls(limited_synth):
     import ast
     from pathlib import Path
 
-    import functions.runtime.ratelimit as module
+    import tiered_jobs.runtime.ratelimit as module
 
     tree = ast.parse(Path(module.__file__).read_text())
     called = {node.func.attr for node in ast.walk(tree) if isinstance(node, ast.Call)

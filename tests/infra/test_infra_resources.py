@@ -8,9 +8,14 @@ exactly those tiers; malformed entries stop synthesis with a message that names 
 from __future__ import annotations
 
 import pytest
-from infra_support import find_consumer, logical_id, policy_statements, synthesize
 
 from infra.settings import AppSettings, SettingsError
+from tests.infra.infra_support import (
+    find_consumer,
+    logical_id,
+    policy_statements,
+    synthesize,
+)
 from tiered_jobs.contract.names import Env, Outputs, Ssm
 
 INVOICES_ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/invoices"

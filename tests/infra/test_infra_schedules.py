@@ -8,9 +8,12 @@ import botocore.session
 import pytest
 
 from infra.settings import AppSettings, SettingsError
-from infra_support import synthesize
+from tests.infra.infra_support import synthesize
 from tiered_jobs.contract.names import Outputs, Schedules, queue_name
-from tiered_jobs.contract.schedules import RETRY_MAX_ATTEMPTS, RETRY_MAX_EVENT_AGE_SECONDS
+from tiered_jobs.contract.schedules import (
+    RETRY_MAX_ATTEMPTS,
+    RETRY_MAX_EVENT_AGE_SECONDS,
+)
 
 SCHEDULES = {
     "nightly-report": {"expression": "cron(0 3 * * ? *)", "timezone": "Europe/Paris",

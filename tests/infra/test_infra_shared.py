@@ -9,20 +9,37 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match
-from infra_support import (  # noqa: F401 (fixtures)
-    custom_synth, default_synth, find_consumer, find_queue, logical_id, policy_statements, referenced_ids, synthesize,
-)
 
 from infra.app import build_app, load_cdk_context
 from infra.dashboard import dashboard_name
 from infra.function import REPO_ROOT, asset_excludes
-from infra.replay import CONSOLE_EVENTS_REGISTRY, MESSAGE_MOVE_ACTIONS, console_schema_name
+from infra.replay import (
+    CONSOLE_EVENTS_REGISTRY,
+    MESSAGE_MOVE_ACTIONS,
+    console_schema_name,
+)
 from infra.settings import AppSettings
+from tests.infra.infra_support import (
+    find_consumer,
+    find_queue,
+    logical_id,
+    policy_statements,
+    referenced_ids,
+    synthesize,
+)
 from tiered_jobs.contract.names import (
-    DEFAULT_TIERS, LAMBDA_ASSET_PATHS, Alarms, Env, Handlers, Metrics, Outputs, Ssm, function_name, queue_name,
+    DEFAULT_TIERS,
+    LAMBDA_ASSET_PATHS,
+    Alarms,
+    Env,
+    Handlers,
+    Metrics,
+    Outputs,
+    Ssm,
+    function_name,
+    queue_name,
 )
 from tiered_jobs.contract.replay_events import console_events
-
 
 SETTINGS = AppSettings.from_context(None)
 
@@ -348,7 +365,7 @@ def test_lambda_asset_ships_exactly_the_asset_paths(default_synth):
     expected = {f for f in expected if "__pycache__" not in f and not f.endswith(".pyc")}
     assert shipped == expected
     assert "functions/__init__.py" in shipped and "tiered_jobs/contract/names.py" in shipped
-    assert not any(f.startswith(("tiered_jobs/local", "infra", "tests", ".venv", "node_modules")) for f in shipped)
+    assert not any(f.startswith(("emulator", "infra", "tests", ".venv", "node_modules")) for f in shipped)
     for function in default_synth.resources("AWS::Lambda::Function").values():
         assert function["Properties"]["Code"]["S3Key"] == asset.name.removeprefix("asset.") + ".zip"
 

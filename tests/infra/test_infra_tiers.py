@@ -5,13 +5,23 @@ from __future__ import annotations
 import json
 
 import pytest
-from infra_support import (  # noqa: F401 (fixtures)
-    custom_synth, default_synth, find_consumer, find_queue, logical_id, policy_statements, referenced_ids,
-)
 
 from functions.jobs.payments import TABLE as PAYMENTS_TABLE
 from infra.settings import AppSettings
-from tiered_jobs.contract.names import SQS_MAX_MESSAGE_BYTES, DEFAULT_TIERS, Env, Handlers, Metrics, queue_name
+from tests.infra.infra_support import (
+    find_consumer,
+    find_queue,
+    policy_statements,
+    referenced_ids,
+)
+from tiered_jobs.contract.names import (
+    DEFAULT_TIERS,
+    SQS_MAX_MESSAGE_BYTES,
+    Env,
+    Handlers,
+    Metrics,
+    queue_name,
+)
 
 SETTINGS = AppSettings.from_context(None)
 DAY = 86_400

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from infra_support import default_synth, find_consumer  # noqa: F401 (fixtures)
 
-from functions.runtime.config import TierConfig
 from infra.settings import AppSettings, SettingsError
+from tests.infra.infra_support import find_consumer
 from tiered_jobs.contract.names import DEFAULT_TIERS, Env
+from tiered_jobs.runtime.config import TierConfig
 
 
 def _tier(**values):

@@ -18,11 +18,11 @@ from typing import Any
 
 import boto3
 import pytest
-from infra_support import default_synth, logical_id  # noqa: F401 (fixtures)
-from template_values import Concrete
 
 from infra.publishers import publisher_parameter_names
 from infra.schedules import SCHEDULER_PRINCIPAL
+from tests.infra.infra_support import logical_id
+from tests.infra.template_values import Concrete
 from tiered_jobs.contract.names import Outputs, Schedules, Ssm
 from tiered_jobs.publisher import Job, Publisher
 

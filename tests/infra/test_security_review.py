@@ -7,11 +7,15 @@ is; every queue, topic and bucket refuses non-TLS access; everything at rest is 
 from __future__ import annotations
 
 import pytest
-from infra_support import (  # noqa: F401 (fixtures)
-    custom_synth, default_synth, find_consumer, find_queue, logical_id, policy_statements, referenced_ids,
-)
 
 from functions.jobs.payments import TABLE as PAYMENTS_TABLE
+from tests.infra.infra_support import (
+    find_consumer,
+    find_queue,
+    logical_id,
+    policy_statements,
+    referenced_ids,
+)
 from tiered_jobs.contract.names import Env, function_name
 
 #: Actions AWS only grants on ``*`` (X-Ray has no resource-level permissions).

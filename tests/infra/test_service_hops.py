@@ -11,12 +11,21 @@ import copy
 from typing import Any
 
 import pytest
-from hops import (
-    HOPS, ESM_QUEUE_ACTIONS, Hop, Request, RoleCaller, ServiceCaller, conditions_hold, evaluate, role_hops, walk,
-)
-from infra_support import custom_synth, default_synth, find_consumer, find_queue  # noqa: F401 (fixtures)
-from template_values import ACCOUNT, Concrete
 
+from tests.infra.hops import (
+    ESM_QUEUE_ACTIONS,
+    HOPS,
+    Hop,
+    Request,
+    RoleCaller,
+    ServiceCaller,
+    conditions_hold,
+    evaluate,
+    role_hops,
+    walk,
+)
+from tests.infra.infra_support import find_consumer, find_queue
+from tests.infra.template_values import ACCOUNT, Concrete
 from tiered_jobs.contract.names import DEFAULT_TIERS, Alarms
 
 ALARM_HOPS_PER_ALARM = 2  # AlarmActions and OKActions

@@ -7,14 +7,8 @@ import json
 import boto3
 import pytest
 
-from publisher.fakes import FakeDeployment, deploy
 from tiered_jobs.contract.routing import Routes
 from tiered_jobs.publisher import Publisher
-
-
-@pytest.fixture
-def deployment(aws) -> FakeDeployment:
-    return deploy()
 
 
 @pytest.fixture

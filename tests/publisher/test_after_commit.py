@@ -6,9 +6,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from publisher.fakes import received_bodies
-from tiered_jobs.after_commit import AfterCommitBuffer
+from tests.support.stack import received_bodies
 from tiered_jobs.publisher import InvalidJobError
+from tiered_jobs.publisher.after_commit import AfterCommitBuffer
 
 
 class FakeTransaction:

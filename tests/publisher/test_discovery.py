@@ -7,8 +7,9 @@ import json
 import boto3
 import pytest
 
-from publisher.fakes import deploy, received_bodies
-from tiered_jobs import discovery, publisher as publisher_module
+from tests.support.stack import deploy, received_bodies
+from tiered_jobs import discovery
+from tiered_jobs import publisher as publisher_module
 from tiered_jobs.contract.names import Env, Ssm
 from tiered_jobs.discovery import DiscoveryError
 from tiered_jobs.publisher import Publisher

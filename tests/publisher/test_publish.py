@@ -10,11 +10,17 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from publisher.fakes import FlakySqs, received_bodies
+from tests.support.stack import FlakySqs, received_bodies
 from tiered_jobs.contract import envelope
 from tiered_jobs.contract.names import SQS_MAX_MESSAGE_BYTES
 from tiered_jobs.contract.routing import Routes
-from tiered_jobs.publisher import InvalidJobError, Job, PublishError, Publisher, RetryPolicy
+from tiered_jobs.publisher import (
+    InvalidJobError,
+    Job,
+    Publisher,
+    PublishError,
+    ResendPolicy,
+)
 
 SCHEMA = json.loads((Path(envelope.__file__).parent / "envelope.schema.json").read_text())
 
@@ -244,7 +250,7 @@ def test_entries_that_keep_failing_raise_a_publish_error_naming_them(deployment,
     flaky = FlakySqs(sqs, {"k2": 99}, code="KmsThrottled")
     publisher = Publisher(
         deployment.queue_urls, Routes(deployment.routes), sqs=flaky, sleep=waits.append,
-        random=lambda: 1.0, retry=RetryPolicy(max_attempts=3, base_seconds=1, max_seconds=1.5),
+        random=lambda: 1.0, resend=ResendPolicy(max_attempts=3, base_seconds=1, max_seconds=1.5),
     )
 
     with pytest.raises(PublishError) as caught:
@@ -301,6 +307,6 @@ def test_an_entry_sqs_does_not_report_is_a_failure_not_a_success(deployment):
 
 def test_retry_policy_is_validated():
     with pytest.raises(ValueError, match="max_attempts must be at least 1, got 0"):
-        RetryPolicy(max_attempts=0)
+        ResendPolicy(max_attempts=0)
     with pytest.raises(ValueError, match="need 0 <= base_seconds <= max_seconds"):
-        RetryPolicy(base_seconds=3, max_seconds=1)
+        ResendPolicy(base_seconds=3, max_seconds=1)

@@ -10,7 +10,7 @@ import boto3
 import botocore.session
 import pytest
 
-from publisher.fakes import received_bodies
+from tests.support.stack import received_bodies
 from tiered_jobs.contract.names import Schedules, Ssm
 from tiered_jobs.contract.routing import Routes
 from tiered_jobs.contract.schedules import one_time_schedule_name

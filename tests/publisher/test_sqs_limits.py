@@ -16,7 +16,10 @@ import pytest
 
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, SQS_MAX_MESSAGE_BYTES
 from tiered_jobs.contract.sqs_limits import (
-    ALLOWED_CHARACTER_RANGES, first_disallowed_character, message_size, pack_batches,
+    ALLOWED_CHARACTER_RANGES,
+    first_disallowed_character,
+    message_size,
+    pack_batches,
 )
 from tiered_jobs.publisher import InvalidJobError, Job
 

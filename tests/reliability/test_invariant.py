@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(autouse=True)
 def _quiet(monkeypatch):
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")  # EMF lines are not under test here
-    logging.getLogger("tiered_jobs.local.esm").setLevel(logging.ERROR)
+    logging.getLogger("emulator.esm").setLevel(logging.ERROR)
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
 

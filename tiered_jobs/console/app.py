@@ -27,7 +27,13 @@ from starlette.staticfiles import StaticFiles
 
 from tiered_jobs import lookup
 from tiered_jobs.operations import (
-    OperatorError, Target, Via, explain, format_duration, read_letters, run_replay,
+    OperatorError,
+    Target,
+    Via,
+    explain,
+    format_duration,
+    read_letters,
+    run_replay,
 )
 
 from . import reads

@@ -1,7 +1,8 @@
 """Every name that infrastructure and runtime share, written once.
 
-``infra/`` (CDK), ``functions/`` (Lambda runtime), the publisher, the CLI and the local mode
-all import these constants; none of them repeats the strings.
+``infra/`` (CDK), the Lambda runtime (``tiered_jobs.runtime``, ``tiered_jobs.handlers``), the jobs in
+``functions/``, the publisher, the CLI and the emulator all import these constants; none of them
+repeats the strings.
 """
 
 from __future__ import annotations
@@ -97,6 +98,9 @@ class Env:
     RATE_LIMITS = "TIERED_JOBS_RATE_LIMITS"
     #: Consumer: the DynamoDB table holding the token buckets (set only on rate-limited tiers).
     RATE_LIMIT_TABLE = "TIERED_JOBS_RATE_LIMIT_TABLE"
+    #: Consumer: comma-separated modules the handler imports so that their ``@job`` handlers register
+    #: (this app's stack sets ``functions.jobs``).
+    JOB_MODULES = "TIERED_JOBS_JOB_MODULES"
 
     @staticmethod
     def tier_var(name: str, tier: str) -> str:
@@ -122,14 +126,21 @@ class Env:
 
 
 class Handlers:
-    """Lambda handler strings, relative to the asset root (the repository layout)."""
+    """Lambda handler strings: the library's thin entry points (``tiered_jobs.handlers``)."""
 
-    CONSUMER = "functions.consumer.handler"
-    REPLAY = "functions.replay.handler"
+    CONSUMER = "tiered_jobs.handlers.consumer.handler"
+    REPLAY = "tiered_jobs.handlers.replay.handler"
 
 
-#: Paths (relative to the repository root) that make up the Lambda asset. Nothing else ships.
-LAMBDA_ASSET_PATHS: tuple[str, ...] = ("functions", "tiered_jobs/__init__.py", "tiered_jobs/contract")
+#: The modules holding this app's jobs (the value of ``Env.JOB_MODULES`` the stack sets on consumers).
+JOB_MODULES: tuple[str, ...] = ("functions.jobs",)
+
+#: Paths (relative to the repository root) that make up the Lambda asset: the app's jobs and the parts
+#: of the library a function runs (contract, runtime, replay domain, handlers). Nothing else ships.
+LAMBDA_ASSET_PATHS: tuple[str, ...] = (
+    "functions", "tiered_jobs/__init__.py", "tiered_jobs/contract", "tiered_jobs/runtime", "tiered_jobs/replay",
+    "tiered_jobs/handlers",
+)
 
 
 class DeadLetter:

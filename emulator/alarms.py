@@ -1,0 +1,244 @@
+"""Local emulation of CloudWatch alarm evaluation (moto stores alarms but never evaluates them).
+
+Every few seconds each deployed alarm (read back with ``DescribeAlarms``) is evaluated over its
+last period:
+
+* ``AWS/SQS`` queue metrics come from the live queue (``ApproximateNumberOfMessagesVisible`` from
+  ``GetQueueAttributes``; ``ApproximateAgeOfOldestMessage`` from moto's store, see ``moto_patches``);
+* every other metric (the consumer's EMF job metrics, Lambda's own metrics) comes from the
+  :class:`~emulator.metrics.MetricStore`;
+* metric math (``IF``, ``FILL``, arithmetic, comparisons, expressions that use other expressions)
+  is evaluated on those values.
+
+A change of state is written with ``SetAlarmState`` and published to the alarm's SNS actions,
+as CloudWatch does; the reason says ``[local emulation]`` so nobody mistakes it for AWS.
+Simplifications, stated: one evaluation period (``DatapointsToAlarm`` = ``EvaluationPeriods`` = 1,
+as the stack's alarms use), and no ``Throttles`` locally (nothing throttles one process).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import operator
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from emulator.metrics import MetricStore, statistic
+
+EMULATION_LABEL = "[local emulation]"
+DEFAULT_INTERVAL_SECONDS = 2.0
+
+_COMPARISONS: dict[str, Callable[[float, float], bool]] = {
+    "GreaterThanThreshold": operator.gt,
+    "GreaterThanOrEqualToThreshold": operator.ge,
+    "LessThanThreshold": operator.lt,
+    "LessThanOrEqualToThreshold": operator.le,
+}
+_BINARY: dict[type, Callable[[float, float], float]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+}
+_COMPARE: dict[type, Callable[[float, float], bool]] = {
+    ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt, ast.LtE: operator.le,
+    ast.Eq: operator.eq, ast.NotEq: operator.ne,
+}
+
+
+class MissingData(Exception):
+    """A metric the expression needs has no datapoint in the period."""
+
+
+def evaluate_expression(expression: str, values: Mapping[str, float | None],
+                        expressions: Mapping[str, str] | None = None) -> float:
+    """A metric math expression over single values.
+
+    ``IF``, ``FILL(m, value)``, + - * /, comparisons, numbers and ids: of a metric (``values``) or
+    of another expression of the same alarm (``expressions``, evaluated when referenced).
+    """
+    expressions = expressions or {}
+
+    def walk(node: ast.AST, seen: frozenset[str]) -> float:
+        if isinstance(node, ast.Expression):
+            return walk(node.body, seen)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            if node.id in expressions:
+                if node.id in seen:
+                    raise ValueError(f"metric math {expression!r}: {node.id!r} refers to itself")
+                return walk(ast.parse(expressions[node.id], mode="eval"), seen | {node.id})
+            if node.id not in values:
+                raise ValueError(f"unknown metric id {node.id!r} in {expression!r}")
+            value = values[node.id]
+            if value is None:
+                raise MissingData(node.id)
+            return value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -walk(node.operand, seen)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            left, right = walk(node.left, seen), walk(node.right, seen)
+            if isinstance(node.op, ast.Div) and right == 0:
+                raise MissingData("division by zero")  # CloudWatch drops such datapoints
+            return _BINARY[type(node.op)](left, right)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
+            return float(_COMPARE[type(node.ops[0])](walk(node.left, seen), walk(node.comparators[0], seen)))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) in (2, 3):
+            name, args = node.func.id, node.args
+            if name == "IF" and len(args) == 3:
+                return walk(args[1], seen) if walk(args[0], seen) else walk(args[2], seen)
+            if name == "FILL" and len(args) == 2:  # a missing datapoint becomes the value
+                try:
+                    return walk(args[0], seen)
+                except MissingData:
+                    return walk(args[1], seen)
+        raise ValueError(f"metric math {expression!r} uses something not evaluated locally: {ast.dump(node)[:80]}")
+
+    return walk(ast.parse(expression, mode="eval"), frozenset())
+
+
+def decide(alarm: Mapping[str, Any], value: float | None) -> str:
+    """The state for ``value`` (``None``: no data, handled by ``TreatMissingData``)."""
+    if value is None:
+        return {"breaching": "ALARM", "notBreaching": "OK", "ignore": alarm["StateValue"]}.get(
+            alarm.get("TreatMissingData", "missing"), "INSUFFICIENT_DATA")
+    return "ALARM" if _COMPARISONS[alarm["ComparisonOperator"]](value, alarm["Threshold"]) else "OK"
+
+
+@dataclass(frozen=True)
+class Transition:
+    alarm_name: str
+    old_state: str
+    new_state: str
+    value: float | None
+    reason: str
+
+
+class AlarmEvaluator:
+    """Evaluates the alarms whose names start with ``prefix``; :meth:`start` runs it in a thread."""
+
+    def __init__(self, clients: Callable[[str], Any], store: MetricStore, prefix: str,
+                 queue_age: Callable[[str], float | None], *, interval_seconds: float = DEFAULT_INTERVAL_SECONDS):
+        self._clients = clients
+        self._store = store
+        self._prefix = prefix
+        self._queue_age = queue_age
+        self._interval = interval_seconds
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._queue_urls: dict[str, str] = {}
+        #: Latest state and value of every alarm, for the live view.
+        self.states: dict[str, tuple[str, float | None]] = {}
+        self.transitions: list[Transition] = []
+
+    # -- values --------------------------------------------------------------------------
+
+    def _queue_metric(self, name: str, queue_name: str) -> float | None:
+        if name == "ApproximateAgeOfOldestMessage":
+            return self._queue_age(queue_name)
+        attribute = {"ApproximateNumberOfMessagesVisible": "ApproximateNumberOfMessages",
+                     "ApproximateNumberOfMessagesNotVisible": "ApproximateNumberOfMessagesNotVisible",
+                     "ApproximateNumberOfMessagesDelayed": "ApproximateNumberOfMessagesDelayed"}.get(name)
+        if attribute is None:
+            return None
+        sqs = self._clients("sqs")
+        if queue_name not in self._queue_urls:
+            self._queue_urls[queue_name] = sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
+        attributes = sqs.get_queue_attributes(QueueUrl=self._queue_urls[queue_name], AttributeNames=[attribute])
+        return float(attributes["Attributes"][attribute])
+
+    def metric_value(self, namespace: str, name: str, dimensions: list[dict[str, str]], stat: str,
+                     period: float) -> float | None:
+        dims = {d["Name"]: d["Value"] for d in dimensions}
+        if namespace == "AWS/SQS" and set(dims) == {"QueueName"}:
+            return self._queue_metric(name, dims["QueueName"])
+        return statistic(self._store.values(namespace, name, dims, period), stat)
+
+    def alarm_value(self, alarm: Mapping[str, Any]) -> float | None:
+        if alarm.get("Metrics"):
+            values: dict[str, float | None] = {}
+            expressions: dict[str, str] = {}
+            returned = None
+            for query in alarm["Metrics"]:
+                if "MetricStat" in query:
+                    stat = query["MetricStat"]
+                    metric = stat["Metric"]
+                    values[query["Id"]] = self.metric_value(
+                        metric["Namespace"], metric["MetricName"], metric.get("Dimensions", []), stat["Stat"],
+                        stat["Period"])
+                elif "Expression" in query:
+                    expressions[query["Id"]] = query["Expression"]
+                if query.get("ReturnData", True):
+                    returned = query["Id"]
+            if returned is None or returned in values:
+                return values.get(returned) if returned is not None else next(iter(values.values()), None)
+            try:
+                return evaluate_expression(expressions[returned], values, expressions)
+            except MissingData:
+                return None
+        stat = alarm.get("Statistic") or alarm.get("ExtendedStatistic")
+        return self.metric_value(alarm["Namespace"], alarm["MetricName"], alarm.get("Dimensions", []), stat,
+                                 alarm["Period"])
+
+    # -- evaluation ----------------------------------------------------------------------
+
+    def evaluate_once(self) -> list[Transition]:
+        cloudwatch = self._clients("cloudwatch")
+        alarms = [a for page in cloudwatch.get_paginator("describe_alarms").paginate(AlarmNamePrefix=self._prefix)
+                  for a in page["MetricAlarms"]]
+        changes = []
+        for alarm in alarms:
+            value = self.alarm_value(alarm)
+            state = decide(alarm, value)
+            self.states[alarm["AlarmName"]] = (state, value)
+            if state != alarm["StateValue"]:
+                changes.append(self._change(alarm, state, value))
+        self.transitions.extend(changes)
+        return changes
+
+    def _change(self, alarm: Mapping[str, Any], state: str, value: float | None) -> Transition:
+        shown = "no data" if value is None else f"{value:g}"
+        reason = (f"{EMULATION_LABEL} Threshold Crossed: value {shown} "
+                  f"{'is' if state == 'ALARM' else 'is not'} {alarm['ComparisonOperator']} {alarm['Threshold']:g}.")
+        now = datetime.now(timezone.utc)
+        self._clients("cloudwatch").set_alarm_state(
+            AlarmName=alarm["AlarmName"], StateValue=state, StateReason=reason,
+            StateReasonData=json.dumps({"emulated": True, "value": value}),
+        )
+        message = {
+            "AlarmName": alarm["AlarmName"], "AlarmDescription": alarm.get("AlarmDescription"),
+            "AlarmArn": alarm["AlarmArn"], "NewStateValue": state, "OldStateValue": alarm["StateValue"],
+            "NewStateReason": reason, "StateChangeTime": now.isoformat(timespec="milliseconds"),
+            "Region": alarm["AlarmArn"].split(":")[3], "Emulated": True,
+        }
+        actions = {"ALARM": "AlarmActions", "OK": "OKActions", "INSUFFICIENT_DATA": "InsufficientDataActions"}[state]
+        for topic_arn in alarm.get(actions, []):
+            self._clients("sns").publish(
+                TopicArn=topic_arn, Subject=f'{state}: "{alarm["AlarmName"]}" (local emulation)'[:100],
+                Message=json.dumps(message),
+            )
+        return Transition(alarm["AlarmName"], alarm["StateValue"], state, value, reason)
+
+    # -- background ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="alarm-evaluator", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self.evaluate_once()
+            except Exception:  # noqa: BLE001 - keep evaluating; the next round retries
+                if self._stop.is_set():
+                    return
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+

@@ -1,0 +1,229 @@
+"""``python -m emulator ...`` (``make up``, ``make demo``): the real stack on an embedded AWS (moto) on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+
+from emulator.server import ENDPOINT_ENV
+from tiered_jobs.contract.names import Env, function_name, stack_name
+
+app = typer.Typer(help="Run the real stack on an embedded AWS (moto) on 127.0.0.1.", no_args_is_help=True,
+                  add_completion=False)
+
+_TIER_HELP = "Only this tier's consumer (repeatable; default: every function)."
+_GREP_HELP = "Only lines matching this regular expression."
+_METRICS_HELP = "Include the EMF metric documents (CloudWatch turns them into metrics)."
+
+
+def command_prefix() -> str:
+    """How to run ``tiered-jobs`` from another terminal: ``make setup`` puts it in the virtualenv,
+    not on ``PATH``, so hints name it by path (``.venv/bin/tiered-jobs`` from the checkout)."""
+    script = Path(sys.executable).parent / "tiered-jobs"
+    if not script.is_file():
+        return shutil.which("tiered-jobs") or "tiered-jobs"
+    cwd = Path.cwd()
+    return os.path.relpath(script, cwd) if script.is_relative_to(cwd) else str(script)
+
+
+def emulator_prefix() -> str:
+    """How to run the emulator from another terminal: this interpreter with ``-m emulator``, by path
+    (``.venv/bin/python -m emulator`` from the checkout)."""
+    python, cwd = Path(sys.executable), Path.cwd()
+    shown = os.path.relpath(python, cwd) if python.is_relative_to(cwd) else str(python)
+    return f"{shown} -m emulator"
+
+
+@app.command()
+def demo() -> None:
+    """Play the whole story (payments, e-mails, outages, a flood, an incident and its replay); exit 1 if any check fails."""
+    from emulator.demo import run_demo
+
+    raise typer.Exit(run_demo())
+
+
+@app.command()
+def up(
+    port: int = typer.Option(0, help="Port of the embedded AWS on 127.0.0.1 (0: a free one)."),
+    view: bool = typer.Option(True, help="Show the live per-tier view (off: one status line every 10 s)."),
+    logs: bool = typer.Option(True, help="Print the functions' log lines as they come."),
+    tier: Optional[list[str]] = typer.Option(None, "--tier", help="Print only these tiers' logs (repeatable)."),
+    grep: Optional[str] = typer.Option(None, "--grep", help="Print only log lines matching this regular expression."),
+    reload: bool = typer.Option(True, help="Deploy a new code version when files under the functions' asset change."),
+    console_port: int = typer.Option(0, "--console-port", help="Port of the web console on 127.0.0.1 (0: a free one)."),
+    web_console: bool = typer.Option(True, "--console/--no-console", help="Serve the web console too."),
+) -> None:
+    """Deploy the stack and keep it and its consumers running until Ctrl-C; publish from anywhere."""
+    from emulator.logs import LogFilter
+    from emulator.session import LocalSession
+    from emulator.view import rows, safe_table
+
+    console = Console()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    printed: queue.Queue[str] = queue.Queue()  # printed from the main thread, above the live view
+    try:
+        wanted = LogFilter(grep)
+    except Exception as exc:  # noqa: BLE001 - a bad --grep is a mistake in the command
+        raise typer.BadParameter(f"--grep: {exc}") from None
+    names: dict[str, str] = {}  # function name -> what its lines are prefixed with
+
+    def on_line(function_name: str, line: str) -> None:
+        label = names.get(function_name)
+        if logs and label is not None and wanted.matches(line):
+            printed.put(f"[dim]{label} |[/dim] {escape(line)}")
+
+    def on_reload(version) -> None:  # noqa: ANN001
+        printed.put(f"[bold]code version {version.number}[/bold] ({version.code_sha256[:12]}…): "
+                    f"{', '.join(version.changed) or 'reloaded'}; new execution environments from the next batch")
+
+    console.print("Deploying the real stack into an embedded AWS (moto) on 127.0.0.1 ...")
+    with LocalSession(port=port, log_sink=on_line, reload_interval_seconds=1.0 if reload else None,
+                      on_reload=on_reload) as session:
+        deployment = session.deployment
+        names.update({t.consumer.name: t.name for t in deployment.tiers.values() if not tier or t.name in tier})
+        if not tier:
+            names[deployment.replay.name] = "replay"
+        cli = f"{command_prefix()} --stage {deployment.stage}"
+        console.print(f"[bold]ready[/bold]: {deployment.stack_name} at {session.endpoint.url}")
+        console.print("In another terminal:")
+        for line in session.endpoint.export_lines():
+            console.print(f"  {line}", soft_wrap=True)
+        console.print(f"  export {Env.STAGE}={deployment.stage}")
+        console.print(f"  {cli} publish payments.update_balance "
+                      "--key pay_1 --payload '{\"account_id\": \"acc_1\", \"amount\": 500}'", soft_wrap=True)
+        console.print(f"  {cli} status", soft_wrap=True)
+        console.print(f"  {emulator_prefix()} logs --tier critical --follow", soft_wrap=True)
+        console.print(f"  aws sqs list-queues    # the queues: {', '.join(deployment.tiers)} (+ DLQs)", soft_wrap=True)
+        if reload:
+            console.print("Edit functions/ (or tiered_jobs/contract/): the next batches run the new code.", soft_wrap=True)
+        web = _start_console(session, console_port, console) if web_console else None
+        console.print("Press Ctrl-C to stop (everything is in memory and goes away).", soft_wrap=True)
+
+        def drain() -> None:
+            while True:
+                try:
+                    console.print(printed.get_nowait(), soft_wrap=True)
+                except queue.Empty:
+                    return
+
+        try:
+            if view:
+                with Live(safe_table(session), console=console, refresh_per_second=1) as live:
+                    last = 0.0
+                    while not stop.wait(0.2):
+                        drain()
+                        if time.monotonic() - last >= 1.0:
+                            live.update(safe_table(session))
+                            last = time.monotonic()
+            else:
+                last = time.monotonic()
+                while not stop.wait(0.2):
+                    drain()
+                    if time.monotonic() - last >= 10.0:
+                        last = time.monotonic()
+                        console.print(time.strftime("%H:%M:%S"), "  ".join(
+                            f"{r.tier}: depth {r.depth} ok {r.succeeded} dlq {r.dlq}" for r in rows(session)))
+        except KeyboardInterrupt:
+            pass
+        drain()
+        console.print("stopping ...")
+        if web is not None:
+            web.stop()
+    console.print("stopped.")
+
+
+@app.command("logs")
+def logs_command(
+    stage: str = typer.Option("local", "--stage", envvar=Env.STAGE, help="Stage of the running local stack."),
+    endpoint_url: Optional[str] = typer.Option(
+        None, "--endpoint-url", envvar=ENDPOINT_ENV, help="The embedded AWS (`up` prints it)."),
+    tier: Optional[list[str]] = typer.Option(None, "--tier", help=_TIER_HELP),
+    grep: Optional[str] = typer.Option(None, "--grep", help=_GREP_HELP),
+    since: int = typer.Option(600, "--since", help="Start this many seconds ago."),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines until Ctrl-C."),
+    metrics: bool = typer.Option(False, "--metrics", help=_METRICS_HELP),
+) -> None:
+    """Print the functions' logs from CloudWatch Logs (where `up` ships them, as Lambda does)."""
+    import boto3
+
+    from emulator.logs import LogFilter, read_events
+    from emulator.logs import follow as follow_events
+
+    try:
+        wanted = LogFilter(grep, metrics=metrics)
+    except Exception as exc:  # noqa: BLE001
+        raise typer.BadParameter(f"--grep: {exc}") from None
+    if not endpoint_url:
+        raise typer.BadParameter(f"no endpoint: set {ENDPOINT_ENV} as `up` prints, or pass --endpoint-url")
+    session = boto3.session.Session()
+    clients = {service: session.client(service, endpoint_url=endpoint_url) for service in ("cloudformation", "logs")}
+    groups = function_groups(clients["cloudformation"], stage, tier or [])
+    console = Console(highlight=False)
+    since_ms = int((time.time() - since) * 1000)
+    events = (follow_events(clients["logs"], groups, since_ms, stop=lambda: False) if follow
+              else iter(read_events(clients["logs"], groups, since_ms)))
+    try:
+        for event in events:
+            if wanted.matches(event.message):
+                stamp = time.strftime("%H:%M:%S", time.localtime(event.timestamp_ms / 1000))
+                console.print(f"[dim]{stamp} {event.function} |[/dim] {escape(event.message)}",
+                              soft_wrap=True)
+    except KeyboardInterrupt:
+        pass
+
+
+def function_groups(cloudformation: Any, stage: str, tiers: list[str]) -> dict[str, str]:
+    """``{label: log group}``: each tier's consumer (only ``tiers`` if given; labelled by tier) and the
+    replay function, read from the deployed stack (its template's ``LoggingConfig`` and resources)."""
+    from emulator.logs import function_log_groups
+
+    name = stack_name(stage)
+    body = cloudformation.get_template(StackName=name)["TemplateBody"]
+    template = body if isinstance(body, dict) else json.loads(body)
+    paginator = cloudformation.get_paginator("list_stack_resources")
+    physical = {s["LogicalResourceId"]: s["PhysicalResourceId"]
+                for page in paginator.paginate(StackName=name) for s in page["StackResourceSummaries"]}
+    groups = function_log_groups(template, physical)
+    prefix = function_name(stage, "")
+    labelled = {function[len(prefix):].removesuffix("-consumer"): group for function, group in groups.items()
+                if function.startswith(prefix)}
+    if not tiers:
+        return labelled
+    unknown = sorted(set(tiers) - set(labelled))
+    if unknown:
+        raise typer.BadParameter(f"unknown tier {', '.join(unknown)}; the stack has "
+                                 f"{', '.join(sorted(t for t in labelled if t != 'replay'))}", param_hint="--tier")
+    return {tier: labelled[tier] for tier in tiers}
+
+
+def _start_console(session: object, port: int, out: Console) -> object | None:
+    """The web console on 127.0.0.1 against the local stack; a note instead when its extra is missing."""
+    from tiered_jobs.console import INSTALL_HINT, missing_modules
+
+    if missing_modules():
+        out.print(f"(no web console: {INSTALL_HINT})", soft_wrap=True)
+        return None
+    from emulator.server import FAKE_CREDENTIALS
+    from tiered_jobs.console.server import start_in_thread
+    from tiered_jobs.operations import Target
+
+    deployment, endpoint = session.deployment, session.endpoint  # type: ignore[attr-defined]
+    target = Target(deployment.stage, deployment.stack_name, endpoint.region, endpoint.url,
+                    credentials={name.lower(): value for name, value in FAKE_CREDENTIALS.items()})
+    running = start_in_thread(target, port=port)
+    out.print(f"[bold]console[/bold]: {running.url}", soft_wrap=True)
+    return running

@@ -1,0 +1,348 @@
+"""What moto 5.2.5's CloudFormation lacks to deploy the real template, patched in one place.
+
+Each gap was checked against moto 5.2.5 (``moto/cloudformation/parsing.py`` and the service
+models); nothing here runs unless the gap is really there. The template itself is never edited,
+except that resources moto cannot create are held back from ``CreateStack`` and created right after
+it through the services' own APIs, from their own template properties.
+
+Gaps, in deployment order:
+
+1. **The public Powertools layer parameter.** The template resolves the layer ARN from
+   ``/aws/service/powertools/...`` (a parameter of type ``AWS::SSM::Parameter::Value<String>``).
+   moto has no such public parameter, refuses ``PutParameter`` under ``/aws/`` (reserved), and
+   resolves every SSM-typed parameter's ``Default`` even when a value is passed. So we seed it in
+   moto's SSM store directly (the server runs in this process) with a fake layer ARN: the functions
+   run locally on the virtualenv's pinned Powertools, the version the layer setting names.
+2. **CDK's bootstrap version** (``/cdk-bootstrap/hnb659fds/version``, checked by the template's
+   ``CheckBootstrapVersion`` rule): normally written by ``cdk bootstrap``; we write it with
+   ``PutParameter`` like bootstrap does.
+3. **Resource types moto's CloudFormation skips** (``AWS::CloudWatch::Alarm``,
+   ``AWS::SQS::QueuePolicy``, ``AWS::SNS::TopicPolicy``, ``AWS::S3::BucketPolicy``; moto warns "No
+   Moto CloudFormation support") and the resources that reference them (the dashboard names the
+   alarms' ARNs, which would fail the whole stack): held back from ``CreateStack``, then created by
+   :func:`create_held_back` with ``PutMetricAlarm`` / ``SetQueueAttributes`` / ``SetTopicAttributes`` /
+   ``PutBucketPolicy`` / ``PutDashboard``, their ``Ref`` / ``Fn::GetAtt`` / ``Fn::Join`` / ``Fn::Sub``
+   resolved against the deployed stack.
+   The list is read from moto's own model registry, so a moto that learns a type stops needing this.
+   A bucket policy loses its TLS-only ``Deny`` (``aws:SecureTransport: false``) on the way: moto's
+   S3 evaluates bucket policies without their conditions, so that statement would refuse every
+   request, while each local request stands for an SDK call over TLS, which AWS lets through
+   (``tests/infra/hops.py`` checks the real policy against AWS's rules).
+4. **Properties moto's CloudFormation ignores**: a table's ``TimeToLiveSpecification`` and
+   ``PointInTimeRecoverySpecification``, a bucket's ``VersioningConfiguration`` and
+   ``PublicAccessBlockConfiguration``; applied with DynamoDB's and S3's APIs when the deployed
+   resource lacks them (:func:`apply_ignored_properties`). A bucket's ``LifecycleConfiguration`` is
+   not applied: moto never runs a lifecycle rule, so locally the discard archive never expires.
+   A DLQ's ``RedriveAllowPolicy`` cannot be applied: moto's SQS has no such attribute
+   (``GetQueueAttributes`` rejects the name), so locally a DLQ admits any source queue. Not
+   emulated, and said so.
+5. **moto's own event source mappings** would invoke the functions in Docker on every
+   ``SendMessage`` (and, without Docker, fail each batch until SQS's redrive moves it to the DLQ
+   without reasons). The copy of the template given to ``CreateStack`` creates them *disabled*
+   (:func:`disable_event_source_mappings`, the one property local mode changes), so no message
+   sent while the stack is still being deployed reaches them; the local runtime runs the mappings
+   from their deployed settings. Not deleted: moto's queue keeps its own reference to a deleted
+   mapping and would still invoke it.
+6. **``ApproximateAgeOfOldestMessage``**: moto neither computes nor publishes it; the alarm
+   evaluator reads it from moto's store (:func:`oldest_message_age_seconds`).
+7. **moto's DynamoDB is not thread-safe.** A ``TransactWriteItems`` that fails (a condition, as
+   the payments job's "already applied" marker does on every duplicate) rolls back by restoring a
+   whole-table snapshot taken when it started, wiping what other requests committed meanwhile;
+   a snapshot taken while another thread writes can also crash (HTTP 500). DynamoDB makes every
+   request atomic, so the embedded server handles one DynamoDB request at a time
+   (:func:`serialize_dynamodb_requests`); callers stay concurrent.
+
+8. **EventBridge Scheduler**: moto's CloudFormation has no ``AWS::Scheduler::*`` types (held
+   back and created with ``CreateScheduleGroup`` / ``CreateSchedule``, gap 3), and moto stores
+   schedules but never fires them: ``emulator.scheduler`` fires the due ones.
+
+moto never evaluates alarms, publishes no SQS or Lambda metrics and extracts no EMF from logs:
+``emulator.metrics`` and ``emulator.alarms`` emulate those services' parts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from emulator.template import Resolver, hold_back
+
+#: CDK's default bootstrap qualifier; the template's BootstrapVersion parameter names it.
+BOOTSTRAP_VERSION_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
+#: Any version >= 6 satisfies the template's rule; this is the bootstrap template CDK 2.1148 ships.
+BOOTSTRAP_VERSION = "30"
+POWERTOOLS_PARAMETER_PREFIX = "/aws/service/powertools/"
+#: The condition of a TLS-only ``Deny`` (``enforce_ssl``): true only for a request without TLS.
+TLS_ONLY_DENY_CONDITION = {"Bool": {"aws:SecureTransport": "false"}}
+
+
+# --------------------------------------------------------------------------------------------
+# Gaps 1 and 2: SSM parameters the template reads
+
+
+def seed_parameters(template: Mapping[str, Any], ssm: Any, account_id: str, region: str) -> dict[str, str]:
+    """Create the SSM parameters the template's SSM-typed parameters read. Returns ``{name: value}``."""
+    seeded: dict[str, str] = {}
+    for parameter in template.get("Parameters", {}).values():
+        name = parameter.get("Default")
+        if not parameter.get("Type", "").startswith("AWS::SSM::Parameter::") or not name:
+            continue
+        if name == BOOTSTRAP_VERSION_PARAMETER:
+            ssm.put_parameter(Name=name, Value=BOOTSTRAP_VERSION, Type="String", Overwrite=True)
+            seeded[name] = BOOTSTRAP_VERSION
+        elif name.startswith(POWERTOOLS_PARAMETER_PREFIX):
+            value = fake_powertools_layer_arn(name, account_id, region)
+            _seed_reserved_parameter(name, value, account_id, region)
+            seeded[name] = value
+        else:
+            raise RuntimeError(f"the template reads SSM parameter {name!r}, which local mode does not know how to provide")
+    return seeded
+
+
+def fake_powertools_layer_arn(parameter_name: str, account_id: str, region: str) -> str:
+    """A well-formed layer ARN naming what the parameter stands for (never resolved: nothing runs it)."""
+    architecture, runtime, version = parameter_name[len(POWERTOOLS_PARAMETER_PREFIX):].split("/")[1:4]
+    layer = f"AWSLambdaPowertoolsPythonV3-{runtime.replace('.', '')}-{architecture.replace('_', '')}-local-{version}"
+    return f"arn:aws:lambda:{region}:{account_id}:layer:{re.sub(r'[^A-Za-z0-9_-]', '-', layer)}:1"
+
+
+def _seed_reserved_parameter(name: str, value: str, account_id: str, region: str) -> None:
+    """Write a parameter under ``/aws/`` into moto's store (its API refuses reserved names)."""
+    from moto.core.utils import utcnow
+    from moto.ssm.models import Parameter, ssm_backends
+
+    versions = ssm_backends[account_id][region]._parameters[name]
+    if not versions:
+        versions.append(Parameter(
+            account_id=account_id, name=name, value=value, parameter_type="String", description=None,
+            allowed_pattern=None, keyid=None, last_modified_date=utcnow(), version=1, data_type="text",
+        ))
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 3: resource types moto's CloudFormation cannot create
+
+
+def unsupported_types(template: Mapping[str, Any]) -> set[str]:
+    """Resource types of ``template`` that moto's CloudFormation would skip."""
+    from moto.cloudformation.parsing import NULL_MODELS, get_model_map
+
+    supported = set(get_model_map()) | set(NULL_MODELS)
+    return {
+        resource["Type"] for resource in template["Resources"].values()
+        if resource["Type"] not in supported and not resource["Type"].startswith("Custom::")
+    }
+
+
+def split_template(template: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """``(what CreateStack gets, {logical id: resource held back})``, held-back ones in creation order."""
+    return hold_back(template, unsupported_types(template))
+
+
+def create_held_back(held: Mapping[str, Mapping[str, Any]], resolver: Resolver, clients: Callable[[str], Any],
+                     account_id: str, region: str) -> None:
+    """Create each held-back resource through its service's API (see gap 3)."""
+    for logical_id, resource in held.items():
+        kind, properties = resource["Type"], resolver.resolve(resource.get("Properties", {}))
+        if kind == "AWS::CloudWatch::Alarm":
+            clients("cloudwatch").put_metric_alarm(**properties)
+            name = properties["AlarmName"]
+            resolver.physical_ids[logical_id] = name
+            resolver.attributes[(logical_id, "Arn")] = f"arn:aws:cloudwatch:{region}:{account_id}:alarm:{name}"
+        elif kind == "AWS::SQS::QueuePolicy":
+            for queue_url in properties["Queues"]:
+                clients("sqs").set_queue_attributes(
+                    QueueUrl=queue_url, Attributes={"Policy": json.dumps(properties["PolicyDocument"])})
+        elif kind == "AWS::SNS::TopicPolicy":
+            for topic_arn in properties["Topics"]:
+                clients("sns").set_topic_attributes(
+                    TopicArn=topic_arn, AttributeName="Policy", AttributeValue=json.dumps(properties["PolicyDocument"]))
+        elif kind == "AWS::S3::BucketPolicy":
+            document = properties["PolicyDocument"]
+            statements = [s for s in document["Statement"]
+                          if not (s["Effect"] == "Deny" and s.get("Condition") == TLS_ONLY_DENY_CONDITION)]
+            if statements:
+                clients("s3").put_bucket_policy(Bucket=properties["Bucket"],
+                                                Policy=json.dumps({**document, "Statement": statements}))
+        elif kind == "AWS::Scheduler::ScheduleGroup":
+            clients("scheduler").create_schedule_group(Name=properties["Name"])
+            resolver.physical_ids[logical_id] = properties["Name"]
+        elif kind == "AWS::Scheduler::Schedule":
+            clients("scheduler").create_schedule(**properties)
+            resolver.physical_ids[logical_id] = properties["Name"]
+        elif kind == "AWS::CloudWatch::Dashboard":
+            clients("cloudwatch").put_dashboard(
+                DashboardName=properties["DashboardName"], DashboardBody=properties["DashboardBody"])
+            resolver.physical_ids[logical_id] = properties["DashboardName"]
+        else:
+            raise NotImplementedError(f"moto cannot create {kind} ({logical_id}); add it to moto_patches.create_held_back")
+        resolver.types[logical_id] = kind
+
+
+def deployed_attribute(clients: Callable[[str], Any]) -> Callable[[str, str, str], str]:
+    """``attribute(type, physical id, name)`` for ``Fn::GetAtt`` on resources CloudFormation created."""
+
+    def attribute(kind: str, physical_id: str, name: str) -> str:
+        if kind == "AWS::SQS::Queue" and name in ("Arn", "QueueName", "QueueUrl"):
+            if name == "QueueUrl":
+                return physical_id
+            arn = clients("sqs").get_queue_attributes(QueueUrl=physical_id, AttributeNames=["QueueArn"])
+            return arn["Attributes"]["QueueArn"] if name == "Arn" else arn["Attributes"]["QueueArn"].rsplit(":", 1)[1]
+        if kind == "AWS::SNS::Topic" and name in ("TopicArn", "TopicName"):
+            return physical_id if name == "TopicArn" else physical_id.rsplit(":", 1)[1]
+        if kind == "AWS::Lambda::Function" and name == "Arn":
+            return clients("lambda").get_function_configuration(FunctionName=physical_id)["FunctionArn"]
+        if kind == "AWS::IAM::Role" and name == "Arn":
+            return clients("iam").get_role(RoleName=physical_id)["Role"]["Arn"]
+        if kind == "AWS::DynamoDB::Table" and name == "Arn":
+            return clients("dynamodb").describe_table(TableName=physical_id)["Table"]["TableArn"]
+        if kind == "AWS::S3::Bucket" and name == "Arn":
+            return f"arn:aws:s3:::{physical_id}"  # a bucket's ARN is its name (no region, no account)
+        raise NotImplementedError(f"Fn::GetAtt {kind}.{name} is not resolved by local mode; extend moto_patches")
+
+    return attribute
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 4: properties moto's CloudFormation ignores
+
+
+def apply_ignored_properties(template: Mapping[str, Any], resolver: Resolver,
+                             clients: Callable[[str], Any]) -> list[str]:
+    """Apply the properties of gap 4 where the deployed resource lacks them; returns what was applied."""
+    applied = []
+    for logical_id, resource in template["Resources"].items():
+        properties = resource.get("Properties", {})
+        physical_id = resolver.physical_ids.get(logical_id)
+        if resource["Type"] == "AWS::DynamoDB::Table" and physical_id is not None:
+            dynamodb = clients("dynamodb")
+            ttl = properties.get("TimeToLiveSpecification")
+            status = dynamodb.describe_time_to_live(TableName=physical_id)["TimeToLiveDescription"]["TimeToLiveStatus"]
+            if ttl and ttl.get("Enabled") and status != "ENABLED":
+                dynamodb.update_time_to_live(TableName=physical_id, TimeToLiveSpecification=ttl)
+                applied.append(f"{logical_id}.TimeToLiveSpecification")
+            pitr = properties.get("PointInTimeRecoverySpecification")
+            backups = dynamodb.describe_continuous_backups(TableName=physical_id)["ContinuousBackupsDescription"]
+            pitr_status = backups.get("PointInTimeRecoveryDescription", {}).get("PointInTimeRecoveryStatus")
+            if pitr and pitr.get("PointInTimeRecoveryEnabled") and pitr_status != "ENABLED":
+                dynamodb.update_continuous_backups(TableName=physical_id, PointInTimeRecoverySpecification=pitr)
+                applied.append(f"{logical_id}.PointInTimeRecoverySpecification")
+        if resource["Type"] == "AWS::S3::Bucket" and physical_id is not None:
+            applied += _apply_bucket_properties(logical_id, properties, physical_id, clients("s3"))
+    return applied
+
+
+def _apply_bucket_properties(logical_id: str, properties: Mapping[str, Any], bucket: str, s3: Any) -> list[str]:
+    """Versioning (an archived letter is never overwritten silently) and the public access block."""
+    from botocore.exceptions import ClientError
+
+    applied = []
+    versioning = properties.get("VersioningConfiguration")
+    if versioning and s3.get_bucket_versioning(Bucket=bucket).get("Status") != versioning["Status"]:
+        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": versioning["Status"]})
+        applied.append(f"{logical_id}.VersioningConfiguration")
+    block = properties.get("PublicAccessBlockConfiguration")
+    if block:
+        try:
+            current = s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"]
+        except ClientError:  # NoSuchPublicAccessBlockConfiguration
+            current = None
+        if current != block:
+            s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration=dict(block))
+            applied.append(f"{logical_id}.PublicAccessBlockConfiguration")
+    return applied
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 5: moto's own event source mappings
+
+EVENT_SOURCE_MAPPING = "AWS::Lambda::EventSourceMapping"
+
+
+def disable_event_source_mappings(deployable: dict[str, Any]) -> list[str]:
+    """Set ``Enabled: false`` on every event source mapping of ``deployable`` (the copy given to
+    ``CreateStack``; the synthesized template is not touched), so moto's SQS never hands a message
+    to a mapping that would run the function in Docker, not even while the stack is being created.
+    Returns the logical ids changed."""
+    changed = []
+    for logical_id, resource in deployable["Resources"].items():
+        if resource["Type"] == EVENT_SOURCE_MAPPING:
+            resource.setdefault("Properties", {})["Enabled"] = False
+            changed.append(logical_id)
+    return sorted(changed)
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 6: a queue metric moto does not compute
+
+
+def oldest_message_age_seconds(queue_name: str, account_id: str, region: str) -> float | None:
+    """``ApproximateAgeOfOldestMessage`` of a queue, read from moto's store (the server runs in this process).
+
+    moto's SQS has no such attribute or metric; its store keeps each message's ``SentTimestamp``,
+    so the age of the oldest message not yet deleted (visible, in flight or delayed) is exact here.
+    ``None`` when the queue is unknown.
+    """
+    from moto.sqs.models import sqs_backends
+
+    queue = sqs_backends[account_id][region].queues.get(queue_name)
+    if queue is None:
+        return None
+    sent = [m.sent_timestamp for m in list(queue._messages) if m.sent_timestamp is not None]
+    return max(0.0, time.time() - min(sent) / 1000) if sent else 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 7: one DynamoDB request at a time
+
+_DYNAMODB_REQUESTS = threading.RLock()
+
+
+def serialize_dynamodb_requests() -> None:
+    """Make moto's DynamoDB handle one request at a time in this process (idempotent)."""
+    from moto.dynamodb.responses import DynamoHandler
+
+    original = DynamoHandler.call_action
+    if getattr(original, "serialized_by_tiered_jobs", False):
+        return
+
+    def call_action(self: Any) -> Any:
+        with _DYNAMODB_REQUESTS:
+            return original(self)
+
+    call_action.serialized_by_tiered_jobs = True  # type: ignore[attr-defined]
+    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 8: percentile statistics in GetMetricData
+
+_PERCENTILE = re.compile(r"^p(\d{1,2}(\.\d+)?|100)$")
+
+
+def cloudwatch_percentiles() -> None:
+    """Let moto's ``GetMetricData`` answer ``pNN`` statistics (it returns nothing for them; idempotent).
+
+    CloudWatch computes percentiles from the raw values; the console's duration p50/p99 ask for
+    them. The value is the nearest-rank percentile of the period's values, as the local alarm
+    evaluator computes it (``emulator.metrics.statistic``).
+    """
+    from moto.cloudwatch.models import Statistics
+
+    from emulator.metrics import statistic
+
+    original = Statistics.get_statistics_for_type
+    if getattr(original, "percentiles_by_tiered_jobs", False):
+        return
+
+    def get_statistics_for_type(self: Any, stat: str) -> Any:
+        if _PERCENTILE.match(stat):
+            return statistic(self.metric_single_values_list, stat)
+        return original(self, stat)
+
+    get_statistics_for_type.percentiles_by_tiered_jobs = True  # type: ignore[attr-defined]
+    Statistics.get_statistics_for_type = get_statistics_for_type  # type: ignore[method-assign]

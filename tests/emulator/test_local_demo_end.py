@@ -1,0 +1,79 @@
+"""The demo's last word: "Every expectation held" only when the final alarm table is what the story caused."""
+
+from __future__ import annotations
+
+import io
+from contextlib import contextmanager
+from types import SimpleNamespace
+
+import pytest
+from rich.console import Console
+
+from emulator import demo as demo_module
+from emulator.view import TierRow
+from tiered_jobs.contract.names import Alarms
+
+TIERS = ("critical", "transactional", "bulk")
+
+
+def final_rows(**states: str) -> list[TierRow]:
+    """Every alarm OK, except ``tier__kind="STATE"`` (kind with underscores)."""
+    rows = []
+    for tier in TIERS:
+        alarms = {kind: states.get(f"{tier}__{kind.replace('-', '_')}", "OK") for kind in Alarms.KINDS}
+        rows.append(TierRow(tier=tier, depth=0, in_flight=0, succeeded=1, retried=0, dead_lettered=0, dlq=0,
+                            alarms=alarms))
+    return rows
+
+
+def check(rows: list[TierRow]) -> demo_module.Expectation:
+    story = demo_module.Demo(session=None, console=Console(file=io.StringIO()))
+    story.check_final_alarms(rows)
+    (expectation,) = story.expectations
+    return expectation
+
+
+def test_the_alarms_the_story_causes_may_end_in_alarm():
+    caused = check(final_rows(critical__failure_rate="ALARM", transactional__failure_rate="ALARM"))
+    assert caused.ok, caused.detail
+    assert "critical failure-rate" in caused.detail and "dead-lettered 4 payments" in caused.detail
+    assert check(final_rows()).ok
+
+
+@pytest.mark.parametrize("states, named", [
+    ({"bulk__failure_rate": "ALARM"}, "bulk failure-rate: ALARM"),
+    ({"critical__dlq_depth": "ALARM"}, "critical dlq-depth: ALARM"),  # the replay should have cleared it
+    ({"transactional__errors": "INSUFFICIENT_DATA"}, "transactional errors: INSUFFICIENT_DATA"),
+])
+def test_any_other_alarm_not_ok_fails_the_end_naming_it(states, named):
+    expectation = check(final_rows(**states))
+    assert not expectation.ok and named in expectation.detail
+
+
+def test_no_alarm_read_is_no_pass():
+    assert not check([TierRow("critical", 0, 0, 0, 0, 0, 0, alarms={})]).ok
+
+
+def test_run_demo_checks_the_final_table_it_prints(monkeypatch):
+    """The story's steps all pass, but bulk's failure-rate alarm ends in ALARM: the run fails, and says so."""
+    printed_tables: list[list[TierRow]] = []
+
+    @contextmanager
+    def fake_session(**_settings):
+        yield SimpleNamespace(deployment=SimpleNamespace(stack_name="TieredJobs-local", gaps={}, stage="local"),
+                              endpoint=SimpleNamespace(url="http://127.0.0.1:1"))
+
+    final = final_rows(bulk__failure_rate="ALARM")
+    monkeypatch.setattr(demo_module, "LocalSession", fake_session)
+    monkeypatch.setattr(demo_module.Demo, "run", lambda self: self.expect("story", "every step", True))
+    monkeypatch.setattr(demo_module, "safe_table", lambda session, title="Tiers": title)
+    monkeypatch.setattr(demo_module, "rows", lambda session: final)
+    monkeypatch.setattr(demo_module, "table",
+                        lambda session, title, snapshot: printed_tables.append(snapshot) or title)
+    console = Console(record=True, width=200)
+
+    assert demo_module.run_demo(console) == 1
+    output = console.export_text()
+    assert printed_tables == [final]
+    assert "bulk failure-rate: ALARM" in output
+    assert "Some expectations failed." in output and "Every expectation held." not in output

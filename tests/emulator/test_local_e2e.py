@@ -1,0 +1,189 @@
+"""End to end on moto's server: the real stack deployed, consumed, retried, dead-lettered, alarmed, replayed.
+
+One session serves the module (deploying takes ~15 s); the last test stops it and checks that no
+thread, worker process or port is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from emulator.session import LocalSession
+from functions.jobs.payments import TABLE as PAYMENTS_TABLE
+from tests.emulator.local_support import child_pids, port_is_free, wait_until
+from tiered_jobs.contract.envelope import build
+from tiered_jobs.contract.names import Alarms, DeadLetter, Env, Handlers, Schedules
+from tiered_jobs.publisher import InvalidJobError, Publisher
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def baseline():
+    return {"threads": set(threading.enumerate()), "children": child_pids()}
+
+
+@pytest.fixture(scope="module")
+def session(baseline):
+    local = LocalSession(alarm_interval_seconds=0.5).start()
+    yield local
+    local.stop()
+
+
+@pytest.fixture(scope="module")
+def publisher(session):
+    return Publisher.from_stage(session.deployment.stage, ssm=session.clients("ssm"), sqs=session.clients("sqs"))
+
+
+@pytest.fixture(scope="module")
+def inbox(session):
+    """An SQS queue subscribed to the alarm topic: what on-call would receive."""
+    sqs = session.clients("sqs")
+    url = sqs.create_queue(QueueName="e2e-inbox")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    session.clients("sns").subscribe(TopicArn=session.deployment.alarm_topic_arn, Protocol="sqs", Endpoint=arn,
+                                     Attributes={"RawMessageDelivery": "true"})
+    return url
+
+
+def depth(session, url) -> int:
+    attributes = session.clients("sqs").get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])
+    return sum(int(v) for v in attributes["Attributes"].values())
+
+
+def balance(session, account: str) -> int:
+    item = session.clients("dynamodb").get_item(TableName=session.deployment.resources[PAYMENTS_TABLE],
+                                                Key={"account_id": {"S": account}}).get("Item")
+    return int(item["balance"]["N"]) if item else 0
+
+
+def test_deployment_is_read_back_from_the_deployed_resources(session):
+    deployment = session.deployment
+    assert set(deployment.tiers) == {"critical", "transactional", "bulk"}
+    critical = deployment.tiers["critical"]
+    assert critical.consumer.handler == Handlers.CONSUMER
+    assert critical.consumer.environment[Env.RETRY_SCHEDULE] == "1,2,3"  # the local profile
+    assert critical.consumer.environment[Env.QUEUE_URL] == critical.queue_url
+    assert (critical.mapping.batch_size, critical.mapping.maximum_concurrency) == (5, 2)  # preset, local profile
+    assert deployment.tiers["bulk"].mapping.batching_window_seconds == 5
+    assert Path(critical.consumer.code_root, "tiered_jobs", "handlers", "consumer.py").is_file()
+    assert Path(critical.consumer.code_root, "functions", "jobs", "__init__.py").is_file()
+    assert not Path(critical.consumer.code_root, "infra").exists()  # only the Lambda asset
+    assert not Path(critical.consumer.code_root, "emulator").exists()
+    assert not Path(critical.consumer.code_root, "tiered_jobs", "cli").exists()
+    assert deployment.replay.handler == Handlers.REPLAY
+
+    clients = session.clients
+    mappings = clients("lambda").list_event_source_mappings()["EventSourceMappings"]
+    assert {m["State"] for m in mappings} == {"Disabled"}  # moto's own: would run Docker
+    alarms = clients("cloudwatch").describe_alarms(AlarmNamePrefix=Alarms.prefix("local"), MaxRecords=100)
+    names = {alarm["AlarmName"] for alarm in alarms["MetricAlarms"]}
+    assert names == {Alarms.name("local", tier, kind) for tier in deployment.tiers for kind in Alarms.KINDS} | {
+        Schedules.dlq_alarm_name("local")}
+    ttl = clients("dynamodb").describe_time_to_live(TableName=deployment.idempotency_table)
+    assert ttl["TimeToLiveDescription"]["TimeToLiveStatus"] == "ENABLED"
+    policy = clients("sqs").get_queue_attributes(QueueUrl=critical.queue_url, AttributeNames=["Policy"])
+    assert "aws:SecureTransport" in policy["Attributes"]["Policy"]
+    assert clients("cloudwatch").list_dashboards()["DashboardEntries"]
+
+
+def test_publish_consume_with_duplicates_applies_once(session, publisher):
+    account = f"acc-{uuid.uuid4().hex[:8]}"
+    jobs = [{"job_type": "payments.update_balance", "idempotency_key": f"{account}-{i}",
+             "payload": {"account_id": account, "amount": 10 * (i + 1)}} for i in range(3)]
+    publisher.publish_batch(jobs + jobs)  # every payment twice
+    wait_until(lambda: balance(session, account) == 60 and depth(session, session.deployment.tiers["critical"].queue_url) == 0,
+               what="payments applied")
+    time.sleep(1)
+    assert balance(session, account) == 60
+
+
+def test_transient_failures_are_retried_with_backoff_then_succeed(session, publisher):
+    mapping = session.runtime.by_function(session.deployment.tiers["transactional"].consumer.name)
+    before = mapping.stats.snapshot()
+    publisher.publish("demo.flaky", {"fail_times": 2}, f"flaky-{uuid.uuid4().hex}")
+    wait_until(lambda: mapping.stats.snapshot()["deleted"] > before["deleted"], what="flaky job succeeded")
+    after = mapping.stats.snapshot()
+    assert after["item_failures"] - before["item_failures"] == 2
+    assert depth(session, session.deployment.tiers["transactional"].dlq_url) == 0
+
+
+def test_permanent_failures_are_dead_lettered_at_once_with_reasons(session, publisher):
+    tier = session.deployment.tiers["transactional"]
+    with pytest.raises(InvalidJobError, match="payload field 'to' must match"):  # the publisher checks the schema
+        publisher.publish("notifications.send_email", {"to": "not-an-address", "subject": "hi"}, "bad-mail-1")
+    # a publisher that skips the schema (raw SendMessage): the consumer applies the same schema
+    body = build("notifications.send_email", {"to": "not-an-address", "subject": "hi"}, "bad-mail-1")
+    session.clients("sqs").send_message(QueueUrl=tier.queue_url, MessageBody=body.to_json())
+    wait_until(lambda: depth(session, tier.dlq_url) == 1, what="dead letter")
+    (letter,) = session.clients("sqs").receive_message(
+        QueueUrl=tier.dlq_url, MessageAttributeNames=["All"], VisibilityTimeout=0)["Messages"]
+    attributes = {k: v["StringValue"] for k, v in letter["MessageAttributes"].items()}
+    assert attributes[DeadLetter.REASON] == DeadLetter.REASON_PERMANENT
+    assert attributes[DeadLetter.ATTEMPTS] == "1"
+    assert attributes[DeadLetter.JOB_TYPE] == "notifications.send_email"
+    assert attributes[DeadLetter.SOURCE_QUEUE] == tier.queue_arn
+    session.clients("sqs").purge_queue(QueueUrl=tier.dlq_url)
+
+
+def notified(session, inbox) -> list[tuple[str, str]]:
+    sqs = session.clients("sqs")
+    found = []
+    for message in sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", []):
+        sqs.delete_message(QueueUrl=inbox, ReceiptHandle=message["ReceiptHandle"])
+        note = json.loads(message["Body"])
+        assert note["Emulated"] is True
+        found.append((note["AlarmName"], note["NewStateValue"]))
+    return found
+
+
+def test_dlq_alarm_then_replay_brings_it_back_to_ok(session, inbox):
+    tier = session.deployment.tiers["critical"]
+    alarm = Alarms.name("local", "critical", Alarms.DLQ_DEPTH)
+    account = f"acc-{uuid.uuid4().hex[:8]}"
+    # A letter SQS's redrive would leave after a crash: the body only, no DeadLetter.* reasons.
+    body = build("payments.update_balance", {"account_id": account, "amount": 7}, f"{account}-crashed").to_json()
+    session.clients("sqs").send_message(QueueUrl=tier.dlq_url, MessageBody=body)
+    seen: list[tuple[str, str]] = []
+    wait_until(lambda: seen.extend(notified(session, inbox)) or (alarm, "ALARM") in seen, what="ALARM notification")
+    state = session.clients("cloudwatch").describe_alarms(AlarmNames=[alarm])["MetricAlarms"][0]
+    assert state["StateValue"] == "ALARM" and "[local emulation]" in state["StateReason"]
+
+    inspected = session.invoke(session.deployment.replay, {"action": "inspect", "tier": "critical"})
+    assert [(g["job_type"], g["count"]) for g in inspected.response["groups"]] == [("payments.update_balance", 1)]
+    assert depth(session, tier.dlq_url) == 1  # inspect moves nothing
+
+    replayed = session.invoke(session.deployment.replay, {"action": "replay", "tier": "critical"})
+    assert replayed.error is None and replayed.response["moved"] == 1
+    wait_until(lambda: balance(session, account) == 7, what="replayed payment applied")
+    wait_until(lambda: seen.extend(notified(session, inbox)) or (alarm, "OK") in seen, what="OK notification")
+
+
+def test_a_configuration_change_reaches_new_execution_environments(session, publisher):
+    tier = session.deployment.tiers["critical"]
+    good = dict(tier.consumer.environment)
+    session.update_function_configuration(tier.consumer.name, {**good, Env.resource_var(PAYMENTS_TABLE): "missing-table"})
+    try:
+        publisher.publish("payments.update_balance", {"account_id": "acc-x", "amount": 1}, f"cfg-{uuid.uuid4().hex}")
+        wait_until(lambda: depth(session, tier.dlq_url) == 1, what="payment failed on the bad configuration")
+    finally:
+        session.update_function_configuration(tier.consumer.name, good)
+    replayed = session.invoke(session.deployment.replay, {"action": "replay", "tier": "critical"})
+    assert replayed.response["moved"] == 1
+    wait_until(lambda: depth(session, tier.queue_url) == 0 and depth(session, tier.dlq_url) == 0,
+               what="payment applied after the fix")
+
+
+def test_shutdown_leaves_no_thread_process_or_port(session, baseline):
+    port = session.endpoint.port
+    session.stop()
+    wait_until(lambda: not (set(threading.enumerate()) - baseline["threads"]), timeout=10, what="threads gone")
+    assert child_pids() <= baseline["children"]
+    assert port_is_free(port)

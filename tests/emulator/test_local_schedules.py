@@ -1,0 +1,140 @@
+"""Scheduled jobs in local mode: the real stack's schedules, fired by the local emulation into the tier queues.
+
+One session serves the module; it declares a periodic job (``rate(1 minute)``: its first fire is
+at creation, so no test waits a minute) and a cron job in a half-hour-offset time zone.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from emulator.session import LocalSession
+from emulator.view import job_total
+from tests.emulator.local_support import wait_until
+from tiered_jobs.contract.names import Alarms, Metrics, Schedules
+from tiered_jobs.contract.schedules import (
+    one_time_schedule_name,
+    periodic_idempotency_key,
+)
+from tiered_jobs.publisher import Publisher
+
+pytestmark = pytest.mark.e2e
+
+SCHEDULES = {
+    "heartbeat": {"expression": "rate(1 minute)", "job_type": "demo.flaky", "payload": {"fail_times": 0}},
+    "kolkata-daily": {"expression": "cron(30 9 * * ? *)", "timezone": "Asia/Kolkata",
+                      "job_type": "notifications.send_email", "payload": {"to": "ops@example.com", "subject": "daily"}},
+}
+
+
+@pytest.fixture(scope="module")
+def session():
+    local = LocalSession(alarm_interval_seconds=0.5, settings={"schedules": SCHEDULES}).start()
+    yield local
+    local.stop()
+
+
+@pytest.fixture(scope="module")
+def later(session):
+    """A publisher that sends every later job through a one-time schedule (so tests need not wait 15 minutes)."""
+    return Publisher.from_stage(session.deployment.stage, ssm=session.clients("ssm"), sqs=session.clients("sqs"),
+                                scheduler=session.clients("scheduler"), schedule_beyond_seconds=0)
+
+
+def fires_of(session, name):
+    return [fire for fire in session.scheduler.fires if fire.schedule_name == name]
+
+
+def succeeded(session) -> int:
+    return job_total(session, "transactional", Metrics.SUCCEEDED, "demo.flaky")
+
+
+def test_the_declared_schedules_are_deployed_in_the_stage_group(session):
+    group = session.deployment.outputs[Schedules.OUTPUT_GROUP_NAME]
+    assert group == Schedules.group_name(session.deployment.stage)
+    found = {s["Name"]: s for s in session.scheduler.schedules()}
+    assert set(found) == set(SCHEDULES)
+    assert found["kolkata-daily"]["ScheduleExpressionTimezone"] == "Asia/Kolkata"
+
+
+def test_a_rate_schedule_fires_at_creation_into_its_queue_and_the_job_runs(session):
+    wait_until(lambda: fires_of(session, "heartbeat"), 30, "the first heartbeat fire")
+    wait_until(lambda: succeeded(session) >= 1, 60, "the heartbeat job done")
+    fire = fires_of(session, "heartbeat")[0]
+    transactional = session.deployment.tiers["transactional"].queue_url
+    assert fire.queue_url.rsplit("/", 1)[-1] == transactional.rsplit("/", 1)[-1]  # demo.* -> transactional
+    # Created during the deployment, before the runner started: this first fire is caught up.
+    assert 0 <= fire.lag_seconds < 10, fire.lag_seconds
+
+
+def emails(session, metric) -> int:
+    return job_total(session, "transactional", metric, "notifications.send_email")
+
+
+def test_a_fire_delivered_twice_runs_once_and_carries_the_scheduled_time(session):
+    schedule = next(s for s in session.scheduler.schedules() if s["Name"] == "kolkata-daily")
+    when = datetime(2030, 1, 1, 4, 0, tzinfo=timezone.utc)  # 09:30 in Kolkata (UTC+5:30); never fires by itself here
+
+    first = session.scheduler.fire(schedule, when)
+    wait_until(lambda: emails(session, Metrics.SUCCEEDED) == 1, 60, "the first delivery done")
+    again = session.scheduler.fire(schedule, when)  # Scheduler is at-least-once: the same fire again
+    wait_until(lambda: emails(session, Metrics.DUPLICATE) == 1, 60, "the second delivery absorbed")
+
+    # The consumer counts an answer from the idempotency store as succeeded *and* duplicate: one real run.
+    assert emails(session, Metrics.SUCCEEDED) - emails(session, Metrics.DUPLICATE) == 1
+    assert first.body == again.body and first.message_id != again.message_id
+    assert json.loads(first.body) == {
+        "type": "notifications.send_email", "payload": {"to": "ops@example.com", "subject": "daily"}, "version": 1,
+        "idempotency_key": periodic_idempotency_key("kolkata-daily", "2030-01-01T04:00:00Z"),
+        "published_at": "2030-01-01T04:00:00Z"}
+
+
+def test_a_one_time_job_fires_at_its_time_and_deletes_its_schedule(session, later):
+    at = datetime.now(timezone.utc) + timedelta(seconds=2)
+    result = later.publish("demo.flaky", {"fail_times": 0}, "later-1", at=at)
+    cancelled = later.publish("demo.flaky", {"fail_times": 0}, "later-2", at=at)
+    assert result.schedule_name == one_time_schedule_name("demo.flaky", "later-1")
+    assert later.publish("demo.flaky", {"fail_times": 0}, "later-1", at=at).already_scheduled
+    assert later.cancel("demo.flaky", "later-2") is True
+
+    wait_until(lambda: fires_of(session, result.schedule_name), 30, "the one-time fire")
+    (fire,) = fires_of(session, result.schedule_name)
+    assert fire.scheduled_time == at.replace(microsecond=0)  # at() has whole seconds
+    assert 0 <= fire.lag_seconds < 2.0, fire.lag_seconds  # Scheduler itself documents 60 s precision
+    names = {s["Name"] for s in session.scheduler.schedules()}
+    assert result.schedule_name not in names  # ActionAfterCompletion=DELETE
+    assert fires_of(session, cancelled.schedule_name) == []
+
+
+def test_an_undeliverable_fire_is_dead_lettered_and_pages(session, inbox_states=None):
+    scheduler, sqs = session.clients("scheduler"), session.clients("sqs")
+    group = session.deployment.outputs[Schedules.OUTPUT_GROUP_NAME]
+    dlq_arn = session.deployment.outputs[Schedules.OUTPUT_DLQ_ARN]
+    scheduler.create_schedule(
+        Name="to-nowhere", GroupName=group, ScheduleExpression="rate(1 minute)", FlexibleTimeWindow={"Mode": "OFF"},
+        Target={"Arn": dlq_arn.rsplit(":", 1)[0] + ":no-such-queue", "RoleArn": "arn:aws:iam::123456789012:role/x",
+                "Input": "{}", "DeadLetterConfig": {"Arn": dlq_arn}})
+    wait_until(lambda: fires_of(session, "to-nowhere"), 30, "the failed fire")
+    assert fires_of(session, "to-nowhere")[0].error
+    dlq_url = session.deployment.outputs[Schedules.OUTPUT_DLQ_URL]
+    (letter,) = sqs.receive_message(QueueUrl=dlq_url, MessageAttributeNames=["All"], VisibilityTimeout=0)["Messages"]
+    assert letter["MessageAttributes"]["TARGET_ARN"]["StringValue"].endswith(":no-such-queue")
+    name = Schedules.dlq_alarm_name(session.deployment.stage)
+    cloudwatch = session.clients("cloudwatch")
+    wait_until(lambda: cloudwatch.describe_alarms(AlarmNames=[name])["MetricAlarms"][0]["StateValue"] == "ALARM",
+               10, "the schedules DLQ alarm")
+    assert name.startswith(Alarms.prefix(session.deployment.stage))
+    scheduler.delete_schedule(Name="to-nowhere", GroupName=group)
+
+
+def test_local_firing_precision(session):
+    """Fires that fell due while the runner ran (not caught up after deployment, not re-delivered by hand)."""
+    lags = [fire.lag_seconds for fire in session.scheduler.fires
+            if fire.error is None and fire.schedule_name.startswith("once-")]
+    assert lags and max(lags) < 2.0
+    print(f"local firing lag over {len(lags)} fire(s): p50 {statistics.median(lags) * 1000:.0f} ms, "
+          f"max {max(lags) * 1000:.0f} ms")

@@ -1,0 +1,101 @@
+"""The moto adapter: which resources are held back, and how their intrinsics are resolved."""
+
+from __future__ import annotations
+
+import pytest
+
+from emulator import moto_patches, template
+
+TEMPLATE = {
+    "Parameters": {
+        "Layer": {"Type": "AWS::SSM::Parameter::Value<String>",
+                  "Default": "/aws/service/powertools/python/x86_64/python3.11/3.37.0"},
+        "BootstrapVersion": {"Type": "AWS::SSM::Parameter::Value<String>", "Default": "/cdk-bootstrap/hnb659fds/version"},
+    },
+    "Resources": {
+        "Queue": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "q"}},
+        "QueuePolicy": {"Type": "AWS::SQS::QueuePolicy", "Properties": {
+            "Queues": [{"Ref": "Queue"}],
+            "PolicyDocument": {"Statement": [{"Effect": "Deny", "Resource": {"Fn::GetAtt": ["Queue", "Arn"]}}]}}},
+        "Alarm": {"Type": "AWS::CloudWatch::Alarm", "Properties": {"AlarmName": "a"}},
+        "Dashboard": {"Type": "AWS::CloudWatch::Dashboard", "Properties": {
+            "DashboardBody": {"Fn::Join": ["", ["[", {"Fn::GetAtt": ["Alarm", "Arn"]}, "]"]]}}},
+        "Waiter": {"Type": "AWS::SQS::Queue", "DependsOn": ["Queue", "Alarm"], "Properties": {}},
+    },
+    "Outputs": {"QueueUrl": {"Value": {"Ref": "Queue"}}},
+}
+
+
+def test_unsupported_types_come_from_motos_own_registry():
+    assert moto_patches.unsupported_types(TEMPLATE) == {"AWS::SQS::QueuePolicy", "AWS::CloudWatch::Alarm"}
+
+
+def test_split_holds_back_unsupported_resources_and_what_refers_to_them():
+    deployable, held = moto_patches.split_template(TEMPLATE)
+    assert set(deployable["Resources"]) == {"Queue", "Waiter"}
+    assert deployable["Resources"]["Waiter"]["DependsOn"] == ["Queue"]
+    assert set(held) == {"QueuePolicy", "Alarm", "Dashboard"}
+    assert list(held).index("Alarm") < list(held).index("Dashboard")  # created after what it names
+    assert "Alarm" in TEMPLATE["Resources"]  # the synthesized template itself is untouched
+
+
+def test_an_output_on_a_held_back_resource_is_refused():
+    template = {**TEMPLATE, "Outputs": {"AlarmName": {"Value": {"Ref": "Alarm"}}}}
+    with pytest.raises(RuntimeError, match="output AlarmName"):
+        moto_patches.split_template(template)
+
+
+def resolver(**attributes):
+    return template.Resolver(
+        physical_ids={"Queue": "https://q-url", "Topic": "arn:aws:sns:us-east-1:1:t"},
+        types={"Queue": "AWS::SQS::Queue", "Topic": "AWS::SNS::Topic"},
+        parameters={"Param": "p"}, pseudo={"AWS::Region": "us-east-1", "AWS::AccountId": "123"},
+        attribute=lambda kind, physical_id, name: f"{kind}|{physical_id}|{name}",
+    )
+
+
+@pytest.mark.parametrize(("node", "expected"), [
+    ({"Ref": "Queue"}, "https://q-url"),
+    ({"Ref": "AWS::Region"}, "us-east-1"),
+    ({"Ref": "Param"}, "p"),
+    ({"Fn::GetAtt": ["Queue", "Arn"]}, "AWS::SQS::Queue|https://q-url|Arn"),
+    ({"Fn::GetAtt": "Queue.Arn"}, "AWS::SQS::Queue|https://q-url|Arn"),
+    ({"Fn::Join": [":", ["a", {"Ref": "AWS::AccountId"}]]}, "a:123"),
+    ({"Fn::Sub": "x-${AWS::Region}-${Queue}-${Queue.Arn}-${!Literal}"},
+     "x-us-east-1-https://q-url-AWS::SQS::Queue|https://q-url|Arn-${Literal}"),
+    ({"Fn::Sub": ["${A}/${AWS::AccountId}", {"A": {"Ref": "Param"}}]}, "p/123"),
+    ({"Key": [{"Ref": "Topic"}]}, {"Key": ["arn:aws:sns:us-east-1:1:t"]}),
+])
+def test_resolver_intrinsics(node, expected):
+    assert resolver().resolve(node) == expected
+
+
+def test_resolver_refuses_what_it_does_not_know():
+    with pytest.raises(NotImplementedError, match="Fn::Select"):
+        resolver().resolve({"Fn::Select": [0, ["a"]]})
+    with pytest.raises(KeyError, match="Nope"):
+        resolver().resolve({"Ref": "Nope"})
+
+
+def test_references_sees_refs_getatts_and_sub_variables():
+    assert template.references({"a": [{"Ref": "A"}, {"Fn::GetAtt": ["B", "Arn"]}],
+                                 "b": {"Fn::Sub": "${C.Arn}/${AWS::Region}/${!D}"}}) == {"A", "B", "C", "AWS::Region"}
+
+
+def test_seeding_writes_bootstrap_version_and_the_reserved_powertools_parameter(aws):
+    import boto3
+
+    ssm = boto3.client("ssm", region_name="us-east-1")
+    seeded = moto_patches.seed_parameters(TEMPLATE, ssm, "123456789012", "us-east-1")
+    assert ssm.get_parameter(Name="/cdk-bootstrap/hnb659fds/version")["Parameter"]["Value"] == "30"
+    layer = ssm.get_parameter(Name=TEMPLATE["Parameters"]["Layer"]["Default"])["Parameter"]["Value"]
+    assert layer == seeded[TEMPLATE["Parameters"]["Layer"]["Default"]]
+    assert layer.startswith("arn:aws:lambda:us-east-1:123456789012:layer:AWSLambdaPowertoolsPythonV3-python311-x8664")
+
+
+def test_seeding_refuses_an_unknown_ssm_parameter(aws):
+    import boto3
+
+    template = {"Parameters": {"X": {"Type": "AWS::SSM::Parameter::Value<String>", "Default": "/team/secret"}}}
+    with pytest.raises(RuntimeError, match="/team/secret"):
+        moto_patches.seed_parameters(template, boto3.client("ssm", region_name="us-east-1"), "123456789012", "us-east-1")

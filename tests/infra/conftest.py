@@ -1,0 +1,37 @@
+"""The synthesized stacks the infra tests read, once per session each."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.app import load_cdk_context
+from tests.infra.infra_support import Synth, synthesize_once
+
+
+@pytest.fixture(scope="session")
+def default_synth(tmp_path_factory) -> Synth:
+    """Exactly what ``cdk.json`` says."""
+    return synthesize_once(tmp_path_factory, "default")
+
+
+@pytest.fixture(scope="session")
+def custom_synth(tmp_path_factory) -> Synth:
+    """A disposable stage with an added tier, a moved route, subscriptions, x86, console events, a periodic job
+    and a 30-day discard archive."""
+    context = load_cdk_context()["tiered_jobs"]
+    return synthesize_once(
+        tmp_path_factory,
+        "custom",
+        stage="qa",
+        disposable=True,
+        architecture="x86_64",
+        powertools_version="latest",
+        alarm_email="oncall@example.com",
+        alarm_https_url="https://events.pagerduty.com/integration/abc/enqueue",
+        console_test_events=True,
+        discard_archive_days=30,
+        tiers={**context["tiers"], "reports": {"max_concurrency": 2, "timeout_seconds": 120}},
+        routes={**context["routes"], "reports.*": "reports", "payments.update_balance": "transactional"},
+        schedules={"weekly-report": {"expression": "cron(0 6 ? * MON *)", "timezone": "Europe/Paris",
+                                     "job_type": "reports.weekly", "payload": {}}},
+    )

@@ -1,0 +1,407 @@
+"""The rate limiter: the bucket's claims and conflicts, and what the consumer does with a held job."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from tests.support.tier import create_rate_limit_table
+from tiered_jobs.contract.names import Attributes, DeadLetter, Metrics
+from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
+from tiered_jobs.runtime.ratelimit import (
+    TAT_ATTRIBUTE,
+    LimitedRecord,
+    RateLimiter,
+    TokenBucket,
+)
+
+T0 = 1_800_000_000.0
+US = 1_000_000
+
+
+class FakeTime:
+    """A clock that only moves when the code under test sleeps."""
+
+    def __init__(self, now: float = T0):
+        self.now, self.slept = now, []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def stubbed_bucket(limit=RateLimit(10, 2), clock=lambda: T0):
+    client = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    return TokenBucket(client, "buckets", "critical#tier", limit, clock), Stubber(client)
+
+
+def tat(value: int) -> dict:
+    return {TAT_ATTRIBUTE: {"N": str(value)}}
+
+
+# --- the bucket: one conditional write, a read on the first claim only; conflicts, stubbed -
+
+def test_an_idle_bucket_gives_the_burst_at_once_then_one_job_per_interval():
+    bucket, stub = stubbed_bucket()
+    now = int(T0 * US)
+    stub.add_response("get_item", {}, {"TableName": "buckets", "Key": {"bucket": {"S": "critical#tier"}},
+                                       "ProjectionExpression": "#tat", "ExpressionAttributeNames": {"#tat": "tat"}})
+    stub.add_response("update_item", {"Attributes": tat(now + 5 * 100_000)}, {
+        "TableName": "buckets", "Key": {"bucket": {"S": "critical#tier"}}, "ReturnValues": "UPDATED_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD", "UpdateExpression": "SET #tat = :tat",
+        "ConditionExpression": "attribute_not_exists(#tat) OR #tat < :now", "ExpressionAttributeNames": {"#tat": "tat"},
+        "ExpressionAttributeValues": {":tat": {"N": str(now + 5 * 100_000)}, ":now": {"N": str(now)}},
+    })
+    with stub:
+        claim = bucket.claim(5, max_wait_seconds=1.0)
+    stub.assert_no_pending_responses()
+    assert (claim.writes, claim.reads) == (1, 1)
+    # burst 2: two now, then every 0.1 s
+    assert [round(s - T0, 3) for s in claim.starts] == [0.0, 0.0, 0.1, 0.2, 0.3]
+
+
+def busy_claim(now: int, n: int, latest: int) -> dict:
+    """The expected parameters of a busy-case claim of ``n`` jobs."""
+    return {
+        "TableName": "buckets", "Key": {"bucket": {"S": "critical#tier"}}, "ReturnValues": "UPDATED_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD", "UpdateExpression": "SET #tat = #tat + :claim",
+        "ConditionExpression": "#tat BETWEEN :now AND :latest", "ExpressionAttributeNames": {"#tat": "tat"},
+        "ExpressionAttributeValues": {":claim": {"N": str(n * 100_000)}, ":now": {"N": str(now)},
+                                      ":latest": {"N": str(latest)}},
+    }
+
+
+def test_a_conflict_claims_nothing_and_the_returned_state_drives_the_next_claim_without_a_read():
+    bucket, stub = stubbed_bucket()
+    now = int(T0 * US)
+    ahead = now + 300_000  # another consumer claimed meanwhile: the bucket is busy, 0.3 s ahead
+    stub.add_response("get_item", {}, None)  # stale: looked idle
+    stub.add_client_error("update_item", "ConditionalCheckFailedException", "The conditional request failed",
+                          400, response_meta={}, modeled_fields={"Item": {"bucket": {"S": "critical#tier"}, **tat(ahead)}})
+    # the next batch: no read, the busy case guessed from the tat the failure returned;
+    # horizon = now + 0.5 s wait + 0.1 s tolerance; the third job must start by then
+    stub.add_response("update_item", {"Attributes": tat(ahead + 3 * 100_000)},
+                      busy_claim(now, 3, latest=now + 600_000 - 2 * 100_000))
+    with stub:
+        lost = bucket.claim(3, max_wait_seconds=0.5)
+        won = bucket.claim(3, max_wait_seconds=0.5)
+    stub.assert_no_pending_responses()
+    assert (lost.granted, lost.writes, lost.reads, lost.conflicted) == (0, 1, 1, True)
+    assert lost.next_turn == pytest.approx(T0 + 0.2)  # the held jobs' turn: the returned tat less the burst
+    assert (won.writes, won.reads, won.conflicted) == (1, 0, False)
+    assert [round(s - T0, 3) for s in won.starts] == [0.2, 0.3, 0.4]
+    assert bucket.last_tat_us == ahead + 300_000
+
+
+def test_a_failed_condition_is_never_retried_and_a_full_bucket_costs_no_call_once_seen():
+    bucket, stub = stubbed_bucket()
+    now = int(T0 * US)
+    stub.add_response("get_item", {"Item": tat(now)}, None)
+    # the bucket looked busy by 0 s; another consumer has pushed it 4.95 s ahead: 10 jobs do not fit
+    stub.add_client_error("update_item", "ConditionalCheckFailedException", "failed", 400,
+                          modeled_fields={"Item": tat(now + 4_950_000)})
+    with stub:  # one write, no second one: any further call would find no response queued and raise
+        claim = bucket.claim(10, max_wait_seconds=5.0)
+    stub.assert_no_pending_responses()
+    assert (claim.granted, claim.writes, claim.reads) == (0, 1, 1)
+    assert claim.next_turn == pytest.approx(T0 + 4.95 - 0.1)
+    bucket.last_tat_us = now + 60 * US  # a minute ahead: no token within the wait bound
+    with stub:  # no response queued: any call would raise
+        held = bucket.claim(10, max_wait_seconds=5.0)
+    assert (held.granted, held.writes, held.reads) == (0, 0, 0)
+    assert held.next_turn == pytest.approx(T0 + 60 - 0.1)
+
+
+def test_once_others_were_seen_claiming_the_next_guess_keeps_the_bucket_as_far_ahead():
+    clock = FakeTime()
+    bucket, stub = stubbed_bucket(RateLimit(10, 1), clock=clock)
+    now = int(T0 * US)
+    stub.add_response("get_item", {"Item": tat(now + 300_000)}, None)  # others: 0.3 s ahead
+    stub.add_response("update_item", {"Attributes": tat(now + 600_000)}, busy_claim(now, 3, now + 300_000))
+    later = now + 1_000_000  # a second later the container's own claim has run out, but others
+    # kept claiming: it guesses the bucket 0.3 s ahead still, and claims what fits after that
+    stub.add_response("update_item", {"Attributes": tat(later + 600_000)}, busy_claim(later, 3, later + 300_000))
+    with stub:
+        assert bucket.claim(5, max_wait_seconds=0.5).granted == 3
+        clock.now += 1.0
+        claim = bucket.claim(5, max_wait_seconds=0.5)
+    stub.assert_no_pending_responses()
+    assert (claim.granted, claim.writes, claim.reads) == (3, 1, 0)
+    assert [round(s - T0, 3) for s in claim.starts] == [1.3, 1.4, 1.5]
+
+
+def test_other_errors_are_not_taken_for_a_conflict():
+    bucket, stub = stubbed_bucket()
+    stub.add_response("get_item", {}, None)
+    stub.add_client_error("update_item", "ProvisionedThroughputExceededException", "slow down", 400)
+    with stub, pytest.raises(Exception, match="ProvisionedThroughputExceeded"):
+        bucket.claim(1, 1.0)
+
+
+# --- the bucket on moto, with 20 threads claiming at once -----------------------------------
+
+def assert_never_ahead(starts: list[float], limit: RateLimit) -> None:
+    """GCRA's guarantee: within any span, at most burst + span * rate jobs may start."""
+    starts = sorted(starts)
+    interval = 1 / limit.per_second
+    for i in range(len(starts)):
+        for j in range(i + 1, len(starts)):
+            assert starts[j] - starts[i] >= (j - i - (limit.burst - 1)) * interval - 1e-4, (i, j)
+
+
+def concurrently(consumer, threads: int = 20) -> None:
+    """Run ``consumer`` in ``threads`` threads at once; an error in any of them fails the test."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            consumer()
+        except BaseException as exc:  # noqa: BLE001 -- re-raised in the test's thread
+            errors.append(exc)
+
+    running = [threading.Thread(target=run) for _ in range(threads)]
+    for thread in running:
+        thread.start()
+    for thread in running:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
+def test_twenty_concurrent_consumers_never_exceed_the_rate(aws):
+    from emulator.moto_patches import serialize_dynamodb_requests
+
+    serialize_dynamodb_requests()  # DynamoDB applies each request atomically; moto needs the help
+    dynamodb = boto3.client("dynamodb")
+    create_rate_limit_table(dynamodb, "buckets")
+    limit, wait, until = RateLimit(per_second=40, burst=4), 0.25, time.time() + 1.5
+    starts: list[float] = []
+    claims = []
+    lock = threading.Lock()
+
+    def consumer() -> None:
+        bucket = TokenBucket(boto3.client("dynamodb"), "buckets", "critical#tier", limit)
+        while time.time() < until:
+            claim = bucket.claim(3, wait)
+            with lock:
+                starts.extend(claim.starts)
+                claims.append(claim)
+            time.sleep(0.01)  # a consumer then runs (or re-sends) its batch
+
+    concurrently(consumer)
+    assert len(starts) >= 20, "the consumers got almost nothing"
+    assert_never_ahead(starts, limit)
+    assert any(claim.conflicted for claim in claims), "no conditional write ever conflicted: the test proves nothing"
+    assert max(claim.writes for claim in claims) <= 1
+
+
+def test_each_batch_makes_at_most_one_conditional_write_per_bucket_under_contention(aws):
+    """20 containers admit batches of two buckets' jobs at once; botocore's hooks count each
+    batch's DynamoDB calls on the wire, per bucket."""
+    from emulator.moto_patches import serialize_dynamodb_requests
+
+    serialize_dynamodb_requests()
+    create_rate_limit_table(boto3.client("dynamodb"), "buckets")
+    queue_url = boto3.client("sqs").create_queue(QueueName="critical")["QueueUrl"]
+    limits = RateLimits(RateLimit(40, 4), {"demo.*": RateLimit(20, 2)}, max_wait_seconds=0.25)
+    keys = {"analytics.record_event": "critical#tier", "demo.flaky": "critical#type:demo.*"}
+    until = time.time() + 1.5
+    batches: list[dict[tuple[str, str], int]] = []  # per batch: (operation, bucket key) -> calls
+    starts: dict[str, list[float]] = {key: [] for key in keys.values()}
+    conflicts: list[str] = []  # buckets whose one write lost: the batch's jobs of it were held
+    lock = threading.Lock()
+
+    def consumer() -> None:
+        calls: dict[tuple[str, str], int] = {}
+
+        def count(model, params, **_):
+            key = (model.name, params["Key"]["bucket"]["S"]) if "Key" in params else (model.name, "")
+            calls[key] = calls.get(key, 0) + 1
+
+        dynamodb = boto3.client("dynamodb")
+        dynamodb.meta.events.register("before-parameter-build.dynamodb", count)
+        clients = {"dynamodb": dynamodb, "sqs": boto3.client("sqs")}
+        limiter = RateLimiter(limits, "critical", "buckets", queue_url, client=clients.__getitem__)
+        batch = 0
+        while time.time() < until or batch < 3:  # every container claims a few times
+            batch += 1
+            records = [LimitedRecord(f"{threading.get_ident()}-{batch}-{i}", job_type, "{}", {}, attempt=1)
+                       for i, job_type in enumerate(list(keys) * 5)]
+            calls.clear()
+            gate = limiter.admit(records, remaining_seconds=30.0)
+            granted: set[str] = set()
+            for record in records:
+                verdict = gate.verdicts[record.message_id]
+                if not verdict.held:
+                    granted.add(keys[record.job_type])
+                    with lock:
+                        starts[keys[record.job_type]].append(verdict.start)
+                else:
+                    assert verdict.resent_delay is not None  # held: re-sent, never failed
+            with lock:
+                batches.append(dict(calls))
+                conflicts.extend(key for op, key in calls if op == "UpdateItem" and key not in granted)
+            time.sleep(0.01)
+
+    concurrently(consumer)
+    writes = [n for batch in batches for (op, _), n in batch.items() if op == "UpdateItem"]
+    assert len(batches) >= 60 and max(writes) == 1, "at most one conditional write per bucket and batch"
+    assert sum(writes) > len(batches), "both buckets were written in the same batches"
+    # a read only on each container's first claim of each bucket: 20 containers x 2 buckets at most
+    assert sum(n for batch in batches for (op, _), n in batch.items() if op == "GetItem") <= 20 * len(keys)
+    assert {op for batch in batches for op, _ in batch} <= {"GetItem", "UpdateItem"}
+    assert_never_ahead(starts["critical#tier"], limits.tier)
+    assert_never_ahead(starts["critical#type:demo.*"], limits.job_types["demo.*"])
+    assert min(len(found) for found in starts.values()) >= 10, "the consumers got almost nothing"
+    assert set(conflicts) == set(keys.values()), "no write conflicted on some bucket: the test proves little"
+
+
+# --- the consumer with a limited tier -------------------------------------------------------
+
+def limited_consumer(tier, clock: FakeTime, limits: RateLimits, **kwargs):
+    table = create_rate_limit_table(tier.dynamodb, "critical-buckets")
+    consumer = tier.consumer(**kwargs)
+    consumer.limiter = RateLimiter(limits, "critical", table, tier.queue_url,
+                                   client={"sqs": tier.sqs, "dynamodb": tier.dynamodb}.__getitem__,
+                                   clock=clock, sleep=clock.sleep)
+    return consumer
+
+
+def emf_totals(capsys) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for line in capsys.readouterr().out.splitlines():
+        if line.startswith('{"_aws"'):
+            doc = json.loads(line)  # one document per job type (both dimension sets in it)
+            for name in (Metrics.PROCESSED, Metrics.FAILED, Metrics.RATE_LIMITED, Metrics.SUCCEEDED):
+                values = doc.get(name, 0)
+                totals[name] = totals.get(name, 0) + (sum(values) if isinstance(values, list) else values)
+    return totals
+
+
+def delayed(tier) -> int:
+    attributes = tier.sqs.get_queue_attributes(QueueUrl=tier.queue_url, AttributeNames=["All"])["Attributes"]
+    return int(attributes["ApproximateNumberOfMessagesDelayed"])
+
+
+def test_jobs_beyond_the_wait_bound_are_re_sent_with_a_delay_never_failed(tier, capsys):
+    clock = FakeTime()
+    consumer = limited_consumer(tier, clock, RateLimits(RateLimit(5, 2), {}, max_wait_seconds=1.0))
+    for i in range(10):
+        tier.publish("analytics.record_event", {"event": "page_view"}, f"evt-{i}")
+    response = tier.run_batch(consumer)
+    assert response == {"batchItemFailures": []}  # held jobs are acknowledged: SQS deletes the originals
+    # burst 2 + 1 s at 5/s = 7 run, paced 0.2 s apart after the burst; 3 re-sent with a delay
+    assert sum(clock.slept) == pytest.approx(1.0)
+    assert delayed(tier) == 3 and tier.dlq_messages() == []
+    assert emf_totals(capsys) == {Metrics.PROCESSED: 7, Metrics.SUCCEEDED: 7, Metrics.FAILED: 0,
+                                  Metrics.RATE_LIMITED: 3}
+
+
+def test_a_held_job_comes_back_as_a_fresh_message_carrying_its_attempts(tier, capsys):
+    clock = FakeTime()
+    limits = RateLimits(None, {"demo.*": RateLimit(1, 1)}, max_wait_seconds=0.0)
+    consumer = limited_consumer(tier, clock, limits, max_attempts=3)
+    tier.publish("demo.flaky", {"fail_times": 10}, "flaky-1")
+    tier.publish("demo.flaky", {"fail_times": 10}, "flaky-2")
+    tier.run_batch(consumer)  # one runs and fails (attempt 1), one is held
+    assert delayed(tier) == 1
+    time.sleep(1.1)  # its DelaySeconds (the turn under 1 job/s), real time on moto
+    held = tier.receive()
+    resent = [m for m in held if Attributes.PRIOR_ATTEMPTS in m.get("MessageAttributes", {})]
+    assert len(resent) == 1 and resent[0]["Attributes"]["ApproximateReceiveCount"] == "1"
+    assert resent[0]["MessageAttributes"][Attributes.PRIOR_ATTEMPTS] == {"DataType": "Number", "StringValue": "0"}
+
+
+def test_the_attempt_number_adds_the_carried_attempts_to_the_receive_count(tier):
+    consumer = tier.consumer(max_attempts=4)
+    body = json.dumps({"type": "demo.flaky", "idempotency_key": "carried", "payload": {"fail_times": 10}})
+    tier.sqs.send_message(QueueUrl=tier.queue_url, MessageBody=body, MessageAttributes={
+        Attributes.PRIOR_ATTEMPTS: {"DataType": "Number", "StringValue": "2"}})
+    assert tier.run_batch(consumer)["batchItemFailures"]  # attempt 3 of 4: retried
+    tier.make_visible()
+    assert tier.run_batch(consumer) == {"batchItemFailures": []}  # attempt 4: the last, dead-lettered
+    (letter,) = tier.dlq_messages()
+    attributes = {k: v["StringValue"] for k, v in letter["MessageAttributes"].items()}
+    assert attributes[DeadLetter.REASON] == DeadLetter.REASON_RETRIES_EXHAUSTED
+    assert attributes[DeadLetter.ATTEMPTS] == "4"
+
+
+def test_a_failed_re_send_keeps_the_job_in_the_queue_and_is_still_not_a_failure(tier, capsys):
+    clock = FakeTime()
+    consumer = limited_consumer(tier, clock, RateLimits(RateLimit(1, 1), {}, max_wait_seconds=0.0))
+    real = consumer.limiter.client
+
+    class NoBatchSend:
+        def __getattr__(self, name):
+            if name == "send_message_batch":
+                raise AttributeError(name)  # any error: the re-send failed
+            return getattr(real("sqs"), name)
+
+    consumer.limiter.client = lambda service: NoBatchSend() if service == "sqs" else real(service)
+    for i in range(3):
+        tier.publish("analytics.record_event", {"event": "page_view"}, f"keep-{i}")
+    response = tier.run_batch(consumer)
+    assert len(response["batchItemFailures"]) == 2  # they stay, their visibility set to their turn
+    assert tier.dlq_messages() == []
+    totals = emf_totals(capsys)
+    assert totals[Metrics.RATE_LIMITED] == 2 and totals[Metrics.FAILED] == 0
+
+
+def test_a_lost_write_re_sends_at_once_the_jobs_the_bucket_had_room_for_the_others_at_their_turn():
+    clock = FakeTime()
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    sent: list[dict] = []
+
+    class Sqs:
+        def send_message_batch(self, **call):
+            sent.extend(call["Entries"])
+            return {"Successful": [{"Id": e["Id"]} for e in call["Entries"]], "Failed": []}
+
+    limiter = RateLimiter(RateLimits(RateLimit(10, 1), {}, max_wait_seconds=0.5), "critical", "buckets", "queue",
+                          client={"dynamodb": dynamodb, "sqs": Sqs()}.__getitem__, clock=clock, sleep=clock.sleep)
+    now = int(T0 * US)
+    stub = Stubber(dynamodb)
+    stub.add_response("get_item", {"Item": tat(now)}, None)
+    stub.add_client_error("update_item", "ConditionalCheckFailedException", "failed", 400,
+                          modeled_fields={"Item": tat(now + 300_000)})  # others took 0.3 s meanwhile
+    records = [LimitedRecord(f"m{i}", "analytics.record_event", "{}", {}, attempt=1) for i in range(8)]
+    with stub:
+        gate = limiter.admit(records, remaining_seconds=30.0)
+    stub.assert_no_pending_responses()
+    assert (gate.writes, gate.reads) == (1, 1)
+    assert all(gate.verdicts[r.message_id].held for r in records)  # one write, lost: nothing claimed
+    # turns 0.3 .. 1.0 s: the three within the 0.5 s wait bound come back at once, to claim again
+    assert [e["DelaySeconds"] for e in sent] == [0, 0, 0, 1, 1, 1, 1, 1]
+    assert sent[0]["MessageAttributes"][Attributes.PRIOR_ATTEMPTS]["StringValue"] == "0"
+
+
+def test_invalid_and_unknown_jobs_take_no_token(tier):
+    clock = FakeTime()
+    consumer = limited_consumer(tier, clock, RateLimits(RateLimit(1, 1), {}, max_wait_seconds=0.0))
+    tier.send_raw("not json")
+    tier.publish("nobody.registered", {}, "u-1")
+    tier.publish("analytics.record_event", {"event": "page_view"}, "ok-1")
+    assert tier.run_batch(consumer) == {"batchItemFailures": []}
+    assert len(tier.dlq_messages()) == 2 and delayed(tier) == 0  # the one token went to the real job
+
+
+def test_a_replayed_letter_starts_its_attempts_afresh():
+    from tiered_jobs.replay.letters import Letter
+
+    letter = Letter.from_message({
+        "MessageId": "m", "ReceiptHandle": "r", "Body": json.dumps({"type": "x", "idempotency_key": "k", "payload": {}}),
+        "Attributes": {"SentTimestamp": "0"}, "MessageAttributes": {
+            Attributes.PRIOR_ATTEMPTS: {"DataType": "Number", "StringValue": "3"},
+            DeadLetter.REASON: {"DataType": "String", "StringValue": DeadLetter.REASON_RETRIES_EXHAUSTED},
+            "team": {"DataType": "String", "StringValue": "growth"},
+        }})
+    attributes = letter.replay_attributes("2026-11-29T10:00:00Z")
+    assert Attributes.PRIOR_ATTEMPTS not in attributes and "team" in attributes

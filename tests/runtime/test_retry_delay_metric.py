@@ -1,0 +1,17 @@
+"""``JobRetryDelay``: each retried record reports the backoff it waits (the console's mean retry delay)."""
+
+from __future__ import annotations
+
+from tests.runtime.test_consumer import emf_documents
+from tiered_jobs.contract.names import Metrics
+
+
+def test_a_retry_reports_its_backoff_seconds(tier, capsys):
+    tier.publish("demo.flaky", {"fail_times": 1}, "d-1")
+    tier.publish("payments.update_balance", {"account_id": "a", "amount": 1}, "d-2")
+    tier.run_batch(tier.consumer())
+
+    docs = {d[Metrics.DIM_JOB_TYPE]: d for d in emf_documents(capsys)}
+    first_delay = tier.config().retry.schedule[0]
+    assert first_delay * 0.79 <= docs["demo.flaky"][Metrics.RETRY_DELAY] <= first_delay * 1.21
+    assert Metrics.RETRY_DELAY not in docs["payments.update_balance"]  # no retry, no value

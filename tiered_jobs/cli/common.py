@@ -1,0 +1,50 @@
+"""What every ``tiered-jobs`` command shares: the typer apps, the console it prints to, and the
+one-line report of the failures an operator can fix."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from ..operations import OperatorError, explain
+
+app = typer.Typer(
+    name="tiered-jobs",
+    help="Publish jobs and operate the tier queues of a Tiered Jobs stage.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+dlq_app = typer.Typer(help="Inspect a tier's dead-letter queue and replay it.", no_args_is_help=True)
+app.add_typer(dlq_app, name="dlq")
+
+
+def terminal(stderr: bool = False) -> Console:
+    """Built per use, not at import: the width and terminal are those of this invocation."""
+    return Console(stderr=stderr, highlight=False)
+
+
+#: The CLI reports an :class:`~tiered_jobs.operations.OperatorError` as one ``error:`` line.
+CliError = OperatorError
+
+
+@contextmanager
+def reported_errors() -> Iterator[None]:
+    """Turn the failures an operator can fix into one line and an exit code; anything else is a bug."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - classified below; unknown ones re-raised
+        fail(exc)
+
+
+def fail(exc: Exception) -> None:
+    explained = explain(exc)
+    if explained is None:
+        raise exc
+    message, code = explained
+    terminal(stderr=True).print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
+    raise typer.Exit(code)

@@ -1,0 +1,316 @@
+"""``tiered-jobs dlq inspect | replay | discard | show``: a tier's dead letters, by the replay domain."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ..operations import Target, Via, format_duration, run_replay
+from .common import CliError, dlq_app, reported_errors, terminal
+
+_VIA_HELP = "Run the replay code here (direct) or invoke the deployed replay function (lambda)."
+_STOPPED = {
+    "dlq_empty": "nothing else in the DLQ",
+    "all_seen": "every visible letter was looked at; run again to continue",
+    "max_messages": "reached --max; run again for more",
+    "all_found": "every --message-id was found",
+    "time_budget": "out of time; run again to continue",
+    "archive_failed": "the archive could not be written",
+}
+#: ``--job-type``, ``--error-type``, ``--older-than``, ``--max``: the same filters for replay and discard.
+_JOB_TYPE_HELP = "Only these job types (glob, e.g. 'payments.*')."
+_ERROR_TYPE_HELP = "Only these error types (glob; 'unknown' for letters without reasons)."
+_OLDER_THAN_HELP = "Only letters in the DLQ for at least this many seconds."
+
+
+@dlq_app.command("inspect")
+def dlq_inspect(
+    ctx: typer.Context,
+    tier: str = typer.Argument(..., help="The tier whose DLQ to read."),
+    max_messages: int = typer.Option(100, "--max", help="Read at most this many letters."),
+    as_json: bool = typer.Option(False, "--json", help="Print the replay function's JSON response."),
+    via: Via = typer.Option(Via.auto, "--via", help=_VIA_HELP),
+) -> None:
+    """Group the letters of a tier's DLQ by job type and error (nothing is removed)."""
+    with reported_errors():
+        answer = _replay(ctx.obj, {"action": "inspect", "tier": tier, "max_messages": max_messages}, via)
+        if as_json:
+            terminal().print_json(data=answer)
+            return
+        terminal().print(
+            f"{answer['matched']} letter(s) read from the {escape(tier)} DLQ in {len(answer['groups'])} group(s); "
+            f"{answer['left_in_dlq']} in the DLQ now ({_stopped(answer)})."
+        )
+        _print_outside_window(answer)
+        _print_groups(answer["groups"])
+
+
+@dlq_app.command("replay")
+def dlq_replay(
+    ctx: typer.Context,
+    tier: str = typer.Argument(..., help="The tier whose DLQ to move back to its queue."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Count what would move; move nothing."),
+    job_type: Optional[str] = typer.Option(None, "--job-type", help=_JOB_TYPE_HELP),
+    error_type: Optional[str] = typer.Option(None, "--error-type", help=_ERROR_TYPE_HELP),
+    older_than: int = typer.Option(0, "--older-than", help=_OLDER_THAN_HELP),
+    max_messages: int = typer.Option(100, "--max", help="Move at most this many letters."),
+    max_per_second: Optional[float] = typer.Option(None, "--max-per-second", help="Rate limit (default: none)."),
+    allow_outside_window: bool = typer.Option(
+        False, "--allow-outside-window",
+        help="Also move letters older than the tier's idempotency window (their jobs may run again).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the replay function's JSON response."),
+    via: Via = typer.Option(Via.auto, "--via", help=_VIA_HELP),
+) -> None:
+    """Move letters back to the tier's queue: send first, delete only what was sent."""
+    with reported_errors():
+        event = {"action": "replay", "tier": tier, "dry_run": dry_run, "max_messages": max_messages,
+                 "job_type": job_type, "error_type": error_type, "older_than_seconds": older_than,
+                 "max_per_second": max_per_second}
+        if allow_outside_window:
+            event["allow_outside_idempotency_window"] = True
+        answer = _replay(ctx.obj, event, via)
+        if as_json:
+            terminal().print_json(data=answer)
+        else:
+            stopped = _stopped(answer)
+            if dry_run:
+                terminal().print(f"Dry run: {answer['matched']} letter(s) would be replayed to the {escape(tier)} queue; "
+                          f"nothing was moved ({stopped}).")
+            else:
+                terminal().print(f"Replayed {answer['moved']} of {answer['matched']} matching letter(s) to the "
+                          f"{escape(tier)} queue, {answer['failed']} failed; {answer['left_in_dlq']} left in the DLQ "
+                          f"({stopped}).")
+            _print_outside_window(answer)
+            _print_groups(answer["groups"])
+        if answer["failed"]:
+            raise CliError(f"{answer['failed']} letter(s) could not be sent and stay in the DLQ: run the replay again")
+
+
+@dlq_app.command("discard")
+def dlq_discard(
+    ctx: typer.Context,
+    tier: str = typer.Argument(..., help="The tier whose DLQ to drop letters from."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Count what would be discarded; archive and delete nothing."),
+    message_ids: Optional[list[str]] = typer.Option(
+        None, "--message-id", help="Only this letter (repeat the option for several)."
+    ),
+    job_type: Optional[str] = typer.Option(None, "--job-type", help=_JOB_TYPE_HELP),
+    error_type: Optional[str] = typer.Option(None, "--error-type", help=_ERROR_TYPE_HELP),
+    older_than: int = typer.Option(0, "--older-than", help=_OLDER_THAN_HELP),
+    max_messages: int = typer.Option(100, "--max", help="Discard at most this many letters."),
+    archive: Optional[Path] = typer.Option(
+        None, "--archive", help="JSON-lines file the letters are appended to before they are deleted.  "
+                                "[default: ./tiered-jobs-discarded-<stage>-<tier>.jsonl]",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the replay function's JSON response."),
+    via: Via = typer.Option(Via.auto, "--via", help=_VIA_HELP),
+) -> None:
+    """Drop letters that will never succeed: each is archived whole (and synced to disk) before it is deleted."""
+    with reported_errors():
+        target: Target = ctx.obj
+        event: dict[str, Any] = {"action": "discard", "tier": tier, "dry_run": dry_run, "max_messages": max_messages,
+                                 "job_type": job_type, "error_type": error_type, "older_than_seconds": older_than}
+        if message_ids:
+            event["message_ids"] = list(message_ids)
+        path = archive or Path(f"tiered-jobs-discarded-{target.stage}-{tier}.jsonl")
+        answer = _replay(target, event, via, archive_path=path)
+        if as_json:
+            terminal().print_json(data=answer)
+        elif dry_run:
+            terminal().print(f"Dry run: {answer['matched']} letter(s) would be discarded from the {escape(tier)} DLQ; "
+                             f"nothing was archived or deleted ({_stopped(answer)}).")
+        else:
+            terminal().print(f"Discarded {answer['discarded']} of {answer['matched']} matching letter(s) from the "
+                             f"{escape(tier)} DLQ, archived to {escape(str(answer['archive']))}; {answer['failed']} "
+                             f"failed; {answer['left_in_dlq']} left in the DLQ ({_stopped(answer)}).")
+        if not as_json:
+            _print_groups(answer["groups"])
+        if answer["archive_error"]:
+            raise CliError(f"could not write the archive {answer['archive']} ({answer['archive_error']}): the letters "
+                           "not archived were not deleted")
+        if answer["failed"]:
+            raise CliError(f"{answer['failed']} archived letter(s) could not be deleted and stay in the DLQ: "
+                           "run the discard again (the archive may then hold them twice)")
+
+
+@dlq_app.command("show")
+def dlq_show(
+    ctx: typer.Context,
+    tier: str = typer.Argument(..., help="The tier whose DLQ holds the letter."),
+    message_ids: list[str] = typer.Option(..., "--message-id", help="The letter's message id (repeatable)."),
+    max_messages: int = typer.Option(1000, "--max", help="Look through at most this many letters."),
+    as_json: bool = typer.Option(False, "--json", help="Print the letters as JSON."),
+    via: Via = typer.Option(Via.auto, "--via", help=_VIA_HELP),
+) -> None:
+    """Show letters in full: body, every attribute, and the real (unmasked) error message."""
+    with reported_errors():
+        event = {"action": "show", "tier": tier, "message_ids": list(message_ids), "max_messages": max_messages}
+        answer = _replay(ctx.obj, event, via)
+        letters = answer.get("letters") or []
+        if as_json:
+            terminal().print_json(data=letters)
+        for letter in [] if as_json else letters:
+            _print_letter(letter)
+        missing = sorted(set(message_ids) - {letter["message_id"] for letter in letters})
+        if missing:
+            raise CliError(f"not found in the {tier} DLQ: {', '.join(missing)} ({_stopped(answer)})")
+
+
+def _print_letter(letter: dict[str, Any]) -> None:
+    """Every field on its own line, never wrapped mid-value; then the body, pretty-printed when it is JSON."""
+    console = terminal()
+    for label, key in (("Message id", "message_id"), ("Job type", "job_type"), ("Reason", "reason"),
+                       ("Error type", "error_type"), ("Error message", "error_message"),
+                       ("First failed", "first_failed_at"), ("Dead-lettered", "dead_lettered_at"),
+                       ("Sent to the DLQ", "sent_at")):
+        console.print(f"[bold]{label}:[/] {escape(str(letter.get(key)))}", soft_wrap=True)
+    console.print("[bold]Message attributes:[/]")
+    for name, value in sorted(letter["message_attributes"].items()):
+        shown = value.get("StringValue", value.get("BinaryValue"))
+        console.print(f"  {escape(name)} ({value['DataType']}): {escape(str(shown))}", soft_wrap=True)
+    console.print("[bold]SQS attributes:[/] " + escape(", ".join(f"{k}={v}" for k, v in sorted(letter["attributes"].items()))),
+                  soft_wrap=True)
+    console.print("[bold]Body:[/]")
+    try:
+        body = json.dumps(json.loads(letter["body"]), indent=2, ensure_ascii=False)
+    except ValueError:
+        body = letter["body"]
+    console.print(escape(body), soft_wrap=True, highlight=False)
+    console.print()
+
+
+def _stopped(answer: dict[str, Any]) -> str:
+    return _STOPPED.get(answer["stopped_because"], answer["stopped_because"])
+
+
+def _print_outside_window(answer: dict[str, Any]) -> None:
+    """Say how many letters are older than the tier's idempotency window, and what happened to them."""
+    outside, refused, ttl = answer.get("outside_window"), answer.get("refused_outside_window"), answer.get("idempotency_ttl_seconds")
+    if not outside:
+        return
+    window = f"the tier's idempotency window ({format_duration(ttl)})" if ttl is not None else (
+        "the tier's idempotency window (unknown: the stage was deployed before replay could read it)")
+    if refused:
+        terminal().print(f"{refused} letter(s) older than {window} were left in the DLQ: replaying them could run "
+                         "jobs that had completed again. Discard them, or replay with --allow-outside-window after "
+                         "checking.", soft_wrap=True)
+    else:
+        terminal().print(f"{outside} letter(s) are older than {window}.", soft_wrap=True)
+
+
+def _replay(target: Target, event: dict[str, Any], via: Via, archive_path: Path | None = None) -> dict[str, Any]:
+    """The replay domain (here or in the deployed function), with a progress bar on a terminal.
+
+    Here, each tier's idempotency window comes from the stage's SSM parameters (a note on stderr
+    when they cannot be read), and ``discard`` archives to ``archive_path``.
+    """
+    return run_replay(target, event, via, progress=_progress, status=terminal(stderr=True).status,
+                      archive_path=archive_path, note=lambda text: terminal(stderr=True).print(f"note: {escape(text)}"))
+
+
+@contextmanager
+def _progress(description: str, total: int) -> Iterator[Callable[[int], None]]:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    console = terminal(stderr=True)
+    if not console.is_terminal:  # a log or a pipe gets the summary only
+        yield lambda matched: None
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        task = progress.add_task(description, total=max(total, 1))
+        yield lambda matched: progress.update(task, completed=matched)
+
+
+#: Narrowest the error message column gets before less important columns make room for it.
+ERROR_MESSAGE_MIN_WIDTH = 24
+
+
+def _group_layouts() -> list[list[tuple[str, Callable[[dict[str, Any]], str]]]]:
+    """Column sets from the fullest to the leanest: what a narrow terminal drops first is last here."""
+    count = ("Count", lambda g: str(g["count"]))
+    job_type = ("Job type", lambda g: g["job_type"])
+    error_type = ("Error type", lambda g: g["error_type"])
+    reason = ("Reason", lambda g: g.get("reason") or "")
+    message = ("Error message", lambda g: g.get("error_message") or "")
+    first = ("First failed", lambda g: _minute(g.get("oldest")))
+    last = ("Dead-lettered", lambda g: _minute(g.get("newest")))
+    last_short = ("Dead-lettered", lambda g: _minute(g.get("newest"))[5:])  # MM-DD HH:MM
+    return [
+        [count, job_type, error_type, reason, message, first, last],
+        [count, job_type, error_type, reason, message, last_short],
+        [count, job_type, error_type, message, last_short],
+        [count, job_type, error_type, message],
+    ]
+
+
+def _groups_table(groups: list[dict[str, Any]], width: int | None) -> tuple[Table, int] | None:
+    """The fullest layout that fits ``width`` columns (``None``: any width), with the width it needs.
+
+    Job type, error type, reason and times are never wrapped or cut: their columns are ``no_wrap``
+    and as wide as their longest cell. Only the error message wraps, at spaces, and never narrower
+    than ``ERROR_MESSAGE_MIN_WIDTH`` (or its longest word). ``None`` when not even the leanest fits.
+    """
+    from rich.cells import cell_len
+
+    for layout in _group_layouts():
+        rows = [[escape(cell(group)) for _, cell in layout] for group in groups]
+        table = Table()
+        natural = minimum = len(layout) + 1  # the vertical borders
+        for index, (title, _) in enumerate(layout):
+            cells = [row[index] for row in rows]
+            widest = max(cell_len(text) for text in [title, *cells]) + 2  # + padding
+            natural += widest
+            if title == "Error message":
+                longest_word = max((cell_len(word) for text in cells for word in text.split()), default=0)
+                minimum += min(widest, max(ERROR_MESSAGE_MIN_WIDTH, longest_word) + 2)
+                table.add_column(title, min_width=ERROR_MESSAGE_MIN_WIDTH, overflow="fold")
+            else:
+                minimum += widest
+                table.add_column(title, no_wrap=True, min_width=widest - 2,
+                                 justify="right" if title == "Count" else "left")
+        if width is None or minimum <= width:
+            for row in rows:
+                table.add_row(*row)
+            return table, natural
+    return None
+
+
+def _print_groups(groups: list[dict[str, Any]]) -> None:
+    """On a terminal, fit its width; elsewhere (a pipe, a file, CI) print every column at full width."""
+    if not groups:
+        return
+    console = terminal()
+    fitted = _groups_table(groups, console.width if console.is_terminal else None)
+    if fitted is None:  # narrower than the leanest table: one block per group, wrapped at spaces only
+        from rich.padding import Padding
+
+        for group in groups:
+            console.print(f"[bold]{group['count']} x {escape(group['job_type'])}[/]")
+            details = (f"{escape(group['error_type'])} · {group.get('reason') or ''} · "
+                       f"dead-lettered {_minute(group.get('newest'))}\n{escape(group.get('error_message') or '')}")
+            console.print(Padding(details, (0, 0, 0, 4)))
+        return
+    table, natural = fitted
+    if not console.is_terminal:
+        console.width = max(console.width, natural)
+    console.print(table)
+
+
+def _minute(iso: str | None) -> str:
+    """``2026-11-29T08:13:00.000Z`` -> ``2026-11-29 08:13`` (UTC): enough to tell groups apart."""
+    return iso[:16].replace("T", " ") if iso else ""

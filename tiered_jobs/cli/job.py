@@ -1,0 +1,48 @@
+"""``tiered-jobs job TYPE KEY``: what happened to one job."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.markup import escape
+
+from .common import app, reported_errors, terminal
+
+
+@app.command("job")
+def job(
+    ctx: typer.Context,
+    job_type: str = typer.Argument(..., metavar="TYPE", help="Job type, e.g. payments.update_balance."),
+    key: str = typer.Argument(..., metavar="KEY", help="The job's idempotency key (the business id)."),
+    max_letters: int = typer.Option(1000, "--max-letters", help="Letters read per non-empty DLQ, at most."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """What happened to one job: its idempotency record, its dead letters, its scheduled runs."""
+    from ..lookup import lookup_job
+
+    with reported_errors():
+        found = lookup_job(ctx.obj, job_type, key, max_letters=max_letters)
+        if as_json:
+            terminal().print_json(data=found.to_dict())
+            return
+        out = terminal()
+        out.print(f"[bold]{escape(job_type)}[/] key {escape(repr(key))}")
+        out.print(f"  state: [bold]{found.record.state.replace('_', ' ')}[/] — {escape(found.record.detail)}",
+                  soft_wrap=True)
+        if found.record.result is not None:
+            out.print(f"  result: {escape(json.dumps(found.record.result))}", soft_wrap=True)
+        read = ", ".join(f"{tier} {count}" for tier, count in found.letters_read.items())
+        if not found.letters:
+            out.print(f"  dead letters: none (letters read: {read or 'no DLQ'})")
+        for letter in found.letters:
+            reasons = "; ".join(f"{name.removeprefix('DeadLetter.')}={value}" for name, value in letter.reasons.items())
+            out.print(f"  dead letter in the {letter.tier} DLQ: {letter.message_id}: "
+                      f"{escape(reasons or 'no reasons (moved by SQS redrive: crash or timeout)')}", soft_wrap=True)
+        if found.scheduled is None:
+            out.print("  scheduled runs: not tracked (no scheduled jobs source)")
+        else:
+            runs = ", ".join(f"{run.at.isoformat()} ({run.schedule})" for run in found.scheduled)
+            out.print(f"  scheduled runs: {escape(runs) or 'none pending'}")
+        for note in found.notes:
+            terminal(stderr=True).print(f"note: {escape(note)}")

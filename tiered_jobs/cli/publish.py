@@ -1,0 +1,88 @@
+"""``tiered-jobs publish`` and ``cancel``: one job, routed like every other publisher's."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import typer
+from rich.markup import escape
+
+from .. import scheduling
+from ..operations import Target
+from ..publisher import Publisher
+from .common import CliError, app, reported_errors, terminal
+
+
+@app.command()
+def publish(
+    ctx: typer.Context,
+    job_type: str = typer.Argument(..., metavar="TYPE", help="Job type, e.g. payments.update_balance."),
+    key: str = typer.Option(..., "--key", "-k", help="Idempotency key (the business id, e.g. pay_123)."),
+    payload: str = typer.Option("{}", "--payload", "-p", help="Payload as a JSON object."),
+    tier: Optional[str] = typer.Option(None, "--tier", help="Override the routing table."),
+    delay: Optional[int] = typer.Option(
+        None, "--delay", help="Seconds before the job runs (beyond 900: through a one-time schedule)."),
+    at: Optional[str] = typer.Option(
+        None, "--at", help="When the job runs: ISO 8601 with a time zone, e.g. 2030-05-01T09:00:00+02:00."),
+    tenant: Optional[str] = typer.Option(
+        None, "--tenant", help="Tenant the job is for: sent as its MessageGroupId (SQS fair queues)."),
+) -> None:
+    """Publish one job, routed like every other publisher's."""
+    with reported_errors():
+        try:
+            data = json.loads(payload)
+        except ValueError as exc:
+            raise CliError(f"--payload is not valid JSON: {exc}", 2) from None
+        target: Target = ctx.obj
+        when = _iso_datetime(at, "--at") if at is not None else None
+        result = _publisher(target).publish(job_type, data, key, tier=tier, delay=delay, at=when, tenant=tenant)
+        if result.schedule_name is not None:
+            state = "Already scheduled" if result.already_scheduled else "Scheduled"
+            terminal().print(
+                f"{state}: {escape(job_type)} (key {escape(repr(key))}) to tier [bold]{result.tier}[/] at "
+                f"{result.fire_at.isoformat() if result.fire_at else '?'} (one-time schedule {result.schedule_name}; "
+                f"cancel with: tiered-jobs cancel {escape(job_type)} {escape(key)})"
+            )
+            return
+        terminal().print(
+            f"Published {escape(job_type)} (key {escape(repr(key))}) to tier [bold]{result.tier}[/]: "
+            f"message {result.message_id}"
+        )
+
+
+def _publisher(target: Target) -> Publisher:
+    """The stage's publisher; where one-time jobs go is looked up only if a job needs it."""
+    deployment = target.deployment()
+    return Publisher.from_deployment(
+        deployment, sqs=target.client("sqs"), scheduler=target.client("scheduler"),
+        scheduling=lambda: scheduling_target(target),
+    )
+
+
+def scheduling_target(target: Target) -> scheduling.SchedulingTarget:
+    return scheduling.locate(target.stage, target.stack_name, list(target.deployment().tiers),
+                             cloudformation=target.client("cloudformation"), ssm=target.client("ssm"))
+
+
+def _iso_datetime(text: str, option: str) -> Any:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise CliError(f"{option} {text!r} is not an ISO 8601 date-time (e.g. 2030-05-01T09:00:00+02:00)", 2) from None
+
+
+@app.command()
+def cancel(
+    ctx: typer.Context,
+    job_type: str = typer.Argument(..., metavar="TYPE", help="The job type it was published with."),
+    key: str = typer.Argument(..., metavar="KEY", help="Its idempotency key."),
+) -> None:
+    """Cancel a job published for later (one-time schedule); jobs delayed by SQS itself cannot be."""
+    with reported_errors():
+        if _publisher(ctx.obj).cancel(job_type, key):
+            terminal().print(f"Cancelled {escape(job_type)} (key {escape(repr(key))}): it will not run.")
+        else:
+            raise CliError(f"no pending scheduled job {job_type} (key {key!r}): never scheduled, or already sent")

@@ -1,0 +1,1 @@
+"""The Lambda entry points (``Handlers`` in the contract names them): thin, over the runtime and the replay domain."""

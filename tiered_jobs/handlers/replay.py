@@ -1,0 +1,40 @@
+"""Lambda entry point of the replay function (``tiered_jobs.handlers.replay.handler``).
+
+Thin on purpose: event -> :mod:`tiered_jobs.replay` -> response. A bad event raises
+:class:`~tiered_jobs.replay.ReplayEventError` (the invocation fails with the full message).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from functools import cache
+from typing import Any
+
+from tiered_jobs.replay import archive_from_env, parse_event, run, tiers_from_env
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    from tiered_jobs.runtime import (
+        aws,  # boto3 loads on the first invocation, not at import
+    )
+
+    tiers = tiers_from_env()
+    request = parse_event(event, tiers=tiers)
+    _logger().info("replay requested", extra={"request": asdict(request)})  # who moved what, and when
+    archive = archive_from_env(request.tier, aws.client("s3")) if request.action == "discard" else None
+    result = run(request, sqs=aws.client("sqs"), tiers=tiers, remaining_ms=context.get_remaining_time_in_millis,
+                 archive=archive)
+    _logger().info("replay finished", extra={"result": {k: v for k, v in result.items()
+                                                        if k not in ("groups", "letters")}})
+    return result
+
+
+@cache
+def _logger() -> Any:
+    from aws_lambda_powertools import (
+        Logger,  # JSON logs, level from POWERTOOLS_LOG_LEVEL
+    )
+
+    from tiered_jobs.contract.names import Metrics
+
+    return Logger(service=Metrics.SERVICE)

@@ -1,0 +1,350 @@
+"""The :class:`Publisher`: validates every job first, routes it, then sends per tier in
+``SendMessageBatch`` calls (or through a one-time schedule), re-sending the entries SQS reports
+failed. See :mod:`tiered_jobs.publisher` for what a publish guarantees."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import datetime, timedelta, timezone
+from random import random as _unit_random
+from typing import Any
+
+from .. import discovery, scheduling
+from ..contract import envelope, payloads
+from ..contract.names import SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES
+from ..contract.routing import Routes, UnknownRouteError
+from ..contract.sqs_limits import (
+    disallowed_character_problem,
+    message_size,
+    pack_batches,
+)
+from .errors import InvalidJobError, PublishError
+from .models import (
+    Job,
+    Prepared,
+    PublishResult,
+    ResendPolicy,
+    as_job,
+    delay_in_seconds,
+    unserialisable,
+)
+
+
+class Publisher:
+    """Publishes jobs to a deployment's tier queues.
+
+    Build it once per process (it is thread-safe as far as boto3 clients are) from
+    :meth:`from_stage`, :meth:`from_stack_outputs`, :meth:`from_env`, or explicit URLs.
+    ``sleep`` and ``random`` are injectable so tests never wait.
+    """
+
+    def __init__(
+        self,
+        queues: Mapping[str, str],
+        routes: Routes,
+        *,
+        sqs: Any = None,
+        resend: ResendPolicy = ResendPolicy(),
+        sleep: Callable[[float], None] = time.sleep,
+        random: Callable[[], float] = _unit_random,
+        scheduling: scheduling.SchedulingTarget | Callable[[], scheduling.SchedulingTarget] | None = None,
+        scheduler: Any = None,
+        schedule_beyond_seconds: int = SQS_MAX_DELAY_SECONDS,
+        clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    ):
+        """``scheduling``: where one-time jobs go (or a function that looks it up on first need);
+        ``scheduler``: an EventBridge Scheduler client; ``schedule_beyond_seconds``: jobs due later
+        than this go through a one-time schedule (0-900; lower it to make every later job cancellable)."""
+        if not queues:
+            raise ValueError("a publisher needs the queue URL of at least one tier")
+        self.queues = dict(queues)
+        self.routes = routes
+        self.resend = resend
+        self._sqs = sqs
+        self._sleep = sleep
+        self._random = random
+        if not 0 <= schedule_beyond_seconds <= SQS_MAX_DELAY_SECONDS:
+            raise ValueError(f"schedule_beyond_seconds must be 0-{SQS_MAX_DELAY_SECONDS}, got {schedule_beyond_seconds}")
+        self.schedule_beyond_seconds = schedule_beyond_seconds
+        self._scheduling = scheduling
+        self._scheduler = scheduler
+        self._clock = clock
+
+    @classmethod
+    def from_deployment(cls, deployment: discovery.Deployment, **options: Any) -> Publisher:
+        return cls(deployment.queue_urls(), deployment.routes, **options)
+
+    @classmethod
+    def from_stage(cls, stage: str, *, ssm: Any = None, sqs: Any = None, **options: Any) -> Publisher:
+        """From the SSM parameters the stack writes for ``stage`` (needs ``ssm:GetParameters``)."""
+        options.setdefault("scheduling", lambda: scheduling.from_ssm(stage, ssm=ssm))
+        return cls.from_deployment(discovery.from_ssm(stage, ssm=ssm), sqs=sqs, **options)
+
+    @classmethod
+    def from_stack_outputs(
+        cls, stack_name: str, *, cloudformation: Any = None, sqs: Any = None, **options: Any
+    ) -> Publisher:
+        """From the outputs of CloudFormation stack ``stack_name`` (needs ``cloudformation:DescribeStacks``)."""
+        deployment = discovery.from_stack_outputs(stack_name, cloudformation=cloudformation)
+        options.setdefault("scheduling", lambda: scheduling.from_stack_outputs(
+            stack_name, list(deployment.tiers), cloudformation=cloudformation))
+        return cls.from_deployment(deployment, sqs=sqs, **options)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, sqs: Any = None, **options: Any) -> Publisher:
+        """From ``TIERED_JOBS_QUEUE_URL_<TIER>`` and ``TIERED_JOBS_ROUTES``: no AWS look-up."""
+        options.setdefault("scheduling", lambda: scheduling.from_env(environ))
+        return cls.from_deployment(discovery.from_env(environ), sqs=sqs, **options)
+
+    @property
+    def sqs(self) -> Any:
+        if self._sqs is None:
+            import boto3
+
+            self._sqs = boto3.client("sqs")
+        return self._sqs
+
+    @property
+    def scheduler(self) -> Any:
+        if self._scheduler is None:
+            import boto3
+
+            self._scheduler = boto3.client("scheduler")
+        return self._scheduler
+
+    def scheduling_target(self) -> scheduling.SchedulingTarget:
+        """Where one-time jobs go, looked up on first use (``DiscoveryError`` if not configured)."""
+        if self._scheduling is None:
+            raise discovery.DiscoveryError(
+                "this publisher has no scheduling configured: build it with Publisher.from_stage(...), or pass "
+                "scheduling=tiered_jobs.scheduling.from_ssm(stage)"
+            )
+        if callable(self._scheduling):
+            self._scheduling = self._scheduling()
+        return self._scheduling
+
+    def one_time_jobs(self) -> scheduling.OneTimeJobs:
+        return scheduling.OneTimeJobs(self.scheduling_target(), self.scheduler)
+
+    def cancel(self, job_type: str, idempotency_key: str) -> bool:
+        """Remove a job scheduled for later; ``False`` if none is pending (never scheduled, or already sent).
+
+        Jobs sent with SQS's own delay (15 minutes or less) cannot be cancelled.
+        """
+        return self.one_time_jobs().cancel(job_type, idempotency_key)
+
+    def publish(
+        self,
+        job_type: str,
+        payload: Mapping[str, Any],
+        idempotency_key: str,
+        *,
+        tier: str | None = None,
+        delay: int | timedelta | None = None,
+        at: datetime | None = None,
+        tenant: str | None = None,
+    ) -> PublishResult:
+        """Publish one job; raise :class:`InvalidJobError` or :class:`PublishError` if it was not."""
+        return self.publish_batch([Job(job_type, payload, idempotency_key, tier, delay, at, tenant)])[0]
+
+    def publish_batch(self, jobs: Iterable[Job | Mapping[str, Any]]) -> list[PublishResult]:
+        """Publish many jobs with as few calls as SQS allows; results are in input order.
+
+        All jobs are validated first (:class:`InvalidJobError` names every bad one; nothing is
+        sent). If any job is still not accepted after retries, :class:`PublishError` is raised
+        once every chunk has been tried; its ``__cause__`` is the first client error, if any.
+        """
+        prepared = self._prepare_all(jobs)
+        results: dict[int, PublishResult] = {}
+        first_error: Exception | None = None
+        later = [item for item in prepared if item.fire_at is not None]
+        one_time = self.one_time_jobs() if later else None  # a missing configuration fails before any send
+        for item in later:
+            result, error = self._schedule(one_time, item)
+            results[item.index] = result
+            first_error = first_error or error
+        for chunk in _chunks([item for item in prepared if item.fire_at is None]):
+            chunk_results, error = self._send_chunk(chunk)
+            results.update(chunk_results)
+            first_error = first_error or error
+        ordered = [results[item.index] for item in prepared]
+        if any(not result.ok for result in ordered):
+            raise PublishError(ordered) from first_error
+        return ordered
+
+    def validate(self, job: Job | Mapping[str, Any]) -> None:
+        """Raise :class:`InvalidJobError` if ``job`` would be refused (e.g. before a commit)."""
+        self._prepare_all([job])
+
+    def tier_for(self, job_type: str, tier: str | None = None) -> str:
+        """The tier a job goes to: ``tier`` if given (and known), else the routing table's."""
+        chosen = tier if tier is not None else self.routes.tier_for(job_type)
+        if chosen not in self.queues:
+            raise discovery.UnknownTierError(chosen, list(self.queues))
+        return chosen
+
+    # -- validation ---------------------------------------------------------------------------
+
+    def _prepare_all(self, jobs: Iterable[Job | Mapping[str, Any]]) -> list[Prepared]:
+        prepared: list[Prepared] = []
+        problems: list[str] = []
+        items = list(jobs)
+        for index, item in enumerate(items):
+            label = f"job #{index}" if len(items) > 1 else "job"
+            try:
+                job = as_job(item)
+                prepared.append(self._prepare(index, job))
+            except InvalidJobError as exc:
+                problems.extend(f"{label} {problem}" for problem in exc.problems)
+        if problems:
+            raise InvalidJobError(problems)
+        return prepared
+
+    def _prepare(self, index: int, job: Job) -> Prepared:
+        """Check everything about one job that SQS or the consumer would refuse."""
+        problems: list[str] = []
+        not_json = unserialisable(job.payload) if isinstance(job.payload, dict) else None
+        if not_json:
+            problems.append(not_json)
+        built = None
+        try:
+            built = envelope.build(job.job_type, job.payload, job.idempotency_key,  # type: ignore[arg-type]
+                                   tenant=job.tenant)
+        except envelope.EnvelopeError as exc:
+            problems.extend(exc.problems)
+        if built is not None:  # the job type's payload schema, if the contract ships one
+            problems.extend(payloads.problems(built.type, built.payload))
+        tier = queue_url = ""
+        try:
+            if isinstance(job.job_type, str):  # else the envelope check has said so
+                tier = self.tier_for(job.job_type, job.tier)
+                queue_url = self.queues[tier]
+        except UnknownRouteError as exc:
+            problems.append(str(exc))
+        except discovery.UnknownTierError as exc:
+            problems.append(f"{exc}" if job.tier is not None else f"{exc} (routed by the table)")
+        delay_seconds, fire_at = 0, None
+        try:
+            delay_seconds, fire_at = self._timing(job)
+        except ValueError as exc:
+            problems.append(str(exc))
+        body, size = "", 0
+        if built is not None and not not_json:
+            body = built.to_json()  # what is sent: non-ASCII characters as themselves, not escaped
+            refused = disallowed_character_problem(body, "the message body")
+            if refused:  # the envelope's fields are checked one by one already: a last guard on what is sent
+                problems.append(refused)
+            size = 0 if refused else message_size(body)
+            if size > SQS_MAX_MESSAGE_BYTES:
+                problems.append(
+                    f"the message is {size} bytes, over SQS's {SQS_MAX_MESSAGE_BYTES}-byte limit; "
+                    "pass IDs, not objects"
+                )
+        if problems:
+            raise InvalidJobError([f"{job.describe()}: {problem}" for problem in problems])
+        return Prepared(index, job, tier, queue_url, body, size, delay_seconds, fire_at)
+
+    def _timing(self, job: Job) -> tuple[int, datetime | None]:
+        """``(SQS delay seconds, None)`` for a job due within ``schedule_beyond_seconds``, else ``(0, fire time)``."""
+        if job.at is not None and job.delay is not None:
+            raise ValueError("give either delay or at, not both")
+        now = self._clock()
+        if job.at is not None:
+            problem = scheduling.fire_time_problem(job.at, now)
+            if problem:
+                raise ValueError(problem)
+            seconds = math.ceil((job.at - now).total_seconds())
+            fire_at = job.at
+        else:
+            seconds = delay_in_seconds(job.delay)
+            fire_at = now + timedelta(seconds=seconds)
+            problem = scheduling.fire_time_problem(fire_at, now) if seconds > SQS_MAX_DELAY_SECONDS else None
+            if problem:
+                raise ValueError(f"delay {seconds} s: {problem}")
+        if seconds <= self.schedule_beyond_seconds:
+            return seconds, None
+        return 0, fire_at
+
+    def _schedule(self, one_time: scheduling.OneTimeJobs | None, item: Prepared) -> tuple[PublishResult, Exception | None]:
+        """Create the job's one-time schedule (an existing one means it was scheduled before)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        assert one_time is not None and item.fire_at is not None
+        try:
+            done = one_time.create(job_type=item.job.job_type, idempotency_key=item.job.idempotency_key,
+                                   tier=item.tier, fire_at=item.fire_at, body=item.body)
+        except (BotoCoreError, ClientError, discovery.DiscoveryError) as exc:
+            code = exc.response["Error"].get("Code", "") if isinstance(exc, ClientError) else type(exc).__name__
+            return _result(item, 1, error_code=code, error_message=str(exc)), exc
+        return _result(item, 1, schedule_name=done.schedule_name, fire_at=done.fire_at,
+                       already_scheduled=done.already_scheduled), None
+
+    # -- sending ------------------------------------------------------------------------------
+
+    def _send_chunk(self, chunk: list[Prepared]) -> tuple[dict[int, PublishResult], Exception | None]:
+        """Send one chunk (one queue, ≤ 10 entries, ≤ 1 MiB), retrying only failed entries."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        results: dict[int, PublishResult] = {}
+        pending = chunk
+        attempt = 0
+        while pending:
+            attempt += 1
+            by_id = {str(item.index): item for item in pending}
+            try:
+                response = self.sqs.send_message_batch(
+                    QueueUrl=pending[0].queue_url,
+                    Entries=[_entry(entry_id, item) for entry_id, item in by_id.items()],
+                )
+            except (BotoCoreError, ClientError) as exc:
+                # botocore has already retried what is worth retrying. A timeout leaves the
+                # outcome unknown; publishing again is safe because the key makes it idempotent.
+                code = exc.response["Error"].get("Code", "") if isinstance(exc, ClientError) else type(exc).__name__
+                for item in pending:
+                    results[item.index] = _result(item, attempt, error_code=code, error_message=str(exc))
+                return results, exc
+            for entry in response.get("Successful", []):
+                item = by_id.pop(entry["Id"])
+                results[item.index] = _result(item, attempt, message_id=entry["MessageId"])
+            retry: list[Prepared] = []
+            for entry in response.get("Failed", []):
+                item = by_id.pop(entry["Id"])
+                if entry.get("SenderFault") or attempt >= self.resend.max_attempts:
+                    results[item.index] = _result(
+                        item, attempt, error_code=entry.get("Code", ""), error_message=entry.get("Message", ""),
+                        sender_fault=bool(entry.get("SenderFault")),
+                    )
+                else:
+                    retry.append(item)
+            for item in by_id.values():  # neither Successful nor Failed: never assume it was sent
+                results[item.index] = _result(
+                    item, attempt, error_code="Unreported", error_message="SQS did not report this entry"
+                )
+            if retry:
+                self._sleep(self.resend.wait(attempt, self._random()))
+            pending = retry
+        return results, None
+
+
+def _entry(entry_id: str, item: Prepared) -> dict[str, Any]:
+    entry: dict[str, Any] = {"Id": entry_id, "MessageBody": item.body, "DelaySeconds": item.delay_seconds}
+    if item.job.tenant is not None:
+        # A standard queue with message group ids is an SQS fair queue; nothing FIFO is implied
+        # (no MessageDeduplicationId, no ordering: the idempotency key deduplicates).
+        entry["MessageGroupId"] = item.job.tenant
+    return entry
+
+
+def _result(item: Prepared, attempts: int, **outcome: Any) -> PublishResult:
+    return PublishResult(item.job, item.tier, item.queue_url, attempts=attempts, **outcome)
+
+
+def _chunks(prepared: list[Prepared]) -> Iterator[list[Prepared]]:
+    """Per queue (in first-seen order), greedy chunks of ≤ 10 entries and ≤ 1 MiB in all."""
+    by_queue: dict[str, list[Prepared]] = {}
+    for item in prepared:
+        by_queue.setdefault(item.queue_url, []).append(item)
+    for items in by_queue.values():
+        yield from pack_batches(items, lambda item: item.size)

@@ -1,0 +1,175 @@
+"""What the publisher takes and gives: :class:`Job`, :class:`PublishResult`, the :class:`ResendPolicy`
+of failed entries, and the checks that turn what a caller passed into a job (its keys, its delay,
+a payload JSON can carry)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from datetime import datetime, timedelta
+from typing import Any
+
+from .errors import InvalidJobError
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job to publish (``publish_batch`` also takes dicts with these keys)."""
+
+    job_type: str
+    payload: Mapping[str, Any]
+    idempotency_key: str
+    #: Overrides the routing table.
+    tier: str | None = None
+    #: Seconds (or a ``timedelta``, rounded up) before the job runs; beyond 900 it is scheduled.
+    delay: int | timedelta | None = None
+    #: When the job should run (an aware datetime); not with ``delay``.
+    at: datetime | None = None
+    #: Whom the job is for: the envelope's ``tenant`` and the message's ``MessageGroupId`` (SQS
+    #: fair queues). 1-128 letters, digits or ASCII punctuation.
+    tenant: str | None = None
+
+    def describe(self) -> str:
+        key = self.idempotency_key
+        if isinstance(key, str) and len(key) > 60:  # an over-long key must not flood the message
+            key = f"{key[:40]}…({len(key)} characters)"
+        return f"{self.job_type} (key {key!r})"
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """What happened to one job: a ``message_id`` when SQS accepted it, else the last error."""
+
+    job: Job
+    tier: str
+    queue_url: str
+    message_id: str | None = None
+    #: ``SendMessageBatch`` calls that carried this job.
+    attempts: int = 0
+    error_code: str | None = None
+    error_message: str | None = None
+    #: SQS blamed the request itself (not retried: sending it again would fail the same way).
+    sender_fault: bool = False
+    #: A job for later: the one-time schedule that will send it, and when.
+    schedule_name: str | None = None
+    fire_at: datetime | None = None
+    #: The schedule existed already (an earlier publish of the same job): nothing new was created.
+    already_scheduled: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.message_id is not None or self.schedule_name is not None
+
+    def describe(self) -> str:
+        if self.schedule_name is not None:
+            state = "already scheduled" if self.already_scheduled else "scheduled"
+            when = self.fire_at.isoformat() if self.fire_at else "?"
+            return f"{self.job.describe()} -> {self.tier}: {state} for {when} ({self.schedule_name})"
+        if self.ok:
+            return f"{self.job.describe()} -> {self.tier}: message {self.message_id}"
+        return (
+            f"{self.job.describe()} -> {self.tier}: {self.error_code}: {self.error_message} "
+            f"(after {self.attempts} attempt{'s' if self.attempts != 1 else ''})"
+        )
+
+
+@dataclass(frozen=True)
+class ResendPolicy:
+    """How the publisher re-sends the entries SQS reports failed inside a successful ``SendMessageBatch`` call.
+
+    Whole-call errors (throttling, 5xx, connection resets) are botocore's to retry, configured
+    the usual way (``AWS_MAX_ATTEMPTS``, ``AWS_RETRY_MODE``); they are not retried twice here.
+    Defaults: 4 attempts, waits drawn from [0, 0.1 s], [0, 0.2 s], [0, 0.4 s] ("full jitter").
+    """
+
+    max_attempts: int = 4
+    base_seconds: float = 0.1
+    max_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts}")
+        if not 0 <= self.base_seconds <= self.max_seconds:
+            raise ValueError(
+                f"need 0 <= base_seconds <= max_seconds, got {self.base_seconds} and {self.max_seconds}"
+            )
+
+    def wait(self, attempt: int, unit_random: float) -> float:
+        """Seconds to wait after failed attempt ``attempt`` (1-based); ``unit_random`` is in [0, 1)."""
+        return unit_random * min(self.max_seconds, self.base_seconds * 2 ** (attempt - 1))
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A validated job, ready to send: its body is final and its queue known (the publisher's own)."""
+
+    index: int
+    job: Job
+    tier: str
+    queue_url: str
+    body: str
+    size: int
+    delay_seconds: int
+    #: Set when the job goes through a one-time schedule instead of SQS's delay.
+    fire_at: datetime | None = None
+
+
+JOB_FIELDS = tuple(f.name for f in fields(Job))
+
+
+def as_job(item: Job | Mapping[str, Any]) -> Job:
+    if isinstance(item, Job):
+        return item
+    if not isinstance(item, Mapping):
+        raise InvalidJobError([f"must be a Job or a dict with keys {', '.join(JOB_FIELDS)}, got {type(item).__name__}"])
+    unknown = sorted(set(item) - set(JOB_FIELDS))
+    missing = [name for name in ("job_type", "payload", "idempotency_key") if name not in item]
+    if unknown or missing:
+        problems = [f"has unknown key(s) {', '.join(map(repr, unknown))}"] if unknown else []
+        problems += [f"lacks key(s) {', '.join(map(repr, missing))}"] if missing else []
+        raise InvalidJobError([f"{'; '.join(problems)} (keys: {', '.join(JOB_FIELDS)})"])
+    return Job(**item)
+
+
+def delay_in_seconds(delay: int | timedelta | None) -> int:
+    if delay is None:
+        return 0
+    if isinstance(delay, timedelta):
+        seconds = math.ceil(delay.total_seconds())
+    elif isinstance(delay, int) and not isinstance(delay, bool):
+        seconds = delay
+    else:
+        raise ValueError(f"delay must be whole seconds (int) or a timedelta, got {type(delay).__name__}")
+    if seconds < 0:
+        raise ValueError(f"delay must be 0 seconds or more, got {seconds}")
+    return seconds
+
+
+def unserialisable(value: Any, path: str = "payload", _open: frozenset[int] = frozenset()) -> str | None:
+    """The first part of ``value`` that JSON cannot carry faithfully, described; ``None`` if all can."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{path} is {value!r}, which JSON cannot represent"
+    if isinstance(value, (dict, list, tuple)):
+        if id(value) in _open:
+            return f"{path} contains itself (a circular reference)"
+        inner = _open | {id(value)}
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    return f"{path} has the key {key!r} ({type(key).__name__}); JSON object keys must be strings"
+                found = unserialisable(item, f"{path}[{key!r}]", inner)
+                if found:
+                    return found
+        else:
+            for position, item in enumerate(value):
+                found = unserialisable(item, f"{path}[{position}]", inner)
+                if found:
+                    return found
+        return None
+    return (
+        f"{path} is a {type(value).__qualname__}, which is not JSON-serialisable "
+        "(send a str, number, bool, None, list or dict: e.g. an ISO date string, a Decimal as a string)"
+    )

@@ -1,0 +1,190 @@
+"""One dead letter as the replay sees it: why it failed, what job it is, since when.
+
+Our consumer dead-letters with ``DeadLetter.*`` attributes. A letter without them was moved by
+the queue's redrive policy (the consumer crashed or timed out before it could decide): its
+reason and error type read as ``DeadLetter.REASON_UNKNOWN``, and its job type is read from the
+body when the body is a valid envelope.
+
+The idempotency window
+----------------------
+The consumer remembers a completed job for the tier's ``idempotency_ttl_seconds``, counted
+from when that run completed, which is never before the job was first received. A letter is
+*inside the window* when its earliest known moment (the envelope's ``published_at``,
+``DeadLetter.FirstFailedAt``, or SQS's ``SentTimestamp``, whichever is earliest) lies less than
+the window, minus ``WINDOW_MARGIN_SECONDS`` for the replayed copy to be processed, before now.
+Replaying a letter outside the window could run a job that had completed again.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import cached_property
+from typing import Any
+
+from tiered_jobs.contract import envelope
+from tiered_jobs.contract.names import (
+    SQS_MAX_MESSAGE_ATTRIBUTES,
+    SQS_MAX_MESSAGE_BYTES,
+    Attributes,
+    DeadLetter,
+    Replay,
+)
+from tiered_jobs.contract.sqs_limits import message_size
+
+UNKNOWN = DeadLetter.REASON_UNKNOWN
+#: A replayed letter must have at least this much of its idempotency window left: time for the
+#: copy to wait in the queue and be processed before the consumer may forget the job.
+WINDOW_MARGIN_SECONDS = 3600
+
+
+@dataclass(frozen=True)
+class Letter:
+    message_id: str
+    receipt_handle: str
+    #: The body exactly as SQS returned it: replay sends this string back unchanged.
+    body: str
+    #: Every message attribute as received (``DataType`` plus ``StringValue`` or ``BinaryValue``).
+    attributes: dict[str, dict[str, Any]]
+    reason: str
+    error_type: str
+    error_message: str | None
+    job_type: str
+    #: When the letter failed first / last (``DeadLetter.*``), else when it was sent to its queue.
+    first_failed_at: datetime
+    dead_lettered_at: datetime
+    #: When SQS received this message (``SentTimestamp``).
+    sent_at: datetime
+    #: SQS's system attributes as received (``SentTimestamp``, ``ApproximateReceiveCount``...).
+    system_attributes: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_message(cls, message: dict[str, Any]) -> Letter:
+        """Build from one ``ReceiveMessage`` entry (asked with attributes ``All`` and ``SentTimestamp``)."""
+        attributes = {
+            name: _sendable(value) for name, value in (message.get("MessageAttributes") or {}).items()
+        }
+        text = {name: value.get("StringValue") for name, value in attributes.items()}
+        sent_at = datetime.fromtimestamp(int(message["Attributes"]["SentTimestamp"]) / 1000, timezone.utc)
+        last_failed = _iso(text.get(DeadLetter.LAST_FAILED_AT)) or sent_at
+        return cls(
+            message_id=message["MessageId"],
+            receipt_handle=message["ReceiptHandle"],
+            body=message["Body"],
+            attributes=attributes,
+            reason=text.get(DeadLetter.REASON) or UNKNOWN,
+            error_type=text.get(DeadLetter.ERROR_TYPE) or UNKNOWN,
+            error_message=text.get(DeadLetter.ERROR_MESSAGE),
+            job_type=text.get(DeadLetter.JOB_TYPE) or _job_type_from_body(message["Body"]),
+            first_failed_at=_iso(text.get(DeadLetter.FIRST_FAILED_AT)) or last_failed,
+            dead_lettered_at=last_failed,
+            sent_at=sent_at,
+            system_attributes=dict(message["Attributes"]),
+        )
+
+    @cached_property
+    def earliest_known_at(self) -> datetime:
+        """The earliest moment this job is known to have existed (see "The idempotency window")."""
+        moments = [self.first_failed_at, self.sent_at]
+        try:
+            published = envelope.parse(self.body).published_at
+        except envelope.EnvelopeError:
+            published = None
+        if published_at := _iso(published):
+            moments.append(published_at)
+        return min(moments)
+
+    def outside_window(self, ttl_seconds: int | None, now: datetime) -> bool:
+        """Could a replay of this letter find its job forgotten? Always ``True`` when the window is unknown."""
+        if ttl_seconds is None:
+            return True
+        return (now - self.earliest_known_at).total_seconds() > ttl_seconds - WINDOW_MARGIN_SECONDS
+
+    def to_record(self, tier: str, at: datetime) -> dict[str, Any]:
+        """The whole letter as one JSON-safe object (the discard archive's line, ``show``'s answer).
+
+        ``at`` (``recorded_at``): when it was archived (discard) or read (show).
+        ``message_attributes`` holds every attribute as SQS returned it (``DeadLetter.*``
+        included); a ``BinaryValue`` is base64. ``error_message`` is the real one, not masked.
+        """
+        return {
+            "tier": tier,
+            "message_id": self.message_id,
+            "recorded_at": iso_text(at),
+            "job_type": self.job_type,
+            "reason": self.reason,
+            "error_type": self.error_type,
+            "error_message": self.error_message,
+            "first_failed_at": iso_text(self.first_failed_at),
+            "dead_lettered_at": iso_text(self.dead_lettered_at),
+            "sent_at": iso_text(self.sent_at),
+            "body": self.body,
+            "message_attributes": {
+                name: {key: base64.b64encode(v).decode("ascii") if key == "BinaryValue" else v
+                       for key, v in value.items()}
+                for name, value in self.attributes.items()
+            },
+            "attributes": dict(self.system_attributes),
+        }
+
+    def replay_attributes(self, replayed_at: str) -> dict[str, dict[str, Any]]:
+        """The attributes of the replayed copy: the user's, no ``DeadLetter.*``, plus ``Replay.*``.
+
+        ``Replay.Count`` counts the replays of this job (1 on the first). SQS allows 10
+        attributes and 1 MiB (body and attributes) per message: the user's attributes and the
+        body always win, so when they leave no room the ``Replay.*`` markers are dropped (``At``
+        first, then ``Count``), never a user's.
+        """
+        kept = {
+            name: value for name, value in self.attributes.items()
+            # A replayed job gets its attempts afresh: the rate limit's carried count goes too.
+            if not name.startswith(DeadLetter.PREFIX) and name not in (Replay.COUNT, Replay.AT, Attributes.PRIOR_ATTEMPTS)
+        }
+        previous = self.attributes.get(Replay.COUNT, {}).get("StringValue")
+        count = int(previous) + 1 if previous and previous.isdigit() else 1
+        markers = {
+            Replay.COUNT: {"DataType": "Number", "StringValue": str(count)},
+            Replay.AT: {"DataType": "String", "StringValue": replayed_at},
+        }
+        room = max(0, SQS_MAX_MESSAGE_ATTRIBUTES - len(kept))
+        for name, value in list(markers.items())[:room]:
+            if message_size(self.body, {**kept, name: value}) > SQS_MAX_MESSAGE_BYTES:
+                break
+            kept[name] = value
+        return kept
+
+    def replay_size(self, replayed_at: str) -> int:
+        """The bytes SQS counts for the replayed copy (body plus :meth:`replay_attributes`)."""
+        return message_size(self.body, self.replay_attributes(replayed_at))
+
+
+def _sendable(value: dict[str, Any]) -> dict[str, Any]:
+    """An attribute as ``SendMessage`` accepts it (the receive side adds empty list values)."""
+    out = {"DataType": value["DataType"]}
+    for key in ("StringValue", "BinaryValue"):
+        if key in value:
+            out[key] = value[key]
+    return out
+
+
+def _job_type_from_body(body: str) -> str:
+    try:
+        return envelope.parse(body).type
+    except envelope.EnvelopeError:
+        return UNKNOWN
+
+
+def iso_text(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _iso(value: str | None) -> datetime | None:
+    """Parse an ISO 8601 attribute; a missing or garbled one is treated as absent, not fatal."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)

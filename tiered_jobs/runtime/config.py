@@ -1,0 +1,73 @@
+"""The consumer's settings, read once from the environment the stack sets."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from tiered_jobs.contract.names import Env
+from tiered_jobs.contract.rate_limits import RateLimits
+
+from .backoff import RetryPolicy
+
+#: Without the stack's value (tests, a hand-made environment): stop starting records 2 s before the end.
+DEFAULT_TIME_BUDGET_MARGIN_MS = 2_000
+
+
+class ConfigurationError(RuntimeError):
+    """The function's environment is missing or malformed (a deployment problem, not a job's)."""
+
+
+@dataclass(frozen=True)
+class TierConfig:
+    stage: str
+    tier: str
+    queue_url: str
+    dlq_url: str
+    idempotency_table: str
+    retry: RetryPolicy
+    idempotency_ttl_seconds: int = 86_400
+    #: The resources of ``cdk.json`` this tier's jobs use: ``{name: table name or queue URL}``, one
+    #: ``Env.resource_var(name)`` each. Jobs read them with ``ctx.resource(name)``.
+    resources: Mapping[str, str] = field(default_factory=dict)
+    #: No record starts when less than this (ms) remains of the invocation; the tier derives it
+    #: from its timeout (``TierSettings.time_budget_margin``).
+    time_budget_margin_ms: int = DEFAULT_TIME_BUDGET_MARGIN_MS
+    #: The tier's rate limits and the table of their buckets (``None``: the tier is not limited).
+    rate_limits: RateLimits | None = None
+    rate_limit_table: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> TierConfig:
+        env = os.environ if environ is None else environ
+        missing = [name for name in (Env.STAGE, Env.TIER, Env.QUEUE_URL, Env.DLQ_URL, Env.IDEMPOTENCY_TABLE)
+                   if not env.get(name)]
+        if missing:
+            raise ConfigurationError(f"missing environment variable(s): {', '.join(missing)}")
+        try:
+            retry = RetryPolicy(
+                max_attempts=int(env.get(Env.MAX_ATTEMPTS, "5")),
+                schedule=RetryPolicy.parse_schedule(env.get(Env.RETRY_SCHEDULE, "5,30,120,600")),
+                jitter=float(env.get(Env.RETRY_JITTER, "0.2")),
+            )
+            ttl = int(env.get(Env.IDEMPOTENCY_TTL_SECONDS, "86400"))
+            margin = int(env.get(Env.TIME_BUDGET_MARGIN_MS, str(DEFAULT_TIME_BUDGET_MARGIN_MS)))
+            if margin < 0:
+                raise ValueError(f"{Env.TIME_BUDGET_MARGIN_MS} must be >= 0, got {margin}")
+            rate_limits = RateLimits.from_json(env[Env.RATE_LIMITS]) if env.get(Env.RATE_LIMITS) else None
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ConfigurationError(f"malformed retry/idempotency/time budget/rate-limit settings: {exc}") from exc
+        return cls(
+            stage=env[Env.STAGE],
+            tier=env[Env.TIER],
+            queue_url=env[Env.QUEUE_URL],
+            dlq_url=env[Env.DLQ_URL],
+            idempotency_table=env[Env.IDEMPOTENCY_TABLE],
+            retry=retry,
+            idempotency_ttl_seconds=ttl,
+            resources=Env.resources_in(env),
+            time_budget_margin_ms=margin,
+            rate_limits=rate_limits,
+            rate_limit_table=env.get(Env.RATE_LIMIT_TABLE) or None,
+        )

@@ -1,0 +1,140 @@
+"""Dead-lettering a message ourselves, with the reason attached.
+
+The original body goes to the DLQ byte-for-byte with its original message attributes, plus
+the ``DeadLetter.*`` String attributes of the contract. Only when the DLQ has accepted the copy
+does the caller report the record as processed (so SQS deletes the source): a failed send
+leaves the message where it is.
+
+SQS counts the body and every attribute's name, data type and value toward its 1 MiB limit.
+The copy keeps the body and the original attributes whole (they fitted in the original message);
+when the reasons would overflow, they are shortened: ``DeadLetter.ErrorMessage`` first, then the
+other reasons are dropped in :data:`_SHRINK_ORDER`.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from tiered_jobs.contract.names import (
+    SQS_MAX_MESSAGE_ATTRIBUTES,
+    SQS_MAX_MESSAGE_BYTES,
+    DeadLetter,
+)
+from tiered_jobs.contract.sqs_limits import attribute_size, message_size
+
+#: When original attributes leave no room for all eight, these are kept first.
+_PRIORITY = (
+    DeadLetter.REASON, DeadLetter.ERROR_TYPE, DeadLetter.ERROR_MESSAGE, DeadLetter.ATTEMPTS,
+    DeadLetter.JOB_TYPE, DeadLetter.LAST_FAILED_AT, DeadLetter.FIRST_FAILED_AT, DeadLetter.SOURCE_QUEUE,
+)
+
+
+#: When the copy would exceed SQS's size limit, reasons give way in this order (the reason itself last).
+_SHRINK_ORDER = (DeadLetter.ERROR_MESSAGE,) + tuple(n for n in reversed(_PRIORITY) if n != DeadLetter.ERROR_MESSAGE)
+#: A shortened ``ErrorMessage`` keeps at least this many bytes, or is dropped.
+_MIN_SHORTENED_BYTES = 16
+_ELLIPSIS = "…"
+
+
+@dataclass(frozen=True)
+class DeadLetterReason:
+    reason: str  # DeadLetter.REASON_PERMANENT | DeadLetter.REASON_RETRIES_EXHAUSTED
+    error_type: str
+    error_message: str
+    attempts: int
+    first_failed_at: datetime
+    last_failed_at: datetime
+    source_queue: str
+    job_type: str
+
+    def attributes(self) -> dict[str, str]:
+        return {
+            DeadLetter.REASON: self.reason,
+            DeadLetter.ERROR_TYPE: self.error_type,
+            DeadLetter.ERROR_MESSAGE: truncate(self.error_message, DeadLetter.MAX_ERROR_MESSAGE_CHARS),
+            DeadLetter.ATTEMPTS: str(self.attempts),
+            DeadLetter.FIRST_FAILED_AT: iso(self.first_failed_at),
+            DeadLetter.LAST_FAILED_AT: iso(self.last_failed_at),
+            DeadLetter.SOURCE_QUEUE: self.source_queue,
+            DeadLetter.JOB_TYPE: self.job_type,
+        }
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def truncate(text: str, limit: int) -> str:
+    text = text or "(no message)"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def api_attributes_from_event(event_attributes: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Lambda's ``messageAttributes`` shape -> the SQS API's ``MessageAttributes`` shape."""
+    result: dict[str, dict[str, Any]] = {}
+    for name, attr in (event_attributes or {}).items():
+        data_type = attr.get("dataType") or attr.get("DataType")
+        value: dict[str, Any] = {"DataType": data_type}
+        if attr.get("stringValue") is not None:
+            value["StringValue"] = attr["stringValue"]
+        elif attr.get("binaryValue") is not None:
+            value["BinaryValue"] = base64.b64decode(attr["binaryValue"])
+        else:
+            continue  # list values are reserved by SQS and never set on real messages
+        result[name] = value
+    return result
+
+
+def merge_attributes(
+    original: Mapping[str, dict[str, Any]], dead_letter: Mapping[str, str]
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Original attributes (minus stale ``DeadLetter.*`` ones) plus the new reasons, within
+    SQS's limit of 10. Returns the attributes and the reason names that did not fit."""
+    merged = {k: v for k, v in original.items() if not k.startswith(DeadLetter.PREFIX)}
+    dropped: list[str] = []
+    for name in _PRIORITY:
+        if len(merged) < SQS_MAX_MESSAGE_ATTRIBUTES:
+            merged[name] = {"DataType": "String", "StringValue": dead_letter[name]}
+        else:
+            dropped.append(name)
+    return merged, dropped
+
+
+#: Bytes SQS counts for one attribute / one message: the contract's rule, shared with the publisher and replay.
+attribute_bytes = attribute_size
+message_bytes = message_size
+
+
+def fit_to_size(
+    body: str, attributes: Mapping[str, dict[str, Any]], limit: int = SQS_MAX_MESSAGE_BYTES
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Shorten the ``DeadLetter.*`` reasons until body + attributes fit in ``limit`` bytes. The
+    body and the original attributes are never touched. Returns the attributes and the names of
+    the reasons shortened or dropped."""
+    fitted = dict(attributes)
+    changed: list[str] = []
+    for name in _SHRINK_ORDER:
+        over = message_bytes(body, fitted) - limit
+        if over <= 0:
+            break
+        if name not in fitted:
+            continue
+        changed.append(name)
+        value = fitted[name]["StringValue"].encode("utf-8")
+        keep = len(value) - over - len(_ELLIPSIS.encode("utf-8"))
+        if name == DeadLetter.ERROR_MESSAGE and keep >= _MIN_SHORTENED_BYTES:
+            shortened = value[:keep].decode("utf-8", "ignore") + _ELLIPSIS
+            fitted[name] = {"DataType": "String", "StringValue": shortened}
+        else:
+            del fitted[name]
+    return fitted, changed
+
+
+def send_to_dlq(sqs: Any, dlq_url: str, body: str, attributes: Mapping[str, dict[str, Any]]) -> str:
+    """Send the copy; returns the DLQ's message id. Raises whatever SQS raises."""
+    response = sqs.send_message(QueueUrl=dlq_url, MessageBody=body, MessageAttributes=dict(attributes))
+    return response["MessageId"]

@@ -1,0 +1,391 @@
+"""A rate limit that holds across every concurrent consumer of a tier: token buckets in DynamoDB.
+
+**The bucket.** Each bucket is one item of the rate-limit table, holding one number: its
+*theoretical arrival time* ``tat`` (microseconds since the epoch). This is the token bucket in its
+GCRA form ("generic cell rate algorithm", the form network policers use): with ``T = 1 / rate``
+and a burst of ``B``, the k-th job of a claim may start at ``max(tat, now) + k*T - (B-1)*T``, and
+a claim of ``n`` jobs moves ``tat`` forward by ``n*T``. A full bucket is ``tat <= now``; every
+token taken pushes ``tat`` one interval further. It says exactly what a (tokens, last refill)
+pair says, in one number, and a claim can be written without reading the item first:
+
+* the bucket is busy (``tat >= now``): ``SET tat = tat + n*T`` on condition
+  ``tat BETWEEN now AND now + wait + (B-1)*T - (n-1)*T``. DynamoDB adds on the server, so
+  concurrent claims of 20 consumers never conflict with each other: each one lands or finds the
+  bucket too far ahead;
+* the bucket is idle (``tat < now`` or no item yet): ``SET tat = now + n*T`` on condition
+  ``attribute_not_exists(tat) OR tat < now``.
+
+Per bucket and batch: **at most one conditional write, and no read** after the container's first
+claim. The case and the number of jobs are guessed from the last ``tat`` this container saw (the
+first claim reads it: ``GetItem``, eventually consistent, half a read unit). ``tat`` only grows,
+so the guess errs one way only: the bucket may be further ahead than the container knows. When
+it is (another consumer claimed meanwhile), the condition fails, the batch claims nothing and
+DynamoDB returns the item as it is (``ReturnValuesOnConditionCheckFailure``): that ``tat`` gives
+the held jobs their turn, and the container's next guess. When the last ``tat`` seen already
+leaves no token within the wait bound, the batch is held without any call.
+
+**Claims reserve the future.** One write claims as many of the batch's jobs as can start within
+the wait bound; the consumer then sleeps until each job's own start time, so jobs leave at the
+rate, spread evenly. The jobs that could not be claimed are *held*: re-sent to the tier's queue
+with ``DelaySeconds`` (when their turn would come, at most 900 s) and an attribute carrying the
+attempts they had spent, then acknowledged. A fresh message has a fresh receive count, so a held
+job never spends an attempt toward the redrive count and never comes near the DLQ.
+
+Clients are injected; nothing but the standard library is imported at import time.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tiered_jobs.contract.names import (
+    SQS_MAX_BATCH_ENTRIES,
+    SQS_MAX_DELAY_SECONDS,
+    SQS_MAX_MESSAGE_ATTRIBUTES,
+    Attributes,
+)
+from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE as KEY_ATTRIBUTE
+from tiered_jobs.contract.rate_limits import Bucket, RateLimit, RateLimits
+
+#: The attribute of a bucket item holding its theoretical arrival time (microseconds).
+TAT_ATTRIBUTE = "tat"
+#: Waiting never takes more than this share of the invocation's remaining time.
+WAIT_SHARE_OF_REMAINING = 0.5
+_US = 1_000_000
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What one claim on a bucket gave: start times (epoch seconds) for ``len(starts)`` jobs, and
+    when the first job not claimed would have its turn."""
+
+    starts: tuple[float, ...]
+    next_turn: float
+    #: Conditional writes made: 0 or 1.
+    writes: int
+    #: Reads made: 1 on the container's first claim of the bucket, else 0.
+    reads: int = 0
+
+    @property
+    def granted(self) -> int:
+        return len(self.starts)
+
+    @property
+    def conflicted(self) -> bool:
+        """The write's condition failed: the bucket was further ahead than this container knew."""
+        return self.writes > 0 and not self.starts
+
+
+class TokenBucket:
+    """One bucket item. Keeps the last ``tat`` it saw (it only grows) to guess the write's case,
+    and how far ahead of the clock other consumers' claims had pushed it (the *lead*)."""
+
+    def __init__(self, dynamodb: Any, table: str, key: str, limit: RateLimit,
+                 clock: Callable[[], float] = time.time):
+        self.dynamodb = dynamodb
+        self.table = table
+        self.key = key
+        self.limit = limit
+        self.clock = clock
+        self.interval_us = max(1, round(_US / limit.per_second))
+        self.tolerance_us = (limit.burst - 1) * self.interval_us
+        self.last_tat_us: int | None = None
+        #: ``tat - now`` when this container last saw claims it had not made (a read, a failed
+        #: condition, a busy claim that found ``tat`` past what it knew); ``None``: none seen
+        #: since the bucket was last seen idle. Other consumers keep claiming meanwhile, so the
+        #: next claim guesses that the bucket is still at least as far ahead.
+        self.lead_us: int | None = None
+
+    def claim(self, wanted: int, max_wait_seconds: float) -> Claim:
+        """Claim up to ``wanted`` jobs that can start within ``max_wait_seconds``: at most one
+        conditional write, and a read only on the container's first claim. A failed write claims
+        nothing; the claim's ``next_turn`` then comes from the ``tat`` DynamoDB returned."""
+        now_us = int(self.clock() * _US)
+        horizon_us = now_us + int(max_wait_seconds * _US) + self.tolerance_us
+        reads = 0
+        if self.last_tat_us is None:  # the container's first claim: nothing seen yet
+            self._saw(self._read(), now_us, others=True)
+            reads = 1
+        known = self.last_tat_us
+
+        def claimable(tat_us: int | None) -> int:
+            return (horizon_us - max(tat_us or 0, now_us)) // self.interval_us + 1
+
+        if claimable(known) <= 0:  # tat only grows: no write can get a token within the wait bound
+            return Claim((), self._turn(max(known or 0, now_us), now_us), writes=0, reads=reads)
+        # A guess too far ahead only claims fewer jobs (a busy claim adds to the real tat); one
+        # behind fails the condition. Claim one job at least, so that a wrong lead is corrected.
+        guess = known if self.lead_us is None else max(known or 0, now_us + self.lead_us)
+        n = min(wanted, max(1, claimable(guess)))
+        busy = guess is not None and guess >= now_us
+        try:
+            new_tat = self._write(n, now_us, horizon_us, busy)
+        except Exception as exc:  # noqa: BLE001 -- only a failed condition is an answer
+            current = _conditional_failure_item(exc)
+            if current is _NOT_A_CONDITION_FAILURE:
+                raise
+            actual = int(current[TAT_ATTRIBUTE]["N"]) if current and TAT_ATTRIBUTE in current else None
+            self._saw(actual, now_us, others=True)
+            return Claim((), self._turn(max(actual or 0, now_us), now_us), writes=1, reads=reads)
+        first = new_tat - n * self.interval_us
+        self._saw(new_tat, now_us, others=busy and first > (known or 0))
+        starts = tuple(max(now_us, first + k * self.interval_us - self.tolerance_us) / _US for k in range(n))
+        return Claim(starts, self._turn(new_tat, now_us), writes=1, reads=reads)
+
+    def _saw(self, tat_us: int | None, now_us: int, others: bool) -> None:
+        """Remember the largest ``tat`` seen (it only grows; ``None`` while there is no item), and
+        the lead when ``others`` (claims this container did not make) had moved it ahead. An
+        idle bucket forgets the lead; a claim of this container's own says nothing new of it."""
+        if tat_us is not None:
+            self.last_tat_us = max(self.last_tat_us or 0, tat_us)
+        if tat_us is None or tat_us < now_us:
+            self.lead_us = None
+        elif others:
+            self.lead_us = tat_us - now_us
+
+    def _read(self) -> int | None:
+        """The bucket's ``tat`` (an eventually consistent read: a stale value only costs a failed
+        condition, which returns the current one)."""
+        item = self.dynamodb.get_item(TableName=self.table, Key={KEY_ATTRIBUTE: {"S": self.key}},
+                                      ProjectionExpression="#tat", ExpressionAttributeNames={"#tat": TAT_ATTRIBUTE},
+                                      ).get("Item")
+        return int(item[TAT_ATTRIBUTE]["N"]) if item and TAT_ATTRIBUTE in item else None
+
+    def _turn(self, tat_us: int, now_us: int) -> float:
+        return max(now_us, tat_us - self.tolerance_us) / _US
+
+    def _write(self, n: int, now_us: int, horizon_us: int, busy: bool) -> int:
+        common = {
+            "TableName": self.table,
+            "Key": {KEY_ATTRIBUTE: {"S": self.key}},
+            "ReturnValues": "UPDATED_NEW",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if busy:
+            response = self.dynamodb.update_item(
+                **common,
+                UpdateExpression="SET #tat = #tat + :claim",
+                ConditionExpression="#tat BETWEEN :now AND :latest",
+                ExpressionAttributeNames={"#tat": TAT_ATTRIBUTE},
+                ExpressionAttributeValues={
+                    ":claim": {"N": str(n * self.interval_us)}, ":now": {"N": str(now_us)},
+                    ":latest": {"N": str(horizon_us - (n - 1) * self.interval_us)},
+                },
+            )
+        else:
+            response = self.dynamodb.update_item(
+                **common,
+                UpdateExpression="SET #tat = :tat",
+                ConditionExpression="attribute_not_exists(#tat) OR #tat < :now",
+                ExpressionAttributeNames={"#tat": TAT_ATTRIBUTE},
+                ExpressionAttributeValues={":tat": {"N": str(now_us + n * self.interval_us)},
+                                           ":now": {"N": str(now_us)}},
+            )
+        return int(response["Attributes"][TAT_ATTRIBUTE]["N"])
+
+
+_NOT_A_CONDITION_FAILURE: Any = object()
+
+
+def _conditional_failure_item(exc: BaseException) -> Any:
+    """The item DynamoDB returned with a failed condition (``None`` if there was none), or the
+    sentinel when ``exc`` is any other error."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict) or response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+        return _NOT_A_CONDITION_FAILURE
+    return response.get("Item")
+
+
+# -- one batch ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What to do with one record: run it at ``start`` (epoch seconds), or it was held."""
+
+    start: float | None = None
+    #: Held: re-sent with this delay (seconds) and to be acknowledged.
+    resent_delay: int | None = None
+    #: Held but the re-send failed: keep the message in the queue for this many seconds.
+    keep_seconds: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self.start is None
+
+
+@dataclass
+class Gate:
+    """The verdicts for one batch (``message_id`` -> :class:`Verdict`); records not named run now."""
+
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    writes: int = 0
+    reads: int = 0
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.time
+
+    def enter(self, message_id: str) -> Verdict | None:
+        """``None``: run the record now (after sleeping until its turn); else it was held."""
+        verdict = self.verdicts.get(message_id)
+        if verdict is None:
+            return None
+        if verdict.held:
+            return verdict
+        wait = verdict.start - self.clock()
+        if wait > 0:
+            self.sleep(wait)
+        return None
+
+
+@dataclass(frozen=True)
+class LimitedRecord:
+    """What the limiter needs of one SQS record of the batch."""
+
+    message_id: str
+    job_type: str
+    body: str
+    #: Lambda's ``messageAttributes`` of the record (kept on the re-sent copy).
+    attributes: Mapping[str, Any]
+    attempt: int
+    #: The record's ``MessageGroupId`` (its tenant on a fair queue), kept on the re-sent copy.
+    group_id: str | None = None
+
+
+class RateLimiter:
+    """Admits a batch: claims tokens (at most one write per bucket), re-sends what it cannot admit."""
+
+    def __init__(self, limits: RateLimits, tier: str, table: str, queue_url: str, *,
+                 client: Callable[[str], Any], clock: Callable[[], float] = time.time,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.limits = limits
+        self.tier = tier
+        self.table = table
+        self.queue_url = queue_url
+        self.client = client
+        self.clock = clock
+        self.sleep = sleep
+        self._buckets: dict[str, TokenBucket] = {}
+
+    def bucket(self, spec: Bucket) -> TokenBucket:
+        found = self._buckets.get(spec.key)
+        if found is None:
+            found = self._buckets[spec.key] = TokenBucket(self.client("dynamodb"), self.table, spec.key,
+                                                          spec.limit, self.clock)
+        return found
+
+    def admit(self, records: Sequence[LimitedRecord], remaining_seconds: float) -> Gate:
+        gate = Gate(sleep=self.sleep, clock=self.clock)
+        groups: dict[str, tuple[Bucket, list[LimitedRecord]]] = {}
+        for record in records:
+            spec = self.limits.bucket_for(self.tier, record.job_type)
+            if spec is not None:
+                groups.setdefault(spec.key, (spec, []))[1].append(record)
+        wait = max(0.0, min(self.limits.max_wait_seconds, remaining_seconds * WAIT_SHARE_OF_REMAINING))
+        held: list[tuple[LimitedRecord, int]] = []
+        for spec, members in groups.values():
+            bucket = self.bucket(spec)
+            claim = bucket.claim(len(members), wait)
+            gate.writes += claim.writes
+            gate.reads += claim.reads
+            for record, start in zip(members, claim.starts):
+                gate.verdicts[record.message_id] = Verdict(start=start)
+            now = self.clock()
+            for position, record in enumerate(members[claim.granted:]):
+                turn = claim.next_turn + position / spec.limit.per_second
+                if claim.conflicted and turn <= now + wait:
+                    # the batch lost its one write, not its tokens: back at once, to claim again
+                    # on the state the failure returned
+                    held.append((record, 0))
+                else:
+                    held.append((record, min(SQS_MAX_DELAY_SECONDS, max(1, math.ceil(turn - now)))))
+        for record, delay, error in self._resend(held):
+            gate.verdicts[record.message_id] = (
+                Verdict(resent_delay=delay) if error is None else Verdict(keep_seconds=max(1, delay))
+            )
+        return gate
+
+    def _resend(self, held: list[tuple[LimitedRecord, int]]):
+        """Send each held job again with its delay (SendMessageBatch, 10 a call); yields
+        ``(record, delay, error)`` with ``error`` ``None`` when SQS accepted the copy."""
+        for start in range(0, len(held), SQS_MAX_BATCH_ENTRIES):
+            chunk = held[start:start + SQS_MAX_BATCH_ENTRIES]
+            entries, unsendable = [], {}
+            for index, (record, delay) in enumerate(chunk):
+                attributes = resent_attributes(record.attributes, record.attempt)
+                if attributes is None:
+                    unsendable[str(index)] = "no room for the attempt attribute (10 attributes already)"
+                    continue
+                entry = {"Id": str(index), "MessageBody": record.body, "DelaySeconds": delay,
+                         "MessageAttributes": attributes}
+                if record.group_id:
+                    entry["MessageGroupId"] = record.group_id
+                entries.append(entry)
+            failed: dict[str, str] = dict(unsendable)
+            if entries:
+                try:
+                    response = self.client("sqs").send_message_batch(QueueUrl=self.queue_url, Entries=entries)
+                    failed.update({f["Id"]: f.get("Message", f.get("Code", "")) for f in response.get("Failed", [])})
+                    reported = {s["Id"] for s in response.get("Successful", [])} | set(failed)
+                    failed.update({e["Id"]: "not reported by SQS" for e in entries if e["Id"] not in reported})
+                except Exception as exc:  # noqa: BLE001 -- the records stay in the queue instead
+                    failed.update({e["Id"]: repr(exc) for e in entries})
+            for index, (record, delay) in enumerate(chunk):
+                yield record, delay, failed.get(str(index))
+
+
+def prior_attempts(attributes: Mapping[str, Any] | None) -> int:
+    """Attempts spent before this copy of the message was sent (Lambda's ``messageAttributes``)."""
+    value = ((attributes or {}).get(Attributes.PRIOR_ATTEMPTS) or {}).get("stringValue")
+    try:
+        return max(0, int(value)) if value is not None else 0
+    except ValueError:
+        return 0
+
+
+def resent_attributes(event_attributes: Mapping[str, Any] | None, attempt: int) -> dict[str, dict[str, Any]] | None:
+    """The held copy's attributes: the original ones plus the attempts spent so far. The receive
+    that found the job held ran nothing, so it is not one of them: ``attempt - 1`` are carried.
+    ``None`` when SQS's 10 attributes leave no room."""
+    from .deadletter import api_attributes_from_event
+
+    attributes = api_attributes_from_event(event_attributes)
+    attributes.pop(Attributes.PRIOR_ATTEMPTS, None)
+    if len(attributes) >= SQS_MAX_MESSAGE_ATTRIBUTES:
+        return None
+    attributes[Attributes.PRIOR_ATTEMPTS] = {"DataType": "Number", "StringValue": str(max(0, attempt - 1))}
+    return attributes
+
+
+def from_config(limits: RateLimits | None, tier: str, table: str | None, queue_url: str,
+                client: Callable[[str], Any], **options: Any) -> RateLimiter | None:
+    """The tier's limiter, or ``None`` when the tier has no rate limit."""
+    if limits is None or not limits.enabled or not table:
+        return None
+    return RateLimiter(limits, tier, table, queue_url, client=client, **options)
+
+
+def batch_records(event: Mapping[str, Any], registry: Any) -> list[LimitedRecord]:
+    """The records of a Lambda SQS event that would run a job (valid envelope, registered type);
+    the others go to the DLQ without taking a token."""
+    from tiered_jobs.contract.envelope import EnvelopeError, parse
+
+    found = []
+    for raw in event.get("Records") or []:
+        try:
+            job_type = parse(raw.get("body") or "").type
+        except EnvelopeError:
+            continue
+        if job_type not in registry:
+            continue
+        system = raw.get("attributes") or {}
+        attributes = raw.get("messageAttributes") or {}
+        found.append(LimitedRecord(
+            message_id=raw["messageId"], job_type=job_type, body=raw["body"], attributes=attributes,
+            attempt=prior_attempts(attributes) + int(system.get("ApproximateReceiveCount") or 1),
+            group_id=system.get("MessageGroupId"),
+        ))
+    return found

@@ -1,0 +1,204 @@
+"""Job registry: job type -> handler. Jobs register with the :func:`job` decorator.
+
+    from tiered_jobs.runtime.registry import job
+    from tiered_jobs.runtime.errors import PermanentError
+
+    @job("payments.update_balance", validate=check_payload, permanent=(AccountClosed,))
+    def update_balance(payload: dict, ctx: JobContext) -> dict: ...
+
+Handlers take the payload (a dict) and a :class:`JobContext`, and return a result: the
+idempotency layer stores a bounded, JSON-safe form of it (``tiered_jobs/runtime/results.py``) and
+returns that to duplicates.
+
+A job finds the AWS resources it declared in ``cdk.json`` (``resources``) with ``ctx.resource(name)``:
+the table name or queue URL its tier's consumer was given.
+
+A long job calls ``ctx.check_time()`` between steps: it raises :class:`JobTimeout` (transient)
+once the job's ``time_limit_seconds`` or the invocation's time budget is spent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tiered_jobs.contract import payloads
+from tiered_jobs.contract.envelope import JOB_TYPE_PATTERN
+from tiered_jobs.contract.names import Env
+
+from .errors import (
+    JobTimeout,
+    PayloadValidationError,
+    ResourceNotConfiguredError,
+    UnknownJobTypeError,
+)
+
+Handler = Callable[[dict, "JobContext"], Any]
+#: Lambda's longest timeout: a job limit beyond it could never be reached.
+MAX_TIME_LIMIT_SECONDS = 900
+Validator = Callable[[dict], None]
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What a job may know about the run it is part of."""
+
+    job_type: str
+    idempotency_key: str
+    attempt: int
+    max_attempts: int
+    tier: str
+    message_id: str
+    logger: Any
+    #: The invocation's clock: Lambda's ``context.get_remaining_time_in_millis``.
+    lambda_remaining_ms: Callable[[], int] = field(repr=False)
+    settings: Any = None  # the TierConfig (queues, tables, the resources of cdk.json)
+    client: Callable[[str], Any] = field(default=lambda service: None, repr=False)
+    #: The job's own limit (``@job(..., time_limit_seconds=...)``); None: only the invocation's budget.
+    time_limit_seconds: float | None = None
+    #: What the consumer keeps of the invocation for itself (backoffs, metrics, the answer).
+    margin_ms: int = 0
+    _started_ms: int = field(default=0, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_started_ms", self.lambda_remaining_ms())
+
+    def resource(self, name: str) -> str:
+        """The table name or queue URL of ``name`` in ``cdk.json``'s ``resources``, as this tier's consumer has it.
+
+        Raises :class:`ResourceNotConfiguredError` (permanent) when the consumer was not given it.
+        """
+        resources = self.settings.resources if self.settings is not None else {}
+        if name in resources:
+            return resources[name]
+        raise ResourceNotConfiguredError(
+            f"{self.job_type} needs resource {name!r}, but the {self.tier} consumer has no {Env.resource_var(name)}: "
+            f"declare it in cdk.json under tiered_jobs.resources.{name} with job_types matching {self.job_type!r} "
+            f"(the consumers of the tiers those job types route to get it), then deploy"
+        )
+
+    @property
+    def is_last_attempt(self) -> bool:
+        return self.attempt >= self.max_attempts
+
+    def remaining_time_ms(self) -> int:
+        """Milliseconds this job may still use: the invocation's remaining time less the tier's
+        safety margin, and no more than what is left of the job's ``time_limit_seconds``."""
+        now = self.lambda_remaining_ms()
+        left = now - self.margin_ms
+        if self.time_limit_seconds is not None:
+            left = min(left, self.time_limit_seconds * 1000 - (self._started_ms - now))
+        return max(0, int(left))
+
+    def check_time(self) -> None:
+        """Raise :class:`JobTimeout` (transient: retried with backoff) when no time is left."""
+        if self.remaining_time_ms() > 0:
+            return
+        if self.time_limit_seconds is not None and \
+                self._started_ms - self.lambda_remaining_ms() >= self.time_limit_seconds * 1000:
+            raise JobTimeout(f"{self.job_type} ran past its time limit of {self.time_limit_seconds:g} s")
+        raise JobTimeout(f"{self.job_type} ran out of the invocation's time "
+                         f"(less than {self.margin_ms} ms left of the function's timeout)")
+
+
+@dataclass(frozen=True)
+class JobDefinition:
+    type: str
+    handler: Handler
+    validate: Validator | None = None
+    #: Exceptions of the job that retrying cannot fix (in addition to PermanentError).
+    permanent: tuple[type[BaseException], ...] = ()
+    #: Run under Powertools idempotency (True for every job with a side effect).
+    idempotent: bool = True
+    #: ``ctx.check_time()`` raises :class:`JobTimeout` once the job has run this long.
+    time_limit_seconds: float | None = None
+
+
+class JobRegistry:
+    def __init__(self) -> None:
+        self._jobs: dict[str, JobDefinition] = {}
+
+    def job(
+        self,
+        job_type: str,
+        *,
+        validate: Validator | None = None,
+        permanent: tuple[type[BaseException], ...] = (),
+        idempotent: bool = True,
+        time_limit_seconds: float | None = None,
+    ) -> Callable[[Handler], Handler]:
+        if not JOB_TYPE_PATTERN.match(job_type):
+            raise ValueError(f"job type {job_type!r} must match {JOB_TYPE_PATTERN.pattern}")
+        if time_limit_seconds is not None and not (
+            isinstance(time_limit_seconds, (int, float)) and not isinstance(time_limit_seconds, bool)
+            and 0 < time_limit_seconds <= MAX_TIME_LIMIT_SECONDS
+        ):
+            raise ValueError(f"job type {job_type!r}: time_limit_seconds must be a number of seconds in "
+                             f"(0, {MAX_TIME_LIMIT_SECONDS}] (Lambda's longest timeout), got {time_limit_seconds!r}")
+
+        def register(handler: Handler) -> Handler:
+            if job_type in self._jobs:
+                raise ValueError(f"job type {job_type!r} is registered twice")
+            self._jobs[job_type] = JobDefinition(
+                job_type, handler, with_payload_schema(job_type, validate), tuple(permanent), idempotent,
+                time_limit_seconds,
+            )
+            return handler
+
+        return register
+
+    def get(self, job_type: str) -> JobDefinition:
+        try:
+            return self._jobs[job_type]
+        except KeyError:
+            raise UnknownJobTypeError(
+                f"unknown job type {job_type!r}; registered: {', '.join(sorted(self._jobs)) or '(none)'}"
+            ) from None
+
+    def types(self) -> list[str]:
+        return sorted(self._jobs)
+
+    def __contains__(self, job_type: object) -> bool:
+        return job_type in self._jobs
+
+
+#: The registry the consumer uses; ``functions/jobs/`` registers into it.
+registry = JobRegistry()
+job = registry.job
+
+
+def with_payload_schema(job_type: str, validate: Validator | None) -> Validator | None:
+    """The payload's JSON Schema from the contract (when one ships), then the job's own hook.
+
+    The schema is the one source of the payload's rules: the publisher checks the same file before
+    sending. A job's own ``validate`` is for what a schema cannot say (e.g. a look-up).
+    """
+    if not payloads.has_schema(job_type):
+        return validate
+
+    def check(payload: dict) -> None:
+        problems = payloads.problems(job_type, payload)
+        if problems:
+            raise PayloadValidationError("; ".join(problems))
+        if validate is not None:
+            validate(payload)
+
+    return check
+
+
+# --- small helpers for payload validation (jobs keep their rules next to their code) ---
+
+def require(payload: dict, name: str, kind: type | tuple[type, ...], *, pattern: re.Pattern[str] | None = None) -> Any:
+    """``payload[name]`` if present and of ``kind`` (bools are not ints), else a permanent error."""
+    if name not in payload:
+        raise PayloadValidationError(f"payload is missing required field {name!r}")
+    value = payload[name]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        expected = " or ".join(k.__name__ for k in kinds)
+        raise PayloadValidationError(f"payload field {name!r} must be {expected}, got {type(value).__name__}")
+    if pattern is not None and not pattern.fullmatch(value):
+        raise PayloadValidationError(f"payload field {name!r} is not valid: {value!r}")
+    return value
