@@ -13,7 +13,7 @@ from rich.console import Console
 from tests.cli.test_cli import _dead_letter, _iso, _one_error_line
 from tests.support.stack import received_bodies
 from tiered_jobs import discovery
-from tiered_jobs.cli import dlq as cli_dlq
+from tiered_jobs.cli import groups as cli_groups
 from tiered_jobs.contract.names import Ssm
 
 OLD = _iso(datetime.now(timezone.utc) - timedelta(days=30))  # published before the 18-day window
@@ -178,8 +178,8 @@ GROUPS = [
 
 def _render(monkeypatch, groups, **console: object) -> list[str]:
     out = io.StringIO()
-    monkeypatch.setattr(cli_dlq, "terminal", lambda stderr=False: Console(file=out, highlight=False, **console))
-    cli_dlq._print_groups(groups)
+    monkeypatch.setattr(cli_groups, "terminal", lambda stderr=False: Console(file=out, highlight=False, **console))
+    cli_groups.print_groups(groups)
     return out.getvalue().splitlines()
 
 

@@ -1,0 +1,91 @@
+"""The DLQ commands' table of letter groups, fitted to the terminal's width."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from .common import terminal
+
+
+#: Narrowest the error message column gets before less important columns make room for it.
+ERROR_MESSAGE_MIN_WIDTH = 24
+
+
+def _group_layouts() -> list[list[tuple[str, Callable[[dict[str, Any]], str]]]]:
+    """Column sets from the fullest to the leanest: what a narrow terminal drops first is last here."""
+    count = ("Count", lambda g: str(g["count"]))
+    job_type = ("Job type", lambda g: g["job_type"])
+    error_type = ("Error type", lambda g: g["error_type"])
+    reason = ("Reason", lambda g: g.get("reason") or "")
+    message = ("Error message", lambda g: g.get("error_message") or "")
+    first = ("First failed", lambda g: _minute(g.get("oldest")))
+    last = ("Dead-lettered", lambda g: _minute(g.get("newest")))
+    last_short = ("Dead-lettered", lambda g: _minute(g.get("newest"))[5:])  # MM-DD HH:MM
+    return [
+        [count, job_type, error_type, reason, message, first, last],
+        [count, job_type, error_type, reason, message, last_short],
+        [count, job_type, error_type, message, last_short],
+        [count, job_type, error_type, message],
+    ]
+
+
+def _groups_table(groups: list[dict[str, Any]], width: int | None) -> tuple[Table, int] | None:
+    """The fullest layout that fits ``width`` columns (``None``: any width), with the width it needs.
+
+    Job type, error type, reason and times are never wrapped or cut: their columns are ``no_wrap``
+    and as wide as their longest cell. Only the error message wraps, at spaces, and never narrower
+    than ``ERROR_MESSAGE_MIN_WIDTH`` (or its longest word). ``None`` when not even the leanest fits.
+    """
+    from rich.cells import cell_len
+
+    for layout in _group_layouts():
+        rows = [[escape(cell(group)) for _, cell in layout] for group in groups]
+        table = Table()
+        natural = minimum = len(layout) + 1  # the vertical borders
+        for index, (title, _) in enumerate(layout):
+            cells = [row[index] for row in rows]
+            widest = max(cell_len(text) for text in [title, *cells]) + 2  # + padding
+            natural += widest
+            if title == "Error message":
+                longest_word = max((cell_len(word) for text in cells for word in text.split()), default=0)
+                minimum += min(widest, max(ERROR_MESSAGE_MIN_WIDTH, longest_word) + 2)
+                table.add_column(title, min_width=ERROR_MESSAGE_MIN_WIDTH, overflow="fold")
+            else:
+                minimum += widest
+                table.add_column(title, no_wrap=True, min_width=widest - 2,
+                                 justify="right" if title == "Count" else "left")
+        if width is None or minimum <= width:
+            for row in rows:
+                table.add_row(*row)
+            return table, natural
+    return None
+
+
+def print_groups(groups: list[dict[str, Any]]) -> None:
+    """On a terminal, fit its width; elsewhere (a pipe, a file, CI) print every column at full width."""
+    if not groups:
+        return
+    console = terminal()
+    fitted = _groups_table(groups, console.width if console.is_terminal else None)
+    if fitted is None:  # narrower than the leanest table: one block per group, wrapped at spaces only
+        from rich.padding import Padding
+
+        for group in groups:
+            console.print(f"[bold]{group['count']} x {escape(group['job_type'])}[/]")
+            details = (f"{escape(group['error_type'])} · {group.get('reason') or ''} · "
+                       f"dead-lettered {_minute(group.get('newest'))}\n{escape(group.get('error_message') or '')}")
+            console.print(Padding(details, (0, 0, 0, 4)))
+        return
+    table, natural = fitted
+    if not console.is_terminal:
+        console.width = max(console.width, natural)
+    console.print(table)
+
+
+def _minute(iso: str | None) -> str:
+    """``2026-11-29T08:13:00.000Z`` -> ``2026-11-29 08:13`` (UTC): enough to tell groups apart."""
+    return iso[:16].replace("T", " ") if iso else ""
