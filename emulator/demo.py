@@ -37,7 +37,6 @@ from rich.table import Table
 
 from emulator.session import LocalSession
 from emulator.view import TierRow, job_total, queue_counts, rows, safe_table, table
-from functions.jobs.payments import TABLE as PAYMENTS_TABLE
 from tiered_jobs.contract import envelope
 from tiered_jobs.contract.names import Alarms, DeadLetter, Env, Metrics
 from tiered_jobs.publisher import InvalidJobError, Publisher
@@ -124,11 +123,18 @@ class Demo:
     def dlq_depth(self, tier: str) -> int:
         return sum(queue_counts(self.session, self.tier(tier).dlq_url))
 
+    def payments_table(self) -> str:
+        """The resource the payments job writes to: the one table ``cdk.json`` gives the critical tier's
+        consumer (read from its environment, as the job does; the emulator never imports the app's jobs)."""
+        (name,) = Env.resources_in(self.tier("critical").consumer.environment)
+        return name
+
     def balances(self) -> dict[str, int]:
         dynamodb = self.session.clients("dynamodb")
         found = {}
+        table = self.session.deployment.resources[self.payments_table()]
         for account in ACCOUNT_IDS:
-            item = dynamodb.get_item(TableName=self.session.deployment.resources[PAYMENTS_TABLE],
+            item = dynamodb.get_item(TableName=table,
                                      Key={"account_id": {"S": account}}, ConsistentRead=True).get("Item")
             found[account] = int(item["balance"]["N"]) if item else 0
         return found
@@ -287,7 +293,7 @@ class Demo:
         consumer = self.tier("critical").consumer
         good_environment = dict(consumer.environment)
         self.session.update_function_configuration(
-            consumer.name, {**good_environment, Env.resource_var(PAYMENTS_TABLE): MISSING_TABLE})
+            consumer.name, {**good_environment, Env.resource_var(self.payments_table()): MISSING_TABLE})
         before = dict(self.expected_balances)
         self.pay("incident", 4, copies=lambda _: 1)
         self.wait_for(lambda: self.dlq_depth("critical") >= 4, 20)
