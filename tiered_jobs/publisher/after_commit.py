@@ -72,7 +72,7 @@ class AfterCommitBuffer:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, _tb: TracebackType | None
     ) -> None:
         if exc_type is None:
             self.flush()
