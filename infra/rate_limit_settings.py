@@ -19,6 +19,7 @@ from tiered_jobs.contract.rate_limits import (
     default_burst,
 )
 
+
 def parse(merged: Mapping[str, Any], tier: Mapping[str, Any]) -> dict[str, Any]:
     """The four settings from the tier's merged raw values; ``tier`` holds its validated
     ``batch_size`` and ``timeout_seconds``."""
