@@ -51,7 +51,13 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
                               memory_mb=256, region=REGION, code_root=".")
 
     class Environment:
-        """One execution environment: a consumer with its own clients; a Lambda context per call."""
+        """One execution environment: a consumer with its own clients; a Lambda context per call.
+
+        Not the emulator's ``InProcessInvoker``: that one runs the deployed handler by name with the
+        function's environment in ``os.environ`` and the process-wide cached clients, whereas a
+        benchmark needs each environment's own wrapped clients (call counts, injected faults), a
+        chosen remaining time per invocation and, for baselines, a replacement handler.
+        """
 
         def __init__(self, _function: Any):
             own = clients()

@@ -21,12 +21,12 @@ from __future__ import annotations
 import ast
 import json
 import operator
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from emulator.background import BackgroundLoop
 from emulator.metrics import MetricStore, statistic
 
 EMULATION_LABEL = "[local emulation]"
@@ -116,18 +116,16 @@ class Transition:
     reason: str
 
 
-class AlarmEvaluator:
+class AlarmEvaluator(BackgroundLoop):
     """Evaluates the alarms whose names start with ``prefix``; :meth:`start` runs it in a thread."""
 
     def __init__(self, clients: Callable[[str], Any], store: MetricStore, prefix: str,
                  queue_age: Callable[[str], float | None], *, interval_seconds: float = DEFAULT_INTERVAL_SECONDS):
+        super().__init__(interval_seconds)
         self._clients = clients
         self._store = store
         self._prefix = prefix
         self._queue_age = queue_age
-        self._interval = interval_seconds
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._queue_urls: dict[str, str] = {}
         #: Latest state and value of every alarm, for the live view.
         self.states: dict[str, tuple[str, float | None]] = {}
@@ -223,22 +221,8 @@ class AlarmEvaluator:
 
     # -- background ----------------------------------------------------------------------
 
-    def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="alarm-evaluator", daemon=True)
-        self._thread.start()
+    thread_name = "alarm-evaluator"
 
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            try:
-                self.evaluate_once()
-            except Exception:  # noqa: BLE001 - keep evaluating; the next round retries
-                if self._stop.is_set():
-                    return
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+    def tick(self) -> None:
+        self.evaluate_once()
 

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from emulator.background import BackgroundLoop
+
 log = logging.getLogger(__name__)
 
 #: Seconds between two shipments to CloudWatch Logs.
@@ -57,18 +59,16 @@ def is_metric_document(message: str) -> bool:
     return '"_aws"' in message and '"CloudWatchMetrics"' in message
 
 
-class LogShipper:
+class LogShipper(BackgroundLoop):
     """Collects ``(group, stream, line)`` and sends them with ``PutLogEvents`` from one thread."""
 
     def __init__(self, logs_client: Any, interval_seconds: float = SHIP_INTERVAL_SECONDS):
+        super().__init__(interval_seconds)
         self._logs = logs_client
-        self._interval = interval_seconds
         self._pending: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._known_groups: set[str] = set()
         self._known_streams: set[tuple[str, str]] = set()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def add(self, group: str, stream: str, line: str) -> None:
         event = {"timestamp": int(time.time() * 1000), "message": line or " "}  # CloudWatch refuses empty events
@@ -99,14 +99,14 @@ class LogShipper:
                 pass
             self._known_streams.add((group, stream))
 
-    def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="log-shipper", daemon=True)
-        self._thread.start()
+    thread_name = "log-shipper"
 
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            self._flush_quietly()
+    def tick(self) -> None:
+        self._flush_quietly()
+
+    def stop(self) -> None:
+        """Stop the thread, then ship what is still pending."""
+        super().stop()
         self._flush_quietly()
 
     def _flush_quietly(self) -> None:
@@ -114,12 +114,6 @@ class LogShipper:
             self.flush()
         except Exception as exc:  # noqa: BLE001 - a lost shipment must not stop the runtime
             log.warning("shipping function logs to CloudWatch Logs failed: %s", exc)
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
 
 
 # -- reading -----------------------------------------------------------------------------------

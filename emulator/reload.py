@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import logging
 import shutil
-import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from emulator.background import BackgroundLoop
 from tiered_jobs.contract.names import LAMBDA_ASSET_PATHS
 
 log = logging.getLogger(__name__)
@@ -68,38 +68,28 @@ def changed_files(before: Snapshot, after: Snapshot) -> list[str]:
     return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
 
 
-class CodeWatcher:
+class CodeWatcher(BackgroundLoop):
     """Calls ``on_change(changed files)`` when the asset's files under ``root`` change (polling)."""
 
     def __init__(self, root: Path, on_change: Callable[[list[str]], None], *,
                  interval_seconds: float = DEFAULT_INTERVAL_SECONDS):
+        super().__init__(interval_seconds)
         self.root = root
         self._on_change = on_change
-        self._interval = interval_seconds
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._snapshot: Snapshot = {}
+
+    thread_name = "code-watcher"
 
     def start(self) -> None:
         self._snapshot = snapshot(self.root)
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="code-watcher", daemon=True)
-        self._thread.start()
+        super().start()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            current = snapshot(self.root)
-            changed = changed_files(self._snapshot, current)
-            if not changed:
-                continue
+    def tick(self) -> None:
+        current = snapshot(self.root)
+        changed = changed_files(self._snapshot, current)
+        if changed:
             self._snapshot = current
-            try:
-                self._on_change(changed)
-            except Exception:  # noqa: BLE001 - a failed reload keeps the old code; the next change retries
-                log.exception("reloading the functions' code failed; the previous version keeps running")
+            self._on_change(changed)  # a failure keeps the old code; the next change retries
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+    def tick_failed(self, exc: Exception) -> None:
+        log.error("reloading the functions' code failed; the previous version keeps running", exc_info=exc)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from emulator.background import BackgroundLoop
 from tiered_jobs.contract import cron
 from tiered_jobs.contract.schedules import substitute
 from tiered_jobs.scheduling import as_utc_datetime
@@ -68,18 +69,16 @@ def scheduled_time_text(when: datetime) -> str:
     return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class ScheduleRunner:
+class ScheduleRunner(BackgroundLoop):
     """Fires the due schedules of ``group_name``; :meth:`start` runs it in a thread."""
 
     def __init__(self, clients: Callable[[str], Any], group_name: str, *,
                  interval_seconds: float = DEFAULT_INTERVAL_SECONDS,
                  clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)):
+        super().__init__(interval_seconds)
         self._clients = clients
         self.group_name = group_name
-        self._interval = interval_seconds
         self._clock = clock
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         #: ``(name, creation) -> the last scheduled time handled`` (a re-created schedule starts afresh).
         self._cursors: dict[tuple[str, Any], datetime] = {}
@@ -178,23 +177,11 @@ class ScheduleRunner:
 
     # -- background --------------------------------------------------------------------------
 
-    def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="schedule-runner", daemon=True)
-        self._thread.start()
+    thread_name = "schedule-runner"
 
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            try:
-                self.poll_once()
-            except Exception:  # noqa: BLE001 - keep firing; the next round retries
-                if self._stop.is_set():
-                    return
-                log.exception("%s schedule round failed", EMULATION_LABEL)
+    def tick(self) -> None:
+        self.poll_once()
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+    def tick_failed(self, exc: Exception) -> None:
+        log.error("%s schedule round failed", EMULATION_LABEL, exc_info=exc)
 

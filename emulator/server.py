@@ -94,7 +94,7 @@ class EmbeddedAws:
     def __enter__(self) -> Endpoint:
         return self.start()
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, *_exc_info: object) -> None:
         self.stop()
 
 

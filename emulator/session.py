@@ -263,5 +263,5 @@ class LocalSession:
     def __enter__(self) -> LocalSession:
         return self.start()
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, *_exc_info: object) -> None:
         self.stop()

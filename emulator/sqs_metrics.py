@@ -12,12 +12,12 @@ its services (``PutMetricData`` refuses them there); moto does not, and here the
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from emulator import moto_patches
+from emulator.background import BackgroundLoop
 from tiered_jobs import status as status_reads
 
 log = logging.getLogger(__name__)
@@ -26,18 +26,16 @@ log = logging.getLogger(__name__)
 DEFAULT_INTERVAL_SECONDS = 5.0
 
 
-class SqsMetricsPublisher:
+class SqsMetricsPublisher(BackgroundLoop):
     """Publishes ``AWS/SQS`` metrics of ``queue_urls`` every ``interval_seconds`` (:meth:`start`)."""
 
     def __init__(self, clients: Callable[[str], Any], queue_urls: Sequence[str], account_id: str, region: str,
                  *, interval_seconds: float = DEFAULT_INTERVAL_SECONDS):
+        super().__init__(interval_seconds)
         self._clients = clients
         self._queue_urls = list(queue_urls)
         self._account_id = account_id
         self._region = region
-        self._interval = interval_seconds
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def metric_data(self) -> list[dict[str, Any]]:
         """The datapoints of one publication: four per queue, stamped now."""
@@ -63,24 +61,13 @@ class SqsMetricsPublisher:
         for start in range(0, len(data), 1000):  # PutMetricData's limit per call
             cloudwatch.put_metric_data(Namespace=status_reads.SQS_NAMESPACE, MetricData=data[start:start + 1000])
 
-    def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="sqs-metrics", daemon=True)
-        self._thread.start()
+    # -- background ----------------------------------------------------------------------
 
-    def _run(self) -> None:
-        while True:
-            try:
-                self.publish_once()
-            except Exception as exc:  # noqa: BLE001 - keep publishing; the next round retries
-                if self._stop.is_set():
-                    return
-                log.warning("publishing AWS/SQS metrics failed: %s", exc)
-            if self._stop.wait(self._interval):
-                return
+    thread_name = "sqs-metrics"
+    tick_on_start = True
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+    def tick(self) -> None:
+        self.publish_once()
+
+    def tick_failed(self, exc: Exception) -> None:
+        log.warning("publishing AWS/SQS metrics failed: %s", exc)

@@ -19,8 +19,6 @@ from tiered_jobs.contract.rate_limits import (
     default_burst,
 )
 
-KEYS = ("rate_limit_per_second", "rate_limit_burst", "rate_limits", "rate_limit_max_wait_seconds")
-
 
 def parse(merged: Mapping[str, Any], tier: Mapping[str, Any]) -> dict[str, Any]:
     """The four settings from the tier's merged raw values; ``tier`` holds its validated

@@ -1,9 +1,10 @@
 """``payments.update_balance`` (critical): add ``amount`` to an account's balance, exactly once.
 
 Powertools idempotency already stops duplicates, but it cannot cover a crash after the write
-and before its record completes. So the operation itself is idempotent too (the seed's second
-line of defence): the balance update and a per-key "applied" marker are written in one DynamoDB
-transaction that fails if the marker exists. A second run of the same key changes nothing.
+and before its record completes. So the operation itself is idempotent too (a second line of
+defence, for money must never move twice): the balance update and a per-key "applied" marker
+are written in one DynamoDB transaction that fails if the marker exists. A second run of the
+same key changes nothing.
 
 Payload rules (``account_id``, a non-zero integer ``amount``; negative debits):
 ``tiered_jobs/contract/schemas/payments.update_balance.schema.json``.

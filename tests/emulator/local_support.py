@@ -7,6 +7,8 @@ import socket
 import time
 from pathlib import Path
 
+from functions.jobs.payments import TABLE as PAYMENTS_TABLE
+
 
 def wait_until(condition, timeout: float = 30.0, what: str = "condition") -> None:
     """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
@@ -43,3 +45,17 @@ def child_pids() -> set[int]:
             if int(fields[1]) == os.getpid() and fields[0] != "Z":
                 found.add(int(entry.name))
     return found
+
+
+def depth(session, url: str) -> int:
+    """Messages in the queue at ``url``: visible plus in flight."""
+    attributes = session.clients("sqs").get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])
+    return sum(int(v) for v in attributes["Attributes"].values())
+
+
+def balance(session, account: str) -> int:
+    """The example payments job's balance of ``account`` (0 before its first payment)."""
+    item = session.clients("dynamodb").get_item(TableName=session.deployment.resources[PAYMENTS_TABLE],
+                                                Key={"account_id": {"S": account}}).get("Item")
+    return int(item["balance"]["N"]) if item else 0

@@ -5,8 +5,9 @@
 * In headless Chromium (Debian's ``chromium``, driven by the pinned ``playwright``): the Tiers page
   shows the published depths and refreshes in place, a dry run leaves the DLQ unchanged, confirming
   a replay empties it and the balances come out right, a read-only console has no replay button and
-  a console off loopback refuses requests without its token. The same tests take the screenshots
-  shown in the README (``docs/img/``).
+  a console off loopback refuses requests without its token. The same tests take screenshots:
+  into the test's temporary folder, or into the folder ``TIERED_JOBS_SCREENSHOTS`` names
+  (``TIERED_JOBS_SCREENSHOTS=docs/img`` refreshes the ones shown in the README and docs).
 """
 
 from __future__ import annotations
@@ -24,8 +25,7 @@ from typer.testing import CliRunner
 
 from emulator.server import FAKE_CREDENTIALS
 from emulator.session import LocalSession
-from functions.jobs.payments import TABLE as PAYMENTS_TABLE
-from tests.emulator.local_support import wait_until
+from tests.emulator.local_support import balance, depth, wait_until
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import DeadLetter
 from tiered_jobs.operations import Target
@@ -34,7 +34,8 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
-SCREENSHOTS = ROOT / "docs" / "img"
+#: Set to a folder (relative to the repository) to keep the screenshots, e.g. ``docs/img``.
+SCREENSHOTS_ENV = "TIERED_JOBS_SCREENSHOTS"
 TOKEN = "local-console-token-0123456789"
 BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -60,18 +61,6 @@ def _target(session) -> Target:
                   session.endpoint.url, credentials={k.lower(): v for k, v in FAKE_CREDENTIALS.items()})
 
 
-def _depth(session, url: str) -> int:
-    attributes = session.clients("sqs").get_queue_attributes(
-        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])
-    return sum(int(v) for v in attributes["Attributes"].values())
-
-
-def _balance(session, account: str) -> int:
-    item = session.clients("dynamodb").get_item(TableName=session.deployment.resources[PAYMENTS_TABLE],
-                                                Key={"account_id": {"S": account}}).get("Item")
-    return int(item["balance"]["N"]) if item else 0
-
-
 def _dead_letter_payment(session, key: str, account: str, amount: int) -> None:
     """A payment dead-lettered as the consumer does it (envelope + ``DeadLetter.*``), e.g. after a bad deploy."""
     tier = session.deployment.tiers["critical"]
@@ -92,7 +81,7 @@ def _drain(session, url: str) -> None:
     while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
         sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
                                                         for i, m in enumerate(messages)])
-    assert _depth(session, url) == 0
+    assert depth(session, url) == 0
 
 
 # -- lambda:Invoke -------------------------------------------------------------------------------
@@ -111,7 +100,7 @@ def test_boto3_invoke_runs_the_deployed_replay_function(paused):
     assert (body["action"], body["dry_run"], body["matched"], body["moved"]) == ("replay", True, 1, 0)
     assert answer["ExecutedVersion"] == "$LATEST"
     assert "replay requested" in __import__("base64").b64decode(answer["LogResult"]).decode()
-    assert _depth(session, session.deployment.tiers["critical"].dlq_url) == 1
+    assert depth(session, session.deployment.tiers["critical"].dlq_url) == 1
     _drain(session, session.deployment.tiers["critical"].dlq_url)
 
 
@@ -185,6 +174,15 @@ def browser(tmp_path_factory):
 
 
 @pytest.fixture
+def screenshots(tmp_path) -> Path:
+    """Where the browser tests save their screenshots: a temporary folder unless asked otherwise."""
+    wanted = os.environ.get(SCREENSHOTS_ENV)
+    folder = ROOT / wanted if wanted else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture
 def console(session):
     from tiered_jobs.console.security import Security
     from tiered_jobs.console.server import start_in_thread
@@ -206,7 +204,7 @@ def _cell(page, tier: str, column: str) -> str:
     return page.inner_text(f'tr[data-tier="{tier}"] td.{column}').strip()
 
 
-def test_tiers_page_shows_the_published_depths_and_refreshes_live(paused, browser, console):
+def test_tiers_page_shows_the_published_depths_and_refreshes_live(paused, browser, console, screenshots):
     session = paused
     published = {"critical": 3, "transactional": 2, "bulk": 5}
     sqs = session.clients("sqs")
@@ -218,8 +216,7 @@ def test_tiers_page_shows_the_published_depths_and_refreshes_live(paused, browse
     page.goto(console().url)
 
     assert {tier: _cell(page, tier, "depth") for tier in published} == {t: str(n) for t, n in published.items()}
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "console-tiers.png"), full_page=True)
+    page.screenshot(path=str(screenshots / "console-tiers.png"), full_page=True)
     sqs.send_message(QueueUrl=session.deployment.tiers["bulk"].queue_url,
                      MessageBody=build("demo.flaky", {}, "depth-bulk-more").to_json())
     navigations = []
@@ -232,38 +229,38 @@ def test_tiers_page_shows_the_published_depths_and_refreshes_live(paused, browse
         _drain(session, session.deployment.tiers[tier].queue_url)
 
 
-def test_dry_run_then_confirm_from_the_browser(paused, browser, console):
+def test_dry_run_then_confirm_from_the_browser(paused, browser, console, screenshots):
     session = paused
     tier = session.deployment.tiers["critical"]
     payments = {"br-1": ("acc_browser", 100), "br-2": ("acc_browser", 250), "br-3": ("acc_browser_2", 40)}
     for key, (account, amount) in payments.items():
         _dead_letter_payment(session, key, account, amount)
-    before = {account: _balance(session, account) for account, _ in payments.values()}
+    before = {account: balance(session, account) for account, _ in payments.values()}
     running = console()
     page = browser.new_page()
 
     page.goto(running.url + "dlq?tier=critical")
     assert page.locator("section.group .count").first.inner_text() == "3"
     page.locator("details.letter").first.evaluate("element => element.open = true")
-    page.screenshot(path=str(SCREENSHOTS / "console-dlq.png"), full_page=True)
+    page.screenshot(path=str(screenshots / "console-dlq.png"), full_page=True)
 
     page.goto(running.url + "replay?tier=critical")
     page.click("#dry-run")
     page.wait_for_selector('section.replay-result[data-dry-run="true"]')
     assert page.get_attribute("section.replay-result", "data-matched") == "3"
-    assert _depth(session, tier.dlq_url) == 3  # a dry run moves nothing
+    assert depth(session, tier.dlq_url) == 3  # a dry run moves nothing
 
     page.click("#confirm-replay")
     page.wait_for_selector('section.replay-result[data-dry-run="false"]')
     assert page.get_attribute("section.replay-result", "data-moved") == "3"
-    assert _depth(session, tier.dlq_url) == 0
+    assert depth(session, tier.dlq_url) == 0
     page.close()
 
     session.runtime.start()  # the consumers take the replayed payments
     expected = dict(before)
     for account, amount in payments.values():
         expected[account] += amount
-    wait_until(lambda: {a: _balance(session, a) for a in expected} == expected, 30, "balances after the replay")
+    wait_until(lambda: {a: balance(session, a) for a in expected} == expected, 30, "balances after the replay")
     session.runtime.stop()
 
 

@@ -20,8 +20,7 @@ from typer.testing import CliRunner
 from emulator import moto_patches
 from emulator.deploy import LOCAL_STAGE, REPO_ROOT
 from emulator.session import LocalSession
-from functions.jobs.payments import TABLE as PAYMENTS_TABLE
-from tests.emulator.local_support import wait_until
+from tests.emulator.local_support import balance, depth, wait_until
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import LAMBDA_ASSET_PATHS, queue_name
 from tiered_jobs.publisher import Publisher
@@ -92,18 +91,6 @@ def session(source, captured):
     local.function_lines = function_lines  # type: ignore[attr-defined]
     yield local
     local.stop()
-
-
-def depth(session, url) -> int:
-    attributes = session.clients("sqs").get_queue_attributes(
-        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])
-    return sum(int(v) for v in attributes["Attributes"].values())
-
-
-def balance(session, account: str) -> int:
-    item = session.clients("dynamodb").get_item(TableName=session.deployment.resources[PAYMENTS_TABLE],
-                                                Key={"account_id": {"S": account}}).get("Item")
-    return int(item["balance"]["N"]) if item else 0
 
 
 def all_log_events(session) -> list[str]:

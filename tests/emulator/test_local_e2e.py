@@ -16,7 +16,7 @@ import pytest
 
 from emulator.session import LocalSession
 from functions.jobs.payments import TABLE as PAYMENTS_TABLE
-from tests.emulator.local_support import child_pids, port_is_free, wait_until
+from tests.emulator.local_support import balance, child_pids, depth, port_is_free, wait_until
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import Alarms, DeadLetter, Env, Handlers, Schedules
 from tiered_jobs.publisher import InvalidJobError, Publisher
@@ -50,18 +50,6 @@ def inbox(session):
     session.clients("sns").subscribe(TopicArn=session.deployment.alarm_topic_arn, Protocol="sqs", Endpoint=arn,
                                      Attributes={"RawMessageDelivery": "true"})
     return url
-
-
-def depth(session, url) -> int:
-    attributes = session.clients("sqs").get_queue_attributes(
-        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])
-    return sum(int(v) for v in attributes["Attributes"].values())
-
-
-def balance(session, account: str) -> int:
-    item = session.clients("dynamodb").get_item(TableName=session.deployment.resources[PAYMENTS_TABLE],
-                                                Key={"account_id": {"S": account}}).get("Item")
-    return int(item["balance"]["N"]) if item else 0
 
 
 def test_deployment_is_read_back_from_the_deployed_resources(session):

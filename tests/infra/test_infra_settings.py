@@ -24,7 +24,7 @@ def _tier(**values: Any) -> TierSettings:
     return _settings(tiers={"bulk": values}, routes={"*": "bulk"}).tier("bulk")
 
 
-def test_defaults_are_three_tiers_with_the_seed_routes():
+def test_defaults_are_three_tiers_with_the_default_routes():
     settings = AppSettings.from_context(None)
     assert settings.stage == "dev" and settings.disposable is False
     assert (settings.runtime, settings.architecture, settings.powertools_version) == ("python3.13", "arm64", "3.37.0")

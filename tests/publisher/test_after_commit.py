@@ -96,6 +96,12 @@ def test_a_bad_job_fails_inside_the_transaction_so_it_can_roll_back(publisher):
     assert db.committed == [] and len(buffer) == 0
 
 
+def test_a_tenant_is_held_as_the_jobs_tenant(publisher):
+    buffer = AfterCommitBuffer(publisher)
+    job = buffer.add("demo.hello", {}, "t1", tenant="acme")
+    assert (job.tenant, job.at) == ("acme", None)
+
+
 def test_flush_and_discard_report_what_they_did(publisher):
     buffer = AfterCommitBuffer(publisher)
     buffer.add("demo.hello", {}, "h1")

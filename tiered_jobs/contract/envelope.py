@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -54,7 +54,6 @@ class Envelope:
     version: int = ENVELOPE_VERSION
     published_at: str | None = None
     tenant: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {

@@ -27,8 +27,6 @@ EXECUTION_ID = "<aws.scheduler.execution-id>"
 ATTEMPT_NUMBER = "<aws.scheduler.attempt-number>"
 CONTEXT_ATTRIBUTE_PREFIX = "<aws.scheduler."
 
-#: Scheduler's names (schedules and groups): 1-64 of ``[0-9a-zA-Z-_.]``.
-SCHEDULER_NAME = re.compile(r"^[0-9a-zA-Z_.-]{1,64}$")
 #: A periodic schedule's name in ``cdk.json``: lower-case, it becomes part of idempotency keys.
 PERIODIC_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 #: One-time schedules are named ``once-<40 hex>``; periodic names may not start with it.

@@ -26,11 +26,12 @@ The publisher needs boto3 and the contract only (no CDK, nothing from ``function
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import threading
-from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
-from typing import Any
+from collections.abc import Callable
+from typing import Concatenate, ParamSpec, TypeVar
 
 from .. import discovery
 from ..contract.names import Env
@@ -45,6 +46,9 @@ __all__ = [
 
 
 # -- the default publisher, for the one-line calls --------------------------------------------
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _default: Publisher | None = None
 _default_lock = threading.Lock()
@@ -80,25 +84,20 @@ def configure(publisher: Publisher | None) -> None:
         _default = publisher
 
 
-def publish(
-    job_type: str,
-    payload: Mapping[str, Any],
-    idempotency_key: str,
-    *,
-    tier: str | None = None,
-    delay: int | timedelta | None = None,
-    at: datetime | None = None,
-    tenant: str | None = None,
-) -> PublishResult:
-    """:meth:`Publisher.publish` on the :func:`default_publisher`."""
-    return default_publisher().publish(job_type, payload, idempotency_key, tier=tier, delay=delay, at=at, tenant=tenant)
+def _on_default_publisher(method: Callable[Concatenate[Publisher, P], R]) -> Callable[P, R]:
+    """``method`` as a module-level function: called on :func:`default_publisher` (built on the
+    first call, not at import), with the method's own parameters, types and signature."""
+
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        return method(default_publisher(), *args, **kwargs)
+
+    without_self = list(inspect.signature(method).parameters.values())[1:]
+    call.__signature__ = inspect.signature(method).replace(parameters=without_self)  # type: ignore[attr-defined]
+    call.__doc__ = f":meth:`Publisher.{method.__name__}` on the :func:`default_publisher`."
+    return call
 
 
-def cancel(job_type: str, idempotency_key: str) -> bool:
-    """:meth:`Publisher.cancel` on the :func:`default_publisher`."""
-    return default_publisher().cancel(job_type, idempotency_key)
-
-
-def publish_batch(jobs: Iterable[Job | Mapping[str, Any]]) -> list[PublishResult]:
-    """:meth:`Publisher.publish_batch` on the :func:`default_publisher`."""
-    return default_publisher().publish_batch(jobs)
+publish = _on_default_publisher(Publisher.publish)
+cancel = _on_default_publisher(Publisher.cancel)
+publish_batch = _on_default_publisher(Publisher.publish_batch)

@@ -49,7 +49,7 @@ class AfterCommitBuffer:
         tenant: str | None = None,
     ) -> Job:
         """Validate a job now and hold it; raises :class:`~tiered_jobs.publisher.InvalidJobError`."""
-        job = Job(job_type, payload, idempotency_key, tier, delay, tenant)
+        job = Job(job_type, payload, idempotency_key, tier=tier, delay=delay, tenant=tenant)
         self.publisher.validate(job)
         self._jobs.append(job)
         return job
@@ -72,7 +72,7 @@ class AfterCommitBuffer:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, _tb: TracebackType | None
     ) -> None:
         if exc_type is None:
             self.flush()

@@ -24,7 +24,7 @@ from tiered_jobs.contract.names import (
     SQS_MAX_MESSAGE_BYTES,
     DeadLetter,
 )
-from tiered_jobs.contract.sqs_limits import attribute_size, message_size
+from tiered_jobs.contract.sqs_limits import message_size
 
 #: When original attributes leave no room for all eight, these are kept first.
 _PRIORITY = (
@@ -104,8 +104,7 @@ def merge_attributes(
     return merged, dropped
 
 
-#: Bytes SQS counts for one attribute / one message: the contract's rule, shared with the publisher and replay.
-attribute_bytes = attribute_size
+#: Bytes SQS counts for one message: the contract's rule, shared with the publisher and replay.
 message_bytes = message_size
 
 

@@ -1,6 +1,7 @@
 """Which failures are worth retrying.
 
-Rules (the seed's, Celery's ``autoretry_for`` made explicit):
+Rules (Celery's ``autoretry_for`` made explicit; when in doubt a failure is retried, so that a
+bug costs a few attempts and never a silently lost job):
 
 * **permanent** -- retrying cannot help: an invalid envelope or payload, an unknown job type,
   the same idempotency key with another payload, an AWS error code decided permanent in

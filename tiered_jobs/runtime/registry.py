@@ -19,7 +19,6 @@ once the job's ``time_limit_seconds`` or the invocation's time budget is spent.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -187,18 +186,3 @@ def with_payload_schema(job_type: str, validate: Validator | None) -> Validator 
 
     return check
 
-
-# --- small helpers for payload validation (jobs keep their rules next to their code) ---
-
-def require(payload: dict, name: str, kind: type | tuple[type, ...], *, pattern: re.Pattern[str] | None = None) -> Any:
-    """``payload[name]`` if present and of ``kind`` (bools are not ints), else a permanent error."""
-    if name not in payload:
-        raise PayloadValidationError(f"payload is missing required field {name!r}")
-    value = payload[name]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
-        expected = " or ".join(k.__name__ for k in kinds)
-        raise PayloadValidationError(f"payload field {name!r} must be {expected}, got {type(value).__name__}")
-    if pattern is not None and not pattern.fullmatch(value):
-        raise PayloadValidationError(f"payload field {name!r} is not valid: {value!r}")
-    return value
