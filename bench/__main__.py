@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows)
     out = args.out or RESULTS / ("quick.json" if args.quick else "latest.json")
     out.with_suffix(".md").write_text(markdown(rows))
-    out.write_text(json.dumps({"figures": [dict(zip(("figure", "ours", "baseline", "target", "met"), r)) for r in rows],
+    out.write_text(json.dumps({"figures": [dict(zip(("figure", "ours", "baseline", "target", "met"), r, strict=True)) for r in rows],
                                "measured": measured}, indent=2, default=str))
     print(f"written: {out}", file=sys.stderr)
     return 0

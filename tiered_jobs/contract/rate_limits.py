@@ -128,7 +128,7 @@ class RateLimits:
         return {TIER_BUCKET: self.tier, **found} if self.tier is not None else found
 
     def bucket_for(self, tier_name: str, job_type: str) -> Bucket | None:
-        routes = getattr(self, "_routes")
+        routes = getattr(self, "_routes")  # noqa: B009 - set in __post_init__, not a dataclass field
         if routes is not None:
             try:
                 pattern = routes.tier_for(job_type)

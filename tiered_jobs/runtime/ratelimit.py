@@ -291,7 +291,7 @@ class RateLimiter:
             claim = bucket.claim(len(members), wait)
             gate.writes += claim.writes
             gate.reads += claim.reads
-            for record, start in zip(members, claim.starts):
+            for record, start in zip(members, claim.starts, strict=False):
                 gate.verdicts[record.message_id] = Verdict(start=start)
             now = self.clock()
             for position, record in enumerate(members[claim.granted:]):
