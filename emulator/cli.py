@@ -49,7 +49,8 @@ def emulator_prefix() -> str:
 
 @app.command()
 def demo() -> None:
-    """Play the whole story (payments, e-mails, outages, a flood, an incident and its replay); exit 1 if any check fails."""
+    """Play the whole story (payments, e-mails, outages, a flood, an incident and its replay);
+    exit 1 if any check fails."""
     from emulator.demo import run_demo
 
     raise typer.Exit(run_demo())
@@ -109,7 +110,9 @@ def up(
         console.print(f"  {emulator_prefix()} logs --tier critical --follow", soft_wrap=True)
         console.print(f"  aws sqs list-queues    # the queues: {', '.join(deployment.tiers)} (+ DLQs)", soft_wrap=True)
         if reload:
-            console.print("Edit functions/ (or tiered_jobs/contract/): the next batches run the new code.", soft_wrap=True)
+            console.print(
+                "Edit functions/ (or tiered_jobs/contract/): the next batches run the new code.", soft_wrap=True
+            )
         web = _start_console(session, console_port, console) if web_console else None
         console.print("Press Ctrl-C to stop (everything is in memory and goes away).", soft_wrap=True)
 

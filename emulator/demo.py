@@ -221,7 +221,9 @@ class Demo:
         """Publish small payments one by one; their end-to-end latencies (publish -> deleted), in ms."""
         mark = self.latency_mark("critical")
         for i in range(PROBES):
-            self.publisher.publish("payments.update_balance", {"account_id": ACCOUNT_IDS[0], "amount": 1}, f"{prefix}-{i}")
+            self.publisher.publish(
+                "payments.update_balance", {"account_id": ACCOUNT_IDS[0], "amount": 1}, f"{prefix}-{i}"
+            )
             self.expected_balances[ACCOUNT_IDS[0]] += 1
             time.sleep(0.2)
         self.wait_for(lambda: len(self.new_latencies("critical", mark)) >= PROBES, 20)
@@ -258,9 +260,16 @@ class Demo:
         sent = job_total(self.session, "transactional", Metrics.SUCCEEDED, "notifications.send_email")
         mark = self.latency_mark("critical")
         started = time.monotonic()
-        self.publisher.publish_batch([
-            {"job_type": "notifications.send_email", "idempotency_key": f"limited-mail-{i}",
-             "payload": {"to": f"user{i}@example.com", "subject": "Your statement"}} for i in range(RATE_LIMITED_EMAILS)])
+        self.publisher.publish_batch(
+            [
+                {
+                    "job_type": "notifications.send_email",
+                    "idempotency_key": f"limited-mail-{i}",
+                    "payload": {"to": f"user{i}@example.com", "subject": "Your statement"},
+                }
+                for i in range(RATE_LIMITED_EMAILS)
+            ]
+        )
         self.pay("limited-pay", 8, copies=lambda _: 1)
         payments_done = self.wait_for(lambda: len(self.new_latencies("critical", mark)) >= 8, 20)
         payments_seconds = time.monotonic() - started
@@ -312,8 +321,12 @@ class Demo:
         moved = (replayed.response or {}).get("moved")
         self.expect("replay", "replay moved the 4 letters back to the critical queue", moved == 4, f"moved={moved}")
         self.wait_for(lambda: self.drained("critical") and self.balances() == self.expected_balances, 30)
-        self.expect("replay", "every balance is exactly right after the replay", self.balances() == self.expected_balances,
-                    json.dumps(self.balances()))
+        self.expect(
+            "replay",
+            "every balance is exactly right after the replay",
+            self.balances() == self.expected_balances,
+            json.dumps(self.balances()),
+        )
         self.expect("replay", "the critical DLQ is empty", self.dlq_depth("critical") == 0)
         ok = self.wait_for(lambda: self.alarm_state("critical", Alarms.DLQ_DEPTH) == "OK", 20)
         self.expect("replay", "the critical DLQ alarm is back to OK, and the inbox was told",

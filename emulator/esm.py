@@ -390,7 +390,9 @@ class MappingRuntime:
             now_ms = time.time() * 1000
             self.stats.add(deleted=len(done), delete_failures=len(failed))
             self.stats.add_latencies(
-                now_ms - int(m["Attributes"]["SentTimestamp"]) for m in done if "SentTimestamp" in m.get("Attributes", {})
+                now_ms - int(m["Attributes"]["SentTimestamp"])
+                for m in done
+                if "SentTimestamp" in m.get("Attributes", {})
             )
 
 

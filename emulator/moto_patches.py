@@ -99,7 +99,9 @@ def seed_parameters(template: Mapping[str, Any], ssm: Any, account_id: str, regi
             _seed_reserved_parameter(name, value, account_id, region)
             seeded[name] = value
         else:
-            raise RuntimeError(f"the template reads SSM parameter {name!r}, which local mode does not know how to provide")
+            raise RuntimeError(
+                f"the template reads SSM parameter {name!r}, which local mode does not know how to provide"
+            )
     return seeded
 
 
@@ -179,7 +181,9 @@ def create_held_back(held: Mapping[str, Mapping[str, Any]], resolver: Resolver, 
                 DashboardName=properties["DashboardName"], DashboardBody=properties["DashboardBody"])
             resolver.physical_ids[logical_id] = properties["DashboardName"]
         else:
-            raise NotImplementedError(f"moto cannot create {kind} ({logical_id}); add it to moto_patches.create_held_back")
+            raise NotImplementedError(
+                f"moto cannot create {kind} ({logical_id}); add it to moto_patches.create_held_back"
+            )
         resolver.types[logical_id] = kind
 
 

@@ -34,7 +34,10 @@ class Endpoint:
         return int(self.url.rsplit(":", 1)[1])
 
     def client_env(self) -> dict[str, str]:
-        """Variables to export in another terminal (``AWS_SESSION_TOKEN`` is cleared: a stale one confuses moto's IAM)."""
+        """Variables to export in another terminal.
+
+        ``AWS_SESSION_TOKEN`` is cleared: a stale one confuses moto's IAM.
+        """
         return {
             ENDPOINT_ENV: self.url,
             **FAKE_CREDENTIALS,

@@ -162,8 +162,12 @@ class LocalSession:
             for function in self.functions.values():  # `aws lambda invoke` runs them here, not in moto's Docker
                 lambda_invoke.register(ACCOUNT_ID, function, self._run_invocation)
             self.sqs_metrics = SqsMetricsPublisher(
-                self.clients, [url for tier in self.deployment.tiers.values() for url in (tier.queue_url, tier.dlq_url)],
-                ACCOUNT_ID, self.endpoint.region, interval_seconds=self._sqs_metrics_interval)
+                self.clients,
+                [url for tier in self.deployment.tiers.values() for url in (tier.queue_url, tier.dlq_url)],
+                ACCOUNT_ID,
+                self.endpoint.region,
+                interval_seconds=self._sqs_metrics_interval,
+            )
             self.sqs_metrics.start()
             if self._reload_interval is not None:
                 self.watcher = CodeWatcher(self._code_source, self.reload_code, interval_seconds=self._reload_interval)

@@ -110,7 +110,10 @@ class ReplayFunction(Construct):
         self.archive.allow_writes(self.function.role)
         for rule, reason in (
             ("Serverless-LambdaDLQ", "Invoked synchronously by operators (console, CLI); errors return to the caller."),
-            ("Serverless-LambdaAsyncFailureDestination", "Invoked synchronously by operators; nothing is asynchronous."),
+            (
+                "Serverless-LambdaAsyncFailureDestination",
+                "Invoked synchronously by operators; nothing is asynchronous.",
+            ),
         ):
             acknowledge(self.function, rule, reason)
         if settings.console_test_events:

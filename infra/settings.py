@@ -293,8 +293,12 @@ class AppSettings:
                 f"use one of {', '.join(map(str, LOG_RETENTION_DAYS))}"
             )
         values["log_retention_days"] = retention
-        values["discard_archive_days"] = _int(raw, "discard_archive_days", default["discard_archive_days"], where, minimum=1)
-        values["alarm_email"] = _optional_str(raw, "alarm_email", where, _EMAIL, "an e-mail address like oncall@example.com")
+        values["discard_archive_days"] = _int(
+            raw, "discard_archive_days", default["discard_archive_days"], where, minimum=1
+        )
+        values["alarm_email"] = _optional_str(
+            raw, "alarm_email", where, _EMAIL, "an e-mail address like oncall@example.com"
+        )
         url = _optional_str(raw, "alarm_https_url", where, re.compile(r"^https://\S+$"), "an https:// URL")
         values["alarm_https_url"] = url
         events = raw.get("console_test_events", default["console_test_events"])
@@ -366,8 +370,11 @@ def _build_tier(name: Any, raw: Any) -> TierSettings:
     v["max_attempts"] = num("max_attempts", 1, 100)
     schedule = merged.get("retry_schedule_seconds", base.retry_schedule_seconds)
     if (
-        not isinstance(schedule, (list, tuple)) or not schedule
-        or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 or s > SQS_MAX_VISIBILITY_SECONDS for s in schedule)
+        not isinstance(schedule, (list, tuple))
+        or not schedule
+        or any(
+            isinstance(s, bool) or not isinstance(s, int) or s < 0 or s > SQS_MAX_VISIBILITY_SECONDS for s in schedule
+        )
     ):
         raise SettingsError(
             f"{where}: retry_schedule_seconds {schedule!r} is invalid; use a non-empty list of whole seconds "
@@ -432,7 +439,8 @@ def _check_guardrails(tier: TierSettings, where: str) -> None:
     if tier.visibility_timeout > SQS_MAX_VISIBILITY_SECONDS:
         raise SettingsError(
             f"{where}: visibility timeout {tier.visibility_timeout} s exceeds SQS's limit of "
-            f"{SQS_MAX_VISIBILITY_SECONDS} s; lower timeout_seconds / batching_window_seconds / visibility_timeout_seconds"
+            f"{SQS_MAX_VISIBILITY_SECONDS} s; lower timeout_seconds / batching_window_seconds / "
+            "visibility_timeout_seconds"
         )
     if tier.max_receive_count > tier.max_attempts:
         raise SettingsError(

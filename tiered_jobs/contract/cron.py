@@ -337,7 +337,9 @@ def parse(text: str) -> Expression:
         "or rate(value unit)")
 
 
-def next_fire(expression: Expression, tz: ZoneInfo, after: datetime, *, start: datetime | None = None) -> datetime | None:
+def next_fire(
+    expression: Expression, tz: ZoneInfo, after: datetime, *, start: datetime | None = None
+) -> datetime | None:
     """The next fire strictly after ``after``; rates need their ``start``. ``None``: no more fires."""
     if isinstance(expression, Cron):
         return expression.next_after(after, tz)

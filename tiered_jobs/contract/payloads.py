@@ -86,7 +86,9 @@ def _check_supported(node: Any, where: str) -> None:
         raise SchemaError(f"{where}: a schema must be an object or a boolean, got {node!r}")
     unknown = sorted(set(node) - KEYWORDS - ANNOTATIONS)
     if unknown:
-        raise SchemaError(f"{where}: unsupported keyword(s) {', '.join(unknown)}; supported: {', '.join(sorted(KEYWORDS))}")
+        raise SchemaError(
+            f"{where}: unsupported keyword(s) {', '.join(unknown)}; supported: {', '.join(sorted(KEYWORDS))}"
+        )
     for name, sub in node.get("properties", {}).items():
         _check_supported(sub, f"{where} properties.{name}")
     for key in ("not", "items", "additionalProperties"):
@@ -163,7 +165,9 @@ def _validate(node: Any, value: Any, path: tuple[str, ...], found: list[str]) ->
     if "type" in node:
         names = node["type"] if isinstance(node["type"], list) else [node["type"]]
         if not any(_is_type(value, name) for name in names):
-            found.append(f"{where} must be {' or '.join(_article(n) for n in names)}, got {_article(_json_kind(value))}")
+            found.append(
+                f"{where} must be {' or '.join(_article(n) for n in names)}, got {_article(_json_kind(value))}"
+            )
             return  # the other rules would only repeat it
     if "enum" in node and not any(_equal(value, option) for option in node["enum"]):
         found.append(f"{where} must be one of {', '.join(_shown(o) for o in node['enum'])}, got {_shown(value)}")

@@ -75,7 +75,9 @@ class RateLimit:
             raise ValueError(f"{where} must be an object like {{\"per_second\": 14, \"burst\": 14}}, got {raw!r}")
         unknown = sorted(set(raw) - {"per_second", "burst"})
         if unknown:
-            raise ValueError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; allowed keys: burst, per_second")
+            raise ValueError(
+                f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; allowed keys: burst, per_second"
+            )
         if "per_second" not in raw:
             raise ValueError(f"{where}: per_second is required, e.g. {{\"per_second\": 14}}")
         try:

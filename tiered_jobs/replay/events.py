@@ -39,7 +39,8 @@ _FIELD_HELP = {
     "error_type": "glob such as 'TimeoutError', 'unknown' for letters without reason (default: any)",
     "older_than_seconds": f"0-{MAX_OLDER_THAN_SECONDS} (default 0)",
     "max_per_second": "number above 0 (default: no limit)",
-    "message_ids": f"list of 1-{MAX_MESSAGE_IDS} SQS message ids: only these letters (required by 'show'; default: any)",
+    "message_ids": f"list of 1-{MAX_MESSAGE_IDS} SQS message ids: only these letters "
+    "(required by 'show'; default: any)",
     "allow_outside_idempotency_window": "true | false (default false): 'replay' also moves letters older than "
                                         "the tier's idempotency window",
 }
