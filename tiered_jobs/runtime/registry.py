@@ -19,8 +19,9 @@ once the job's ``time_limit_seconds`` or the invocation's time budget is spent.
 
 from __future__ import annotations
 
+import builtins
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,10 +36,10 @@ from .errors import (
     UnknownJobTypeError,
 )
 
-Handler = Callable[[dict, "JobContext"], Any]
+Handler = Callable[[dict[str, Any], "JobContext"], Any]
 #: Lambda's longest timeout: a job limit beyond it could never be reached.
 MAX_TIME_LIMIT_SECONDS = 900
-Validator = Callable[[dict], None]
+Validator = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class JobContext:
 
         Raises :class:`ResourceNotConfiguredError` (permanent) when the consumer was not given it.
         """
-        resources = self.settings.resources if self.settings is not None else {}
+        resources: Mapping[str, str] = self.settings.resources if self.settings is not None else {}
         if name in resources:
             return resources[name]
         raise ResourceNotConfiguredError(
@@ -87,7 +88,7 @@ class JobContext:
         """Milliseconds this job may still use: the invocation's remaining time less the tier's
         safety margin, and no more than what is left of the job's ``time_limit_seconds``."""
         now = self.lambda_remaining_ms()
-        left = now - self.margin_ms
+        left: float = now - self.margin_ms
         if self.time_limit_seconds is not None:
             left = min(left, self.time_limit_seconds * 1000 - (self._started_ms - now))
         return max(0, int(left))
@@ -109,7 +110,7 @@ class JobDefinition:
     handler: Handler
     validate: Validator | None = None
     #: Exceptions of the job that retrying cannot fix (in addition to PermanentError).
-    permanent: tuple[type[BaseException], ...] = ()
+    permanent: tuple[builtins.type[BaseException], ...] = ()  # builtins: the field ``type`` shadows it
     #: Run under Powertools idempotency (True for every job with a side effect).
     idempotent: bool = True
     #: ``ctx.check_time()`` raises :class:`JobTimeout` once the job has run this long.
@@ -178,7 +179,7 @@ def with_payload_schema(job_type: str, validate: Validator | None) -> Validator 
     if not payloads.has_schema(job_type):
         return validate
 
-    def check(payload: dict) -> None:
+    def check(payload: dict[str, Any]) -> None:
         problems = payloads.problems(job_type, payload)
         if problems:
             raise PayloadValidationError("; ".join(problems))
@@ -190,7 +191,9 @@ def with_payload_schema(job_type: str, validate: Validator | None) -> Validator 
 
 # --- small helpers for payload validation (jobs keep their rules next to their code) ---
 
-def require(payload: dict, name: str, kind: type | tuple[type, ...], *, pattern: re.Pattern[str] | None = None) -> Any:
+def require(
+    payload: dict[str, Any], name: str, kind: type | tuple[type, ...], *, pattern: re.Pattern[str] | None = None
+) -> Any:
     """``payload[name]`` if present and of ``kind`` (bools are not ints), else a permanent error."""
     if name not in payload:
         raise PayloadValidationError(f"payload is missing required field {name!r}")
@@ -199,6 +202,6 @@ def require(payload: dict, name: str, kind: type | tuple[type, ...], *, pattern:
     if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
         expected = " or ".join(k.__name__ for k in kinds)
         raise PayloadValidationError(f"payload field {name!r} must be {expected}, got {type(value).__name__}")
-    if pattern is not None and not pattern.fullmatch(value):
+    if pattern is not None and not (isinstance(value, str) and pattern.fullmatch(value)):
         raise PayloadValidationError(f"payload field {name!r} is not valid: {value!r}")
     return value
