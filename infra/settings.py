@@ -460,6 +460,7 @@ def _check_guardrails(tier: TierSettings, where: str) -> None:
             f"{tier.retention_days}: SQS keeps a message's original enqueue time when it moves to the DLQ, so "
             f"dead letters would expire early; raise dlq_retention_days (at most 14) or lower retention_days"
         )
+    assert tier.idempotency_ttl_seconds is not None  # __post_init__ sets the default
     if tier.idempotency_ttl_seconds < tier.replay_window_seconds and not tier.allow_short_idempotency_window:
         raise SettingsError(
             f"{where}: idempotency_ttl_seconds {tier.idempotency_ttl_seconds} is shorter than retention_days "
@@ -511,7 +512,7 @@ def _bool(raw: Mapping[str, Any], key: str, default: bool, where: str) -> bool:
 
 
 def _choice(raw: Mapping[str, Any], key: str, default: str, choices: tuple[str, ...], where: str) -> str:
-    value = raw.get(key, default)
+    value: str = raw.get(key, default)
     if value not in choices:
         raise SettingsError(f"{where}: {key} {value!r} is not supported; use one of {', '.join(choices)}")
     return value
@@ -606,6 +607,7 @@ def _build_schedule(name: Any, raw: Any, routes: Routes, tier_names: list[str]) 
         except UnknownRouteError as error:
             raise SettingsError(f"{where}: job type {job_type!r} is unroutable ({error}); add a route for it "
                                 f"or set this schedule's 'tier'") from None
+    assert tier is not None  # periodic_problems refused a job type that is not a string
     window = raw.get("flexible_window_minutes")
     if window is not None:
         window = _int(raw, "flexible_window_minutes", 15, where, minimum=_FLEXIBLE_WINDOW_MINUTES[0],

@@ -192,7 +192,8 @@ def _print_letter(letter: dict[str, Any]) -> None:
 
 
 def _stopped(answer: dict[str, Any]) -> str:
-    return _STOPPED.get(answer["stopped_because"], answer["stopped_because"])
+    stopped: str = _STOPPED.get(answer["stopped_because"], answer["stopped_because"])
+    return stopped
 
 
 def _print_outside_window(answer: dict[str, Any]) -> None:

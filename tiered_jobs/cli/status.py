@@ -29,7 +29,7 @@ def status(
         notes: list[str] = []
         alarms = _optional("alarm states", lambda: _alarm_states(cloudwatch, target.stage), notes)
         ages = _optional("oldest age", lambda: _oldest_ages(cloudwatch, deployment.queue_urls()), notes)
-        rows = []
+        rows: list[dict[str, Any]] = []
         for tier, urls in deployment.tiers.items():
             main = status_reads.queue_counts(sqs, urls.queue_url)
             rows.append(

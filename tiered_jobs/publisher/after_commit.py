@@ -49,7 +49,7 @@ class AfterCommitBuffer:
         tenant: str | None = None,
     ) -> Job:
         """Validate a job now and hold it; raises :class:`~tiered_jobs.publisher.InvalidJobError`."""
-        job = Job(job_type, payload, idempotency_key, tier, delay, tenant)
+        job = Job(job_type, payload, idempotency_key, tier, delay, tenant=tenant)
         self.publisher.validate(job)
         self._jobs.append(job)
         return job

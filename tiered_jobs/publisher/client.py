@@ -212,7 +212,7 @@ class Publisher:
             problems.append(not_json)
         built = None
         try:
-            built = envelope.build(job.job_type, job.payload, job.idempotency_key,  # type: ignore[arg-type]
+            built = envelope.build(job.job_type, job.payload, job.idempotency_key,
                                    tenant=job.tenant)
         except envelope.EnvelopeError as exc:
             problems.extend(exc.problems)

@@ -185,9 +185,9 @@ def tier_problems(tier: Any, tiers: Iterable[str] | None) -> list[str]:
     if not isinstance(tier, str):
         return [f"'tier' must be a string, got {_kind(tier)}"]
     if tiers is not None:
-        known = sorted(tiers)
-        if tier not in known:
-            return [f"unknown tier {tier!r} (this stage has {_one_of(known)})"]
+        names = sorted(tiers)
+        if tier not in names:
+            return [f"unknown tier {tier!r} (this stage has {_one_of(names)})"]
     elif not TIER_NAME_PATTERN.match(tier):
         return [f"'tier' must match {TIER_NAME_PATTERN.pattern}, got {tier!r}"]
     return []
