@@ -81,7 +81,8 @@ class Assembly:
         """The local directory of the file asset uploaded as ``object_key``."""
         for asset in self.assets["files"].values():
             if any(d["objectKey"] == object_key for d in asset["destinations"].values()):
-                return self.directory / asset["source"]["path"]
+                path: Path = self.directory / asset["source"]["path"]
+                return path
         raise KeyError(f"no asset uploaded as {object_key}")
 
 

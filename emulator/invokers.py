@@ -222,7 +222,8 @@ class WorkerInvoker:
                 raise EOFError
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
-        return json.loads(line)
+        answer: dict[str, Any] = json.loads(line)
+        return answer
 
 
 class InProcessInvoker:

@@ -71,7 +71,7 @@ def changed_files(before: Snapshot, after: Snapshot) -> list[str]:
 class CodeWatcher:
     """Calls ``on_change(changed files)`` when the asset's files under ``root`` change (polling)."""
 
-    def __init__(self, root: Path, on_change: Callable[[list[str]], None], *,
+    def __init__(self, root: Path, on_change: Callable[[list[str]], object], *,
                  interval_seconds: float = DEFAULT_INTERVAL_SECONDS):
         self.root = root
         self._on_change = on_change
@@ -95,7 +95,7 @@ class CodeWatcher:
             self._snapshot = current
             try:
                 self._on_change(changed)
-            except Exception:  # noqa: BLE001 - a failed reload keeps the old code; the next change retries
+            except Exception:  # a failed reload keeps the old code; the next change retries
                 log.exception("reloading the functions' code failed; the previous version keeps running")
 
     def stop(self) -> None:

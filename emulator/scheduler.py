@@ -116,7 +116,7 @@ class ScheduleRunner:
         end = as_utc_datetime(schedule.get("EndDate"))
         key = (schedule["Name"], schedule.get("CreationDate"))
         cursor = self._cursors.get(key, start - timedelta(microseconds=1))
-        fired = []
+        fired: list[Fire] = []
         while len(fired) < MAX_CATCH_UP:
             due = cron.next_fire(expression, zone, cursor, start=start)
             if due is None or due > now or (end is not None and due > end):
@@ -187,7 +187,7 @@ class ScheduleRunner:
         while not self._stop.wait(self._interval):
             try:
                 self.poll_once()
-            except Exception:  # noqa: BLE001 - keep firing; the next round retries
+            except Exception:  # keep firing; the next round retries
                 if self._stop.is_set():
                     return
                 log.exception("%s schedule round failed", EMULATION_LABEL)

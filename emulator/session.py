@@ -140,7 +140,7 @@ class LocalSession:
         try:
             self._workdir = Path(tempfile.mkdtemp(prefix="tiered-jobs-local-"))
             assembly = synthesize(self._workdir / "cdk.out", self._tier_settings, self._settings)
-            self.endpoint = self._server.start()
+            self.endpoint = endpoint = self._server.start()
             self.deployment = deploy(self.endpoint, assembly, self.clients)
             self.functions = {tier.consumer.name: tier.consumer for tier in self.deployment.tiers.values()}
             self.functions[self.deployment.replay.name] = self.deployment.replay
@@ -155,7 +155,7 @@ class LocalSession:
             self.runtime.start()
             self.alarms = AlarmEvaluator(
                 self.clients, self.metrics, Alarms.prefix(self.deployment.stage),
-                lambda queue: moto_patches.oldest_message_age_seconds(queue, ACCOUNT_ID, self.endpoint.region),
+                lambda queue: moto_patches.oldest_message_age_seconds(queue, ACCOUNT_ID, endpoint.region),
                 interval_seconds=self._alarm_interval,
             )
             self.alarms.start()

@@ -33,7 +33,7 @@ def test_an_explicit_margin_is_used_and_must_stay_below_the_timeout():
 
 
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
-def test_the_consumer_reads_its_tiers_margin_from_the_template(default_synth, tier):  # noqa: F811
+def test_the_consumer_reads_its_tiers_margin_from_the_template(default_synth, tier):
     _, consumer = find_consumer(default_synth, "dev", tier)
     env = consumer["Properties"]["Environment"]["Variables"]
     expected = AppSettings.from_context(None).tier(tier).time_budget_margin

@@ -34,7 +34,7 @@ def console(
         target: Target = ctx.obj
         try:
             target.deployment()
-        except Exception as exc:  # noqa: BLE001 - explained ones are shown (and kept as a banner until fixed)
+        except Exception as exc:  # explained ones are shown (and kept as a banner until fixed)
             explained = explain(exc)
             if explained is None:
                 raise

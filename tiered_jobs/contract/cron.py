@@ -188,7 +188,7 @@ class Cron:
         if isinstance(dow, tuple):
             _, wanted, nth = dow
             return weekday == wanted and (day.day - 1) // 7 + 1 == nth
-        return weekday in dow  # type: ignore[operator]
+        return dow is not None and weekday in dow
 
     def next_after(self, after: datetime, tz: ZoneInfo) -> datetime | None:
         """The first fire strictly after ``after`` (aware), in ``tz``; ``None`` if it never fires again."""

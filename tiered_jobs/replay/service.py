@@ -320,7 +320,7 @@ class _Scan:
         assert self.archive is not None  # run() refuses a discard without one
         try:
             self.archive.write([letter.to_record(self.request.tier, self.now()) for letter in letters])
-        except Exception as exc:  # noqa: BLE001 - any failure: delete nothing, stop, say why
+        except Exception as exc:  # any failure: delete nothing, stop, say why
             logger.exception("discard: could not archive %d letter(s) to %s; none of them deleted",
                              len(letters), self.archive.location)
             self.archive_error = f"{type(exc).__name__}: {exc}"
@@ -355,7 +355,7 @@ class _Scan:
                     QueueUrl=self.queues.dlq_url,
                     Entries=[{"Id": str(i), "ReceiptHandle": h, "VisibilityTimeout": 0} for i, h in enumerate(chunk)],
                 )
-            except Exception:  # noqa: BLE001 - never mask the run's own error; SQS releases them later
+            except Exception:  # never mask the run's own error; SQS releases them later
                 logger.exception("replay: could not release %d held letters; they reappear when their hold expires",
                                  len(chunk))
                 continue

@@ -282,7 +282,7 @@ class Consumer:
         attributes, shortened = fit_to_size(record.body, attributes)  # SQS's 1 MiB counts attributes too
         try:
             dlq_message_id = send_to_dlq(self.client("sqs"), self.config.dlq_url, record.body, attributes)
-        except Exception as send_error:  # noqa: BLE001
+        except Exception as send_error:
             invocation.metrics.record(job_type, "kept", _ms(started))
             self.logger.error(
                 "could not dead-letter the job; the message stays in the queue",

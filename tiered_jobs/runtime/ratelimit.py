@@ -124,7 +124,7 @@ class TokenBucket:
         busy = guess is not None and guess >= now_us
         try:
             new_tat = self._write(n, now_us, horizon_us, busy)
-        except Exception as exc:  # noqa: BLE001 -- only a failed condition is an answer
+        except Exception as exc:  # only a failed condition is an answer
             current = _conditional_failure_item(exc)
             if current is _NOT_A_CONDITION_FAILURE:
                 raise
