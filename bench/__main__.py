@@ -64,7 +64,9 @@ def figures(quick: bool) -> dict[str, Any]:
     clean = measured["consume"]["clean"]
     new = measured["idempotency"]["new_per_1000"]
     records = clean["records_per_invocation"]
-    consumer_sqs = sum(n for op, n in clean["by_operation"].items() if op not in ("ReceiveMessage", "DeleteMessageBatch"))
+    consumer_sqs = sum(
+        n for op, n in clean["by_operation"].items() if op not in ("ReceiveMessage", "DeleteMessageBatch")
+    )
     measured["cost"] = cost.per_million_jobs(
         publish_requests_per_job=measured["publisher"]["ours_per_1000"] / 1000,
         consume_requests_per_job=clean["sqs_requests_per_1000"] / 1000,
@@ -104,33 +106,51 @@ def table(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
         ("idempotency calls / 1 000 new jobs", f"{new_calls:.0f} ({_ops(idem['new_per_1000'])})",
          f"job's own: {_ops(idem['job_own_writes_per_1000_new'])}", "<= 2000, no GetItem",
          new_calls <= 2000 and get_items == 0),
-        ("idempotency calls / 1 000 duplicates (new container)", f"{dup_calls:.0f} ({_ops(idem['duplicate_per_1000'])})",
+        ("idempotency calls / 1 000 duplicates (new container)",
+         f"{dup_calls:.0f} ({_ops(idem['duplicate_per_1000'])})",
          f"job's own: {_ops(idem['job_own_writes_per_1000_duplicate']) or '0'}", "<= 1000, no GetItem",
          dup_calls <= 1000 and get_items == 0),
         ("idempotency calls / 1 000 duplicates (same container)", f"{idem['in_container_duplicate_per_1000']:.0f}",
          "", "0", idem["in_container_duplicate_per_1000"] == 0),
-        ("SQS requests / 1 000 replayed messages", f"{m['replay']['ours_per_1000']:.0f} ({_ops(m['replay']['ours_by_operation'])})",
+        ("SQS requests / 1 000 replayed messages",
+         f"{m['replay']['ours_per_1000']:.0f} ({_ops(m['replay']['ours_by_operation'])})",
          f"naive: {m['replay']['naive_per_1000']:.0f}", "<= 300", m["replay"]["ours_per_1000"] <= 300),
-        ("cold start: import + first batch of 10 (median)", f"{cold['ours']['total_ms']:.0f} ms, {cold['ours']['modules']} modules",
+        ("cold start: import + first batch of 10 (median)",
+         f"{cold['ours']['total_ms']:.0f} ms, {cold['ours']['modules']} modules",
          f"bare Powertools recipe: {cold['bare']['total_ms']:.0f} ms, {cold['bare']['modules']} modules",
          "<= 1.05x", cold["ratio_total"] <= 1.05),
-        ("  ratio", f"{cold['ratio_total']:.3f}x (+{cold['extra_modules']} modules)", "", "<= 1.05x", cold["ratio_total"] <= 1.05),
+        ("  ratio", f"{cold['ratio_total']:.3f}x (+{cold['extra_modules']} modules)", "", "<= 1.05x",
+         cold["ratio_total"] <= 1.05),
         ("consumer asset (zipped)", f"{m['asset']['max_zipped_bytes'] / 1024:.1f} KB", "", "<= 100 KB",
          m["asset"]["max_zipped_bytes"] <= 100 * 1024),
         ("AWS cost / 1 M jobs", f"${m['cost']['usd_per_million_jobs']:.3f}", _ops(m["cost"]["parts"], money=True),
          "<= $1.45", m["cost"]["usd_per_million_jobs"] <= 1.45),
-        ("  Lambda time per invocation", f"{m['cost']['inputs']['modeled_seconds_per_invocation'] * 1000:.0f} ms modeled",
+        ("  Lambda time per invocation",
+         f"{m['cost']['inputs']['modeled_seconds_per_invocation'] * 1000:.0f} ms modeled",
          f"moto measured {m['cost']['measured_on_moto']['seconds_per_invocation'] * 1000:.0f} ms (not billed here)",
          "declared model", True),
         *_rate_rows(m),
-        ("local runtime throughput (no-op handler)", f"{consume['runtime_noop_jobs_per_second']:.1f} jobs/s",
-         f"raw send/receive/delete loop: {consume['raw_loop_jobs_per_second']:.1f} jobs/s", ">= 0.5x",
-         consume["runtime_vs_raw"] >= 0.5),
-        ("  ratio", f"{consume['runtime_vs_raw']:.2f}x", f"real consumer: {consume['runtime_consumer_jobs_per_second']:.1f} jobs/s",
-         ">= 0.5x", consume["runtime_vs_raw"] >= 0.5),
-        ("console: AWS calls per Tiers refresh (3 tiers)", f"{m['console']['calls_per_refresh']}",
-         f"render {m['console']['render_ms_median']:.0f} ms median, {m['console']['render_ms_max']:.0f} ms max",
-         "<= 10", m["console"]["calls_per_refresh"] <= 10),
+        (
+            "local runtime throughput (no-op handler)",
+            f"{consume['runtime_noop_jobs_per_second']:.1f} jobs/s",
+            f"raw send/receive/delete loop: {consume['raw_loop_jobs_per_second']:.1f} jobs/s",
+            ">= 0.5x",
+            consume["runtime_vs_raw"] >= 0.5,
+        ),
+        (
+            "  ratio",
+            f"{consume['runtime_vs_raw']:.2f}x",
+            f"real consumer: {consume['runtime_consumer_jobs_per_second']:.1f} jobs/s",
+            ">= 0.5x",
+            consume["runtime_vs_raw"] >= 0.5,
+        ),
+        (
+            "console: AWS calls per Tiers refresh (3 tiers)",
+            f"{m['console']['calls_per_refresh']}",
+            f"render {m['console']['render_ms_median']:.0f} ms median, {m['console']['render_ms_max']:.0f} ms max",
+            "<= 10",
+            m["console"]["calls_per_refresh"] <= 10,
+        ),
     ]
 
 
@@ -139,16 +159,27 @@ def _rate_rows(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
     low, high = r["band"]
     target = f"{low:g}-{high:g} jobs/s, never ahead, 0 failed"
     return [
-        (f"rate limit: {r['jobs']} jobs at once, {r['limit_per_second']:g}/s, {r['consumers']} consumers",
-         f"{r['mean_per_second']:.2f} jobs/s", f"{r['window_seconds']:g} s windows {r['window_min']:g}-{r['window_max']:g} "
-         f"(sd {r['window_stdev']:g}); {r['failures']} failed, {r['dead_letters']} dead-lettered, "
-         f"{r['held_and_resent']} re-sends; ahead of the limit by {max(0, r['most_jobs_ahead_of_the_limit']):.2f} jobs "
-         "at most", target, r["within_band"] and r["failures"] == 0 and r["most_jobs_ahead_of_the_limit"] <= 1e-6),
-        ("  limiter DynamoDB calls / 1 000 jobs", f"{r['limiter_dynamodb_calls_per_1000_total']:.0f} "
-         f"({_ops(r['limiter_dynamodb_calls_per_1000'])})",
-         (f"per batch: {r['limiter_writes_per_batch']:.2f} writes, {r['limiter_reads_per_batch']:.2f} reads; "
-          f"{r['limiter_conflicts_per_1000']:g} failed conditions / 1 000 jobs"), "<= 1 write per batch",
-         r["limiter_writes_per_batch"] <= 1),
+        (
+            f"rate limit: {r['jobs']} jobs at once, {r['limit_per_second']:g}/s, {r['consumers']} consumers",
+            f"{r['mean_per_second']:.2f} jobs/s",
+            f"{r['window_seconds']:g} s windows {r['window_min']:g}-{r['window_max']:g} "
+            f"(sd {r['window_stdev']:g}); {r['failures']} failed, {r['dead_letters']} dead-lettered, "
+            f"{r['held_and_resent']} re-sends; ahead of the limit by "
+            f"{max(0, r['most_jobs_ahead_of_the_limit']):.2f} jobs "
+            "at most",
+            target,
+            r["within_band"] and r["failures"] == 0 and r["most_jobs_ahead_of_the_limit"] <= 1e-6,
+        ),
+        (
+            "  limiter DynamoDB calls / 1 000 jobs",
+            f"{r['limiter_dynamodb_calls_per_1000_total']:.0f} ({_ops(r['limiter_dynamodb_calls_per_1000'])})",
+            (
+                f"per batch: {r['limiter_writes_per_batch']:.2f} writes, {r['limiter_reads_per_batch']:.2f} reads; "
+                f"{r['limiter_conflicts_per_1000']:g} failed conditions / 1 000 jobs"
+            ),
+            "<= 1 write per batch",
+            r["limiter_writes_per_batch"] <= 1,
+        ),
         ("  limiter cost / 1 M jobs", f"${c['usd_per_million_jobs']:.3f}", _ops(c["parts"], money=True), "", True),
     ]
 
@@ -202,8 +233,16 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows)
     out = args.out or RESULTS / ("quick.json" if args.quick else "latest.json")
     out.with_suffix(".md").write_text(markdown(rows))
-    out.write_text(json.dumps({"figures": [dict(zip(("figure", "ours", "baseline", "target", "met"), r)) for r in rows],
-                               "measured": measured}, indent=2, default=str))
+    out.write_text(
+        json.dumps(
+            {
+                "figures": [dict(zip(("figure", "ours", "baseline", "target", "met"), r, strict=True)) for r in rows],
+                "measured": measured,
+            },
+            indent=2,
+            default=str,
+        )
+    )
     print(f"written: {out}", file=sys.stderr)
     return 0
 

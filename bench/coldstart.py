@@ -33,7 +33,7 @@ def measure(runs: int = 15) -> dict[str, Any]:
                 samples[variant].append(_child(variant, f"{run}", env))
     summary = {v: {k: statistics.median(s[k] for s in runs_) for k in runs_[0]} for v, runs_ in samples.items()}
     summary["ratio_total"] = statistics.median(
-        o["total_ms"] / b["total_ms"] for o, b in zip(samples["ours"], samples["bare"]))
+        o["total_ms"] / b["total_ms"] for o, b in zip(samples["ours"], samples["bare"], strict=True))
     summary["extra_modules"] = summary["ours"]["modules"] - summary["bare"]["modules"]
     summary["runs"] = runs
     return summary

@@ -51,7 +51,7 @@ def measure(jobs: int = 1000, concurrency: int = 2) -> dict[str, Any]:
             tier = create_tier(f"consume-{label.replace('_', '-')}", endpoint_url=endpoint.url)
             counter = CallCounter()
             runtime = consumer_runtime(
-                tier, clients=lambda: {"sqs": counter.attach(boto3.client("sqs")),
+                tier, clients=lambda counter=counter: {"sqs": counter.attach(boto3.client("sqs")),
                                        "dynamodb": boto3.client("dynamodb")},
                 esm_sqs=counter.attach(boto3.client("sqs")), concurrency=concurrency,
                 retry=RetryPolicy(max_attempts=3, schedule=(1,), jitter=0.0),

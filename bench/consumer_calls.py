@@ -55,9 +55,12 @@ def measure(jobs: int = 1000, batch_size: int = 10) -> dict[str, Any]:
         "jobs": jobs,
         "new_per_1000": {op: n * per_1000 for op, n in results["new"]["idempotency_calls"].items()},
         "duplicate_per_1000": {op: n * per_1000 for op, n in results["duplicate"]["idempotency_calls"].items()},
-        "in_container_duplicate_per_1000": sum(results["in_container_duplicate"]["idempotency_calls"].values()) * per_1000,
+        "in_container_duplicate_per_1000": sum(results["in_container_duplicate"]["idempotency_calls"].values())
+        * per_1000,
         "job_own_writes_per_1000_new": {op: n * per_1000 for op, n in results["new"]["job_own_calls"].items()},
-        "job_own_writes_per_1000_duplicate": {op: n * per_1000 for op, n in results["duplicate"]["job_own_calls"].items()},
+        "job_own_writes_per_1000_duplicate": {
+            op: n * per_1000 for op, n in results["duplicate"]["job_own_calls"].items()
+        },
         "sqs_calls_on_success": sum(sum(r["sqs_calls"].values()) for r in results.values()),
     }
 

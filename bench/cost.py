@@ -57,7 +57,10 @@ def per_million_jobs(*, publish_requests_per_job: float, consume_requests_per_jo
     seconds = modeled_seconds(records_per_invocation, consumer_calls_per_invocation)
     parts = {
         "sqs": (publish_requests_per_job + consume_requests_per_job) * jobs / 1e6 * PRICES["sqs_per_million_requests"],
-        "dynamodb_idempotency": idempotency_write_units_per_job * jobs / 1e6 * PRICES["dynamodb_per_million_write_units"],
+        "dynamodb_idempotency": idempotency_write_units_per_job
+        * jobs
+        / 1e6
+        * PRICES["dynamodb_per_million_write_units"],
         "lambda_requests": invocations / 1e6 * PRICES["lambda_per_million_requests"],
         "lambda_compute": invocations * seconds * memory_mb / 1024 * PRICES["lambda_arm64_per_gb_second"],
     }
@@ -66,17 +69,23 @@ def per_million_jobs(*, publish_requests_per_job: float, consume_requests_per_jo
         moto = {"seconds_per_invocation": round(moto_seconds_per_invocation, 4),
                 "lambda_compute_if_billed": round(invocations * moto_seconds_per_invocation * memory_mb / 1024
                                                   * PRICES["lambda_arm64_per_gb_second"], 4)}
-    return {"usd_per_million_jobs": round(sum(parts.values()), 4),
-            "parts": {k: round(v, 4) for k, v in parts.items()},
-            "inputs": {"publish_requests_per_job": publish_requests_per_job,
-                       "consume_requests_per_job": consume_requests_per_job,
-                       "idempotency_write_units_per_job": idempotency_write_units_per_job,
-                       "records_per_invocation": round(records_per_invocation, 2),
-                       "consumer_calls_per_invocation": {k: round(v, 3) for k, v in consumer_calls_per_invocation.items()},
-                       "modeled_seconds_per_invocation": round(seconds, 4), "memory_mb": memory_mb},
-            "latency_model_ms": {**LATENCY_MS, "per_record": PER_RECORD_MS, "per_invocation": PER_INVOCATION_MS},
-            "measured_on_moto": moto,
-            "prices": PRICES, "formula": FORMULA}
+    return {
+        "usd_per_million_jobs": round(sum(parts.values()), 4),
+        "parts": {k: round(v, 4) for k, v in parts.items()},
+        "inputs": {
+            "publish_requests_per_job": publish_requests_per_job,
+            "consume_requests_per_job": consume_requests_per_job,
+            "idempotency_write_units_per_job": idempotency_write_units_per_job,
+            "records_per_invocation": round(records_per_invocation, 2),
+            "consumer_calls_per_invocation": {k: round(v, 3) for k, v in consumer_calls_per_invocation.items()},
+            "modeled_seconds_per_invocation": round(seconds, 4),
+            "memory_mb": memory_mb,
+        },
+        "latency_model_ms": {**LATENCY_MS, "per_record": PER_RECORD_MS, "per_invocation": PER_INVOCATION_MS},
+        "measured_on_moto": moto,
+        "prices": PRICES,
+        "formula": FORMULA,
+    }
 
 
 def rate_limiter_per_million_jobs(*, reads_per_job: float, writes_per_job: float, resends_per_job: float,

@@ -98,15 +98,27 @@ def fixed_costs(template: Mapping[str, Any]) -> dict[str, Any]:
     ]
     buckets = of("AWS::S3::Bucket")
     if buckets:  # the discard archive: nothing while no letter is discarded
-        expiry = sorted({rule["ExpirationInDays"] for b in buckets
-                         for rule in b.get("LifecycleConfiguration", {}).get("Rules", []) if "ExpirationInDays" in rule})
+        expiry = sorted(
+            {
+                rule["ExpirationInDays"]
+                for b in buckets
+                for rule in b.get("LifecycleConfiguration", {}).get("Rules", [])
+                if "ExpirationInDays" in rule
+            }
+        )
         usage.append({"item": f"S3: {len(buckets)} bucket(s), objects kept "
                               + (" / ".join(f"{days} days" for days in expiry) or "forever"),
                       "price": f"${PRICES['s3_standard_per_gb_month']:.3f} per GB-month stored, "
                                f"${PRICES['s3_put_per_thousand']:.3f} per 1,000 PUTs"})
     rotated = [r.get("EnableKeyRotation") for r in keys]
-    notes = [f"KMS keys rotate yearly; each of a key's first two rotations adds ${PRICES['kms_key']:.2f} per month "
-             f"(${len(rotated) * 3 * PRICES['kms_key']:.2f} per month for the keys from the third year)"] if any(rotated) else []
+    notes = (
+        [
+            f"KMS keys rotate yearly; each of a key's first two rotations adds ${PRICES['kms_key']:.2f} per month "
+            f"(${len(rotated) * 3 * PRICES['kms_key']:.2f} per month for the keys from the third year)"
+        ]
+        if any(rotated)
+        else []
+    )
     return {"fixed": fixed, "total_usd": round(sum(r["usd"] for r in fixed), 2), "usage": usage,
             "notes": notes, "prices": PRICES}
 

@@ -154,7 +154,9 @@ def run_shards(jobs: int, shards: int, account_count: int = 100, log=print) -> O
     """
     total: Outcome | None = None
     for shard in range(shards):
-        outcome = run(jobs=jobs // shards, account_count=account_count, plan=FaultPlan(seed=FaultPlan.seed + shard), log=log)
+        outcome = run(
+            jobs=jobs // shards, account_count=account_count, plan=FaultPlan(seed=FaultPlan.seed + shard), log=log
+        )
         log(f"shard {shard + 1}/{shards}: {json.dumps(outcome.as_dict())}")
         total = outcome if total is None else total.plus(outcome)
     assert total is not None
@@ -311,7 +313,9 @@ def _replay_with_crash(tier, plan: FaultPlan) -> None:
 def _check(tier, catalogue, applications, plan, published, seconds) -> Outcome:
     items = _scan(tier.dynamodb, tier.payments_table)
     markers = {i["account_id"]["S"].rsplit("#", 1)[1] for i in items if i["account_id"]["S"].startswith("applied#")}
-    balances = {i["account_id"]["S"]: int(i["balance"]["N"]) for i in items if not i["account_id"]["S"].startswith("applied#")}
+    balances = {
+        i["account_id"]["S"]: int(i["balance"]["N"]) for i in items if not i["account_id"]["S"].startswith("applied#")
+    }
     letters = _read_all(tier.sqs, tier.dlq_url)
     reasons: Counter[str] = Counter()
     dlq_keys: set[str] = set()
@@ -378,6 +382,11 @@ def _read_all(sqs, url: str) -> list[dict]:
             seen[message["MessageId"]] = message
             handles.append(message["ReceiptHandle"])
     for start in range(0, len(handles), 10):
-        sqs.change_message_visibility_batch(QueueUrl=url, Entries=[
-            {"Id": str(i), "ReceiptHandle": h, "VisibilityTimeout": 0} for i, h in enumerate(handles[start:start + 10])])
+        sqs.change_message_visibility_batch(
+            QueueUrl=url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": h, "VisibilityTimeout": 0}
+                for i, h in enumerate(handles[start : start + 10])
+            ],
+        )
     return list(seen.values())

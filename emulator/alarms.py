@@ -102,8 +102,9 @@ def evaluate_expression(expression: str, values: Mapping[str, float | None],
 def decide(alarm: Mapping[str, Any], value: float | None) -> str:
     """The state for ``value`` (``None``: no data, handled by ``TreatMissingData``)."""
     if value is None:
-        return {"breaching": "ALARM", "notBreaching": "OK", "ignore": alarm["StateValue"]}.get(
+        state: str = {"breaching": "ALARM", "notBreaching": "OK", "ignore": alarm["StateValue"]}.get(
             alarm.get("TreatMissingData", "missing"), "INSUFFICIENT_DATA")
+        return state
     return "ALARM" if _COMPARISONS[alarm["ComparisonOperator"]](value, alarm["Threshold"]) else "OK"
 
 
@@ -176,7 +177,7 @@ class AlarmEvaluator(BackgroundLoop):
                 return evaluate_expression(expressions[returned], values, expressions)
             except MissingData:
                 return None
-        stat = alarm.get("Statistic") or alarm.get("ExtendedStatistic")
+        stat = alarm.get("Statistic") or alarm["ExtendedStatistic"]  # a metric alarm has one of the two
         return self.metric_value(alarm["Namespace"], alarm["MetricName"], alarm.get("Dimensions", []), stat,
                                  alarm["Period"])
 

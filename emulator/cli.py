@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.console import Console
@@ -20,6 +20,10 @@ from rich.markup import escape
 
 from emulator.server import ENDPOINT_ENV
 from tiered_jobs.contract.names import Env, function_name, stack_name
+
+if TYPE_CHECKING:
+    from emulator.session import CodeVersion, LocalSession
+    from tiered_jobs.console.server import RunningConsole
 
 app = typer.Typer(help="Run the real stack on an embedded AWS (moto) on 127.0.0.1.", no_args_is_help=True,
                   add_completion=False)
@@ -49,7 +53,8 @@ def emulator_prefix() -> str:
 
 @app.command()
 def demo() -> None:
-    """Play the whole story (payments, e-mails, outages, a flood, an incident and its replay); exit 1 if any check fails."""
+    """Play the whole story (payments, e-mails, outages, a flood, an incident and its replay);
+    exit 1 if any check fails."""
     from emulator.demo import run_demo
 
     raise typer.Exit(run_demo())
@@ -86,21 +91,22 @@ def up(
         if logs and label is not None and wanted.matches(line):
             printed.put(f"[dim]{label} |[/dim] {escape(line)}")
 
-    def on_reload(version) -> None:  # noqa: ANN001
+    def on_reload(version: CodeVersion) -> None:
         printed.put(f"[bold]code version {version.number}[/bold] ({version.code_sha256[:12]}…): "
                     f"{', '.join(version.changed) or 'reloaded'}; new execution environments from the next batch")
 
     console.print("Deploying the real stack into an embedded AWS (moto) on 127.0.0.1 ...")
     with LocalSession(port=port, log_sink=on_line, reload_interval_seconds=1.0 if reload else None,
                       on_reload=on_reload) as session:
-        deployment = session.deployment
+        deployment, endpoint = session.deployment, session.endpoint
+        assert deployment is not None and endpoint is not None, "the session is started"
         names.update({t.consumer.name: t.name for t in deployment.tiers.values() if not tier or t.name in tier})
         if not tier:
             names[deployment.replay.name] = "replay"
         cli = f"{command_prefix()} --stage {deployment.stage}"
-        console.print(f"[bold]ready[/bold]: {deployment.stack_name} at {session.endpoint.url}")
+        console.print(f"[bold]ready[/bold]: {deployment.stack_name} at {endpoint.url}")
         console.print("In another terminal:")
-        for line in session.endpoint.export_lines():
+        for line in endpoint.export_lines():
             console.print(f"  {line}", soft_wrap=True)
         console.print(f"  export {Env.STAGE}={deployment.stage}")
         console.print(f"  {cli} publish payments.update_balance "
@@ -109,7 +115,9 @@ def up(
         console.print(f"  {emulator_prefix()} logs --tier critical --follow", soft_wrap=True)
         console.print(f"  aws sqs list-queues    # the queues: {', '.join(deployment.tiers)} (+ DLQs)", soft_wrap=True)
         if reload:
-            console.print("Edit functions/ (or tiered_jobs/contract/): the next batches run the new code.", soft_wrap=True)
+            console.print(
+                "Edit functions/ (or tiered_jobs/contract/): the next batches run the new code.", soft_wrap=True
+            )
         web = _start_console(session, console_port, console) if web_console else None
         console.print("Press Ctrl-C to stop (everything is in memory and goes away).", soft_wrap=True)
 
@@ -210,7 +218,7 @@ def function_groups(cloudformation: Any, stage: str, tiers: list[str]) -> dict[s
     return {tier: labelled[tier] for tier in tiers}
 
 
-def _start_console(session: object, port: int, out: Console) -> object | None:
+def _start_console(session: LocalSession, port: int, out: Console) -> RunningConsole | None:
     """The web console on 127.0.0.1 against the local stack; a note instead when its extra is missing."""
     from tiered_jobs.console import INSTALL_HINT, missing_modules
 
@@ -221,7 +229,8 @@ def _start_console(session: object, port: int, out: Console) -> object | None:
     from tiered_jobs.console.server import start_in_thread
     from tiered_jobs.operations import Target
 
-    deployment, endpoint = session.deployment, session.endpoint  # type: ignore[attr-defined]
+    deployment, endpoint = session.deployment, session.endpoint
+    assert deployment is not None and endpoint is not None, "the session is started"
     target = Target(deployment.stage, deployment.stack_name, endpoint.region, endpoint.url,
                     credentials={name.lower(): value for name, value in FAKE_CREDENTIALS.items()})
     running = start_in_thread(target, port=port)

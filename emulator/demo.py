@@ -35,6 +35,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from emulator.deploy import LocalDeployment
+from emulator.esm import EventSourceRuntime
 from emulator.session import LocalSession
 from emulator.view import TierRow, job_total, queue_counts, rows, safe_table, table
 from tiered_jobs.contract import envelope
@@ -94,10 +96,22 @@ class Demo:
 
     # -- plumbing ------------------------------------------------------------------------
 
+    @property
+    def deployment(self) -> LocalDeployment:
+        """What the started session deployed."""
+        assert self.session.deployment is not None, "the session is started"
+        return self.session.deployment
+
+    @property
+    def runtime(self) -> EventSourceRuntime:
+        """The started session's event source mappings."""
+        assert self.session.runtime is not None, "the session is started"
+        return self.session.runtime
+
     @cached_property
     def publisher(self) -> Publisher:
         # Discovery exactly as another service would do it: the stage's SSM parameters.
-        return Publisher.from_stage(self.session.deployment.stage, ssm=self.session.clients("ssm"),
+        return Publisher.from_stage(self.deployment.stage, ssm=self.session.clients("ssm"),
                                     sqs=self.session.clients("sqs"))
 
     def expect(self, step: str, claim: str, ok: bool, detail: str = "") -> bool:
@@ -115,7 +129,7 @@ class Demo:
         return condition()
 
     def tier(self, name: str) -> Any:
-        return self.session.deployment.tiers[name]
+        return self.deployment.tiers[name]
 
     def drained(self, tier: str) -> bool:
         return queue_counts(self.session, self.tier(tier).queue_url) == (0, 0)
@@ -132,7 +146,7 @@ class Demo:
     def balances(self) -> dict[str, int]:
         dynamodb = self.session.clients("dynamodb")
         found = {}
-        table = self.session.deployment.resources[self.payments_table()]
+        table = self.deployment.resources[self.payments_table()]
         for account in ACCOUNT_IDS:
             item = dynamodb.get_item(TableName=table,
                                      Key={"account_id": {"S": account}}, ConsistentRead=True).get("Item")
@@ -140,9 +154,10 @@ class Demo:
         return found
 
     def alarm_state(self, tier: str, kind: str) -> str:
-        name = Alarms.name(self.session.deployment.stage, tier, kind)
+        name = Alarms.name(self.deployment.stage, tier, kind)
         alarm = self.session.clients("cloudwatch").describe_alarms(AlarmNames=[name])["MetricAlarms"][0]
-        return alarm["StateValue"]
+        state: str = alarm["StateValue"]
+        return state
 
     def pay(self, prefix: str, count: int, copies: Callable[[int], int]) -> None:
         jobs = []
@@ -155,11 +170,12 @@ class Demo:
         self.publisher.publish_batch(jobs)
 
     def new_latencies(self, tier: str, before: int) -> list[float]:
-        stats = self.session.runtime.by_function(self.tier(tier).consumer.name).stats.snapshot()
-        return stats["latencies_ms"][before:]
+        stats = self.runtime.by_function(self.tier(tier).consumer.name).stats.snapshot()
+        latencies: list[float] = stats["latencies_ms"][before:]
+        return latencies
 
     def latency_mark(self, tier: str) -> int:
-        return len(self.session.runtime.by_function(self.tier(tier).consumer.name).stats.snapshot()["latencies_ms"])
+        return len(self.runtime.by_function(self.tier(tier).consumer.name).stats.snapshot()["latencies_ms"])
 
     # -- the story -----------------------------------------------------------------------
 
@@ -178,7 +194,7 @@ class Demo:
         self.console.rule("2. E-mails, three with invalid addresses (transactional)")
         jobs = [{"job_type": "notifications.send_email", "idempotency_key": f"mail-{i}",
                  "payload": {"to": f"user{i}@example.com", "subject": "Your receipt"}} for i in range(8)]
-        bad = [{"job_type": "notifications.send_email", "idempotency_key": f"bad-mail-{i}",
+        bad: list[dict[str, Any]] = [{"job_type": "notifications.send_email", "idempotency_key": f"bad-mail-{i}",
                 "payload": {"to": address, "subject": "Your receipt"}} for i, address in enumerate(INVALID_ADDRESSES)]
         self.publisher.publish_batch(jobs)
         try:
@@ -227,7 +243,9 @@ class Demo:
         """Publish small payments one by one; their end-to-end latencies (publish -> deleted), in ms."""
         mark = self.latency_mark("critical")
         for i in range(PROBES):
-            self.publisher.publish("payments.update_balance", {"account_id": ACCOUNT_IDS[0], "amount": 1}, f"{prefix}-{i}")
+            self.publisher.publish(
+                "payments.update_balance", {"account_id": ACCOUNT_IDS[0], "amount": 1}, f"{prefix}-{i}"
+            )
             self.expected_balances[ACCOUNT_IDS[0]] += 1
             time.sleep(0.2)
         self.wait_for(lambda: len(self.new_latencies("critical", mark)) >= PROBES, 20)
@@ -264,9 +282,16 @@ class Demo:
         sent = job_total(self.session, "transactional", Metrics.SUCCEEDED, "notifications.send_email")
         mark = self.latency_mark("critical")
         started = time.monotonic()
-        self.publisher.publish_batch([
-            {"job_type": "notifications.send_email", "idempotency_key": f"limited-mail-{i}",
-             "payload": {"to": f"user{i}@example.com", "subject": "Your statement"}} for i in range(RATE_LIMITED_EMAILS)])
+        self.publisher.publish_batch(
+            [
+                {
+                    "job_type": "notifications.send_email",
+                    "idempotency_key": f"limited-mail-{i}",
+                    "payload": {"to": f"user{i}@example.com", "subject": "Your statement"},
+                }
+                for i in range(RATE_LIMITED_EMAILS)
+            ]
+        )
         self.pay("limited-pay", 8, copies=lambda _: 1)
         payments_done = self.wait_for(lambda: len(self.new_latencies("critical", mark)) >= 8, 20)
         payments_seconds = time.monotonic() - started
@@ -306,7 +331,7 @@ class Demo:
                     self.wait_for(lambda: "ALARM" in self.inbox_states(), 10))
 
         self.console.rule("6. Inspect -> fix -> replay")
-        inspected = self.session.invoke(self.session.deployment.replay, {"action": "inspect", "tier": "critical"})
+        inspected = self.session.invoke(self.deployment.replay, {"action": "inspect", "tier": "critical"})
         groups = (inspected.response or {}).get("groups", [])
         self.show_groups(groups)
         self.expect("replay", "inspect groups the letters by job type and error",
@@ -314,12 +339,16 @@ class Demo:
                     == [("payments.update_balance", "ResourceNotFoundException", 4)])
         self.session.update_function_configuration(consumer.name, good_environment)
         self.console.print("  fix deployed: the consumer's configuration rolled back (UpdateFunctionConfiguration)")
-        replayed = self.session.invoke(self.session.deployment.replay, {"action": "replay", "tier": "critical"})
+        replayed = self.session.invoke(self.deployment.replay, {"action": "replay", "tier": "critical"})
         moved = (replayed.response or {}).get("moved")
         self.expect("replay", "replay moved the 4 letters back to the critical queue", moved == 4, f"moved={moved}")
         self.wait_for(lambda: self.drained("critical") and self.balances() == self.expected_balances, 30)
-        self.expect("replay", "every balance is exactly right after the replay", self.balances() == self.expected_balances,
-                    json.dumps(self.balances()))
+        self.expect(
+            "replay",
+            "every balance is exactly right after the replay",
+            self.balances() == self.expected_balances,
+            json.dumps(self.balances()),
+        )
         self.expect("replay", "the critical DLQ is empty", self.dlq_depth("critical") == 0)
         ok = self.wait_for(lambda: self.alarm_state("critical", Alarms.DLQ_DEPTH) == "OK", 20)
         self.expect("replay", "the critical DLQ alarm is back to OK, and the inbox was told",
@@ -328,6 +357,7 @@ class Demo:
     def scheduled_jobs(self) -> None:
         self.console.rule("7. Scheduled jobs: a periodic job, a job for later, a cancelled one [local emulation]")
         runner = self.session.scheduler
+        assert runner is not None, "the session is started"
 
         def succeeded(job_type: str = "demo.flaky") -> int:
             return job_total(self.session, "transactional", Metrics.SUCCEEDED, job_type)
@@ -360,7 +390,7 @@ class Demo:
         # Jobs due within 15 minutes normally use SQS's own delay; this publisher sends every later
         # job through a one-time schedule so the demo shows that path in seconds, not 15 minutes.
         before_ok = succeeded()
-        later = Publisher.from_stage(self.session.deployment.stage, ssm=self.session.clients("ssm"),
+        later = Publisher.from_stage(self.deployment.stage, ssm=self.session.clients("ssm"),
                                      sqs=self.session.clients("sqs"), scheduler=self.session.clients("scheduler"),
                                      schedule_beyond_seconds=0)
         at = datetime.now(timezone.utc) + timedelta(seconds=LATER_SECONDS)
@@ -398,7 +428,7 @@ class Demo:
         sqs, sns = self.session.clients("sqs"), self.session.clients("sns")
         self.inbox_url = sqs.create_queue(QueueName="oncall-inbox")["QueueUrl"]
         arn = sqs.get_queue_attributes(QueueUrl=self.inbox_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        sns.subscribe(TopicArn=self.session.deployment.alarm_topic_arn, Protocol="sqs", Endpoint=arn,
+        sns.subscribe(TopicArn=self.deployment.alarm_topic_arn, Protocol="sqs", Endpoint=arn,
                       Attributes={"RawMessageDelivery": "true"})
 
     def inbox_states(self) -> list[str]:
@@ -407,7 +437,7 @@ class Demo:
         for message in sqs.receive_message(QueueUrl=self.inbox_url, MaxNumberOfMessages=10).get("Messages", []):
             sqs.delete_message(QueueUrl=self.inbox_url, ReceiptHandle=message["ReceiptHandle"])
             notification = json.loads(message["Body"])
-            if notification["AlarmName"] == Alarms.name(self.session.deployment.stage, "critical", Alarms.DLQ_DEPTH):
+            if notification["AlarmName"] == Alarms.name(self.deployment.stage, "critical", Alarms.DLQ_DEPTH):
                 self.inbox.append(notification["NewStateValue"])
         return self.inbox
 
@@ -458,8 +488,9 @@ def run_demo(console: Console | None = None) -> int:
     console.print("[bold]Tiered Jobs, local demo[/bold]: synthesizing the real stack and deploying it into an "
                   "embedded AWS (moto) on 127.0.0.1 ...")
     with LocalSession(settings={**DEMO_SETTINGS, "schedules": DEMO_SCHEDULES}) as session:
-        deployment = session.deployment
-        console.print(f"deployed [bold]{deployment.stack_name}[/bold] at {session.endpoint.url} "
+        deployment, endpoint = session.deployment, session.endpoint
+        assert deployment is not None and endpoint is not None, "the session is started"
+        console.print(f"deployed [bold]{deployment.stack_name}[/bold] at {endpoint.url} "
                       f"in {time.monotonic() - started:.0f} s; moto gaps handled:")
         for gap, details in deployment.gaps.items():
             console.print(f"  - {gap}: {len(details)}")

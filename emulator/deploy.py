@@ -81,7 +81,8 @@ class Assembly:
         """The local directory of the file asset uploaded as ``object_key``."""
         for asset in self.assets["files"].values():
             if any(d["objectKey"] == object_key for d in asset["destinations"].values()):
-                return self.directory / asset["source"]["path"]
+                path: Path = self.directory / asset["source"]["path"]
+                return path
         raise KeyError(f"no asset uploaded as {object_key}")
 
 
@@ -115,7 +116,9 @@ def upload_assets(assembly: Assembly, s3: Any, account_id: str, region: str) -> 
         source = assembly.directory / asset["source"]["path"]
         body = zip_directory(source) if asset["source"]["packaging"] == "zip" else source.read_bytes()
         for destination in asset["destinations"].values():
-            bucket = destination["bucketName"].replace("${AWS::AccountId}", account_id).replace("${AWS::Region}", region)
+            bucket = (
+                destination["bucketName"].replace("${AWS::AccountId}", account_id).replace("${AWS::Region}", region)
+            )
             if bucket not in created:
                 s3.create_bucket(Bucket=bucket)  # us-east-1: no location constraint
                 created.add(bucket)
@@ -215,7 +218,9 @@ def read_function(lambda_client: Any, name: str, code_root: str, log_group: str 
     )
 
 
-def _function_config(lambda_client: Any, name: str, assembly: Assembly, physical_ids: Mapping[str, str]) -> FunctionConfig:
+def _function_config(
+    lambda_client: Any, name: str, assembly: Assembly, physical_ids: Mapping[str, str]
+) -> FunctionConfig:
     """The function, with its code asset (the directory uploaded for its ``Code.S3Key``) as code root."""
     logical_id = next(lid for lid, pid in physical_ids.items() if pid == name)
     s3_key = assembly.template["Resources"][logical_id]["Properties"]["Code"]["S3Key"]

@@ -293,7 +293,7 @@ class MappingRuntime:
             while not self._stop.is_set():
                 try:
                     messages = self._receive_batch()
-                except Exception as exc:  # the endpoint went away or throttled: back off, keep going
+                except Exception as exc:  # noqa: BLE001 - the endpoint went away or throttled: back off, keep going
                     if not self._stop.is_set():
                         log.warning("receive from %s failed: %s", self.mapping.queue_url, exc)
                         self._stop.wait(1.0)
@@ -323,7 +323,8 @@ class MappingRuntime:
             MessageSystemAttributeNames=["All"],
             MessageAttributeNames=["All"],
         )
-        return response.get("Messages", [])
+        messages: list[dict[str, Any]] = response.get("Messages", [])
+        return messages
 
     def _receive_batch(self) -> list[dict[str, Any]]:
         """Long-poll for a first message, then fill the batch within the batching window."""
@@ -381,7 +382,7 @@ class MappingRuntime:
                     QueueUrl=self.mapping.queue_url,
                     Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)],
                 )
-            except Exception as exc:  # not deleted: the record comes back, idempotency absorbs it
+            except Exception as exc:  # noqa: BLE001 - not deleted: the record comes back, idempotency absorbs it
                 log.warning("delete from %s failed: %s", self.mapping.queue_url, exc)
                 self.stats.add(delete_failures=len(chunk))
                 continue
@@ -390,7 +391,9 @@ class MappingRuntime:
             now_ms = time.time() * 1000
             self.stats.add(deleted=len(done), delete_failures=len(failed))
             self.stats.add_latencies(
-                now_ms - int(m["Attributes"]["SentTimestamp"]) for m in done if "SentTimestamp" in m.get("Attributes", {})
+                now_ms - int(m["Attributes"]["SentTimestamp"])
+                for m in done
+                if "SentTimestamp" in m.get("Attributes", {})
             )
 
 

@@ -80,7 +80,9 @@ def _request(function: FunctionConfig, event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _timeout_error(function: FunctionConfig) -> InvocationError:
-    return InvocationError("Sandbox.Timedout", f"Task timed out after {function.timeout_seconds}.00 seconds", timed_out=True)
+    return InvocationError(
+        "Sandbox.Timedout", f"Task timed out after {function.timeout_seconds}.00 seconds", timed_out=True
+    )
 
 
 class WorkerInvoker:
@@ -220,7 +222,8 @@ class WorkerInvoker:
                 raise EOFError
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
-        return json.loads(line)
+        answer: dict[str, Any] = json.loads(line)
+        return answer
 
 
 class InProcessInvoker:
@@ -325,7 +328,9 @@ def _error_text(error: Mapping[str, Any]) -> str:
     return f"{error.get('errorType')}: {error.get('errorMessage')}"
 
 
-def worker_factory(endpoint: Endpoint | None, log_sink: LogSink | None = None) -> Callable[[FunctionConfig], WorkerInvoker]:
+def worker_factory(
+    endpoint: Endpoint | None, log_sink: LogSink | None = None
+) -> Callable[[FunctionConfig], WorkerInvoker]:
     """An :data:`~emulator.esm.InvokerFactory` of process-per-environment invokers."""
     return lambda function: WorkerInvoker(function, endpoint, log_sink)
 

@@ -107,5 +107,7 @@ def _error_payload(error_type: str, message: str) -> bytes:
 def _header(headers: Any, name: str) -> str | None:
     if headers is None:
         return None
-    value = headers.get(name)
-    return value if value is not None else headers.get(name.lower())
+    value: str | None = headers.get(name)
+    if value is None:
+        value = headers.get(name.lower())
+    return value

@@ -103,6 +103,8 @@ class MetricStore:
             self._copy_to_cloudwatch(points)
 
     def _copy_to_cloudwatch(self, points: list[Datapoint]) -> None:
+        cloudwatch = self._cloudwatch
+        assert cloudwatch is not None  # only called with a CloudWatch client
         by_namespace: dict[str, list[dict[str, Any]]] = {}
         for point in points:
             by_namespace.setdefault(point.namespace, []).append({
@@ -112,7 +114,7 @@ class MetricStore:
         for namespace, data in by_namespace.items():
             for start in range(0, len(data), 1000):
                 try:
-                    self._cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[start:start + 1000])
+                    cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[start:start + 1000])
                 except Exception:  # noqa: BLE001 - a copy for browsing; the local store stays the source
                     return
 

@@ -99,7 +99,9 @@ def seed_parameters(template: Mapping[str, Any], ssm: Any, account_id: str, regi
             _seed_reserved_parameter(name, value, account_id, region)
             seeded[name] = value
         else:
-            raise RuntimeError(f"the template reads SSM parameter {name!r}, which local mode does not know how to provide")
+            raise RuntimeError(
+                f"the template reads SSM parameter {name!r}, which local mode does not know how to provide"
+            )
     return seeded
 
 
@@ -117,7 +119,8 @@ def _seed_reserved_parameter(name: str, value: str, account_id: str, region: str
 
     versions = ssm_backends[account_id][region]._parameters[name]
     if not versions:
-        versions.append(Parameter(
+        # moto's BaseModel declares has_cfn_attr and is_created abstract; moto builds Parameter like this too.
+        versions.append(Parameter(  # type: ignore[abstract]
             account_id=account_id, name=name, value=value, parameter_type="String", description=None,
             allowed_pattern=None, keyid=None, last_modified_date=utcnow(), version=1, data_type="text",
         ))
@@ -179,7 +182,9 @@ def create_held_back(held: Mapping[str, Mapping[str, Any]], resolver: Resolver, 
                 DashboardName=properties["DashboardName"], DashboardBody=properties["DashboardBody"])
             resolver.physical_ids[logical_id] = properties["DashboardName"]
         else:
-            raise NotImplementedError(f"moto cannot create {kind} ({logical_id}); add it to moto_patches.create_held_back")
+            raise NotImplementedError(
+                f"moto cannot create {kind} ({logical_id}); add it to moto_patches.create_held_back"
+            )
         resolver.types[logical_id] = kind
 
 
@@ -191,15 +196,16 @@ def deployed_attribute(clients: Callable[[str], Any]) -> Callable[[str, str, str
             if name == "QueueUrl":
                 return physical_id
             arn = clients("sqs").get_queue_attributes(QueueUrl=physical_id, AttributeNames=["QueueArn"])
-            return arn["Attributes"]["QueueArn"] if name == "Arn" else arn["Attributes"]["QueueArn"].rsplit(":", 1)[1]
+            queue_arn: str = arn["Attributes"]["QueueArn"]
+            return queue_arn if name == "Arn" else queue_arn.rsplit(":", 1)[1]
         if kind == "AWS::SNS::Topic" and name in ("TopicArn", "TopicName"):
             return physical_id if name == "TopicArn" else physical_id.rsplit(":", 1)[1]
         if kind == "AWS::Lambda::Function" and name == "Arn":
-            return clients("lambda").get_function_configuration(FunctionName=physical_id)["FunctionArn"]
+            return str(clients("lambda").get_function_configuration(FunctionName=physical_id)["FunctionArn"])
         if kind == "AWS::IAM::Role" and name == "Arn":
-            return clients("iam").get_role(RoleName=physical_id)["Role"]["Arn"]
+            return str(clients("iam").get_role(RoleName=physical_id)["Role"]["Arn"])
         if kind == "AWS::DynamoDB::Table" and name == "Arn":
-            return clients("dynamodb").describe_table(TableName=physical_id)["Table"]["TableArn"]
+            return str(clients("dynamodb").describe_table(TableName=physical_id)["Table"]["TableArn"])
         if kind == "AWS::S3::Bucket" and name == "Arn":
             return f"arn:aws:s3:::{physical_id}"  # a bucket's ARN is its name (no region, no account)
         raise NotImplementedError(f"Fn::GetAtt {kind}.{name} is not resolved by local mode; extend moto_patches")
@@ -293,7 +299,8 @@ def oldest_message_age_seconds(queue_name: str, account_id: str, region: str) ->
     if queue is None:
         return None
     sent = [m.sent_timestamp for m in list(queue._messages) if m.sent_timestamp is not None]
-    return max(0.0, time.time() - min(sent) / 1000) if sent else 0.0
+    # moto leaves Message.sent_timestamp unannotated (inferred None); it is an int once sent.
+    return max(0.0, time.time() - min(sent) / 1000) if sent else 0.0  # type: ignore[type-var, operator]
 
 
 # --------------------------------------------------------------------------------------------

@@ -71,7 +71,7 @@ def changed_files(before: Snapshot, after: Snapshot) -> list[str]:
 class CodeWatcher(BackgroundLoop):
     """Calls ``on_change(changed files)`` when the asset's files under ``root`` change (polling)."""
 
-    def __init__(self, root: Path, on_change: Callable[[list[str]], None], *,
+    def __init__(self, root: Path, on_change: Callable[[list[str]], object], *,
                  interval_seconds: float = DEFAULT_INTERVAL_SECONDS):
         super().__init__(interval_seconds)
         self.root = root

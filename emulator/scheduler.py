@@ -115,7 +115,7 @@ class ScheduleRunner(BackgroundLoop):
         end = as_utc_datetime(schedule.get("EndDate"))
         key = (schedule["Name"], schedule.get("CreationDate"))
         cursor = self._cursors.get(key, start - timedelta(microseconds=1))
-        fired = []
+        fired: list[Fire] = []
         while len(fired) < MAX_CATCH_UP:
             due = cron.next_fire(expression, zone, cursor, start=start)
             if due is None or due > now or (end is not None and due > end):

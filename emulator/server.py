@@ -10,6 +10,10 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from moto.server import ThreadedMotoServer
 
 #: boto3's (and the AWS CLI's) variable for a custom endpoint: the one variable a client needs.
 ENDPOINT_ENV = "AWS_ENDPOINT_URL"
@@ -34,7 +38,10 @@ class Endpoint:
         return int(self.url.rsplit(":", 1)[1])
 
     def client_env(self) -> dict[str, str]:
-        """Variables to export in another terminal (``AWS_SESSION_TOKEN`` is cleared: a stale one confuses moto's IAM)."""
+        """Variables to export in another terminal.
+
+        ``AWS_SESSION_TOKEN`` is cleared: a stale one confuses moto's IAM.
+        """
         return {
             ENDPOINT_ENV: self.url,
             **FAKE_CREDENTIALS,
@@ -60,7 +67,7 @@ class EmbeddedAws:
     def __init__(self, port: int = 0, region: str = DEFAULT_REGION):
         self._requested_port = port
         self._region = region
-        self._server = None  # moto.server.ThreadedMotoServer once started
+        self._server: ThreadedMotoServer | None = None  # once started
         self.endpoint: Endpoint | None = None
 
     def start(self) -> Endpoint:
@@ -88,7 +95,8 @@ class EmbeddedAws:
         if server is None:
             return
         server.stop()
-        server._server.server_close()  # moto's stop() leaves the listening socket open
+        # moto's stop() leaves the listening socket open; moto types its (started) _server Optional.
+        server._server.server_close()  # type: ignore[union-attr]
         self.endpoint = None
 
     def __enter__(self) -> Endpoint:

@@ -140,7 +140,7 @@ class LocalSession:
         try:
             self._workdir = Path(tempfile.mkdtemp(prefix="tiered-jobs-local-"))
             assembly = synthesize(self._workdir / "cdk.out", self._tier_settings, self._settings)
-            self.endpoint = self._server.start()
+            self.endpoint = endpoint = self._server.start()
             self.deployment = deploy(self.endpoint, assembly, self.clients)
             self.functions = {tier.consumer.name: tier.consumer for tier in self.deployment.tiers.values()}
             self.functions[self.deployment.replay.name] = self.deployment.replay
@@ -155,15 +155,19 @@ class LocalSession:
             self.runtime.start()
             self.alarms = AlarmEvaluator(
                 self.clients, self.metrics, Alarms.prefix(self.deployment.stage),
-                lambda queue: moto_patches.oldest_message_age_seconds(queue, ACCOUNT_ID, self.endpoint.region),
+                lambda queue: moto_patches.oldest_message_age_seconds(queue, ACCOUNT_ID, endpoint.region),
                 interval_seconds=self._alarm_interval,
             )
             self.alarms.start()
             for function in self.functions.values():  # `aws lambda invoke` runs them here, not in moto's Docker
                 lambda_invoke.register(ACCOUNT_ID, function, self._run_invocation)
             self.sqs_metrics = SqsMetricsPublisher(
-                self.clients, [url for tier in self.deployment.tiers.values() for url in (tier.queue_url, tier.dlq_url)],
-                ACCOUNT_ID, self.endpoint.region, interval_seconds=self._sqs_metrics_interval)
+                self.clients,
+                [url for tier in self.deployment.tiers.values() for url in (tier.queue_url, tier.dlq_url)],
+                ACCOUNT_ID,
+                self.endpoint.region,
+                interval_seconds=self._sqs_metrics_interval,
+            )
             self.sqs_metrics.start()
             if self._reload_interval is not None:
                 self.watcher = CodeWatcher(self._code_source, self.reload_code, interval_seconds=self._reload_interval)

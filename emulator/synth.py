@@ -18,7 +18,7 @@ from tiered_jobs.contract.names import CONTEXT_KEY, DEFAULT_TIERS
 
 def local_context(load_cdk_context: Any, settings: dict[str, Any], tier_settings: dict[str, Any]) -> dict[str, Any]:
     """``cdk.json``'s context with the overrides applied (tiers keep their own other values)."""
-    context = load_cdk_context(**settings)
+    context: dict[str, Any] = load_cdk_context(**settings)
     app_settings = context[CONTEXT_KEY]
     tiers = app_settings.get("tiers") or {name: {} for name in DEFAULT_TIERS}
     app_settings["tiers"] = {name: {**(values or {}), **tier_settings} for name, values in tiers.items()}

@@ -54,7 +54,8 @@ def resolve_handler(handler: str) -> Callable[[Any, Any], Any]:
         raise ValueError(f"bad handler {handler!r}: expected module.function")
     module = importlib.import_module(module_name)
     try:
-        return getattr(module, attribute)
+        function: Callable[[Any, Any], Any] = getattr(module, attribute)
+        return function
     except AttributeError:
         raise AttributeError(f"handler {attribute!r} missing on module {module_name!r}") from None
 
@@ -76,7 +77,7 @@ def main(code_root: str, handler_name: str) -> None:
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # the function's stdout joins its log stream
     sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", closefd=False)
-    sys.stderr.reconfigure(line_buffering=True)
+    sys.stderr.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # typeshed's TextIO; it is a TextIOWrapper
     sys.path.insert(0, code_root)
 
     def send(message: dict[str, Any]) -> None:

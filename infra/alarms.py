@@ -23,7 +23,7 @@ from .metrics import TierMetrics
 class AlarmSpec:
     """Page when ``metric`` is above ``threshold`` for one period; ``description`` says what to do."""
 
-    metric: cloudwatch.IMetric
+    metric: cloudwatch.Metric | cloudwatch.MathExpression
     threshold: float
     description: str
 

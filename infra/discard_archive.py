@@ -11,7 +11,9 @@ stack deletes it only when empty.
 
 from __future__ import annotations
 
-from aws_cdk import Duration, Stack
+from typing import cast
+
+from aws_cdk import CfnElement, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -64,7 +66,8 @@ class DiscardArchive(Construct):
             iam.PolicyStatement(actions=list(ARCHIVE_WRITE_ACTIONS), resources=[self.bucket.arn_for_objects(objects)])
         )
         stack = Stack.of(self)
-        bucket_id = stack.resolve(stack.get_logical_id(self.bucket.node.default_child))
+        # An L2 bucket's default child is its CfnBucket, a CfnElement.
+        bucket_id = stack.resolve(stack.get_logical_id(cast(CfnElement, self.bucket.node.default_child)))
         acknowledge(
             role, f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{objects}]",
             "Each discard writes a new object per batch (discarded/<stage>/<tier>/<time>-<id>.jsonl): the wildcard "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
@@ -85,7 +86,7 @@ class LambdaPlatform(Construct):
     def function(self, scope: Construct, construct_id: str, props: FunctionProps) -> lambda_.Function:
         log_group = logs.LogGroup(scope, f"{construct_id}Logs", removal_policy=self._settings.removal_policy)
         # RetentionDays is an enum of names; the validated number goes straight into the template.
-        log_group.node.default_child.retention_in_days = self._settings.log_retention_days  # type: ignore[union-attr]
+        cast(logs.CfnLogGroup, log_group.node.default_child).retention_in_days = self._settings.log_retention_days
         role = iam.Role(
             scope,
             f"{construct_id}Role",

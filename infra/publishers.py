@@ -36,7 +36,10 @@ def publisher_parameter_names(stage: str, tier_names: Sequence[str]) -> list[str
         *(Ssm.tier(stage, tier, key) for tier in tier_names for key in (Ssm.TIER_QUEUE_URL, Ssm.TIER_DLQ_URL)),
     ]
     scheduling = [
-        *(Schedules.ssm(stage, key) for key in (Schedules.SSM_GROUP_NAME, Schedules.SSM_ROLE_ARN, Schedules.SSM_DLQ_ARN)),
+        *(
+            Schedules.ssm(stage, key)
+            for key in (Schedules.SSM_GROUP_NAME, Schedules.SSM_ROLE_ARN, Schedules.SSM_DLQ_ARN)
+        ),
         *(Ssm.tier(stage, tier, Ssm.TIER_QUEUE_ARN) for tier in tier_names),
     ]
     return discovery + scheduling

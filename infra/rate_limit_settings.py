@@ -40,7 +40,8 @@ def parse(merged: Mapping[str, Any], tier: Mapping[str, Any]) -> dict[str, Any]:
     raw_types = {} if raw_types is None else raw_types
     if not isinstance(raw_types, Mapping):
         raise ValueError(
-            f"rate_limits must be an object {{job type glob: {{\"per_second\": ..., \"burst\": ...}}}}, got {raw_types!r}"
+            f"rate_limits must be an object {{job type glob: {{\"per_second\": ..., \"burst\": ...}}}}, "
+            f"got {raw_types!r}"
         )
     job_types = {pattern: RateLimit.parse(value, f"rate_limits[{pattern!r}]") for pattern, value in raw_types.items()}
 

@@ -107,10 +107,14 @@ class ReplayFunction(Construct):
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=list(MESSAGE_MOVE_ACTIONS), resources=[t.dlq.queue_arn for t in tiers])
         )
+        assert self.function.role is not None  # the function made its own role
         self.archive.allow_writes(self.function.role)
         for rule, reason in (
             ("Serverless-LambdaDLQ", "Invoked synchronously by operators (console, CLI); errors return to the caller."),
-            ("Serverless-LambdaAsyncFailureDestination", "Invoked synchronously by operators; nothing is asynchronous."),
+            (
+                "Serverless-LambdaAsyncFailureDestination",
+                "Invoked synchronously by operators; nothing is asynchronous.",
+            ),
         ):
             acknowledge(self.function, rule, reason)
         if settings.console_test_events:

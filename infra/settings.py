@@ -293,8 +293,12 @@ class AppSettings:
                 f"use one of {', '.join(map(str, LOG_RETENTION_DAYS))}"
             )
         values["log_retention_days"] = retention
-        values["discard_archive_days"] = _int(raw, "discard_archive_days", default["discard_archive_days"], where, minimum=1)
-        values["alarm_email"] = _optional_str(raw, "alarm_email", where, _EMAIL, "an e-mail address like oncall@example.com")
+        values["discard_archive_days"] = _int(
+            raw, "discard_archive_days", default["discard_archive_days"], where, minimum=1
+        )
+        values["alarm_email"] = _optional_str(
+            raw, "alarm_email", where, _EMAIL, "an e-mail address like oncall@example.com"
+        )
         url = _optional_str(raw, "alarm_https_url", where, re.compile(r"^https://\S+$"), "an https:// URL")
         values["alarm_https_url"] = url
         events = raw.get("console_test_events", default["console_test_events"])
@@ -366,8 +370,11 @@ def _build_tier(name: Any, raw: Any) -> TierSettings:
     v["max_attempts"] = num("max_attempts", 1, 100)
     schedule = merged.get("retry_schedule_seconds", base.retry_schedule_seconds)
     if (
-        not isinstance(schedule, (list, tuple)) or not schedule
-        or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 or s > SQS_MAX_VISIBILITY_SECONDS for s in schedule)
+        not isinstance(schedule, (list, tuple))
+        or not schedule
+        or any(
+            isinstance(s, bool) or not isinstance(s, int) or s < 0 or s > SQS_MAX_VISIBILITY_SECONDS for s in schedule
+        )
     ):
         raise SettingsError(
             f"{where}: retry_schedule_seconds {schedule!r} is invalid; use a non-empty list of whole seconds "
@@ -432,7 +439,8 @@ def _check_guardrails(tier: TierSettings, where: str) -> None:
     if tier.visibility_timeout > SQS_MAX_VISIBILITY_SECONDS:
         raise SettingsError(
             f"{where}: visibility timeout {tier.visibility_timeout} s exceeds SQS's limit of "
-            f"{SQS_MAX_VISIBILITY_SECONDS} s; lower timeout_seconds / batching_window_seconds / visibility_timeout_seconds"
+            f"{SQS_MAX_VISIBILITY_SECONDS} s; lower timeout_seconds / batching_window_seconds / "
+            "visibility_timeout_seconds"
         )
     if tier.max_receive_count > tier.max_attempts:
         raise SettingsError(
@@ -452,6 +460,7 @@ def _check_guardrails(tier: TierSettings, where: str) -> None:
             f"{tier.retention_days}: SQS keeps a message's original enqueue time when it moves to the DLQ, so "
             f"dead letters would expire early; raise dlq_retention_days (at most 14) or lower retention_days"
         )
+    assert tier.idempotency_ttl_seconds is not None  # __post_init__ sets the default
     if tier.idempotency_ttl_seconds < tier.replay_window_seconds and not tier.allow_short_idempotency_window:
         raise SettingsError(
             f"{where}: idempotency_ttl_seconds {tier.idempotency_ttl_seconds} is shorter than retention_days "
@@ -503,7 +512,7 @@ def _bool(raw: Mapping[str, Any], key: str, default: bool, where: str) -> bool:
 
 
 def _choice(raw: Mapping[str, Any], key: str, default: str, choices: tuple[str, ...], where: str) -> str:
-    value = raw.get(key, default)
+    value: str = raw.get(key, default)
     if value not in choices:
         raise SettingsError(f"{where}: {key} {value!r} is not supported; use one of {', '.join(choices)}")
     return value
@@ -598,6 +607,7 @@ def _build_schedule(name: Any, raw: Any, routes: Routes, tier_names: list[str]) 
         except UnknownRouteError as error:
             raise SettingsError(f"{where}: job type {job_type!r} is unroutable ({error}); add a route for it "
                                 f"or set this schedule's 'tier'") from None
+    assert tier is not None  # periodic_problems refused a job type that is not a string
     window = raw.get("flexible_window_minutes")
     if window is not None:
         window = _int(raw, "flexible_window_minutes", 15, where, minimum=_FLEXIBLE_WINDOW_MINUTES[0],

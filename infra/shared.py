@@ -1,4 +1,5 @@
-"""The parts all tiers share: the idempotency table, the alarm topic, and ``DataTable`` for every table the stack makes."""
+"""The parts all tiers share: the idempotency table, the alarm topic, and ``DataTable`` for every table
+the stack makes."""
 
 from __future__ import annotations
 
@@ -43,7 +44,9 @@ class DataTable(Construct):
             self,
             "Table",
             partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
-            sort_key=None if sort_key is None else dynamodb.Attribute(name=sort_key, type=dynamodb.AttributeType.STRING),
+            sort_key=None
+            if sort_key is None
+            else dynamodb.Attribute(name=sort_key, type=dynamodb.AttributeType.STRING),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             time_to_live_attribute=ttl_attribute,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(

@@ -119,9 +119,13 @@ class TieredJobsStack(Stack):
             publish(Outputs.tier(tier.name, Outputs.CONSUMER_FUNCTION_NAME), None, tier.consumer.function_name,
                     f"{tier.name} tier: consumer function name")
             # The replay (and the CLI's direct mode) refuse letters older than this window.
-            publish(Outputs.tier(tier.name, "IdempotencyTtlSeconds"), Ssm.tier(stage, tier.name, Ssm.TIER_IDEMPOTENCY_TTL),
-                    str(tier.settings.idempotency_ttl_seconds),
-                    f"{tier.name} tier: seconds a finished job's idempotency record is kept", output=False)
+            publish(
+                Outputs.tier(tier.name, "IdempotencyTtlSeconds"),
+                Ssm.tier(stage, tier.name, Ssm.TIER_IDEMPOTENCY_TTL),
+                str(tier.settings.idempotency_ttl_seconds),
+                f"{tier.name} tier: seconds a finished job's idempotency record is kept",
+                output=False,
+            )
         publish(Outputs.REPLAY_FUNCTION_NAME, Ssm.replay_function_name(stage), self.replay.function.function_name,
                 "Replay function name")
         publish(Outputs.IDEMPOTENCY_TABLE_NAME, Ssm.idempotency_table_name(stage), self.idempotency.table_name,

@@ -96,5 +96,7 @@ def test_the_rules_catch_what_they_forbid(tmp_path, monkeypatch):
     assert _longest("tests.support.tier", RULES["bench"][0]) > _longest("tests.support.tier", RULES["bench"][1])
     assert _longest("tests.emulator", RULES["bench"][0]) <= _longest("tests.emulator", RULES["bench"][1])
     fake = ROOT / "tiered_jobs" / "runtime" / "_boundary_probe.py"
-    monkeypatch.setattr(Path, "read_text", lambda self, encoding=None: "from ..publisher import Publisher\nimport aws_cdk\n")
+    monkeypatch.setattr(
+        Path, "read_text", lambda self, encoding=None: "from ..publisher import Publisher\nimport aws_cdk\n"
+    )
     assert violations(fake) == ["aws_cdk", "tiered_jobs.publisher"]

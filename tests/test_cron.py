@@ -55,7 +55,9 @@ def test_nth_weekday_of_the_month():
 def test_year_list_and_a_time_zone():
     assert fires("cron(30 9 1 JAN ? 2031,2033)", datetime(2030, 6, 1, tzinfo=UTC), 2, "Asia/Kolkata") == [
         "2031-01-01T09:30:00+05:30", "2033-01-01T09:30:00+05:30"]
-    assert cron.next_fire(cron.parse("cron(0 0 1 1 ? 2031)"), cron.zone("UTC"), datetime(2031, 1, 1, tzinfo=UTC)) is None
+    assert (
+        cron.next_fire(cron.parse("cron(0 0 1 1 ? 2031)"), cron.zone("UTC"), datetime(2031, 1, 1, tzinfo=UTC)) is None
+    )
 
 
 def test_a_time_skipped_by_spring_forward_does_not_fire():
@@ -77,7 +79,9 @@ def test_rate_fires_at_its_start_then_every_interval():
     rate, start = cron.parse("rate(5 minutes)"), datetime(2030, 1, 1, 10, 0, 7, tzinfo=UTC)
     assert cron.next_fire(rate, cron.zone("UTC"), start - timedelta(seconds=1), start=start) == start
     assert cron.next_fire(rate, cron.zone("UTC"), start, start=start) == start + timedelta(minutes=5)
-    assert cron.next_fire(rate, cron.zone("UTC"), start + timedelta(minutes=12), start=start) == start + timedelta(minutes=15)
+    assert cron.next_fire(rate, cron.zone("UTC"), start + timedelta(minutes=12), start=start) == start + timedelta(
+        minutes=15
+    )
     assert cron.parse("rate(1 day)").interval == timedelta(hours=24)
 
 

@@ -161,7 +161,9 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_holds_the_library_and_nothing_of_the_repository(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "tiered_jobs/contract/envelope.schema.json" in names
-    assert {f"tiered_jobs/contract/schemas/{p.name}" for p in (ROOT / "tiered_jobs/contract/schemas").glob("*.json")} <= set(names)
+    assert {
+        f"tiered_jobs/contract/schemas/{p.name}" for p in (ROOT / "tiered_jobs/contract/schemas").glob("*.json")
+    } <= set(names)
     assert {"tiered_jobs/runtime/consumer.py", "tiered_jobs/replay/service.py", "tiered_jobs/handlers/consumer.py",
             "tiered_jobs/cli/__init__.py", "tiered_jobs/publisher/__init__.py"} <= set(names)
     assert not [n for n in names if n.startswith(("functions/", "infra/", "bench/", "emulator/", "tests/"))]
@@ -223,7 +225,9 @@ def _outside(venv: Path, *args: str, env: dict[str, str] | None = None) -> subpr
 
 
 def test_the_installed_wheel_is_the_package_and_runs_the_cli(fresh_venv):
-    where = _outside(fresh_venv, "python", "-c", "import tiered_jobs, tiered_jobs.publisher; print(tiered_jobs.__file__)")
+    where = _outside(
+        fresh_venv, "python", "-c", "import tiered_jobs, tiered_jobs.publisher; print(tiered_jobs.__file__)"
+    )
     assert where.returncode == 0, where.stderr
     assert Path(where.stdout.strip()).is_relative_to(fresh_venv) and not Path(where.stdout.strip()).is_relative_to(ROOT)
     for module in ("functions", "infra", "emulator", "bench"):

@@ -1,4 +1,5 @@
-"""Every job type the docs publish is one the consumer has registered (an unregistered one publishes, then dead-letters)."""
+"""Every job type the docs publish is one the consumer has registered (an unregistered one publishes,
+then dead-letters)."""
 
 from __future__ import annotations
 

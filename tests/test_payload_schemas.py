@@ -13,8 +13,11 @@ from tiered_jobs.contract import payloads
 
 VALID = {
     "payments.update_balance": [
-        {"account_id": "acc_1", "amount": 500}, {"account_id": "a:b-c.d", "amount": -5},
-        {"account_id": "a", "amount": 10**12}, {"account_id": "a", "amount": 7.0}, {"account_id": "a", "amount": 1, "note": "x"},
+        {"account_id": "acc_1", "amount": 500},
+        {"account_id": "a:b-c.d", "amount": -5},
+        {"account_id": "a", "amount": 10**12},
+        {"account_id": "a", "amount": 7.0},
+        {"account_id": "a", "amount": 1, "note": "x"},
     ],
     "notifications.send_email": [{"to": "a@b.cc", "subject": ""}, {"to": "ünï@exämple.org", "subject": "s" * 998}],
     "analytics.record_event": [{"event": "page_view"}, {"event": "e", "properties": {"n": 1}}],
@@ -22,11 +25,20 @@ VALID = {
 }
 INVALID = {
     "payments.update_balance": [
-        {"account_id": "acc_1", "amount_cents": -5}, {"account_id": "acc_1", "amount": 0}, {"account_id": "a", "amount": 0.0},
-        {"account_id": "a", "amount": 10**12 + 1}, {"account_id": "a", "amount": -(10**12) - 1},
-        {"account_id": "a", "amount": "10"}, {"account_id": "a", "amount": True}, {"account_id": "a", "amount": 1.5},
-        {"account_id": "a b", "amount": 1}, {"account_id": "", "amount": 1}, {"account_id": "x" * 129, "amount": 1},
-        {"account_id": 5, "amount": 1}, {}, {"amount": None},
+        {"account_id": "acc_1", "amount_cents": -5},
+        {"account_id": "acc_1", "amount": 0},
+        {"account_id": "a", "amount": 0.0},
+        {"account_id": "a", "amount": 10**12 + 1},
+        {"account_id": "a", "amount": -(10**12) - 1},
+        {"account_id": "a", "amount": "10"},
+        {"account_id": "a", "amount": True},
+        {"account_id": "a", "amount": 1.5},
+        {"account_id": "a b", "amount": 1},
+        {"account_id": "", "amount": 1},
+        {"account_id": "x" * 129, "amount": 1},
+        {"account_id": 5, "amount": 1},
+        {},
+        {"amount": None},
     ],
     "notifications.send_email": [
         {"to": "nobody", "subject": "s"}, {"to": "a@b.c", "subject": "s"}, {"to": "a b@c.de", "subject": "s"},

@@ -147,7 +147,8 @@ def invoke_replay(target: Target, deployment: discovery.Deployment, event: dict[
         message = body.get("errorMessage") if isinstance(body, dict) else body
         raise OperatorError(f"the replay function {name} refused or failed: {message}",
                             2 if "invalid replay event" in str(message) else 1)
-    return body
+    answered: dict[str, Any] = body  # the replay function answers an object
+    return answered
 
 
 @contextmanager

@@ -51,8 +51,9 @@ class SchedulingTarget:
         try:
             return self.queue_arns[tier]
         except KeyError:
-            raise DiscoveryError(f"no queue ARN known for tier {tier!r} (known: {', '.join(sorted(self.queue_arns))})") \
-                from None
+            raise DiscoveryError(
+                f"no queue ARN known for tier {tier!r} (known: {', '.join(sorted(self.queue_arns))})"
+            ) from None
 
     def tier_of(self, queue_arn: str) -> str | None:
         return next((tier for tier, arn in self.queue_arns.items() if arn == queue_arn), None)
@@ -87,7 +88,9 @@ def from_ssm(stage: str, *, ssm: Any = None) -> SchedulingTarget:
 
 def from_outputs(outputs: Mapping[str, str], tiers: list[str], where: str) -> SchedulingTarget:
     """From a stack's outputs (``tiers``: the tier names, as discovery found them)."""
-    missing = [key for key in (Names.OUTPUT_GROUP_NAME, Names.OUTPUT_ROLE_ARN, Names.OUTPUT_DLQ_ARN) if key not in outputs]
+    missing = [
+        key for key in (Names.OUTPUT_GROUP_NAME, Names.OUTPUT_ROLE_ARN, Names.OUTPUT_DLQ_ARN) if key not in outputs
+    ]
     if missing:
         raise DiscoveryError(f"{where} has no output(s) {', '.join(missing)}: deploy a version with scheduled jobs")
     return SchedulingTarget(
@@ -123,7 +126,8 @@ def locate(stage: str, stack_name: str, tiers: list[str], *, cloudformation: Any
 
 
 def from_env(environ: Mapping[str, str] | None = None) -> SchedulingTarget:
-    """``TIERED_JOBS_SCHEDULE_GROUP``, ``..._SCHEDULER_ROLE_ARN``, ``..._SCHEDULES_DLQ_ARN``, ``..._QUEUE_ARN_<TIER>``."""
+    """``TIERED_JOBS_SCHEDULE_GROUP``, ``..._SCHEDULER_ROLE_ARN``, ``..._SCHEDULES_DLQ_ARN``,
+    ``..._QUEUE_ARN_<TIER>``."""
     environ = os.environ if environ is None else environ
     missing = [name for name in (Names.ENV_GROUP_NAME, Names.ENV_ROLE_ARN, Names.ENV_DLQ_ARN) if not environ.get(name)]
     if missing:

@@ -76,7 +76,7 @@ def oldest_ages(cloudwatch: Any, queue_urls: Mapping[str, str], *, now: datetime
         for result in response.get("MetricDataResults", []):
             key = keys[int(result["Id"][1:])]
             if result.get("Values") and key not in ages:
-                latest = max(zip(result["Timestamps"], result["Values"]))  # whatever order is returned
+                latest = max(zip(result["Timestamps"], result["Values"], strict=True))  # whatever order is returned
                 ages[key] = float(latest[1])
         token = response.get("NextToken")
         if not token:

@@ -106,7 +106,10 @@ def find_leftovers(client: Callable[[str], Any], stage: str) -> list[Leftover]:
     kms = client("kms")
     for key in _pages(kms, "list_keys", "Keys"):
         metadata = kms.describe_key(KeyId=key["KeyId"])["KeyMetadata"]
-        if metadata.get("KeyManager") != "CUSTOMER" or metadata.get("KeyState") in ("PendingDeletion", "PendingReplicaDeletion"):
+        if metadata.get("KeyManager") != "CUSTOMER" or metadata.get("KeyState") in (
+            "PendingDeletion",
+            "PendingReplicaDeletion",
+        ):
             continue
         tags = {t["TagKey"]: t["TagValue"] for t in kms.list_resource_tags(KeyId=key["KeyId"]).get("Tags", [])}
         if metadata.get("Description") == alarm_key_description(stage) or _ours(tags, stage):

@@ -12,6 +12,6 @@ from tiered_jobs.runtime.registry import JobContext, job
 
 
 @job("analytics.record_event")
-def record_event(payload: dict, ctx: JobContext) -> dict[str, Any]:
+def record_event(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
     ctx.logger.debug("analytics event recorded (simulated)", extra={"event": payload["event"]})
     return {"recorded": True, "event": payload["event"]}

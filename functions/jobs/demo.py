@@ -14,7 +14,7 @@ from tiered_jobs.runtime.registry import JobContext, job
 
 
 @job("demo.flaky")
-def flaky(payload: dict, ctx: JobContext) -> dict[str, Any]:
+def flaky(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
     if ctx.attempt <= payload["fail_times"]:
         if payload.get("error", "transient") == "permanent":
             raise PermanentError(f"demo.flaky: permanent failure on attempt {ctx.attempt}")

@@ -13,6 +13,6 @@ from tiered_jobs.runtime.registry import JobContext, job
 
 
 @job("notifications.send_email")
-def send_email(payload: dict, ctx: JobContext) -> dict[str, Any]:
+def send_email(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
     ctx.logger.info("e-mail delivered (simulated)", extra={"to": payload["to"], "subject": payload["subject"]})
     return {"delivered": True, "to": payload["to"], "simulated": True}

@@ -27,7 +27,7 @@ def marker_key(job_type: str, idempotency_key: str) -> str:
 
 
 @job("payments.update_balance")
-def update_balance(payload: dict, ctx: JobContext) -> dict[str, Any]:
+def update_balance(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
     table = ctx.resource(TABLE)
     account_id, amount = payload["account_id"], payload["amount"]
     marker = marker_key(ctx.job_type, ctx.idempotency_key)

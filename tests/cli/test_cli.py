@@ -54,7 +54,9 @@ def _dead_letter(deployment, tier: str, key: str, *, job_type: str = "payments.u
 
 
 def test_publish_routes_and_prints_the_message_id(cli, deployment):
-    result = cli("publish", "payments.update_balance", "--key", "pay_1", "--payload", '{"account_id": "acc_1", "amount": 5}')
+    result = cli(
+        "publish", "payments.update_balance", "--key", "pay_1", "--payload", '{"account_id": "acc_1", "amount": 5}'
+    )
 
     assert result.exit_code == 0, result.output
     [body] = received_bodies(deployment.queue_urls["critical"])
@@ -123,7 +125,10 @@ def test_status_shows_depths_dlq_age_and_alarms(cli, deployment):
                                StateReason="test")
     cloudwatch.set_alarm_state(AlarmName=Alarms.name("test", "transactional", Alarms.ERRORS), StateValue="OK",
                                StateReason="test")
-    for name in (Alarms.name("test", "transactional", Alarms.DLQ_DEPTH), Alarms.name("test", "critical", Alarms.ERRORS)):
+    for name in (
+        Alarms.name("test", "transactional", Alarms.DLQ_DEPTH),
+        Alarms.name("test", "critical", Alarms.ERRORS),
+    ):
         cloudwatch.set_alarm_state(AlarmName=name, StateValue="INSUFFICIENT_DATA", StateReason="test")
 
     result = cli("status")
@@ -171,11 +176,26 @@ def test_dlq_inspect_groups_the_letters_and_removes_nothing(cli, deployment):
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("3 letter(s) read from the critical DLQ in 2 group(s); 3 in the DLQ now")
     [header] = [line for line in result.stdout.splitlines() if line.startswith("┃")]
-    assert [c.strip() for c in header.split("┃")[1:-1]][:5] == ["Count", "Job type", "Error type", "Reason", "Error message"]
+    assert [c.strip() for c in header.split("┃")[1:-1]][:5] == [
+        "Count",
+        "Job type",
+        "Error type",
+        "Reason",
+        "Error message",
+    ]
     rows = [[c.strip() for c in line.split("│")[1:-1]] for line in result.stdout.splitlines() if line.startswith("│")]
-    assert rows[0][:5] == ["2", "payments.update_balance", "AccountNotFound", "retries_exhausted", "account <n> not found"]
+    assert rows[0][:5] == [
+        "2",
+        "payments.update_balance",
+        "AccountNotFound",
+        "retries_exhausted",
+        "account <n> not found",
+    ]
     assert rows[1][:3] == ["1", "payments.update_balance", "TimeoutError"]
-    assert rows[0][5:7] == [f"{FIRST_FAILED:%Y-%m-%d %H:%M}", f"{LAST_FAILED:%Y-%m-%d %H:%M}"]  # first failed, dead-lettered
+    assert rows[0][5:7] == [
+        f"{FIRST_FAILED:%Y-%m-%d %H:%M}",
+        f"{LAST_FAILED:%Y-%m-%d %H:%M}",
+    ]  # first failed, dead-lettered
     assert len(received_bodies(deployment.dlq_urls["critical"])) == 3
 
 

@@ -69,7 +69,11 @@ def test_schedules_lists_periodic_and_one_time_jobs_with_their_next_fire(cli, sc
     paris = datetime.fromisoformat(periodic["next_fire"]).astimezone(ZoneInfo("Europe/Paris"))
     assert (paris.hour, paris.minute) == (3, 0)
     assert datetime.fromisoformat(periodic["next_fire"]) > datetime.now(timezone.utc)
-    assert (one_time["kind"], one_time["tier"], one_time["idempotency_key"]) == ("one-time", "transactional", "trial-end-42")
+    assert (one_time["kind"], one_time["tier"], one_time["idempotency_key"]) == (
+        "one-time",
+        "transactional",
+        "trial-end-42",
+    )
     assert datetime.fromisoformat(one_time["next_fire"]) == at
 
     table = cli("schedules")

@@ -71,7 +71,9 @@ def test_a_window_that_cannot_be_read_counts_as_unknown(cli, deployment, monkeyp
     result = cli("dlq", "replay", "critical")
 
     assert result.exit_code == 0, result.output
-    assert "note: the tiers' idempotency windows unavailable (AccessDeniedException: no (GetParameters))" in result.stderr
+    assert (
+        "note: the tiers' idempotency windows unavailable (AccessDeniedException: no (GetParameters))" in result.stderr
+    )
     assert received_bodies(deployment.queue_urls["critical"]) == []
 
 

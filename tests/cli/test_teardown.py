@@ -40,10 +40,16 @@ def _leave_behind(stage: str, *, tag: dict[str, str] | None = None) -> dict[str,
     key = kms.create_key(Description=alarm_key_description(stage))["KeyMetadata"]["KeyId"]  # the stack does not tag it
     ssm.put_parameter(Name=Ssm.routes(stage), Value=json.dumps({"a.*": "critical"}), Type="String")
     scheduler = boto3.client("scheduler")
-    scheduler.create_schedule_group(Name=Schedules.group_name(stage), Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
-    scheduler.create_schedule(Name="once-pending", GroupName=Schedules.group_name(stage), ScheduleExpression="at(2199-01-01T00:00:00)",
-                              FlexibleTimeWindow={"Mode": "OFF"}, Target={"Arn": "arn:aws:sqs:us-east-1:123456789012:q",
-                                                                           "RoleArn": "arn:aws:iam::123456789012:role/r"})
+    scheduler.create_schedule_group(
+        Name=Schedules.group_name(stage), Tags=[{"Key": k, "Value": v} for k, v in tags.items()]
+    )
+    scheduler.create_schedule(
+        Name="once-pending",
+        GroupName=Schedules.group_name(stage),
+        ScheduleExpression="at(2199-01-01T00:00:00)",
+        FlexibleTimeWindow={"Mode": "OFF"},
+        Target={"Arn": "arn:aws:sqs:us-east-1:123456789012:q", "RoleArn": "arn:aws:iam::123456789012:role/r"},
+    )
     bucket = _archive_bucket(stage, tags)
     return {"table": table, "group": group, "key": key, "schedule_group": Schedules.group_name(stage), "bucket": bucket}
 
@@ -96,12 +102,21 @@ def _remaining(stage: str) -> dict[str, list]:
         "queues": sqs.list_queues(QueueNamePrefix=queue_name(stage, "")).get("QueueUrls", []),
         "generated_queues": sqs.list_queues(QueueNamePrefix=f"{stack_name(stage)}-").get("QueueUrls", []),
         "tables": [t for t in dynamodb.list_tables()["TableNames"] if t.startswith(f"{stack_name(stage)}-")],
-        "groups": [g["logGroupName"] for g in logs.describe_log_groups(logGroupNamePrefix=f"{stack_name(stage)}-")["logGroups"]],
-        "keys": [k for k in keys if kms.describe_key(KeyId=k)["KeyMetadata"]["Description"] == alarm_key_description(stage)],
+        "groups": [
+            g["logGroupName"] for g in logs.describe_log_groups(logGroupNamePrefix=f"{stack_name(stage)}-")["logGroups"]
+        ],
+        "keys": [
+            k for k in keys if kms.describe_key(KeyId=k)["KeyMetadata"]["Description"] == alarm_key_description(stage)
+        ],
         "all_keys": keys,
-        "params": [p["Name"] for p in ssm.get_parameters_by_path(Path=f"{Ssm.prefix(stage)}/", Recursive=True)["Parameters"]],
-        "schedule_groups": [g["Name"] for g in boto3.client("scheduler").list_schedule_groups()["ScheduleGroups"]
-                            if g["Name"] == Schedules.group_name(stage)],
+        "params": [
+            p["Name"] for p in ssm.get_parameters_by_path(Path=f"{Ssm.prefix(stage)}/", Recursive=True)["Parameters"]
+        ],
+        "schedule_groups": [
+            g["Name"]
+            for g in boto3.client("scheduler").list_schedule_groups()["ScheduleGroups"]
+            if g["Name"] == Schedules.group_name(stage)
+        ],
         "buckets": _buckets(stage),
     }
 
@@ -113,9 +128,20 @@ def test_lists_then_deletes_only_after_confirmation(run):
 
     refused = run("--stage", "dev", "teardown", input="n\n")
     assert refused.exit_code == 1, refused.output
-    for name in ("tiered-jobs-dev-critical", "tiered-jobs-dev-critical-dlq", "TieredJobs-dev-SchedulesDlq", made["table"], made["group"],
-                 made["key"], Ssm.routes("dev"), "1 messages", made["schedule_group"], "1 schedules",
-                 made["bucket"], "4 object versions"):
+    for name in (
+        "tiered-jobs-dev-critical",
+        "tiered-jobs-dev-critical-dlq",
+        "TieredJobs-dev-SchedulesDlq",
+        made["table"],
+        made["group"],
+        made["key"],
+        Ssm.routes("dev"),
+        "1 messages",
+        made["schedule_group"],
+        "1 schedules",
+        made["bucket"],
+        "4 object versions",
+    ):
         assert name in refused.output
     assert "dev-eu" not in refused.output and "untagged" not in refused.output
     assert "Nothing deleted." in refused.output
@@ -161,8 +187,12 @@ def test_buckets_of_another_region_or_untagged_are_not_the_stages(run):
     """The same stage deployed in another region of the account, and a look-alike bucket without the tags."""
     boto3.client("s3").create_bucket(Bucket=_bucket_name("dev", "untagged"))
     eu = boto3.client("s3", region_name="eu-west-1")
-    eu.create_bucket(Bucket=_bucket_name("dev", "ireland"), CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-    eu.put_bucket_tagging(Bucket=_bucket_name("dev", "ireland"), Tagging={"TagSet": [{"Key": STAGE_TAG, "Value": "dev"}]})
+    eu.create_bucket(
+        Bucket=_bucket_name("dev", "ireland"), CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+    )
+    eu.put_bucket_tagging(
+        Bucket=_bucket_name("dev", "ireland"), Tagging={"TagSet": [{"Key": STAGE_TAG, "Value": "dev"}]}
+    )
     result = run("--stage", "dev", "teardown", "--yes")
     assert result.exit_code == 0 and "Nothing of stage 'dev' is left" in result.output
     assert sorted(_buckets("dev")) == sorted([_bucket_name("dev", "untagged"), _bucket_name("dev", "ireland")])

@@ -64,11 +64,16 @@ def _target(session) -> Target:
 def _dead_letter_payment(session, key: str, account: str, amount: int) -> None:
     """A payment dead-lettered as the consumer does it (envelope + ``DeadLetter.*``), e.g. after a bad deploy."""
     tier = session.deployment.tiers["critical"]
-    reasons = {DeadLetter.REASON: DeadLetter.REASON_PERMANENT, DeadLetter.ERROR_TYPE: "ResourceNotFoundException",
-               DeadLetter.ERROR_MESSAGE: f"Requested resource not found: table ledger-{key} does not exist",
-               DeadLetter.ATTEMPTS: "1", DeadLetter.JOB_TYPE: "payments.update_balance",
-               DeadLetter.FIRST_FAILED_AT: "2026-11-29T08:00:00.000Z", DeadLetter.LAST_FAILED_AT: "2026-11-29T08:00:01.000Z",
-               DeadLetter.SOURCE_QUEUE: tier.queue_url}
+    reasons = {
+        DeadLetter.REASON: DeadLetter.REASON_PERMANENT,
+        DeadLetter.ERROR_TYPE: "ResourceNotFoundException",
+        DeadLetter.ERROR_MESSAGE: f"Requested resource not found: table ledger-{key} does not exist",
+        DeadLetter.ATTEMPTS: "1",
+        DeadLetter.JOB_TYPE: "payments.update_balance",
+        DeadLetter.FIRST_FAILED_AT: "2026-11-29T08:00:00.000Z",
+        DeadLetter.LAST_FAILED_AT: "2026-11-29T08:00:01.000Z",
+        DeadLetter.SOURCE_QUEUE: tier.queue_url,
+    }
     session.clients("sqs").send_message(
         QueueUrl=tier.dlq_url, MessageBody=build("payments.update_balance", {"account_id": account, "amount": amount},
                                                  key).to_json(),
@@ -111,7 +116,9 @@ def test_invoke_errors_and_types_are_lambdas(session):
     assert unknown.value.response["Error"]["Code"] == "ResourceNotFoundException"
     assert unknown.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
 
-    refused = client.invoke(FunctionName=session.deployment.replay.name, Payload=b'{"tier": "critical", "job_typ": "x"}')
+    refused = client.invoke(
+        FunctionName=session.deployment.replay.name, Payload=b'{"tier": "critical", "job_typ": "x"}'
+    )
     assert refused["FunctionError"] == "Unhandled"
     error = json.loads(refused["Payload"].read())
     assert error["errorType"] == "ReplayEventError" and "unknown field(s) 'job_typ'" in error["errorMessage"]

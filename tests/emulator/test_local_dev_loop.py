@@ -144,7 +144,9 @@ def test_the_template_deployed_locally_creates_the_mappings_disabled_and_the_syn
     assert mappings and all("Enabled" not in r["Properties"] for r in mappings.values())  # as `cdk deploy` gets it
     deployed = session.clients("cloudformation").get_template(StackName=session.deployment.stack_name)["TemplateBody"]
     deployed = deployed if isinstance(deployed, dict) else json.loads(deployed)
-    assert {lid: deployed["Resources"][lid]["Properties"]["Enabled"] for lid in mappings} == dict.fromkeys(mappings, False)
+    assert {lid: deployed["Resources"][lid]["Properties"]["Enabled"] for lid in mappings} == dict.fromkeys(
+        mappings, False
+    )
 
 
 # -- 2a. the functions' logs -------------------------------------------------------------------------
@@ -211,7 +213,9 @@ def test_a_code_change_becomes_a_new_version_in_new_environments_and_keeps_every
     assert configuration["CodeSha256"] == version.code_sha256 != sha_before
     assert balance(session, account) == 42  # the table kept its items
     assert depth(session, bulk.dlq_url) == 1  # the DLQ kept its letter
-    assert sqs.get_queue_url(QueueName=queue_name(LOCAL_STAGE, "bulk"))["QueueUrl"].endswith(bulk.queue_url.rsplit("/", 2)[-1])
+    assert sqs.get_queue_url(QueueName=queue_name(LOCAL_STAGE, "bulk"))["QueueUrl"].endswith(
+        bulk.queue_url.rsplit("/", 2)[-1]
+    )
     sqs.purge_queue(QueueUrl=bulk.dlq_url)
 
 

@@ -87,8 +87,10 @@ def test_publish_consume_with_duplicates_applies_once(session, publisher):
     jobs = [{"job_type": "payments.update_balance", "idempotency_key": f"{account}-{i}",
              "payload": {"account_id": account, "amount": 10 * (i + 1)}} for i in range(3)]
     publisher.publish_batch(jobs + jobs)  # every payment twice
-    wait_until(lambda: balance(session, account) == 60 and depth(session, session.deployment.tiers["critical"].queue_url) == 0,
-               what="payments applied")
+    wait_until(
+        lambda: balance(session, account) == 60 and depth(session, session.deployment.tiers["critical"].queue_url) == 0,
+        what="payments applied",
+    )
     time.sleep(1)
     assert balance(session, account) == 60
 
@@ -157,7 +159,9 @@ def test_dlq_alarm_then_replay_brings_it_back_to_ok(session, inbox):
 def test_a_configuration_change_reaches_new_execution_environments(session, publisher):
     tier = session.deployment.tiers["critical"]
     good = dict(tier.consumer.environment)
-    session.update_function_configuration(tier.consumer.name, {**good, Env.resource_var(PAYMENTS_TABLE): "missing-table"})
+    session.update_function_configuration(
+        tier.consumer.name, {**good, Env.resource_var(PAYMENTS_TABLE): "missing-table"}
+    )
     try:
         publisher.publish("payments.update_balance", {"account_id": "acc-x", "amount": 1}, f"cfg-{uuid.uuid4().hex}")
         wait_until(lambda: depth(session, tier.dlq_url) == 1, what="payment failed on the bad configuration")

@@ -143,7 +143,9 @@ def test_partial_batch_response_is_read_like_lambda(response, expected):
 def test_deletes_exactly_the_records_not_reported_failed(sqs, queue):
     for body in ("ok-1", "fail-2", "ok-3", "fail-4", "ok-5"):
         sqs.send_message(QueueUrl=queue[0], MessageBody=body)
-    runtime = MappingRuntime(mapping(queue, "tests.emulator.local_fake_handlers.fail_marked"), in_process_factory(), sqs)
+    runtime = MappingRuntime(
+        mapping(queue, "tests.emulator.local_fake_handlers.fail_marked"), in_process_factory(), sqs
+    )
     invoker = InProcessInvoker(runtime.mapping.function)
     try:
         invocation = runtime.process(invoker, receive_all(sqs, queue[0]))

@@ -33,7 +33,9 @@ def worker():
     lines: list[tuple[str, str]] = []
 
     def make(handler: str, **kwargs) -> WorkerInvoker:
-        invoker = WorkerInvoker(function(handler, **kwargs), ENDPOINT, lambda name, stream, line: lines.append((name, line)))
+        invoker = WorkerInvoker(
+            function(handler, **kwargs), ENDPOINT, lambda name, stream, line: lines.append((name, line))
+        )
         invokers.append(invoker)
         return invoker
 

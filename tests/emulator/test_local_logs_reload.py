@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import boto3
 import pytest
@@ -45,7 +46,7 @@ def test_log_filter_hides_emf_documents_unless_asked_and_greps_with_a_regular_ex
     emf = '{"_aws": {"Timestamp": 1, "CloudWatchMetrics": []}, "JobsSucceeded": [1]}'
     assert not LogFilter().matches(emf) and LogFilter(metrics=True).matches(emf)
     assert LogFilter(r"pay_\d+").matches("job pay_12 done") and not LogFilter(r"pay_\d+").matches("job pay_x")
-    with pytest.raises(Exception):
+    with pytest.raises(re.error):
         LogFilter("(unclosed")
 
 

@@ -24,9 +24,17 @@ def test_oldest_ages_reads_every_queue_in_one_get_metric_data_call_and_takes_the
     cloudwatch = boto3.client("cloudwatch")
     now = datetime.now(timezone.utc)
     for queue, minutes_ago, age in (("q-a", 3, 500.0), ("q-a", 1, 620.0), ("q-b", 2, 30.0)):
-        cloudwatch.put_metric_data(Namespace="AWS/SQS", MetricData=[{
-            "MetricName": "ApproximateAgeOfOldestMessage", "Value": age, "Timestamp": now - timedelta(minutes=minutes_ago),
-            "Dimensions": [{"Name": "QueueName", "Value": queue}]}])
+        cloudwatch.put_metric_data(
+            Namespace="AWS/SQS",
+            MetricData=[
+                {
+                    "MetricName": "ApproximateAgeOfOldestMessage",
+                    "Value": age,
+                    "Timestamp": now - timedelta(minutes=minutes_ago),
+                    "Dimensions": [{"Name": "QueueName", "Value": queue}],
+                }
+            ],
+        )
     calls: list[str] = []
     cloudwatch.meta.events.register("before-call.cloudwatch.*", lambda model, **_: calls.append(model.name))
 
@@ -55,9 +63,14 @@ def test_local_mode_publishes_sqs_metrics_computed_from_the_queue(aws):
 
     def latest(queue: str, metric: str) -> float:
         points = clients["cloudwatch"].get_metric_statistics(
-            Namespace="AWS/SQS", MetricName=metric, Dimensions=[{"Name": "QueueName", "Value": queue}],
-            StartTime=datetime.now(timezone.utc) - timedelta(minutes=5), EndTime=datetime.now(timezone.utc) + timedelta(minutes=1),
-            Period=60, Statistics=["Maximum"])["Datapoints"]
+            Namespace="AWS/SQS",
+            MetricName=metric,
+            Dimensions=[{"Name": "QueueName", "Value": queue}],
+            StartTime=datetime.now(timezone.utc) - timedelta(minutes=5),
+            EndTime=datetime.now(timezone.utc) + timedelta(minutes=1),
+            Period=60,
+            Statistics=["Maximum"],
+        )["Datapoints"]
         return points[0]["Maximum"]
 
     assert latest("waiting", "ApproximateNumberOfMessagesVisible") == 2

@@ -8,9 +8,14 @@ from emulator import moto_patches, template
 
 TEMPLATE = {
     "Parameters": {
-        "Layer": {"Type": "AWS::SSM::Parameter::Value<String>",
-                  "Default": "/aws/service/powertools/python/x86_64/python3.11/3.37.0"},
-        "BootstrapVersion": {"Type": "AWS::SSM::Parameter::Value<String>", "Default": "/cdk-bootstrap/hnb659fds/version"},
+        "Layer": {
+            "Type": "AWS::SSM::Parameter::Value<String>",
+            "Default": "/aws/service/powertools/python/x86_64/python3.11/3.37.0",
+        },
+        "BootstrapVersion": {
+            "Type": "AWS::SSM::Parameter::Value<String>",
+            "Default": "/cdk-bootstrap/hnb659fds/version",
+        },
     },
     "Resources": {
         "Queue": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "q"}},
@@ -98,4 +103,6 @@ def test_seeding_refuses_an_unknown_ssm_parameter(aws):
 
     template = {"Parameters": {"X": {"Type": "AWS::SSM::Parameter::Value<String>", "Default": "/team/secret"}}}
     with pytest.raises(RuntimeError, match="/team/secret"):
-        moto_patches.seed_parameters(template, boto3.client("ssm", region_name="us-east-1"), "123456789012", "us-east-1")
+        moto_patches.seed_parameters(
+            template, boto3.client("ssm", region_name="us-east-1"), "123456789012", "us-east-1"
+        )

@@ -261,7 +261,9 @@ def check_hop(policies: Policies, hop: Hop) -> list[str]:
     if t.type_of(hop.target) not in TARGET_POLICIES:
         return [f"{where}: no rule for targets of type {t.type_of(hop.target)}; add it to TARGET_POLICIES"]
     if isinstance(hop.caller, RoleCaller) and hop.caller.role not in t.resources_by_id:
-        return [f"{where}: the role {hop.caller.role} is not a resource of this template; its policies can't be checked"]
+        return [
+            f"{where}: the role {hop.caller.role} is not a resource of this template; its policies can't be checked"
+        ]
     target_arn = t.arn(hop.target) + hop.subresource
     problems: list[str] = []
     if isinstance(hop.caller, ServiceCaller):
@@ -309,7 +311,9 @@ def _check_call(policies: Policies, where: str, who: str, request: Request, reso
                             f"(no Allow matches this principal, action and resource with conditions this call meets)")
         return problems
     on_identity = evaluate(identity, request, policies.account_root)
-    problems += [f"{where}: the role's policy denies {request.action} (statement {sid})" for sid in on_identity.denied_by]
+    problems += [
+        f"{where}: the role's policy denies {request.action} (statement {sid})" for sid in on_identity.denied_by
+    ]
     if on_resource.allowed_by == "direct":
         return problems
     # Same account: the identity policy allows, unless the resource is a key whose policy must delegate to IAM.
@@ -352,15 +356,21 @@ HopSource = Callable[[Concrete], Iterable[Hop]]
 
 def service_hops(resource_type: str, principal: str, *, targets: Sequence[Path], actions: Sequence[str],
                  source: Path = (), key_actions: Sequence[str] = SEND_KEY_ACTIONS) -> HopSource:
-    """``principal`` calls, on behalf of each ``resource_type`` (or the ARN at ``source``), the targets at ``targets``."""
+    """``principal`` calls, on behalf of each ``resource_type`` (or the ARN at ``source``), the targets at
+    ``targets``."""
 
     def hops(t: Concrete) -> Iterator[Hop]:
         for logical_id, props in t.resources(resource_type):
             source_arn = t.arn(logical_id) if not source else t.value(_at(props, source))
             for path in targets:
                 for value in _as_list(_at(props, path) or []):
-                    yield Hop(f"{resource_type} {logical_id} ({'.'.join(path)}) via {principal}",
-                              ServiceCaller(principal, source_arn), _target(t, value), tuple(actions), tuple(key_actions))
+                    yield Hop(
+                        f"{resource_type} {logical_id} ({'.'.join(path)}) via {principal}",
+                        ServiceCaller(principal, source_arn),
+                        _target(t, value),
+                        tuple(actions),
+                        tuple(key_actions),
+                    )
 
     return hops
 
@@ -407,8 +417,13 @@ HOPS: tuple[HopSource, ...] = (
     role_hops("AWS::Lambda::EventSourceMapping", "lambda.amazonaws.com", role=("FunctionName",),
               target=("EventSourceArn",), actions=ESM_QUEUE_ACTIONS, key_actions=RECEIVE_KEY_ACTIONS),
     # A consumer dead-letters a job itself: SendMessage to its DLQ with its role.
-    role_hops("AWS::Lambda::Function", "lambda.amazonaws.com", role=(), target=("Environment", "Variables", Env.DLQ_URL),
-              actions=("sqs:SendMessage",)),
+    role_hops(
+        "AWS::Lambda::Function",
+        "lambda.amazonaws.com",
+        role=(),
+        target=("Environment", "Variables", Env.DLQ_URL),
+        actions=("sqs:SendMessage",),
+    ),
     # The replay function's discard archives letters: PutObject under its stage's prefix, one object per batch.
     role_hops("AWS::Lambda::Function", "lambda.amazonaws.com", role=(),
               target=("Environment", "Variables", Env.DISCARD_ARCHIVE_BUCKET), actions=("s3:PutObject",),

@@ -102,7 +102,10 @@ def test_a_limited_consumer_may_re_send_to_its_own_queue_and_reads_its_limits(li
 
 
 def test_status_finds_the_limits_in_ssm(limited_synth):
-    params = {p["Properties"]["Name"]: p["Properties"]["Value"] for p in limited_synth.resources("AWS::SSM::Parameter").values()}
+    params = {
+        p["Properties"]["Name"]: p["Properties"]["Value"]
+        for p in limited_synth.resources("AWS::SSM::Parameter").values()
+    }
     email = RateLimits.from_json(params[Ssm.tier("dev", "transactional", Ssm.TIER_RATE_LIMITS)])
     assert email.describe() == "notifications.send_email: 14/s (burst 14)"
     assert Ssm.tier("dev", "critical", Ssm.TIER_RATE_LIMITS) not in params

@@ -95,7 +95,9 @@ def test_an_existing_queue_is_granted_send_only(synth):
 
 
 def test_each_resource_has_an_output_and_an_ssm_parameter(synth):
-    parameters = {p["Properties"]["Name"]: p["Properties"]["Value"] for p in synth.resources("AWS::SSM::Parameter").values()}
+    parameters = {
+        p["Properties"]["Name"]: p["Properties"]["Value"] for p in synth.resources("AWS::SSM::Parameter").values()
+    }
     for name in RESOURCES:
         value = synth.raw["Outputs"][Outputs.resource(name)]["Value"]
         assert parameters[Ssm.resource("res", name)] == value
@@ -124,7 +126,8 @@ def _settings(resources, **raw):
     ({"audit": {"kind": "queue", "job_types": ["payments.*"]}},
      "resource 'audit': a queue must be an existing one, named by its arn"),
     ({"audit": {"kind": "queue", "arn": INVOICES_ARN, "job_types": ["payments.*"]}},
-     "resource 'audit': arn 'arn:aws:dynamodb:us-east-1:123456789012:table/invoices' is not the ARN of an existing queue"),
+     "resource 'audit': arn 'arn:aws:dynamodb:us-east-1:123456789012:table/invoices' "
+     "is not the ARN of an existing queue"),
     ({"old": {"kind": "table", "arn": INVOICES_ARN, "partition_key": "id", "job_types": ["payments.*"]}},
      "resource 'old': partition_key describe a table this stack creates"),
     ({"invoices": {"kind": "table", "partition_key": "id", "job_types": ["payments.*"], "ttl": "x"}},

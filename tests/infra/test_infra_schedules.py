@@ -75,11 +75,16 @@ def test_each_schedule_targets_its_routed_tier_queue_in_the_stage_group(synth):
     assert nightly["GroupName"] == settle["GroupName"] == Schedules.group_name("sched")
     assert nightly["Target"]["Arn"] == _queue_ref(synth, "bulk")  # analytics.* -> bulk
     assert settle["Target"]["Arn"] == _queue_ref(synth, "critical")  # payments.* -> critical
-    assert (nightly["ScheduleExpression"], nightly["ScheduleExpressionTimezone"]) == ("cron(0 3 * * ? *)", "Europe/Paris")
+    assert (nightly["ScheduleExpression"], nightly["ScheduleExpressionTimezone"]) == (
+        "cron(0 3 * * ? *)",
+        "Europe/Paris",
+    )
     assert nightly["FlexibleTimeWindow"] == {"Mode": "OFF"}
     assert settle["FlexibleTimeWindow"] == {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": 5}
     for schedule in schedules.values():
-        assert schedule["Properties"]["Target"]["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [_schedules_dlq(synth), "Arn"]}}
+        assert schedule["Properties"]["Target"]["DeadLetterConfig"] == {
+            "Arn": {"Fn::GetAtt": [_schedules_dlq(synth), "Arn"]}
+        }
         assert schedule["Properties"]["Target"]["RetryPolicy"] == {
             "MaximumEventAgeInSeconds": RETRY_MAX_EVENT_AGE_SECONDS, "MaximumRetryAttempts": RETRY_MAX_ATTEMPTS}
 
@@ -96,8 +101,16 @@ def test_the_input_is_an_envelope_keyed_by_schedule_name_and_scheduled_time(synt
 def test_schedule_properties_fit_schedulers_api_limits(synth):
     model = botocore.session.get_session().get_service_model("scheduler")
     retry = model.shape_for("RetryPolicy").members
-    assert retry["MaximumEventAgeInSeconds"].metadata["min"] <= RETRY_MAX_EVENT_AGE_SECONDS <= retry["MaximumEventAgeInSeconds"].metadata["max"]
-    assert retry["MaximumRetryAttempts"].metadata["min"] <= RETRY_MAX_ATTEMPTS <= retry["MaximumRetryAttempts"].metadata["max"]
+    assert (
+        retry["MaximumEventAgeInSeconds"].metadata["min"]
+        <= RETRY_MAX_EVENT_AGE_SECONDS
+        <= retry["MaximumEventAgeInSeconds"].metadata["max"]
+    )
+    assert (
+        retry["MaximumRetryAttempts"].metadata["min"]
+        <= RETRY_MAX_ATTEMPTS
+        <= retry["MaximumRetryAttempts"].metadata["max"]
+    )
     import re
     name = model.shape_for("Name").metadata
     for schedule in _resources(synth, "AWS::Scheduler::Schedule").values():
@@ -137,7 +150,9 @@ def test_the_one_time_role_may_send_to_every_tier_queue_and_the_dlq_only(synth):
 def test_the_schedules_dlq_is_encrypted_tls_only_and_alarmed_to_the_topic(synth):
     dlq = _schedules_dlq(synth)
     assert synth.raw["Resources"][dlq]["Properties"]["SqsManagedSseEnabled"] is True
-    (policy,) = [p for p in _resources(synth, "AWS::SQS::QueuePolicy").values() if {"Ref": dlq} in p["Properties"]["Queues"]]
+    (policy,) = [
+        p for p in _resources(synth, "AWS::SQS::QueuePolicy").values() if {"Ref": dlq} in p["Properties"]["Queues"]
+    ]
     (deny,) = policy["Properties"]["PolicyDocument"]["Statement"]
     assert (deny["Effect"], deny["Condition"]) == ("Deny", {"Bool": {"aws:SecureTransport": "false"}})
     (alarm,) = [a["Properties"] for a in _resources(synth, "AWS::CloudWatch::Alarm").values()
@@ -159,11 +174,19 @@ def test_the_one_publisher_policy_creates_only_one_time_schedules_and_passes_onl
     assert pass_role["Resource"] == {"Fn::GetAtt": [one_time, "Arn"]}
     assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}}
     outputs = synth.raw["Outputs"]
-    for key in (Schedules.OUTPUT_GROUP_NAME, Schedules.OUTPUT_ROLE_ARN, Schedules.OUTPUT_DLQ_ARN, Schedules.OUTPUT_DLQ_URL,
-                Outputs.ROUTES, Outputs.PUBLISHER_POLICY_ARN):
+    for key in (
+        Schedules.OUTPUT_GROUP_NAME,
+        Schedules.OUTPUT_ROLE_ARN,
+        Schedules.OUTPUT_DLQ_ARN,
+        Schedules.OUTPUT_DLQ_URL,
+        Outputs.ROUTES,
+        Outputs.PUBLISHER_POLICY_ARN,
+    ):
         assert key in outputs
     parameters = {r["Properties"]["Name"] for r in _resources(synth, "AWS::SSM::Parameter").values()}
-    assert {Schedules.ssm("sched", k) for k in (Schedules.SSM_GROUP_NAME, Schedules.SSM_ROLE_ARN, Schedules.SSM_DLQ_ARN)} <= parameters
+    assert {
+        Schedules.ssm("sched", k) for k in (Schedules.SSM_GROUP_NAME, Schedules.SSM_ROLE_ARN, Schedules.SSM_DLQ_ARN)
+    } <= parameters
 
 
 def test_the_one_time_schedule_arn_reads_the_same_for_any_target(tmp_path_factory):
@@ -175,7 +198,9 @@ def test_the_one_time_schedule_arn_reads_the_same_for_any_target(tmp_path_factor
                     environ={"CDK_DEFAULT_ACCOUNT": "123456789012", "CDK_DEFAULT_REGION": "eu-west-1"})
     template = app.synth().get_stack_by_name("TieredJobs-pinned").template
     (policy,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::IAM::ManagedPolicy"]
-    (create,) = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Sid"] == "CreateAndCancelOneTimeJobs"]
+    (create,) = [
+        s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Sid"] == "CreateAndCancelOneTimeJobs"
+    ]
     assert {"Ref": "AWS::Region"} in create["Resource"]["Fn::Join"][1]
 
 
@@ -208,7 +233,10 @@ def test_valid_schedules_are_read_with_their_routed_tier():
 @pytest.mark.parametrize(
     ("schedules", "message"),
     [
-        (_one(expression="cron(0 9 * * *)"), "schedule 'job': 'cron(0 9 * * *)' has 5 field(s); EventBridge cron has 6"),
+        (
+            _one(expression="cron(0 9 * * *)"),
+            "schedule 'job': 'cron(0 9 * * *)' has 5 field(s); EventBridge cron has 6",
+        ),
         (_one(expression="cron(0 9 * * MON *)"), "exactly one of day-of-month and day-of-week must be '?'"),
         (_one(expression="cron(0 9 ? * ? *)"), "exactly one of day-of-month and day-of-week must be '?'"),
         (_one(expression="cron(60 9 * * ? *)"), "minutes: 60 is out of range 0-59"),

@@ -184,7 +184,9 @@ def test_alarm_subscriptions_keep_undelivered_pages(custom_synth):
         assert "deadLetterTargetArn" in sub["RedrivePolicy"]
 
 
-@pytest.mark.parametrize(("key", "ttl"), [("id", {"AttributeName": "expiration", "Enabled": True}), ("account_id", None)])
+@pytest.mark.parametrize(
+    ("key", "ttl"), [("id", {"AttributeName": "expiration", "Enabled": True}), ("account_id", None)]
+)
 def test_tables_are_on_demand_with_pitr_encryption_and_retained(default_synth, key, ttl):
     (table,) = [t for t in default_synth.resources("AWS::DynamoDB::Table").values()
                 if t["Properties"]["KeySchema"] == [{"AttributeName": key, "KeyType": "HASH"}]]
@@ -292,7 +294,9 @@ def test_shared_resources_are_discoverable(default_synth):
     }
     assert parameters[Ssm.tiers("dev")] == "critical,transactional,bulk"
     replay = logical_id(default_synth, "AWS::Lambda::Function", FunctionName=function_name("dev", "replay"))
-    assert outputs[Outputs.REPLAY_FUNCTION_NAME]["Value"] == parameters[Ssm.replay_function_name("dev")] == {"Ref": replay}
+    assert (
+        outputs[Outputs.REPLAY_FUNCTION_NAME]["Value"] == parameters[Ssm.replay_function_name("dev")] == {"Ref": replay}
+    )
     for output, parameter in ((Outputs.IDEMPOTENCY_TABLE_NAME, Ssm.idempotency_table_name("dev")),
                               *((Outputs.resource(r.name), Ssm.resource("dev", r.name)) for r in SETTINGS.resources)):
         assert outputs[output]["Value"] == parameters[parameter]
@@ -388,7 +392,9 @@ def _widgets(synth) -> list[dict]:
 
 def test_retries_have_their_own_widget_and_no_alarm(default_synth):
     for tier in DEFAULT_TIERS:
-        (retries,) = [w for w in _widgets(default_synth) if w["properties"].get("title", "").startswith(f"{tier}: retries")]
+        (retries,) = [
+            w for w in _widgets(default_synth) if w["properties"].get("title", "").startswith(f"{tier}: retries")
+        ]
         assert [m[1] for m in retries["properties"]["metrics"]] == [Metrics.RETRIED]
         (jobs,) = [w for w in _widgets(default_synth) if w["properties"].get("title", "").startswith(f"{tier}: jobs")]
         assert Metrics.RETRIED not in json.dumps(jobs)

@@ -60,7 +60,9 @@ def test_queues_are_encrypted_ssl_only_and_retained(default_synth, tier, dlq):
     assert queue["Properties"]["SqsManagedSseEnabled"] is True
     assert queue["UpdateReplacePolicy"] == "Retain" and queue["DeletionPolicy"] == "Retain"
     policies = [
-        p for p in default_synth.resources("AWS::SQS::QueuePolicy").values() if {"Ref": key} in p["Properties"]["Queues"]
+        p
+        for p in default_synth.resources("AWS::SQS::QueuePolicy").values()
+        if {"Ref": key} in p["Properties"]["Queues"]
     ]
     assert len(policies) == 1
     assert {
@@ -227,7 +229,10 @@ def test_the_payments_table_follows_the_route_of_update_balance(custom_synth):
     """The custom routes send ``payments.update_balance`` (exact match) to transactional, not critical."""
     env = {t: find_consumer(custom_synth, "qa", t)[1]["Properties"]["Environment"]["Variables"] for t in
            ("critical", "transactional")}
-    assert Env.resource_var(PAYMENTS_TABLE) in env["transactional"] and Env.resource_var(PAYMENTS_TABLE) not in env["critical"]
+    assert (
+        Env.resource_var(PAYMENTS_TABLE) in env["transactional"]
+        and Env.resource_var(PAYMENTS_TABLE) not in env["critical"]
+    )
 
 
 def test_disposable_stage_destroys_queues_tables_and_logs(custom_synth):
@@ -246,7 +251,9 @@ def test_template_has_no_custom_resources(default_synth, custom_synth):
     for synth in (default_synth, custom_synth):
         types = {r["Type"] for r in synth.raw["Resources"].values()}
         assert not {t for t in types if t.startswith("Custom::") or t == "AWS::CloudFormation::CustomResource"}
-        assert len(synth.resources("AWS::Lambda::Function")) == len(synth.resources("AWS::Lambda::EventSourceMapping")) + 1
+        assert (
+            len(synth.resources("AWS::Lambda::Function")) == len(synth.resources("AWS::Lambda::EventSourceMapping")) + 1
+        )
 
 
 def test_reserved_concurrency_is_set_only_when_configured(default_synth):

@@ -14,7 +14,9 @@ def _tier(**values):
     return AppSettings.from_context({"tiers": {"bulk": values}, "routes": {"*": "bulk"}}).tier("bulk")
 
 
-@pytest.mark.parametrize("timeout, margin", [(1, 500), (3, 1_500), (10, 2_000), (30, 3_000), (60, 6_000), (900, 90_000)])
+@pytest.mark.parametrize(
+    "timeout, margin", [(1, 500), (3, 1_500), (10, 2_000), (30, 3_000), (60, 6_000), (900, 90_000)]
+)
 def test_default_margin_is_a_tenth_of_the_timeout_at_least_two_seconds_at_most_half(timeout, margin):
     tier = _tier(timeout_seconds=timeout)
     assert tier.time_budget_margin == margin
@@ -31,7 +33,7 @@ def test_an_explicit_margin_is_used_and_must_stay_below_the_timeout():
 
 
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
-def test_the_consumer_reads_its_tiers_margin_from_the_template(default_synth, tier):  # noqa: F811
+def test_the_consumer_reads_its_tiers_margin_from_the_template(default_synth, tier):
     _, consumer = find_consumer(default_synth, "dev", tier)
     env = consumer["Properties"]["Environment"]["Variables"]
     expected = AppSettings.from_context(None).tier(tier).time_budget_margin

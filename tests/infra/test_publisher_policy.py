@@ -122,13 +122,17 @@ def test_publisher_policy_allows_exactly_the_publishers_calls(default_synth, sta
     tiers = sorted(publisher.queues)
     assert tiers == ["bulk", "critical", "transactional"]
     # One job type per tier, through the stack's routes (types the publisher does not know are still sent).
-    routes = {tier: glob for glob, tier in sorted(json.loads(default_synth.raw["Outputs"][Outputs.ROUTES]["Value"]).items())}
+    routes = {
+        tier: glob for glob, tier in sorted(json.loads(default_synth.raw["Outputs"][Outputs.ROUTES]["Value"]).items())
+    }
     jobs = [Job(routes[tier].replace("*", "policy_check"), {"n": 1}, f"policy-{tier}") for tier in tiers]
     results = publisher.publish_batch(jobs)
     assert {r.tier for r in results} == set(tiers) and all(r.ok for r in results)
     assert publisher.publish(jobs[0].job_type, {"n": 2}, "policy-single").ok
     # A job for tomorrow becomes a one-time schedule; cancelling it deletes the schedule.
-    later = publisher.publish(jobs[0].job_type, {"n": 3}, "policy-later", at=datetime.now(timezone.utc) + timedelta(days=1))
+    later = publisher.publish(
+        jobs[0].job_type, {"n": 3}, "policy-later", at=datetime.now(timezone.utc) + timedelta(days=1)
+    )
     assert later.schedule_name and not later.already_scheduled
     assert publisher.cancel(jobs[0].job_type, "policy-later") is True
     assert {"sqs:SendMessageBatch", "ssm:GetParameters", "scheduler:CreateSchedule",

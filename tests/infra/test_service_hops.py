@@ -82,7 +82,9 @@ def test_the_custom_stage_walks_its_subscription_dead_letter_queues(custom_synth
     subscriptions = [h for h in hops if h.description.startswith("AWS::SNS::Subscription")]
     assert len(subscriptions) == 2  # e-mail and HTTPS
     for hop in subscriptions:
-        assert hop.caller == ServiceCaller("sns.amazonaws.com", Concrete(custom_synth.raw).arn(_topic(custom_synth.raw)))
+        assert hop.caller == ServiceCaller(
+            "sns.amazonaws.com", Concrete(custom_synth.raw).arn(_topic(custom_synth.raw))
+        )
         assert hop.actions == ("sqs:SendMessage",)
 
 
@@ -117,7 +119,9 @@ def test_the_topic_policy_the_stack_used_to_ship_fails_every_alarm_hop(default_s
 def test_a_key_policy_without_cloudwatch_fails_every_alarm_hop(default_synth):
     raw = copy.deepcopy(default_synth.raw)
     policy = _key_policy(raw)
-    policy["Statement"] = [s for s in policy["Statement"] if s.get("Principal") != {"Service": "cloudwatch.amazonaws.com"}]
+    policy["Statement"] = [
+        s for s in policy["Statement"] if s.get("Principal") != {"Service": "cloudwatch.amazonaws.com"}
+    ]
     _, problems = walk(raw)
     assert problems and all("key policy" in p and "cloudwatch.amazonaws.com" in p for p in problems)
     assert {p.split(" to ")[1].split()[0] for p in problems} == {"kms:Decrypt", "kms:GenerateDataKey*"}
@@ -135,8 +139,12 @@ def test_an_unconditional_deny_blocks_the_hop_but_a_tls_deny_does_not(default_sy
 def test_an_allow_for_another_stages_alarms_does_not_count(default_synth):
     raw = copy.deepcopy(default_synth.raw)
     (allow,) = [s for s in _topic_policy(raw)["Statement"] if s["Effect"] == "Allow"]
-    allow["Condition"]["ArnEquals"]["aws:SourceArn"] = "arn:aws:cloudwatch:us-east-1:123456789012:alarm:tiered-jobs-qa-*"
-    assert len(_alarm_problems(walk(raw)[1])) == ALARM_HOPS_PER_ALARM * len(default_synth.resources("AWS::CloudWatch::Alarm"))
+    allow["Condition"]["ArnEquals"]["aws:SourceArn"] = (
+        "arn:aws:cloudwatch:us-east-1:123456789012:alarm:tiered-jobs-qa-*"
+    )
+    assert len(_alarm_problems(walk(raw)[1])) == ALARM_HOPS_PER_ALARM * len(
+        default_synth.resources("AWS::CloudWatch::Alarm")
+    )
     allow["Condition"]["ArnEquals"]["aws:SourceArn"] = "*"
     allow["Condition"]["StringEquals"]["aws:SourceAccount"] = "999999999999"
     assert _alarm_problems(walk(raw)[1])
@@ -283,7 +291,11 @@ def test_a_hop_kind_is_one_line(default_synth):
 # -- the evaluation rules themselves ---------------------------------------------------------
 
 def test_conditions_are_proven_or_not():
-    context = {"aws:securetransport": "true", "aws:sourceaccount": "1", "aws:sourcearn": "arn:aws:cloudwatch:r:1:alarm:a"}
+    context = {
+        "aws:securetransport": "true",
+        "aws:sourceaccount": "1",
+        "aws:sourcearn": "arn:aws:cloudwatch:r:1:alarm:a",
+    }
     assert conditions_hold({"Bool": {"aws:SecureTransport": "false"}}, context) is False
     assert conditions_hold({"ArnLike": {"aws:SourceArn": "arn:aws:cloudwatch:r:1:alarm:*"}}, context) is True
     assert conditions_hold({"StringEquals": {"aws:SourceAccount": ["2", "1"]}}, context) is True

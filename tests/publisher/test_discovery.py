@@ -130,7 +130,9 @@ def test_module_level_publish_prefers_explicit_urls(deployment, monkeypatch, fre
     monkeypatch.setenv(Env.STAGE, "not-deployed")  # would fail if it were used
     monkeypatch.setenv(Env.tier_var(Env.QUEUE_URL, "bulk"), deployment.queue_urls["bulk"])
 
-    [result] = publisher_module.publish_batch([{"job_type": "x.y", "payload": {}, "idempotency_key": "k", "tier": "bulk"}])
+    [result] = publisher_module.publish_batch(
+        [{"job_type": "x.y", "payload": {}, "idempotency_key": "k", "tier": "bulk"}]
+    )
 
     assert result.queue_url == deployment.queue_urls["bulk"]
 

@@ -32,7 +32,9 @@ def test_every_problem_of_a_payload_is_named(publisher):
     with pytest.raises(InvalidJobError) as error:
         publisher.validate(Job("notifications.send_email", {"to": "nobody", "subject": 5}, "mail_1"))
     text = str(error.value)
-    assert "payload field 'to' must match" in text and "payload field 'subject' must be a string, got an integer" in text
+    assert (
+        "payload field 'to' must match" in text and "payload field 'subject' must be a string, got an integer" in text
+    )
 
 
 def test_a_type_without_a_schema_is_still_sent_for_the_consumer_to_check(publisher, batch_calls):

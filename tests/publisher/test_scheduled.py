@@ -118,7 +118,10 @@ def test_cancel_removes_a_pending_job_once(later, scheduler):
         ({"at": datetime(2030, 5, 1, 15, 0)}, "is a naive datetime: give it a time zone"),
         ({"at": NOW - timedelta(seconds=1)}, "is not in the future (now 2030-05-01T12:00:00+00:00)"),
         ({"at": NOW}, "is not in the future"),
-        ({"at": datetime(2200, 1, 1, tzinfo=timezone.utc)}, "beyond EventBridge Scheduler's range (up to the year 2199)"),
+        (
+            {"at": datetime(2200, 1, 1, tzinfo=timezone.utc)},
+            "beyond EventBridge Scheduler's range (up to the year 2199)",
+        ),
         ({"at": "2030-05-01T15:00:00Z"}, "at must be a datetime with a time zone, got str"),
         ({"at": NOW + timedelta(hours=1), "delay": 60}, "give either delay or at, not both"),
         ({"delay": timedelta(days=365 * 200)}, "beyond EventBridge Scheduler's range"),
@@ -126,10 +129,17 @@ def test_cancel_removes_a_pending_job_once(later, scheduler):
 )
 def test_a_bad_time_is_refused_and_nothing_is_sent(later, scheduler, deployment, when, message):
     with pytest.raises(InvalidJobError) as caught:
-        later.publish_batch([
-            {"job_type": "analytics.page_view", "payload": {}, "idempotency_key": "good", "at": NOW + timedelta(hours=1)},
-            {"job_type": "analytics.page_view", "payload": {}, "idempotency_key": "bad", **when},
-        ])
+        later.publish_batch(
+            [
+                {
+                    "job_type": "analytics.page_view",
+                    "payload": {},
+                    "idempotency_key": "good",
+                    "at": NOW + timedelta(hours=1),
+                },
+                {"job_type": "analytics.page_view", "payload": {}, "idempotency_key": "bad", **when},
+            ]
+        )
     assert message in str(caught.value) and "job #1" in str(caught.value)
     assert _nothing_anywhere(scheduler, deployment)
 
@@ -146,10 +156,17 @@ def test_a_lower_threshold_schedules_short_delays_too(deployment, sqs, scheduler
 def test_without_scheduling_configured_a_later_job_fails_before_anything_is_sent(deployment, sqs, scheduler):
     publisher = Publisher(deployment.queue_urls, Routes(deployment.routes), sqs=sqs, clock=lambda: NOW)
     with pytest.raises(DiscoveryError, match="no scheduling configured"):
-        publisher.publish_batch([
-            {"job_type": "analytics.page_view", "payload": {}, "idempotency_key": "now"},
-            {"job_type": "analytics.page_view", "payload": {}, "idempotency_key": "later", "at": NOW + timedelta(hours=1)},
-        ])
+        publisher.publish_batch(
+            [
+                {"job_type": "analytics.page_view", "payload": {}, "idempotency_key": "now"},
+                {
+                    "job_type": "analytics.page_view",
+                    "payload": {},
+                    "idempotency_key": "later",
+                    "at": NOW + timedelta(hours=1),
+                },
+            ]
+        )
     assert _nothing_anywhere(scheduler, deployment)
 
 

@@ -45,7 +45,10 @@ def test_the_size_rule_and_batch_limit_are_those_the_sqs_api_reference_states():
     assert f"{SQS_MAX_MESSAGE_BYTES:,} bytes" in batch
     assert f"up to {SQS_MAX_BATCH_ENTRIES} messages" in batch
     attribute = botocore.session.get_session().get_service_model("sqs").shape_for("MessageAttributeValue").documentation
-    assert "including <code>Name</code>, <code>Type</code>, and <code>Value</code>, are part of the message size" in attribute
+    assert (
+        "including <code>Name</code>, <code>Type</code>, and <code>Value</code>, are part of the message size"
+        in attribute
+    )
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -129,7 +129,9 @@ def user_attributes(message: dict) -> dict[str, dict]:
 
 
 def test_replay_moves_the_body_byte_for_byte_keeps_user_attributes_and_marks_the_replay(dlq):
-    body = '{"type": "payments.update_balance",\n  "idempotency_key": "pay-é-1",\t"payload": {"memo": "café ☕ 日本  "}}  '
+    body = (
+        '{"type": "payments.update_balance",\n  "idempotency_key": "pay-é-1",\t"payload": {"memo": "café ☕ 日本  "}}  '
+    )
     mine = {
         "trace_id": {"DataType": "String", "StringValue": "t-1 ✓"},
         "blob": {"DataType": "Binary", "BinaryValue": b"\x00\xffraw"},
@@ -399,7 +401,9 @@ def test_a_failed_release_does_not_hide_the_result(dlq):
     def change_message_visibility_batch(**kwargs):
         raise ConnectionError("network down")
 
-    response = dlq.run({"dry_run": True}, sqs=Wrapper(dlq.sqs, change_message_visibility_batch=change_message_visibility_batch))
+    response = dlq.run(
+        {"dry_run": True}, sqs=Wrapper(dlq.sqs, change_message_visibility_batch=change_message_visibility_batch)
+    )
 
     assert response["matched"] == 1
     assert dlq.counts(dlq.dlq_url) == (0, 1)  # held until its hold expires: still in the DLQ, not lost

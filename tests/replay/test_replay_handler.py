@@ -33,7 +33,9 @@ def deployed(aws, monkeypatch) -> dict[str, TierQueues]:
     runtime_aws.reset()
     sqs = boto3.client("sqs", region_name=REGION)
     tiers = {
-        tier: TierQueues(sqs.create_queue(QueueName=tier)["QueueUrl"], sqs.create_queue(QueueName=f"{tier}-dlq")["QueueUrl"])
+        tier: TierQueues(
+            sqs.create_queue(QueueName=tier)["QueueUrl"], sqs.create_queue(QueueName=f"{tier}-dlq")["QueueUrl"]
+        )
         for tier in ("critical", "bulk")
     }
     monkeypatch.setenv(Env.REPLAY_TIERS, json.dumps({t: {"queue_url": q.queue_url, "dlq_url": q.dlq_url,
@@ -44,7 +46,9 @@ def deployed(aws, monkeypatch) -> dict[str, TierQueues]:
 
 
 def test_importing_the_handler_loads_neither_boto3_nor_powertools():
-    code = "import sys, tiered_jobs.handlers.replay; print(sorted({'boto3', 'aws_lambda_powertools'} & set(sys.modules)))"
+    code = (
+        "import sys, tiered_jobs.handlers.replay; print(sorted({'boto3', 'aws_lambda_powertools'} & set(sys.modules)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -59,7 +63,9 @@ def test_the_handler_replays_with_the_shared_client_and_the_lambda_time_budget(d
 
     assert (response["moved"], response["stopped_because"], response["left_in_dlq"]) == (2, "max_messages", 0)
     assert tuple(response) == RESPONSE_FIELDS
-    bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=deployed["bulk"].queue_url, MaxNumberOfMessages=10)["Messages"]]
+    bodies = [
+        m["Body"] for m in sqs.receive_message(QueueUrl=deployed["bulk"].queue_url, MaxNumberOfMessages=10)["Messages"]
+    ]
     assert sorted(bodies) == ["a", "b"]
     audit = [(r.getMessage(), getattr(r, "request", {}).get("tier"), getattr(r, "result", {}).get("moved"))
              for r in caplog.records if r.name == "tiered-jobs"]

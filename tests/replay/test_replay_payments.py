@@ -54,7 +54,9 @@ def test_a_replayed_payment_that_already_took_effect_is_applied_once(tier):
 
     # 1. The payment is applied, then the process dies before its idempotency record completes
     #    (1 ms left: the in-progress record has expired by the next attempt, as after a timeout).
-    dies_after_payment = Crashing(tier.dynamodb, "update_item", lambda kw: kw.get("TableName") == tier.idempotency_table)
+    dies_after_payment = Crashing(
+        tier.dynamodb, "update_item", lambda kw: kw.get("TableName") == tier.idempotency_table
+    )
     crashing = tier.consumer(client={"sqs": tier.sqs, "dynamodb": dies_after_payment}.__getitem__)
     with pytest.raises(SimulatedCrash):
         crashing.handle(tier.event(tier.receive()), Context(remaining_ms=1))  # received with visibility 0

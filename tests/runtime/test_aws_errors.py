@@ -29,8 +29,13 @@ from tiered_jobs.runtime.errors import classify
 ROOT = Path(__file__).resolve().parents[2]
 #: Every service the runtime and the example jobs call (checked against the code below).
 SERVICES = ("dynamodb", "sqs", "sns", "kms", "sts", "lambda", "s3")
-CONFLICT_MESSAGE = "Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict, None]"
-CONFLICT_REASONS = [{"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item."}, {"Code": "None"}]
+CONFLICT_MESSAGE = (
+    "Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict, None]"
+)
+CONFLICT_REASONS = [
+    {"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item."},
+    {"Code": "None"},
+]
 
 
 def botocore_codes(service: str) -> set[str]:
@@ -118,11 +123,29 @@ def test_codes_are_classified_by_the_catalogue_before_the_status(code, status, k
 
 def test_sqs_query_compatible_codes_are_read_from_query_error_code():
     """SQS's JSON protocol answers with ``x-amzn-query-error``: Code is the legacy name."""
-    error = ClientError({"Error": {"Code": "AWS.SimpleQueueService.NonExistentQueue", "QueryErrorCode": "QueueDoesNotExist",
-                                   "Message": "x"}, "ResponseMetadata": {"HTTPStatusCode": 400}}, "SendMessage")
+    error = ClientError(
+        {
+            "Error": {
+                "Code": "AWS.SimpleQueueService.NonExistentQueue",
+                "QueryErrorCode": "QueueDoesNotExist",
+                "Message": "x",
+            },
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+        },
+        "SendMessage",
+    )
     assert classify(error) == "permanent"
-    throttled = ClientError({"Error": {"Code": "AWS.SimpleQueueService.RequestThrottled", "QueryErrorCode": "RequestThrottled",
-                                       "Message": "x"}, "ResponseMetadata": {"HTTPStatusCode": 400}}, "SendMessage")
+    throttled = ClientError(
+        {
+            "Error": {
+                "Code": "AWS.SimpleQueueService.RequestThrottled",
+                "QueryErrorCode": "RequestThrottled",
+                "Message": "x",
+            },
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+        },
+        "SendMessage",
+    )
     assert classify(throttled) == "transient"
 
 

@@ -383,9 +383,14 @@ def test_failure_rate_metrics_per_tier_and_job_type(tier, capsys):
     assert (payments[Metrics.PROCESSED], payments[Metrics.SUCCEEDED], payments[Metrics.FAILED]) == (1, 1, 0)
     directive = flaky["_aws"]["CloudWatchMetrics"][0]
     assert directive["Namespace"] == Metrics.NAMESPACE
-    assert [Metrics.DIM_STAGE, Metrics.DIM_TIER, Metrics.DIM_SERVICE] in [sorted(d) for d in directive["Dimensions"]] \
-        or sorted([Metrics.DIM_SERVICE, Metrics.DIM_STAGE, Metrics.DIM_TIER]) in [sorted(d) for d in directive["Dimensions"]]
-    assert sorted([Metrics.DIM_STAGE, Metrics.DIM_TIER, Metrics.DIM_JOB_TYPE]) in [sorted(d) for d in directive["Dimensions"]]
+    assert [Metrics.DIM_STAGE, Metrics.DIM_TIER, Metrics.DIM_SERVICE] in [
+        sorted(d) for d in directive["Dimensions"]
+    ] or sorted([Metrics.DIM_SERVICE, Metrics.DIM_STAGE, Metrics.DIM_TIER]) in [
+        sorted(d) for d in directive["Dimensions"]
+    ]
+    assert sorted([Metrics.DIM_STAGE, Metrics.DIM_TIER, Metrics.DIM_JOB_TYPE]) in [
+        sorted(d) for d in directive["Dimensions"]
+    ]
     assert flaky[Metrics.DIM_TIER] == "critical" and flaky[Metrics.DIM_SERVICE] == Metrics.SERVICE
 
 

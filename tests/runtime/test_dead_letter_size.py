@@ -41,9 +41,17 @@ class SqsSizeRule:
 
     def send_message(self, **kwargs):
         if sqs_size(kwargs["MessageBody"], kwargs.get("MessageAttributes", {})) > SQS_LIMIT:
-            raise ClientError({"Error": {"Code": "InvalidParameterValue", "Message": "One or more parameters are invalid. "
-                                         f"Reason: Message must be shorter than {SQS_LIMIT} bytes."},
-                               "ResponseMetadata": {"HTTPStatusCode": 400}}, "SendMessage")
+            raise ClientError(
+                {
+                    "Error": {
+                        "Code": "InvalidParameterValue",
+                        "Message": "One or more parameters are invalid. "
+                        f"Reason: Message must be shorter than {SQS_LIMIT} bytes.",
+                    },
+                    "ResponseMetadata": {"HTTPStatusCode": 400},
+                },
+                "SendMessage",
+            )
         self.sent.append(kwargs)
         return self._real.send_message(**kwargs)
 

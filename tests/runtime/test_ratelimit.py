@@ -84,8 +84,14 @@ def test_a_conflict_claims_nothing_and_the_returned_state_drives_the_next_claim_
     now = int(T0 * US)
     ahead = now + 300_000  # another consumer claimed meanwhile: the bucket is busy, 0.3 s ahead
     stub.add_response("get_item", {}, None)  # stale: looked idle
-    stub.add_client_error("update_item", "ConditionalCheckFailedException", "The conditional request failed",
-                          400, response_meta={}, modeled_fields={"Item": {"bucket": {"S": "critical#tier"}, **tat(ahead)}})
+    stub.add_client_error(
+        "update_item",
+        "ConditionalCheckFailedException",
+        "The conditional request failed",
+        400,
+        response_meta={},
+        modeled_fields={"Item": {"bucket": {"S": "critical#tier"}, **tat(ahead)}},
+    )
     # the next batch: no read, the busy case guessed from the tat the failure returned;
     # horizon = now + 0.5 s wait + 0.1 s tolerance; the third job must start by then
     stub.add_response("update_item", {"Attributes": tat(ahead + 3 * 100_000)},
@@ -396,12 +402,18 @@ def test_invalid_and_unknown_jobs_take_no_token(tier):
 def test_a_replayed_letter_starts_its_attempts_afresh():
     from tiered_jobs.replay.letters import Letter
 
-    letter = Letter.from_message({
-        "MessageId": "m", "ReceiptHandle": "r", "Body": json.dumps({"type": "x", "idempotency_key": "k", "payload": {}}),
-        "Attributes": {"SentTimestamp": "0"}, "MessageAttributes": {
-            Attributes.PRIOR_ATTEMPTS: {"DataType": "Number", "StringValue": "3"},
-            DeadLetter.REASON: {"DataType": "String", "StringValue": DeadLetter.REASON_RETRIES_EXHAUSTED},
-            "team": {"DataType": "String", "StringValue": "growth"},
-        }})
+    letter = Letter.from_message(
+        {
+            "MessageId": "m",
+            "ReceiptHandle": "r",
+            "Body": json.dumps({"type": "x", "idempotency_key": "k", "payload": {}}),
+            "Attributes": {"SentTimestamp": "0"},
+            "MessageAttributes": {
+                Attributes.PRIOR_ATTEMPTS: {"DataType": "Number", "StringValue": "3"},
+                DeadLetter.REASON: {"DataType": "String", "StringValue": DeadLetter.REASON_RETRIES_EXHAUSTED},
+                "team": {"DataType": "String", "StringValue": "growth"},
+            },
+        }
+    )
     attributes = letter.replay_attributes("2026-11-29T10:00:00Z")
     assert Attributes.PRIOR_ATTEMPTS not in attributes and "team" in attributes

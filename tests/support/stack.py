@@ -74,7 +74,10 @@ def template(stage: str, tiers: tuple[str, ...], routes: dict[str, str]) -> dict
         outputs[Outputs.tier(tier, Outputs.QUEUE_URL)] = {"Value": {"Ref": _logical(tier, "Queue")}}
         outputs[Outputs.tier(tier, Outputs.DLQ_URL)] = {"Value": {"Ref": _logical(tier, "Dlq")}}
     for logical, (name, value) in parameters.items():
-        resources[logical] = {"Type": "AWS::SSM::Parameter", "Properties": {"Name": name, "Type": "String", "Value": value}}
+        resources[logical] = {
+            "Type": "AWS::SSM::Parameter",
+            "Properties": {"Name": name, "Type": "String", "Value": value},
+        }
     resources["IdempotencyTable"] = {  # what `tiered-jobs job` reads: Powertools' key schema
         "Type": "AWS::DynamoDB::Table",
         "Properties": {"AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
@@ -86,13 +89,17 @@ def template(stage: str, tiers: tuple[str, ...], routes: dict[str, str]) -> dict
     return {"Resources": resources, "Outputs": outputs}
 
 
-def deploy(stage: str = STAGE, tiers: tuple[str, ...] = DEFAULT_TIERS, routes: dict[str, str] | None = None) -> FakeDeployment:
+def deploy(
+    stage: str = STAGE, tiers: tuple[str, ...] = DEFAULT_TIERS, routes: dict[str, str] | None = None
+) -> FakeDeployment:
     """Create the stack in moto (inside ``mock_aws``) and return what it made."""
     routes = dict(ROUTES if routes is None else routes)
     name = stack_name(stage)
     cloudformation = boto3.client("cloudformation")
     cloudformation.create_stack(StackName=name, TemplateBody=json.dumps(template(stage, tiers, routes)))
-    outputs = {o["OutputKey"]: o["OutputValue"] for o in cloudformation.describe_stacks(StackName=name)["Stacks"][0]["Outputs"]}
+    outputs = {
+        o["OutputKey"]: o["OutputValue"] for o in cloudformation.describe_stacks(StackName=name)["Stacks"][0]["Outputs"]
+    }
     return FakeDeployment(
         stage=stage,
         stack_name=name,

@@ -34,10 +34,11 @@ def console(
         target: Target = ctx.obj
         try:
             target.deployment()
-        except Exception as exc:  # noqa: BLE001 - explained ones are shown (and kept as a banner until fixed)
-            if explain(exc) is None:
+        except Exception as exc:  # explained ones are shown (and kept as a banner until fixed)
+            explained = explain(exc)
+            if explained is None:
                 raise
-            terminal(stderr=True).print(f"warning: {escape(explain(exc)[0])}", soft_wrap=True)
+            terminal(stderr=True).print(f"warning: {escape(explained[0])}", soft_wrap=True)
         try:
             serve(target, Security(token=token, read_only=read_only), host, port,
                   on_ready=lambda url: terminal().print(f"Console for stage {target.stage}: {url}"

@@ -82,8 +82,10 @@ def dlq_replay(
         else:
             stopped = _stopped(answer)
             if dry_run:
-                terminal().print(f"Dry run: {answer['matched']} letter(s) would be replayed to the {escape(tier)} queue; "
-                          f"nothing was moved ({stopped}).")
+                terminal().print(
+                    f"Dry run: {answer['matched']} letter(s) would be replayed to the {escape(tier)} queue; "
+                    f"nothing was moved ({stopped})."
+                )
             else:
                 terminal().print(f"Replayed {answer['moved']} of {answer['matched']} matching letter(s) to the "
                           f"{escape(tier)} queue, {answer['failed']} failed; {answer['left_in_dlq']} left in the DLQ "
@@ -176,8 +178,10 @@ def _print_letter(letter: dict[str, Any]) -> None:
     for name, value in sorted(letter["message_attributes"].items()):
         shown = value.get("StringValue", value.get("BinaryValue"))
         console.print(f"  {escape(name)} ({value['DataType']}): {escape(str(shown))}", soft_wrap=True)
-    console.print("[bold]SQS attributes:[/] " + escape(", ".join(f"{k}={v}" for k, v in sorted(letter["attributes"].items()))),
-                  soft_wrap=True)
+    console.print(
+        "[bold]SQS attributes:[/] " + escape(", ".join(f"{k}={v}" for k, v in sorted(letter["attributes"].items()))),
+        soft_wrap=True,
+    )
     console.print("[bold]Body:[/]")
     try:
         body = json.dumps(json.loads(letter["body"]), indent=2, ensure_ascii=False)
@@ -188,12 +192,17 @@ def _print_letter(letter: dict[str, Any]) -> None:
 
 
 def _stopped(answer: dict[str, Any]) -> str:
-    return _STOPPED.get(answer["stopped_because"], answer["stopped_because"])
+    stopped: str = _STOPPED.get(answer["stopped_because"], answer["stopped_because"])
+    return stopped
 
 
 def _print_outside_window(answer: dict[str, Any]) -> None:
     """Say how many letters are older than the tier's idempotency window, and what happened to them."""
-    outside, refused, ttl = answer.get("outside_window"), answer.get("refused_outside_window"), answer.get("idempotency_ttl_seconds")
+    outside, refused, ttl = (
+        answer.get("outside_window"),
+        answer.get("refused_outside_window"),
+        answer.get("idempotency_ttl_seconds"),
+    )
     if not outside:
         return
     window = f"the tier's idempotency window ({format_duration(ttl)})" if ttl is not None else (

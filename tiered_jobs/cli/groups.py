@@ -10,7 +10,6 @@ from rich.table import Table
 
 from .common import terminal
 
-
 #: Narrowest the error message column gets before less important columns make room for it.
 ERROR_MESSAGE_MIN_WIDTH = 24
 

@@ -29,18 +29,22 @@ def status(
         notes: list[str] = []
         alarms = _optional("alarm states", lambda: _alarm_states(cloudwatch, target.stage), notes)
         ages = _optional("oldest age", lambda: _oldest_ages(cloudwatch, deployment.queue_urls()), notes)
-        rows = []
+        rows: list[dict[str, Any]] = []
         for tier, urls in deployment.tiers.items():
             main = status_reads.queue_counts(sqs, urls.queue_url)
-            rows.append({
-                "tier": tier,
-                "visible": main["ApproximateNumberOfMessages"],
-                "in_flight": main["ApproximateNumberOfMessagesNotVisible"],
-                "delayed": main["ApproximateNumberOfMessagesDelayed"],
-                "dlq": status_reads.queue_counts(sqs, urls.dlq_url)["ApproximateNumberOfMessages"] if urls.dlq_url else None,
-                "oldest_age_seconds": ages.get(tier),
-                "alarms": status_reads.tier_alarms(alarms, target.stage, tier),
-            })
+            rows.append(
+                {
+                    "tier": tier,
+                    "visible": main["ApproximateNumberOfMessages"],
+                    "in_flight": main["ApproximateNumberOfMessagesNotVisible"],
+                    "delayed": main["ApproximateNumberOfMessagesDelayed"],
+                    "dlq": status_reads.queue_counts(sqs, urls.dlq_url)["ApproximateNumberOfMessages"]
+                    if urls.dlq_url
+                    else None,
+                    "oldest_age_seconds": ages.get(tier),
+                    "alarms": status_reads.tier_alarms(alarms, target.stage, tier),
+                }
+            )
         rates = _rates(target, [row["tier"] for row in rows], notes)
         if as_json:
             terminal().print_json(data={"stage": target.stage, "source": deployment.source, "tiers": rows,

@@ -21,7 +21,8 @@ def teardown(
         help="Days before a scheduled KMS key deletion happens (7-30; cancellable until then).",
     ),
 ) -> None:
-    """List what a destroyed stage left behind (queues, DLQs, tables, log groups, buckets, KMS key, SSM parameters) and delete it."""
+    """List what a destroyed stage left behind (queues, DLQs, tables, log groups, buckets, KMS key,
+    SSM parameters) and delete it."""
     with reported_errors():
         target = ctx.obj
         status = stack_status(target.client("cloudformation"), target.stage)
@@ -40,7 +41,9 @@ def teardown(
         for item in leftovers:
             table.add_row(item.kind, escape(item.name), escape(item.detail))
         console.print(table)
-        if not yes and not typer.confirm(f"Delete these {len(leftovers)} resources? Messages and items in them are lost"):
+        if not yes and not typer.confirm(
+            f"Delete these {len(leftovers)} resources? Messages and items in them are lost"
+        ):
             console.print("Nothing deleted.")
             raise typer.Exit(1)
         for line in delete_leftovers(target.client, leftovers, key_pending_days):

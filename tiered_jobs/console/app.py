@@ -96,7 +96,9 @@ class CountedTarget(Target):
 
 
 def counted(target: Target) -> CountedTarget:
-    result = CountedTarget(target.stage, target.stack_name, target.region, target.endpoint_url, dict(target.credentials))
+    result = CountedTarget(
+        target.stage, target.stack_name, target.region, target.endpoint_url, dict(target.credentials)
+    )
     result.counter = CallCounter()
     return result
 
@@ -159,8 +161,11 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
 
     def replay_form(request: Request) -> dict[str, Any]:
         deployment = target.deployment()
-        return {"tiers": list(deployment.tiers), "tier": request.query_params.get("tier") or next(iter(deployment.tiers)),
-                "default_max": DEFAULT_REPLAY_MAX}
+        return {
+            "tiers": list(deployment.tiers),
+            "tier": request.query_params.get("tier") or next(iter(deployment.tiers)),
+            "default_max": DEFAULT_REPLAY_MAX,
+        }
 
     async def replay_action(request: Request) -> Response:
         if security.read_only:
@@ -218,7 +223,9 @@ def _replay_event(fields: dict[str, str], dry_run: bool) -> dict[str, Any]:
             try:
                 event[name] = int(fields[name])
             except ValueError:
-                raise OperatorError(f"{name.replace('_', ' ')} must be a whole number, got {fields[name]!r}", 2) from None
+                raise OperatorError(
+                    f"{name.replace('_', ' ')} must be a whole number, got {fields[name]!r}", 2
+                ) from None
     return event
 
 

@@ -143,11 +143,11 @@ def _metric_figures(cloudwatch: Any, stage: str, tiers: list[TierStatus], queue_
     stamps = {result["Id"]: result.get("Timestamps", []) for result in answer.get("MetricDataResults", [])}
     recent = end - timedelta(seconds=AGE_LOOKBACK_SECONDS)
     for index, status in enumerate(tiers):
-        def first(suffix: str) -> float | None:
+        def first(suffix: str, index: int = index) -> float | None:
             found = values.get(f"t{index}{suffix}") or []
             return found[0] if found else None
 
-        def total(suffix: str) -> float | None:
+        def total(suffix: str, index: int = index) -> float | None:
             found = values.get(f"t{index}{suffix}") or []
             return sum(found) if found else None
 

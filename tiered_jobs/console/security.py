@@ -67,10 +67,16 @@ class Security:
     csrf_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
 
     def csrf_ok(self, presented: str | None) -> bool:
-        return bool(presented) and hmac.compare_digest(presented.encode(), self.csrf_token.encode())
+        if not presented:
+            return False
+        return hmac.compare_digest(presented.encode(), self.csrf_token.encode())
 
     def token_ok(self, presented: str | None) -> bool:
-        return self.token is None or (bool(presented) and hmac.compare_digest(presented.encode(), self.token.encode()))
+        if self.token is None:
+            return True
+        if not presented:
+            return False
+        return hmac.compare_digest(presented.encode(), self.token.encode())
 
 
 class Guard:

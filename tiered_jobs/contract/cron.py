@@ -188,7 +188,7 @@ class Cron:
         if isinstance(dow, tuple):
             _, wanted, nth = dow
             return weekday == wanted and (day.day - 1) // 7 + 1 == nth
-        return weekday in dow  # type: ignore[operator]
+        return dow is not None and weekday in dow
 
     def next_after(self, after: datetime, tz: ZoneInfo) -> datetime | None:
         """The first fire strictly after ``after`` (aware), in ``tz``; ``None`` if it never fires again."""
@@ -337,7 +337,9 @@ def parse(text: str) -> Expression:
         "or rate(value unit)")
 
 
-def next_fire(expression: Expression, tz: ZoneInfo, after: datetime, *, start: datetime | None = None) -> datetime | None:
+def next_fire(
+    expression: Expression, tz: ZoneInfo, after: datetime, *, start: datetime | None = None
+) -> datetime | None:
     """The next fire strictly after ``after``; rates need their ``start``. ``None``: no more fires."""
     if isinstance(expression, Cron):
         return expression.next_after(after, tz)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,7 @@ def has_schema(job_type: str) -> bool:
 @lru_cache(maxsize=None)
 def schema(job_type: str) -> dict[str, Any]:
     """The payload schema of ``job_type`` (loaded and checked once per process)."""
-    loaded = json.loads(schema_path(job_type).read_text(encoding="utf-8"))
+    loaded: dict[str, Any] = json.loads(schema_path(job_type).read_text(encoding="utf-8"))
     _check_supported(loaded, f"{job_type}{SCHEMA_SUFFIX}")
     return loaded
 
@@ -86,7 +87,9 @@ def _check_supported(node: Any, where: str) -> None:
         raise SchemaError(f"{where}: a schema must be an object or a boolean, got {node!r}")
     unknown = sorted(set(node) - KEYWORDS - ANNOTATIONS)
     if unknown:
-        raise SchemaError(f"{where}: unsupported keyword(s) {', '.join(unknown)}; supported: {', '.join(sorted(KEYWORDS))}")
+        raise SchemaError(
+            f"{where}: unsupported keyword(s) {', '.join(unknown)}; supported: {', '.join(sorted(KEYWORDS))}"
+        )
     for name, sub in node.get("properties", {}).items():
         _check_supported(sub, f"{where} properties.{name}")
     for key in ("not", "items", "additionalProperties"):
@@ -143,9 +146,9 @@ def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
     if _is_type(a, "number") and _is_type(b, "number"):
-        return a == b
+        return bool(a == b)
     return type(a) is type(b) and a == b
 
 
@@ -163,7 +166,9 @@ def _validate(node: Any, value: Any, path: tuple[str, ...], found: list[str]) ->
     if "type" in node:
         names = node["type"] if isinstance(node["type"], list) else [node["type"]]
         if not any(_is_type(value, name) for name in names):
-            found.append(f"{where} must be {' or '.join(_article(n) for n in names)}, got {_article(_json_kind(value))}")
+            found.append(
+                f"{where} must be {' or '.join(_article(n) for n in names)}, got {_article(_json_kind(value))}"
+            )
             return  # the other rules would only repeat it
     if "enum" in node and not any(_equal(value, option) for option in node["enum"]):
         found.append(f"{where} must be one of {', '.join(_shown(o) for o in node['enum'])}, got {_shown(value)}")
@@ -184,7 +189,7 @@ def _validate(node: Any, value: Any, path: tuple[str, ...], found: list[str]) ->
         _validate_array(node, value, path, found)
 
 
-def _validate_string(node: dict, value: str, where: str, found: list[str]) -> None:
+def _validate_string(node: dict[str, Any], value: str, where: str, found: list[str]) -> None:
     if "minLength" in node and len(value) < node["minLength"]:
         found.append(f"{where} must be at least {node['minLength']} characters, got {len(value)}")
     if "maxLength" in node and len(value) > node["maxLength"]:
@@ -193,18 +198,19 @@ def _validate_string(node: dict, value: str, where: str, found: list[str]) -> No
         found.append(f"{where} must match {node['pattern']}, got {_shown(value)}")
 
 
-def _validate_number(node: dict, value: float, where: str, found: list[str]) -> None:
-    for keyword, fails, words in (
+def _validate_number(node: dict[str, Any], value: float, where: str, found: list[str]) -> None:
+    checks: tuple[tuple[str, Callable[[float], bool], str], ...] = (
         ("minimum", lambda bound: value < bound, ">="),
         ("maximum", lambda bound: value > bound, "<="),
         ("exclusiveMinimum", lambda bound: value <= bound, ">"),
         ("exclusiveMaximum", lambda bound: value >= bound, "<"),
-    ):
+    )
+    for keyword, fails, words in checks:
         if keyword in node and fails(node[keyword]):
             found.append(f"{where} must be {words} {node[keyword]}, got {_shown(value)}")
 
 
-def _validate_object(node: dict, value: dict, path: tuple[str, ...], found: list[str]) -> None:
+def _validate_object(node: dict[str, Any], value: dict[str, Any], path: tuple[str, ...], found: list[str]) -> None:
     properties = node.get("properties", {})
     for name in node.get("required", []):
         if name not in value:
@@ -220,7 +226,7 @@ def _validate_object(node: dict, value: dict, path: tuple[str, ...], found: list
             _validate(extra, item, (*path, str(name)), found)
 
 
-def _validate_array(node: dict, value: list, path: tuple[str, ...], found: list[str]) -> None:
+def _validate_array(node: dict[str, Any], value: Sequence[Any], path: tuple[str, ...], found: list[str]) -> None:
     where = _where(path)
     if "minItems" in node and len(value) < node["minItems"]:
         found.append(f"{where} must have at least {node['minItems']} items, got {len(value)}")

@@ -75,7 +75,9 @@ class RateLimit:
             raise ValueError(f"{where} must be an object like {{\"per_second\": 14, \"burst\": 14}}, got {raw!r}")
         unknown = sorted(set(raw) - {"per_second", "burst"})
         if unknown:
-            raise ValueError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; allowed keys: burst, per_second")
+            raise ValueError(
+                f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; allowed keys: burst, per_second"
+            )
         if "per_second" not in raw:
             raise ValueError(f"{where}: per_second is required, e.g. {{\"per_second\": 14}}")
         try:
@@ -128,7 +130,7 @@ class RateLimits:
         return {TIER_BUCKET: self.tier, **found} if self.tier is not None else found
 
     def bucket_for(self, tier_name: str, job_type: str) -> Bucket | None:
-        routes = getattr(self, "_routes")
+        routes = getattr(self, "_routes")  # noqa: B009 - set in __post_init__, not a dataclass field
         if routes is not None:
             try:
                 pattern = routes.tier_for(job_type)

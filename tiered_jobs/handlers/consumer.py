@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 
@@ -17,6 +17,9 @@ from tiered_jobs.contract.names import Env, Metrics
 from tiered_jobs.runtime.config import TierConfig
 from tiered_jobs.runtime.consumer import Consumer
 from tiered_jobs.runtime.registry import registry
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 
 
 def _import_jobs(value: str | None) -> None:
@@ -35,7 +38,7 @@ logger = Logger(service=Metrics.SERVICE)
 _consumer: Consumer | None = None
 
 
-def handler(event: dict, context: Any) -> dict:
+def handler(event: dict[str, Any], context: Any) -> PartialItemFailureResponse:
     global _consumer
     if _consumer is None:
         _consumer = Consumer(TierConfig.from_env(), registry, logger=logger)

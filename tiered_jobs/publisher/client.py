@@ -66,7 +66,9 @@ class Publisher:
         self._sleep = sleep
         self._random = random
         if not 0 <= schedule_beyond_seconds <= SQS_MAX_DELAY_SECONDS:
-            raise ValueError(f"schedule_beyond_seconds must be 0-{SQS_MAX_DELAY_SECONDS}, got {schedule_beyond_seconds}")
+            raise ValueError(
+                f"schedule_beyond_seconds must be 0-{SQS_MAX_DELAY_SECONDS}, got {schedule_beyond_seconds}"
+            )
         self.schedule_beyond_seconds = schedule_beyond_seconds
         self._scheduling = scheduling
         self._scheduler = scheduler
@@ -210,7 +212,7 @@ class Publisher:
             problems.append(not_json)
         built = None
         try:
-            built = envelope.build(job.job_type, job.payload, job.idempotency_key,  # type: ignore[arg-type]
+            built = envelope.build(job.job_type, job.payload, job.idempotency_key,
                                    tenant=job.tenant)
         except envelope.EnvelopeError as exc:
             problems.extend(exc.problems)
@@ -267,7 +269,9 @@ class Publisher:
             return seconds, None
         return 0, fire_at
 
-    def _schedule(self, one_time: scheduling.OneTimeJobs | None, item: Prepared) -> tuple[PublishResult, Exception | None]:
+    def _schedule(
+        self, one_time: scheduling.OneTimeJobs | None, item: Prepared
+    ) -> tuple[PublishResult, Exception | None]:
         """Create the job's one-time schedule (an existing one means it was scheduled before)."""
         from botocore.exceptions import BotoCoreError, ClientError
 

@@ -97,7 +97,7 @@ class ResendPolicy:
 
     def wait(self, attempt: int, unit_random: float) -> float:
         """Seconds to wait after failed attempt ``attempt`` (1-based); ``unit_random`` is in [0, 1)."""
-        return unit_random * min(self.max_seconds, self.base_seconds * 2 ** (attempt - 1))
+        return float(unit_random * min(self.max_seconds, self.base_seconds * 2 ** (attempt - 1)))
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,7 @@ def _ends_with_newline(file: Any) -> bool:
     file.seek(-1, os.SEEK_END)
     last = file.read(1)
     file.seek(0, os.SEEK_END)
-    return last == b"\n"
+    return bool(last == b"\n")
 
 
 def read_archive(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

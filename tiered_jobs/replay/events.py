@@ -39,7 +39,8 @@ _FIELD_HELP = {
     "error_type": "glob such as 'TimeoutError', 'unknown' for letters without reason (default: any)",
     "older_than_seconds": f"0-{MAX_OLDER_THAN_SECONDS} (default 0)",
     "max_per_second": "number above 0 (default: no limit)",
-    "message_ids": f"list of 1-{MAX_MESSAGE_IDS} SQS message ids: only these letters (required by 'show'; default: any)",
+    "message_ids": f"list of 1-{MAX_MESSAGE_IDS} SQS message ids: only these letters "
+    "(required by 'show'; default: any)",
     "allow_outside_idempotency_window": "true | false (default false): 'replay' also moves letters older than "
                                         "the tier's idempotency window",
 }
@@ -184,9 +185,9 @@ def tier_problems(tier: Any, tiers: Iterable[str] | None) -> list[str]:
     if not isinstance(tier, str):
         return [f"'tier' must be a string, got {_kind(tier)}"]
     if tiers is not None:
-        known = sorted(tiers)
-        if tier not in known:
-            return [f"unknown tier {tier!r} (this stage has {_one_of(known)})"]
+        names = sorted(tiers)
+        if tier not in names:
+            return [f"unknown tier {tier!r} (this stage has {_one_of(names)})"]
     elif not TIER_NAME_PATTERN.match(tier):
         return [f"'tier' must match {TIER_NAME_PATTERN.pattern}, got {tier!r}"]
     return []

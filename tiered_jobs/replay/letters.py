@@ -139,7 +139,8 @@ class Letter:
         kept = {
             name: value for name, value in self.attributes.items()
             # A replayed job gets its attempts afresh: the rate limit's carried count goes too.
-            if not name.startswith(DeadLetter.PREFIX) and name not in (Replay.COUNT, Replay.AT, Attributes.PRIOR_ATTEMPTS)
+            if not name.startswith(DeadLetter.PREFIX)
+            and name not in (Replay.COUNT, Replay.AT, Attributes.PRIOR_ATTEMPTS)
         }
         previous = self.attributes.get(Replay.COUNT, {}).get("StringValue")
         count = int(previous) + 1 if previous and previous.isdigit() else 1

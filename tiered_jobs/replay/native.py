@@ -25,7 +25,10 @@ def start_move_task(request: ReplayRequest, *, sqs: Any, queues: TierQueues) -> 
     if request.dry_run:
         return response(request, matched=depth, left_in_dlq=depth, stopped_because="dry_run")
     main = sqs.get_queue_attributes(QueueUrl=queues.queue_url, AttributeNames=["QueueArn"])
-    arguments: dict[str, Any] = {"SourceArn": dlq["Attributes"]["QueueArn"], "DestinationArn": main["Attributes"]["QueueArn"]}
+    arguments: dict[str, Any] = {
+        "SourceArn": dlq["Attributes"]["QueueArn"],
+        "DestinationArn": main["Attributes"]["QueueArn"],
+    }
     if request.max_per_second is not None:
         arguments["MaxNumberOfMessagesPerSecond"] = int(request.max_per_second)
     task = sqs.start_message_move_task(**arguments)

@@ -176,9 +176,11 @@ class _Scan:
             stopped_because = self._scan()
         finally:
             self._release_held()
+        dlq_url = self.queues.dlq_url
+        assert dlq_url is not None  # the replay's tiers always name their DLQ (tiers_from_env)
         return response(
             self.request, matched=self.matched, moved=self.moved, failed=self.failed,
-            left_in_dlq=approximate_depth(self.sqs, self.queues.dlq_url),
+            left_in_dlq=approximate_depth(self.sqs, dlq_url),
             groups=self.groups.to_list(), stopped_because=stopped_because,
             idempotency_ttl_seconds=self.queues.idempotency_ttl_seconds, outside_window=self.outside_window,
             refused_outside_window=self.refused_outside_window, discarded=self.discarded,
@@ -283,7 +285,8 @@ class _Scan:
             QueueUrl=self.queues.dlq_url, MaxNumberOfMessages=count, VisibilityTimeout=hold,
             WaitTimeSeconds=self.wait_seconds, MessageAttributeNames=["All"], MessageSystemAttributeNames=["All"],
         )
-        return answer.get("Messages", [])
+        messages: list[dict[str, Any]] = answer.get("Messages", [])
+        return messages
 
     def _move(self, letters: list[Letter]) -> None:
         """Send to the main queue in batches SQS accepts (≤ 10 entries, ≤ 1 MiB), then delete what it took."""
@@ -317,7 +320,7 @@ class _Scan:
         assert self.archive is not None  # run() refuses a discard without one
         try:
             self.archive.write([letter.to_record(self.request.tier, self.now()) for letter in letters])
-        except Exception as exc:  # noqa: BLE001 - any failure: delete nothing, stop, say why
+        except Exception as exc:  # any failure: delete nothing, stop, say why
             logger.exception("discard: could not archive %d letter(s) to %s; none of them deleted",
                              len(letters), self.archive.location)
             self.archive_error = f"{type(exc).__name__}: {exc}"
@@ -352,7 +355,7 @@ class _Scan:
                     QueueUrl=self.queues.dlq_url,
                     Entries=[{"Id": str(i), "ReceiptHandle": h, "VisibilityTimeout": 0} for i, h in enumerate(chunk)],
                 )
-            except Exception:  # noqa: BLE001 - never mask the run's own error; SQS releases them later
+            except Exception:  # never mask the run's own error; SQS releases them later
                 logger.exception("replay: could not release %d held letters; they reappear when their hold expires",
                                  len(chunk))
                 continue

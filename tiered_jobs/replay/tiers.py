@@ -15,7 +15,8 @@ _SHAPE = '{"<tier>": {"queue_url": "...", "dlq_url": "...", "idempotency_ttl_sec
 
 
 def tiers_from_env(environ: Mapping[str, str] = os.environ) -> dict[str, TierQueues]:
-    """Read ``{tier: {"queue_url", "dlq_url", "idempotency_ttl_seconds"}}``; a broken value is a deployment bug, said plainly."""
+    """Read ``{tier: {"queue_url", "dlq_url", "idempotency_ttl_seconds"}}``; a broken value is a deployment
+    bug, said plainly."""
     raw = environ.get(Env.REPLAY_TIERS)
     if not raw:
         raise RuntimeError(f"{Env.REPLAY_TIERS} is not set: the stack sets it to {_SHAPE}")

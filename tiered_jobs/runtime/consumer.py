@@ -26,17 +26,21 @@ import random
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiered_jobs.contract import envelope as envelope_rules
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter, Metrics
 
 from . import aws, ratelimit
+from .aws_errors import PERMANENT
 from .config import TierConfig
-from .errors import PERMANENT, classify, describe
+from .errors import classify, describe
 from .idempotency import IdempotentRunner
 from .metrics import BatchMetrics
 from .registry import JobContext, JobDefinition, JobRegistry
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 
 #: Job type label for records whose envelope could not be read, or whose type is not registered
 #: (keeps metric dimensions bounded whatever publishers send).
@@ -120,7 +124,7 @@ class Consumer:
 
     # -- the batch -----------------------------------------------------------------------
 
-    def handle(self, event: dict, context: Any = None) -> dict:
+    def handle(self, event: dict[str, Any], context: Any = None) -> PartialItemFailureResponse:
         from aws_lambda_powertools.utilities.batch import (
             BatchProcessor,
             EventType,
@@ -234,7 +238,8 @@ class Consumer:
         """The metric label of a job type: bounded whatever publishers send."""
         return envelope.type if envelope.type in self.registry else UNREGISTERED_JOB_TYPE
 
-    def _fail(self, record, invocation, exc, attempt, job_type, envelope, definition, started) -> None:
+    def _fail(self, record: Any, invocation: _Invocation, exc: Exception, attempt: int, job_type: str,
+              envelope: envelope_rules.Envelope | None, definition: JobDefinition | None, started: float) -> None:
         # Loaded on the first failure only: the happy path's cold start does not pay for it.
         from .deadletter import (
             DeadLetterReason,
@@ -277,7 +282,7 @@ class Consumer:
         attributes, shortened = fit_to_size(record.body, attributes)  # SQS's 1 MiB counts attributes too
         try:
             dlq_message_id = send_to_dlq(self.client("sqs"), self.config.dlq_url, record.body, attributes)
-        except Exception as send_error:  # noqa: BLE001
+        except Exception as send_error:
             invocation.metrics.record(job_type, "kept", _ms(started))
             self.logger.error(
                 "could not dead-letter the job; the message stays in the queue",
@@ -314,7 +319,8 @@ class Consumer:
     @staticmethod
     def _remaining_time(context: Any) -> Callable[[], int]:
         if context is not None and hasattr(context, "get_remaining_time_in_millis"):
-            return context.get_remaining_time_in_millis
+            remaining: Callable[[], int] = context.get_remaining_time_in_millis
+            return remaining
         deadline = time.monotonic() + NO_CONTEXT_BUDGET_MS / 1000
         return lambda: max(0, int((deadline - time.monotonic()) * 1000))
 

@@ -136,4 +136,5 @@ def fit_to_size(
 def send_to_dlq(sqs: Any, dlq_url: str, body: str, attributes: Mapping[str, dict[str, Any]]) -> str:
     """Send the copy; returns the DLQ's message id. Raises whatever SQS raises."""
     response = sqs.send_message(QueueUrl=dlq_url, MessageBody=body, MessageAttributes=dict(attributes))
-    return response["MessageId"]
+    message_id: str = response["MessageId"]
+    return message_id

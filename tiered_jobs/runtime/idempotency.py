@@ -65,13 +65,14 @@ class IdempotentRunner:
         )
         self._ran = threading.local()
 
-        @idempotent_function(
+        # Powertools' idempotent_function returns an unannotated wrapper; run_once keeps its own types.
+        @idempotent_function(  # type: ignore[untyped-decorator]
             data_keyword_argument="job",
             config=self.config,
             persistence_store=self.persistence,
             key_prefix=KEY_PREFIX,
         )
-        def run_once(job: dict, execute: Callable[[], Any]) -> Any:
+        def run_once(job: dict[str, Any], execute: Callable[[], Any]) -> Any:
             self._ran.value = True
             # Powertools serializes what this returns after the side effect: it must always encode,
             # and fit in a DynamoDB item, or the job would run again (see results.py).
@@ -84,7 +85,7 @@ class IdempotentRunner:
         if context is not None and hasattr(context, "get_remaining_time_in_millis"):
             self.config.register_lambda_context(context)
 
-    def run(self, envelope: dict, execute: Callable[[], Any]) -> Outcome:
+    def run(self, envelope: dict[str, Any], execute: Callable[[], Any]) -> Outcome:
         from aws_lambda_powertools.utilities.idempotency.exceptions import (
             IdempotencyValidationError,
         )

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,7 +124,7 @@ class TokenBucket:
         busy = guess is not None and guess >= now_us
         try:
             new_tat = self._write(n, now_us, horizon_us, busy)
-        except Exception as exc:  # noqa: BLE001 -- only a failed condition is an answer
+        except Exception as exc:  # only a failed condition is an answer
             current = _conditional_failure_item(exc)
             if current is _NOT_A_CONDITION_FAILURE:
                 raise
@@ -235,6 +235,7 @@ class Gate:
             return None
         if verdict.held:
             return verdict
+        assert verdict.start is not None  # not held: it has its start time
         wait = verdict.start - self.clock()
         if wait > 0:
             self.sleep(wait)
@@ -291,7 +292,7 @@ class RateLimiter:
             claim = bucket.claim(len(members), wait)
             gate.writes += claim.writes
             gate.reads += claim.reads
-            for record, start in zip(members, claim.starts):
+            for record, start in zip(members, claim.starts, strict=False):
                 gate.verdicts[record.message_id] = Verdict(start=start)
             now = self.clock()
             for position, record in enumerate(members[claim.granted:]):
@@ -308,12 +309,13 @@ class RateLimiter:
             )
         return gate
 
-    def _resend(self, held: list[tuple[LimitedRecord, int]]):
+    def _resend(self, held: list[tuple[LimitedRecord, int]]) -> Iterator[tuple[LimitedRecord, int, str | None]]:
         """Send each held job again with its delay (SendMessageBatch, 10 a call); yields
         ``(record, delay, error)`` with ``error`` ``None`` when SQS accepted the copy."""
         for start in range(0, len(held), SQS_MAX_BATCH_ENTRIES):
             chunk = held[start:start + SQS_MAX_BATCH_ENTRIES]
-            entries, unsendable = [], {}
+            entries: list[dict[str, Any]] = []
+            unsendable: dict[str, str] = {}
             for index, (record, delay) in enumerate(chunk):
                 attributes = resent_attributes(record.attributes, record.attempt)
                 if attributes is None:

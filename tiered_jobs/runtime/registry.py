@@ -19,7 +19,8 @@ once the job's ``time_limit_seconds`` or the invocation's time budget is spent.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import builtins
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,10 +35,10 @@ from .errors import (
     UnknownJobTypeError,
 )
 
-Handler = Callable[[dict, "JobContext"], Any]
+Handler = Callable[[dict[str, Any], "JobContext"], Any]
 #: Lambda's longest timeout: a job limit beyond it could never be reached.
 MAX_TIME_LIMIT_SECONDS = 900
-Validator = Callable[[dict], None]
+Validator = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class JobContext:
 
         Raises :class:`ResourceNotConfiguredError` (permanent) when the consumer was not given it.
         """
-        resources = self.settings.resources if self.settings is not None else {}
+        resources: Mapping[str, str] = self.settings.resources if self.settings is not None else {}
         if name in resources:
             return resources[name]
         raise ResourceNotConfiguredError(
@@ -86,7 +87,7 @@ class JobContext:
         """Milliseconds this job may still use: the invocation's remaining time less the tier's
         safety margin, and no more than what is left of the job's ``time_limit_seconds``."""
         now = self.lambda_remaining_ms()
-        left = now - self.margin_ms
+        left: float = now - self.margin_ms
         if self.time_limit_seconds is not None:
             left = min(left, self.time_limit_seconds * 1000 - (self._started_ms - now))
         return max(0, int(left))
@@ -108,7 +109,7 @@ class JobDefinition:
     handler: Handler
     validate: Validator | None = None
     #: Exceptions of the job that retrying cannot fix (in addition to PermanentError).
-    permanent: tuple[type[BaseException], ...] = ()
+    permanent: tuple[builtins.type[BaseException], ...] = ()  # builtins: the field ``type`` shadows it
     #: Run under Powertools idempotency (True for every job with a side effect).
     idempotent: bool = True
     #: ``ctx.check_time()`` raises :class:`JobTimeout` once the job has run this long.
@@ -177,7 +178,7 @@ def with_payload_schema(job_type: str, validate: Validator | None) -> Validator 
     if not payloads.has_schema(job_type):
         return validate
 
-    def check(payload: dict) -> None:
+    def check(payload: dict[str, Any]) -> None:
         problems = payloads.problems(job_type, payload)
         if problems:
             raise PayloadValidationError("; ".join(problems))

@@ -85,7 +85,7 @@ def _text(value: Any, use: Any = str) -> str:
     for convert in (use, repr):
         try:
             return str(convert(value))
-        except Exception:  # noqa: BLE001,S112 -- a broken __str__ / __repr__ falls through to the next
+        except Exception:  # noqa: BLE001 -- a broken __str__ / __repr__ falls through to the next
             continue
     return f"<{_type_name(value)}>"
 
