@@ -10,10 +10,10 @@ from typing import Any
 
 import aws_cdk as cdk
 
-from tiered_jobs.contract.names import CONTEXT_KEY
+from tiered_jobs.contract.names import CONTEXT_KEY, LOCAL_OVERRIDES_CONTEXT_KEY
 
 from .nag import add_nag_checks
-from .settings import AppSettings, SettingsError
+from .settings import AppSettings, SettingsError, with_local_overrides
 from .stack import TieredJobsStack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -40,9 +40,15 @@ def load_cdk_context(path: Path = CDK_JSON, **settings_overrides: Any) -> dict[s
 
 
 def settings_of(app: cdk.App) -> AppSettings:
-    """Validated settings from the app's context (``-c stage=...`` wins over ``tiered_jobs.stage``)."""
-    stage = app.node.try_get_context(STAGE_OVERRIDE_KEY)
-    return AppSettings.from_context(app.node.try_get_context(CONTEXT_KEY), stage=stage)
+    """Validated settings from the app's context (``-c stage=...`` wins over ``tiered_jobs.stage``).
+
+    Local mode's overrides (``LOCAL_OVERRIDES_CONTEXT_KEY``) win over both.
+    """
+    overrides = app.node.try_get_context(LOCAL_OVERRIDES_CONTEXT_KEY)
+    raw = with_local_overrides(app.node.try_get_context(CONTEXT_KEY), overrides)
+    overridden = "stage" in ((overrides or {}).get("settings") or {})
+    stage = None if overridden else app.node.try_get_context(STAGE_OVERRIDE_KEY)
+    return AppSettings.from_context(raw, stage=stage)
 
 
 def target_env(app: cdk.App, environ: Mapping[str, str]) -> cdk.Environment | None:

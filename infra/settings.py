@@ -24,6 +24,7 @@ from tiered_jobs.contract import cron
 from tiered_jobs.contract.names import (
     CONTEXT_KEY,
     DEFAULT_TIERS,
+    LOCAL_OVERRIDES_CONTEXT_KEY,
     RESOURCE_NAME_MAX_CHARS,
     RESOURCE_NAME_PATTERN,
     SQS_MAX_VISIBILITY_SECONDS,
@@ -469,6 +470,29 @@ def _check_guardrails(tier: TierSettings, where: str) -> None:
             f"run a finished job again; set idempotency_ttl_seconds to at least {tier.replay_window_seconds}, "
             f"remove it to use that default, or set allow_short_idempotency_window: true to accept that risk"
         )
+
+
+def with_local_overrides(raw: Mapping[str, Any] | None, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The raw settings with local mode's overrides (context ``LOCAL_OVERRIDES_CONTEXT_KEY``) applied.
+
+    ``overrides["settings"]`` replace top-level keys (``stage``, ``disposable``, ``runtime``...);
+    ``overrides["tier_settings"]`` are merged into every tier (the default tiers when none are
+    named), each tier keeping its other values. The result is validated like any other settings.
+    """
+    merged = dict(raw or {})
+    if not overrides:
+        return merged
+    where = f"context {LOCAL_OVERRIDES_CONTEXT_KEY!r}"
+    if not isinstance(overrides, Mapping):
+        raise SettingsError(f"{where} must be an object, got {type(overrides).__name__}")
+    _reject_unknown(overrides, ("settings", "tier_settings"), where)
+    merged.update(overrides.get("settings") or {})
+    tier_settings = overrides.get("tier_settings") or {}
+    if tier_settings:
+        tiers = merged.get("tiers") or {name: {} for name in DEFAULT_TIERS}
+        if isinstance(tiers, Mapping):
+            merged["tiers"] = {name: {**(values or {}), **tier_settings} for name, values in tiers.items()}
+    return merged
 
 
 def _reject_unknown(raw: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:

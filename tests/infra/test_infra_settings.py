@@ -238,3 +238,21 @@ def test_a_shorter_idempotency_window_passes_only_with_the_explicit_opt_out():
 def test_the_failure_rate_needs_a_minimum_volume():
     assert _tier().failure_rate_min_jobs == 20
     assert _tier(failure_rate_min_jobs=100).failure_rate_min_jobs == 100
+
+
+def test_local_overrides_replace_app_settings_and_merge_into_every_tier_then_validate():
+    from infra.settings import with_local_overrides
+
+    raw = {"stage": "prod", "tiers": {"critical": {"memory_mb": 1024}, "bulk": {}}, "routes": {"*": "bulk"}}
+    merged = with_local_overrides(raw, {"settings": {"stage": "local", "disposable": True},
+                                        "tier_settings": {"timeout_seconds": 5}})
+    settings = AppSettings.from_context(merged)
+    assert (settings.stage, settings.disposable) == ("local", True)
+    assert settings.tier("critical").memory_mb == 1024  # the tier keeps its own values
+    assert {tier.name: tier.timeout_seconds for tier in settings.tiers} == {"critical": 5, "bulk": 5}
+    assert raw["stage"] == "prod"  # the app's own settings are not changed
+    # No tiers named: the default tiers get the overrides.
+    defaults = AppSettings.from_context(with_local_overrides(None, {"tier_settings": {"timeout_seconds": 5}}))
+    assert {tier.timeout_seconds for tier in defaults.tiers} == {5} and len(defaults.tiers) == 3
+    with pytest.raises(SettingsError, match=r"'tiered_jobs:local'.*unknown key\(s\) 'tiers'"):
+        with_local_overrides(raw, {"tiers": {}})

@@ -25,6 +25,10 @@ RESOURCE_NAME_MAX_CHARS = 40
 
 #: The key in ``cdk.json`` context that holds all settings of the application.
 CONTEXT_KEY = "tiered_jobs"
+#: The context key local mode sets to run any app's stage on the embedded AWS:
+#: ``{"settings": {...}, "tier_settings": {...}}``, applied over the app's own settings (from
+#: ``cdk.json`` or code) by the settings model before validation (``with_local_overrides``).
+LOCAL_OVERRIDES_CONTEXT_KEY = "tiered_jobs:local"
 PROJECT = "tiered-jobs"
 
 #: Largest message SQS accepts (bytes of body plus attributes).
