@@ -23,7 +23,8 @@ from emulator.esm import FunctionConfig, MappingConfig
 from emulator.logs import function_log_groups
 from emulator.server import ACCOUNT_ID, Endpoint
 from emulator.template import Resolver
-from tiered_jobs.contract.names import Alarms, Outputs, Ssm, stack_name
+from tiered_jobs.contract.names import TEMPLATE_METADATA_KEY, Alarms, Outputs, Ssm, stack_name
+from tiered_jobs.packaging import JobsSource
 
 #: The repository checkout the stack is synthesized from (``infra/``, ``cdk.json``, ``functions/``).
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -76,6 +77,12 @@ class Assembly:
         template = json.loads((directory / f"{name}.template.json").read_text(encoding="utf-8"))
         assets = json.loads((directory / f"{name}.assets.json").read_text(encoding="utf-8"))
         return cls(directory, stage, template, assets)
+
+    def jobs_source(self, app_directory: Path = REPO_ROOT) -> JobsSource:
+        """Where the functions' code comes from: the job folder the template's metadata names
+        (relative to the app's folder), with the runtime parts of the installed ``tiered_jobs``."""
+        jobs = self.template["Metadata"][TEMPLATE_METADATA_KEY]["jobs"]
+        return JobsSource(app_directory / jobs["path"], module=jobs["module"])
 
     def asset_directory(self, object_key: str) -> Path:
         """The local directory of the file asset uploaded as ``object_key``."""

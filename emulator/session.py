@@ -30,7 +30,6 @@ from typing import Any
 from emulator import lambda_invoke, moto_patches
 from emulator.alarms import AlarmEvaluator
 from emulator.deploy import (
-    REPO_ROOT,
     LocalDeployment,
     deploy,
     read_function,
@@ -49,6 +48,7 @@ from emulator.sqs_metrics import (
 )
 from emulator.sqs_metrics import SqsMetricsPublisher
 from tiered_jobs.contract.names import Alarms, Schedules
+from tiered_jobs.packaging import JobsSource
 
 #: Log lines kept per function for the live view and ``up``.
 LOG_LINES_KEPT = 200
@@ -75,7 +75,7 @@ class LocalSession:
 
     def __init__(self, *, port: int = 0, tier_settings: Mapping[str, Any] | None = None,
                  alarm_interval_seconds: float = 2.0, log_sink: Callable[[str, str], None] | None = None,
-                 code_source: Path | None = None, reload_interval_seconds: float | None = None,
+                 code_source: JobsSource | None = None, reload_interval_seconds: float | None = None,
                  on_reload: Callable[[CodeVersion], None] | None = None,
                  sqs_metrics_interval_seconds: float = SQS_METRICS_INTERVAL_SECONDS,
                  settings: Mapping[str, Any] | None = None):
@@ -86,7 +86,7 @@ class LocalSession:
         self._settings = settings
         self._alarm_interval = alarm_interval_seconds
         self._extra_log_sink = log_sink
-        self._code_source = Path(code_source or REPO_ROOT)
+        self._code_source = code_source
         self._reload_interval = reload_interval_seconds
         self._on_reload = on_reload
         self._sqs_metrics_interval = sqs_metrics_interval_seconds
@@ -140,6 +140,8 @@ class LocalSession:
         try:
             self._workdir = Path(tempfile.mkdtemp(prefix="tiered-jobs-local-"))
             assembly = synthesize(self._workdir / "cdk.out", self._tier_settings, self._settings)
+            if self._code_source is None:
+                self._code_source = assembly.jobs_source()
             self.endpoint = endpoint = self._server.start()
             self.deployment = deploy(self.endpoint, assembly, self.clients)
             self.functions = {tier.consumer.name: tier.consumer for tier in self.deployment.tiers.values()}
@@ -170,6 +172,7 @@ class LocalSession:
             )
             self.sqs_metrics.start()
             if self._reload_interval is not None:
+                assert self._code_source is not None
                 self.watcher = CodeWatcher(self._code_source, self.reload_code, interval_seconds=self._reload_interval)
                 self.watcher.start()
             group = self.deployment.outputs.get(Schedules.OUTPUT_GROUP_NAME)
@@ -225,6 +228,7 @@ class LocalSession:
         assert self.runtime is not None and self._workdir is not None
         with self._deploy_lock:
             number = len(self.code_versions) + 2  # version 1 is the deployed asset
+            assert self._code_source is not None
             root = copy_asset(self._code_source, self._workdir / "code" / f"v{number}")
             archive = zip_directory(root)
             lambda_client = self.clients("lambda")

@@ -11,6 +11,7 @@ from typing import Any
 import aws_cdk as cdk
 
 from tiered_jobs.contract.names import CONTEXT_KEY, LOCAL_OVERRIDES_CONTEXT_KEY
+from tiered_jobs.packaging import JobsSource
 
 from .nag import add_nag_checks
 from .settings import AppSettings, SettingsError, with_local_overrides
@@ -18,6 +19,8 @@ from .stack import TieredJobsStack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CDK_JSON = REPO_ROOT / "cdk.json"
+#: This app's jobs: ``functions/jobs``, imported by the consumers as ``functions.jobs``.
+JOBS = JobsSource(REPO_ROOT / "functions" / "jobs", module="functions.jobs")
 #: Top-level context key that overrides ``tiered_jobs.stage`` (``npx cdk deploy -c stage=prod``).
 STAGE_OVERRIDE_KEY = "stage"
 #: Top-level context keys that pin the target (``-c account=123456789012 -c region=eu-west-1``).
@@ -75,7 +78,7 @@ def build_app(
     ``environ`` is where the CLI's ``CDK_DEFAULT_*`` variables are read (see :func:`target_env`).
     """
     app = cdk.App(context=dict(context) if context is not None else None, outdir=outdir)
-    TieredJobsStack(app, settings=settings_of(app), env=target_env(app, environ or {}))
+    TieredJobsStack(app, settings=settings_of(app), jobs=JOBS, env=target_env(app, environ or {}))
     add_nag_checks(app)
     return app
 

@@ -1,7 +1,8 @@
 """What every function of the stack shares: code asset, Powertools layer, runtime, logs and a scoped role.
 
 Consumers and the replay function are built by ``LambdaPlatform.function`` so they cannot drift
-apart: same asset (only ``LAMBDA_ASSET_PATHS``), same layer, X-Ray on, JSON logs into an explicit
+apart: same asset (the app's job folder plus the runtime parts of ``tiered_jobs``, staged by
+``tiered_jobs.packaging.JobsSource`` without Docker), same layer, X-Ray on, JSON logs into an explicit
 log group with retention (no ``log_retention`` prop: that would add a custom-resource Lambda), and
 a role that may write to that log group only instead of the AWS-managed basic execution policy.
 """
@@ -13,41 +14,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stage
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from tiered_jobs.contract.names import LAMBDA_ASSET_PATHS
+from tiered_jobs.packaging import JobsSource
 
 from .nag import acknowledge
 from .settings import RUNTIMES, AppSettings
 
-#: The repository root: the Lambda asset is built from it, filtered down to ``LAMBDA_ASSET_PATHS``.
-REPO_ROOT = Path(__file__).resolve().parent.parent
-
+#: Where in the cloud assembly the code asset is staged before CDK hashes and copies it.
+STAGING_DIR = ".tiered-jobs-code"
 
 def powertools_layer_parameter(architecture: str, runtime: str, version: str) -> str:
     """The AWS-managed public SSM parameter holding the Powertools layer ARN of the deploy region."""
     return f"/aws/service/powertools/python/{architecture}/{runtime}/{version}"
 
 
-def asset_excludes(paths: tuple[str, ...] = LAMBDA_ASSET_PATHS, root: Path = REPO_ROOT) -> list[str]:
-    """Glob excludes that keep only ``paths`` of the repository (plus the folders leading to them).
-
-    Everything is excluded first; each path (and each parent folder, which a glob exclude would
-    otherwise hide) is re-included; bytecode caches are dropped again at the end.
-    """
-    patterns = ["*", ".*"]
-    for path in paths:
-        parts = path.split("/")
-        patterns += ["!" + "/".join(parts[:depth]) for depth in range(1, len(parts) + 1)]
-        if (root / path).is_dir():
-            patterns.append(f"!{path}/**")
-    patterns += ["**/__pycache__", "**/*.pyc"]
-    return list(dict.fromkeys(patterns))
+def stage_code(scope: Construct, jobs: JobsSource) -> lambda_.Code:
+    """The functions' code asset: ``jobs`` staged into the cloud assembly's folder (same bytes, same hash)."""
+    stage = Stage.of(scope)
+    if stage is None:
+        raise ValueError("the functions' code is staged into the cloud assembly: build the construct inside an App")
+    staging = Path(stage.outdir) / STAGING_DIR / scope.node.addr
+    return lambda_.Code.from_asset(str(jobs.stage(staging)))
 
 
 @dataclass(frozen=True)
@@ -67,10 +60,11 @@ class FunctionProps:
 class LambdaPlatform(Construct):
     """Builds functions on the shared asset and the AWS-managed Powertools layer (one per stack)."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, settings: AppSettings) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, settings: AppSettings, jobs: JobsSource) -> None:
         super().__init__(scope, construct_id)
         self._settings = settings
-        self.code = lambda_.Code.from_asset(str(REPO_ROOT), exclude=asset_excludes())
+        self.jobs = jobs
+        self.code = stage_code(self, jobs)
         self.runtime = getattr(lambda_.Runtime, settings.runtime.upper().replace("PYTHON", "PYTHON_").replace(".", "_"))
         self.architecture = (
             lambda_.Architecture.ARM_64 if settings.architecture == "arm64" else lambda_.Architecture.X86_64

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from pathlib import Path
 
 from aws_cdk import CfnOutput, Environment, Stack, Tags
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -12,11 +14,13 @@ from constructs import Construct
 from tiered_jobs.contract.names import (
     RETAINED_RESOURCE_TYPES,
     STAGE_TAG,
+    TEMPLATE_METADATA_KEY,
     Outputs,
     Ssm,
     stack_name,
 )
 from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE
+from tiered_jobs.packaging import JobsSource
 
 from .dashboard import Dashboard
 from .function import LambdaPlatform
@@ -34,8 +38,17 @@ from .shared import (
 from .tier import Tier, TierProps
 
 
+def jobs_metadata(stage: str, jobs: JobsSource) -> dict[str, object]:
+    """``TEMPLATE_METADATA_KEY``'s value: the stage and the job folder (relative to the app's folder if inside it)."""
+    folder = jobs.directory
+    with contextlib.suppress(ValueError):
+        folder = folder.relative_to(Path.cwd())
+    return {"stage": stage, "jobs": {"path": folder.as_posix(), "module": jobs.module}}
+
+
 class TieredJobsStack(Stack):
-    def __init__(self, scope: Construct, *, settings: AppSettings, env: Environment | None = None) -> None:
+    def __init__(self, scope: Construct, *, settings: AppSettings, jobs: JobsSource,
+                 env: Environment | None = None) -> None:
         stage = settings.stage
         super().__init__(
             scope,
@@ -47,7 +60,9 @@ class TieredJobsStack(Stack):
         self.settings = settings
         # What a deletion leaves behind stays findable by stage (`tiered-jobs teardown`).
         Tags.of(self).add(STAGE_TAG, stage, include_resource_types=list(RETAINED_RESOURCE_TYPES))
-        platform = LambdaPlatform(self, "Platform", settings=settings)
+        # Local mode finds the stacks that hold Tiered Jobs in any app's assembly by this.
+        self.template_options.metadata = {TEMPLATE_METADATA_KEY: jobs_metadata(stage, jobs)}
+        platform = LambdaPlatform(self, "Platform", settings=settings, jobs=jobs)
         self.idempotency = DataTable(
             self, "Idempotency", settings=settings,
             partition_key=IDEMPOTENCY_PARTITION_KEY, ttl_attribute=IDEMPOTENCY_TTL_ATTRIBUTE,

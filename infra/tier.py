@@ -20,7 +20,6 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from tiered_jobs.contract.names import (
-    JOB_MODULES,
     SQS_MAX_MESSAGE_BYTES,
     Env,
     Handlers,
@@ -113,7 +112,7 @@ class Tier(Construct):
             Env.IDEMPOTENCY_TABLE: props.idempotency_table.table_name,
             Env.IDEMPOTENCY_TTL_SECONDS: str(tier.idempotency_ttl_seconds),
             Env.TIME_BUDGET_MARGIN_MS: str(tier.time_budget_margin),
-            Env.JOB_MODULES: ",".join(JOB_MODULES),
+            Env.JOB_MODULES: props.platform.jobs.module,
             Env.POWERTOOLS_SERVICE_NAME: Metrics.SERVICE,
             Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,
             Env.POWERTOOLS_LOG_LEVEL: "INFO",

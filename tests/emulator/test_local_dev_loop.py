@@ -22,7 +22,8 @@ from emulator.deploy import LOCAL_STAGE, REPO_ROOT
 from emulator.session import LocalSession
 from tests.emulator.local_support import balance, depth, wait_until
 from tiered_jobs.contract.envelope import build
-from tiered_jobs.contract.names import LAMBDA_ASSET_PATHS, queue_name
+from tiered_jobs.contract.names import queue_name
+from tiered_jobs.packaging import PACKAGE_DIR, RUNTIME_PARTS, JobsSource
 from tiered_jobs.publisher import Publisher
 
 pytestmark = pytest.mark.e2e
@@ -44,15 +45,16 @@ class Captured(logging.Handler):
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
-    """A copy of the functions' asset, the checkout the session watches (the tests edit it)."""
+    """A copy of the job folder and the runtime, the checkout the session watches (the tests edit it)."""
     root = tmp_path_factory.mktemp("checkout")
-    for relative in LAMBDA_ASSET_PATHS:
-        path = REPO_ROOT / relative
+    shutil.copytree(REPO_ROOT / "functions", root / "functions", ignore=shutil.ignore_patterns("__pycache__"))
+    for part in RUNTIME_PARTS:
+        path = PACKAGE_DIR / part
         if path.is_dir():
-            shutil.copytree(path, root / relative, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(path, root / "tiered_jobs" / part, ignore=shutil.ignore_patterns("__pycache__"))
         else:
-            (root / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, root / relative)
+            (root / "tiered_jobs").mkdir(exist_ok=True)
+            shutil.copy2(path, root / "tiered_jobs" / part)
     return root
 
 
@@ -84,7 +86,8 @@ def session(source, captured):
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(moto_patches, "create_held_back", publish_early)
-        local = LocalSession(alarm_interval_seconds=0.5, code_source=source, reload_interval_seconds=0.5,
+        code = JobsSource(source / "functions" / "jobs", module="functions.jobs", runtime_dir=source / "tiered_jobs")
+        local = LocalSession(alarm_interval_seconds=0.5, code_source=code, reload_interval_seconds=0.5,
                              sqs_metrics_interval_seconds=1.0,
                              log_sink=lambda function, line: function_lines.append(line))
         local.start()

@@ -11,6 +11,7 @@ import pytest
 from emulator.cli import command_prefix
 from emulator.logs import LogFilter, LogShipper, function_log_groups, read_events
 from emulator.reload import changed_files, copy_asset, snapshot
+from tiered_jobs.packaging import JobsSource
 
 
 def test_log_groups_follow_the_functions_logging_config_else_lambdas_default():
@@ -52,25 +53,29 @@ def test_log_filter_hides_emf_documents_unless_asked_and_greps_with_a_regular_ex
 
 def test_snapshots_see_edits_additions_and_removals_and_copies_leave_bytecode_out(tmp_path):
     (tmp_path / "functions" / "jobs" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "functions" / "jobs" / "__init__.py").write_text("")
     (tmp_path / "functions" / "jobs" / "a.py").write_text("A = 1\n")
     (tmp_path / "functions" / "jobs" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
     (tmp_path / "tiered_jobs" / "contract").mkdir(parents=True)
     (tmp_path / "tiered_jobs" / "__init__.py").write_text("")
     (tmp_path / "tiered_jobs" / "contract" / "names.py").write_text("X = 1\n")
     (tmp_path / "tiered_jobs" / "cli.py").write_text("not in the asset\n")
-    before = snapshot(tmp_path)
-    assert set(before) == {"functions/jobs/a.py", "tiered_jobs/__init__.py", "tiered_jobs/contract/names.py"}
+    source = JobsSource(tmp_path / "functions" / "jobs", module="functions.jobs", runtime_dir=tmp_path / "tiered_jobs")
+    before = snapshot(source)
+    assert set(before) == {"functions/jobs/__init__.py", "functions/jobs/a.py", "tiered_jobs/__init__.py",
+                           "tiered_jobs/contract/names.py"}
 
     (tmp_path / "functions" / "jobs" / "a.py").write_text("A = 2  # longer\n")
     (tmp_path / "functions" / "jobs" / "b.py").write_text("B = 1\n")
     (tmp_path / "tiered_jobs" / "contract" / "names.py").unlink()
     (tmp_path / "tiered_jobs" / "cli.py").write_text("changed, but not in the asset\n")
-    assert changed_files(before, snapshot(tmp_path)) == [
+    assert changed_files(before, snapshot(source)) == [
         "functions/jobs/a.py", "functions/jobs/b.py", "tiered_jobs/contract/names.py"]
 
-    copy = copy_asset(tmp_path, tmp_path / "copy")
+    copy = copy_asset(source, tmp_path / "copy")
     assert sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*") if p.is_file()) == [
-        "functions/jobs/a.py", "functions/jobs/b.py", "tiered_jobs/__init__.py"]
+        "functions/__init__.py", "functions/jobs/__init__.py", "functions/jobs/a.py", "functions/jobs/b.py",
+        "tiered_jobs/__init__.py"]
 
 
 def test_hints_name_the_command_where_make_setup_puts_it(tmp_path, monkeypatch):

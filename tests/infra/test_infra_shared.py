@@ -12,7 +12,6 @@ from aws_cdk.assertions import Match
 
 from infra.app import build_app, load_cdk_context
 from infra.dashboard import dashboard_name
-from infra.function import REPO_ROOT, asset_excludes
 from infra.replay import (
     CONSOLE_EVENTS_REGISTRY,
     MESSAGE_MOVE_ACTIONS,
@@ -29,7 +28,7 @@ from tests.infra.infra_support import (
 )
 from tiered_jobs.contract.names import (
     DEFAULT_TIERS,
-    LAMBDA_ASSET_PATHS,
+    TEMPLATE_METADATA_KEY,
     Alarms,
     Env,
     Handlers,
@@ -40,6 +39,7 @@ from tiered_jobs.contract.names import (
     queue_name,
 )
 from tiered_jobs.contract.replay_events import console_events
+from tiered_jobs.packaging import RUNTIME_PARTS
 
 SETTINGS = AppSettings.from_context(None)
 
@@ -355,30 +355,34 @@ def test_cdk_nag_checks_are_live(tmp_path):
     assert {"AwsSolutions-SQS2", "AwsSolutions-SQS3", "AwsSolutions-SQS4"} <= rules
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
 def _files(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
 
 
-def test_lambda_asset_ships_exactly_the_asset_paths(default_synth):
+def test_lambda_asset_ships_the_job_folder_and_the_runtime_parts_only(default_synth):
     (asset,) = default_synth.asset_dirs()
     shipped = _files(asset)
-    expected = set()
-    for path in LAMBDA_ASSET_PATHS:
-        source = REPO_ROOT / path
-        expected |= {path} if source.is_file() else {f"{path}/{f}" for f in _files(source)}
+    expected = {f"functions/jobs/{f}" for f in _files(ROOT / "functions" / "jobs")}
+    expected |= {"functions/__init__.py"}  # the parent package of ``functions.jobs``, created empty
+    for part in RUNTIME_PARTS:
+        source = ROOT / "tiered_jobs" / part
+        expected |= {f"tiered_jobs/{part}"} if source.is_file() else {f"tiered_jobs/{part}/{f}" for f in _files(source)}
     expected = {f for f in expected if "__pycache__" not in f and not f.endswith(".pyc")}
     assert shipped == expected
-    assert "functions/__init__.py" in shipped and "tiered_jobs/contract/names.py" in shipped
-    assert not any(f.startswith(("emulator", "infra", "tests", ".venv", "node_modules")) for f in shipped)
+    assert (asset / "functions" / "__init__.py").read_text() == ""
+    assert "tiered_jobs/contract/schemas/payments.update_balance.schema.json" in shipped
+    assert not any(f.startswith(("emulator", "infra", "tests", "tiered_jobs/cli", "tiered_jobs/publisher",
+                                 "tiered_jobs/console")) for f in shipped)
     for function in default_synth.resources("AWS::Lambda::Function").values():
         assert function["Properties"]["Code"]["S3Key"] == asset.name.removeprefix("asset.") + ".zip"
-
-
-def test_asset_excludes_are_derived_from_the_asset_paths():
-    assert asset_excludes(("functions", "tiered_jobs/__init__.py", "tiered_jobs/contract")) == [
-        "*", ".*", "!functions", "!functions/**", "!tiered_jobs", "!tiered_jobs/__init__.py",
-        "!tiered_jobs/contract", "!tiered_jobs/contract/**", "**/__pycache__", "**/*.pyc",
-    ]
+    consumers = [f for f in default_synth.resources("AWS::Lambda::Function").values()
+                 if Env.JOB_MODULES in f["Properties"]["Environment"]["Variables"]]
+    assert {f["Properties"]["Environment"]["Variables"][Env.JOB_MODULES] for f in consumers} == {"functions.jobs"}
+    assert default_synth.raw["Metadata"][TEMPLATE_METADATA_KEY]["jobs"] == {
+        "path": "functions/jobs", "module": "functions.jobs"}
 
 
 def _widgets(synth) -> list[dict]:

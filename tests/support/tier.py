@@ -138,10 +138,11 @@ def create_rate_limit_table(dynamodb: Any, name: str) -> str:
 
 
 def env_for(tier: Tier, stage: str = "bench") -> dict[str, str]:
-    from tiered_jobs.contract.names import JOB_MODULES, Env, Metrics
+    import functions.jobs
+    from tiered_jobs.contract.names import Env, Metrics
 
     return {
-        Env.JOB_MODULES: ",".join(JOB_MODULES), Env.STAGE: stage, Env.TIER: "critical", Env.QUEUE_URL: tier.queue_url,
+        Env.JOB_MODULES: functions.jobs.__name__, Env.STAGE: stage, Env.TIER: "critical", Env.QUEUE_URL: tier.queue_url,
         Env.DLQ_URL: tier.dlq_url, Env.IDEMPOTENCY_TABLE: tier.idempotency_table,
         **{Env.resource_var(name): value for name, value in tier.resources.items()},
         Env.POWERTOOLS_SERVICE_NAME: Metrics.SERVICE, Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,

@@ -136,15 +136,10 @@ class Handlers:
     REPLAY = "tiered_jobs.handlers.replay.handler"
 
 
-#: The modules holding this app's jobs (the value of ``Env.JOB_MODULES`` the stack sets on consumers).
-JOB_MODULES: tuple[str, ...] = ("functions.jobs",)
-
-#: Paths (relative to the repository root) that make up the Lambda asset: the app's jobs and the parts
-#: of the library a function runs (contract, runtime, replay domain, handlers). Nothing else ships.
-LAMBDA_ASSET_PATHS: tuple[str, ...] = (
-    "functions", "tiered_jobs/__init__.py", "tiered_jobs/contract", "tiered_jobs/runtime", "tiered_jobs/replay",
-    "tiered_jobs/handlers",
-)
+#: Top-level template metadata of a stack that holds Tiered Jobs; local mode finds such stacks in any
+#: app's cloud assembly by it: ``{"stage": ..., "jobs": {"path": <job folder, relative to the app's
+#: folder>, "module": <its import name>}}`` (``tiered_jobs.packaging.JobsSource`` rebuilds the code).
+TEMPLATE_METADATA_KEY = "TieredJobs"
 
 
 class DeadLetter:
