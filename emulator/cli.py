@@ -20,6 +20,7 @@ from rich.markup import escape
 
 from emulator.server import ENDPOINT_ENV
 from tiered_jobs.contract.names import Env, function_name, stack_name
+from tiered_jobs.packaging import PACKAGE_DIR, JobsSource
 
 if TYPE_CHECKING:
     from emulator.session import CodeVersion, LocalSession
@@ -70,8 +71,15 @@ def up(
     reload: bool = typer.Option(True, help="Deploy a new code version when files under the functions' asset change."),
     console_port: int = typer.Option(0, "--console-port", help="Port of the web console on 127.0.0.1 (0: a free one)."),
     web_console: bool = typer.Option(True, "--console/--no-console", help="Serve the web console too."),
+    app_command: Optional[str] = typer.Option(
+        None, "--app", help="Your CDK app's command, as for `cdk synth --app` (default: cdk.json's \"app\")."),
+    app_dir: Path = typer.Option(
+        Path("."), "--app-dir", help="Your CDK app's folder: its command runs there, cdk.json is there."),
+    stack: Optional[str] = typer.Option(None, "--stack", help="The app's stack that uses TieredJobs, if several do."),
 ) -> None:
-    """Deploy the stack and keep it and its consumers running until Ctrl-C; publish from anywhere."""
+    """Deploy the app's stack that uses TieredJobs (this folder's, or --app-dir's) and keep it and its
+    consumers running until Ctrl-C; publish from anywhere."""
+    from emulator.cdk_app import CdkApp, CdkAppError
     from emulator.logs import LogFilter
     from emulator.session import LocalSession
     from emulator.view import rows, safe_table
@@ -84,6 +92,10 @@ def up(
         wanted = LogFilter(grep)
     except Exception as exc:  # noqa: BLE001 - a bad --grep is a mistake in the command
         raise typer.BadParameter(f"--grep: {exc}") from None
+    try:
+        cdk_app = CdkApp.load(app_dir, app_command)
+    except CdkAppError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--app / --app-dir") from None
     names: dict[str, str] = {}  # function name -> what its lines are prefixed with
 
     def on_line(function_name: str, line: str) -> None:
@@ -95,29 +107,37 @@ def up(
         printed.put(f"[bold]code version {version.number}[/bold] ({version.code_sha256[:12]}…): "
                     f"{', '.join(version.changed) or 'reloaded'}; new execution environments from the next batch")
 
-    console.print("Deploying the real stack into an embedded AWS (moto) on 127.0.0.1 ...")
-    with LocalSession(port=port, log_sink=on_line, reload_interval_seconds=1.0 if reload else None,
-                      on_reload=on_reload) as session:
+    console.print(f"Synthesizing `{cdk_app.command}` in {cdk_app.directory} and deploying it into an embedded AWS "
+                  "(moto) on 127.0.0.1 ...", soft_wrap=True)
+    session = LocalSession(port=port, log_sink=on_line, reload_interval_seconds=1.0 if reload else None,
+                           on_reload=on_reload, app=cdk_app, stack=stack)
+    try:
+        session.start()
+    except CdkAppError as exc:
+        console.print(f"[bold red]error[/bold red]: {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(1) from None
+    try:
         deployment, endpoint = session.deployment, session.endpoint
         assert deployment is not None and endpoint is not None, "the session is started"
         names.update({t.consumer.name: t.name for t in deployment.tiers.values() if not tier or t.name in tier})
         if not tier:
             names[deployment.replay.name] = "replay"
-        cli = f"{command_prefix()} --stage {deployment.stage}"
+        # this repository's stack is named after its stage; another app's is named as its app names it
+        name = deployment.stack_name
+        named = f" --stack-name {name}" if name != stack_name(deployment.stage) else ""
+        cli = f"{command_prefix()} --stage {deployment.stage}{named}"
         console.print(f"[bold]ready[/bold]: {deployment.stack_name} at {endpoint.url}")
         console.print("In another terminal:")
         for line in endpoint.export_lines():
             console.print(f"  {line}", soft_wrap=True)
         console.print(f"  export {Env.STAGE}={deployment.stage}")
-        console.print(f"  {cli} publish payments.update_balance "
-                      "--key pay_1 --payload '{\"account_id\": \"acc_1\", \"amount\": 500}'", soft_wrap=True)
+        console.print(f"  {cli} publish {_example_publish(session)}", soft_wrap=True)
         console.print(f"  {cli} status", soft_wrap=True)
-        console.print(f"  {emulator_prefix()} logs --tier critical --follow", soft_wrap=True)
+        console.print(f"  {emulator_prefix()} logs{named} --tier {next(iter(deployment.tiers))} --follow",
+                      soft_wrap=True)
         console.print(f"  aws sqs list-queues    # the queues: {', '.join(deployment.tiers)} (+ DLQs)", soft_wrap=True)
-        if reload:
-            console.print(
-                "Edit functions/ (or tiered_jobs/contract/): the next batches run the new code.", soft_wrap=True
-            )
+        if reload and session.code_source is not None:
+            console.print(f"Edit {_watched(session.code_source)}: the next batches run the new code.", soft_wrap=True)
         web = _start_console(session, console_port, console) if web_console else None
         console.print("Press Ctrl-C to stop (everything is in memory and goes away).", soft_wrap=True)
 
@@ -151,12 +171,38 @@ def up(
         console.print("stopping ...")
         if web is not None:
             web.stop()
+    finally:
+        session.stop()
     console.print("stopped.")
+
+
+def _example_publish(session: LocalSession) -> str:
+    """``publish``'s arguments for the hint: this repository's example payment, else a template."""
+    from emulator.deploy import REPO_ROOT
+
+    if session.deployment is not None and session.deployment.assembly.app_directory == REPO_ROOT:
+        return "payments.update_balance --key pay_1 --payload '{\"account_id\": \"acc_1\", \"amount\": 500}'"
+    return "<job type> --key <idempotency key> --payload '<JSON object>'"
+
+
+def _watched(source: JobsSource) -> str:
+    """What a reload follows, as paths relative to here: the job folder, and the runtime parts when
+    they are the installed package's (the asset's own copy never changes)."""
+    cwd = Path.cwd()
+
+    def shown(path: Path) -> str:
+        return (os.path.relpath(path, cwd) if path.is_relative_to(cwd) else str(path)) + "/"
+
+    if source.runtime_dir != PACKAGE_DIR:
+        return shown(source.directory)
+    return f"{shown(source.directory)} (or {shown(source.runtime_dir / 'contract')})"
 
 
 @app.command("logs")
 def logs_command(
     stage: str = typer.Option("local", "--stage", envvar=Env.STAGE, help="Stage of the running local stack."),
+    stack: Optional[str] = typer.Option(
+        None, "--stack-name", help="CloudFormation stack name (`up` prints it).  [default: TieredJobs-<stage>]"),
     endpoint_url: Optional[str] = typer.Option(
         None, "--endpoint-url", envvar=ENDPOINT_ENV, help="The embedded AWS (`up` prints it)."),
     tier: Optional[list[str]] = typer.Option(None, "--tier", help=_TIER_HELP),
@@ -179,7 +225,7 @@ def logs_command(
         raise typer.BadParameter(f"no endpoint: set {ENDPOINT_ENV} as `up` prints, or pass --endpoint-url")
     session = boto3.session.Session()
     clients = {service: session.client(service, endpoint_url=endpoint_url) for service in ("cloudformation", "logs")}
-    groups = function_groups(clients["cloudformation"], stage, tier or [])
+    groups = function_groups(clients["cloudformation"], stage, tier or [], stack)
     console = Console(highlight=False)
     since_ms = int((time.time() - since) * 1000)
     events = (follow_events(clients["logs"], groups, since_ms, stop=lambda: False) if follow
@@ -194,12 +240,13 @@ def logs_command(
         pass
 
 
-def function_groups(cloudformation: Any, stage: str, tiers: list[str]) -> dict[str, str]:
+def function_groups(cloudformation: Any, stage: str, tiers: list[str], stack: str | None = None) -> dict[str, str]:
     """``{label: log group}``: each tier's consumer (only ``tiers`` if given; labelled by tier) and the
-    replay function, read from the deployed stack (its template's ``LoggingConfig`` and resources)."""
+    replay function, read from the deployed stack (``stack``, default the stage's name; its template's
+    ``LoggingConfig`` and resources)."""
     from emulator.logs import function_log_groups
 
-    name = stack_name(stage)
+    name = stack or stack_name(stage)
     body = cloudformation.get_template(StackName=name)["TemplateBody"]
     template = body if isinstance(body, dict) else json.loads(body)
     paginator = cloudformation.get_paginator("list_stack_resources")

@@ -7,28 +7,35 @@ local runtime runs what the template says.
 
 from __future__ import annotations
 
+import filecmp
 import io
 import json
+import os
 import platform
-import subprocess
 import sys
 import zipfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from emulator import moto_patches
+from emulator.cdk_app import DEFAULT_ACCOUNT_ENV, DEFAULT_REGION_ENV, CdkApp, CdkAppError, stacks
 from emulator.esm import FunctionConfig, MappingConfig
 from emulator.logs import function_log_groups
-from emulator.server import ACCOUNT_ID, Endpoint
+from emulator.server import ACCOUNT_ID, DEFAULT_REGION, Endpoint
 from emulator.template import Resolver
-from tiered_jobs.contract.names import TEMPLATE_METADATA_KEY, Alarms, Outputs, Ssm, stack_name
+from tiered_jobs.contract.names import LOCAL_OVERRIDES_CONTEXT_KEY, TEMPLATE_METADATA_KEY, Alarms, Outputs, Ssm
 from tiered_jobs.packaging import JobsSource
 
-#: The repository checkout the stack is synthesized from (``infra/``, ``cdk.json``, ``functions/``).
+#: This repository's checkout: its own app (``app.py``, ``cdk.json``, ``functions/``) is the default one.
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LOCAL_STAGE = "local"
+
+
+class LocalAppError(CdkAppError):
+    """The app's assembly cannot run locally (no stack or several with Tiered Jobs, overrides not applied...)."""
+
 
 #: Tier settings of the local profile: seconds instead of minutes, shallow concurrency for a laptop.
 #: Every value passes the stack's own guardrails (visibility = 6 x timeout + window; redrive = attempts).
@@ -58,31 +65,76 @@ def local_settings() -> dict[str, Any]:
     }
 
 
+def local_overrides(tier_settings: Mapping[str, Any] | None = None,
+                    settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The value of context ``LOCAL_OVERRIDES_CONTEXT_KEY``: the local stage's settings (``settings``
+    replace single keys) and the local tier settings (``tier_settings`` replace them whole)."""
+    return {"settings": {**local_settings(), **(settings or {})},
+            "tier_settings": dict(LOCAL_TIER_SETTINGS if tier_settings is None else tier_settings)}
+
+
 @dataclass(frozen=True)
 class Assembly:
-    """The parts of a synthesized cloud assembly that a deployment needs."""
+    """The stack of a synthesized cloud assembly that holds Tiered Jobs, as a deployment needs it."""
 
+    #: The folder of the stack's manifest (its template and asset paths are relative to it).
     directory: Path
+    stack_name: str
     stage: str
     template: dict[str, Any]
     assets: dict[str, Any]
-
-    @property
-    def stack_name(self) -> str:
-        return stack_name(self.stage)
+    #: The app's folder (the working directory of its synthesis): the job folder is relative to it.
+    app_directory: Path = REPO_ROOT
+    #: ``aws://account/region`` the stack is pinned to (``unknown-...``: environment-agnostic).
+    environment: str = "aws://unknown-account/unknown-region"
 
     @classmethod
-    def read(cls, directory: Path, stage: str) -> Assembly:
-        name = stack_name(stage)
-        template = json.loads((directory / f"{name}.template.json").read_text(encoding="utf-8"))
-        assets = json.loads((directory / f"{name}.assets.json").read_text(encoding="utf-8"))
-        return cls(directory, stage, template, assets)
+    def read(cls, directory: Path, app_directory: Path = REPO_ROOT, stack: str | None = None) -> Assembly:
+        """The stack of the assembly in ``directory`` whose template carries ``Metadata.TieredJobs``
+        (``stack``: the one of that name, when several do)."""
+        found = stacks(directory)
+        ours = [s for s in found if TEMPLATE_METADATA_KEY in s.template.get("Metadata", {})]
+        listed = ", ".join(sorted(s.display_name for s in ours))
+        if stack is not None:
+            ours = [s for s in ours if stack in s.names]
+            if not ours:
+                raise LocalAppError(f"--stack {stack}: no such stack uses TieredJobs in this app "
+                                    f"(those that do: {listed or 'none'})")
+        if not ours:
+            others = ", ".join(s.display_name for s in found) or "none"
+            raise LocalAppError(f"no stack in this app uses TieredJobs (its stacks: {others}); add "
+                                "TieredJobs(stack, \"Jobs\", jobs=JobsCode(...), ...) to one, or run local mode "
+                                "from the folder of the app that does")
+        if len(ours) > 1:
+            raise LocalAppError(f"several stacks of this app use TieredJobs ({listed}); choose one with --stack NAME")
+        (chosen,) = ours
+        return cls(directory=chosen.directory, stack_name=chosen.stack_name,
+                   stage=chosen.template["Metadata"][TEMPLATE_METADATA_KEY]["stage"], template=chosen.template,
+                   assets=chosen.assets, app_directory=app_directory, environment=chosen.environment)
 
-    def jobs_source(self, app_directory: Path = REPO_ROOT) -> JobsSource:
+    def jobs_source(self) -> JobsSource:
         """Where the functions' code comes from: the job folder the template's metadata names
-        (relative to the app's folder), with the runtime parts of the installed ``tiered_jobs``."""
+        (relative to the app's folder), with the runtime parts the asset shipped: the installed
+        ``tiered_jobs``'s when they are the same files (this checkout's app), else the asset's own
+        copy (the app's installed version, which may not be the emulator's)."""
         jobs = self.template["Metadata"][TEMPLATE_METADATA_KEY]["jobs"]
-        return JobsSource(app_directory / jobs["path"], module=jobs["module"])
+        source = JobsSource(self.app_directory / jobs["path"], module=jobs["module"])
+        asset = self.code_asset(source.module_path)
+        installed = {name: path for name, path in source.files().items() if name.startswith("tiered_jobs/")}
+        shipped = {path.relative_to(asset).as_posix(): path
+                   for path in sorted((asset / "tiered_jobs").rglob("*")) if path.is_file()}
+        if installed.keys() == shipped.keys() and all(filecmp.cmp(installed[n], shipped[n], shallow=False)
+                                                      for n in installed):
+            return source
+        return replace(source, runtime_dir=asset / "tiered_jobs")
+
+    def code_asset(self, module_path: str) -> Path:
+        """The staged directory of the functions' code (the file asset holding the job folder)."""
+        for asset in self.assets.get("files", {}).values():
+            path: Path = self.directory / asset["source"]["path"]
+            if asset["source"].get("packaging") == "zip" and (path / module_path).is_dir():
+                return path
+        raise LocalAppError(f"stack {self.stack_name} has no code asset holding {module_path}/")
 
     def asset_directory(self, object_key: str) -> Path:
         """The local directory of the file asset uploaded as ``object_key``."""
@@ -93,18 +145,44 @@ class Assembly:
         raise KeyError(f"no asset uploaded as {object_key}")
 
 
-def synthesize(outdir: Path, tier_settings: Mapping[str, Any] | None = None,
-               settings: Mapping[str, Any] | None = None) -> Assembly:
-    """Synthesize the stack of ``cdk.json`` (with the local overrides) into ``outdir``."""
-    overrides = {"settings": {**local_settings(), **(settings or {})},
-                 "tier_settings": dict(LOCAL_TIER_SETTINGS if tier_settings is None else tier_settings)}
-    result = subprocess.run(
-        [sys.executable, "-m", "emulator.synth", str(outdir)],
-        input=json.dumps(overrides), capture_output=True, text=True, cwd=REPO_ROOT,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"synthesis failed:\n{result.stderr.strip()[-3000:]}")
-    return Assembly.read(outdir, overrides["settings"]["stage"])
+def app_environment(app: CdkApp, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The environment the app's command runs in: this one, except that an app outside this checkout
+    does not get the checkout on ``PYTHONPATH`` (it is there to import the emulator): the app
+    imports its own installed ``tiered_jobs``, as ``cdk synth`` in its folder would."""
+    env = dict(environ)
+    if app.directory.is_relative_to(REPO_ROOT) or "PYTHONPATH" not in env:
+        return env
+    kept = [entry for entry in env["PYTHONPATH"].split(os.pathsep)
+            if entry and Path(entry).resolve() != REPO_ROOT]
+    if kept:
+        env["PYTHONPATH"] = os.pathsep.join(kept)
+    else:
+        del env["PYTHONPATH"]
+    return env
+
+
+def synthesize(outdir: Path, app: CdkApp | None = None, overrides: Mapping[str, Any] | None = None, *,
+               stack: str | None = None) -> Assembly:
+    """Synthesize ``app`` (default: this repository's, from its ``cdk.json``) into ``outdir`` as
+    ``cdk synth`` does, with the local overrides (default: :func:`local_overrides`) as context
+    ``LOCAL_OVERRIDES_CONTEXT_KEY`` and the embedded AWS as the CLI's account and region; then
+    pick the stack that uses TieredJobs (``stack``: by name, when several do)."""
+    app = app if app is not None else CdkApp.load(REPO_ROOT)
+    overrides = dict(overrides if overrides is not None else local_overrides())
+    app.synth(outdir, context={LOCAL_OVERRIDES_CONTEXT_KEY: overrides}, account=ACCOUNT_ID, region=DEFAULT_REGION,
+              environ=app_environment(app))
+    assembly = Assembly.read(outdir, app.directory, stack)
+    stage = overrides["settings"]["stage"]
+    if assembly.stage != stage:
+        raise LocalAppError(f"stack {assembly.stack_name} is stage {assembly.stage!r}, not local mode's {stage!r}: "
+                            f"its TieredJobs did not apply context {LOCAL_OVERRIDES_CONTEXT_KEY!r}")
+    account, region = assembly.environment.removeprefix("aws://").split("/", 1)
+    if account not in ("unknown-account", ACCOUNT_ID) or region not in ("unknown-region", DEFAULT_REGION):
+        raise LocalAppError(f"stack {assembly.stack_name} is pinned to {assembly.environment}; the embedded AWS "
+                            f"is account {ACCOUNT_ID} in {DEFAULT_REGION}: take the stack's env from "
+                            f"{DEFAULT_ACCOUNT_ENV} / {DEFAULT_REGION_ENV} (local mode sets them, as the CDK CLI "
+                            "does) or leave it out")
+    return assembly
 
 
 def zip_directory(directory: Path) -> bytes:

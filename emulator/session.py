@@ -1,6 +1,6 @@
 """One local session: embedded AWS + deployed stack + event-source runtime + metrics + alarm evaluation.
 
-    with LocalSession() as session:
+    with LocalSession() as session:          # this repository's app; LocalSession(app=CdkApp.load(folder)): any app
         session.deployment.tiers["critical"].queue_url
         session.clients("sqs").send_message(...)
         session.invoke(session.deployment.replay, {"action": "inspect", "tier": "critical"})
@@ -29,9 +29,11 @@ from typing import Any
 
 from emulator import lambda_invoke, moto_patches
 from emulator.alarms import AlarmEvaluator
+from emulator.cdk_app import CdkApp
 from emulator.deploy import (
     LocalDeployment,
     deploy,
+    local_overrides,
     read_function,
     synthesize,
     zip_directory,
@@ -78,10 +80,14 @@ class LocalSession:
                  code_source: JobsSource | None = None, reload_interval_seconds: float | None = None,
                  on_reload: Callable[[CodeVersion], None] | None = None,
                  sqs_metrics_interval_seconds: float = SQS_METRICS_INTERVAL_SECONDS,
-                 settings: Mapping[str, Any] | None = None):
+                 settings: Mapping[str, Any] | None = None, app: CdkApp | None = None,
+                 stack: str | None = None):
         """``settings`` replace keys under ``tiered_jobs`` for this session (e.g. ``schedules``, or
-        ``tiers`` with a rate limit)."""
+        ``tiers`` with a rate limit). ``app`` is the CDK app to run (default: this repository's);
+        ``stack`` names its stack that uses TieredJobs, when several do."""
         self._server = EmbeddedAws(port=port)
+        self._app = app
+        self._stack = stack
         self._tier_settings = tier_settings
         self._settings = settings
         self._alarm_interval = alarm_interval_seconds
@@ -109,6 +115,11 @@ class LocalSession:
         self.functions: dict[str, FunctionConfig] = {}
         #: The hot reloads so far, oldest first.
         self.code_versions: list[CodeVersion] = []
+
+    @property
+    def code_source(self) -> JobsSource | None:
+        """Where the functions' code comes from (a reload stages it afresh); known once started."""
+        return self._code_source
 
     def clients(self, service: str) -> Any:
         """A boto3 client for ``service`` on the embedded AWS (shared, thread-safe)."""
@@ -139,7 +150,8 @@ class LocalSession:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
         try:
             self._workdir = Path(tempfile.mkdtemp(prefix="tiered-jobs-local-"))
-            assembly = synthesize(self._workdir / "cdk.out", self._tier_settings, self._settings)
+            assembly = synthesize(self._workdir / "cdk.out", self._app,
+                                  local_overrides(self._tier_settings, self._settings), stack=self._stack)
             if self._code_source is None:
                 self._code_source = assembly.jobs_source()
             self.endpoint = endpoint = self._server.start()
