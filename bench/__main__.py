@@ -39,7 +39,7 @@ def figures(quick: bool) -> dict[str, Any]:
     )
     from bench import console as console_bench
     from infra.app import load_cdk_context
-    from infra.settings import AppSettings
+    from tiered_jobs.cdk.settings import AppSettings
 
     n = 50 if quick else 1000
     measured: dict[str, Any] = {}

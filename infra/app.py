@@ -10,17 +10,16 @@ from typing import Any
 
 import aws_cdk as cdk
 
+from tiered_jobs.cdk import JobsCode, add_nag_checks
+from tiered_jobs.cdk.settings import AppSettings, SettingsError, with_local_overrides
 from tiered_jobs.contract.names import CONTEXT_KEY, LOCAL_OVERRIDES_CONTEXT_KEY
-from tiered_jobs.packaging import JobsSource
 
-from .nag import add_nag_checks
-from .settings import AppSettings, SettingsError, with_local_overrides
 from .stack import TieredJobsStack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CDK_JSON = REPO_ROOT / "cdk.json"
 #: This app's jobs: ``functions/jobs``, imported by the consumers as ``functions.jobs``.
-JOBS = JobsSource(REPO_ROOT / "functions" / "jobs", module="functions.jobs")
+JOBS = JobsCode(REPO_ROOT / "functions" / "jobs", module="functions.jobs")
 #: Top-level context key that overrides ``tiered_jobs.stage`` (``npx cdk deploy -c stage=prod``).
 STAGE_OVERRIDE_KEY = "stage"
 #: Top-level context keys that pin the target (``-c account=123456789012 -c region=eu-west-1``).

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _setting_names() -> set[str]:
-    from infra.settings import AppSettings, TierSettings
+    from tiered_jobs.cdk.settings import AppSettings, TierSettings
 
     names = {f.name for f in dataclasses.fields(AppSettings)} | {f.name for f in dataclasses.fields(TierSettings)}
     return names - {"name"}  # a tier's name is its key under "tiers"

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tiered_jobs.runtime.errors import PermanentError, TransientError
-from tiered_jobs.runtime.registry import JobContext, job
+from tiered_jobs.runtime import JobContext, PermanentError, TransientError, job
 
 
 @job("demo.flaky")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tiered_jobs.runtime.registry import JobContext, job
+from tiered_jobs.runtime import JobContext, job
 
 
 @job("notifications.send_email")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tiered_jobs.runtime.registry import JobContext, job
+from tiered_jobs.runtime import JobContext, job
 
 #: The table of balances, as ``cdk.json`` declares it under ``resources`` (bound to this job type).
 TABLE = "accounts"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from infra.settings import AppSettings
 from tests.infra.infra_support import logical_id
+from tiered_jobs.cdk.settings import AppSettings
 from tiered_jobs.contract.names import (
     STAGE_TAG,
     Env,

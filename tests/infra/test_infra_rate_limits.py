@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from infra.settings import AppSettings, SettingsError
 from tests.infra.infra_support import (
     find_consumer,
     find_queue,
@@ -16,6 +15,7 @@ from tests.infra.infra_support import (
     referenced_ids,
     synthesize,
 )
+from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.contract.names import Env, Metrics, Ssm
 from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE, RateLimits
 

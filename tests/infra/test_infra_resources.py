@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from infra.settings import AppSettings, SettingsError
 from tests.infra.infra_support import (
     find_consumer,
     logical_id,
     policy_statements,
     synthesize,
 )
+from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.contract.names import Env, Outputs, Ssm
 
 INVOICES_ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/invoices"

@@ -7,8 +7,8 @@ import json
 import botocore.session
 import pytest
 
-from infra.settings import AppSettings, SettingsError
 from tests.infra.infra_support import synthesize
+from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.contract.names import Outputs, Schedules, queue_name
 from tiered_jobs.contract.schedules import (
     RETRY_MAX_ATTEMPTS,

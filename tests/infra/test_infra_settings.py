@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from infra.app import CDK_JSON, load_cdk_context
-from infra.settings import DEFAULT_ROUTES, AppSettings, SettingsError, TierSettings
+from tiered_jobs.cdk.settings import DEFAULT_ROUTES, AppSettings, SettingsError, TierSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -241,7 +241,7 @@ def test_the_failure_rate_needs_a_minimum_volume():
 
 
 def test_local_overrides_replace_app_settings_and_merge_into_every_tier_then_validate():
-    from infra.settings import with_local_overrides
+    from tiered_jobs.cdk.settings import with_local_overrides
 
     raw = {"stage": "prod", "tiers": {"critical": {"memory_mb": 1024}, "bulk": {}}, "routes": {"*": "bulk"}}
     merged = with_local_overrides(raw, {"settings": {"stage": "local", "disposable": True},

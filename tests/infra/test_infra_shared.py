@@ -11,13 +11,6 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match
 
 from infra.app import build_app, load_cdk_context
-from infra.dashboard import dashboard_name
-from infra.replay import (
-    CONSOLE_EVENTS_REGISTRY,
-    MESSAGE_MOVE_ACTIONS,
-    console_schema_name,
-)
-from infra.settings import AppSettings
 from tests.infra.infra_support import (
     find_consumer,
     find_queue,
@@ -26,6 +19,13 @@ from tests.infra.infra_support import (
     referenced_ids,
     synthesize,
 )
+from tiered_jobs.cdk.dashboard import dashboard_name
+from tiered_jobs.cdk.replay import (
+    CONSOLE_EVENTS_REGISTRY,
+    MESSAGE_MOVE_ACTIONS,
+    console_schema_name,
+)
+from tiered_jobs.cdk.settings import AppSettings
 from tiered_jobs.contract.names import (
     DEFAULT_TIERS,
     TEMPLATE_METADATA_KEY,

@@ -7,13 +7,13 @@ import json
 import pytest
 
 from functions.jobs.payments import TABLE as PAYMENTS_TABLE
-from infra.settings import AppSettings
 from tests.infra.infra_support import (
     find_consumer,
     find_queue,
     policy_statements,
     referenced_ids,
 )
+from tiered_jobs.cdk.settings import AppSettings
 from tiered_jobs.contract.names import (
     DEFAULT_TIERS,
     SQS_MAX_MESSAGE_BYTES,

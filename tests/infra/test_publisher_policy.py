@@ -19,10 +19,10 @@ from typing import Any
 import boto3
 import pytest
 
-from infra.publishers import publisher_parameter_names
-from infra.schedules import SCHEDULER_PRINCIPAL
 from tests.infra.infra_support import logical_id
 from tests.infra.template_values import Concrete
+from tiered_jobs.cdk.publishers import publisher_parameter_names
+from tiered_jobs.cdk.schedules import SCHEDULER_PRINCIPAL
 from tiered_jobs.contract.names import Outputs, Schedules, Ssm
 from tiered_jobs.publisher import Job, Publisher
 

@@ -259,12 +259,17 @@ class AppSettings:
         return _tiers_of(resource.job_types, Routes(self.routes))
 
     @classmethod
-    def from_context(cls, raw: Mapping[str, Any] | None, *, stage: str | None = None) -> AppSettings:
-        """Validate the object under ``tiered_jobs`` in ``cdk.json``; ``stage`` (CLI ``-c stage=``) wins."""
+    def from_context(cls, raw: Mapping[str, Any] | None, *, stage: str | None = None,
+                     source: str | None = None) -> AppSettings:
+        """Validate the object under ``tiered_jobs`` in ``cdk.json``; ``stage`` (CLI ``-c stage=``) wins.
+
+        ``source`` names where the settings come from in messages (default: ``context 'tiered_jobs'``;
+        the construct says ``TieredJobs('Jobs')`` for settings given in code).
+        """
+        where = source or f"context {CONTEXT_KEY!r}"
         raw = {} if raw is None else raw
         if not isinstance(raw, Mapping):
-            raise SettingsError(f"context {CONTEXT_KEY!r} must be an object, got {type(raw).__name__}")
-        where = f"context {CONTEXT_KEY!r}"
+            raise SettingsError(f"{where} must be an object, got {type(raw).__name__}")
         allowed = tuple(f.name for f in dataclasses.fields(cls))
         _reject_unknown(raw, allowed, where)
         values: dict[str, Any] = {}
@@ -334,8 +339,8 @@ class AppSettings:
                 f"route it to one of {', '.join(tier_names)} or add {tier!r} under 'tiers'"
             )
         values["routes"] = routes.table
-        values["schedules"] = _build_schedules(raw.get(Schedules.SETTINGS_KEY, {}), routes, tier_names)
-        values["resources"] = _build_resources(raw.get("resources", {}), routes)
+        values["schedules"] = _build_schedules(raw.get(Schedules.SETTINGS_KEY, {}), routes, tier_names, where)
+        values["resources"] = _build_resources(raw.get("resources", {}), routes, where)
         return cls(**values)
 
 
@@ -578,10 +583,10 @@ class ScheduleSettings:
 _SCHEDULE_KEYS = ("expression", "timezone", "job_type", "payload", "flexible_window_minutes", "tier")
 
 
-def _build_schedules(raw: Any, routes: Routes, tier_names: list[str]) -> tuple[ScheduleSettings, ...]:
+def _build_schedules(raw: Any, routes: Routes, tier_names: list[str], where: str) -> tuple[ScheduleSettings, ...]:
     if not isinstance(raw, Mapping):
         raise SettingsError(
-            f"context {CONTEXT_KEY!r}: {Schedules.SETTINGS_KEY} must be an object {{name: {{schedule}}}}, e.g. "
+            f"{where}: {Schedules.SETTINGS_KEY} must be an object {{name: {{schedule}}}}, e.g. "
             '{"nightly-report": {"expression": "cron(0 3 * * ? *)", "timezone": "Europe/Paris", '
             '"job_type": "analytics.record_event", "payload": {"event": "nightly"}}}'
         )
@@ -702,9 +707,9 @@ def _tiers_of(job_types: tuple[str, ...], routes: Routes) -> frozenset[str]:
     return frozenset(tiers)
 
 
-def _build_resources(raw: Any, routes: Routes) -> tuple[ResourceSettings, ...]:
+def _build_resources(raw: Any, routes: Routes, where: str) -> tuple[ResourceSettings, ...]:
     if not isinstance(raw, Mapping):
-        raise SettingsError(f"context {CONTEXT_KEY!r}: resources must be an object {{name: {{resource}}}}, "
+        raise SettingsError(f"{where}: resources must be an object {{name: {{resource}}}}, "
                             f"e.g. {_RESOURCE_EXAMPLE}")
     return tuple(_build_resource(name, value, routes) for name, value in raw.items())
 

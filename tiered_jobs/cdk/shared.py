@@ -3,9 +3,8 @@ the stack makes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from aws_cdk import Aws, Duration
+import jsii
+from aws_cdk import Aws, Duration, IStableListProducer, Lazy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -13,7 +12,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from tiered_jobs.contract.names import SQS_MAX_MESSAGE_BYTES, alarm_key_description
 
@@ -124,8 +123,10 @@ class AlarmTopic(Construct):
                 subscriptions.UrlSubscription(settings.alarm_https_url, dead_letter_queue=self.delivery_dlq)
             )
 
-    def allow_alarms(self, alarms: Sequence[cloudwatch.IAlarm]) -> None:
-        """Let CloudWatch publish to the topic for these alarms only (this account, these ARNs).
+    def allow_alarms_of(self, scope: IConstruct) -> None:
+        """Let CloudWatch publish to the topic for the alarms under ``scope`` (this account, their exact
+        ARNs), including alarms added after this call (a user's own, in the same stack): the list is
+        made when the template is written.
 
         Exact ARNs rather than a ``tiered-jobs-<stage>-*`` pattern: stage ``dev``'s pattern would
         also admit stage ``dev-eu``'s alarms.
@@ -138,7 +139,18 @@ class AlarmTopic(Construct):
                 resources=[self.topic.topic_arn],
                 conditions={
                     "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
-                    "ArnEquals": {"aws:SourceArn": [alarm.alarm_arn for alarm in alarms]},
+                    "ArnEquals": {"aws:SourceArn": Lazy.list(AlarmArns(scope))},
                 },
             )
         )
+
+
+@jsii.implements(IStableListProducer)
+class AlarmArns:
+    """The ARNs of the alarms under ``scope``, when the template is written."""
+
+    def __init__(self, scope: IConstruct) -> None:
+        self._scope = scope
+
+    def produce(self) -> list[str]:
+        return [c.alarm_arn for c in self._scope.node.find_all() if isinstance(c, cloudwatch.Alarm)]

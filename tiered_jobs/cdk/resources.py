@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -34,6 +35,8 @@ class JobResource:
     grant: Callable[[iam.IGrantable], object]
     #: The tiers that run its jobs.
     tiers: frozenset[str]
+    #: The table or queue itself (created here, or imported by ARN).
+    target: dynamodb.ITable | sqs.IQueue
 
     @property
     def name(self) -> str:
@@ -51,6 +54,11 @@ class JobResources(Construct):
         super().__init__(scope, construct_id)
         self.resources = tuple(self._make(settings, resource) for resource in settings.resources)
 
+    @property
+    def tables(self) -> dict[str, dynamodb.ITable]:
+        """Resource name -> table, for the resources that are tables."""
+        return {r.name: cast(dynamodb.ITable, r.target) for r in self.resources if r.settings.kind == TABLE}
+
     def for_tier(self, tier: str) -> tuple[JobResource, ...]:
         return tuple(resource for resource in self.resources if tier in resource.tiers)
 
@@ -66,7 +74,7 @@ class JobResources(Construct):
                 table = DataTable(self, construct_id, settings=settings, partition_key=resource.partition_key,
                                   sort_key=resource.sort_key).table
             grant = table.grant_read_data if resource.access == "read" else table.grant_read_write_data
-            return JobResource(resource, table.table_name, grant, tiers)
+            return JobResource(resource, table.table_name, grant, tiers, table)
         assert resource.arn is not None  # the settings accept only existing queues
         queue = sqs.Queue.from_queue_arn(self, construct_id, resource.arn)
-        return JobResource(resource, queue.queue_url, queue.grant_send_messages, tiers)
+        return JobResource(resource, queue.queue_url, queue.grant_send_messages, tiers, queue)

@@ -51,24 +51,30 @@ class PublisherPolicy(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, stage: str, queues: Mapping[str, sqs.IQueue],
                  parameters: Mapping[str, ssm.IStringParameter], scheduled_jobs: ScheduledJobs) -> None:
         super().__init__(scope, construct_id)
-        names = publisher_parameter_names(stage, list(queues))
+        self._queues = dict(queues)
+        self._parameters = [parameters[name] for name in publisher_parameter_names(stage, list(queues))]
+        self._scheduled_jobs = scheduled_jobs
         self.policy = iam.ManagedPolicy(
             self,
             "Policy",
             description=f"Publish jobs to the tiered-jobs {stage} tiers (send to the tier queues, read their SSM "
                         f"names, create and cancel one-time schedules)",
-            statements=[
-                iam.PolicyStatement(
-                    sid="SendToTierQueues",
-                    actions=list(SEND_ACTIONS),
-                    resources=[queue.queue_arn for queue in queues.values()],
-                ),
-                iam.PolicyStatement(
-                    sid="FindTheQueuesAndTheScheduleGroup",
-                    actions=list(READ_ACTIONS),
-                    resources=[parameters[name].parameter_arn for name in names],
-                ),
-                *scheduled_jobs.publisher_statements(),
-            ],
+            statements=self.statements(),
         )
         scheduled_jobs.acknowledge_one_time_wildcard(self.policy)
+
+    def statements(self) -> list[iam.PolicyStatement]:
+        """What a publisher needs, as new statements (the policy's, or a grantee's own: ``grant_publish``)."""
+        return [
+            iam.PolicyStatement(
+                sid="SendToTierQueues",
+                actions=list(SEND_ACTIONS),
+                resources=[queue.queue_arn for queue in self._queues.values()],
+            ),
+            iam.PolicyStatement(
+                sid="FindTheQueuesAndTheScheduleGroup",
+                actions=list(READ_ACTIONS),
+                resources=[parameter.parameter_arn for parameter in self._parameters],
+            ),
+            *self._scheduled_jobs.publisher_statements(),
+        ]

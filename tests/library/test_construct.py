@@ -1,0 +1,172 @@
+"""``TieredJobs`` in someone else's stack: settings in code, what it exposes, ``grant_publish``, one per stack."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
+
+from infra.app import load_cdk_context
+from tiered_jobs.cdk import AppSettings, JobsCode, SettingsError, TieredJobs, add_nag_checks
+from tiered_jobs.contract.names import (
+    CONTEXT_KEY,
+    LOCAL_OVERRIDES_CONTEXT_KEY,
+    TEMPLATE_METADATA_KEY,
+    Env,
+    Outputs,
+)
+
+RESOURCES = {"invoices": {"kind": "table", "partition_key": "invoice_id", "job_types": ["invoices.create"],
+                          "access": "read_write"}}
+ROUTES = {"invoices.*": "transactional", "*": "bulk"}
+
+
+@pytest.fixture
+def jobs(tmp_path) -> JobsCode:
+    folder = tmp_path / "src" / "jobs"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("from . import invoices  # noqa: F401\n")
+    (folder / "invoices.py").write_text("from tiered_jobs.runtime import job\n")
+    return JobsCode(folder)
+
+
+def _app(tmp_path: Path, **context: Any) -> cdk.App:
+    # The feature flags of this repository's cdk.json, as a `cdk init` app has its own.
+    flags = {k: v for k, v in load_cdk_context().items() if k != CONTEXT_KEY}
+    return cdk.App(outdir=str(tmp_path / "cdk.out"), context={**flags, **context})
+
+
+def _template(app: cdk.App, stack: cdk.Stack) -> dict[str, Any]:
+    assembly = app.synth()
+    return json.loads(Path(assembly.get_stack_artifact(stack.artifact_id).template_full_path).read_text())
+
+
+def _resolved(stack: cdk.Stack, value: Any) -> Any:
+    return stack.resolve(value)
+
+
+def test_settings_in_code_are_validated_like_cdk_json_with_the_same_message(tmp_path, jobs):
+    bad = {"tiers": {"critical": {"max_attempts": 0}}, "routes": {"*": "critical"}}
+    with pytest.raises(SettingsError) as from_json:
+        AppSettings.from_context(bad)
+    stack = cdk.Stack(_app(tmp_path), "Billing")
+    with pytest.raises(SettingsError) as from_code:
+        TieredJobs(stack, "Jobs", jobs=jobs, **bad)
+    assert str(from_code.value) == str(from_json.value)  # a tier's message names the tier and the key
+    with pytest.raises(SettingsError) as unknown:
+        TieredJobs(cdk.Stack(_app(tmp_path), "Other"), "Jobs", jobs=jobs, stge="dev")
+    assert str(unknown.value).startswith("TieredJobs('Jobs'): unknown key(s) 'stge'; allowed keys: ")
+    with pytest.raises(SettingsError, match="give settings= or keyword settings"):
+        TieredJobs(cdk.Stack(_app(tmp_path), "Both"), "Jobs", jobs=jobs, settings=AppSettings.from_context({}),
+                   stage="dev")
+
+
+def test_it_exposes_what_users_wire_and_keeps_the_documented_output_names(tmp_path, jobs):
+    app = _app(tmp_path)
+    stack = cdk.Stack(app, "Billing")
+    tiered = TieredJobs(stack, "Jobs", jobs=jobs, stage="billing", routes=ROUTES, resources=RESOURCES)
+    tiers = ["critical", "transactional", "bulk"]
+    assert list(tiered.queues) == list(tiered.dlqs) == list(tiered.tiers) == tiers
+    assert set(tiered.tables) == {"idempotency", "invoices"}
+    assert _resolved(stack, tiered.tables["invoices"].table_name) == {"Ref": stack.get_logical_id(
+        tiered.tables["invoices"].node.default_child)}
+    template = _template(app, stack)
+    assert template["Metadata"][TEMPLATE_METADATA_KEY]["stage"] == "billing"
+    assert template["Metadata"][TEMPLATE_METADATA_KEY]["jobs"]["module"] == "jobs"
+    outputs = template["Outputs"]
+    for key in (Outputs.ROUTES, Outputs.REPLAY_FUNCTION_NAME, Outputs.ALARM_TOPIC_ARN, Outputs.PUBLISHER_POLICY_ARN,
+                Outputs.tier("critical", Outputs.QUEUE_URL), Outputs.resource("invoices")):
+        assert key in outputs, key
+    refs = {_resolved(stack, tiered.replay_function.function_name)["Ref"],
+            _resolved(stack, tiered.alarm_topic.topic_arn)["Ref"],
+            _resolved(stack, tiered.publisher_policy.managed_policy_arn)["Ref"]}
+    assert refs <= set(template["Resources"])
+    consumers = [r for r in template["Resources"].values()
+                 if r["Type"] == "AWS::Lambda::Function"
+                 and Env.JOB_MODULES in r["Properties"]["Environment"]["Variables"]]
+    assert len(consumers) == 3
+    assert {c["Properties"]["Environment"]["Variables"][Env.JOB_MODULES] for c in consumers} == {"jobs"}
+    # Only the tier that runs invoices.create is told the table's name.
+    told = [c for c in consumers if Env.resource_var("invoices") in c["Properties"]["Environment"]["Variables"]]
+    assert [c["Properties"]["Environment"]["Variables"][Env.TIER] for c in told] == ["transactional"]
+
+
+def _statements(template: dict[str, Any], logical_id: str) -> list[dict[str, Any]]:
+    resource = template["Resources"][logical_id]
+    document = resource["Properties"].get("PolicyDocument") or resource["Properties"]["PolicyDocument"]
+    return document["Statement"]
+
+
+def test_grant_publish_gives_a_role_exactly_the_publisher_policy_and_nag_stays_clean(tmp_path, jobs):
+    app = _app(tmp_path)
+    add_nag_checks(app)
+    stack = cdk.Stack(app, "Billing")
+    tiered = TieredJobs(stack, "Jobs", jobs=jobs, stage="billing", routes=ROUTES, resources=RESOURCES)
+    role = iam.Role(stack, "ApiRole", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
+    tiered.grant_publish(role)
+    template = _template(app, stack)  # cdk-nag runs here: an unacknowledged finding raises
+    (policy_id,) = [k for k, r in template["Resources"].items()
+                    if r["Type"] == "AWS::IAM::Policy" and {"Ref": stack.get_logical_id(role.node.default_child)}
+                    in r["Properties"]["Roles"]]
+    (managed_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::IAM::ManagedPolicy"]
+    granted, managed = _statements(template, policy_id), _statements(template, managed_id)
+    assert granted == managed
+    actions_granted = sorted({a for s in granted
+                              for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])})
+    assert actions_granted == ["iam:PassRole", "scheduler:CreateSchedule", "scheduler:DeleteSchedule",
+                               "sqs:SendMessage", "ssm:GetParameters"]
+    (send,) = [s for s in granted if s["Action"] == "sqs:SendMessage"]
+    queue_arns = [_resolved(stack, q.queue_arn) for q in tiered.queues.values()]
+    assert sorted(map(str, send["Resource"])) == sorted(map(str, queue_arns))  # the tier queues, never the DLQs
+
+
+def test_grant_publish_to_a_principal_that_takes_no_policy_is_refused(tmp_path, jobs):
+    stack = cdk.Stack(_app(tmp_path), "Billing")
+    tiered = TieredJobs(stack, "Jobs", jobs=jobs)
+    with pytest.raises(ValueError, match="grant_publish needs a role, user or group"):
+        tiered.grant_publish(iam.ServicePrincipal("sns.amazonaws.com"))
+
+
+def test_one_construct_per_stack(tmp_path, jobs):
+    stack = cdk.Stack(_app(tmp_path), "Billing")
+    TieredJobs(stack, "Jobs", jobs=jobs)
+    with pytest.raises(SettingsError, match="already holds TieredJobs 'Billing/Jobs'; use one per stack"):
+        TieredJobs(stack, "More", jobs=jobs, stage="other")
+
+
+def test_a_users_own_alarm_added_later_may_notify_the_alarm_topic(tmp_path, jobs):
+    app = _app(tmp_path)
+    stack = cdk.Stack(app, "Billing")
+    tiered = TieredJobs(stack, "Jobs", jobs=jobs)
+    mine = cloudwatch.Alarm(stack, "InvoicesLate", metric=cloudwatch.Metric(namespace="Billing", metric_name="Late"),
+                            threshold=1, evaluation_periods=1)
+    mine.add_alarm_action(actions.SnsAction(tiered.alarm_topic))
+    template = _template(app, stack)
+    (topic_policy,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SNS::TopicPolicy"]
+    (allow,) = [s for s in topic_policy["Properties"]["PolicyDocument"]["Statement"]
+                if s.get("Sid") == "AllowThisStagesAlarmsToPublish"]
+    arns = allow["Condition"]["ArnEquals"]["aws:SourceArn"]
+    assert _resolved(stack, mine.alarm_arn) in arns
+    alarms = [r for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    assert len(arns) == len(alarms)
+
+
+def test_local_modes_overrides_apply_to_settings_given_in_code(tmp_path, jobs):
+    app = _app(tmp_path, **{LOCAL_OVERRIDES_CONTEXT_KEY: {"settings": {"stage": "local", "disposable": True},
+                                                          "tier_settings": {"timeout_seconds": 5}}})
+    tiered = TieredJobs(cdk.Stack(app, "Billing"), "Jobs", jobs=jobs, stage="prod", tiers={"critical": {}},
+                        routes={"*": "critical"})
+    assert (tiered.settings.stage, tiered.settings.disposable) == ("local", True)
+    assert tiered.settings.tier("critical").timeout_seconds == 5
+
+
+def test_a_job_folder_that_cannot_become_code_fails_when_declared(tmp_path):
+    (tmp_path / "loose").mkdir()
+    with pytest.raises(ValueError, match="has no __init__.py"):
+        JobsCode(tmp_path / "loose")

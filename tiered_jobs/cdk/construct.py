@@ -1,0 +1,265 @@
+"""``TieredJobs``: every tier, the shared parts, replay, schedules, alarms and dashboard as one construct.
+
+Put it in any stack of any CDK app::
+
+    jobs = TieredJobs(self, "Jobs", jobs=JobsCode("src/jobs"), stage="prod",
+                      routes={"invoices.*": "transactional"})
+    jobs.grant_publish(api_function)
+
+Settings given in code go through the same settings model as ``cdk.json`` (``AppSettings``), with
+the same messages, and the same defaults. The construct only composes; each part is its own
+construct in this package (``tier.py``, ``shared.py``, ``replay.py``...).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack, Tags
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from tiered_jobs.contract.names import (
+    LOCAL_OVERRIDES_CONTEXT_KEY,
+    RETAINED_RESOURCE_TYPES,
+    STAGE_TAG,
+    TEMPLATE_METADATA_KEY,
+    Outputs,
+    Ssm,
+)
+from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE
+from tiered_jobs.packaging import JobsSource
+
+from .dashboard import Dashboard, dashboard_name
+from .function import LambdaPlatform
+from .publishers import PublisherPolicy
+from .replay import ReplayFunction
+from .resources import JobResources
+from .schedules import ScheduledJobs
+from .settings import AppSettings, SettingsError, with_local_overrides
+from .shared import (
+    IDEMPOTENCY_PARTITION_KEY,
+    IDEMPOTENCY_TTL_ATTRIBUTE,
+    AlarmTopic,
+    DataTable,
+)
+from .tier import Tier, TierProps
+
+
+@dataclass(frozen=True)
+class JobsCode:
+    """The app's job folder: a Python package whose ``__init__.py`` imports its job modules.
+
+    ``path`` is relative to the app's folder (where ``cdk synth`` runs) or absolute. ``module`` is
+    the name the consumer imports it by (default: the folder's name, e.g. ``jobs`` for
+    ``src/jobs``). The functions' code is that folder plus the runtime parts of the installed
+    ``tiered_jobs``, staged without Docker (``tiered_jobs.packaging``).
+    """
+
+    path: str | Path
+    module: str | None = None
+
+    def __post_init__(self) -> None:
+        self.source()  # a folder that cannot become code fails here, with the fix
+
+    def source(self) -> JobsSource:
+        return JobsSource(Path(self.path), module=self.module or "")
+
+
+def jobs_metadata(stage: str, jobs: JobsSource) -> dict[str, Any]:
+    """``TEMPLATE_METADATA_KEY``'s value: the stage and the job folder (relative to the app's folder if inside it)."""
+    folder = jobs.directory
+    with contextlib.suppress(ValueError):
+        folder = folder.relative_to(Path.cwd())
+    return {"stage": stage, "jobs": {"path": folder.as_posix(), "module": jobs.module}}
+
+
+class TieredJobs(Construct):
+    """Tiered Jobs in one construct (one per stack: its outputs keep their documented names).
+
+    Give either ``settings`` (an ``AppSettings`` you validated, e.g. from ``cdk.json``) or the
+    settings themselves as keyword arguments (``stage=``, ``tiers=``, ``routes=``, ``resources=``,
+    ``schedules=``...: the keys of ``docs/configuration.md``). Local mode's overrides (context
+    ``tiered_jobs:local``) apply to keyword settings.
+
+    What to wire to your own resources: ``queues`` / ``dlqs`` (tier name -> queue),
+    ``replay_function``, ``alarm_topic``, ``tables`` (``idempotency``, ``rate_limits`` when a tier is
+    limited, and each table under ``resources`` by name), ``tiers``, ``dashboard``,
+    ``publisher_policy`` and :meth:`grant_publish`.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, jobs: JobsCode,
+                 settings: AppSettings | None = None, **raw_settings: Any) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        others = [c for c in stack.node.find_all() if isinstance(c, TieredJobs) and c is not self]
+        if others:
+            raise SettingsError(
+                f"stack {stack.node.id!r} already holds TieredJobs {others[0].node.path!r}; use one per stack "
+                f"(their outputs and SSM names are per stage): put a second stage in a stack of its own"
+            )
+        if settings is None:
+            raw = with_local_overrides(raw_settings, self.node.try_get_context(LOCAL_OVERRIDES_CONTEXT_KEY))
+            settings = AppSettings.from_context(raw, source=f"TieredJobs({construct_id!r})")
+        elif raw_settings:
+            raise SettingsError(f"TieredJobs({construct_id!r}): give settings= or keyword settings "
+                                f"({', '.join(sorted(raw_settings))}), not both")
+        self.settings = settings
+        stage = settings.stage
+        source = jobs.source()
+        # Local mode finds the stacks that hold Tiered Jobs in any app's assembly by this.
+        stack.add_metadata(TEMPLATE_METADATA_KEY, jobs_metadata(stage, source))
+        # What a deletion leaves behind stays findable by stage (`tiered-jobs teardown`).
+        Tags.of(self).add(STAGE_TAG, stage, include_resource_types=list(RETAINED_RESOURCE_TYPES))
+        platform = LambdaPlatform(self, "Platform", settings=settings, jobs=source)
+        self.idempotency = DataTable(
+            self, "Idempotency", settings=settings,
+            partition_key=IDEMPOTENCY_PARTITION_KEY, ttl_attribute=IDEMPOTENCY_TTL_ATTRIBUTE,
+        ).table
+        # What the jobs declared under ``resources`` (tables, queues), each for the tiers running them.
+        self.job_resources = JobResources(self, "Resources", settings=settings)
+        self._alarm_topic = AlarmTopic(self, "AlarmTopic", settings=settings)
+        self.alarm_topic: sns.ITopic = self._alarm_topic.topic
+        # Token buckets of the rate-limited tiers (only when one has a limit): their own table, so
+        # each consumer's policy names one action on its own items (docs/consumer.md, "Rate limits").
+        self.rate_limits = DataTable(
+            self, "RateLimits", settings=settings, partition_key=BUCKET_KEY_ATTRIBUTE,
+        ).table if any(tier.limits is not None for tier in settings.tiers) else None
+        self.tiers: dict[str, Tier] = {
+            tier.name: Tier(
+                self,
+                f"Tier-{tier.name}",
+                props=TierProps(
+                    settings=settings,
+                    tier=tier,
+                    platform=platform,
+                    idempotency_table=self.idempotency,
+                    alarm_topic=self.alarm_topic,
+                    resources=self.job_resources.for_tier(tier.name),
+                    rate_limit_table=self.rate_limits,
+                ),
+            )
+            for tier in settings.tiers
+        }
+        tiers = list(self.tiers.values())
+        self.replay = ReplayFunction(self, "Replay", settings=settings, platform=platform, tiers=tiers)
+        self.scheduled_jobs = ScheduledJobs(self, "Schedules", settings=settings, tiers=tiers,
+                                            alarm_topic=self.alarm_topic)
+        self.dashboard: cloudwatch.Dashboard = Dashboard(self, "Dashboard", stage=stage, tiers=tiers).dashboard
+        self.parameters: dict[str, ssm.StringParameter] = {}
+        self._discovery()
+        self._publishers = PublisherPolicy(
+            self, "Publishers", stage=stage, queues=self.queues,
+            parameters={**self.parameters, **self.scheduled_jobs.parameters}, scheduled_jobs=self.scheduled_jobs,
+        )
+        self.publisher_policy: iam.ManagedPolicy = self._publishers.policy
+        self._publish(Outputs.PUBLISHER_POLICY_ARN, Ssm.publisher_policy_arn(stage),
+                      self.publisher_policy.managed_policy_arn,
+                      "Managed policy to attach to a publishing service's role")
+        # Every alarm of the stack that notifies the topic (yours too, added later) may publish to it.
+        self._alarm_topic.allow_alarms_of(stack)
+
+    # What users wire to their own resources.
+    @property
+    def queues(self) -> dict[str, sqs.IQueue]:
+        """Tier name -> the tier's queue (grant your services ``send`` with :meth:`grant_publish`)."""
+        return {name: tier.queue for name, tier in self.tiers.items()}
+
+    @property
+    def dlqs(self) -> dict[str, sqs.IQueue]:
+        """Tier name -> the tier's dead-letter queue."""
+        return {name: tier.dlq for name, tier in self.tiers.items()}
+
+    @property
+    def replay_function(self) -> lambda_.IFunction:
+        return self.replay.function
+
+    @property
+    def tables(self) -> Mapping[str, dynamodb.ITable]:
+        """``idempotency``, ``rate_limits`` (when a tier is limited) and every table under ``resources``."""
+        tables: dict[str, dynamodb.ITable] = {"idempotency": self.idempotency}
+        if self.rate_limits is not None:
+            tables["rate_limits"] = self.rate_limits
+        tables.update(self.job_resources.tables)
+        return tables
+
+    def grant_publish(self, grantee: iam.IGrantable) -> None:
+        """Let ``grantee`` publish as ``tiered_jobs.publisher`` does: send to the tier queues, read the
+        stage's SSM names, and create and cancel one-time schedules (jobs due later than SQS can delay).
+
+        The same statements as ``publisher_policy``, added to the grantee's own policy. A principal
+        that takes no policy (a service principal, another account) gets a clear error instead.
+        """
+        for statement in self._publishers.statements():
+            if not grantee.grant_principal.add_to_principal_policy(statement).statement_added:
+                raise ValueError(
+                    f"cannot add a policy to {grantee.grant_principal}: grant_publish needs a role, user or group "
+                    f"of this app (or attach publisher_policy / the {Outputs.PUBLISHER_POLICY_ARN} output)"
+                )
+        if isinstance(grantee, Construct):
+            self.scheduled_jobs.acknowledge_one_time_wildcard(grantee)
+
+    def _publish(self, key: str, parameter_name: str | None, value: str, description: str, *,
+                 output: bool = True) -> None:
+        """Output ``key`` and/or an SSM parameter, so other services (and the CLI) find a resource by stage.
+
+        Outputs keep their documented names (``Outputs``) wherever the construct sits in the stack.
+        """
+        if output:
+            CfnOutput(self, key, value=value, description=description).override_logical_id(key)
+        if parameter_name is not None:
+            self.parameters[parameter_name] = ssm.StringParameter(
+                self, f"Param{key}", parameter_name=parameter_name, string_value=value, description=description,
+            )
+
+    def _discovery(self) -> None:
+        """Outputs and SSM parameters so other services (and the CLI) find each resource by stage."""
+        stage = self.settings.stage
+        publish = self._publish
+        for tier in self.tiers.values():
+            for what, key, value in (
+                (Outputs.QUEUE_URL, Ssm.TIER_QUEUE_URL, tier.queue.queue_url),
+                (Outputs.QUEUE_ARN, Ssm.TIER_QUEUE_ARN, tier.queue.queue_arn),
+                (Outputs.DLQ_URL, Ssm.TIER_DLQ_URL, tier.dlq.queue_url),
+                (Outputs.DLQ_ARN, Ssm.TIER_DLQ_ARN, tier.dlq.queue_arn),
+            ):
+                publish(Outputs.tier(tier.name, what), Ssm.tier(stage, tier.name, key), value,
+                        f"{tier.name} tier: {key}")
+            publish(Outputs.tier(tier.name, Outputs.CONSUMER_FUNCTION_NAME), None, tier.consumer.function_name,
+                    f"{tier.name} tier: consumer function name")
+            # The replay (and the CLI's direct mode) refuse letters older than this window.
+            publish(
+                Outputs.tier(tier.name, "IdempotencyTtlSeconds"),
+                Ssm.tier(stage, tier.name, Ssm.TIER_IDEMPOTENCY_TTL),
+                str(tier.settings.idempotency_ttl_seconds),
+                f"{tier.name} tier: seconds a finished job's idempotency record is kept",
+                output=False,
+            )
+        publish(Outputs.REPLAY_FUNCTION_NAME, Ssm.replay_function_name(stage), self.replay.function.function_name,
+                "Replay function name")
+        publish(Outputs.IDEMPOTENCY_TABLE_NAME, Ssm.idempotency_table_name(stage), self.idempotency.table_name,
+                "Idempotency table name")
+        publish(Outputs.DISCARD_ARCHIVE_BUCKET, Ssm.discard_archive_bucket(stage), self.replay.archive.bucket_name,
+                "Bucket where the replay function archives the letters it discards (discarded/<stage>/<tier>/)")
+        for resource in self.job_resources.resources:
+            publish(Outputs.resource(resource.name), Ssm.resource(stage, resource.name), resource.value,
+                    resource.description)
+        publish(Outputs.ALARM_TOPIC_ARN, None, self.alarm_topic.topic_arn, "Alarm topic ARN")
+        publish(Outputs.DASHBOARD_NAME, None, dashboard_name(stage), "CloudWatch dashboard name")
+        routes = json.dumps(dict(self.settings.routes), sort_keys=True)
+        publish(Outputs.ROUTES, Ssm.routes(stage), routes, "Routing table: job type glob -> tier (JSON)")
+        self.parameters[Ssm.tiers(stage)] = ssm.StringParameter(
+            self, "ParamTiers", parameter_name=Ssm.tiers(stage), string_value=",".join(self.settings.tier_names),
+            description="Tier names, comma-separated",
+        )
