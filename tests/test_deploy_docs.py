@@ -5,9 +5,6 @@ the stack retains is what ``tiered-jobs teardown`` finds, and the documented whe
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -22,6 +19,8 @@ from infra.app import (
     load_cdk_context,
     target_env,
 )
+from tests.support.wheel import build_wheel, run_outside
+from tests.support.wheel import fresh_venv as make_venv
 from tiered_jobs.contract.names import (
     RETAINED_RESOURCE_TYPES,
     STAGE_TAG,
@@ -144,18 +143,8 @@ def test_the_benchmark_table_lives_in_docs_in_the_bench_format():
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    """The README's `pip wheel` line, offline (`--no-build-isolation`) on a copy of the package's sources."""
-    (line,) = {m.group(0) for m in re.finditer(r"python -m pip wheel --no-deps -w dist \./tiered-jobs", README)}
-    wheel_name = re.search(r"dist/(tiered_jobs-[^ ]+\.whl)", README).group(1)
-    workdir = tmp_path_factory.mktemp("wheel")
-    source = workdir / "tiered-jobs"
-    shutil.copytree(ROOT / "tiered_jobs", source / "tiered_jobs", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    build = subprocess.run([sys.executable, *line.split()[1:], "--no-build-isolation", "-q"], cwd=workdir,
-                           capture_output=True, text=True, timeout=180)
-    assert build.returncode == 0, build.stderr
-    return workdir / "dist" / wheel_name
+    """The README's `pip wheel` line, offline, on a copy of the package's sources."""
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 def test_the_wheel_holds_the_library_and_nothing_of_the_repository(wheel):
@@ -169,71 +158,22 @@ def test_the_wheel_holds_the_library_and_nothing_of_the_repository(wheel):
     assert not [n for n in names if n.startswith(("functions/", "infra/", "bench/", "emulator/", "tests/"))]
 
 
-def _dependencies(requirements: list[str]) -> set[str]:
-    """The installed distributions ``requirements`` need (transitively; markers honoured, extras not followed)."""
-    from importlib import metadata
-
-    from packaging.requirements import Requirement
-
-    found: set[str] = set()
-    pending = [Requirement(r) for r in requirements]
-    while pending:
-        requirement = pending.pop()
-        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
-            continue
-        name = requirement.name.lower().replace("_", "-")
-        if name not in found:
-            found.add(name)
-            pending += [Requirement(r) for r in metadata.distribution(name).requires or []]
-    return found
-
-
 @pytest.fixture(scope="module")
 def fresh_venv(wheel, tmp_path_factory) -> Path:
-    """A new virtualenv outside the repository with only the wheel installed (by pip, from the file) and
-    its declared dependencies. Offline, so the dependencies are this environment's installed files,
-    exposed through a ``.pth`` file one distribution at a time: nothing else of this environment (and
-    not the repository's editable install) is importable there."""
-    from importlib import metadata
-
-    home = tmp_path_factory.mktemp("venv")
-    venv, deps = home / "venv", home / "deps"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=180)
-    python = venv / "bin" / "python"
-    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
-                              "--no-index", "--disable-pip-version-check", str(wheel)],
-                             capture_output=True, text=True, timeout=180)
-    assert install.returncode == 0, install.stderr
-    requires = metadata.Distribution.at(next((venv / "lib").glob("python*/site-packages/tiered_jobs-*.dist-info")))
-    deps.mkdir()
-    for name in _dependencies(requires.requires or []):
-        distribution = metadata.distribution(name)
-        for top in {Path(f.parts[0]) for f in distribution.files or [] if f.parts[0] != ".."}:
-            source = Path(distribution.locate_file(top))
-            if source.exists() and not (deps / top).exists():
-                (deps / top).symlink_to(source)
-    site = next((venv / "lib").glob("python*/site-packages"))
-    (site / "dependencies.pth").write_text(f"{deps}\n")
-    return venv
-
-
-def _outside(venv: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run a program of ``venv`` from its own folder, with no variable pointing back at the repository."""
-    clean = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(venv.parent), **(env or {})}
-    return subprocess.run([str(venv / "bin" / args[0]), *args[1:]], cwd=venv.parent, env=clean,
-                          capture_output=True, text=True, timeout=120)
+    """A new virtualenv outside the repository with only the wheel and its declared dependencies (no extra)."""
+    return make_venv(wheel, tmp_path_factory.mktemp("venv"))
 
 
 def test_the_installed_wheel_is_the_package_and_runs_the_cli(fresh_venv):
-    where = _outside(
+    where = run_outside(
         fresh_venv, "python", "-c", "import tiered_jobs, tiered_jobs.publisher; print(tiered_jobs.__file__)"
     )
     assert where.returncode == 0, where.stderr
     assert Path(where.stdout.strip()).is_relative_to(fresh_venv) and not Path(where.stdout.strip()).is_relative_to(ROOT)
     for module in ("functions", "infra", "emulator", "bench"):
-        absent = _outside(fresh_venv, "python", "-c", f"import {module}")
+        absent = run_outside(fresh_venv, "python", "-c", f"import {module}")
         assert absent.returncode != 0 and "ModuleNotFoundError" in absent.stderr, module
-    shown = _outside(fresh_venv, "tiered-jobs", "--help")
+    shown = run_outside(fresh_venv, "tiered-jobs", "--help")
     assert shown.returncode == 0, shown.stderr
     assert "publish" in shown.stdout and "local" not in shown.stdout.split("Commands")[-1].split()
 
@@ -258,7 +198,7 @@ def test_the_installed_cli_publishes_to_moto_on_loopback(fresh_venv):
         for name, value in {Ssm.tiers(stage): "critical", Ssm.routes(stage): json.dumps({"payments.*": "critical"}),
                             Ssm.tier(stage, "critical", Ssm.TIER_QUEUE_URL): queue_url}.items():
             ssm.put_parameter(Name=name, Value=value, Type="String")
-        published = _outside(fresh_venv, "tiered-jobs", "--stage", stage, "publish", "payments.update_balance",
+        published = run_outside(fresh_venv, "tiered-jobs", "--stage", stage, "publish", "payments.update_balance",
                              "--key", "pay_wheel", "--payload", '{"account_id": "acc_1", "amount": 5}', env=env)
         assert published.returncode == 0, published.stderr + published.stdout
         assert "Published payments.update_balance" in published.stdout

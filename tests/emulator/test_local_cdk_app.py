@@ -179,3 +179,17 @@ def test_an_app_outside_the_checkout_does_not_import_the_checkout(tmp_path):
     assert outside == {"PYTHONPATH": str(elsewhere), "HOME": "/home/x"}
     assert "PYTHONPATH" not in app_environment(CdkApp(tmp_path, "python app.py"), {"PYTHONPATH": str(REPO_ROOT)})
     assert app_environment(CdkApp(REPO_ROOT, "python app.py"), environ) == environ  # this repository's own app
+
+
+def test_up_names_the_problem_when_no_stack_of_the_app_uses_tiered_jobs(app_dir, tmp_path):
+    from typer.testing import CliRunner
+
+    from emulator.cli import app
+
+    write_assembly(app_dir / "assembly", {"Web": {"Resources": {}}})
+    result = CliRunner().invoke(app, ["up", "--app-dir", str(app_dir), "--no-view", "--no-console"],
+                                env={"COLUMNS": "300"})
+    assert result.exit_code == 1, result.output
+    assert "error: no stack in this app uses TieredJobs (its stacks: Web)" in result.output
+    result = CliRunner().invoke(app, ["up", "--app-dir", str(tmp_path / "nowhere")], env={"COLUMNS": "300"})
+    assert result.exit_code == 2 and "does not exist" in result.output

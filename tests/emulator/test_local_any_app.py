@@ -1,0 +1,79 @@
+"""Local mode runs an app that is not this repository's: a CDK app of its own, in a folder outside the
+checkout, that uses TieredJobs as a library (``tests/support/outside_app.py``).
+
+One session serves the module: the app's ``cdk.json`` command synthesizes it (this environment's
+Python: the library test runs the same app from a fresh virtualenv through ``up --app``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from emulator.cdk_app import CdkApp
+from emulator.cli import function_groups
+from emulator.deploy import LOCAL_STAGE, REPO_ROOT
+from emulator.session import LocalSession
+from tests.support.outside_app import STACK, TABLE, TIER, check_invoices, wait_for, write_app
+from tiered_jobs.contract.names import DEFAULT_TIERS
+from tiered_jobs.publisher import Publisher
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def app_dir(tmp_path_factory) -> Path:
+    folder = write_app(tmp_path_factory.mktemp("billing"), sys.executable)
+    assert not folder.resolve().is_relative_to(REPO_ROOT)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def session(app_dir):
+    local = LocalSession(app=CdkApp.load(app_dir), reload_interval_seconds=0.5, alarm_interval_seconds=0.5)
+    local.start()
+    yield local
+    local.stop()
+
+
+@pytest.fixture(scope="module")
+def publish(session):
+    publisher = Publisher.from_stage(LOCAL_STAGE, ssm=session.clients("ssm"), sqs=session.clients("sqs"))
+    return lambda job_type, key, payload: publisher.publish(job_type, payload, key)
+
+
+def test_the_stack_that_uses_tiered_jobs_is_deployed_under_its_own_name(session, app_dir):
+    deployment = session.deployment
+    assert (deployment.stack_name, deployment.stage) == (STACK, LOCAL_STAGE)
+    stacks = session.clients("cloudformation").describe_stacks()["Stacks"]
+    assert [s["StackName"] for s in stacks] == [STACK]  # not the app's Web stack
+    assert set(deployment.tiers) == set(DEFAULT_TIERS) and set(deployment.resources) == {TABLE}
+    code = Path(deployment.tiers[TIER].consumer.code_root)
+    assert (code / "jobs" / "invoices.py").read_bytes() == (app_dir / "src" / "jobs" / "invoices.py").read_bytes()
+    assert (code / "tiered_jobs" / "handlers" / "consumer.py").is_file()
+    assert not (code / "functions").exists()  # nothing of this repository's example jobs
+    assert session.code_source.directory == app_dir / "src" / "jobs"  # what a reload stages: the app's folder
+
+
+def test_its_job_runs_once_per_key_and_dead_letters_with_reasons(session, publish):
+    check_invoices(session.clients, publish)
+
+
+def test_logs_find_its_functions_by_its_stack_name(session):
+    groups = function_groups(session.clients("cloudformation"), LOCAL_STAGE, [], STACK)
+    assert set(groups) == {*DEFAULT_TIERS, "replay"}
+
+
+def test_editing_its_job_folder_deploys_a_new_code_version(session, app_dir, publish):
+    module = app_dir / "src" / "jobs" / "invoices.py"
+    module.write_text(module.read_text().replace('"amount": {"N": str(amount)}}',
+                                                 '"amount": {"N": str(amount)}, "version": {"N": "2"}}'))
+    version = wait_for(lambda: session.code_versions, "a new code version")[0]
+    assert version.changed == ("jobs/invoices.py",)
+    publish("invoices.create", "inv-3", {"invoice_id": "inv-3", "amount": 7})
+    dynamodb = session.clients("dynamodb")
+    item = wait_for(lambda: dynamodb.get_item(TableName=session.deployment.resources[TABLE],
+                                              Key={"invoice_id": {"S": "inv-3"}}).get("Item"), "inv-3 written")
+    assert item["version"] == {"N": "2"}
