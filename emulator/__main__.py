@@ -1,5 +1,12 @@
-"""``python -m emulator``: the emulator's commands (``up``, ``demo``, ``logs``)."""
+"""The emulator's commands (``up``, ``demo``, ``logs``): ``python -m emulator`` from this checkout, or
+``python <checkout>/emulator`` from anywhere else (your CDK app's folder, say)."""
 
-from emulator.cli import app
+import sys
+from pathlib import Path
 
-app(prog_name="python -m emulator")
+if not __package__:  # run as a folder: import the emulator from its checkout, not from inside the folder
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from emulator.cli import app, emulator_prefix  # after the checkout is importable
+
+app(prog_name=emulator_prefix(python="python"))

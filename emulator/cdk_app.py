@@ -53,8 +53,8 @@ NESTED_ASSEMBLY_ARTIFACT = "cdk:cloud-assembly"
 ASSET_MANIFEST_ARTIFACT = "cdk:asset-manifest"
 ERROR_METADATA = "aws:cdk:error"
 
-#: How much of the app's output a failure shows (its end: where the error is).
-SHOWN_OUTPUT_CHARS = 3000
+#: How much of the app's output a failure shows (its end: a validation report, then the traceback).
+SHOWN_OUTPUT_CHARS = 10_000
 
 
 class CdkAppError(RuntimeError):

@@ -34,22 +34,28 @@ _GREP_HELP = "Only lines matching this regular expression."
 _METRICS_HELP = "Include the EMF metric documents (CloudWatch turns them into metrics)."
 
 
+def shown(path: Path) -> str:
+    """``path`` as a hint names it: relative to here when under it, else absolute."""
+    cwd = Path.cwd()
+    return os.path.relpath(path, cwd) if path.is_relative_to(cwd) else str(path)
+
+
 def command_prefix() -> str:
     """How to run ``tiered-jobs`` from another terminal: ``make setup`` puts it in the virtualenv,
     not on ``PATH``, so hints name it by path (``.venv/bin/tiered-jobs`` from the checkout)."""
     script = Path(sys.executable).parent / "tiered-jobs"
     if not script.is_file():
         return shutil.which("tiered-jobs") or "tiered-jobs"
-    cwd = Path.cwd()
-    return os.path.relpath(script, cwd) if script.is_relative_to(cwd) else str(script)
+    return shown(script)
 
 
-def emulator_prefix() -> str:
-    """How to run the emulator from another terminal: this interpreter with ``-m emulator``, by path
-    (``.venv/bin/python -m emulator`` from the checkout)."""
-    python, cwd = Path(sys.executable), Path.cwd()
-    shown = os.path.relpath(python, cwd) if python.is_relative_to(cwd) else str(python)
-    return f"{shown} -m emulator"
+def emulator_prefix(python: str | None = None) -> str:
+    """How to run the emulator from another terminal here: ``python -m emulator`` from the checkout
+    (``.venv/bin/python -m emulator``), else the checkout's ``emulator`` folder by path; this
+    interpreter (by path) unless ``python`` is given."""
+    checkout = Path(__file__).resolve().parent.parent
+    python = python or shown(Path(sys.executable))
+    return f"{python} -m emulator" if Path.cwd() == checkout else f"{python} {shown(checkout / 'emulator')}"
 
 
 @app.command()
@@ -186,16 +192,11 @@ def _example_publish(session: LocalSession) -> str:
 
 
 def _watched(source: JobsSource) -> str:
-    """What a reload follows, as paths relative to here: the job folder, and the runtime parts when
-    they are the installed package's (the asset's own copy never changes)."""
-    cwd = Path.cwd()
-
-    def shown(path: Path) -> str:
-        return (os.path.relpath(path, cwd) if path.is_relative_to(cwd) else str(path)) + "/"
-
+    """What a reload follows: the job folder, and the runtime parts when they are the installed
+    package's (an asset's own copy never changes)."""
     if source.runtime_dir != PACKAGE_DIR:
-        return shown(source.directory)
-    return f"{shown(source.directory)} (or {shown(source.runtime_dir / 'contract')})"
+        return f"{shown(source.directory)}/"
+    return f"{shown(source.directory)}/ (or {shown(source.runtime_dir / 'contract')}/)"
 
 
 @app.command("logs")

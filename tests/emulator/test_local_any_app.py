@@ -16,7 +16,8 @@ from emulator.cdk_app import CdkApp
 from emulator.cli import function_groups
 from emulator.deploy import LOCAL_STAGE, REPO_ROOT
 from emulator.session import LocalSession
-from tests.support.outside_app import STACK, TABLE, TIER, check_invoices, wait_for, write_app
+from tests.emulator.local_support import wait_until
+from tests.support.outside_app import STACK, TABLE, TIER, check_invoices, write_app
 from tiered_jobs.contract.names import DEFAULT_TIERS
 from tiered_jobs.publisher import Publisher
 
@@ -70,10 +71,10 @@ def test_editing_its_job_folder_deploys_a_new_code_version(session, app_dir, pub
     module = app_dir / "src" / "jobs" / "invoices.py"
     module.write_text(module.read_text().replace('"amount": {"N": str(amount)}}',
                                                  '"amount": {"N": str(amount)}, "version": {"N": "2"}}'))
-    version = wait_for(lambda: session.code_versions, "a new code version")[0]
+    version = wait_until(lambda: session.code_versions, what="a new code version")[0]
     assert version.changed == ("jobs/invoices.py",)
     publish("invoices.create", "inv-3", {"invoice_id": "inv-3", "amount": 7})
     dynamodb = session.clients("dynamodb")
-    item = wait_for(lambda: dynamodb.get_item(TableName=session.deployment.resources[TABLE],
-                                              Key={"invoice_id": {"S": "inv-3"}}).get("Item"), "inv-3 written")
+    item = wait_until(lambda: dynamodb.get_item(TableName=session.deployment.resources[TABLE],
+                                                Key={"invoice_id": {"S": "inv-3"}}).get("Item"), what="inv-3 written")
     assert item["version"] == {"N": "2"}

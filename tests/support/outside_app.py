@@ -13,11 +13,11 @@ key with another amount runs once) and dead-lettering with reasons.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.emulator.local_support import wait_until
 from tiered_jobs.contract.names import DeadLetter, Ssm
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,15 +83,6 @@ def write_app(folder: Path, python: Path | str) -> Path:
     return folder
 
 
-def wait_for(produce: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    """``produce()``'s first truthy value, polled; fails naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not (value := produce()):
-        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
-        time.sleep(0.2)
-    return value
-
-
 Publish = Callable[[str, str, dict[str, Any]], None]
 
 
@@ -107,7 +98,7 @@ def check_invoices(clients: Callable[[str], Any], publish: Publish, stage: str =
         return int(item["amount"]["N"]) if item else None
 
     publish("invoices.create", "inv-1", {"invoice_id": "inv-1", "amount": 100})
-    wait_for(lambda: amount("inv-1") == 100, "invoices.create wrote inv-1 to the app's table")
+    wait_until(lambda: amount("inv-1") == 100, what="invoices.create wrote inv-1 to the app's table")
     publish("invoices.create", "inv-1", {"invoice_id": "inv-1", "amount": 999})  # the same key, another amount
     publish("invoices.create", "inv-2", {"invoice_id": "inv-2", "amount": -5})  # refused: a permanent error
 
@@ -119,7 +110,7 @@ def check_invoices(clients: Callable[[str], Any], publish: Publish, stage: str =
                  for m in messages}
         return found if len(found) == 2 else {}
 
-    dead = wait_for(letters, f"both jobs in the {TIER} DLQ")
+    dead = wait_until(letters, what=f"both jobs in the {TIER} DLQ")
     assert (amount("inv-1"), amount("inv-2")) == (100, None)  # applied once; the refused one wrote nothing
     for key, error_type in (("inv-1", "IdempotencyConflictError"), ("inv-2", "PermanentError")):
         reasons = dead[key]
