@@ -92,7 +92,6 @@ def up(
 
     console = Console()
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     printed: queue.Queue[str] = queue.Queue()  # printed from the main thread, above the live view
     try:
         wanted = LogFilter(grep)
@@ -117,9 +116,13 @@ def up(
                   "(moto) on 127.0.0.1 ...", soft_wrap=True)
     session = LocalSession(port=port, log_sink=on_line, reload_interval_seconds=1.0 if reload else None,
                            on_reload=on_reload, app=cdk_app, stack=stack)
+    on_sigterm = signal.signal(signal.SIGTERM, lambda *_: stop.set())  # restored when `up` returns
     try:
         session.start()
-    except CdkAppError as exc:
+    except BaseException as exc:
+        signal.signal(signal.SIGTERM, on_sigterm)
+        if not isinstance(exc, CdkAppError):
+            raise
         console.print(f"[bold red]error[/bold red]: {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(1) from None
     try:
@@ -179,6 +182,7 @@ def up(
             web.stop()
     finally:
         session.stop()
+        signal.signal(signal.SIGTERM, on_sigterm)
     console.print("stopped.")
 
 
