@@ -40,7 +40,7 @@ from tiered_jobs.contract.schedules import (
     periodic_problems,
 )
 
-from . import rate_limit_settings
+from .rate_limits import parse as parse_rate_limits
 
 if TYPE_CHECKING:
     from aws_cdk import RemovalPolicy
@@ -424,7 +424,7 @@ def _build_tier(name: Any, raw: Any) -> TierSettings:
     v["failure_rate_min_jobs"] = num("failure_rate_min_jobs", 1)
     v["duration_alarm_percent_of_timeout"] = _percent(merged, "duration_alarm_percent_of_timeout", base, where)
     try:
-        v.update(rate_limit_settings.parse(merged, v))
+        v.update(parse_rate_limits(merged, v))
     except ValueError as exc:
         raise SettingsError(f"{where}: {exc}") from None
     tier = TierSettings(name=name, **v)
