@@ -4,13 +4,15 @@
 queues, DLQs, tables, log groups, discard archive bucket and the alarm topic's KMS key (so no job
 and no letter is lost by a mistaken destroy). This command finds them once the stack is gone:
 
-- queues named ``tiered-jobs-<stage>-…``, queues, tables and log groups named ``TieredJobs-<stage>-…``
-  (CloudFormation's generated names), each only if tagged ``tiered-jobs:stage = <stage>`` (the
-  stack tags them) or ``aws:cloudformation:stack-name = TieredJobs-<stage>`` (CloudFormation
-  does), so stage ``dev`` never touches stage ``dev-eu``;
+- queues named ``tiered-jobs-<stage>-…``, queues, tables and log groups named ``<stack>-…``
+  (CloudFormation's generated names; the stack is ``TieredJobs-<stage>`` for this repository's app,
+  or the stack a ``TieredJobs`` construct was in, given with ``--stack-name``), each only if
+  tagged ``tiered-jobs:stage = <stage>`` (the construct tags them) or
+  ``aws:cloudformation:stack-name = <stack>`` (CloudFormation does), so stage ``dev`` never
+  touches stage ``dev-eu``;
 - the schedule group ``tiered-jobs-<stage>`` (with the one-time jobs still pending in it), if it
   carries one of those tags;
-- S3 buckets of this region named ``tieredjobs-<stage>-…`` (CloudFormation's generated bucket
+- S3 buckets of this region named ``<stack, lower-cased>-…`` (CloudFormation's generated bucket
   names are lower-cased), under the same tag rule: the replay function's discard archive;
 - the customer managed KMS key described ``Encrypts the tiered-jobs <stage> alarm topic`` (or
   carrying one of those tags);
@@ -20,6 +22,9 @@ Queues, tables, log groups and the schedule group (its schedules with it) are de
 emptied first (every object version and delete marker: it is versioned), then deleted. A KMS key
 cannot be deleted at once, so its deletion is scheduled (``--key-pending-days``, 7-30) and can be
 cancelled until then.
+
+Nothing is listed while a stack that owns any of it still exists: the stack named, and every stack
+the found resources' ``aws:cloudformation:stack-name`` tags name (``owners``).
 """
 
 from __future__ import annotations
@@ -52,10 +57,12 @@ class Leftover:
     detail: str = ""
     #: What the delete call needs (a queue URL, a key id...): the name when empty.
     handle: str = ""
+    #: The stack that created it (its ``aws:cloudformation:stack-name`` tag), when tagged.
+    owner: str = ""
 
 
-def _ours(tags: dict[str, str], stage: str) -> bool:
-    return tags.get(STAGE_TAG) == stage or tags.get(CFN_STACK_TAG) == stack_name(stage)
+def _ours(tags: dict[str, str], stage: str, stack: str) -> bool:
+    return tags.get(STAGE_TAG) == stage or tags.get(CFN_STACK_TAG) == stack
 
 
 def _pages(client: Any, operation: str, key: str, **params: Any) -> Iterator[Any]:
@@ -63,12 +70,12 @@ def _pages(client: Any, operation: str, key: str, **params: Any) -> Iterator[Any
         yield from page.get(key, [])
 
 
-def stack_status(cloudformation: Any, stage: str) -> str | None:
-    """The stage's stack status, or None when there is no stack (or only a deleted one)."""
+def stack_status(cloudformation: Any, stack: str) -> str | None:
+    """Stack ``stack``'s status, or None when there is no such stack (or only a deleted one)."""
     from botocore.exceptions import ClientError
 
     try:
-        stacks = cloudformation.describe_stacks(StackName=stack_name(stage))["Stacks"]
+        stacks = cloudformation.describe_stacks(StackName=stack)["Stacks"]
     except ClientError as exc:
         if "does not exist" in exc.response.get("Error", {}).get("Message", ""):
             return None
@@ -77,32 +84,42 @@ def stack_status(cloudformation: Any, stage: str) -> str | None:
     return None if status == "DELETE_COMPLETE" else status
 
 
-def find_leftovers(client: Callable[[str], Any], stage: str) -> list[Leftover]:
-    """Everything of ``stage`` that outlived its stack (``client(service)`` gives a boto3 client)."""
+def find_leftovers(client: Callable[[str], Any], stage: str, stack: str | None = None) -> list[Leftover]:
+    """Everything of ``stage`` that outlived its stack (``client(service)`` gives a boto3 client).
+
+    ``stack``: the name of the stack that held the stage (default ``TieredJobs-<stage>``, this
+    repository's app); CloudFormation names the resources it generates after it.
+    """
+    stack = stack or stack_name(stage)
     found: list[Leftover] = []
     sqs = client("sqs")
     # Tier queues are named "tiered-jobs-<stage>-..."; others (the schedules DLQ) get CloudFormation's names.
-    urls = {url for prefix in (queue_name(stage, ""), f"{stack_name(stage)}-")
+    urls = {url for prefix in (queue_name(stage, ""), f"{stack}-")
             for url in _pages(sqs, "list_queues", "QueueUrls", QueueNamePrefix=prefix)}
     for url in sorted(urls):
-        if _ours(sqs.list_queue_tags(QueueUrl=url).get("Tags", {}), stage):
+        tags = sqs.list_queue_tags(QueueUrl=url).get("Tags", {})
+        if _ours(tags, stage, stack):
             depth = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
             messages = int(depth["Attributes"].get("ApproximateNumberOfMessages", 0))
-            found.append(Leftover("queue", url.rsplit("/", 1)[-1], f"{messages} messages", url))
+            found.append(Leftover("queue", url.rsplit("/", 1)[-1], f"{messages} messages", url,
+                                  tags.get(CFN_STACK_TAG, "")))
     dynamodb = client("dynamodb")
     for table in _pages(dynamodb, "list_tables", "TableNames"):
-        if table.startswith(f"{stack_name(stage)}-"):
+        if table.startswith(f"{stack}-"):
             description = dynamodb.describe_table(TableName=table)["Table"]
             tags = {t["Key"]: t["Value"] for t in
                     dynamodb.list_tags_of_resource(ResourceArn=description["TableArn"]).get("Tags", [])}
-            if _ours(tags, stage):
-                found.append(Leftover("table", table, f"~{description.get('ItemCount', 0)} items"))
+            if _ours(tags, stage, stack):
+                found.append(Leftover("table", table, f"~{description.get('ItemCount', 0)} items",
+                                      owner=tags.get(CFN_STACK_TAG, "")))
     logs = client("logs")
-    for group in _pages(logs, "describe_log_groups", "logGroups", logGroupNamePrefix=f"{stack_name(stage)}-"):
-        if _ours(logs.list_tags_log_group(logGroupName=group["logGroupName"]).get("tags", {}), stage):
-            found.append(Leftover("log group", group["logGroupName"], f"{group.get('storedBytes', 0)} bytes"))
-    found.extend(_schedule_group(client("scheduler"), stage))
-    found.extend(_buckets(client("s3"), stage))
+    for group in _pages(logs, "describe_log_groups", "logGroups", logGroupNamePrefix=f"{stack}-"):
+        tags = logs.list_tags_log_group(logGroupName=group["logGroupName"]).get("tags", {})
+        if _ours(tags, stage, stack):
+            found.append(Leftover("log group", group["logGroupName"], f"{group.get('storedBytes', 0)} bytes",
+                                  owner=tags.get(CFN_STACK_TAG, "")))
+    found.extend(_schedule_group(client("scheduler"), stage, stack))
+    found.extend(_buckets(client("s3"), stage, stack))
     kms = client("kms")
     for key in _pages(kms, "list_keys", "Keys"):
         metadata = kms.describe_key(KeyId=key["KeyId"])["KeyMetadata"]
@@ -112,15 +129,16 @@ def find_leftovers(client: Callable[[str], Any], stage: str) -> list[Leftover]:
         ):
             continue
         tags = {t["TagKey"]: t["TagValue"] for t in kms.list_resource_tags(KeyId=key["KeyId"]).get("Tags", [])}
-        if metadata.get("Description") == alarm_key_description(stage) or _ours(tags, stage):
-            found.append(Leftover("kms key", key["KeyId"], metadata.get("Description", "")))
+        if metadata.get("Description") == alarm_key_description(stage) or _ours(tags, stage, stack):
+            found.append(Leftover("kms key", key["KeyId"], metadata.get("Description", ""),
+                                  owner=tags.get(CFN_STACK_TAG, "")))
     ssm = client("ssm")
     for parameter in _pages(ssm, "get_parameters_by_path", "Parameters", Path=f"{Ssm.prefix(stage)}/", Recursive=True):
         found.append(Leftover("ssm parameter", parameter["Name"]))
     return found
 
 
-def _schedule_group(scheduler: Any, stage: str) -> list[Leftover]:
+def _schedule_group(scheduler: Any, stage: str, stack: str) -> list[Leftover]:
     """The stage's schedule group, if it outlived the stack (its name is the stage's; its tags make it ours)."""
     from botocore.exceptions import ClientError
 
@@ -132,19 +150,19 @@ def _schedule_group(scheduler: Any, stage: str) -> list[Leftover]:
             return []
         raise
     tags = {t["Key"]: t["Value"] for t in scheduler.list_tags_for_resource(ResourceArn=arn).get("Tags", [])}
-    if not _ours(tags, stage):
+    if not _ours(tags, stage, stack):
         return []
     pending = sum(1 for _ in _pages(scheduler, "list_schedules", "Schedules", GroupName=name))
-    return [Leftover("schedule group", name, f"{pending} schedules")]
+    return [Leftover("schedule group", name, f"{pending} schedules", owner=tags.get(CFN_STACK_TAG, ""))]
 
 
-def _buckets(s3: Any, stage: str) -> list[Leftover]:
+def _buckets(s3: Any, stage: str, stack: str) -> list[Leftover]:
     """The stage's buckets in this region (the discard archive), with how many object versions they hold."""
     from botocore.exceptions import ClientError
 
     found = []
     region = s3.meta.region_name or "us-east-1"
-    for bucket in _pages(s3, "list_buckets", "Buckets", Prefix=f"{stack_name(stage).lower()}-", BucketRegion=region):
+    for bucket in _pages(s3, "list_buckets", "Buckets", Prefix=f"{stack.lower()}-", BucketRegion=region):
         name = bucket["Name"]
         try:
             tags = {t["Key"]: t["Value"] for t in s3.get_bucket_tagging(Bucket=name).get("TagSet", [])}
@@ -152,10 +170,10 @@ def _buckets(s3: Any, stage: str) -> list[Leftover]:
             if exc.response.get("Error", {}).get("Code") != "NoSuchTagSet":
                 raise
             tags = {}
-        if _ours(tags, stage):
+        if _ours(tags, stage, stack):
             versions = sum(len(page.get("Versions", [])) + len(page.get("DeleteMarkers", []))
                            for page in s3.get_paginator("list_object_versions").paginate(Bucket=name))
-            found.append(Leftover("bucket", name, f"{versions} object versions"))
+            found.append(Leftover("bucket", name, f"{versions} object versions", owner=tags.get(CFN_STACK_TAG, "")))
     return found
 
 

@@ -20,22 +20,27 @@ from tiered_jobs.contract.names import (
 )
 
 
-def _leave_behind(stage: str, *, tag: dict[str, str] | None = None) -> dict[str, str]:
-    """What CloudFormation leaves of ``stage`` after `cdk destroy`: the retained resources with their tags."""
+def _leave_behind(stage: str, *, tag: dict[str, str] | None = None, stack: str | None = None) -> dict[str, str]:
+    """What CloudFormation leaves of ``stage`` after `cdk destroy`: the retained resources with their tags.
+
+    ``stack``: the stack the stage was in (this repository's ``TieredJobs-<stage>`` by default, or
+    the stack a user's app put the construct in); CloudFormation's generated names start with it.
+    """
     tags = tag if tag is not None else {STAGE_TAG: stage}
+    stack = stack or stack_name(stage)
     sqs, dynamodb, logs, kms, ssm = (boto3.client(s) for s in ("sqs", "dynamodb", "logs", "kms", "ssm"))
     made = {}
     # The tier queues have their own names; the schedules DLQ has CloudFormation's.
     for name in (queue_name(stage, "critical"), queue_name(stage, "critical", dlq=True),
-                 f"{stack_name(stage)}-SchedulesDlqF1E2D3C4-QRS"):
+                 f"{stack}-SchedulesDlqF1E2D3C4-QRS"):
         made[name] = sqs.create_queue(QueueName=name, tags=tags)["QueueUrl"]
     sqs.send_message(QueueUrl=made[queue_name(stage, "critical", dlq=True)], MessageBody="{}")
-    table = f"{stack_name(stage)}-IdempotencyTable48612DF4-ABC123"
+    table = f"{stack}-IdempotencyTable48612DF4-ABC123"
     dynamodb.create_table(TableName=table, BillingMode="PAY_PER_REQUEST",
                           AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
                           KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
                           Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
-    group = f"{stack_name(stage)}-TiercriticalConsumerLogsFA20E025-XYZ"
+    group = f"{stack}-TiercriticalConsumerLogsFA20E025-XYZ"
     logs.create_log_group(logGroupName=group, tags=tags)
     key = kms.create_key(Description=alarm_key_description(stage))["KeyMetadata"]["KeyId"]  # the stack does not tag it
     ssm.put_parameter(Name=Ssm.routes(stage), Value=json.dumps({"a.*": "critical"}), Type="String")
@@ -50,20 +55,21 @@ def _leave_behind(stage: str, *, tag: dict[str, str] | None = None) -> dict[str,
         FlexibleTimeWindow={"Mode": "OFF"},
         Target={"Arn": "arn:aws:sqs:us-east-1:123456789012:q", "RoleArn": "arn:aws:iam::123456789012:role/r"},
     )
-    bucket = _archive_bucket(stage, tags)
+    bucket = _archive_bucket(stage, tags, stack)
     return {"table": table, "group": group, "key": key, "schedule_group": Schedules.group_name(stage), "bucket": bucket}
 
 
-def _bucket_name(stage: str, suffix: str = "1a2b3c4d5e6f") -> str:
+def _bucket_name(stage: str, suffix: str = "1a2b3c4d5e6f", stack: str | None = None) -> str:
     """CloudFormation's generated bucket name: ``<stack name>-<logical id>-<suffix>``, lower-cased, the
     logical id cut to fit S3's 63 characters."""
-    logical_id = "ReplayDiscardArchiveBucket56071EA0"[:63 - len(stack_name(stage)) - len(suffix) - 2]
-    return f"{stack_name(stage)}-{logical_id}-{suffix}".lower()
+    stack = stack or stack_name(stage)
+    logical_id = "ReplayDiscardArchiveBucket56071EA0"[:63 - len(stack) - len(suffix) - 2]
+    return f"{stack}-{logical_id}-{suffix}".lower()
 
 
-def _archive_bucket(stage: str, tags: dict[str, str]) -> str:
+def _archive_bucket(stage: str, tags: dict[str, str], stack: str) -> str:
     """The discard archive as a deleted stack leaves it: versioned, with a letter overwritten and one deleted."""
-    s3, name = boto3.client("s3"), _bucket_name(stage)
+    s3, name = boto3.client("s3"), _bucket_name(stage, stack=stack)
     s3.create_bucket(Bucket=name)
     s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
     if any(key.startswith("aws:") for key in tags):  # S3 lets only AWS (CloudFormation) set these: moto's store
@@ -94,16 +100,17 @@ def run(aws):
     return lambda *args, input=None: runner.invoke(app, list(args), input=input)
 
 
-def _remaining(stage: str) -> dict[str, list]:
+def _remaining(stage: str, stack: str | None = None) -> dict[str, list]:
+    stack = stack or stack_name(stage)
     sqs, dynamodb, logs, kms, ssm = (boto3.client(s) for s in ("sqs", "dynamodb", "logs", "kms", "ssm"))
     keys = [k["KeyId"] for k in kms.list_keys()["Keys"]
             if kms.describe_key(KeyId=k["KeyId"])["KeyMetadata"]["KeyState"] != "PendingDeletion"]
     return {
         "queues": sqs.list_queues(QueueNamePrefix=queue_name(stage, "")).get("QueueUrls", []),
-        "generated_queues": sqs.list_queues(QueueNamePrefix=f"{stack_name(stage)}-").get("QueueUrls", []),
-        "tables": [t for t in dynamodb.list_tables()["TableNames"] if t.startswith(f"{stack_name(stage)}-")],
+        "generated_queues": sqs.list_queues(QueueNamePrefix=f"{stack}-").get("QueueUrls", []),
+        "tables": [t for t in dynamodb.list_tables()["TableNames"] if t.startswith(f"{stack}-")],
         "groups": [
-            g["logGroupName"] for g in logs.describe_log_groups(logGroupNamePrefix=f"{stack_name(stage)}-")["logGroups"]
+            g["logGroupName"] for g in logs.describe_log_groups(logGroupNamePrefix=f"{stack}-")["logGroups"]
         ],
         "keys": [
             k for k in keys if kms.describe_key(KeyId=k)["KeyMetadata"]["Description"] == alarm_key_description(stage)
@@ -181,6 +188,28 @@ def test_refuses_while_the_stack_exists(run):
     assert result.exit_code == 1
     assert "still exists" in result.output and "npx cdk destroy -c stage=dev" in result.output
     assert boto3.client("sqs").list_queues(QueueNamePrefix=queue_name("dev", "")).get("QueueUrls")
+
+
+def test_a_library_users_stack_that_still_exists_is_never_torn_down(run):
+    """The construct in a user's stack ``Billing``: its retained resources carry CloudFormation's tag naming
+    ``Billing``, so teardown refuses while that stack exists, though no ``TieredJobs-dev`` stack ever did."""
+    cfn = {"aws:cloudformation:stack-name": "Billing"}
+    made = _leave_behind("dev", tag={STAGE_TAG: "dev", **cfn}, stack="Billing")
+    boto3.client("cloudformation").create_stack(StackName="Billing", TemplateBody=json.dumps(
+        {"Resources": {"T": {"Type": "AWS::SNS::Topic"}}}))
+    result = run("--stage", "dev", "teardown", "--yes")
+    assert result.exit_code == 1
+    assert "stack Billing still exists" in result.output and "npx cdk destroy Billing" in result.output
+    assert len(_remaining("dev")["queues"]) == 2 and made["table"] in _remaining("dev", "Billing")["tables"]
+
+
+def test_a_library_users_deleted_stack_is_found_by_its_name(run):
+    """After ``cdk destroy Billing``, ``--stack-name Billing`` finds what CloudFormation named after it."""
+    made = _leave_behind("dev", tag={STAGE_TAG: "dev", "aws:cloudformation:stack-name": "Billing"}, stack="Billing")
+    assert made["table"].startswith("Billing-") and made["bucket"].startswith("billing-")
+    result = run("--stage", "dev", "--stack-name", "Billing", "teardown", "--yes")
+    assert result.exit_code == 0, result.output
+    assert not any(_remaining("dev", "Billing").values())
 
 
 def test_buckets_of_another_region_or_untagged_are_not_the_stages(run):

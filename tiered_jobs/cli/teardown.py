@@ -25,11 +25,15 @@ def teardown(
     SSM parameters) and delete it."""
     with reported_errors():
         target = ctx.obj
-        status = stack_status(target.client("cloudformation"), target.stage)
-        if status is not None:
-            raise CliError(f"stack {stack_name(target.stage)} still exists ({status}): "
-                           f"run `npx cdk destroy -c stage={target.stage}` first, then this command")
-        leftovers = find_leftovers(target.client, target.stage)
+        leftovers = find_leftovers(target.client, target.stage, target.stack_name)
+        cloudformation = target.client("cloudformation")
+        for stack in sorted({target.stack_name} | {item.owner for item in leftovers if item.owner}):
+            status = stack_status(cloudformation, stack)
+            if status is not None:
+                destroy = (f"npx cdk destroy -c stage={target.stage}" if stack == stack_name(target.stage)
+                           else f"npx cdk destroy {stack}")
+                raise CliError(f"stack {stack} still exists ({status}) and owns stage {target.stage!r}: "
+                               f"run `{destroy}` first, then this command")
         console = Console(highlight=False)
         if not leftovers:
             console.print(f"Nothing of stage {target.stage!r} is left ({PROJECT} queues, tables, log groups, "

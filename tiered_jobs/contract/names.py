@@ -1,8 +1,8 @@
 """Every name that infrastructure and runtime share, written once.
 
-``infra/`` (CDK), the Lambda runtime (``tiered_jobs.runtime``, ``tiered_jobs.handlers``), the jobs in
-``functions/``, the publisher, the CLI and the emulator all import these constants; none of them
-repeats the strings.
+The CDK construct (``tiered_jobs.cdk``), the Lambda runtime (``tiered_jobs.runtime``,
+``tiered_jobs.handlers``), the jobs in ``functions/``, the publisher, the CLI and the emulator all
+import these constants; none of them repeats the strings.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Scheduled jobs on EventBridge Scheduler: the names and message shapes infra, publisher, CLI and
+"""Scheduled jobs on EventBridge Scheduler: the names and message shapes the construct, publisher, CLI and
 local mode share.
 
 - A **periodic** job (``schedules`` in ``cdk.json``) is a schedule whose target input is an

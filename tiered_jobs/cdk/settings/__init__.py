@@ -1,0 +1,53 @@
+"""The settings model: everything a user sets in ``cdk.json`` context, with defaults and validation.
+
+All settings live under the context key ``tiered_jobs`` (``CONTEXT_KEY``). ``AppSettings.from_context``
+turns that raw dictionary into frozen dataclasses and fails early, before any construct is built,
+with a ``SettingsError`` that names the tier, the key and the fix. Unknown keys are errors too (a
+typo must not silently fall back to a default).
+
+Per tier, the values come from (last wins): the generic ``TierSettings`` defaults, the built-in
+preset of that tier name (``TIER_PRESETS``), then the tier's object in ``cdk.json``.
+
+One module per concept, each importing only those above it:
+
+- ``values``: ``SettingsError`` and the primitives that read and check one raw value;
+- ``rate_limits``: a tier's rate-limit settings; ``tiers``: ``TierSettings``, the presets and the
+  guardrails; ``tier_builder``: building a tier from its raw values;
+- ``schedules``: periodic jobs (``ScheduleSettings``); ``resources``: the jobs' AWS resources
+  (``ResourceSettings``);
+- ``app``: ``AppSettings``, the default routes and local mode's overrides.
+"""
+
+from __future__ import annotations
+
+from .app import (
+    ARCHITECTURES,
+    CREATE_REGISTRY,
+    DEFAULT_ROUTES,
+    LOG_RETENTION_DAYS,
+    RUNTIMES,
+    AppSettings,
+    with_local_overrides,
+)
+from .resources import ACCESS, QUEUE, TABLE, ResourceSettings
+from .schedules import ScheduleSettings
+from .tiers import TIER_PRESETS, TierSettings
+from .values import SettingsError
+
+__all__ = [
+    "ACCESS",
+    "ARCHITECTURES",
+    "CREATE_REGISTRY",
+    "DEFAULT_ROUTES",
+    "LOG_RETENTION_DAYS",
+    "QUEUE",
+    "RUNTIMES",
+    "TABLE",
+    "TIER_PRESETS",
+    "AppSettings",
+    "ResourceSettings",
+    "ScheduleSettings",
+    "SettingsError",
+    "TierSettings",
+    "with_local_overrides",
+]
