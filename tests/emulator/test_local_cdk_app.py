@@ -20,6 +20,7 @@ from emulator.cdk_app import CdkApp, CdkAppError, stacks
 from emulator.deploy import REPO_ROOT, Assembly, LocalAppError, app_environment, local_overrides, synthesize
 from emulator.server import ACCOUNT_ID, DEFAULT_REGION
 from tiered_jobs.contract.names import LOCAL_OVERRIDES_CONTEXT_KEY, TEMPLATE_METADATA_KEY
+from tiered_jobs.packaging import PACKAGE_DIR, JobsSource
 
 #: The app: copies ``assembly/`` into CDK_OUTDIR and records what the CLI would have given it.
 RECORDING_APP = """
@@ -150,6 +151,24 @@ def test_several_stacks_with_tiered_jobs_need_stack(tmp_path):
     with pytest.raises(LocalAppError, match=r"--stack Web: no such stack uses TieredJobs .*\(those that do: "
                                             r"Billing, Orders\)"):
         Assembly.read(tmp_path, tmp_path, stack="Web")
+
+
+def test_reloads_stage_the_app_s_job_folder_with_the_runtime_its_asset_shipped(tmp_path):
+    """The installed runtime is watched when the app shipped exactly it (this checkout's app); another
+    install's (the app's virtualenv's) stays what the asset holds."""
+    jobs = tmp_path / "app" / "src" / "jobs"
+    jobs.mkdir(parents=True)
+    (jobs / "__init__.py").write_text("")
+    write_assembly(tmp_path / "out", {"Billing": tiered_template()})
+    asset = JobsSource(jobs, module="jobs").stage(tmp_path / "out" / "asset.1")
+    (tmp_path / "out" / "Billing.assets.json").write_text(json.dumps(
+        {"files": {"1": {"source": {"path": "asset.1", "packaging": "zip"}, "destinations": {}}}}))
+    assembly = Assembly.read(tmp_path / "out", tmp_path / "app")
+    source = assembly.jobs_source()
+    assert (source.directory, source.module, source.runtime_dir) == (jobs, "jobs", PACKAGE_DIR)
+    with (asset / "tiered_jobs" / "runtime" / "__init__.py").open("a") as runtime:
+        runtime.write("# another install\n")
+    assert assembly.jobs_source().runtime_dir == asset / "tiered_jobs"
 
 
 def test_synthesize_passes_the_local_overrides_and_refuses_an_app_that_ignores_them(app_dir, tmp_path):
