@@ -178,6 +178,20 @@ def test_the_installed_wheel_is_the_package_and_runs_the_cli(fresh_venv):
     assert "publish" in shown.stdout and "local" not in shown.stdout.split("Commands")[-1].split()
 
 
+def test_a_publisher_only_install_has_no_cdk_and_the_construct_says_how_to_get_it(fresh_venv):
+    """Services that only publish install the wheel without the ``cdk`` extra: no aws-cdk-lib comes with it,
+    and importing the construct library says which command adds it."""
+    for module in ("aws_cdk", "constructs", "cdk_nag"):
+        absent = run_outside(fresh_venv, "python", "-c", f"import {module}")
+        assert absent.returncode != 0 and "ModuleNotFoundError" in absent.stderr, module
+    construct = run_outside(fresh_venv, "python", "-c", "import tiered_jobs.cdk")
+    assert construct.returncode != 0
+    assert "tiered_jobs.cdk needs the CDK" in construct.stderr and "pip install 'tiered-jobs[cdk]'" in construct.stderr
+    # The runtime a job imports and the publisher a service imports need no CDK.
+    assert run_outside(fresh_venv, "python", "-c", "from tiered_jobs.runtime import JobContext, job; "
+                                                   "from tiered_jobs.publisher import publish").returncode == 0
+
+
 def test_the_installed_cli_publishes_to_moto_on_loopback(fresh_venv):
     """`tiered-jobs publish` from the fresh virtualenv against moto's server on 127.0.0.1: the stage is
     found through its SSM parameters, as a service finds a deployed one."""
