@@ -113,7 +113,8 @@ def up(
                       "--key pay_1 --payload '{\"account_id\": \"acc_1\", \"amount\": 500}'", soft_wrap=True)
         console.print(f"  {cli} status", soft_wrap=True)
         console.print(f"  {emulator_prefix()} logs --tier critical --follow", soft_wrap=True)
-        console.print(f"  aws sqs list-queues    # the queues: {', '.join(deployment.tiers)} (+ DLQs)", soft_wrap=True)
+        console.print(f"  aws sqs list-queues --endpoint-url \"${ENDPOINT_ENV}\"    # the queues: "
+                      f"{', '.join(deployment.tiers)} (+ DLQs); AWS CLI v1 needs the flag for SQS", soft_wrap=True)
         if reload:
             console.print(
                 "Edit functions/ (or tiered_jobs/contract/): the next batches run the new code.", soft_wrap=True
