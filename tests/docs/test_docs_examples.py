@@ -7,6 +7,7 @@ type that does not exist, output that changed) fails here, naming the file, the 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,11 @@ from typing import Any
 import pytest
 
 from tests.docs.blocks import (
+    CONSOLE,
     DELIBERATE_ERRORS,
     JSON,
     LANGUAGES,
+    ROOT,
     SHELL,
     Block,
     Directive,
@@ -47,9 +50,8 @@ def settings_model() -> Any:
 
 
 def cdk_settings() -> dict[str, Any]:
-    from infra.app import load_cdk_context
-
-    return dict(load_cdk_context()["tiered_jobs"])
+    """This repository's ``tiered_jobs`` settings, as ``cdk.json`` holds them."""
+    return dict(json.loads((ROOT / "cdk.json").read_text(encoding="utf-8"))["context"]["tiered_jobs"])
 
 
 def runnable(page: Path) -> list[Block]:
@@ -73,6 +75,8 @@ def test_every_code_block_runs_or_says_why_not():
                 problems.append(f"{block.page}:{directive.line}: a directive on a text block")
             elif directive.kind in RUNS_ON_LOCAL_MODE and block.skip_reason is not None:
                 problems.append(f"{block.page}:{directive.line}: {directive.kind!r} on a skipped block")
+        if block.language == CONSOLE and not prompts(block):
+            problems.append(f"{block.where}: a console block without a `$ ` prompt (an output sample has no language)")
         problems += [f"{block.where}: unknown state {name!r}; known: {sorted(STATES)}"
                      for name in block.givens if name not in STATES]
         problems += [f"{block.where}: 'replace {old} => ...' but the block has no {old!r}"
@@ -182,14 +186,13 @@ def test_the_aws_cli_sends_valid_replay_events():
     file the replay function's own event parser accepts."""
     from tiered_jobs.replay import parse_event
 
-    root = Path(__file__).resolve().parents[2]
     sent = [(block.where, path) for block in ALL_BLOCKS if block.language in SHELL
             for path in _INVOKE.findall(block.text)]
     assert len(sent) >= 3, sent
     problems = []
     for where, path in sent:
         try:
-            parse_event(parse_json((root / path).read_text(encoding="utf-8")))
+            parse_event(parse_json((ROOT / path).read_text(encoding="utf-8")))
         except (OSError, ValueError) as exc:  # a missing file, not JSON, or ReplayEventError
             problems.append(f"{where}: {path}: {exc}")
     assert problems == []
