@@ -144,7 +144,8 @@ def up(
         console.print(f"  {cli} status", soft_wrap=True)
         console.print(f"  {emulator_prefix()} logs{named} --tier {next(iter(deployment.tiers))} --follow",
                       soft_wrap=True)
-        console.print(f"  aws sqs list-queues    # the queues: {', '.join(deployment.tiers)} (+ DLQs)", soft_wrap=True)
+        console.print(f"  aws sqs list-queues --endpoint-url \"${ENDPOINT_ENV}\"    # the queues: "
+                      f"{', '.join(deployment.tiers)} (+ DLQs); AWS CLI v1 needs the flag for SQS", soft_wrap=True)
         if reload and session.code_source is not None:
             console.print(f"Edit {_watched(session.code_source)}: the next batches run the new code.", soft_wrap=True)
         web = _start_console(session, console_port, console) if web_console else None
