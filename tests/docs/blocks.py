@@ -19,6 +19,11 @@ the rendered page) on the lines right above the fence, one per line:
 ``<!-- docs-test: session -->``
     the block starts local mode: the test's own session was started by its first command (on a free
     port) and must have printed every other line of it.
+``<!-- docs-test: app-file PATH -->``
+    the block is file ``PATH`` of the example app of docs/library.md, which
+    ``tests/library/test_outside_app.py`` writes from the page, installs with the built wheel in a
+    fresh virtualenv, synthesizes with the pinned CDK CLI (cdk-nag on) and runs on local mode: the
+    block runs there, as a whole app, not here as a fragment.
 
 Blocks without a language, ``text`` and ``mermaid`` are text (file trees, diagrams, output samples).
 The others run so: ``bash``/``sh`` as one script (``set -eo pipefail``); ``console`` one ``$ ``
@@ -45,7 +50,7 @@ JSON = "json"
 TEXT = frozenset({"", "text", "mermaid"})
 LANGUAGES = SHELL | TEXT | {CONSOLE, PYTHON, JSON}
 
-DIRECTIVES = ("skip", "given", "replace", "background", "session")
+DIRECTIVES = ("skip", "given", "replace", "background", "session", "app-file")
 _DIRECTIVE = re.compile(r"^\s*<!--\s*docs-test:\s*(.*?)\s*-->\s*$")
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<language>[\w+-]*)\s*$")
 
@@ -105,6 +110,12 @@ class Block:
         return [(old.strip(), new.strip()) for old, new in pairs]
 
     @property
+    def app_file(self) -> str | None:
+        """The example app's file this block is (``app-file``), run by the library test."""
+        paths = self.arguments("app-file")
+        return paths[0] if paths else None
+
+    @property
     def is_session(self) -> bool:
         return any(d.kind == "session" for d in self.directives)
 
@@ -126,7 +137,7 @@ def directive_problems(directive: Directive) -> list[str]:
         return ["'skip' needs a reason: <!-- docs-test: skip: why this cannot run here -->"]
     if kind == "replace" and (argument.count("=>") != 1 or not argument.split("=>")[0].strip()):
         return ["'replace' takes OLD => NEW"]
-    if kind in ("given", "background") and not argument:
+    if kind in ("given", "background", "app-file") and not argument:
         return [f"{kind!r} needs an argument"]
     if kind == "session" and argument:
         return ["'session' takes no argument"]
@@ -163,6 +174,11 @@ def blocks(page: Path) -> list[Block]:
                            tuple(directives)))
         index = end + 1
     return found
+
+
+def app_files(page: Path) -> dict[str, str]:
+    """``{path: text}`` of the blocks of ``page`` that are files of its example app (``app-file``)."""
+    return {block.app_file: block.text for block in blocks(page) if block.app_file is not None}
 
 
 def stray_directives(page: Path) -> list[int]:

@@ -38,13 +38,13 @@ from tests.docs.local_mode import STATES, LocalMode
 
 ALL_BLOCKS = [block for page in pages() for block in blocks(page)]
 #: A skip is for what cannot run here at all (a real AWS account, the suite itself); keep it so.
-MAX_SKIPS = 16
+MAX_SKIPS = 18
 RUNS_ON_LOCAL_MODE = {"background", "given", "replace", "session"}
 
 
 def settings_model() -> Any:
     """The model ``cdk.json``'s ``tiered_jobs`` object is validated with (the one place that names it)."""
-    from infra.settings import AppSettings
+    from tiered_jobs.cdk.settings import AppSettings
 
     return AppSettings
 
@@ -55,7 +55,8 @@ def cdk_settings() -> dict[str, Any]:
 
 
 def runnable(page: Path) -> list[Block]:
-    return [b for b in blocks(page) if b.is_code and b.skip_reason is None and b.language != JSON]
+    return [b for b in blocks(page)
+            if b.is_code and b.skip_reason is None and b.app_file is None and b.language != JSON]
 
 
 # -- every block is run, or says why not -----------------------------------------------------------
@@ -137,6 +138,14 @@ def json_problems(block: Block) -> list[str]:
     return []
 
 
+def test_the_library_apps_files_are_the_ones_its_test_runs():
+    """Each ``app-file`` block is written into the app ``tests/library/test_outside_app.py`` builds."""
+    from tests.support import outside_app
+
+    documented = {block.app_file: block.where for block in ALL_BLOCKS if block.app_file is not None}
+    assert set(documented) == set(outside_app.DOC_FILES) and documented
+
+
 def test_json_blocks_parse_and_hold_what_they_say():
     checked = [block for block in ALL_BLOCKS if block.language == JSON]
     assert checked
@@ -155,12 +164,13 @@ def test_a_wrong_cdk_json_snippet_is_caught():
 
 def test_the_examples_publish_and_schedule_registered_job_types():
     """A type the consumer does not know publishes fine, then dead-letters: every type an example
-    publishes (run or not) or schedules is registered."""
+    publishes (run or not) or schedules is registered. (The library app's files publish its own
+    types: its test runs them against its own jobs.)"""
     import functions.jobs  # noqa: F401 - registers every example job
     from tiered_jobs.contract import payloads
     from tiered_jobs.runtime.registry import registry
 
-    code = [block for block in ALL_BLOCKS if block.is_code and block.language != JSON]
+    code = [block for block in ALL_BLOCKS if block.is_code and block.language != JSON and block.app_file is None]
     published = {t: b.where for b in code for t in published_job_types(b.runnable)}
     scheduled: dict[str, str] = {}
     bad_payloads: list[str] = []

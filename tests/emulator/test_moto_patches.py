@@ -106,3 +106,29 @@ def test_seeding_refuses_an_unknown_ssm_parameter(aws):
         moto_patches.seed_parameters(
             template, boto3.client("ssm", region_name="us-east-1"), "123456789012", "us-east-1"
         )
+
+
+def test_an_alarm_subscription_is_created_with_its_delivery_dead_letter_queue(aws):
+    """moto's CloudFormation skips ``AWS::SNS::Subscription`` (``alarm_email``): created with ``Subscribe``,
+    its ``RedrivePolicy`` kept. Nothing is ever delivered locally (moto sends no e-mail)."""
+    import json
+
+    import boto3
+
+    sns, sqs = boto3.client("sns", region_name="us-east-1"), boto3.client("sqs", region_name="us-east-1")
+    topic = sns.create_topic(Name="alarms")["TopicArn"]
+    dlq = sqs.get_queue_attributes(QueueUrl=sqs.create_queue(QueueName="delivery-dlq")["QueueUrl"],
+                                   AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    held = {"Email": {"Type": "AWS::SNS::Subscription", "Properties": {
+        "TopicArn": {"Ref": "Topic"}, "Protocol": "email", "Endpoint": "oncall@example.com",
+        "RedrivePolicy": {"deadLetterTargetArn": dlq}}}}
+    resolve = template.Resolver(physical_ids={"Topic": topic}, types={"Topic": "AWS::SNS::Topic"}, parameters={},
+                                pseudo={}, attribute=lambda *args: "")
+    assert moto_patches.unsupported_types({"Resources": held}) == {"AWS::SNS::Subscription"}
+    moto_patches.create_held_back(held, resolve, lambda service: boto3.client(service, region_name="us-east-1"),
+                                  "123456789012", "us-east-1")
+    (subscription,) = sns.list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"]
+    assert (subscription["Protocol"], subscription["Endpoint"]) == ("email", "oncall@example.com")
+    assert resolve.physical_ids["Email"] == subscription["SubscriptionArn"]
+    attributes = sns.get_subscription_attributes(SubscriptionArn=subscription["SubscriptionArn"])["Attributes"]
+    assert json.loads(attributes["RedrivePolicy"]) == {"deadLetterTargetArn": dlq}

@@ -42,7 +42,7 @@ CDK = ROOT / "node_modules" / ".bin" / "cdk"
 MARKER = "# installed in the fresh virtualenv\n"
 #: The app with one more resource that cdk-nag's AwsSolutions rules refuse (a queue without TLS or a DLQ).
 APP_WITH_FINDING = APP_PY.replace("app.synth()", "from aws_cdk import aws_sqs as sqs\n"
-                                                 "sqs.Queue(billing, 'Open')\napp.synth()")
+                                                 "sqs.Queue(stack, 'Open')\napp.synth()")
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +117,7 @@ def test_the_pinned_cli_synthesizes_it_with_its_own_stack_names_and_metadata(cli
     found = {s.display_name: s for s in stacks(cli_assembly)}
     assert set(found) == {STACK, "Web"}
     assert found[STACK].template["Metadata"][TEMPLATE_METADATA_KEY] == {
-        "stage": "dev", "jobs": {"path": "src/jobs", "module": "jobs"}}
+        "stage": "prod", "jobs": {"path": "src/jobs", "module": "jobs"}}
     assert TEMPLATE_METADATA_KEY not in found["Web"].template.get("Metadata", {})
 
 
@@ -161,5 +161,9 @@ def test_the_emulator_runs_its_job_from_the_app_s_folder(app_dir, venv):
                                     "--payload", json.dumps(payload), env=up.exports)
             assert published.returncode == 0, published.stderr + published.stdout
 
-        check_invoices(clients, publish)
+        def run_publish_py() -> None:  # the page's service code, as written, from the virtualenv
+            sent = run_outside(venv, "python", "publish.py", env=up.exports, cwd=app_dir)
+            assert sent.returncode == 0, sent.stderr + sent.stdout
+
+        check_invoices(clients, publish, run_publish_py=run_publish_py)
     assert up.returncode == 0, "".join(up.output)

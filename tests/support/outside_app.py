@@ -1,9 +1,10 @@
 """Someone else's CDK app that uses Tiered Jobs as a library, and what it must do on the embedded AWS.
 
-A billing service: ``app.py`` with a ``Billing`` stack holding ``TieredJobs`` (and a ``Web`` stack
-without), ``cdk.json`` as ``cdk init`` writes it (the pinned CLI's recommended feature flags), and
-its own jobs in ``src/jobs``: ``invoices.create`` writes the invoice to the app's own table,
-declared through ``resources``, and refuses a bad amount as a permanent error.
+A billing service, docs/library.md's example app (the page's ``app-file`` blocks, so the page is
+what runs): ``app.py`` with a ``Billing`` stack holding ``TieredJobs`` (plus, here, a ``Web`` stack
+without), ``cdk.json`` as ``cdk init`` writes it (the pinned CLI's recommended feature flags), its
+own jobs in ``src/jobs`` (``invoices.create`` writes the invoice to the app's own table, declared
+through ``resources``, and refuses a bad amount as a permanent error) and a service's ``publish.py``.
 
 :func:`check_invoices` is the story both ``tests/emulator/test_local_any_app.py`` and
 ``tests/library/test_outside_app.py`` run against it: the job's effect, idempotency (the same
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.docs.blocks import app_files
 from tests.emulator.local_support import wait_until
 from tiered_jobs.contract.names import DeadLetter, Ssm
 
@@ -28,55 +30,26 @@ STACK = "Billing"
 TIER = "transactional"
 TABLE = "invoices"
 
-APP_PY = '''\
-"""Billing: a CDK app of its own, with Tiered Jobs for its background work."""
-from aws_cdk import App, Stack
+#: The app's files, as docs/library.md shows them (``app-file`` blocks): the page's example is this app.
+DOC_FILES = app_files(ROOT / "docs" / "library.md")
+#: The app's other stack, without Tiered Jobs: local mode must pick the right one.
+WEB_STACK = '''\
 from aws_cdk import aws_ssm as ssm
 
-from tiered_jobs.cdk import JobsCode, TieredJobs, add_nag_checks
-
-app = App()
-billing = Stack(app, "Billing")
-TieredJobs(billing, "Jobs", jobs=JobsCode("src/jobs"), stage="dev",
-           routes={"invoices.*": "transactional"},
-           resources={"invoices": {"kind": "table", "partition_key": "invoice_id",
-                                   "job_types": ["invoices.create"], "access": "read_write"}})
-web = Stack(app, "Web")  # the app's other stack: no Tiered Jobs in it
+web = cdk.Stack(app, "Web")  # the app's other stack: no Tiered Jobs in it
 ssm.StringParameter(web, "Domain", string_value="billing.example.com")
-add_nag_checks(app)
-app.synth()
 '''
-
-JOBS_INIT = '''\
-"""Billing's jobs: importing a module registers its job types."""
-from . import invoices  # noqa: F401
-'''
-
-INVOICES_PY = '''\
-"""invoices.create: store the invoice in the app's own table (declared through resources)."""
-from typing import Any
-
-from tiered_jobs.runtime import JobContext, PermanentError, job
-
-
-@job("invoices.create")
-def create(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
-    amount = payload.get("amount")
-    if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
-        raise PermanentError(f"amount must be a positive integer, got {amount!r}")
-    ctx.client("dynamodb").put_item(TableName=ctx.resource("invoices"), Item={
-        "invoice_id": {"S": payload["invoice_id"]}, "amount": {"N": str(amount)}})
-    return {"invoice_id": payload["invoice_id"], "amount": amount}
-'''
+APP_PY = DOC_FILES["app.py"].replace("add_nag_checks(app)", WEB_STACK + "add_nag_checks(app)", 1)
+assert APP_PY != DOC_FILES["app.py"], "docs/library.md's app.py no longer calls add_nag_checks(app)"
+#: What the page's publish.py sends, and the item it leaves in the app's table.
+DOC_PUBLISHED = ("inv_2026_0001", 1200)
 
 
 def write_app(folder: Path, python: Path | str) -> Path:
     """The app in ``folder`` (outside the repository), its ``cdk.json`` running it with ``python``."""
-    jobs = folder / "src" / "jobs"
-    jobs.mkdir(parents=True)
-    (folder / "app.py").write_text(APP_PY, encoding="utf-8")
-    (jobs / "__init__.py").write_text(JOBS_INIT, encoding="utf-8")
-    (jobs / "invoices.py").write_text(INVOICES_PY, encoding="utf-8")
+    for path, text in {**DOC_FILES, "app.py": APP_PY}.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(text, encoding="utf-8")
     flags = json.loads(RECOMMENDED_FLAGS.read_text(encoding="utf-8"))
     (folder / "cdk.json").write_text(json.dumps({"app": f"{python} app.py", "context": flags}, indent=2),
                                      encoding="utf-8")
@@ -86,21 +59,27 @@ def write_app(folder: Path, python: Path | str) -> Path:
 Publish = Callable[[str, str, dict[str, Any]], None]
 
 
-def check_invoices(clients: Callable[[str], Any], publish: Publish, stage: str = "local") -> None:
+def check_invoices(clients: Callable[[str], Any], publish: Publish, stage: str = "local",
+                   run_publish_py: Callable[[], None] | None = None) -> None:
     """The app's job runs on the embedded AWS: its effect, once per key, and its permanent failure
-    dead-lettered with reasons. ``publish(job type, idempotency key, payload)`` sends a job."""
+    dead-lettered with reasons. ``publish(job type, idempotency key, payload)`` sends a job;
+    ``run_publish_py()`` runs the page's ``publish.py`` as a service would."""
     ssm, sqs, dynamodb = clients("ssm"), clients("sqs"), clients("dynamodb")
     table = ssm.get_parameter(Name=Ssm.resource(stage, TABLE))["Parameter"]["Value"]
     dlq = ssm.get_parameter(Name=Ssm.tier(stage, TIER, Ssm.TIER_DLQ_URL))["Parameter"]["Value"]
 
     def amount(invoice: str) -> int | None:
         item = dynamodb.get_item(TableName=table, Key={"invoice_id": {"S": invoice}}).get("Item")
-        return int(item["amount"]["N"]) if item else None
+        return int(item["amount_cents"]["N"]) if item else None
 
-    publish("invoices.create", "inv-1", {"invoice_id": "inv-1", "amount": 100})
+    if run_publish_py is not None:
+        run_publish_py()
+        key, cents = DOC_PUBLISHED
+        wait_until(lambda: amount(key) == cents, what=f"publish.py's invoice {key} in the app's table")
+    publish("invoices.create", "inv-1", {"amount_cents": 100})
     wait_until(lambda: amount("inv-1") == 100, what="invoices.create wrote inv-1 to the app's table")
-    publish("invoices.create", "inv-1", {"invoice_id": "inv-1", "amount": 999})  # the same key, another amount
-    publish("invoices.create", "inv-2", {"invoice_id": "inv-2", "amount": -5})  # refused: a permanent error
+    publish("invoices.create", "inv-1", {"amount_cents": 999})  # the same key, another amount
+    publish("invoices.create", "inv-2", {"amount_cents": -5})  # refused: a permanent error
 
     def letters() -> dict[str, dict[str, str]]:
         messages = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, MessageAttributeNames=["All"],
@@ -117,4 +96,4 @@ def check_invoices(clients: Callable[[str], Any], publish: Publish, stage: str =
         assert reasons[DeadLetter.REASON] == DeadLetter.REASON_PERMANENT, reasons
         assert (reasons[DeadLetter.ERROR_TYPE], reasons[DeadLetter.JOB_TYPE]) == (error_type, "invoices.create")
         assert reasons[DeadLetter.ATTEMPTS] == "1" and reasons[DeadLetter.SOURCE_QUEUE].endswith(f"-{TIER}")
-    assert "amount must be a positive integer, got -5" in dead["inv-2"][DeadLetter.ERROR_MESSAGE]
+    assert "amount_cents must be a positive integer, got -5" in dead["inv-2"][DeadLetter.ERROR_MESSAGE]
