@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import jsonschema
 import pytest
 
 from tiered_jobs.contract import payloads
+from tiered_jobs.contract.names import Env
+
+ROOT = Path(__file__).resolve().parent.parent
 
 VALID = {
     "payments.update_balance": [
@@ -116,10 +123,66 @@ def test_a_type_without_a_schema_is_not_checked_here():
 
 def test_a_schema_outside_the_subset_is_refused(tmp_path, monkeypatch):
     (tmp_path / "x.y.schema.json").write_text(json.dumps({"type": "object", "oneOf": [{}]}))
-    monkeypatch.setattr(payloads, "SCHEMA_DIR", tmp_path)
-    payloads.schema.cache_clear()
-    try:
-        with pytest.raises(payloads.SchemaError, match="unsupported keyword.*oneOf"):
-            payloads.problems("x.y", {})
-    finally:
-        payloads.schema.cache_clear()
+    monkeypatch.setenv(Env.SCHEMA_DIRS, str(tmp_path))
+    with pytest.raises(payloads.SchemaError, match="unsupported keyword.*oneOf"):
+        payloads.problems("x.y", {})
+
+
+INVOICE_SCHEMA = {"type": "object", "required": ["amount_cents"],
+                  "properties": {"amount_cents": {"type": "integer", "minimum": 1}}}
+
+
+def _schemas(folder, **documents):
+    folder.mkdir(parents=True, exist_ok=True)
+    for job_type, document in documents.items():
+        (folder / f"{job_type}.schema.json").write_text(json.dumps(document))
+    return folder
+
+
+def test_an_apps_own_schemas_are_found_through_the_environment_and_the_publisher_refuses_before_sending(
+        tmp_path, monkeypatch):
+    """A library user's service names a copy of its job folder's ``schemas/`` in TIERED_JOBS_SCHEMA_DIRS."""
+    from tiered_jobs.contract.routing import Routes
+    from tiered_jobs.publisher import InvalidJobError, Publisher
+
+    folder = _schemas(tmp_path / "schemas", **{"invoices.create": INVOICE_SCHEMA})
+    assert payloads.problems("invoices.create", {"amount_cents": -5}) == []  # unknown here: not checked
+    monkeypatch.setenv(Env.SCHEMA_DIRS, f"{tmp_path / 'missing'}{os.pathsep}{folder}")
+    assert payloads.problems("invoices.create", {"amount_cents": -5}) == [
+        "payload field 'amount_cents' must be >= 1, got -5"]
+    assert "invoices.create" in payloads.known_types() and "payments.update_balance" in payloads.known_types()
+
+    class NoSqs:
+        def __getattr__(self, name):
+            raise AssertionError(f"nothing may be sent, but {name} was called")
+
+    publisher = Publisher({"transactional": "https://sqs.us-east-1.amazonaws.com/1/q"},
+                          Routes({"invoices.*": "transactional"}), sqs=NoSqs())
+    with pytest.raises(InvalidJobError, match="amount_cents"):
+        publisher.publish("invoices.create", {"amount_cents": -5}, "inv-1")
+
+
+def test_an_added_folder_is_searched_before_the_packages_own(tmp_path, monkeypatch):
+    monkeypatch.setattr(payloads, "_added_dirs", [])
+    stricter = {"type": "object", "required": ["account_id", "amount", "currency"]}
+    payloads.add_schema_dir(_schemas(tmp_path, **{"payments.update_balance": stricter}))
+    payloads.add_schema_dir(tmp_path)  # once is enough
+    assert payloads.schema_dirs().count(tmp_path.resolve()) == 1
+    assert payloads.problems("payments.update_balance", {"account_id": "a", "amount": 1}) == [
+        "payload is missing required field 'currency'"]
+
+
+def test_the_consumer_checks_the_schemas_of_its_job_folder(tmp_path):
+    """The consumer's handler adds ``<job folder>/schemas/`` when it imports the jobs (a cold start)."""
+    package = tmp_path / "billing_jobs"
+    _schemas(package / "schemas", **{"invoices.create": INVOICE_SCHEMA})
+    (package / "__init__.py").write_text("")
+    probe = ("import tiered_jobs.handlers.consumer\n"
+             "from tiered_jobs.contract import payloads\n"
+             "print(payloads.problems('invoices.create', {'amount_cents': 0}))\n")
+    env = {**os.environ, Env.JOB_MODULES: "billing_jobs", "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
+           "POWERTOOLS_METRICS_DISABLED": "true", "AWS_DEFAULT_REGION": "us-east-1"}
+    env.pop(Env.SCHEMA_DIRS, None)
+    run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == str(["payload field 'amount_cents' must be >= 1, got 0"])

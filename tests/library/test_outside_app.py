@@ -32,7 +32,7 @@ from emulator.deploy import Assembly
 from tests.emulator.local_support import RunningUp
 from tests.support.outside_app import APP_PY, STACK, check_invoices, write_app
 from tests.support.wheel import build_wheel, fresh_venv, run_outside, site_packages
-from tiered_jobs.contract.names import TEMPLATE_METADATA_KEY
+from tiered_jobs.contract.names import TEMPLATE_METADATA_KEY, Env
 
 pytestmark = pytest.mark.e2e
 
@@ -166,4 +166,10 @@ def test_the_emulator_runs_its_job_from_the_app_s_folder(app_dir, venv):
             assert sent.returncode == 0, sent.stderr + sent.stdout
 
         check_invoices(clients, publish, run_publish_py=run_publish_py)
+        # A service with a copy of the job folder's schemas refuses a payload of the wrong shape before sending.
+        refused = run_outside(venv, "tiered-jobs", "publish", "invoices.create", "--key", "inv-9", "--payload",
+                              json.dumps({"amount_cents": "12"}),
+                              env={**up.exports, Env.SCHEMA_DIRS: str(app_dir / "src" / "jobs" / "schemas")})
+        assert refused.returncode != 0
+        assert "payload field 'amount_cents' must be an integer" in refused.stdout + refused.stderr
     assert up.returncode == 0, "".join(up.output)

@@ -105,6 +105,9 @@ class Env:
     #: Consumer: comma-separated modules the handler imports so that their ``@job`` handlers register
     #: (this app's stack sets ``functions.jobs``).
     JOB_MODULES = "TIERED_JOBS_JOB_MODULES"
+    #: Folders of an app's own payload schemas (``os.pathsep``-separated), searched before the
+    #: package's: a publishing service points it at a copy of the job folder's ``schemas/``.
+    SCHEMA_DIRS = "TIERED_JOBS_SCHEMA_DIRS"
 
     @staticmethod
     def tier_var(name: str, tier: str) -> str:

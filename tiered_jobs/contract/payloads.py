@@ -2,9 +2,11 @@
 
 ``schemas/<job type>.schema.json`` beside this file (draft 2020-12) is the source of truth: the
 publisher refuses a payload that breaks it before anything is sent, and the consumer dead-letters
-one as a permanent error. Publishers in other languages validate with the same files. A type
-without a schema is not checked here (the consumer may still refuse it: an unknown type is
-permanent there).
+one as a permanent error. An app's own job types keep theirs in a ``schemas/`` folder of the job
+folder: the consumer adds it when it imports the jobs (:func:`add_schema_dir`), and a publishing
+service names a copy of it in ``TIERED_JOBS_SCHEMA_DIRS``; those folders are searched first.
+Publishers in other languages validate with the same files. A type without a schema is not
+checked here (the consumer may still refuse it: an unknown type is permanent there).
 
 Only the standard library is used, because this module runs in the consumer's cold start and in
 services that install the publisher with boto3 alone. It implements the subset of JSON Schema
@@ -24,11 +26,14 @@ a schema using any other keyword is refused when loaded, so nothing is silently 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from .names import Env
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 SCHEMA_SUFFIX = ".schema.json"
@@ -47,24 +52,48 @@ class SchemaError(ValueError):
     """A payload schema this module cannot check faithfully (a keyword outside the subset)."""
 
 
+#: Folders added by :func:`add_schema_dir` (the consumer adds its job folders' ``schemas/``).
+_added_dirs: list[Path] = []
+
+
+def add_schema_dir(folder: Path) -> None:
+    """Search ``folder`` for payload schemas too (before the package's own)."""
+    folder = Path(folder).resolve()
+    if folder not in _added_dirs:
+        _added_dirs.append(folder)
+
+
+def schema_dirs() -> list[Path]:
+    """Where schemas are looked up, first match wins: added folders, ``TIERED_JOBS_SCHEMA_DIRS``, the package's."""
+    from_env = [Path(part) for part in os.environ.get(Env.SCHEMA_DIRS, "").split(os.pathsep) if part]
+    return [*_added_dirs, *from_env, SCHEMA_DIR]
+
+
 def schema_path(job_type: str) -> Path:
-    return SCHEMA_DIR / f"{job_type}{SCHEMA_SUFFIX}"
+    """The schema file of ``job_type`` (in the first folder that has one; the package's when none does)."""
+    name = f"{job_type}{SCHEMA_SUFFIX}"
+    return next((folder / name for folder in schema_dirs() if (folder / name).is_file()), SCHEMA_DIR / name)
 
 
 def known_types() -> list[str]:
-    """Every job type that ships a payload schema."""
-    return sorted(path.name[: -len(SCHEMA_SUFFIX)] for path in SCHEMA_DIR.glob(f"*{SCHEMA_SUFFIX}"))
+    """Every job type with a payload schema."""
+    return sorted({path.name[: -len(SCHEMA_SUFFIX)] for folder in schema_dirs()
+                   for path in folder.glob(f"*{SCHEMA_SUFFIX}")})
 
 
 def has_schema(job_type: str) -> bool:
     return isinstance(job_type, str) and "/" not in job_type and schema_path(job_type).is_file()
 
 
-@lru_cache(maxsize=None)
 def schema(job_type: str) -> dict[str, Any]:
-    """The payload schema of ``job_type`` (loaded and checked once per process)."""
-    loaded: dict[str, Any] = json.loads(schema_path(job_type).read_text(encoding="utf-8"))
-    _check_supported(loaded, f"{job_type}{SCHEMA_SUFFIX}")
+    """The payload schema of ``job_type`` (each file loaded and checked once per process)."""
+    return _load(schema_path(job_type))
+
+
+@lru_cache(maxsize=None)
+def _load(path: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    _check_supported(loaded, path.name)
     return loaded
 
 

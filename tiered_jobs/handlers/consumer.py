@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 from importlib import import_module
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 
+from tiered_jobs.contract import payloads
 from tiered_jobs.contract.names import Env, Metrics
 from tiered_jobs.runtime.config import TierConfig
 from tiered_jobs.runtime.consumer import Consumer
@@ -29,7 +31,11 @@ def _import_jobs(value: str | None) -> None:
         raise RuntimeError(f"{Env.JOB_MODULES} is not set: the stack sets it to the comma-separated modules "
                            "that define the jobs (e.g. 'functions.jobs')")
     for module in modules:
-        import_module(module)
+        imported = import_module(module)
+        # The app's own payload schemas (``<job folder>/schemas/``) are checked like the package's.
+        schemas = Path(imported.__file__ or "").parent / "schemas"
+        if schemas.is_dir():
+            payloads.add_schema_dir(schemas)
 
 
 _import_jobs(os.environ.get(Env.JOB_MODULES))
