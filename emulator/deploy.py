@@ -15,12 +15,12 @@ import platform
 import sys
 import zipfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from emulator import moto_patches
-from emulator.cdk_app import DEFAULT_ACCOUNT_ENV, DEFAULT_REGION_ENV, CdkApp, CdkAppError, stacks
+from emulator.cdk_app import DEFAULT_ACCOUNT_ENV, DEFAULT_REGION_ENV, CdkApp, CdkAppError, StackArtifact, stacks
 from emulator.esm import FunctionConfig, MappingConfig
 from emulator.logs import function_log_groups
 from emulator.server import ACCOUNT_ID, DEFAULT_REGION, Endpoint
@@ -74,19 +74,17 @@ def local_overrides(tier_settings: Mapping[str, Any] | None = None,
 
 
 @dataclass(frozen=True)
-class Assembly:
+class Assembly(StackArtifact):
     """The stack of a synthesized cloud assembly that holds Tiered Jobs, as a deployment needs it."""
 
-    #: The folder of the stack's manifest (its template and asset paths are relative to it).
-    directory: Path
-    stack_name: str
-    stage: str
-    template: dict[str, Any]
-    assets: dict[str, Any]
     #: The app's folder (the working directory of its synthesis): the job folder is relative to it.
     app_directory: Path = REPO_ROOT
-    #: ``aws://account/region`` the stack is pinned to (``unknown-...``: environment-agnostic).
-    environment: str = "aws://unknown-account/unknown-region"
+
+    @property
+    def stage(self) -> str:
+        """The stage its ``TieredJobs`` was built for (the template's ``Metadata.TieredJobs``)."""
+        stage: str = self.template["Metadata"][TEMPLATE_METADATA_KEY]["stage"]
+        return stage
 
     @classmethod
     def read(cls, directory: Path, app_directory: Path = REPO_ROOT, stack: str | None = None) -> Assembly:
@@ -108,9 +106,7 @@ class Assembly:
         if len(ours) > 1:
             raise LocalAppError(f"several stacks of this app use TieredJobs ({listed}); choose one with --stack NAME")
         (chosen,) = ours
-        return cls(directory=chosen.directory, stack_name=chosen.stack_name,
-                   stage=chosen.template["Metadata"][TEMPLATE_METADATA_KEY]["stage"], template=chosen.template,
-                   assets=chosen.assets, app_directory=app_directory, environment=chosen.environment)
+        return cls(**{f.name: getattr(chosen, f.name) for f in fields(chosen)}, app_directory=app_directory)
 
     def jobs_source(self) -> JobsSource:
         """Where the functions' code comes from: the job folder the template's metadata names
