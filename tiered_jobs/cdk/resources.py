@@ -30,8 +30,6 @@ class JobResource:
     """One declared resource, made or imported: what a consumer is told, and how it is granted."""
 
     settings: ResourceSettings
-    #: The table name or queue URL (a token until deployment).
-    value: str
     grant: Callable[[iam.IGrantable], object]
     #: The tiers that run its jobs.
     tiers: frozenset[str]
@@ -41,6 +39,13 @@ class JobResource:
     @property
     def name(self) -> str:
         return self.settings.name
+
+    @property
+    def value(self) -> str:
+        """The table name or queue URL (a token until deployment)."""
+        if self.settings.kind == TABLE:
+            return cast(dynamodb.ITable, self.target).table_name
+        return cast(sqs.IQueue, self.target).queue_url
 
     @property
     def description(self) -> str:
@@ -74,7 +79,7 @@ class JobResources(Construct):
                 table = DataTable(self, construct_id, settings=settings, partition_key=resource.partition_key,
                                   sort_key=resource.sort_key).table
             grant = table.grant_read_data if resource.access == "read" else table.grant_read_write_data
-            return JobResource(resource, table.table_name, grant, tiers, table)
+            return JobResource(resource, grant, tiers, table)
         assert resource.arn is not None  # the settings accept only existing queues
         queue = sqs.Queue.from_queue_arn(self, construct_id, resource.arn)
-        return JobResource(resource, queue.queue_url, queue.grant_send_messages, tiers, queue)
+        return JobResource(resource, queue.grant_send_messages, tiers, queue)
