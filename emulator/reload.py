@@ -3,7 +3,7 @@
 :class:`CodeWatcher` polls the modification times of the files that make up the Lambda asset
 (``JobsSource.files``: the app's job folder and the runtime parts of ``tiered_jobs``) about once
 a second: no dependency, no inotify. On a change the session (:meth:`LocalSession.reload_code`)
-stages the asset afresh (:func:`copy_asset`, the same staging ``cdk synth`` does), uploads it
+stages the asset afresh (``JobsSource.stage``, the same staging ``cdk synth`` does), uploads it
 with ``UpdateFunctionCode`` (a new ``CodeSha256``, as
 ``cdk deploy`` of a code change does), and gives every mapping the new code: the execution
 environments built on the old code are retired before their next batch and new ones start, so a
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from pathlib import Path
 
 from emulator.background import BackgroundLoop
 from tiered_jobs.packaging import JobsSource
@@ -37,11 +36,6 @@ def snapshot(source: JobsSource) -> Snapshot:
             continue
         result[relative] = (stat.st_mtime_ns, stat.st_size)
     return result
-
-
-def copy_asset(source: JobsSource, destination: Path) -> Path:
-    """A fresh copy of the asset's files (what ``cdk synth`` would package now) into ``destination``."""
-    return source.stage(destination)
 
 
 def changed_files(before: Snapshot, after: Snapshot) -> list[str]:

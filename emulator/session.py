@@ -42,7 +42,7 @@ from emulator.esm import EventSourceRuntime, FunctionConfig, Invocation, Mapping
 from emulator.invokers import WorkerInvoker, worker_factory
 from emulator.logs import LogShipper
 from emulator.metrics import MetricStore
-from emulator.reload import CodeWatcher, copy_asset
+from emulator.reload import CodeWatcher
 from emulator.scheduler import ScheduleRunner
 from emulator.server import ACCOUNT_ID, EmbeddedAws, Endpoint
 from emulator.sqs_metrics import (
@@ -241,7 +241,7 @@ class LocalSession:
         with self._deploy_lock:
             number = len(self.code_versions) + 2  # version 1 is the deployed asset
             assert self._code_source is not None
-            root = copy_asset(self._code_source, self._workdir / "code" / f"v{number}")
+            root = self._code_source.stage(self._workdir / "code" / f"v{number}")  # what `cdk synth` would ship now
             archive = zip_directory(root)
             lambda_client = self.clients("lambda")
             sha = ""

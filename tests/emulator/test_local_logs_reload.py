@@ -10,7 +10,7 @@ import pytest
 
 from emulator.cli import command_prefix
 from emulator.logs import LogFilter, LogShipper, function_log_groups, read_events
-from emulator.reload import changed_files, copy_asset, snapshot
+from emulator.reload import changed_files, snapshot
 from tiered_jobs.packaging import JobsSource
 
 
@@ -72,7 +72,7 @@ def test_snapshots_see_edits_additions_and_removals_and_copies_leave_bytecode_ou
     assert changed_files(before, snapshot(source)) == [
         "functions/jobs/a.py", "functions/jobs/b.py", "tiered_jobs/contract/names.py"]
 
-    copy = copy_asset(source, tmp_path / "copy")
+    copy = source.stage(tmp_path / "copy")
     assert sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*") if p.is_file()) == [
         "functions/__init__.py", "functions/jobs/__init__.py", "functions/jobs/a.py", "functions/jobs/b.py",
         "tiered_jobs/__init__.py"]
