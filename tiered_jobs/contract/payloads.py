@@ -69,10 +69,17 @@ def schema_dirs() -> list[Path]:
     return [*_added_dirs, *from_env, SCHEMA_DIR]
 
 
+def _find(job_type: str) -> Path | None:
+    """The schema file of ``job_type`` in the first folder that has one; ``None`` when none does."""
+    if not isinstance(job_type, str) or "/" in job_type:
+        return None
+    name = f"{job_type}{SCHEMA_SUFFIX}"
+    return next((folder / name for folder in schema_dirs() if (folder / name).is_file()), None)
+
+
 def schema_path(job_type: str) -> Path:
     """The schema file of ``job_type`` (in the first folder that has one; the package's when none does)."""
-    name = f"{job_type}{SCHEMA_SUFFIX}"
-    return next((folder / name for folder in schema_dirs() if (folder / name).is_file()), SCHEMA_DIR / name)
+    return _find(job_type) or SCHEMA_DIR / f"{job_type}{SCHEMA_SUFFIX}"
 
 
 def known_types() -> list[str]:
@@ -82,7 +89,7 @@ def known_types() -> list[str]:
 
 
 def has_schema(job_type: str) -> bool:
-    return isinstance(job_type, str) and "/" not in job_type and schema_path(job_type).is_file()
+    return _find(job_type) is not None
 
 
 def schema(job_type: str) -> dict[str, Any]:
@@ -99,10 +106,11 @@ def _load(path: Path) -> dict[str, Any]:
 
 def problems(job_type: str, payload: Any) -> list[str]:
     """Every way ``payload`` breaks the schema of ``job_type``; empty when it is valid or has no schema."""
-    if not has_schema(job_type):
+    path = _find(job_type)  # one look-up per payload: this runs for every job published and consumed
+    if path is None:
         return []
     found: list[str] = []
-    _validate(schema(job_type), payload, (), found)
+    _validate(_load(path), payload, (), found)
     return found
 
 
