@@ -29,6 +29,7 @@ from .settings import RUNTIMES, AppSettings
 #: Where in the cloud assembly the code asset is staged before CDK hashes and copies it.
 STAGING_DIR = ".tiered-jobs-code"
 
+
 def powertools_layer_parameter(architecture: str, runtime: str, version: str) -> str:
     """The AWS-managed public SSM parameter holding the Powertools layer ARN of the deploy region."""
     return f"/aws/service/powertools/python/{architecture}/{runtime}/{version}"
