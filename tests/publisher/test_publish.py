@@ -14,6 +14,7 @@ from tests.support.stack import FlakySqs, received_bodies
 from tiered_jobs.contract import envelope
 from tiered_jobs.contract.names import SQS_MAX_MESSAGE_BYTES
 from tiered_jobs.contract.routing import Routes
+from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES, RUNTIME_ATTRIBUTES_HEADROOM_BYTES
 from tiered_jobs.publisher import (
     InvalidJobError,
     Job,
@@ -156,7 +157,9 @@ def test_a_message_over_one_mib_says_pass_ids_not_objects(publisher, sqs, deploy
     with pytest.raises(InvalidJobError) as caught:
         publisher.publish("analytics.export", {"rows": "x" * SQS_MAX_MESSAGE_BYTES}, "export-1")
 
-    assert f"over SQS's {SQS_MAX_MESSAGE_BYTES}-byte limit; pass IDs, not objects" in str(caught.value)
+    assert (f"over the {MAX_JOB_MESSAGE_BYTES}-byte limit (SQS's {SQS_MAX_MESSAGE_BYTES} less "
+            f"{RUNTIME_ATTRIBUTES_HEADROOM_BYTES} for the runtime's own attributes); pass IDs, not objects"
+            ) in str(caught.value)
     assert "analytics.export (key 'export-1')" in str(caught.value)
     assert _nothing_sent(sqs, deployment)
 

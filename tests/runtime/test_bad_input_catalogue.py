@@ -26,7 +26,7 @@ PUBLISHER = {
     "P1": ("payments.update_balance", {"account_id": "a", "when": datetime.datetime(2026, 11, 29)}, "k1", {},
            "payload['when'] is a datetime, which is not JSON-serialisable"),
     "P2": ("analytics.record_event", {"event": "e", "blob": "x" * 1_100_000}, "k2", {},
-           "over SQS's 1048576-byte limit; pass IDs, not objects"),
+           "over the 1040384-byte limit (SQS's 1048576 less 8192 for the runtime's own attributes); pass IDs"),
     "P3": ("payments.update_balance", {"account_id": "a", "amount": 1}, "", {},
            "'idempotency_key' must be 1-256 characters, got 0"),
     "P4": ("payments.update_balance", {"account_id": "a", "amount": 1}, "k" * 257, {},
@@ -42,6 +42,9 @@ PUBLISHER = {
             "payload is missing required field 'amount'"),
     "P11": ("analytics.record_event", {"event": "e", "properties": {"memo": "ab\uffff"}}, "k11", {},
             "payload['properties']['memo'] holds U+FFFF at character 2, which SQS does not accept in a message"),
+    # Under SQS's 1 MiB, but no room left for the reasons of its letter or the state of its copies.
+    "P12": ("analytics.record_event", {"event": "e", "properties": {"blob": "x" * 1_045_000}}, "k12", {},
+            "over the 1040384-byte limit (SQS's 1048576 less 8192 for the runtime's own attributes)"),
 }
 
 #: id -> (raw body a non-Python publisher might send, expected DeadLetter.ErrorType, expected message)

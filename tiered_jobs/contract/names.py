@@ -89,6 +89,9 @@ class Env:
     IDEMPOTENCY_TTL_SECONDS = "TIERED_JOBS_IDEMPOTENCY_TTL_SECONDS"
     #: Milliseconds: the consumer starts no record when less than this remains of its invocation.
     TIME_BUDGET_MARGIN_MS = "TIERED_JOBS_TIME_BUDGET_MARGIN_MS"
+    #: The main queue's redrive ``maxReceiveCount``: on that receive SQS would move a record it
+    #: gets back to the DLQ without reasons, so the consumer decides its fate itself.
+    MAX_RECEIVE_COUNT = "TIERED_JOBS_MAX_RECEIVE_COUNT"
     #: Consumer: one variable per resource of the tier's jobs (``resource_var``): a table name or queue URL.
     RESOURCE_PREFIX = "TIERED_JOBS_RESOURCE_"
     #: Replay function: JSON object ``{tier: {"queue_url": ..., "dlq_url": ..., "idempotency_ttl_seconds": ...}}``.
@@ -166,6 +169,9 @@ class DeadLetter:
     #: Values of ``DeadLetter.Reason``.
     REASON_PERMANENT = "permanent"
     REASON_RETRIES_EXHAUSTED = "retries_exhausted"
+    #: The job was held or deferred on its queue's last receive and SQS refused its re-sent copy:
+    #: returning it would let the redrive move it without reasons, so it is dead-lettered with this.
+    REASON_REQUEUE_FAILED = "requeue_failed"
     #: What tools report for a letter without reasons (moved by SQS redrive: crash / timeout).
     REASON_UNKNOWN = "unknown"
     #: Longest ``DeadLetter.ErrorMessage`` kept (characters); longer ones are cut with an ellipsis.
@@ -173,17 +179,31 @@ class DeadLetter:
 
 
 class Attributes:
-    """Message attributes of our own on job messages (besides ``DeadLetter.*`` and ``Replay.*``)."""
+    """Message attributes of our own on job messages (besides ``DeadLetter.*`` and ``Replay.*``).
 
-    #: Number: attempts the job had already spent before this copy of its message was sent. The
-    #: consumer re-sends a job the rate limit held back (a fresh SQS receive count) and carries the
-    #: attempts spent here, so the attempt number is ``PRIOR_ATTEMPTS + ApproximateReceiveCount``.
+    The consumer sets them on the copies it sends of a job it held (rate limit) or deferred (time
+    budget): a copy is a new message with a fresh receive count and a fresh ``SentTimestamp``, and
+    these carry what the job had before. A dead letter folds them into its ``DeadLetter.*``
+    reasons and drops them, so a letter moved back (either replay mode) starts afresh.
+    """
+
+    PREFIX = "TieredJobs."
+    #: Number: attempts the job had already spent before this copy of its message was sent, so the
+    #: attempt number is ``PRIOR_ATTEMPTS + ApproximateReceiveCount``.
     PRIOR_ATTEMPTS = "TieredJobs.PriorAttempts"
+    #: String, ISO 8601: when this run of the job entered its tier queue (its publish, a schedule's
+    #: fire, or a replay): the job's age (``JobAge``) counts from it across holds and deferrals.
+    ENQUEUED_AT = "TieredJobs.EnqueuedAt"
+    #: String, ISO 8601: when the job first failed (``DeadLetter.FirstFailedAt`` of its letter),
+    #: carried across holds, deferrals and batch replays.
+    FIRST_FAILED_AT = "TieredJobs.FirstFailedAt"
+    ALL: tuple[str, ...] = (PRIOR_ATTEMPTS, ENQUEUED_AT, FIRST_FAILED_AT)
 
 
 class Replay:
     """Message attributes the replay adds to a message it moves back to its main queue."""
 
+    PREFIX = "Replay."
     COUNT = "Replay.Count"
     AT = "Replay.At"
 
@@ -218,6 +238,15 @@ class Metrics:
     RETRY_DELAY = "JobRetryDelay"
     #: Records the tier's rate limit held back and re-sent with a delay: never a failure or an attempt.
     RATE_LIMITED = "JobsRateLimited"
+    #: Records held because the rate limiter's table could not be read or written (throttling, an
+    #: outage, a missing permission): held briefly, never run past the limit, never failed.
+    RATE_LIMITER_ERRORS = "RateLimiterErrors"
+    #: Records held or deferred whose re-sent copy SQS refused: they stay in the queue (a receive
+    #: spent) or, on their last receive, are dead-lettered with reason ``requeue_failed``.
+    REQUEUE_FAILED = "JobsRequeueFailed"
+    #: Seconds from when the job entered its tier queue (``Attributes.ENQUEUED_AT``) to when the
+    #: consumer decided its fate (ran, held or deferred it): survives the copies, unlike SQS's age.
+    JOB_AGE = "JobAge"
 
 
 class Ssm:
@@ -317,7 +346,13 @@ class Alarms:
     DURATION = "duration"
     ERRORS = "errors"
     THROTTLES = "throttles"
-    KINDS: tuple[str, ...] = (DLQ_DEPTH, OLDEST_MESSAGE_AGE, FAILURE_RATE, DURATION, ERRORS, THROTTLES)
+    JOB_AGE = "job-age"
+    #: Every tier's alarms.
+    KINDS: tuple[str, ...] = (DLQ_DEPTH, OLDEST_MESSAGE_AGE, FAILURE_RATE, DURATION, ERRORS, THROTTLES, JOB_AGE)
+    #: A rate-limited tier's alarm on its limiter's table (not in ``KINDS``: other tiers have none).
+    RATE_LIMITER = "rate-limiter"
+    #: Every kind a tier may have.
+    ALL_KINDS: tuple[str, ...] = (*KINDS, RATE_LIMITER)
 
     @staticmethod
     def prefix(stage: str) -> str:

@@ -23,6 +23,15 @@ from typing import Any, TypeVar
 
 from .names import SQS_MAX_BATCH_ENTRIES, SQS_MAX_MESSAGE_BYTES
 
+#: Bytes of a job's message the publisher leaves to the runtime's own attributes: the
+#: ``DeadLetter.*`` reasons of its letter (at most about 5 KiB, the 1 024-character error message
+#: included) and the ``TieredJobs.*`` state of a held or deferred copy (under 200 bytes). A job
+#: whose body fits in :data:`MAX_JOB_MESSAGE_BYTES` therefore always reaches the DLQ with every
+#: reason whole, and its copies always fit.
+RUNTIME_ATTRIBUTES_HEADROOM_BYTES = 8 * 1024
+#: The largest job message the publisher sends (body plus attributes): SQS's 1 MiB less the headroom.
+MAX_JOB_MESSAGE_BYTES = SQS_MAX_MESSAGE_BYTES - RUNTIME_ATTRIBUTES_HEADROOM_BYTES
+
 #: The code point ranges SQS accepts, inclusive (the W3C XML ``Char`` production).
 ALLOWED_CHARACTER_RANGES: tuple[tuple[int, int], ...] = (
     (0x9, 0x9), (0xA, 0xA), (0xD, 0xD), (0x20, 0xD7FF), (0xE000, 0xFFFD), (0x10000, 0x10FFFF),

@@ -16,6 +16,8 @@ from ..contract import envelope, payloads
 from ..contract.names import SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES
 from ..contract.routing import Routes, UnknownRouteError
 from ..contract.sqs_limits import (
+    MAX_JOB_MESSAGE_BYTES,
+    RUNTIME_ATTRIBUTES_HEADROOM_BYTES,
     disallowed_character_problem,
     message_size,
     pack_batches,
@@ -239,10 +241,13 @@ class Publisher:
             if refused:  # the envelope's fields are checked one by one already: a last guard on what is sent
                 problems.append(refused)
             size = 0 if refused else message_size(body)
-            if size > SQS_MAX_MESSAGE_BYTES:
+            if size > MAX_JOB_MESSAGE_BYTES:
+                # The runtime adds its own attributes to a job's letter and to its held or deferred
+                # copies: a body that leaves them no room would reach the DLQ without its reasons.
                 problems.append(
-                    f"the message is {size} bytes, over SQS's {SQS_MAX_MESSAGE_BYTES}-byte limit; "
-                    "pass IDs, not objects"
+                    f"the message is {size} bytes, over the {MAX_JOB_MESSAGE_BYTES}-byte limit (SQS's "
+                    f"{SQS_MAX_MESSAGE_BYTES} less {RUNTIME_ATTRIBUTES_HEADROOM_BYTES} for the runtime's own "
+                    "attributes); pass IDs, not objects"
                 )
         if problems:
             raise InvalidJobError([f"{job.describe()}: {problem}" for problem in problems])
