@@ -48,6 +48,14 @@ def tier(aws) -> Tier:
 
 
 @pytest.fixture
+def redrive_tier(aws) -> Callable[..., Tier]:
+    """A factory of tiers on moto with the redrive ``maxReceiveCount`` a test chooses (its consumers know it)."""
+    made = iter(range(1000))
+    return lambda max_receive_count: create_tier(f"redrive-{next(made)}", visibility_timeout=180,
+                                                 max_receive_count=max_receive_count)
+
+
+@pytest.fixture
 def lambda_context() -> Callable[..., Any]:
     """A factory of Lambda contexts (the local runtime's): ``lambda_context(remaining_ms=1)``."""
     return make_lambda_context

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from typing import NamedTuple
 
 import boto3
 import pytest
@@ -15,13 +16,19 @@ from tiered_jobs.contract.names import Attributes, DeadLetter, Metrics
 from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
 from tiered_jobs.runtime.ratelimit import (
     TAT_ATTRIBUTE,
-    LimitedRecord,
     RateLimiter,
     TokenBucket,
 )
 
 T0 = 1_800_000_000.0
 US = 1_000_000
+
+
+class Limited(NamedTuple):
+    """What the limiter reads of a record of the batch."""
+
+    message_id: str
+    job_type: str
 
 
 class FakeTime:
@@ -216,7 +223,6 @@ def test_each_batch_makes_at_most_one_conditional_write_per_bucket_under_content
 
     serialize_dynamodb_requests()
     create_rate_limit_table(boto3.client("dynamodb"), "buckets")
-    queue_url = boto3.client("sqs").create_queue(QueueName="critical")["QueueUrl"]
     limits = RateLimits(RateLimit(40, 4), {"demo.*": RateLimit(20, 2)}, max_wait_seconds=0.25)
     keys = {"analytics.record_event": "critical#tier", "demo.flaky": "critical#type:demo.*"}
     until = time.time() + 1.5
@@ -235,11 +241,11 @@ def test_each_batch_makes_at_most_one_conditional_write_per_bucket_under_content
         dynamodb = boto3.client("dynamodb")
         dynamodb.meta.events.register("before-parameter-build.dynamodb", count)
         clients = {"dynamodb": dynamodb, "sqs": boto3.client("sqs")}
-        limiter = RateLimiter(limits, "critical", "buckets", queue_url, client=clients.__getitem__)
+        limiter = RateLimiter(limits, "critical", "buckets", client=clients.__getitem__)
         batch = 0
         while time.time() < until or batch < 3:  # every container claims a few times
             batch += 1
-            records = [LimitedRecord(f"{threading.get_ident()}-{batch}-{i}", job_type, "{}", {}, attempt=1)
+            records = [Limited(f"{threading.get_ident()}-{batch}-{i}", job_type)
                        for i, job_type in enumerate(list(keys) * 5)]
             calls.clear()
             gate = limiter.admit(records, remaining_seconds=30.0)
@@ -251,7 +257,7 @@ def test_each_batch_makes_at_most_one_conditional_write_per_bucket_under_content
                     with lock:
                         starts[keys[record.job_type]].append(verdict.start)
                 else:
-                    assert verdict.resent_delay is not None  # held: re-sent, never failed
+                    assert verdict.hold_seconds is not None  # held: sent again, never failed
             with lock:
                 batches.append(dict(calls))
                 conflicts.extend(key for op, key in calls if op == "UpdateItem" and key not in granted)
@@ -275,9 +281,9 @@ def test_each_batch_makes_at_most_one_conditional_write_per_bucket_under_content
 def limited_consumer(tier, clock: FakeTime, limits: RateLimits, **kwargs):
     table = create_rate_limit_table(tier.dynamodb, "critical-buckets")
     consumer = tier.consumer(**kwargs)
-    consumer.limiter = RateLimiter(limits, "critical", table, tier.queue_url,
-                                   client={"sqs": tier.sqs, "dynamodb": tier.dynamodb}.__getitem__,
-                                   clock=clock, sleep=clock.sleep)
+    consumer.limiter = RateLimiter(limits, "critical", table,
+                                   client={"sqs": tier.sqs, "dynamodb": tier.dynamodb}.__getitem__, clock=clock)
+    consumer.sleep = clock.sleep
     return consumer
 
 
@@ -343,7 +349,7 @@ def test_the_attempt_number_adds_the_carried_attempts_to_the_receive_count(tier)
 def test_a_failed_re_send_keeps_the_job_in_the_queue_and_is_still_not_a_failure(tier, capsys):
     clock = FakeTime()
     consumer = limited_consumer(tier, clock, RateLimits(RateLimit(1, 1), {}, max_wait_seconds=0.0))
-    real = consumer.limiter.client
+    real = consumer.client
 
     class NoBatchSend:
         def __getattr__(self, name):
@@ -351,7 +357,7 @@ def test_a_failed_re_send_keeps_the_job_in_the_queue_and_is_still_not_a_failure(
                 raise AttributeError(name)  # any error: the re-send failed
             return getattr(real("sqs"), name)
 
-    consumer.limiter.client = lambda service: NoBatchSend() if service == "sqs" else real(service)
+    consumer.client = lambda service: NoBatchSend() if service == "sqs" else real(service)
     for i in range(3):
         tier.publish("analytics.record_event", {"event": "page_view"}, f"keep-{i}")
     response = tier.run_batch(consumer)
@@ -361,32 +367,24 @@ def test_a_failed_re_send_keeps_the_job_in_the_queue_and_is_still_not_a_failure(
     assert totals[Metrics.RATE_LIMITED] == 2 and totals[Metrics.FAILED] == 0
 
 
-def test_a_lost_write_re_sends_at_once_the_jobs_the_bucket_had_room_for_the_others_at_their_turn():
+def test_a_lost_write_holds_at_once_the_jobs_the_bucket_had_room_for_the_others_until_their_turn():
     clock = FakeTime()
     dynamodb = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
-    sent: list[dict] = []
-
-    class Sqs:
-        def send_message_batch(self, **call):
-            sent.extend(call["Entries"])
-            return {"Successful": [{"Id": e["Id"]} for e in call["Entries"]], "Failed": []}
-
-    limiter = RateLimiter(RateLimits(RateLimit(10, 1), {}, max_wait_seconds=0.5), "critical", "buckets", "queue",
-                          client={"dynamodb": dynamodb, "sqs": Sqs()}.__getitem__, clock=clock, sleep=clock.sleep)
+    limiter = RateLimiter(RateLimits(RateLimit(10, 1), {}, max_wait_seconds=0.5), "critical", "buckets",
+                          client={"dynamodb": dynamodb}.__getitem__, clock=clock)
     now = int(T0 * US)
     stub = Stubber(dynamodb)
     stub.add_response("get_item", {"Item": tat(now)}, None)
     stub.add_client_error("update_item", "ConditionalCheckFailedException", "failed", 400,
                           modeled_fields={"Item": tat(now + 300_000)})  # others took 0.3 s meanwhile
-    records = [LimitedRecord(f"m{i}", "analytics.record_event", "{}", {}, attempt=1) for i in range(8)]
+    records = [Limited(f"m{i}", "analytics.record_event") for i in range(8)]
     with stub:
         gate = limiter.admit(records, remaining_seconds=30.0)
     stub.assert_no_pending_responses()
     assert (gate.writes, gate.reads) == (1, 1)
     assert all(gate.verdicts[r.message_id].held for r in records)  # one write, lost: nothing claimed
     # turns 0.3 .. 1.0 s: the three within the 0.5 s wait bound come back at once, to claim again
-    assert [e["DelaySeconds"] for e in sent] == [0, 0, 0, 1, 1, 1, 1, 1]
-    assert sent[0]["MessageAttributes"][Attributes.PRIOR_ATTEMPTS]["StringValue"] == "0"
+    assert [gate.verdicts[r.message_id].hold_seconds for r in records] == [0, 0, 0, 1, 1, 1, 1, 1]
 
 
 def test_invalid_and_unknown_jobs_take_no_token(tier):

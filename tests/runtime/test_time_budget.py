@@ -13,7 +13,8 @@ from collections import Counter
 import pytest
 
 from emulator.worker import LambdaContext
-from tiered_jobs.contract.names import DeadLetter, Metrics
+from tests.support.recording import Recording
+from tiered_jobs.contract.names import Attributes, DeadLetter, Metrics
 from tiered_jobs.runtime.errors import JobTimeout
 from tiered_jobs.runtime.registry import JobContext, JobRegistry
 
@@ -123,7 +124,7 @@ def test_unstarted_records_come_back_and_complete_and_no_invocation_times_out(ti
     clock, runs = {}, Counter()
     sqs_calls = []
     consumer = tier.consumer(registry=slow_registry(clock, runs), margin_ms=MARGIN_MS,
-                             client={"sqs": _Recording(tier.sqs, sqs_calls), "dynamodb": tier.dynamodb}.__getitem__)
+                             client={"sqs": Recording(tier.sqs, sqs_calls), "dynamodb": tier.dynamodb}.__getitem__)
     for i in range(10):  # 10 records of 4 s in a 30 s function: 7 fit before the 3 s margin
         tier.publish("demo.slow", {"ms": 4_000}, f"slow-{i}")
     seen = drain(tier, consumer, clock)
@@ -134,8 +135,13 @@ def test_unstarted_records_come_back_and_complete_and_no_invocation_times_out(ti
     assert (first[Metrics.PROCESSED], first[Metrics.SUCCEEDED], first[Metrics.DEFERRED], first[Metrics.FAILED],
             first[Metrics.RETRIED]) == (7, 7, 3, 0, 0)
     assert (second[Metrics.PROCESSED], second[Metrics.DEFERRED]) == (3, 0)
-    (visibility,) = [kw["Entries"] for name, kw in sqs_calls if name == "change_message_visibility_batch"]
-    assert [e["VisibilityTimeout"] for e in visibility] == [1, 1, 1]  # they come back promptly
+    # Sent again as fresh copies, visible at once, carrying no attempt (the deferring receive ran nothing);
+    # nothing is returned as a batch item failure, so no receive is spent.
+    (copies,) = [kw["Entries"] for name, kw in sqs_calls if name == "send_message_batch"]
+    assert [e["DelaySeconds"] for e in copies] == [0, 0, 0]
+    assert {e["MessageAttributes"][Attributes.PRIOR_ATTEMPTS]["StringValue"] for e in copies} == {"0"}
+    assert seen["deferred_or_failed"] == 0
+    assert not [name for name, _ in sqs_calls if name == "change_message_visibility_batch"]
 
 
 def test_nothing_is_dead_lettered_twice_when_a_batch_runs_long(tier):
@@ -177,6 +183,65 @@ def test_a_job_that_checks_the_time_stops_before_the_invocation_does(tier):
     assert "ran out of the invocation's time" in attributes[DeadLetter.ERROR_MESSAGE]
 
 
+def deferring_registry(clock: dict, attempts: list[int]) -> JobRegistry:
+    """``demo.hog`` uses up the invocation (every record after it is deferred); ``demo.after``
+    records the attempt it ran as and fails transiently."""
+    registry = JobRegistry()
+
+    @registry.job("demo.hog")
+    def hog(payload, ctx):
+        clock["context"].advance(TIMEOUT_MS - MARGIN_MS + 1)
+
+    @registry.job("demo.after")
+    def after(payload, ctx):
+        from tiered_jobs.runtime.errors import TransientError
+
+        attempts.append(ctx.attempt)
+        raise TransientError("downstream blip")
+
+    return registry
+
+
+def run_behind_a_hog(tier, consumer, clock: dict, hog_key: str) -> None:
+    """One invocation whose batch starts with a hog: every other record of it is deferred."""
+    tier.publish("demo.hog", {}, hog_key)
+    messages = sorted(tier.receive_for_batch(), key=lambda m: "demo.hog" not in m["Body"])
+    assert any("demo.after" in m["Body"] for m in messages), "the deferred job is not in the queue"
+    clock["context"] = LambdaClock(TIMEOUT_MS)
+    tier.run_messages(consumer, messages, clock["context"])
+
+
+def test_a_job_deferred_on_every_receive_never_reaches_the_dlq_through_redrive(redrive_tier):
+    """maxReceiveCount 2: returned as a batch item failure, the deferred job's third receive would be
+    SQS's redrive to the DLQ, without reasons and without ever running. Sent again as a fresh copy,
+    it spends no receive, however often it is deferred."""
+    tier = redrive_tier(max_receive_count=2)
+    clock, attempts = {}, []
+    consumer = tier.consumer(registry=deferring_registry(clock, attempts), margin_ms=MARGIN_MS, max_attempts=2)
+    tier.publish("demo.after", {}, "after-1")
+    for round_ in range(4):
+        run_behind_a_hog(tier, consumer, clock, f"hog-{round_}")
+    assert tier.dlq_messages() == [] and attempts == []
+
+
+def test_a_deferral_is_not_an_attempt(redrive_tier):
+    """Deferred twice, then run: its first run is attempt 1, and its letter says 2 attempts of 2."""
+    tier = redrive_tier(max_receive_count=2)
+    clock, attempts = {}, []
+    consumer = tier.consumer(registry=deferring_registry(clock, attempts), margin_ms=MARGIN_MS, max_attempts=2)
+    tier.publish("demo.after", {}, "after-1")
+    for round_ in range(2):
+        run_behind_a_hog(tier, consumer, clock, f"hog-{round_}")
+    for _ in range(2):  # now alone in its batches: it runs, fails, runs again, fails for good
+        tier.make_visible()
+        clock["context"] = LambdaClock(TIMEOUT_MS)
+        tier.run_messages(consumer, tier.receive_for_batch(), clock["context"])
+    assert attempts == [1, 2]
+    (letter,) = tier.dlq_messages()
+    reasons = {k: v["StringValue"] for k, v in letter["MessageAttributes"].items()}
+    assert (reasons[DeadLetter.REASON], reasons[DeadLetter.ATTEMPTS]) == (DeadLetter.REASON_RETRIES_EXHAUSTED, "2")
+
+
 def test_job_context_time_api():
     clock = ManualContext(TIMEOUT_MS)
     ctx = JobContext(job_type="demo.x", idempotency_key="k", attempt=1, max_attempts=5, tier="bulk", message_id="m",
@@ -201,17 +266,3 @@ def test_job_context_time_api():
 def test_time_limit_must_be_seconds_within_lambdas_timeout(limit):
     with pytest.raises(ValueError, match="time_limit_seconds"):
         JobRegistry().job("demo.x", time_limit_seconds=limit)
-
-
-class _Recording:
-    def __init__(self, real, calls: list):
-        self._real, self._calls = real, calls
-
-    def __getattr__(self, name):
-        method = getattr(self._real, name)
-
-        def call(**kwargs):
-            self._calls.append((name, kwargs))
-            return method(**kwargs)
-
-        return call

@@ -32,6 +32,8 @@ class Tier:
     idempotency_table: str
     #: The table of the example payments job (``cdk.json``'s resource ``functions.jobs.payments.TABLE``).
     payments_table: str
+    #: The main queue's redrive ``maxReceiveCount`` (``None``: no redrive policy).
+    max_receive_count: int | None = None
     #: receipt handles of messages a batch left in flight (failed or crashed), by message id
     in_flight: dict[str, str] = field(default_factory=dict)
 
@@ -47,6 +49,7 @@ class Tier:
             stage="test", tier="critical", queue_url=self.queue_url, dlq_url=self.dlq_url,
             idempotency_table=self.idempotency_table, resources=self.resources,
             retry=RetryPolicy(**retry) if retry else RetryPolicy(), time_budget_margin_ms=margin_ms,
+            max_receive_count=self.max_receive_count,
         )
 
     def consumer(self, *, client: Callable[[str], Any] | None = None, registry=default_registry,
@@ -73,12 +76,20 @@ class Tier:
     def event(self, messages: list[dict]) -> dict:
         return sqs_event(messages, self.queue_arn, REGION)
 
-    def run_batch(self, consumer: Consumer, context: Any = None, max_messages: int = 10) -> dict:
-        messages = self.sqs.receive_message(
+    def receive_for_batch(self, max_messages: int = 10) -> list[dict]:
+        """Receive as the event source mapping does (the messages stay in flight until deleted)."""
+        return self.sqs.receive_message(
             QueueUrl=self.queue_url, MaxNumberOfMessages=max_messages,
             MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"],
         ).get("Messages", [])
+
+    def run_batch(self, consumer: Consumer, context: Any = None, max_messages: int = 10) -> dict:
+        messages = self.receive_for_batch(max_messages)
         assert messages, "the queue had nothing to receive"
+        return self.run_messages(consumer, messages, context)
+
+    def run_messages(self, consumer: Consumer, messages: list[dict], context: Any = None) -> dict:
+        """Invoke ``consumer`` on received ``messages`` and delete the ones it did not name as failures."""
         self.in_flight.update({m["MessageId"]: m["ReceiptHandle"] for m in messages})
         response = consumer.handle(self.event(messages), context or lambda_context())
         failed = {f["itemIdentifier"] for f in response["batchItemFailures"]}
@@ -115,7 +126,8 @@ def create_tier(name: str = "bench", endpoint_url: str | None = None, *, visibil
         attributes["RedrivePolicy"] = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receive_count})
     queue_url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    tier = Tier(sqs, dynamodb, queue_url, queue_arn, dlq_url, f"{name}-idempotency", f"{name}-payments")
+    tier = Tier(sqs, dynamodb, queue_url, queue_arn, dlq_url, f"{name}-idempotency", f"{name}-payments",
+                max_receive_count=max_receive_count)
     for table, key in ((tier.idempotency_table, "id"), (tier.payments_table, "account_id")):
         dynamodb.create_table(
             TableName=table, BillingMode="PAY_PER_REQUEST",

@@ -37,6 +37,14 @@ class TierConfig:
     #: The tier's rate limits and the table of their buckets (``None``: the tier is not limited).
     rate_limits: RateLimits | None = None
     rate_limit_table: str | None = None
+    #: The main queue's redrive ``maxReceiveCount`` (``None``: ``retry.max_attempts``, which the
+    #: stack's guardrail makes it equal to). On that receive a record the consumer returned would
+    #: be moved to the DLQ by SQS without reasons, so the consumer never returns one then.
+    max_receive_count: int | None = None
+
+    @property
+    def receive_limit(self) -> int:
+        return self.max_receive_count if self.max_receive_count is not None else self.retry.max_attempts
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TierConfig:
@@ -56,6 +64,9 @@ class TierConfig:
             if margin < 0:
                 raise ValueError(f"{Env.TIME_BUDGET_MARGIN_MS} must be >= 0, got {margin}")
             rate_limits = RateLimits.from_json(env[Env.RATE_LIMITS]) if env.get(Env.RATE_LIMITS) else None
+            max_receive_count = int(env[Env.MAX_RECEIVE_COUNT]) if env.get(Env.MAX_RECEIVE_COUNT) else None
+            if max_receive_count is not None and max_receive_count < 1:
+                raise ValueError(f"{Env.MAX_RECEIVE_COUNT} must be >= 1, got {max_receive_count}")
         except (ValueError, TypeError, KeyError) as exc:
             raise ConfigurationError(f"malformed retry/idempotency/time budget/rate-limit settings: {exc}") from exc
         return cls(
@@ -70,4 +81,5 @@ class TierConfig:
             time_budget_margin_ms=margin,
             rate_limits=rate_limits,
             rate_limit_table=env.get(Env.RATE_LIMIT_TABLE) or None,
+            max_receive_count=max_receive_count,
         )

@@ -1,21 +1,25 @@
 """The consumer's domain: what happens to each record of a batch.
 
-Per record (never per batch):
+Every record is read once (:mod:`~tiered_jobs.runtime.received`), then its fate is decided once,
+in this order, so each job has exactly one live copy whatever features meet:
 
-1. parse and validate the envelope, find the job, validate its payload -- any failure is
-   permanent;
-2. run the job under idempotency (type + idempotency key);
-3. a transient failure with attempts left -> the message's visibility becomes the backoff delay
-   (with jitter) and the record is reported as a batch item failure;
-4. a permanent failure, or a transient one on the last attempt -> the message is copied to the
-   tier's DLQ with its ``DeadLetter.*`` reasons, and only if that send succeeds is the record
-   reported as processed (so SQS deletes the source). A failed send keeps the message.
+1. **held** -- the rate limit has no token for it within the wait bound (or its table failed): it
+   is sent again as a copy with a delay (:mod:`~tiered_jobs.runtime.requeue`) and acknowledged,
+   before anything runs. A held record is never deferred, so it is never queued twice;
+2. **deferred** -- less than the tier's safety margin remains of the invocation (Celery's
+   ``soft_time_limit``): this record and every later one not held are sent again as copies at
+   once, and acknowledged. A deferral is not an attempt and spends no receive;
+3. **run** -- parse errors, unknown types and payload errors are permanent; the job runs under
+   idempotency (type + idempotency key). A transient failure with attempts left sets the
+   message's visibility to the backoff (with jitter) and reports a batch item failure; a
+   permanent one, or a transient one on the last attempt, copies the message to the tier's DLQ
+   with its ``DeadLetter.*`` reasons, and only once that send succeeded is the record reported
+   processed (so SQS deletes the source). A failed DLQ send keeps the message.
 
-Before starting each record, the remaining time of the invocation is compared with the tier's
-safety margin (Celery's ``soft_time_limit``): once it is below, this record and every later one
-are returned unstarted as batch item failures, visible again after
-:data:`DEFERRED_VISIBILITY_SECONDS`, and counted as deferred, not failed. The margin leaves time
-for the backoffs and the metrics that the ``finally`` of :meth:`Consumer.handle` writes.
+A held or deferred record whose copy SQS refused stays in the queue as a batch item failure
+(that receive is spent), except on the queue's last receive (``maxReceiveCount``), where SQS would
+move it to the DLQ without reasons: there the consumer dead-letters it itself, with reason
+``requeue_failed``. docs/consumer.md's receive ledger lists every path with its test.
 
 The batch answer is always a partial batch response, even when every record failed.
 """
@@ -25,10 +29,10 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from tiered_jobs.contract import envelope as envelope_rules
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter, Metrics
 
 from . import aws, ratelimit
@@ -37,17 +41,19 @@ from .config import TierConfig
 from .errors import classify, describe
 from .idempotency import IdempotentRunner
 from .metrics import BatchMetrics
+from .received import INVALID_JOB_TYPE, UNREGISTERED_JOB_TYPE, Received, read_batch
 from .registry import JobContext, JobDefinition, JobRegistry
+from .requeue import Copy, requeue
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 
-#: Job type label for records whose envelope could not be read, or whose type is not registered
-#: (keeps metric dimensions bounded whatever publishers send).
-INVALID_JOB_TYPE = "invalid"
-UNREGISTERED_JOB_TYPE = "unregistered"
-#: A record left unstarted by the time budget is visible again after this many seconds.
-DEFERRED_VISIBILITY_SECONDS = 1
+__all__ = ["INVALID_JOB_TYPE", "UNREGISTERED_JOB_TYPE", "Consumer"]
+
+#: A deferred record's copy is visible at once: another invocation (or the next) takes it.
+DEFERRED_DELAY_SECONDS = 0
+#: A deferred record whose copy SQS refused is returned with this visibility instead.
+KEPT_DEFERRED_VISIBILITY_SECONDS = 1
 #: Without a Lambda context (tests, scripts), the invocation is taken to last Lambda's longest timeout.
 NO_CONTEXT_BUDGET_MS = 900_000
 
@@ -60,32 +66,46 @@ class KeptInQueue(Exception):
     """The record should have been dead-lettered but the DLQ refused it: SQS keeps it."""
 
 
-class Deferred(Exception):
-    """The invocation's time budget ran out before this record started: it comes back promptly."""
+class RequeueRefused(Exception):
+    """The record was held or deferred and SQS refused its copy: the message stays in the queue."""
 
 
-class RateLimitedKept(Exception):
-    """The rate limit held the record and its re-send failed: SQS keeps it until its turn."""
+@dataclass(frozen=True)
+class Fate:
+    """A record decided before it could run: held or deferred, and what became of its copy."""
+
+    #: The metric outcome of the decision: ``rate_limited``, ``limiter_error`` or ``deferred``.
+    outcome: str
+    #: Why SQS refused the copy (``None``: the copy was accepted, the original is acknowledged).
+    refused: str | None
+    #: When a refused record comes back (its visibility, seconds).
+    keep_seconds: int
 
 
 class _Invocation:
     """What one invocation accumulates (a plain class: nothing to generate at cold start)."""
 
-    __slots__ = ("remaining_ms", "margin_ms", "metrics", "backoffs", "deferred", "gate")
+    __slots__ = ("remaining_ms", "margin_ms", "metrics", "backoffs", "records", "order", "fates", "gate",
+                 "deferred")
 
-    def __init__(self, remaining_ms: Callable[[], int], margin_ms: int, metrics: BatchMetrics):
+    def __init__(self, remaining_ms: Callable[[], int], margin_ms: int, metrics: BatchMetrics,
+                 records: list[Received]):
         #: The invocation's clock: milliseconds left before Lambda stops it.
         self.remaining_ms = remaining_ms
         #: No record starts with less than this left: the tier's margin, at most half of the
         #: time the invocation started with (as the stack's settings demand of the timeout).
         self.margin_ms = min(margin_ms, remaining_ms() // 2)
         self.metrics = metrics
-        #: (receipt handle, seconds) for the records to retry later (or return soon, if deferred).
+        #: (receipt handle, seconds) for the records to retry later (or keep, if their copy was refused).
         self.backoffs: list[tuple[str, int]] = []
-        #: Records left unstarted; once one is, every later one is too.
-        self.deferred = 0
+        self.records = {record.message_id: record for record in records}
+        self.order = [record.message_id for record in records]
+        #: The records decided before they could run (held, deferred), by message id.
+        self.fates: dict[str, Fate] = {}
         #: The rate limit's verdicts for this batch (``None``: the tier is not limited).
         self.gate: ratelimit.Gate | None = None
+        #: Records deferred by the time budget; once one is, every later one is too.
+        self.deferred = 0
 
 
 class Consumer:
@@ -98,12 +118,14 @@ class Consumer:
         logger: Any = None,
         rand: Callable[[], float] = random.random,
         now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+        sleep: Callable[[float], None] = time.sleep,
     ):
         self.config = config
         self.registry = registry
         self.client = client
         self.rand = rand
         self.now = now
+        self.sleep = sleep
         if logger is None:
             from aws_lambda_powertools import Logger
 
@@ -111,8 +133,7 @@ class Consumer:
         self.logger = logger
         self._runner: IdempotentRunner | None = None
         #: ``None`` unless the tier has a rate limit (docs/consumer.md, "Rate limits").
-        self.limiter = ratelimit.from_config(config.rate_limits, config.tier, config.rate_limit_table,
-                                             config.queue_url, client)
+        self.limiter = ratelimit.from_config(config.rate_limits, config.tier, config.rate_limit_table, client)
 
     @property
     def runner(self) -> IdempotentRunner:
@@ -132,13 +153,12 @@ class Consumer:
         )
 
         invocation = _Invocation(self._remaining_time(context), self.config.time_budget_margin_ms,
-                                 BatchMetrics(self.config.stage, self.config.tier))
+                                 BatchMetrics(self.config.stage, self.config.tier), read_batch(event, self.registry))
         self.runner.register_lambda_context(context)
-        if self.limiter is not None:
-            invocation.gate = self.limiter.admit(ratelimit.batch_records(event, self.registry),
-                                                 invocation.remaining_ms() / 1000)
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
         try:
+            if self.limiter is not None:
+                self._admit(invocation)
             return process_partial_response(
                 event=event,
                 record_handler=lambda record: self.process(record, invocation),
@@ -150,154 +170,182 @@ class Consumer:
             invocation.metrics.flush()
             if invocation.deferred:
                 self.logger.info(
-                    "time budget spent: records returned unstarted",
+                    "time budget spent: records sent again unstarted",
                     extra={"deferred": invocation.deferred, "margin_ms": invocation.margin_ms,
                            "remaining_ms": invocation.remaining_ms()},
                 )
 
+    def _admit(self, invocation: _Invocation) -> None:
+        """Claim the batch's tokens; send the held records back as copies, before anything runs."""
+        assert self.limiter is not None
+        runnable = [record for record in invocation.records.values()
+                    if record.envelope is not None and record.envelope.type in self.registry]
+        gate = invocation.gate = self.limiter.admit(runnable, invocation.remaining_ms() / 1000)
+        for error in gate.errors:
+            self.logger.error("rate limiter unavailable: its jobs are held, not run", extra={"error": error})
+        held = [(record, verdict) for record in runnable if (verdict := gate.held(record.message_id)) is not None]
+        self._send_copies(invocation, [
+            (record, "limiter_error" if verdict.limiter_error else "rate_limited", verdict.hold_seconds or 0)
+            for record, verdict in held
+        ])
+
+    def _send_copies(self, invocation: _Invocation, decided: list[tuple[Received, str, int]]) -> None:
+        """Send the copies of records decided not to run now; their fates say what SQS took."""
+        if not decided:
+            return
+        refused = requeue(self.client("sqs"), self.config.queue_url,
+                          [Copy(record, delay) for record, _, delay in decided])
+        for record, outcome, delay in decided:
+            keep = max(1, delay) if outcome != "deferred" else KEPT_DEFERRED_VISIBILITY_SECONDS
+            invocation.fates[record.message_id] = Fate(outcome, refused.get(record.message_id), keep)
+
     # -- one record ----------------------------------------------------------------------
 
     def process(self, record: Any, invocation: _Invocation) -> Any:
-        if invocation.deferred or invocation.remaining_ms() < invocation.margin_ms:
-            self._defer(record, invocation)
+        received = invocation.records[record.message_id]
+        wait = 0.0
+        if received.message_id not in invocation.fates:
+            if invocation.gate is not None:
+                wait = invocation.gate.wait_seconds(received.message_id)
+            if invocation.deferred or invocation.remaining_ms() - wait * 1000 < invocation.margin_ms:
+                self._defer_from(received, invocation)
+        fate = invocation.fates.get(received.message_id)
+        if fate is not None:
+            return self._settle(received, fate, invocation)
+        if wait > 0:
+            self.sleep(wait)  # its claimed turn under the rate limit
+        return self._run(received, invocation)
+
+    def _defer_from(self, first: Received, invocation: _Invocation) -> None:
+        """The time budget is spent: send this record and every later one not yet decided again, once."""
+        later = invocation.order[invocation.order.index(first.message_id):]
+        undecided = [invocation.records[mid] for mid in later if mid not in invocation.fates]
+        invocation.deferred += len(undecided)
+        self._send_copies(invocation, [(record, "deferred", DEFERRED_DELAY_SECONDS) for record in undecided])
+
+    def _settle(self, received: Received, fate: Fate, invocation: _Invocation) -> None:
+        """A held or deferred record: acknowledged once its copy is in the queue, else kept or dead-lettered."""
+        metrics = invocation.metrics
+        metrics.record(received.label, fate.outcome)  # not an attempt: no duration
+        metrics.age(received.label, received.age_seconds(self.now()))
+        with self._log_keys(received):
+            if fate.refused is None:
+                self.logger.info("held by the rate limit: sent again with a delay" if fate.outcome != "deferred"
+                                 else "deferred by the time budget: sent again", extra={"outcome": fate.outcome})
+                return None
+            if received.receive_count >= self.config.receive_limit:
+                # Returned now, SQS's redrive would move it on its next receive, without reasons.
+                self._dead_letter(received, invocation, reason=DeadLetter.REASON_REQUEUE_FAILED,
+                                  error_type="RequeueFailed",
+                                  error_message=f"{fate.outcome} on the queue's last receive "
+                                                f"({received.receive_count} of {self.config.receive_limit}) "
+                                                f"and SQS refused its copy: {fate.refused}",
+                                  attempts=received.attempt - 1, outcome="requeue_dead_lettered", started=None)
+                return None
+            metrics.record(received.label, "requeue_kept")
+            invocation.backoffs.append((received.receipt_handle, fate.keep_seconds))
+            self.logger.warning("could not send the job again; the message stays in the queue (a receive spent)",
+                                extra={"outcome": fate.outcome, "error": fate.refused,
+                                       "retry_in_seconds": fate.keep_seconds})
+            raise RequeueRefused(fate.refused)
+
+    def _run(self, received: Received, invocation: _Invocation) -> Any:
         started = time.perf_counter()
-        # Attempts spent by earlier copies (a job the rate limit re-sent) + this copy's receives.
-        attempt = (ratelimit.prior_attempts(record.raw_event.get("messageAttributes"))
-                   + int(record.attributes.approximate_receive_count or 1))
-        job_type = INVALID_JOB_TYPE
+        invocation.metrics.age(received.label, received.age_seconds(self.now()))
         definition: JobDefinition | None = None
-        envelope: envelope_rules.Envelope | None = None
-        try:
-            envelope = envelope_rules.parse(record.body)
-            job_type = self._label(envelope)
-            self.logger.append_keys(
-                tier=self.config.tier, job_type=envelope.type, idempotency_key=envelope.idempotency_key,
-                message_id=record.message_id, attempt=attempt,
-                tenant=envelope.tenant or record.raw_event.get("attributes", {}).get("MessageGroupId"),
-            )
-            definition = self.registry.get(envelope.type)
-            if definition.validate is not None:
-                definition.validate(envelope.payload)
-            if self._held(record, invocation, job_type, started):
-                return None  # re-sent with a delay: acknowledged, not an attempt
-            ctx = JobContext(
-                job_type=envelope.type, idempotency_key=envelope.idempotency_key, attempt=attempt,
-                max_attempts=self.config.retry.max_attempts, tier=self.config.tier,
-                message_id=record.message_id, logger=self.logger,
-                lambda_remaining_ms=invocation.remaining_ms, settings=self.config, client=self.client,
-                time_limit_seconds=definition.time_limit_seconds, margin_ms=invocation.margin_ms,
-            )
+        with self._log_keys(received):
+            try:
+                envelope = received.envelope
+                if envelope is None:
+                    assert received.envelope_error is not None
+                    raise received.envelope_error
+                definition = self.registry.get(envelope.type)
+                if definition.validate is not None:
+                    definition.validate(envelope.payload)
+                ctx = JobContext(
+                    job_type=envelope.type, idempotency_key=envelope.idempotency_key, attempt=received.attempt,
+                    max_attempts=self.config.retry.max_attempts, tier=self.config.tier,
+                    message_id=received.message_id, logger=self.logger,
+                    lambda_remaining_ms=invocation.remaining_ms, settings=self.config, client=self.client,
+                    time_limit_seconds=definition.time_limit_seconds, margin_ms=invocation.margin_ms,
+                )
+                run = definition.handler
 
-            def execute() -> Any:
-                return definition.handler(envelope.payload, ctx)
+                def execute() -> Any:
+                    return run(envelope.payload, ctx)
 
-            if definition.idempotent:
-                key = {"type": envelope.type, "idempotency_key": envelope.idempotency_key,
-                       "payload": envelope.payload}
-                outcome = self.runner.run(key, execute)
-                result, duplicate = outcome.result, outcome.duplicate
-            else:
-                result, duplicate = execute(), False
-            invocation.metrics.record(job_type, "duplicate" if duplicate else "succeeded", _ms(started))
-            self.logger.debug("job done", extra={"duplicate": duplicate})
-            return result
-        except RateLimitedKept:
-            raise
-        except Exception as exc:  # noqa: BLE001 -- every failure is classified, none escapes unseen
-            self._fail(record, invocation, exc, attempt, job_type, envelope, definition, started)
-            return None  # dead-lettered: report success so SQS deletes the source copy
-        finally:
-            self.logger.remove_keys(["tier", "job_type", "idempotency_key", "message_id", "attempt", "tenant"])
+                if definition.idempotent:
+                    key = {"type": envelope.type, "idempotency_key": envelope.idempotency_key,
+                           "payload": envelope.payload}
+                    outcome = self.runner.run(key, execute)
+                    result, duplicate = outcome.result, outcome.duplicate
+                else:
+                    result, duplicate = execute(), False
+                invocation.metrics.record(received.label, "duplicate" if duplicate else "succeeded", _ms(started))
+                self.logger.debug("job done", extra={"duplicate": duplicate})
+                return result
+            except Exception as exc:  # noqa: BLE001 -- every failure is classified, none escapes unseen
+                self._fail(received, invocation, exc, definition, started)
+                return None  # dead-lettered: report success so SQS deletes the source copy
 
-    def _held(self, record: Any, invocation: _Invocation, job_type: str, started: float) -> bool:
-        """Waits until the record's turn under the rate limit; ``True`` when it was held instead."""
-        verdict = invocation.gate.enter(record.message_id) if invocation.gate is not None else None
-        if verdict is None:
-            return False
-        invocation.metrics.record(job_type, "rate_limited")  # not an attempt: no duration
-        if verdict.keep_seconds is not None:
-            invocation.backoffs.append((record.receipt_handle, verdict.keep_seconds))
-            self.logger.warning("rate limited; the re-send failed, the message stays in the queue",
-                                extra={"retry_in_seconds": verdict.keep_seconds})
-            raise RateLimitedKept("held by the rate limit; re-send failed")
-        self.logger.info("rate limited: re-sent with a delay", extra={"delay_seconds": verdict.resent_delay})
-        return True
-
-    def _defer(self, record: Any, invocation: _Invocation) -> None:
-        """Return the record unstarted: a batch item failure visible again in a second."""
-        invocation.deferred += 1
-        invocation.backoffs.append((record.receipt_handle, DEFERRED_VISIBILITY_SECONDS))
-        try:
-            job_type = self._label(envelope_rules.parse(record.body))
-        except Exception:  # noqa: BLE001 -- its next attempt will dead-letter it with the reason
-            job_type = INVALID_JOB_TYPE
-        invocation.metrics.record(job_type, "deferred")
-        raise Deferred(f"deferred: less than {invocation.margin_ms} ms left of the invocation")
-
-    def _label(self, envelope: envelope_rules.Envelope) -> str:
-        """The metric label of a job type: bounded whatever publishers send."""
-        return envelope.type if envelope.type in self.registry else UNREGISTERED_JOB_TYPE
-
-    def _fail(self, record: Any, invocation: _Invocation, exc: Exception, attempt: int, job_type: str,
-              envelope: envelope_rules.Envelope | None, definition: JobDefinition | None, started: float) -> None:
-        # Loaded on the first failure only: the happy path's cold start does not pay for it.
-        from .deadletter import (
-            DeadLetterReason,
-            api_attributes_from_event,
-            fit_to_size,
-            merge_attributes,
-            send_to_dlq,
-        )
-
+    def _fail(self, received: Received, invocation: _Invocation, exc: Exception,
+              definition: JobDefinition | None, started: float) -> None:
         kind = classify(exc, definition.permanent if definition else ())
         error_type, error_message = describe(exc)
         policy = self.config.retry
+        attempt = received.attempt
         if kind != PERMANENT and not policy.is_last(attempt):
             delay = policy.delay(attempt, self.rand)
-            invocation.backoffs.append((record.receipt_handle, delay))
-            invocation.metrics.record(job_type, "retried", _ms(started), retry_delay_seconds=delay)
+            invocation.backoffs.append((received.receipt_handle, delay))
+            invocation.metrics.record(received.label, "retried", _ms(started), retry_delay_seconds=delay)
             self.logger.warning(
                 "job failed, will retry",
                 extra={"error_type": error_type, "error": error_message, "retry_in_seconds": delay},
             )
             raise RetryLater(f"{error_type}: {error_message}") from exc
+        self._dead_letter(
+            received, invocation,
+            reason=DeadLetter.REASON_PERMANENT if kind == PERMANENT else DeadLetter.REASON_RETRIES_EXHAUSTED,
+            error_type=error_type, error_message=error_message, attempts=attempt, outcome="dead_lettered",
+            started=started,
+        )
+
+    def _dead_letter(self, received: Received, invocation: _Invocation, *, reason: str, error_type: str,
+                     error_message: str, attempts: int, outcome: str, started: float | None) -> None:
+        """Copy the message to the DLQ with its reasons; raise :class:`KeptInQueue` if the DLQ refused it."""
+        # Loaded on the first letter only: the happy path's cold start does not pay for it.
+        from .deadletter import DeadLetterReason, fit_to_size, merge_attributes, send_to_dlq
 
         now = self.now()
-        first_failed_at = now if attempt <= 1 else _from_epoch_ms(
-            record.attributes.approximate_first_receive_timestamp, default=now
+        letter = DeadLetterReason(
+            reason=reason, error_type=error_type, error_message=error_message, attempts=attempts,
+            first_failed_at=received.first_failed_at(now), last_failed_at=now,
+            source_queue=received.source or self.config.queue_url, job_type=received.job_type,
         )
-        reason = DeadLetterReason(
-            reason=DeadLetter.REASON_PERMANENT if kind == PERMANENT else DeadLetter.REASON_RETRIES_EXHAUSTED,
-            error_type=error_type,
-            error_message=error_message,
-            attempts=attempt,
-            first_failed_at=first_failed_at,
-            last_failed_at=now,
-            source_queue=record.event_source_arn or self.config.queue_url,
-            job_type=envelope.type if envelope is not None else INVALID_JOB_TYPE,
-        )
-        attributes, dropped = merge_attributes(
-            api_attributes_from_event(record.raw_event.get("messageAttributes")), reason.attributes()
-        )
-        attributes, shortened = fit_to_size(record.body, attributes)  # SQS's 1 MiB counts attributes too
+        attributes, dropped = merge_attributes(received.api_attributes(), letter.attributes())
+        attributes, shortened = fit_to_size(received.body, attributes)  # SQS's 1 MiB counts attributes too
+        duration = _ms(started) if started is not None else None
         try:
-            dlq_message_id = send_to_dlq(self.client("sqs"), self.config.dlq_url, record.body, attributes)
+            dlq_message_id = send_to_dlq(self.client("sqs"), self.config.dlq_url, received.body, attributes)
         except Exception as send_error:
-            invocation.metrics.record(job_type, "kept", _ms(started))
+            invocation.metrics.record(received.label, "kept", duration)
             self.logger.error(
                 "could not dead-letter the job; the message stays in the queue",
                 extra={"error_type": error_type, "error": error_message, "dlq_error": repr(send_error)},
             )
             raise KeptInQueue(f"DLQ send failed: {send_error!r}") from send_error
-        invocation.metrics.record(job_type, "dead_lettered", _ms(started))
+        invocation.metrics.record(received.label, outcome, duration)
         self.logger.error(
             "job dead-lettered",
-            extra={"reason": reason.reason, "error_type": error_type, "error": error_message,
+            extra={"reason": reason, "error_type": error_type, "error": error_message,
                    "dlq_message_id": dlq_message_id, "dropped_reason_attributes": dropped,
                    "shortened_reason_attributes": shortened},
         )
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _log_keys(self, received: Received) -> _LogKeys:
+        return _LogKeys(self.logger, received, self.config.tier)
 
     def _apply_backoffs(self, backoffs: list[tuple[str, int]]) -> None:
         """One ChangeMessageVisibilityBatch per 10 retried records. A failure here only means
@@ -325,12 +373,25 @@ class Consumer:
         return lambda: max(0, int((deadline - time.monotonic()) * 1000))
 
 
+class _LogKeys:
+    """The record's keys on every log line while it is handled (a context manager: removed after)."""
+
+    KEYS = ("tier", "job_type", "idempotency_key", "message_id", "attempt", "tenant")
+
+    def __init__(self, logger: Any, received: Received, tier: str):
+        self.logger, self.received, self.tier = logger, received, tier
+
+    def __enter__(self) -> None:
+        envelope = self.received.envelope
+        self.logger.append_keys(
+            tier=self.tier, job_type=envelope.type if envelope else INVALID_JOB_TYPE,
+            idempotency_key=envelope.idempotency_key if envelope else None,
+            message_id=self.received.message_id, attempt=self.received.attempt, tenant=self.received.tenant,
+        )
+
+    def __exit__(self, *_: object) -> None:
+        self.logger.remove_keys(list(self.KEYS))
+
+
 def _ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000
-
-
-def _from_epoch_ms(value: Any, default: datetime) -> datetime:
-    try:
-        return datetime.fromtimestamp(int(value) / 1000, tz=timezone.utc)
-    except (TypeError, ValueError):
-        return default

@@ -1,9 +1,11 @@
 """Dead-lettering a message ourselves, with the reason attached.
 
-The original body goes to the DLQ byte-for-byte with its original message attributes, plus
-the ``DeadLetter.*`` String attributes of the contract. Only when the DLQ has accepted the copy
-does the caller report the record as processed (so SQS deletes the source): a failed send
-leaves the message where it is.
+The original body goes to the DLQ byte-for-byte with its publisher's message attributes, plus
+the ``DeadLetter.*`` String attributes of the contract. The runtime's own ``TieredJobs.*`` state
+is folded into those reasons (attempts, first failure) and not kept, nor is ``Replay.At``: a letter
+moved back starts a new run (``Replay.Count`` stays, so a replay counts on). Only when the DLQ has
+accepted the copy does the caller report the record as processed (so SQS deletes the source): a
+failed send leaves the message where it is.
 
 SQS counts the body and every attribute's name, data type and value toward its 1 MiB limit.
 The copy keeps the body and the original attributes whole (they fitted in the original message);
@@ -13,7 +15,6 @@ other reasons are dropped in :data:`_SHRINK_ORDER`.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -22,7 +23,9 @@ from typing import Any
 from tiered_jobs.contract.names import (
     SQS_MAX_MESSAGE_ATTRIBUTES,
     SQS_MAX_MESSAGE_BYTES,
+    Attributes,
     DeadLetter,
+    Replay,
 )
 from tiered_jobs.contract.sqs_limits import message_size
 
@@ -38,11 +41,15 @@ _SHRINK_ORDER = (DeadLetter.ERROR_MESSAGE,) + tuple(n for n in reversed(_PRIORIT
 #: A shortened ``ErrorMessage`` keeps at least this many bytes, or is dropped.
 _MIN_SHORTENED_BYTES = 16
 _ELLIPSIS = "…"
+#: Longest ``DeadLetter.ErrorType`` (characters): an exception's class name, bounded like the message.
+MAX_ERROR_TYPE_CHARS = 256
+#: Attributes of the failed message a letter does not keep (its reasons replace them).
+_NOT_KEPT = (DeadLetter.PREFIX, Attributes.PREFIX, Replay.AT)
 
 
 @dataclass(frozen=True)
 class DeadLetterReason:
-    reason: str  # DeadLetter.REASON_PERMANENT | DeadLetter.REASON_RETRIES_EXHAUSTED
+    reason: str  # DeadLetter.REASON_PERMANENT | REASON_RETRIES_EXHAUSTED | REASON_REQUEUE_FAILED
     error_type: str
     error_message: str
     attempts: int
@@ -54,7 +61,7 @@ class DeadLetterReason:
     def attributes(self) -> dict[str, str]:
         return {
             DeadLetter.REASON: self.reason,
-            DeadLetter.ERROR_TYPE: self.error_type,
+            DeadLetter.ERROR_TYPE: truncate(self.error_type, MAX_ERROR_TYPE_CHARS),
             DeadLetter.ERROR_MESSAGE: truncate(self.error_message, DeadLetter.MAX_ERROR_MESSAGE_CHARS),
             DeadLetter.ATTEMPTS: str(self.attempts),
             DeadLetter.FIRST_FAILED_AT: iso(self.first_failed_at),
@@ -73,28 +80,12 @@ def truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def api_attributes_from_event(event_attributes: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """Lambda's ``messageAttributes`` shape -> the SQS API's ``MessageAttributes`` shape."""
-    result: dict[str, dict[str, Any]] = {}
-    for name, attr in (event_attributes or {}).items():
-        data_type = attr.get("dataType") or attr.get("DataType")
-        value: dict[str, Any] = {"DataType": data_type}
-        if attr.get("stringValue") is not None:
-            value["StringValue"] = attr["stringValue"]
-        elif attr.get("binaryValue") is not None:
-            value["BinaryValue"] = base64.b64decode(attr["binaryValue"])
-        else:
-            continue  # list values are reserved by SQS and never set on real messages
-        result[name] = value
-    return result
-
-
 def merge_attributes(
     original: Mapping[str, dict[str, Any]], dead_letter: Mapping[str, str]
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """Original attributes (minus stale ``DeadLetter.*`` ones) plus the new reasons, within
-    SQS's limit of 10. Returns the attributes and the reason names that did not fit."""
-    merged = {k: v for k, v in original.items() if not k.startswith(DeadLetter.PREFIX)}
+    """The publisher's attributes (not stale reasons, the runtime's state or ``Replay.At``) plus the
+    new reasons, within SQS's limit of 10. Returns the attributes and the reason names that did not fit."""
+    merged = {k: v for k, v in original.items() if not k.startswith(_NOT_KEPT)}
     dropped: list[str] = []
     for name in _PRIORITY:
         if len(merged) < SQS_MAX_MESSAGE_ATTRIBUTES:

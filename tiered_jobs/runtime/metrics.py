@@ -6,7 +6,9 @@ and ``[Stage, Tier, JobType]`` (the breakdown). Values are lists, one per record
 
 ``JobsFailed`` counts jobs that failed for good (dead-lettered, or kept because the DLQ refused
 the final copy); a retried attempt counts only ``JobsRetried``; a record the time budget left
-unstarted counts only ``JobsDeferred`` (it is not processed).
+unstarted counts only ``JobsDeferred`` (it is not processed), one the rate limit held only
+``JobsRateLimited``. ``JobAge`` has one value per record whose fate was decided (run, held or
+deferred): how long its job has waited since it entered the queue.
 """
 
 from __future__ import annotations
@@ -23,14 +25,21 @@ OUTCOME_METRICS: dict[str, tuple[str, ...]] = {
     "dead_lettered": (M.PROCESSED, M.FAILED, M.DEAD_LETTERED),
     # The DLQ refused the final copy: the message stays and comes back (and may count again).
     "kept": (M.PROCESSED, M.FAILED),
-    # The invocation's time budget ran out before the record started: it comes back promptly.
+    # The invocation's time budget ran out before the record started: sent again, not an attempt.
     "deferred": (M.DEFERRED,),
-    # Held by the rate limit and re-sent with a delay: not an attempt, not a failure.
+    # Held by the rate limit and sent again with a delay: not an attempt, not a failure.
     "rate_limited": (M.RATE_LIMITED,),
+    # Held because the limiter's table failed: sent again after a pause, never run unlimited.
+    "limiter_error": (M.RATE_LIMITED, M.RATE_LIMITER_ERRORS),
+    # A held or deferred record whose copy SQS refused: it stays in the queue (a receive spent)...
+    "requeue_kept": (M.REQUEUE_FAILED,),
+    # ...or, on its last receive, goes to the DLQ with reason ``requeue_failed`` (never silently).
+    "requeue_dead_lettered": (M.FAILED, M.DEAD_LETTERED, M.REQUEUE_FAILED),
 }
 #: Every counter, in the order of the EMF document (each is written, 0 included).
 COUNTERS: tuple[str, ...] = (
     M.PROCESSED, M.SUCCEEDED, M.FAILED, M.RETRIED, M.DEAD_LETTERED, M.DUPLICATE, M.DEFERRED, M.RATE_LIMITED,
+    M.RATE_LIMITER_ERRORS, M.REQUEUE_FAILED,
 )
 
 
@@ -41,6 +50,7 @@ class BatchMetrics:
         self._counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self._durations: dict[str, list[float]] = defaultdict(list)
         self._retry_delays: dict[str, list[float]] = defaultdict(list)
+        self._ages: dict[str, list[float]] = defaultdict(list)
 
     def record(self, job_type: str, outcome: str, duration_ms: float | None = None,
                retry_delay_seconds: float | None = None) -> None:
@@ -51,6 +61,10 @@ class BatchMetrics:
             self._durations[job_type].append(round(duration_ms, 3))
         if retry_delay_seconds is not None:
             self._retry_delays[job_type].append(retry_delay_seconds)
+
+    def age(self, job_type: str, seconds: float) -> None:
+        """One record's ``JobAge``: how long its job had waited when its fate was decided."""
+        self._ages[job_type].append(round(seconds, 3))
 
     def flush(self) -> None:
         if not self._counts:
@@ -68,7 +82,10 @@ class BatchMetrics:
                 emf.add_metric(name=M.DURATION, unit=MetricUnit.Milliseconds, value=value)
             for value in self._retry_delays.get(job_type, ()):
                 emf.add_metric(name=M.RETRY_DELAY, unit=MetricUnit.Seconds, value=value)
+            for value in self._ages.get(job_type, ()):
+                emf.add_metric(name=M.JOB_AGE, unit=MetricUnit.Seconds, value=value)
             emf.flush_metrics()
         self._counts.clear()
         self._durations.clear()
         self._retry_delays.clear()
+        self._ages.clear()

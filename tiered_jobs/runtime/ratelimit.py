@@ -26,10 +26,16 @@ leaves no token within the wait bound, the batch is held without any call.
 
 **Claims reserve the future.** One write claims as many of the batch's jobs as can start within
 the wait bound; the consumer then sleeps until each job's own start time, so jobs leave at the
-rate, spread evenly. The jobs that could not be claimed are *held*: re-sent to the tier's queue
-with ``DelaySeconds`` (when their turn would come, at most 900 s) and an attribute carrying the
-attempts they had spent, then acknowledged. A fresh message has a fresh receive count, so a held
-job never spends an attempt toward the redrive count and never comes near the DLQ.
+rate, spread evenly. The jobs that could not be claimed are *held*: the consumer sends them back
+to the tier's queue as copies (:mod:`tiered_jobs.runtime.requeue`) with ``DelaySeconds`` (when
+their turn would come, at most 900 s), carrying the attempts they had spent, and acknowledges the
+originals. A fresh message has a fresh receive count, so a held job never spends an attempt
+toward the redrive count and never comes near the DLQ.
+
+**When the limiter fails** (its table throttles past botocore's retries, answers 5xx, or the role
+lacks a permission), the records of that bucket are held a few seconds (:data:`LIMITER_ERROR_HOLD_SECONDS`)
+and counted (``RateLimiterErrors``, which has its alarm): never run past a limit that could not be
+checked, never failed, never an attempt.
 
 Clients are injected; nothing but the standard library is imported at import time.
 """
@@ -37,17 +43,13 @@ Clients are injected; nothing but the standard library is imported at import tim
 from __future__ import annotations
 
 import math
+import random
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from tiered_jobs.contract.names import (
-    SQS_MAX_BATCH_ENTRIES,
-    SQS_MAX_DELAY_SECONDS,
-    SQS_MAX_MESSAGE_ATTRIBUTES,
-    Attributes,
-)
+from tiered_jobs.contract.names import SQS_MAX_DELAY_SECONDS
 from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE as KEY_ATTRIBUTE
 from tiered_jobs.contract.rate_limits import Bucket, RateLimit, RateLimits
 
@@ -202,16 +204,31 @@ def _conditional_failure_item(exc: BaseException) -> Any:
 
 # -- one batch ------------------------------------------------------------------------------
 
+#: When the limiter's table fails (throttling past botocore's retries, an outage, a permission
+#: missing), the batch's limited records are held this long, drawn evenly from the range so that
+#: many consumers do not come back in step (docs/consumer.md, "When the limiter fails").
+LIMITER_ERROR_HOLD_SECONDS = (5.0, 15.0)
+
+
+class LimitedRecord(Protocol):
+    """What the limiter needs of one record of the batch (``tiered_jobs.runtime.received.Received`` is one)."""
+
+    @property
+    def message_id(self) -> str: ...
+
+    @property
+    def job_type(self) -> str: ...
+
 
 @dataclass(frozen=True)
 class Verdict:
-    """What to do with one record: run it at ``start`` (epoch seconds), or it was held."""
+    """What to do with one record: run it at ``start`` (epoch seconds), or hold it ``hold_seconds``."""
 
     start: float | None = None
-    #: Held: re-sent with this delay (seconds) and to be acknowledged.
-    resent_delay: int | None = None
-    #: Held but the re-send failed: keep the message in the queue for this many seconds.
-    keep_seconds: int | None = None
+    #: Held: to be sent again with this ``DelaySeconds`` (its turn, or a pause when the limiter failed).
+    hold_seconds: int | None = None
+    #: Held because the limiter's table failed, and how (``None``: held for its turn).
+    limiter_error: str | None = None
 
     @property
     def held(self) -> bool:
@@ -225,50 +242,38 @@ class Gate:
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     writes: int = 0
     reads: int = 0
-    sleep: Callable[[float], None] = time.sleep
+    #: One line per bucket whose claim failed with an error other than a lost condition.
+    errors: list[str] = field(default_factory=list)
     clock: Callable[[], float] = time.time
 
-    def enter(self, message_id: str) -> Verdict | None:
-        """``None``: run the record now (after sleeping until its turn); else it was held."""
+    def held(self, message_id: str) -> Verdict | None:
         verdict = self.verdicts.get(message_id)
-        if verdict is None:
-            return None
-        if verdict.held:
-            return verdict
-        assert verdict.start is not None  # not held: it has its start time
-        wait = verdict.start - self.clock()
-        if wait > 0:
-            self.sleep(wait)
-        return None
+        return verdict if verdict is not None and verdict.held else None
 
-
-@dataclass(frozen=True)
-class LimitedRecord:
-    """What the limiter needs of one SQS record of the batch."""
-
-    message_id: str
-    job_type: str
-    body: str
-    #: Lambda's ``messageAttributes`` of the record (kept on the re-sent copy).
-    attributes: Mapping[str, Any]
-    attempt: int
-    #: The record's ``MessageGroupId`` (its tenant on a fair queue), kept on the re-sent copy.
-    group_id: str | None = None
+    def wait_seconds(self, message_id: str) -> float:
+        """How long a record that runs must still wait for its turn (0 when it is not limited)."""
+        verdict = self.verdicts.get(message_id)
+        if verdict is None or verdict.start is None:
+            return 0.0
+        return max(0.0, verdict.start - self.clock())
 
 
 class RateLimiter:
-    """Admits a batch: claims tokens (at most one write per bucket), re-sends what it cannot admit."""
+    """Admits a batch: claims tokens (at most one write per bucket) and says which records to hold.
 
-    def __init__(self, limits: RateLimits, tier: str, table: str, queue_url: str, *,
+    It sends nothing: the consumer sends the held records back as copies
+    (:mod:`tiered_jobs.runtime.requeue`), with the deferred ones, so each record's fate is decided once.
+    """
+
+    def __init__(self, limits: RateLimits, tier: str, table: str, *,
                  client: Callable[[str], Any], clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep):
+                 rand: Callable[[], float] = random.random):
         self.limits = limits
         self.tier = tier
         self.table = table
-        self.queue_url = queue_url
         self.client = client
         self.clock = clock
-        self.sleep = sleep
+        self.rand = rand
         self._buckets: dict[str, TokenBucket] = {}
 
     def bucket(self, spec: Bucket) -> TokenBucket:
@@ -279,17 +284,24 @@ class RateLimiter:
         return found
 
     def admit(self, records: Sequence[LimitedRecord], remaining_seconds: float) -> Gate:
-        gate = Gate(sleep=self.sleep, clock=self.clock)
+        """Claim the records' tokens; ``records`` are those that would run a job (valid, registered)."""
+        gate = Gate(clock=self.clock)
         groups: dict[str, tuple[Bucket, list[LimitedRecord]]] = {}
         for record in records:
             spec = self.limits.bucket_for(self.tier, record.job_type)
             if spec is not None:
                 groups.setdefault(spec.key, (spec, []))[1].append(record)
         wait = max(0.0, min(self.limits.max_wait_seconds, remaining_seconds * WAIT_SHARE_OF_REMAINING))
-        held: list[tuple[LimitedRecord, int]] = []
         for spec, members in groups.values():
-            bucket = self.bucket(spec)
-            claim = bucket.claim(len(members), wait)
+            try:
+                claim = self.bucket(spec).claim(len(members), wait)
+            except Exception as exc:  # noqa: BLE001 -- a limiter outage is not a job failure: hold, never fail
+                gate.errors.append(f"{spec.key}: {exc!r}")
+                low, high = LIMITER_ERROR_HOLD_SECONDS
+                for record in members:
+                    gate.verdicts[record.message_id] = Verdict(
+                        hold_seconds=math.ceil(low + (high - low) * self.rand()), limiter_error=repr(exc))
+                continue
             gate.writes += claim.writes
             gate.reads += claim.reads
             for record, start in zip(members, claim.starts, strict=False):
@@ -300,94 +312,16 @@ class RateLimiter:
                 if claim.conflicted and turn <= now + wait:
                     # the batch lost its one write, not its tokens: back at once, to claim again
                     # on the state the failure returned
-                    held.append((record, 0))
+                    delay = 0
                 else:
-                    held.append((record, min(SQS_MAX_DELAY_SECONDS, max(1, math.ceil(turn - now)))))
-        for record, delay, error in self._resend(held):
-            gate.verdicts[record.message_id] = (
-                Verdict(resent_delay=delay) if error is None else Verdict(keep_seconds=max(1, delay))
-            )
+                    delay = min(SQS_MAX_DELAY_SECONDS, max(1, math.ceil(turn - now)))
+                gate.verdicts[record.message_id] = Verdict(hold_seconds=delay)
         return gate
 
-    def _resend(self, held: list[tuple[LimitedRecord, int]]) -> Iterator[tuple[LimitedRecord, int, str | None]]:
-        """Send each held job again with its delay (SendMessageBatch, 10 a call); yields
-        ``(record, delay, error)`` with ``error`` ``None`` when SQS accepted the copy."""
-        for start in range(0, len(held), SQS_MAX_BATCH_ENTRIES):
-            chunk = held[start:start + SQS_MAX_BATCH_ENTRIES]
-            entries: list[dict[str, Any]] = []
-            unsendable: dict[str, str] = {}
-            for index, (record, delay) in enumerate(chunk):
-                attributes = resent_attributes(record.attributes, record.attempt)
-                if attributes is None:
-                    unsendable[str(index)] = "no room for the attempt attribute (10 attributes already)"
-                    continue
-                entry = {"Id": str(index), "MessageBody": record.body, "DelaySeconds": delay,
-                         "MessageAttributes": attributes}
-                if record.group_id:
-                    entry["MessageGroupId"] = record.group_id
-                entries.append(entry)
-            failed: dict[str, str] = dict(unsendable)
-            if entries:
-                try:
-                    response = self.client("sqs").send_message_batch(QueueUrl=self.queue_url, Entries=entries)
-                    failed.update({f["Id"]: f.get("Message", f.get("Code", "")) for f in response.get("Failed", [])})
-                    reported = {s["Id"] for s in response.get("Successful", [])} | set(failed)
-                    failed.update({e["Id"]: "not reported by SQS" for e in entries if e["Id"] not in reported})
-                except Exception as exc:  # noqa: BLE001 -- the records stay in the queue instead
-                    failed.update({e["Id"]: repr(exc) for e in entries})
-            for index, (record, delay) in enumerate(chunk):
-                yield record, delay, failed.get(str(index))
 
-
-def prior_attempts(attributes: Mapping[str, Any] | None) -> int:
-    """Attempts spent before this copy of the message was sent (Lambda's ``messageAttributes``)."""
-    value = ((attributes or {}).get(Attributes.PRIOR_ATTEMPTS) or {}).get("stringValue")
-    try:
-        return max(0, int(value)) if value is not None else 0
-    except ValueError:
-        return 0
-
-
-def resent_attributes(event_attributes: Mapping[str, Any] | None, attempt: int) -> dict[str, dict[str, Any]] | None:
-    """The held copy's attributes: the original ones plus the attempts spent so far. The receive
-    that found the job held ran nothing, so it is not one of them: ``attempt - 1`` are carried.
-    ``None`` when SQS's 10 attributes leave no room."""
-    from .deadletter import api_attributes_from_event
-
-    attributes = api_attributes_from_event(event_attributes)
-    attributes.pop(Attributes.PRIOR_ATTEMPTS, None)
-    if len(attributes) >= SQS_MAX_MESSAGE_ATTRIBUTES:
-        return None
-    attributes[Attributes.PRIOR_ATTEMPTS] = {"DataType": "Number", "StringValue": str(max(0, attempt - 1))}
-    return attributes
-
-
-def from_config(limits: RateLimits | None, tier: str, table: str | None, queue_url: str,
+def from_config(limits: RateLimits | None, tier: str, table: str | None,
                 client: Callable[[str], Any], **options: Any) -> RateLimiter | None:
     """The tier's limiter, or ``None`` when the tier has no rate limit."""
     if limits is None or not limits.enabled or not table:
         return None
-    return RateLimiter(limits, tier, table, queue_url, client=client, **options)
-
-
-def batch_records(event: Mapping[str, Any], registry: Any) -> list[LimitedRecord]:
-    """The records of a Lambda SQS event that would run a job (valid envelope, registered type);
-    the others go to the DLQ without taking a token."""
-    from tiered_jobs.contract.envelope import EnvelopeError, parse
-
-    found = []
-    for raw in event.get("Records") or []:
-        try:
-            job_type = parse(raw.get("body") or "").type
-        except EnvelopeError:
-            continue
-        if job_type not in registry:
-            continue
-        system = raw.get("attributes") or {}
-        attributes = raw.get("messageAttributes") or {}
-        found.append(LimitedRecord(
-            message_id=raw["messageId"], job_type=job_type, body=raw["body"], attributes=attributes,
-            attempt=prior_attempts(attributes) + int(system.get("ApproximateReceiveCount") or 1),
-            group_id=system.get("MessageGroupId"),
-        ))
-    return found
+    return RateLimiter(limits, tier, table, client=client, **options)

@@ -1,0 +1,212 @@
+"""One record of a batch, read once: its envelope (or why it has none), and what the job carries.
+
+The consumer reads every record of its batch here before it decides anything, so the rate
+limiter, the time budget and the run all see the same parsed envelope and the same attempt
+number (the envelope is parsed once per record, never once per feature).
+
+**What a job carries.** SQS counts receives per *message*; the consumer sometimes sends a job
+again as a new message (a copy: held by the rate limit, or deferred by the time budget), and an
+operator moves letters back (replay). A copy starts with a fresh receive count and a fresh
+``SentTimestamp``, so it carries what the job had before in ``TieredJobs.*`` attributes
+(:class:`~tiered_jobs.contract.names.Attributes`):
+
+* the attempt number is ``TieredJobs.PriorAttempts`` + ``ApproximateReceiveCount``;
+* the job entered its queue at ``TieredJobs.EnqueuedAt``, else at this message's ``SentTimestamp``;
+* it first failed at ``TieredJobs.FirstFailedAt``, else at this message's first receive when it
+  was received before (every earlier receive of a message ran and failed: holds and deferrals
+  never return a message, they send a copy), else now.
+
+A letter moved back by SQS's own ``StartMessageMoveTask`` (native replay) still has every
+attribute of its letter: its ``DeadLetter.*`` reasons say it was dead-lettered, so it starts a
+new run (attempts from 1, enqueued now, as SQS gives it a new id and enqueue time) and keeps only
+its first failure (``DeadLetter.FirstFailedAt``).
+
+Only the standard library and the contract: this runs at cold start.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from tiered_jobs.contract import envelope as envelope_rules
+from tiered_jobs.contract.names import Attributes, DeadLetter
+
+#: Job type label for records whose envelope could not be read, or whose type is not registered
+#: (keeps metric dimensions bounded whatever publishers send).
+INVALID_JOB_TYPE = "invalid"
+UNREGISTERED_JOB_TYPE = "unregistered"
+
+
+@dataclass(frozen=True)
+class Carried:
+    """What earlier messages of this job handed on (see the module's docstring)."""
+
+    prior_attempts: int = 0
+    enqueued_at: datetime | None = None
+    first_failed_at: datetime | None = None
+    #: A letter moved back by native replay: a new run of the job.
+    replayed_natively: bool = False
+
+    @classmethod
+    def read(cls, attributes: Mapping[str, Any]) -> Carried:
+        text = {name: (value or {}).get("stringValue") for name, value in attributes.items()}
+        if any(name.startswith(DeadLetter.PREFIX) for name in text):
+            return cls(first_failed_at=_iso(text.get(DeadLetter.FIRST_FAILED_AT)), replayed_natively=True)
+        return cls(
+            prior_attempts=_count(text.get(Attributes.PRIOR_ATTEMPTS)),
+            enqueued_at=_iso(text.get(Attributes.ENQUEUED_AT)),
+            first_failed_at=_iso(text.get(Attributes.FIRST_FAILED_AT)),
+        )
+
+
+@dataclass(frozen=True)
+class Received:
+    """One SQS record of the batch (Lambda's event shape), parsed."""
+
+    message_id: str
+    receipt_handle: str
+    body: str
+    #: Lambda's ``messageAttributes`` of the record, as delivered.
+    attributes: Mapping[str, Any]
+    #: SQS's ``ApproximateReceiveCount`` of this message.
+    receive_count: int
+    sent_at: datetime
+    #: SQS's ``ApproximateFirstReceiveTimestamp`` of this message (``None`` when absent).
+    first_received_at: datetime | None
+    #: The queue it came from (``eventSourceARN``).
+    source: str
+    #: ``MessageGroupId`` as SQS delivered it (a fair queue's tenant, when the sender set one).
+    group_id: str | None
+    envelope: envelope_rules.Envelope | None
+    #: Why the body is not an envelope (``None`` when it is).
+    envelope_error: envelope_rules.EnvelopeError | None
+    carried: Carried
+    #: The metric label: the job type when it is registered, else ``invalid`` / ``unregistered``.
+    label: str
+
+    @property
+    def attempt(self) -> int:
+        """This receive's attempt number: the attempts earlier copies spent plus this message's receives."""
+        return self.carried.prior_attempts + self.receive_count
+
+    @property
+    def enqueued_at(self) -> datetime:
+        return self.carried.enqueued_at or self.sent_at
+
+    @property
+    def tenant(self) -> str | None:
+        """The envelope's tenant, else the group SQS delivered: the ``MessageGroupId`` of every copy."""
+        if self.envelope is not None and self.envelope.tenant is not None:
+            return self.envelope.tenant
+        return self.group_id
+
+    @property
+    def job_type(self) -> str:
+        """The envelope's type (``invalid`` without an envelope)."""
+        return self.envelope.type if self.envelope is not None else INVALID_JOB_TYPE
+
+    def first_failed_at(self, now: datetime) -> datetime:
+        """When the job first failed, if it fails now (see the module's docstring)."""
+        if self.carried.first_failed_at is not None:
+            return self.carried.first_failed_at
+        if self.receive_count > 1 and self.first_received_at is not None:
+            return self.first_received_at
+        return now
+
+    def age_seconds(self, now: datetime) -> float:
+        """How long the job has waited since it entered its queue (``JobAge``)."""
+        return max(0.0, (now - self.enqueued_at).total_seconds())
+
+    def api_attributes(self) -> dict[str, dict[str, Any]]:
+        """The message attributes in the SQS API's ``MessageAttributes`` shape (what a send takes)."""
+        return api_attributes(self.attributes)
+
+
+def read_batch(event: Mapping[str, Any], registered: Any) -> list[Received]:
+    """Every record of a Lambda SQS event, in order; ``registered`` answers ``job_type in registered``."""
+    return [read(raw, registered) for raw in event.get("Records") or []]
+
+
+def read(raw: Mapping[str, Any], registered: Any) -> Received:
+    system = raw.get("attributes") or {}
+    attributes = raw.get("messageAttributes") or {}
+    body = raw.get("body") or ""
+    envelope: envelope_rules.Envelope | None = None
+    error: envelope_rules.EnvelopeError | None = None
+    try:
+        envelope = envelope_rules.parse(body)
+    except envelope_rules.EnvelopeError as exc:
+        error = exc
+    if envelope is None:
+        label = INVALID_JOB_TYPE
+    else:
+        label = envelope.type if envelope.type in registered else UNREGISTERED_JOB_TYPE
+    return Received(
+        message_id=raw["messageId"],
+        receipt_handle=raw.get("receiptHandle", ""),
+        body=body,
+        attributes=attributes,
+        receive_count=max(1, _count(system.get("ApproximateReceiveCount"), default=1)),
+        sent_at=_epoch_ms(system.get("SentTimestamp")) or datetime.now(timezone.utc),
+        first_received_at=_epoch_ms(system.get("ApproximateFirstReceiveTimestamp")),
+        source=raw.get("eventSourceARN", ""),
+        group_id=system.get("MessageGroupId") or None,
+        envelope=envelope,
+        envelope_error=error,
+        carried=Carried.read(attributes),
+        label=label,
+    )
+
+
+def api_attributes(event_attributes: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Lambda's ``messageAttributes`` shape -> the SQS API's ``MessageAttributes`` shape."""
+    result: dict[str, dict[str, Any]] = {}
+    for name, attr in (event_attributes or {}).items():
+        data_type = attr.get("dataType") or attr.get("DataType")
+        value: dict[str, Any] = {"DataType": data_type}
+        if attr.get("stringValue") is not None:
+            value["StringValue"] = attr["stringValue"]
+        elif attr.get("binaryValue") is not None:
+            value["BinaryValue"] = base64.b64decode(attr["binaryValue"])
+        else:
+            continue  # list values are reserved by SQS and never set on real messages
+        result[name] = value
+    return result
+
+
+def iso(moment: datetime) -> str:
+    """ISO 8601 in UTC with milliseconds and a ``Z``: the form of every time attribute."""
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def by_id(records: Sequence[Received]) -> dict[str, Received]:
+    return {record.message_id: record for record in records}
+
+
+def _count(value: Any, default: int = 0) -> int:
+    try:
+        return max(0, int(value)) if value is not None else default
+    except (TypeError, ValueError):
+        return default
+
+
+def _epoch_ms(value: Any) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(int(value) / 1000, tz=timezone.utc) if value is not None else None
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
+def _iso(value: str | None) -> datetime | None:
+    """A time attribute; a missing or garbled one is treated as absent, never fatal."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)

@@ -1,0 +1,118 @@
+"""Sending a job back to its own queue as a fresh copy: how a held or deferred record gives its receive back.
+
+SQS counts every receive of a message toward the queue's redrive (``maxReceiveCount``), and the
+consumer cannot give a receive back: a record it returns unstarted (a batch item failure) has
+spent one, and on its last receive SQS itself would move it to the DLQ, with no reason and without
+its last attempt. So a record the consumer decides not to run now -- held by the rate limit,
+deferred by the time budget -- is sent again as a **copy** (a new message: receive count 1) with
+a delay, and the original is acknowledged. The copy carries what the job had
+(:mod:`tiered_jobs.runtime.received`): the attempts it spent, when it entered the queue and when
+it first failed, as ``TieredJobs.*`` attributes; the receive that found it held or deferred ran
+nothing, so it is not one of its attempts.
+
+A copy is the job, nothing of its history as a letter: the publisher's attributes are kept, the
+``DeadLetter.*``, ``Replay.*`` and old ``TieredJobs.*`` ones are not, and its ``MessageGroupId``
+(a fair queue's tenant) comes from the envelope's ``tenant``, since Lambda does not always
+deliver the group id of a standard queue's message.
+
+Copies are packed into ``SendMessageBatch`` calls by SQS's rules (10 entries, 1 MiB in all,
+counting every attribute: :func:`tiered_jobs.contract.sqs_limits.pack_batches`). The publisher
+leaves room for these attributes (``RUNTIME_ATTRIBUTES_HEADROOM_BYTES``), so a job it sent always
+has a copy that fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tiered_jobs.contract.names import (
+    SQS_MAX_MESSAGE_ATTRIBUTES,
+    SQS_MAX_MESSAGE_BYTES,
+    Attributes,
+    DeadLetter,
+    Replay,
+)
+from tiered_jobs.contract.sqs_limits import message_size, pack_batches
+
+from .received import Received, iso
+
+#: Prefixes of the attributes a copy never takes from the message it copies (it sets its own ``TieredJobs.*``).
+_NOT_CARRIED = (DeadLetter.PREFIX, Attributes.PREFIX, Replay.PREFIX)
+
+
+@dataclass(frozen=True)
+class Copy:
+    """The copy of one record to send, and when it should become visible."""
+
+    record: Received
+    delay_seconds: int
+
+    def attributes(self) -> dict[str, dict[str, Any]] | None:
+        """The copy's attributes; ``None`` when SQS's 10 attributes leave no room for the attempts."""
+        record = self.record
+        kept = {name: value for name, value in record.api_attributes().items() if not name.startswith(_NOT_CARRIED)}
+        state = {
+            # The receive that held or deferred the job ran nothing: not one of its attempts.
+            Attributes.PRIOR_ATTEMPTS: {"DataType": "Number", "StringValue": str(max(0, record.attempt - 1))},
+            Attributes.ENQUEUED_AT: {"DataType": "String", "StringValue": iso(record.enqueued_at)},
+        }
+        first_failed = record.carried.first_failed_at or (
+            record.first_received_at if record.receive_count > 1 else None)
+        if first_failed is not None:
+            state[Attributes.FIRST_FAILED_AT] = {"DataType": "String", "StringValue": iso(first_failed)}
+        room = SQS_MAX_MESSAGE_ATTRIBUTES - len(kept)
+        if room < 1:
+            return None
+        # With little room, the attempts matter most: without them a job could retry for ever.
+        return {**kept, **dict(list(state.items())[:room])}
+
+    def entry(self, entry_id: str) -> dict[str, Any] | None:
+        """The ``SendMessageBatch`` entry, or ``None`` when no copy SQS would accept can be made."""
+        attributes = self.attributes()
+        if attributes is None:
+            return None
+        entry: dict[str, Any] = {"Id": entry_id, "MessageBody": self.record.body,
+                                 "DelaySeconds": self.delay_seconds, "MessageAttributes": attributes}
+        if self.record.tenant:
+            entry["MessageGroupId"] = self.record.tenant
+        return entry
+
+
+def requeue(sqs: Any, queue_url: str, copies: Sequence[Copy]) -> dict[str, str | None]:
+    """Send every copy; returns ``{message id: None}`` for those SQS accepted, else the reason it did not.
+
+    Never raises: a refused copy only means its record stays in the queue (the caller decides).
+    """
+    outcome: dict[str, str | None] = {}
+    entries: list[tuple[Copy, dict[str, Any]]] = []
+    for index, copy in enumerate(copies):
+        entry = copy.entry(str(index))
+        if entry is None:
+            outcome[copy.record.message_id] = (f"no room for the {Attributes.PRIOR_ATTEMPTS} attribute: the "
+                                               f"message has {SQS_MAX_MESSAGE_ATTRIBUTES} attributes already")
+            continue
+        size = message_size(entry["MessageBody"], entry["MessageAttributes"])
+        if size > SQS_MAX_MESSAGE_BYTES:
+            outcome[copy.record.message_id] = (f"the copy would be {size} bytes, over SQS's "
+                                               f"{SQS_MAX_MESSAGE_BYTES}-byte limit")
+            continue
+        entries.append((copy, entry))
+    for batch in pack_batches(entries, lambda item: message_size(item[1]["MessageBody"], item[1]["MessageAttributes"])):
+        by_id = {entry["Id"]: copy for copy, entry in batch}
+        try:
+            response = sqs.send_message_batch(QueueUrl=queue_url, Entries=[entry for _, entry in batch])
+        except Exception as exc:  # noqa: BLE001 -- every copy of this call stays where it is, reported
+            outcome.update({copy.record.message_id: repr(exc) for copy in by_id.values()})
+            continue
+        for ok in response.get("Successful", []):
+            if ok.get("Id") in by_id:
+                outcome[by_id.pop(ok["Id"]).record.message_id] = None
+        for failed in response.get("Failed", []):
+            if failed.get("Id") in by_id:
+                copy = by_id.pop(failed["Id"])
+                outcome[copy.record.message_id] = f"{failed.get('Code', '')}: {failed.get('Message', '')}".strip()
+        for copy in by_id.values():  # neither Successful nor Failed: never assume it was sent
+            outcome[copy.record.message_id] = "not reported by SQS"
+    return outcome
