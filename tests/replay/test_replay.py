@@ -14,6 +14,7 @@ from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import (
     SQS_MAX_MESSAGE_ATTRIBUTES,
     SQS_MAX_MESSAGE_BYTES,
+    Attributes,
     DeadLetter,
     Replay,
 )
@@ -152,6 +153,8 @@ def test_replay_moves_the_body_byte_for_byte_keeps_user_attributes_and_marks_the
         **mine,
         Replay.COUNT: {"DataType": "Number", "StringValue": "1"},
         Replay.AT: {"DataType": "String", "StringValue": iso(NOW)},
+        # a new run of the job, which keeps its real first failure (its letter's)
+        Attributes.FIRST_FAILED_AT: {"DataType": "String", "StringValue": iso(NOW - timedelta(minutes=13))},
     }
     assert dlq.counts(dlq.dlq_url) == (0, 0)
 
@@ -169,8 +172,8 @@ def test_replay_count_increments_when_a_replayed_job_fails_again(dlq):
 
 
 @pytest.mark.parametrize(("user_count", "markers"), [
-    (2, [Replay.AT, Replay.COUNT]),  # the most a consumer-dead-lettered letter can carry
-    (8, [Replay.AT, Replay.COUNT]),
+    (2, [Attributes.FIRST_FAILED_AT, Replay.AT, Replay.COUNT]),  # the most a letter with reasons can carry
+    (8, [Replay.AT, Replay.COUNT]),  # more than a letter with reasons can hold: a redriven one
     (9, [Replay.COUNT]),
     (10, []),
 ])

@@ -129,31 +129,42 @@ class Letter:
         }
 
     def replay_attributes(self, replayed_at: str) -> dict[str, dict[str, Any]]:
-        """The attributes of the replayed copy: the user's, no ``DeadLetter.*``, plus ``Replay.*``.
+        """The attributes of the replayed copy: the publisher's, plus ``Replay.*`` and the job's first failure.
 
-        ``Replay.Count`` counts the replays of this job (1 on the first). SQS allows 10
-        attributes and 1 MiB (body and attributes) per message: the user's attributes and the
-        body always win, so when they leave no room the ``Replay.*`` markers are dropped (``At``
-        first, then ``Count``), never a user's.
+        A replay starts a new run of the job: no ``DeadLetter.*`` and none of the runtime's
+        ``TieredJobs.*`` state come along (its attempts start afresh, its age from the replay), but
+        ``TieredJobs.FirstFailedAt`` carries the letter's ``DeadLetter.FirstFailedAt``, so a job that
+        fails again keeps its real first failure. ``Replay.Count`` counts the replays of this job
+        (1 on the first). SQS allows 10 attributes and 1 MiB (body and attributes) per message: the
+        publisher's attributes and the body always win, so when they leave no room the others are
+        dropped (``Replay.At`` first, then ``Replay.Count``, then the first failure), never a user's.
         """
         kept = {
             name: value for name, value in self.attributes.items()
-            # A replayed job gets its attempts afresh: the rate limit's carried count goes too.
-            if not name.startswith(DeadLetter.PREFIX)
-            and name not in (Replay.COUNT, Replay.AT, Attributes.PRIOR_ATTEMPTS)
+            if not name.startswith((DeadLetter.PREFIX, Replay.PREFIX, Attributes.PREFIX))
         }
         previous = self.attributes.get(Replay.COUNT, {}).get("StringValue")
         count = int(previous) + 1 if previous and previous.isdigit() else 1
-        markers = {
-            Replay.COUNT: {"DataType": "Number", "StringValue": str(count)},
-            Replay.AT: {"DataType": "String", "StringValue": replayed_at},
-        }
+        added: dict[str, dict[str, Any]] = {}
+        first_failed = self.attributes.get(DeadLetter.FIRST_FAILED_AT, {}).get("StringValue")
+        if first_failed:
+            added[Attributes.FIRST_FAILED_AT] = {"DataType": "String", "StringValue": first_failed}
+        added[Replay.COUNT] = {"DataType": "Number", "StringValue": str(count)}
+        added[Replay.AT] = {"DataType": "String", "StringValue": replayed_at}
         room = max(0, SQS_MAX_MESSAGE_ATTRIBUTES - len(kept))
-        for name, value in list(markers.items())[:room]:
+        for name, value in list(added.items())[:room]:
             if message_size(self.body, {**kept, name: value}) > SQS_MAX_MESSAGE_BYTES:
                 break
             kept[name] = value
         return kept
+
+    @cached_property
+    def tenant(self) -> str | None:
+        """The envelope's ``tenant``: the replayed copy's ``MessageGroupId`` (a fair queue's tenant)."""
+        try:
+            return envelope.parse(self.body).tenant
+        except envelope.EnvelopeError:
+            return None
 
     def replay_size(self, replayed_at: str) -> int:
         """The bytes SQS counts for the replayed copy (body plus :meth:`replay_attributes`)."""

@@ -298,13 +298,14 @@ class _Scan:
     def _send_and_delete(self, letters: list[Letter], replayed_at: str) -> None:
         """Send one batch to the main queue, then delete from the DLQ exactly the letters SQS accepted."""
         by_entry = {str(i): letter for i, letter in enumerate(letters)}
-        sent = self.sqs.send_message_batch(
-            QueueUrl=self.queues.queue_url,
-            Entries=[
-                {"Id": entry, "MessageBody": letter.body, "MessageAttributes": letter.replay_attributes(replayed_at)}
-                for entry, letter in by_entry.items()
-            ],
-        )
+        entries = []
+        for entry_id, letter in by_entry.items():
+            entry = {"Id": entry_id, "MessageBody": letter.body,
+                     "MessageAttributes": letter.replay_attributes(replayed_at)}
+            if letter.tenant:  # the tenant travels in the envelope; a fair queue schedules by the group
+                entry["MessageGroupId"] = letter.tenant
+            entries.append(entry)
+        sent = self.sqs.send_message_batch(QueueUrl=self.queues.queue_url, Entries=entries)
         for failure in sent.get("Failed", []):
             letter = by_entry[failure["Id"]]
             logger.warning("replay: send failed, the letter stays in the DLQ: %s %s: %s",
