@@ -93,7 +93,7 @@ def alarm_states(cloudwatch: Any, stage: str) -> dict[str, str]:
 
 def tier_alarms(states: Mapping[str, str], stage: str, tier: str) -> dict[str, str]:
     """``{alarm kind: state}`` of one tier's alarms among ``states``."""
-    return {kind: states[name] for kind in Alarms.KINDS if (name := Alarms.name(stage, tier, kind)) in states}
+    return {kind: states[name] for kind in Alarms.ALL_KINDS if (name := Alarms.name(stage, tier, kind)) in states}
 
 
 def alarm_summary(states: Mapping[str, str]) -> str:

@@ -424,6 +424,9 @@ HOPS: tuple[HopSource, ...] = (
         target=("Environment", "Variables", Env.DLQ_URL),
         actions=("sqs:SendMessage",),
     ),
+    # ...and sends the copies of the jobs it holds or defers back to its own queue.
+    role_hops("AWS::Lambda::Function", "lambda.amazonaws.com", role=(),
+              target=("Environment", "Variables", Env.QUEUE_URL), actions=("sqs:SendMessage",)),
     # The replay function's discard archives letters: PutObject under its stage's prefix, one object per batch.
     role_hops("AWS::Lambda::Function", "lambda.amazonaws.com", role=(),
               target=("Environment", "Variables", Env.DISCARD_ARCHIVE_BUCKET), actions=("s3:PutObject",),

@@ -10,13 +10,12 @@ import pytest
 
 from tests.infra.infra_support import (
     find_consumer,
-    find_queue,
     policy_statements,
     referenced_ids,
     synthesize,
 )
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
-from tiered_jobs.contract.names import Env, Metrics, Ssm
+from tiered_jobs.contract.names import Alarms, Env, Metrics, Ssm
 from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE, RateLimits
 
 LIMITED = {
@@ -80,22 +79,26 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def test_an_unlimited_tier_never_touches_the_buckets_nor_sends_to_its_own_queue(limited_synth):
+def alarm_names(synth) -> set[str]:
+    return {a["Properties"]["AlarmName"] for a in synth.resources("AWS::CloudWatch::Alarm").values()}
+
+
+def test_an_unlimited_tier_never_touches_the_buckets(limited_synth):
     table = bucket_table(limited_synth)
     key, consumer = find_consumer(limited_synth, "dev", "critical")
     statements = policy_statements(limited_synth, key)
     assert not any(table in referenced_ids(s["Resource"]) for s in statements)
-    main = find_queue(limited_synth, "dev", "critical")[0]
-    assert not any("sqs:SendMessage" in s["Action"] for s in statements if main in referenced_ids(s["Resource"]))
     assert Env.RATE_LIMITS not in consumer["Properties"]["Environment"]["Variables"]
+    assert Alarms.name("dev", "critical", Alarms.RATE_LIMITER) not in alarm_names(limited_synth)
 
 
-def test_a_limited_consumer_may_re_send_to_its_own_queue_and_reads_its_limits(limited_synth):
+def test_a_limited_consumer_reads_its_limits_and_pages_when_its_limiter_fails_for_three_minutes(limited_synth):
     key, consumer = find_consumer(limited_synth, "dev", "bulk")
-    main = find_queue(limited_synth, "dev", "bulk")[0]
-    sends = [s for s in policy_statements(limited_synth, key)
-             if main in referenced_ids(s["Resource"]) and "sqs:SendMessage" in s["Action"]]
-    assert sends, "held jobs are re-sent to the tier's own queue"
+    (alarm,) = [a for a in limited_synth.resources("AWS::CloudWatch::Alarm").values()
+                if a["Properties"]["AlarmName"] == Alarms.name("dev", "bulk", Alarms.RATE_LIMITER)]
+    props = alarm["Properties"]
+    assert (props["MetricName"], props["Statistic"], props["Period"], props["EvaluationPeriods"], props["Threshold"],
+            props["ComparisonOperator"]) == (Metrics.RATE_LIMITER_ERRORS, "Sum", 60, 3, 0, "GreaterThanThreshold")
     env = consumer["Properties"]["Environment"]["Variables"]
     assert RateLimits.from_json(env[Env.RATE_LIMITS]).describe() == "5/s (burst 5)"
     assert env[Env.RATE_LIMIT_TABLE] == {"Ref": bucket_table(limited_synth)}

@@ -80,6 +80,17 @@ def test_queue_alarms_watch_the_right_queue_with_the_tier_threshold(default_synt
 
 
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
+def test_the_job_age_alarm_reads_the_consumers_job_age_with_the_tier_threshold(default_synth, tier):
+    """Held and deferred jobs are new messages (SQS's age restarts): the consumer's ``JobAge`` does not."""
+    age = _alarm(default_synth, "dev", tier, Alarms.JOB_AGE)
+    assert (age["Namespace"], age["MetricName"], age["Statistic"], age["Period"]) == (
+        Metrics.NAMESPACE, Metrics.JOB_AGE, "Maximum", 60)
+    assert {d["Name"]: d["Value"] for d in age["Dimensions"]} == {
+        Metrics.DIM_SERVICE: Metrics.SERVICE, Metrics.DIM_STAGE: "dev", Metrics.DIM_TIER: tier}
+    assert age["Threshold"] == SETTINGS.tier(tier).oldest_message_age_alarm_seconds
+
+
+@pytest.mark.parametrize("tier", DEFAULT_TIERS)
 def test_dlq_alarm_counts_letters_held_in_flight(default_synth, tier):
     """Visible + not visible: a filtered replay holding non-matching letters must not turn the alarm OK."""
     dlq = _alarm(default_synth, "dev", tier, Alarms.DLQ_DEPTH)
@@ -314,10 +325,10 @@ def test_stages_do_not_collide(default_synth, custom_synth):
             found |= {r["Properties"][prop] for r in synth.resources(type_).values() if prop in r["Properties"]}
         return found
     dev, qa = names(default_synth), names(custom_synth)
-    # Functions, queues, alarms (+ the schedules alarm), SSM parameters (per tier 4 + TTL; 6 shared: tiers,
-    # routes, replay function, idempotency table, the resource, the discard archive; the publisher policy;
+    # Functions, queues, alarms (7 per tier + the schedules alarm), SSM parameters (per tier 4 + TTL; 6 shared:
+    # tiers, routes, replay function, idempotency table, the resource, the discard archive; the publisher policy;
     # 3 schedules), dashboard.
-    assert len(dev) == 6 + 4 + 18 + 1 + (3 * 5 + 6 + 1 + 3) + 1
+    assert len(dev) == 6 + 4 + 3 * len(Alarms.KINDS) + 1 + (3 * 5 + 6 + 1 + 3) + 1
     assert not dev & qa
     assert queue_name("qa", "critical") in qa and f"/tiered-jobs/qa/tiers/critical/{Ssm.TIER_QUEUE_URL}" in qa
 
@@ -329,9 +340,10 @@ def test_dashboard_shows_every_tier_and_alarm(default_synth):
         assert f"{tier}: DLQ depth (visible + in flight)" in body and f"{tier}: jobs, and failure rate (%)" in body
     for name in (Metrics.PROCESSED, Metrics.SUCCEEDED, Metrics.FAILED, Metrics.RETRIED, Metrics.DEAD_LETTERED,
                  Metrics.DUPLICATE, "ApproximateAgeOfOldestMessage", "ApproximateNumberOfMessagesNotVisible",
-                 "Duration"):
+                 "Duration", Metrics.JOB_AGE):
         assert name in body
-    assert len(default_synth.resources("AWS::CloudWatch::Alarm")) == 18 + 1  # 6 per tier + schedules undelivered
+    # 7 per tier + schedules undelivered (no tier of this stage is rate-limited: no limiter alarm)
+    assert len(default_synth.resources("AWS::CloudWatch::Alarm")) == 3 * len(Alarms.KINDS) + 1
     assert '\\"type\\":\\"alarm\\"' in body
 
 

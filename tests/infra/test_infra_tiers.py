@@ -161,7 +161,8 @@ def test_consumer_can_reach_only_its_own_queues(default_synth, tier):
     own = {find_queue(default_synth, "dev", tier)[0], find_queue(default_synth, "dev", tier, dlq=True)[0]}
     all_queues = set(default_synth.resources("AWS::SQS::Queue"))
     assert referenced & all_queues == own
-    # Consume the main queue; only send to the DLQ; nothing wider than sqs actions on them.
+    # Consume the main queue and send it the copies of held or deferred jobs; only send to the DLQ;
+    # nothing wider than sqs actions on them.
     main_key, dlq_key = find_queue(default_synth, "dev", tier)[0], find_queue(default_synth, "dev", tier, dlq=True)[0]
     by_resource: dict[str, set[str]] = {}
     for s in statements:
@@ -169,7 +170,7 @@ def test_consumer_can_reach_only_its_own_queues(default_synth, tier):
             actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
             by_resource.setdefault(ref, set()).update(actions)
     assert {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"} <= by_resource[main_key]
-    assert "sqs:SendMessage" not in by_resource[main_key]
+    assert "sqs:SendMessage" in by_resource[main_key]
     assert "sqs:SendMessage" in by_resource[dlq_key]
     assert "sqs:ReceiveMessage" not in by_resource[dlq_key]
     assert not any(a == "*" or a.endswith(":*") for s in statements for a in (

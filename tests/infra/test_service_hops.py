@@ -62,7 +62,8 @@ def test_every_service_to_service_hop_is_allowed(request, synth_name):
     tiers = len(synth.resources("AWS::Lambda::EventSourceMapping"))
     assert kinds["AWS::CloudWatch::Alarm"] == ALARM_HOPS_PER_ALARM * alarms
     assert kinds["AWS::Lambda::EventSourceMapping"] == tiers  # consumers read their queue
-    assert kinds["AWS::Lambda::Function"] == 2 * tiers  # ...dead-letter into their DLQ; replay archives per tier
+    # ...dead-letter into their DLQ and send copies to their queue; replay archives per tier
+    assert kinds["AWS::Lambda::Function"] == 3 * tiers
     assert kinds.get("AWS::SNS::Subscription", 0) == len(synth.resources("AWS::SNS::Subscription"))
     assert kinds.get("AWS::Scheduler::Schedule", 0) == len(synth.resources("AWS::Scheduler::Schedule"))
 

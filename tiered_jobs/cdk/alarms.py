@@ -1,4 +1,5 @@
-"""The alarms: six per tier (what each watches, its threshold and what to do), all paging the alarm topic.
+"""The alarms: seven per tier, one more on a rate-limited tier (what each watches, its threshold and what
+to do), all paging the alarm topic.
 
 The metrics come from ``TierMetrics``; this module only decides which of them page, from which
 value, and with which words. Every alarm of the stack is made by :func:`page_on`, so each one
@@ -18,20 +19,26 @@ from tiered_jobs.contract.names import Alarms
 
 from .metrics import TierMetrics
 
+#: The rate limiter's alarm waits this many one-minute periods in a row: DynamoDB throttling that
+#: botocore's retries did not absorb for a minute is a blip (its jobs were only held); for three, an outage.
+LIMITER_ERROR_MINUTES = 3
+
 
 @dataclass(frozen=True)
 class AlarmSpec:
-    """Page when ``metric`` is above ``threshold`` for one period; ``description`` says what to do."""
+    """Page when ``metric`` is above ``threshold`` for ``periods`` periods in a row; ``description`` says what to do."""
 
     metric: cloudwatch.Metric | cloudwatch.MathExpression
     threshold: float
     description: str
+    periods: int = 1
 
 
 def tier_alarm_specs(metrics: TierMetrics) -> dict[str, AlarmSpec]:
-    """The six alarms of a tier (``Alarms.KINDS``) and their thresholds from the tier's settings."""
+    """The alarms of a tier (``Alarms.KINDS``, and ``Alarms.RATE_LIMITER`` when it is rate-limited)
+    and their thresholds from the tier's settings."""
     tier, name = metrics.tier, metrics.name
-    return {
+    specs = {
         Alarms.DLQ_DEPTH: AlarmSpec(
             metrics.dlq_depth(),
             tier.dlq_alarm_threshold,
@@ -65,7 +72,22 @@ def tier_alarm_specs(metrics: TierMetrics) -> dict[str, AlarmSpec]:
             0,
             f"The {name} consumer is throttled: raise reserved concurrency or lower max_concurrency.",
         ),
+        Alarms.JOB_AGE: AlarmSpec(
+            metrics.job_age(),
+            tier.oldest_message_age_alarm_seconds,
+            f"A {name} job waited longer than {tier.oldest_message_age_alarm_seconds} s before it ran or was "
+            f"held again: a backlog (held jobs are new messages, so SQS's own age alarm cannot see it).",
+        ),
     }
+    if tier.limits is not None:
+        specs[Alarms.RATE_LIMITER] = AlarmSpec(
+            metrics.rate_limiter_errors(),
+            0,
+            f"The {name} rate limiter's table failed for {LIMITER_ERROR_MINUTES} minutes (throttling, an outage "
+            f"or a missing permission): its jobs are held, not run. See the consumer's log for the error.",
+            periods=LIMITER_ERROR_MINUTES,
+        )
+    return specs
 
 
 def page_on(scope: Construct, construct_id: str, spec: AlarmSpec, *, alarm_name: str,
@@ -78,7 +100,7 @@ def page_on(scope: Construct, construct_id: str, spec: AlarmSpec, *, alarm_name:
         alarm_description=spec.description,
         threshold=spec.threshold,
         comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluation_periods=1,
+        evaluation_periods=spec.periods,
         treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
     )
     action = cw_actions.SnsAction(topic)

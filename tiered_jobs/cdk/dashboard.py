@@ -40,10 +40,10 @@ class Dashboard(Construct):
             metrics = tier.metrics
             self.dashboard.add_widgets(
                 cloudwatch.GraphWidget(
-                    title=f"{tier.name}: queue depth and oldest message (s)",
+                    title=f"{tier.name}: queue depth; oldest message and job age (s)",
                     width=5,
                     left=[metrics.queue_depth()],
-                    right=[metrics.oldest_message_age()],
+                    right=[metrics.oldest_message_age(), metrics.job_age()],
                 ),
                 cloudwatch.GraphWidget(
                     title=f"{tier.name}: DLQ depth (visible + in flight)",
@@ -82,5 +82,5 @@ def _rate_widget(metrics: TierMetrics) -> cloudwatch.GraphWidget:
         width=24,
         left=[metrics.completed_per_second()],
         left_annotations=annotations,
-        right=[metrics.job(Metrics.RATE_LIMITED, period=ONE_MINUTE)],
+        right=[metrics.job(Metrics.RATE_LIMITED, period=ONE_MINUTE), metrics.rate_limiter_errors()],
     )

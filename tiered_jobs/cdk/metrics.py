@@ -65,6 +65,18 @@ class TierMetrics:
             period=FIVE_MINUTES,
         )
 
+    def job_age(self) -> cloudwatch.Metric:
+        """The longest a job of the tier had waited when the consumer took it up (``JobAge``, per minute).
+
+        Unlike SQS's ``ApproximateAgeOfOldestMessage``, it survives the copies a rate-limited or
+        time-budgeted tier sends: a held job's copy is a new message, whose SQS age starts at 0.
+        """
+        return self.job(Metrics.JOB_AGE, statistic="Maximum", period=ONE_MINUTE)
+
+    def rate_limiter_errors(self) -> cloudwatch.Metric:
+        """Jobs held because the rate limiter's table failed, per minute."""
+        return self.job(Metrics.RATE_LIMITER_ERRORS, period=ONE_MINUTE)
+
     def completed_per_second(self) -> cloudwatch.MathExpression:
         """Jobs succeeded per second (per minute / 60), to set against a rate limit."""
         return cloudwatch.MathExpression(

@@ -107,6 +107,7 @@ class Tier(Construct):
             Env.QUEUE_URL: self.queue.queue_url,
             Env.DLQ_URL: self.dlq.queue_url,
             Env.MAX_ATTEMPTS: str(tier.max_attempts),
+            Env.MAX_RECEIVE_COUNT: str(tier.max_receive_count),
             Env.RETRY_SCHEDULE: ",".join(str(s) for s in tier.retry_schedule_seconds),
             Env.RETRY_JITTER: str(tier.retry_jitter),
             Env.IDEMPOTENCY_TABLE: props.idempotency_table.table_name,
@@ -164,6 +165,9 @@ class Tier(Construct):
             )
         )
         self.dlq.grant_send_messages(self.consumer)
+        # A job held by the rate limit or deferred by the time budget goes back as a fresh copy, so it
+        # never spends a receive toward the redrive (tiered_jobs/runtime/requeue.py).
+        self.queue.grant_send_messages(self.consumer)
         props.idempotency_table.grant_read_write_data(self.consumer)
         for resource in props.resources:
             resource.grant(self.consumer)
@@ -173,8 +177,8 @@ class Tier(Construct):
         self.alarms = tier_alarms(self, self.metrics, props.alarm_topic)
 
     def _rate_limit(self, props: TierProps) -> None:
-        """A rate-limited consumer claims tokens (``GetItem`` + ``UpdateItem`` on its own tier's bucket items only)
-        and re-sends the jobs it holds back to its own queue; operators find the limits in SSM."""
+        """A rate-limited consumer claims tokens (``GetItem`` + ``UpdateItem`` on its own tier's bucket items only);
+        operators find the limits in SSM."""
         limits = self.settings.limits
         if limits is None or props.rate_limit_table is None:
             return
@@ -183,7 +187,6 @@ class Tier(Construct):
             resources=[props.rate_limit_table.table_arn],
             conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{tier_key_prefix(self.name)}*"]}},
         ))
-        self.queue.grant_send_messages(self.consumer)
         ssm.StringParameter(
             self, "RateLimitsParam", parameter_name=Ssm.tier(props.settings.stage, self.name, Ssm.TIER_RATE_LIMITS),
             string_value=limits.to_json(), description=f"{self.name} tier: rate limits (JSON)",

@@ -95,7 +95,7 @@ def snapshot(target: Target, now: Callable[[], float] = time.time) -> Snapshot:
     try:
         states = alarm_states(cloudwatch, target.stage)
         for status in tiers:
-            status.alarms = {kind: states[alarm] for kind in Alarms.KINDS
+            status.alarms = {kind: states[alarm] for kind in Alarms.ALL_KINDS
                              if (alarm := Alarms.name(target.stage, status.tier, kind)) in states}
     except ClientError as exc:
         result.notes.append(f"alarm states unavailable ({client_error_text(exc)})")
