@@ -12,8 +12,10 @@ last period:
 
 A change of state is written with ``SetAlarmState`` and published to the alarm's SNS actions,
 as CloudWatch does; the reason says ``[local emulation]`` so nobody mistakes it for AWS.
-Simplifications, stated: one evaluation period (``DatapointsToAlarm`` = ``EvaluationPeriods`` = 1,
-as the stack's alarms use), and no ``Throttles`` locally (nothing throttles one process).
+An alarm with ``EvaluationPeriods`` N > 1 (the rate limiter's: 3) fires when each of its last N
+periods breaches (``DatapointsToAlarm`` = N, as the stack's alarms use); live SQS queue attributes
+have no history, so those alarms see only their current value. No ``Throttles`` locally (nothing
+throttles one process).
 """
 
 from __future__ import annotations
@@ -149,13 +151,14 @@ class AlarmEvaluator(BackgroundLoop):
         return float(attributes["Attributes"][attribute])
 
     def metric_value(self, namespace: str, name: str, dimensions: list[dict[str, str]], stat: str,
-                     period: float) -> float | None:
+                     period: float, periods_ago: int = 0) -> float | None:
         dims = {d["Name"]: d["Value"] for d in dimensions}
         if namespace == "AWS/SQS" and set(dims) == {"QueueName"}:
             return self._queue_metric(name, dims["QueueName"])
-        return statistic(self._store.values(namespace, name, dims, period), stat)
+        return statistic(self._store.values(namespace, name, dims, period, ending_seconds_ago=periods_ago * period),
+                         stat)
 
-    def alarm_value(self, alarm: Mapping[str, Any]) -> float | None:
+    def alarm_value(self, alarm: Mapping[str, Any], periods_ago: int = 0) -> float | None:
         if alarm.get("Metrics"):
             values: dict[str, float | None] = {}
             expressions: dict[str, str] = {}
@@ -166,7 +169,7 @@ class AlarmEvaluator(BackgroundLoop):
                     metric = stat["Metric"]
                     values[query["Id"]] = self.metric_value(
                         metric["Namespace"], metric["MetricName"], metric.get("Dimensions", []), stat["Stat"],
-                        stat["Period"])
+                        stat["Period"], periods_ago)
                 elif "Expression" in query:
                     expressions[query["Id"]] = query["Expression"]
                 if query.get("ReturnData", True):
@@ -179,7 +182,17 @@ class AlarmEvaluator(BackgroundLoop):
                 return None
         stat = alarm.get("Statistic") or alarm["ExtendedStatistic"]  # a metric alarm has one of the two
         return self.metric_value(alarm["Namespace"], alarm["MetricName"], alarm.get("Dimensions", []), stat,
-                                 alarm["Period"])
+                                 alarm["Period"], periods_ago)
+
+    def alarm_state(self, alarm: Mapping[str, Any]) -> tuple[str, float | None]:
+        """The state and latest value: ALARM only when each of the last ``EvaluationPeriods`` periods breaches."""
+        value = self.alarm_value(alarm)
+        state = decide(alarm, value)
+        for periods_ago in range(1, int(alarm.get("EvaluationPeriods") or 1)):
+            if state != "ALARM":
+                break
+            state = decide(alarm, self.alarm_value(alarm, periods_ago))  # not breaching then: not yet
+        return state, value
 
     # -- evaluation ----------------------------------------------------------------------
 
@@ -189,8 +202,7 @@ class AlarmEvaluator(BackgroundLoop):
                   for a in page["MetricAlarms"]]
         changes = []
         for alarm in alarms:
-            value = self.alarm_value(alarm)
-            state = decide(alarm, value)
+            state, value = self.alarm_state(alarm)
             self.states[alarm["AlarmName"]] = (state, value)
             if state != alarm["StateValue"]:
                 changes.append(self._change(alarm, state, value))

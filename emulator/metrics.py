@@ -118,12 +118,16 @@ class MetricStore:
                 except Exception:  # noqa: BLE001 - a copy for browsing; the local store stays the source
                     return
 
-    def values(self, namespace: str, name: str, dimensions: Mapping[str, str], period_seconds: float) -> list[float]:
+    def values(self, namespace: str, name: str, dimensions: Mapping[str, str], period_seconds: float,
+               ending_seconds_ago: float = 0.0) -> list[float]:
+        """The datapoints of the period that ended ``ending_seconds_ago`` (0: the one ending now)."""
         wanted = frozenset(dimensions.items())
-        since = self._now() - period_seconds
+        until = self._now() - ending_seconds_ago
+        since = until - period_seconds
         with self._lock:
             return [p.value for p in self._points
-                    if p.name == name and p.namespace == namespace and p.dimensions == wanted and p.timestamp >= since]
+                    if p.name == name and p.namespace == namespace and p.dimensions == wanted
+                    and since <= p.timestamp <= until]
 
     def log_line(self, function_name: str, line: str) -> None:
         """A line of a function's log stream: EMF becomes datapoints (what CloudWatch Logs does)."""

@@ -190,6 +190,24 @@ def test_failure_rate_alarm_evaluates_metric_math_on_emf_metrics(world):
     assert change.value == pytest.approx(100 * 6 / 210)
 
 
+def test_an_alarm_over_three_periods_fires_only_when_each_of_them_breaches(world):
+    """The rate limiter's alarm (``EvaluationPeriods`` 3): a minute of errors is a blip, three an outage."""
+    clients, _, _ = world
+    clock = [NOW]
+    store = MetricStore(now=lambda: clock[0])
+    clients["cloudwatch"].put_metric_alarm(
+        AlarmName="tiered-jobs-local-critical-rate-limiter", Namespace="TieredJobs", MetricName="JobsFailed",
+        Dimensions=[{"Name": k, "Value": v} for k, v in DIMS.items()], Statistic="Sum", Period=60,
+        EvaluationPeriods=3, Threshold=0, ComparisonOperator="GreaterThanThreshold", TreatMissingData="notBreaching",
+    )
+    evaluator = AlarmEvaluator(clients.__getitem__, store, "tiered-jobs-local-critical-rate", lambda name: 0.0)
+    for minute in range(3):
+        store.put(emf_datapoints(emf_line(processed=1, failed=1, timestamp=clock[0])))
+        changes = evaluator.evaluate_once()
+        assert [c.new_state for c in changes] == ([] if minute < 2 else ["ALARM"]), minute
+        clock[0] += 60
+
+
 def test_queue_age_comes_from_the_given_source(world):
     clients, _, _ = world
     evaluator = AlarmEvaluator(clients.__getitem__, MetricStore(), "x", lambda name: 42.0 if name == "q" else None)
