@@ -56,6 +56,21 @@ Gaps, in deployment order:
    back and created with ``CreateScheduleGroup`` / ``CreateSchedule``, gap 3), and moto stores
    schedules but never fires them: ``emulator.scheduler`` fires the due ones.
 
+9. **SQS message move tasks** (``StartMessageMoveTask``, ``ListMessageMoveTasks``: the native
+   replay): moto has neither. :func:`sqs_message_move_tasks` adds both to moto's SQS, doing what the
+   SQS Developer Guide documents for a DLQ redrive: every message of the source goes to the
+   destination with its body and message attributes unchanged, as a *new* message (a new message
+   id, enqueue time and receive count), and leaves the source. Locally the task runs to completion
+   when it starts (``MaxNumberOfMessagesPerSecond`` is not paced) and moves the messages visible
+   then; the ones in flight stay, as SQS moves a message only once it is visible.
+
+10. **moto's SQS reads a set other threads change.** A ``ReceiveMessage`` lists the message groups
+    of the messages in flight by iterating a set that concurrent receives and deletes modify; with
+    messages that carry a ``MessageGroupId`` (a fair queue's tenants) it fails with "Set changed
+    size during iteration" (HTTP 500), after counting receives it never delivers.
+    :func:`sqs_thread_safe_message_groups` reads that set from a snapshot, taken again until
+    whole: a receive sees a consistent view, as SQS's are.
+
 moto never evaluates alarms, publishes no SQS or Lambda metrics and extracts no EMF from logs:
 ``emulator.metrics`` and ``emulator.alarms`` emulate those services' parts.
 """
@@ -366,3 +381,82 @@ def cloudwatch_percentiles() -> None:
 
     get_statistics_for_type.percentiles_by_tiered_jobs = True  # type: ignore[attr-defined]
     Statistics.get_statistics_for_type = get_statistics_for_type  # type: ignore[method-assign]
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 9: SQS message move tasks (the native replay)
+
+#: ``{source queue ARN: [task, ...]}`` most recent first, as ``ListMessageMoveTasks`` answers.
+_MOVE_TASKS: dict[str, list[dict[str, Any]]] = {}
+
+
+def sqs_message_move_tasks() -> None:
+    """Give moto's SQS ``StartMessageMoveTask`` and ``ListMessageMoveTasks`` (idempotent; a moto that
+    has them keeps its own)."""
+    import uuid
+
+    from moto.core.responses import ActionResult
+    from moto.sqs.responses import SQSResponse
+
+    if hasattr(SQSResponse, "start_message_move_task"):
+        return
+
+    def start_message_move_task(self: Any) -> Any:
+        backend = self.sqs_backend
+        source_arn = self._get_param("SourceArn")
+        source = backend.get_queue(source_arn.rsplit(":", 1)[-1])
+        destination_arn = self._get_param("DestinationArn")
+        if destination_arn is None:  # back to the queues whose DLQ it is
+            (origin,) = backend.list_dead_letter_source_queues(source.name)
+            destination_arn = origin.queue_arn
+        moved = move_messages(backend, source.name, destination_arn.rsplit(":", 1)[-1])
+        handle = str(uuid.uuid4())
+        _MOVE_TASKS.setdefault(source_arn, []).insert(0, {
+            "TaskHandle": handle, "Status": "COMPLETED", "SourceArn": source_arn, "DestinationArn": destination_arn,
+            "ApproximateNumberOfMessagesMoved": moved, "ApproximateNumberOfMessagesToMove": moved,
+            "StartedTimestamp": int(time.time() * 1000),
+        })
+        return ActionResult({"TaskHandle": handle})
+
+    def list_message_move_tasks(self: Any) -> Any:
+        tasks = _MOVE_TASKS.get(self._get_param("SourceArn"), [])
+        return ActionResult({"Results": tasks[: int(self._get_param("MaxResults") or 1)]})
+
+    SQSResponse.start_message_move_task = start_message_move_task  # type: ignore[attr-defined]
+    SQSResponse.list_message_move_tasks = list_message_move_tasks  # type: ignore[attr-defined]
+
+
+def move_messages(backend: Any, source_name: str, destination_name: str) -> int:
+    """Move every visible message of ``source_name`` to ``destination_name`` as a new message; returns how many."""
+    source = backend.get_queue(source_name)
+    with source._messages_lock:
+        visible = [m for m in source._messages if m.visible and not m.delayed]
+        for message in visible:
+            backend.send_message(destination_name, message.body, message_attributes=dict(message.message_attributes),
+                                 group_id=message.group_id, validate_group_id=False)
+            source._messages.remove(message)
+    return len(visible)
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 10: a consistent view of the in-flight message groups
+
+
+def sqs_thread_safe_message_groups() -> None:
+    """Make moto's ``Queue.pending_message_groups`` safe to read while other threads receive (idempotent)."""
+    from moto.sqs.models import Queue
+
+    current = Queue.__dict__["pending_message_groups"]
+    if getattr(current.fget, "snapshot_by_tiered_jobs", False):
+        return
+
+    def pending_message_groups(queue: Any) -> set[str]:
+        while True:
+            try:
+                pending = tuple(queue._pending_messages)
+            except RuntimeError:  # changed while copied: another thread received or deleted; copy again
+                continue
+            return {message.group_id for message in pending if message.group_id is not None}
+
+    pending_message_groups.snapshot_by_tiered_jobs = True  # type: ignore[attr-defined]
+    Queue.pending_message_groups = property(pending_message_groups)  # type: ignore[method-assign, assignment]

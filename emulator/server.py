@@ -75,12 +75,19 @@ class EmbeddedAws:
             ThreadedMotoServer,  # deferred: only local mode needs moto
         )
 
-        from .moto_patches import cloudwatch_percentiles, serialize_dynamodb_requests
+        from .moto_patches import (
+            cloudwatch_percentiles,
+            serialize_dynamodb_requests,
+            sqs_message_move_tasks,
+            sqs_thread_safe_message_groups,
+        )
 
         if self._server is not None:
             raise RuntimeError("the embedded AWS is already running")
         serialize_dynamodb_requests()  # moto's DynamoDB is not thread-safe (moto_patches, gap 7)
         cloudwatch_percentiles()  # GetMetricData's pNN statistics (moto_patches, gap 8)
+        sqs_message_move_tasks()  # the native replay's StartMessageMoveTask (moto_patches, gap 9)
+        sqs_thread_safe_message_groups()  # receives of grouped messages from many threads (moto_patches, gap 10)
         server = ThreadedMotoServer(ip_address=HOST, port=self._requested_port, verbose=False)
         server.start()
         host, port = server.get_host_and_port()

@@ -132,3 +132,65 @@ def test_an_alarm_subscription_is_created_with_its_delivery_dead_letter_queue(aw
     assert resolve.physical_ids["Email"] == subscription["SubscriptionArn"]
     attributes = sns.get_subscription_attributes(SubscriptionArn=subscription["SubscriptionArn"])["Attributes"]
     assert json.loads(attributes["RedrivePolicy"]) == {"deadLetterTargetArn": dlq}
+
+
+def test_a_message_move_task_moves_every_visible_letter_as_a_new_message(aws):
+    """Gap 9, SQS's documented redrive: body and message attributes unchanged; a new message id,
+    enqueue time and receive count; gone from the source; the task listed as completed."""
+    import json
+
+    import boto3
+
+    from emulator.moto_patches import sqs_message_move_tasks
+
+    sqs_message_move_tasks()
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    dlq = sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    queue = sqs.create_queue(QueueName="jobs", Attributes={
+        "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 5})})["QueueUrl"]
+    sqs.send_message(QueueUrl=dlq, MessageBody="in-flight")
+    assert sqs.receive_message(QueueUrl=dlq, VisibilityTimeout=600)["Messages"]  # held: it stays
+    reason = {"DeadLetter.Reason": {"DataType": "String", "StringValue": "permanent"}}
+    letter = sqs.send_message(QueueUrl=dlq, MessageBody="letter-1", MessageAttributes=reason)["MessageId"]
+    sqs.receive_message(QueueUrl=dlq, VisibilityTimeout=0)  # received once in the DLQ: a count to reset
+
+    handle = sqs.start_message_move_task(SourceArn=dlq_arn)["TaskHandle"]  # back to its source queue
+
+    (moved,) = sqs.receive_message(QueueUrl=queue, MessageAttributeNames=["All"],
+                                   MessageSystemAttributeNames=["All"])["Messages"]
+    assert moved["Body"] == "letter-1" and moved["MessageId"] != letter
+    assert moved["MessageAttributes"]["DeadLetter.Reason"]["StringValue"] == "permanent"
+    assert moved["Attributes"]["ApproximateReceiveCount"] == "1"
+    (task,) = sqs.list_message_move_tasks(SourceArn=dlq_arn)["Results"]
+    assert (task["TaskHandle"], task["Status"], task["ApproximateNumberOfMessagesMoved"]) == (handle, "COMPLETED", 1)
+    left = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["All"])["Attributes"]
+    assert (left["ApproximateNumberOfMessages"], left["ApproximateNumberOfMessagesNotVisible"]) == ("0", "1")
+
+
+def test_the_in_flight_message_groups_are_read_from_a_whole_snapshot():
+    """Gap 10: a set another thread changes while it is copied is copied again, never read half-way."""
+    from moto.sqs.models import Queue
+
+    from emulator.moto_patches import sqs_thread_safe_message_groups
+
+    sqs_thread_safe_message_groups()
+
+    class Grouped:
+        def __init__(self, group_id):
+            self.group_id = group_id
+
+    class Flaky(set):
+        """Fails the first copy as a set changed by another thread does."""
+
+        copies = 0
+
+        def __iter__(self):
+            Flaky.copies += 1
+            if Flaky.copies == 1:
+                raise RuntimeError("Set changed size during iteration")
+            return super().__iter__()
+
+    queue = Queue.__new__(Queue)
+    queue._pending_messages = Flaky({Grouped("acme"), Grouped(None), Grouped("globex")})
+    assert queue.pending_message_groups == {"acme", "globex"} and Flaky.copies == 2
