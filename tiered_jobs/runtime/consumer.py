@@ -326,7 +326,8 @@ class Consumer:
         attributes, shortened = fit_to_size(received.body, attributes)  # SQS's 1 MiB counts attributes too
         duration = _ms(started) if started is not None else None
         try:
-            dlq_message_id = send_to_dlq(self.client("sqs"), self.config.dlq_url, received.body, attributes)
+            dlq_message_id = send_to_dlq(self.client("sqs"), self.config.dlq_url, received.body, attributes,
+                                         received.tenant)
         except Exception as send_error:
             invocation.metrics.record(received.label, "kept", duration)
             self.logger.error(

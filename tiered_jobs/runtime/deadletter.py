@@ -124,8 +124,11 @@ def fit_to_size(
     return fitted, changed
 
 
-def send_to_dlq(sqs: Any, dlq_url: str, body: str, attributes: Mapping[str, dict[str, Any]]) -> str:
-    """Send the copy; returns the DLQ's message id. Raises whatever SQS raises."""
-    response = sqs.send_message(QueueUrl=dlq_url, MessageBody=body, MessageAttributes=dict(attributes))
+def send_to_dlq(sqs: Any, dlq_url: str, body: str, attributes: Mapping[str, dict[str, Any]],
+                group_id: str | None = None) -> str:
+    """Send the copy (with the job's tenant as its group, so a native replay keeps it); returns the
+    DLQ's message id. Raises whatever SQS raises."""
+    extra = {"MessageGroupId": group_id} if group_id else {}
+    response = sqs.send_message(QueueUrl=dlq_url, MessageBody=body, MessageAttributes=dict(attributes), **extra)
     message_id: str = response["MessageId"]
     return message_id
