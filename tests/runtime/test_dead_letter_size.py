@@ -122,3 +122,38 @@ def test_fit_to_size_drops_reasons_in_order_and_never_the_originals():
     assert fitted[DeadLetter.ERROR_MESSAGE]["StringValue"] == "v" * 67 + "…"
     assert message_bytes(body, fitted) <= full - 30
     assert fit_to_size(body, attributes, limit=full) == (attributes, [])
+
+
+def test_a_job_the_publisher_accepts_always_reaches_the_dlq_with_every_reason_whole():
+    """The publisher leaves ``RUNTIME_ATTRIBUTES_HEADROOM_BYTES`` of each message to the runtime: the
+    largest reasons a letter can carry (every value at its bound, each character 4 UTF-8 bytes) fit in
+    it, and so does the state of a held or deferred copy."""
+    from datetime import datetime, timezone
+
+    from tiered_jobs.contract.envelope import MAX_JOB_TYPE_CHARS
+    from tiered_jobs.contract.names import SQS_MAX_MESSAGE_ATTRIBUTES, Attributes
+    from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES, RUNTIME_ATTRIBUTES_HEADROOM_BYTES, attribute_size
+    from tiered_jobs.runtime.deadletter import MAX_ERROR_TYPE_CHARS, DeadLetterReason, fit_to_size
+
+    wide = "\U0001f600"  # 4 bytes in UTF-8
+    moment = datetime(2026, 12, 31, 23, 59, 59, 999000, tzinfo=timezone.utc)
+    longest_arn = "arn:aws-us-gov:sqs:us-gov-west-1:123456789012:" + "q" * 80  # queue names: 80 characters at most
+    reasons = DeadLetterReason(
+        reason=max((DeadLetter.REASON_PERMANENT, DeadLetter.REASON_RETRIES_EXHAUSTED,
+                    DeadLetter.REASON_REQUEUE_FAILED), key=len),
+        error_type=wide * (MAX_ERROR_TYPE_CHARS + 10), error_message=wide * 5000, attempts=10**6,
+        first_failed_at=moment, last_failed_at=moment, source_queue=longest_arn, job_type="j" * MAX_JOB_TYPE_CHARS,
+    ).attributes()
+    as_sent = {name: {"DataType": "String", "StringValue": value} for name, value in reasons.items()}
+    reasons_bytes = sum(attribute_size(name, value) for name, value in as_sent.items())
+    copy_state = {
+        Attributes.PRIOR_ATTEMPTS: {"DataType": "Number", "StringValue": str(10**6)},
+        Attributes.ENQUEUED_AT: {"DataType": "String", "StringValue": "2026-12-31T23:59:59.999Z"},
+        Attributes.FIRST_FAILED_AT: {"DataType": "String", "StringValue": "2026-12-31T23:59:59.999Z"},
+    }
+    assert reasons_bytes <= RUNTIME_ATTRIBUTES_HEADROOM_BYTES
+    assert sum(attribute_size(name, value) for name, value in copy_state.items()) <= RUNTIME_ATTRIBUTES_HEADROOM_BYTES
+    assert len(as_sent) <= SQS_MAX_MESSAGE_ATTRIBUTES
+    body = "x" * MAX_JOB_MESSAGE_BYTES  # the largest body the publisher sends
+    fitted, shortened = fit_to_size(body, as_sent)
+    assert shortened == [] and fitted == as_sent
