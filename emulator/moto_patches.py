@@ -71,6 +71,19 @@ Gaps, in deployment order:
     :func:`sqs_thread_safe_message_groups` reads that set from a snapshot, taken again until
     whole: a receive sees a consistent view, as SQS's are.
 
+11. **moto's server lists its own package folder on every request** (``list_of_moto_modules``:
+    ``listdir`` and an ``isdir`` per entry, twice per request, under the dispatcher's lock), which
+    took a tenth of the embedded AWS's time under load. :func:`moto_server_module_list_once` lists
+    it once per process (the installed package does not change while it runs).
+
+12. **moto's SQS does quadratic work per request.** It reads the clock by building two datetimes for
+    every message it looks at, and ``GetQueueAttributes`` computes every attribute of the queue
+    (three passes over its messages) once per attribute asked, which a receive does for every
+    message it considers (its retention check): with a few hundred messages queued that was most of
+    the embedded AWS's time. :func:`sqs_fast_clock_and_attributes` reads the same clock with
+    ``time.time()`` and computes only the attributes asked for, each as ``Queue.attributes`` does
+    (a test compares both for every attribute of standard, FIFO and encrypted queues).
+
 moto never evaluates alarms, publishes no SQS or Lambda metrics and extracts no EMF from logs:
 ``emulator.metrics`` and ``emulator.alarms`` emulate those services' parts.
 """
@@ -460,3 +473,78 @@ def sqs_thread_safe_message_groups() -> None:
 
     pending_message_groups.snapshot_by_tiered_jobs = True  # type: ignore[attr-defined]
     Queue.pending_message_groups = property(pending_message_groups)  # type: ignore[method-assign, assignment]
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 11: the server's module list, once
+
+
+def moto_server_module_list_once() -> None:
+    """Make moto's server list its service modules once per process instead of on every request (idempotent)."""
+    import functools
+
+    from moto import backends
+
+    if hasattr(backends.list_of_moto_modules, "cache_info"):
+        return
+    listed = backends.list_of_moto_modules
+
+    @functools.cache
+    def once() -> tuple[str, ...]:
+        return tuple(listed())
+
+    backends.list_of_moto_modules = once
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 12: the same answers without the quadratic work
+
+
+def sqs_fast_clock_and_attributes() -> None:
+    """moto's SQS: the clock from ``time.time()``, and ``GetQueueAttributes`` only for the names asked (idempotent)."""
+    from moto.sqs import models
+
+    if getattr(models.SQSBackend.get_queue_attributes, "on_demand_by_tiered_jobs", False):
+        return
+    from moto.core.utils import unix_time as slow_unix_time
+
+    def unix_time(dt: Any = None) -> float:
+        return time.time() if dt is None else slow_unix_time(dt)
+
+    def unix_time_millis(dt: Any = None) -> float:
+        return unix_time(dt) * 1000.0
+
+    # moto's SQS imported these names into its module: rebinding them there is what its code calls.
+    setattr(models, "unix_time", unix_time)  # noqa: B010 -- not exported, so mypy knows no such attribute
+    setattr(models, "unix_time_millis", unix_time_millis)  # noqa: B010
+    every_attribute = models.SQSBackend.get_queue_attributes
+
+    def get_queue_attributes(self: Any, queue_name: str, attribute_names: list[str]) -> dict[str, Any]:
+        if not attribute_names or "All" in attribute_names:
+            return every_attribute(self, queue_name, attribute_names)
+        queue = self.get_queue(queue_name)
+        known = queue.BASE_ATTRIBUTES + queue.FIFO_ATTRIBUTES + queue.KMS_ATTRIBUTES
+        if any(name not in known for name in attribute_names):
+            return every_attribute(self, queue_name, attribute_names)  # moto's own error
+        found = {}
+        for name in attribute_names:
+            value = queue_attribute(queue, name)
+            if value is not None:
+                found[name] = value
+        return found
+
+    get_queue_attributes.on_demand_by_tiered_jobs = True  # type: ignore[attr-defined]
+    models.SQSBackend.get_queue_attributes = get_queue_attributes  # type: ignore[method-assign]
+
+
+def queue_attribute(queue: Any, name: str) -> Any:
+    """One attribute of a moto queue, as its ``attributes`` property computes it (``None``: it has none)."""
+    from moto.core.utils import camelcase_to_underscores
+
+    if name == "RedrivePolicy":
+        return json.dumps(queue.redrive_policy) if queue.redrive_policy else queue.redrive_policy
+    if name in queue.BASE_ATTRIBUTES or (queue.fifo_queue and name in queue.FIFO_ATTRIBUTES) or (
+            queue.kms_master_key_id and name in queue.KMS_ATTRIBUTES):
+        value = getattr(queue, camelcase_to_underscores(name))
+        return str(value).lower() if isinstance(value, bool) else value
+    return None

@@ -77,7 +77,9 @@ class EmbeddedAws:
 
         from .moto_patches import (
             cloudwatch_percentiles,
+            moto_server_module_list_once,
             serialize_dynamodb_requests,
+            sqs_fast_clock_and_attributes,
             sqs_message_move_tasks,
             sqs_thread_safe_message_groups,
         )
@@ -88,6 +90,8 @@ class EmbeddedAws:
         cloudwatch_percentiles()  # GetMetricData's pNN statistics (moto_patches, gap 8)
         sqs_message_move_tasks()  # the native replay's StartMessageMoveTask (moto_patches, gap 9)
         sqs_thread_safe_message_groups()  # receives of grouped messages from many threads (moto_patches, gap 10)
+        moto_server_module_list_once()  # the dispatcher's folder listing on every request (moto_patches, gap 11)
+        sqs_fast_clock_and_attributes()  # SQS's quadratic clock and attribute reads (moto_patches, gap 12)
         server = ThreadedMotoServer(ip_address=HOST, port=self._requested_port, verbose=False)
         server.start()
         host, port = server.get_host_and_port()

@@ -194,3 +194,51 @@ def test_the_in_flight_message_groups_are_read_from_a_whole_snapshot():
     queue = Queue.__new__(Queue)
     queue._pending_messages = Flaky({Grouped("acme"), Grouped(None), Grouped("globex")})
     assert queue.pending_message_groups == {"acme", "globex"} and Flaky.copies == 2
+
+
+def test_the_servers_module_list_is_read_once_and_unchanged():
+    """Gap 11: the same modules, listed once per process."""
+    from moto import backends
+
+    from emulator.moto_patches import moto_server_module_list_once
+
+    before = tuple(backends.list_of_moto_modules())
+    moto_server_module_list_once()
+    assert backends.list_of_moto_modules() == before and "sqs" in before
+    assert backends.list_of_moto_modules() is backends.list_of_moto_modules()  # no second listing
+
+
+@pytest.mark.parametrize("attributes", [
+    {},
+    {"FifoQueue": "true", "ContentBasedDeduplication": "true"},
+    {"KmsMasterKeyId": "alias/aws/sqs", "DelaySeconds": "3"},
+], ids=["standard", "fifo", "encrypted"])
+def test_queue_attributes_on_demand_are_the_attributes_moto_computes(aws, attributes):
+    """Gap 12: each attribute asked alone equals what moto's every-attribute answer holds."""
+    import json
+
+    import boto3
+    from moto.sqs import models
+
+    from emulator.moto_patches import queue_attribute, sqs_fast_clock_and_attributes
+
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    fifo = bool(attributes.get("FifoQueue"))
+    dlq = sqs.create_queue(QueueName="dl.fifo" if fifo else "dl", Attributes={"FifoQueue": "true"} if fifo else {})
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq["QueueUrl"], AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    name = "jobs.fifo" if fifo else "jobs"
+    url = sqs.create_queue(QueueName=name, Attributes={
+        **attributes, "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 3})})["QueueUrl"]
+    for i in range(3):
+        sqs.send_message(QueueUrl=url, MessageBody=f"m{i}", **({"MessageGroupId": "g"} if "fifo" in name else {}))
+    sqs.receive_message(QueueUrl=url, VisibilityTimeout=30)
+    backend = models.sqs_backends["123456789012"]["us-east-1"]
+    queue = backend.get_queue(name)
+    every = queue.attributes
+    sqs_fast_clock_and_attributes()
+    for attribute in (*queue.BASE_ATTRIBUTES, *queue.FIFO_ATTRIBUTES, *queue.KMS_ATTRIBUTES):
+        assert queue_attribute(queue, attribute) == every.get(attribute), attribute
+        answered = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[attribute]).get("Attributes", {})
+        assert answered == ({attribute: str(every[attribute])} if every.get(attribute) is not None else {}), attribute
+    assert int(every["ApproximateNumberOfMessages"]) + int(every["ApproximateNumberOfMessagesNotVisible"]) + int(
+        every["ApproximateNumberOfMessagesDelayed"]) == 3  # the counts were really computed
