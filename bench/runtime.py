@@ -24,8 +24,10 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
                      retry: RetryPolicy, remaining_ms: int = 30_000, batch_size: int = 10,
                      handler: Callable[[dict, Any], dict] | None = None,
                      listener: Callable[[Any, Any], None] | None = None,
-                     rate_limits: Any = None, rate_limit_table: str | None = None):
-    """A started-ready ``MappingRuntime`` for ``tier``; ``handler`` replaces the consumer (baselines)."""
+                     rate_limits: Any = None, rate_limit_table: str | None = None,
+                     on_invoke: Callable[[dict, Any], None] | None = None):
+    """A started-ready ``MappingRuntime`` for ``tier``; ``handler`` replaces the consumer (baselines);
+    ``on_invoke(event, invocation)`` sees every invocation (the invariant run records the crashed ones)."""
     from aws_lambda_powertools import Logger
 
     import functions.jobs  # noqa: F401 -- registers the jobs
@@ -45,7 +47,8 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
     config = TierConfig(stage="bench", tier="critical", queue_url=tier.queue_url, dlq_url=tier.dlq_url,
                         idempotency_table=tier.idempotency_table, resources=tier.resources, retry=retry,
                         time_budget_margin_ms=remaining_ms // 10,
-                        rate_limits=rate_limits, rate_limit_table=rate_limit_table)
+                        rate_limits=rate_limits, rate_limit_table=rate_limit_table,
+                        max_receive_count=tier.max_receive_count)
     function = FunctionConfig(name=FUNCTION_NAME, arn=f"arn:aws:lambda:{REGION}:123456789012:function:{FUNCTION_NAME}",
                               handler=Handlers.CONSUMER, environment={}, timeout_seconds=30,
                               memory_mb=256, region=REGION, code_root=".")
@@ -70,9 +73,13 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
             try:
                 response = self.handle(event, context)
             except BaseException as exc:  # noqa: BLE001 -- a crash ends the invocation, as on Lambda
-                return Invocation(error=InvocationError(type(exc).__name__, str(exc)),
-                                  duration_ms=(time.monotonic() - started) * 1000)
-            return Invocation(response=response, duration_ms=(time.monotonic() - started) * 1000)
+                invocation = Invocation(error=InvocationError(type(exc).__name__, str(exc)),
+                                        duration_ms=(time.monotonic() - started) * 1000)
+            else:
+                invocation = Invocation(response=response, duration_ms=(time.monotonic() - started) * 1000)
+            if on_invoke is not None:
+                on_invoke(event, invocation)
+            return invocation
 
         def close(self) -> None:
             pass

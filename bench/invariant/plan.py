@@ -1,0 +1,124 @@
+"""What the composed run turns on and injects: every feature at once, faults through wrapped clients.
+
+One seeded generator decides every fault, so a run can be repeated. Faults go through the
+clients the consumer, the mapping and the replay are given (:class:`Wrapped`), never through a
+job's code: the code under test is the code that ships.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+
+class SimulatedCrash(BaseException):
+    """The process dies here: nothing in the handler can catch it (it is not an Exception)."""
+
+
+@dataclass
+class FaultPlan:
+    """Probabilities per call or per job; the features the run turns on."""
+
+    seed: int = 20261129
+    # -- faults ------------------------------------------------------------------------------
+    #: The invocation dies after the job's side effect, before its idempotency record completes.
+    crash_before_idempotency_completes: float = 0.01
+    #: The mapping dies after the invocation, before it deletes the batch (``DeleteMessageBatch``).
+    crash_before_ack: float = 0.02
+    #: The job's own write fails with a 503 (transient: retried).
+    transient_job_error: float = 0.05
+    #: The idempotency table throttles (transient: retried).
+    idempotency_throttle: float = 0.03
+    #: The rate limiter's table throttles: the bucket's jobs are held briefly.
+    limiter_throttle: float = 0.03
+    #: SQS refuses a copy the consumer sends back (a held or deferred job): it stays in the queue.
+    copy_refused: float = 0.02
+    #: The job's write takes ``slow_job_seconds``: batches of slow jobs run out of the time budget.
+    slow_job: float = 0.05
+    slow_job_seconds: float = 1.0
+    #: A replay run dies between its send and its delete, and runs again.
+    replay_crashes_between_send_and_delete: bool = True
+    # -- the jobs ----------------------------------------------------------------------------
+    #: Jobs that can never succeed (a payload the job refuses), sent past the publisher.
+    poison_fraction: float = 0.01
+    #: Jobs published three times instead of twice (the copies from two threads at once).
+    three_copies_fraction: float = 0.1
+    #: Jobs whose body is close to the publisher's limit (1 MiB less the runtime's headroom).
+    big_body_fraction: float = 0.006
+    #: Jobs published for a tenant (the envelope's ``tenant``, the message's group).
+    tenant_fraction: float = 0.3
+    #: Jobs published with a delay (SQS's ``DelaySeconds``).
+    delayed_fraction: float = 0.05
+    #: Scheduled times of a periodic job, each fire delivered twice (Scheduler is at-least-once).
+    schedule_fires: int = 3
+    # -- features ----------------------------------------------------------------------------
+    #: The job type's rate limit (jobs per second across the tier's consumers; ``None``: off).
+    rate_limit_per_second: float | None = 60.0
+    rate_limit_burst: int = 20
+    rate_limit_max_wait_seconds: float = 0.25
+    #: Replays while jobs still flow: a batch replay, then a native one (``StartMessageMoveTask``).
+    mid_run_replays: bool = True
+    #: Sabotage, to show the checker can fail: the payment's marker condition is dropped (run it
+    #: with POWERTOOLS_IDEMPOTENCY_DISABLED=true and duplicates must be counted).
+    drop_marker_condition: bool = False
+    enabled: bool = True
+    _rng: random.Random = field(init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    injected: Counter = field(default_factory=Counter, repr=False)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    def roll(self, name: str, probability: float) -> bool:
+        with self._lock:
+            hit = self.enabled and self._rng.random() < probability
+            if hit:
+                self.injected[name] += 1
+            return hit
+
+    def random(self) -> random.Random:
+        return self._rng
+
+    @classmethod
+    def quiet(cls, **changes: Any) -> FaultPlan:
+        """No fault and no feature but what ``changes`` turns on (the checker's own tests)."""
+        off = {name: 0 for name in ("crash_before_idempotency_completes", "crash_before_ack", "transient_job_error",
+                                    "idempotency_throttle", "limiter_throttle", "copy_refused", "slow_job",
+                                    "poison_fraction", "big_body_fraction", "tenant_fraction", "delayed_fraction",
+                                    "schedule_fires")}
+        return cls(**{**off, "replay_crashes_between_send_and_delete": False, "rate_limit_per_second": None,
+                      "mid_run_replays": False, **changes})
+
+
+class Wrapped:
+    """A boto3 client whose calls pass through ``before(op, kwargs)`` and ``after(op, kwargs, result)``."""
+
+    def __init__(self, real: Any, before: Any = None, after: Any = None):
+        self._real, self._before, self._after = real, before, after
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._real, name)
+        if not callable(method):
+            return method
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self._before:
+                replaced = self._before(name, kwargs)
+                if replaced is not None:  # the hook answered instead of the service
+                    return replaced
+            result = method(*args, **kwargs)
+            if self._after:
+                self._after(name, kwargs, result)
+            return result
+
+        return call
+
+
+def client_error(code: str, status: int) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": f"{code} (injected)"},
+                        "ResponseMetadata": {"HTTPStatusCode": status}}, "Injected")

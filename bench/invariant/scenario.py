@@ -1,0 +1,381 @@
+"""One composed run: the jobs, the features and the faults together, on an embedded AWS.
+
+N payments jobs over many account balances, each published at least twice (some three times, the
+copies from two threads at once), consumed through the local event-source-mapping runtime on
+moto's server by the real consumer, with every feature on at once:
+
+* the job type is **rate-limited** (a token bucket in DynamoDB) and its limiter's table throttles;
+* some jobs are **slow**, so batches run out of the invocation's **time budget** and defer the rest;
+* some bodies are **close to 1 MiB** (the publisher's limit), held, deferred and dead-lettered whole;
+* some jobs belong to a **tenant** (the message's group), some are **delayed**;
+* a **periodic schedule** fires at a few scheduled times, each fire delivered twice;
+* while jobs still flow, a **batch replay** and a **native replay** move the DLQ back;
+
+and faults injected through wrapped clients (:class:`~bench.invariant.plan.FaultPlan`): crashes
+after the side effect and before the ack, transient job errors, idempotency-table throttling,
+copies SQS refuses, poison jobs, and at the end a replay that crashes between send and delete,
+run again. :mod:`~bench.invariant.checker` reads the outcome from outside.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+from bench.runtime import depth, drain
+from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES
+
+from .checker import Observed, Outcome, check, marker_key_of
+from .plan import FaultPlan, SimulatedCrash, Wrapped, client_error
+from .taps import FateTap, QueueTap
+
+TIER = "critical"
+JOB_TYPE = "payments.update_balance"
+SCHEDULE = "interest"
+
+
+def run_shards(jobs: int, shards: int, account_count: int = 100, log=print, processes: int = 1) -> Outcome:
+    """``jobs`` in ``shards`` independent runs (own tables, own seed), outcomes added up.
+
+    Why shards: moto's TransactWriteItems deep-copies every table it touches on each call, so one
+    table of 10 000 balances and markers makes the run quadratic (a single 10 000-job run was
+    killed for memory at 24 GB after 4 600 jobs). Each shard proves the same invariant on its own
+    tables; the sum is the full-size figure. ``processes`` > 1 runs that many shards at once, each
+    in a process of its own with its own embedded AWS (moto's server is CPU-bound Python: one
+    process uses one core).
+    """
+    seeds = [FaultPlan.seed + shard for shard in range(shards)]
+    if processes > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+            outcomes = list(pool.map(run_shard, seeds, [jobs // shards] * shards, [account_count] * shards))
+    else:
+        outcomes = [run(jobs=jobs // shards, account_count=account_count, plan=FaultPlan(seed=seed), log=log)
+                    for seed in seeds]
+    total: Outcome | None = None
+    for shard, outcome in enumerate(outcomes):
+        log(f"shard {shard + 1}/{shards}: {json.dumps(outcome.as_dict())}")
+        total = outcome if total is None else total.plus(outcome)
+    assert total is not None
+    return total
+
+
+def run_shard(seed: int, jobs: int, account_count: int) -> Outcome:
+    """One shard in a process of its own (``run_shards(processes=...)``), quiet but for its outcome."""
+    import logging
+
+    for name in ("emulator.esm", "werkzeug", "tiered_jobs.replay.service"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    return run(jobs=jobs, account_count=account_count, plan=FaultPlan(seed=seed), log=lambda *_: None)
+
+
+def run(jobs: int = 1000, account_count: int = 100, concurrency: int = 4, plan: FaultPlan | None = None,
+        drain_timeout: float = 600.0, log=print) -> Outcome:
+    from emulator.server import EmbeddedAws, client_environment
+
+    plan = plan or FaultPlan()
+    started = time.monotonic()
+    with EmbeddedAws() as endpoint, client_environment(endpoint):
+        return _Run(jobs, account_count, concurrency, plan, log).go(drain_timeout, started)
+
+
+class _Run:
+    def __init__(self, jobs: int, account_count: int, concurrency: int, plan: FaultPlan, log: Any):
+        from tests.support.tier import create_rate_limit_table, create_tier
+
+        self.plan, self.log, self.concurrency = plan, log, concurrency
+        # Invocations of 4 s: batches of ten on an embedded AWS that four consumers share take 1-3 s, so a
+        # few slow jobs run them out of the time budget (its margin: 10 %, 400 ms).
+        self.max_attempts, self.remaining_ms = 5, 4000
+        # A fresh name per run: moto's server shares its state with everything else in this process.
+        name = f"invariant-{plan.seed}-{time.monotonic_ns() % 10**6}"
+        # A visibility timeout above the invocation's time (no batch comes back while it still runs).
+        self.tier = create_tier(name, visibility_timeout=6, max_receive_count=self.max_attempts)
+        self.bucket_table = create_rate_limit_table(self.tier.dynamodb, f"{name}-buckets")
+        self.catalogue = self._catalogue(jobs, account_count)
+        self.applications: Counter[str] = Counter()
+        self.crashed: set[str] = set()
+        self.replayed: Counter[str] = Counter()
+        #: receipt handle -> message id of every message the mapping received (to name a crashed ack's records).
+        self._ids_by_handle: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    # -- the jobs --------------------------------------------------------------------------
+
+    def _catalogue(self, jobs: int, account_count: int) -> dict[str, dict[str, Any]]:
+        from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES
+
+        rng, plan = self.plan.random(), self.plan
+        catalogue: dict[str, dict[str, Any]] = {}
+        for i in range(jobs):
+            poison = rng.random() < plan.poison_fraction
+            job: dict[str, Any] = {"account_id": f"acc-{i % account_count:04d}",
+                                   "amount": 0 if poison else rng.randint(1, 100), "poison": poison}
+            if rng.random() < plan.big_body_fraction:  # a memo that fills the message to the publisher's limit
+                job["memo_bytes"] = MAX_JOB_MESSAGE_BYTES - 300
+            if rng.random() < plan.tenant_fraction:
+                job["tenant"] = f"tenant-{rng.randint(1, 7)}"
+            if rng.random() < plan.delayed_fraction:
+                job["delay"] = rng.randint(1, 3)
+            catalogue[f"pay-{i:06d}"] = job
+        for fire in range(plan.schedule_fires):  # keys as Scheduler's fires carry them
+            from tiered_jobs.contract.schedules import periodic_idempotency_key
+
+            scheduled_time = f"2026-12-0{fire + 1}T00:00:00Z"
+            catalogue[periodic_idempotency_key(SCHEDULE, scheduled_time)] = {
+                "account_id": "acc-interest", "amount": 7, "poison": False, "fires": 2,
+                "scheduled_time": scheduled_time}
+        return catalogue
+
+    def payload(self, key: str) -> dict[str, Any]:
+        job = self.catalogue[key]
+        payload: dict[str, Any] = {"account_id": job["account_id"], "amount": job["amount"]}
+        if "memo_bytes" in job:
+            payload["memo"] = "m" * (job["memo_bytes"] - len(json.dumps(payload)) - 200)
+        return payload
+
+    # -- the seams: wrapped clients ----------------------------------------------------------
+
+    def dynamodb_before(self, op: str, kwargs: dict) -> None:
+        plan, table = self.plan, kwargs.get("TableName")
+        if op == "update_item" and table == self.tier.idempotency_table and \
+                plan.roll("crash_before_idempotency_completes", plan.crash_before_idempotency_completes):
+            raise SimulatedCrash("crash after the side effect, before the idempotency record completes")
+        if op == "put_item" and table == self.tier.idempotency_table and \
+                plan.roll("idempotency_throttle", plan.idempotency_throttle):
+            raise client_error("ProvisionedThroughputExceededException", 400)
+        if op in ("get_item", "update_item") and table == self.bucket_table and \
+                plan.roll("limiter_throttle", plan.limiter_throttle):
+            raise client_error("ProvisionedThroughputExceededException", 400)
+        if op == "transact_write_items":
+            if plan.roll("transient_job_error", plan.transient_job_error):
+                raise client_error("ServiceUnavailable", 503)
+            if plan.roll("slow_job", plan.slow_job):
+                time.sleep(plan.slow_job_seconds)
+            if plan.drop_marker_condition:
+                kwargs["TransactItems"][1]["Put"].pop("ConditionExpression", None)
+
+    def dynamodb_after(self, op: str, kwargs: dict, result: Any) -> None:
+        if op == "transact_write_items":  # a balance change really happened: record it per key
+            marker = kwargs["TransactItems"][1]["Put"]["Item"]["account_id"]["S"]
+            with self._lock:
+                self.applications[marker_key_of(marker)] += 1
+
+    def consumer_sqs_before(self, op: str, kwargs: dict) -> Any:
+        """SQS refuses some of the copies the consumer sends back (each entry on its own, as a batch does)."""
+        if op != "send_message_batch" or kwargs.get("QueueUrl") != self.tier.queue_url:
+            return None
+        refused = [e for e in kwargs["Entries"] if self.plan.roll("copy_refused", self.plan.copy_refused)]
+        if not refused:
+            return None
+        kept = [e for e in kwargs["Entries"] if e not in refused]
+        answer = self.tier.sqs.send_message_batch(QueueUrl=kwargs["QueueUrl"], Entries=kept) if kept else {}
+        return {"Successful": answer.get("Successful", []),
+                "Failed": [{"Id": e["Id"], "SenderFault": False, "Code": "InternalError", "Message": "injected"}
+                           for e in refused]}
+
+    def esm_sqs_before(self, op: str, kwargs: dict) -> None:
+        if op == "delete_message_batch" and self.plan.roll("crash_before_ack", self.plan.crash_before_ack):
+            with self._lock:  # the records of this ack come back: their next receives follow a crash
+                self.crashed.update(self._ids_by_handle.get(e["ReceiptHandle"], "") for e in kwargs["Entries"])
+            raise ConnectionError("crash before the ack (injected)")
+
+    def esm_sqs_after(self, op: str, kwargs: dict, result: Any) -> None:
+        if op == "receive_message":
+            with self._lock:
+                self._ids_by_handle.update({m["ReceiptHandle"]: m["MessageId"] for m in result.get("Messages", [])})
+
+    def on_invoke(self, event: dict, invocation: Any) -> None:
+        if invocation.error is not None:
+            with self._lock:
+                self.crashed.update(record["messageId"] for record in event["Records"])
+
+    # -- the run ---------------------------------------------------------------------------
+
+    def go(self, drain_timeout: float, started: float) -> Outcome:
+        import boto3
+
+        from bench.runtime import consumer_runtime
+        from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
+        from tiered_jobs.runtime.backoff import RetryPolicy
+
+        plan, tier = self.plan, self.tier
+
+        # (moto's DynamoDB is not thread-safe; the embedded server serializes its requests: moto_patches.)
+        def environment_clients() -> dict[str, Any]:
+            return {"sqs": Wrapped(boto3.client("sqs"), self.consumer_sqs_before),
+                    "dynamodb": Wrapped(boto3.client("dynamodb"), self.dynamodb_before, self.dynamodb_after)}
+
+        limits = None
+        if plan.rate_limit_per_second is not None:
+            limits = RateLimits(None, {"payments.*": RateLimit(plan.rate_limit_per_second, plan.rate_limit_burst)},
+                                max_wait_seconds=plan.rate_limit_max_wait_seconds)
+        runtime = consumer_runtime(
+            tier, clients=environment_clients,
+            esm_sqs=Wrapped(boto3.client("sqs"), self.esm_sqs_before, self.esm_sqs_after),
+            concurrency=self.concurrency, remaining_ms=self.remaining_ms,
+            retry=RetryPolicy(max_attempts=self.max_attempts, schedule=(1, 1, 2, 2), jitter=0.2),
+            rate_limits=limits, rate_limit_table=self.bucket_table if limits else None, on_invoke=self.on_invoke,
+        )
+        with QueueTap(_name(tier.dlq_url), _name(tier.queue_url)) as queues, FateTap() as fates:
+            runtime.start()
+            try:
+                published = self._publish_with_replays()
+                self.log(f"published {published} messages for {len(self.catalogue)} jobs; draining")
+                drain(tier, drain_timeout)
+                self.log(f"first pass drained; replaying {depth(tier, tier.dlq_url)} dead letters")
+                self._replay_with_crash()
+                drain(tier, drain_timeout)
+            finally:
+                runtime.stop(timeout=60)
+            seen = Observed(
+                applications=self.applications, items=_scan(tier.dynamodb, tier.payments_table),
+                letters=_read_all(tier.sqs, tier.dlq_url), dlq_arrivals=queues.of(_name(tier.dlq_url)),
+                queue_arrivals=queues.of(_name(tier.queue_url)), crashed_message_ids=self.crashed,
+                outcomes=fates.outcomes, replayed=self.replayed,
+            )
+        return check(self.catalogue, seen, dict(plan.injected), published, time.monotonic() - started)
+
+    def _publish_with_replays(self) -> int:
+        """Two threads publish in waves that keep the queue shallow; a third replays meanwhile."""
+        from tiered_jobs.contract import envelope
+        from tiered_jobs.contract.routing import Routes
+        from tiered_jobs.contract.schedules import SCHEDULED_TIME, periodic_input, substitute
+        from tiered_jobs.publisher import Job, Publisher
+
+        tier, rng, catalogue = self.tier, self.plan.random(), self.catalogue
+        jobs = [key for key, job in catalogue.items() if "fires" not in job]
+        copies = [key for key in jobs for _ in range(3 if rng.random() < self.plan.three_copies_fraction else 2)]
+        rng.shuffle(copies)
+        publisher = Publisher({TIER: tier.queue_url}, Routes({"payments.*": TIER}), sqs=tier.sqs)
+        halves = [copies[0::2], copies[1::2]]
+        publishing = threading.Event()
+        publishing.set()
+
+        def publish(part: list[str]) -> None:
+            for start in range(0, len(part), 50):
+                while depth(tier) > 300:
+                    time.sleep(1.0)  # GetQueueAttributes walks every message on moto: ask seldom
+                chunk = part[start:start + 50]
+                publisher.publish_batch([Job(JOB_TYPE, self.payload(k), k, tenant=catalogue[k].get("tenant"),
+                                             delay=catalogue[k].get("delay"))
+                                         for k in chunk if not catalogue[k]["poison"]])
+                # The publisher refuses a poison payload (its schema); a publisher in another language
+                # that skips the schema still gets it in, and the consumer must dead-letter it.
+                for k in chunk:
+                    if catalogue[k]["poison"]:
+                        tenant = catalogue[k].get("tenant")
+                        tier.sqs.send_message(QueueUrl=tier.queue_url, MessageBody=envelope.build(
+                            JOB_TYPE, self.payload(k), k, tenant=tenant).to_json(),
+                            **({"MessageGroupId": tenant} if tenant else {}))
+
+        def fire_schedule() -> None:  # each fire as Scheduler sends it, twice (at-least-once delivery)
+            template = periodic_input(SCHEDULE, JOB_TYPE, {"account_id": "acc-interest", "amount": 7})
+            for key, job in catalogue.items():
+                if "fires" in job:
+                    body = substitute(template, scheduled_time=job["scheduled_time"])
+                    assert SCHEDULED_TIME not in body and json.loads(body)["idempotency_key"] == key
+                    for _ in range(job["fires"]):
+                        tier.sqs.send_message(QueueUrl=tier.queue_url, MessageBody=body)
+
+        def replay_meanwhile() -> None:
+            if not self.plan.mid_run_replays:
+                return
+            for mode in ("batch", "native"):
+                while publishing.is_set() and depth(tier, tier.dlq_url) == 0:
+                    time.sleep(1.0)
+                if depth(tier, tier.dlq_url):
+                    self._replay(mode)
+
+        threads = [threading.Thread(target=publish, args=(half,)) for half in halves]
+        threads.append(threading.Thread(target=fire_schedule))
+        replays = threading.Thread(target=replay_meanwhile)
+        for thread in [*threads, replays]:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        publishing.clear()
+        replays.join()
+        return len(copies) + sum(job.get("fires", 0) for job in catalogue.values())
+
+    # -- replays ---------------------------------------------------------------------------
+
+    def _tiers(self) -> dict[str, Any]:
+        from tiered_jobs.replay.tiers import TierQueues
+        from tiered_jobs.runtime.config import TierConfig
+
+        # The consumer's own window (the letters are minutes old: all inside it).
+        return {TIER: TierQueues(self.tier.queue_url, self.tier.dlq_url, TierConfig.idempotency_ttl_seconds)}
+
+    def _replay(self, mode: str, sqs: Any = None) -> dict[str, Any]:
+        from tiered_jobs.replay.events import parse_event
+        from tiered_jobs.replay.service import run as replay
+
+        # Native moves every letter, however old: the run's letters are minutes old, inside the window.
+        fields = {"max_messages": 10_000} if mode == "batch" else {"allow_outside_idempotency_window": True}
+        request = parse_event({"tier": TIER, "mode": mode, **fields})
+        before = depth(self.tier, self.tier.dlq_url)
+        answer = replay(request, sqs=sqs or self.tier.sqs, tiers=self._tiers(), wait_seconds=0)
+        self.replayed[mode] += answer["moved"] if mode == "batch" else before
+        return answer
+
+    def _replay_with_crash(self) -> None:
+        tier, plan = self.tier, self.plan
+        if plan.replay_crashes_between_send_and_delete:
+            held: list[str] = []
+
+            def crash_on_delete(op: str, kwargs: dict) -> None:
+                if op == "delete_message_batch":
+                    plan.injected["replay_crash_between_send_and_delete"] += 1
+                    raise SimulatedCrash("replay died between send and delete")
+
+            def remember(op: str, kwargs: dict, result: Any) -> None:
+                if op == "receive_message":
+                    held.extend(m["ReceiptHandle"] for m in result.get("Messages", []))
+
+            try:
+                self._replay("batch", Wrapped(tier.sqs, crash_on_delete, remember))
+            except SimulatedCrash:
+                pass
+            # The dead run's letters stay invisible until their hold expires; let that time pass now.
+            for handle in held:
+                tier.sqs.change_message_visibility(QueueUrl=tier.dlq_url, ReceiptHandle=handle, VisibilityTimeout=0)
+        self._replay("batch")
+
+
+def _name(url: str) -> str:
+    return url.rsplit("/", 1)[-1]
+
+
+def _scan(dynamodb: Any, table: str) -> list[dict]:
+    items, kwargs = [], {"TableName": table}
+    while True:
+        page = dynamodb.scan(**kwargs)
+        items += page["Items"]
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _read_all(sqs: Any, url: str) -> list[dict]:
+    """Every letter, without consuming: hold each while reading, then release them all."""
+    seen: dict[str, dict] = {}
+    handles = []
+    while True:
+        batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=60,
+                                    MessageAttributeNames=["All"]).get("Messages", [])
+        if not batch:
+            break
+        for message in batch:
+            seen[message["MessageId"]] = message
+            handles.append(message["ReceiptHandle"])
+    for start in range(0, len(handles), SQS_MAX_BATCH_ENTRIES):
+        sqs.change_message_visibility_batch(QueueUrl=url, Entries=[
+            {"Id": str(i), "ReceiptHandle": h, "VisibilityTimeout": 0}
+            for i, h in enumerate(handles[start:start + SQS_MAX_BATCH_ENTRIES])])
+    return list(seen.values())

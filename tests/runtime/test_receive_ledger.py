@@ -1,0 +1,57 @@
+"""docs/consumer.md's receive ledger covers every path a record can take, and names tests that exist.
+
+The consumer records one metric outcome per decision (``OUTCOME_METRICS``: an unknown one would
+raise), so the outcomes are the paths it can return; crash, timeout and the two replay modes are
+paths it cannot see itself, and the ledger lists them too.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from tiered_jobs.runtime.metrics import OUTCOME_METRICS
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "consumer.md"
+#: Paths outside the consumer's own decisions that the ledger must list.
+OUTSIDE_THE_CONSUMER = ("crash", "timeout", "replay, batch mode", "replay, native mode")
+COLUMNS = ["path", "outcome", "spends a receive", "counts an attempt", "the record goes", "proved by"]
+
+
+def ledger() -> list[dict[str, str]]:
+    text = DOC.read_text(encoding="utf-8")
+    table = text.split("<!-- receive-ledger:start -->", 1)[1].split("<!-- receive-ledger:end -->", 1)[0]
+    lines = [line for line in table.strip().splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    assert header == COLUMNS
+    return [dict(zip(header, (cell.strip() for cell in line.strip("|").split("|")), strict=True)) for line in lines[2:]]
+
+
+def test_the_ledger_names_every_outcome_the_consumer_records_and_no_other():
+    named = [row["outcome"].strip("`") for row in ledger() if row["outcome"] != "(none)"]
+    assert sorted(set(named)) == sorted(OUTCOME_METRICS)
+    assert len(named) == len(set(named)), "one row per outcome"
+
+
+def test_the_ledger_lists_the_paths_outside_the_consumer():
+    paths = [row["path"] for row in ledger() if row["outcome"] == "(none)"]
+    for path in OUTSIDE_THE_CONSUMER:
+        assert any(p.startswith(path) for p in paths), path
+
+
+def test_every_row_says_what_it_costs_and_where_the_record_goes():
+    for row in ledger():
+        assert row["spends a receive"] and row["counts an attempt"] and row["the record goes"], row
+
+
+def test_every_proof_is_a_test_that_exists():
+    for row in ledger():
+        match = re.fullmatch(r"`(tests/[\w/]+\.py)::(test_\w+)`", row["proved by"])
+        assert match, row
+        module, name = ROOT / match[1], match[2]
+        assert module.is_file(), row
+        defined = {node.name for node in ast.walk(ast.parse(module.read_text(encoding="utf-8")))
+                   if isinstance(node, ast.FunctionDef)}
+        assert name in defined, f"{match[1]} has no {name}"
