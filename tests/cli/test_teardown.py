@@ -87,9 +87,9 @@ def _archive_bucket(stage: str, tags: dict[str, str], stack: str) -> str:
     return name
 
 
-def _buckets(stage: str) -> list[str]:
+def _buckets(stage: str, stack: str | None = None) -> list[str]:
     return [b["Name"] for b in boto3.client("s3").list_buckets()["Buckets"]
-            if b["Name"].startswith(f"{stack_name(stage).lower()}-")]
+            if b["Name"].startswith(f"{(stack or stack_name(stage)).lower()}-")]
 
 
 @pytest.fixture
@@ -124,7 +124,7 @@ def _remaining(stage: str, stack: str | None = None) -> dict[str, list]:
             for g in boto3.client("scheduler").list_schedule_groups()["ScheduleGroups"]
             if g["Name"] == Schedules.group_name(stage)
         ],
-        "buckets": _buckets(stage),
+        "buckets": _buckets(stage, stack),
     }
 
 
@@ -172,11 +172,88 @@ def test_lists_then_deletes_only_after_confirmation(run):
     assert len(_remaining("dev-eu")["queues"]) == 2
 
 
-def test_yes_skips_the_question_and_cloudformation_tags_count_too(run):
-    _leave_behind("prod", tag={"aws:cloudformation:stack-name": stack_name("prod")})  # deployed before the stage tag
+def test_cloudformations_stack_tag_alone_makes_nothing_the_stages(run):
+    """A resource tagged only ``aws:cloudformation:stack-name = TieredJobs-prod`` is not taken: the stage tag decides."""
+    made = _leave_behind("prod", tag={"aws:cloudformation:stack-name": stack_name("prod")})
     result = run("--stage", "prod", "teardown", "--yes", "--key-pending-days", "7")
     assert result.exit_code == 0, result.output
-    assert not any(_remaining("prod").values())  # "all_keys" included: nothing but prod's existed
+    left = _remaining("prod")
+    assert left["keys"] == [] and left["params"] == []  # the key by its description, the parameters by their path
+    assert len(left["queues"]) == 2 and left["generated_queues"] and left["tables"] == [made["table"]]
+    assert left["groups"] == [made["group"]] and left["buckets"] == [made["bucket"]]
+    assert left["schedule_groups"] == [made["schedule_group"]]
+
+
+def _foreign(stack: str) -> dict[str, str]:
+    """A library user's own retained resources in ``stack``: CloudFormation's generated names and its stack tag,
+    no stage tag (the construct tags only what it makes)."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import s3_backends
+
+    tags = {"aws:cloudformation:stack-name": stack}
+    sqs, dynamodb, logs, kms, s3 = (boto3.client(s) for s in ("sqs", "dynamodb", "logs", "kms", "s3"))
+    queue = sqs.create_queue(QueueName=f"{stack}-OrdersQueue1A2B3C4D-XYZ", tags=tags)["QueueUrl"]
+    table = f"{stack}-OrdersTable5E6F7A8B-DEF"
+    dynamodb.create_table(TableName=table, BillingMode="PAY_PER_REQUEST",
+                          AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+                          KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                          Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
+    group = f"{stack}-ApiLogs9C0D1E2F-GHI"
+    logs.create_log_group(logGroupName=group, tags=tags)
+    bucket = f"{stack.lower()}-uploadsbucket3a4b5c6d-jkl"
+    s3.create_bucket(Bucket=bucket)
+    s3_backends[DEFAULT_ACCOUNT_ID]["aws"].put_bucket_tagging(bucket, tags)  # aws: tags: only AWS sets them
+    key = kms.create_key(Description=f"{stack} orders data",
+                         Tags=[{"TagKey": k, "TagValue": v} for k, v in tags.items()])["KeyMetadata"]["KeyId"]
+    return {"queue": queue, "table": table, "group": group, "bucket": bucket, "key": key}
+
+
+def test_a_library_users_own_retained_resources_are_never_taken(run):
+    """``--stack-name Billing``: Billing's own tables, queues, log groups, buckets and keys share the name prefix
+    and CloudFormation's stack tag, but not the stage tag; only what Tiered Jobs left is listed and deleted."""
+    cfn = {"aws:cloudformation:stack-name": "Billing"}
+    ours = _leave_behind("dev", tag={STAGE_TAG: "dev", **cfn}, stack="Billing")
+    theirs = _foreign("Billing")
+
+    listed = run("--stage", "dev", "--stack-name", "Billing", "teardown", input="n\n")
+    assert ours["table"] in listed.output and ours["bucket"] in listed.output
+    for name in ("OrdersQueue", theirs["table"], theirs["group"], theirs["bucket"], theirs["key"]):
+        assert name not in listed.output
+    done = run("--stage", "dev", "--stack-name", "Billing", "teardown", "--yes")
+    assert done.exit_code == 0, done.output
+    left = _remaining("dev", "Billing")
+    assert left["generated_queues"] == [theirs["queue"]] and left["tables"] == [theirs["table"]]
+    assert left["groups"] == [theirs["group"]] and left["buckets"] == [theirs["bucket"]]
+    assert left["all_keys"] == [theirs["key"]] and left["queues"] == [] and left["schedule_groups"] == []
+
+
+def _denied(operation: str) -> dict:
+    return {"method": operation, "service_error_code": "AccessDeniedException",
+            "service_message": "User is not authorized to perform kms:DescribeKey on this resource",
+            "http_status_code": 400}
+
+
+def test_a_key_it_may_not_look_at_is_skipped_not_fatal(aws):
+    """Other teams' key policies often refuse ``DescribeKey`` or ``ListResourceTags``: such a key is skipped
+    (AWS's answer, as botocore's Stubber gives it: KMS's ``AccessDeniedException``)."""
+    from botocore.stub import Stubber
+
+    from tiered_jobs.teardown import find_leftovers
+
+    kms = boto3.client("kms")
+    ids = {name: name.ljust(36, "0") for name in ("theirs", "tagless", "ours")}
+    stubber = Stubber(kms)
+    stubber.add_response("list_keys", {"Keys": [{"KeyId": i} for i in ids.values()], "Truncated": False})
+    stubber.add_client_error(**_denied("describe_key"), expected_params={"KeyId": ids["theirs"]})
+    for name, description in (("tagless", "another team's key"), ("ours", alarm_key_description("dev"))):
+        stubber.add_response("describe_key", {"KeyMetadata": {
+            "KeyId": ids[name], "KeyManager": "CUSTOMER", "KeyState": "Enabled", "Description": description}},
+            expected_params={"KeyId": ids[name]})
+        stubber.add_client_error(**_denied("list_resource_tags"), expected_params={"KeyId": ids[name]})
+    with stubber:
+        found = find_leftovers(lambda service: kms if service == "kms" else boto3.client(service), "dev")
+        stubber.assert_no_pending_responses()
+    assert [(item.kind, item.name) for item in found] == [("kms key", ids["ours"])]
 
 
 def test_refuses_while_the_stack_exists(run):
