@@ -12,6 +12,9 @@ and no letter is lost by a mistaken destroy). This command finds them once the s
   them ``aws:cloudformation:stack-name`` too) are never taken;
 - the schedule group ``tiered-jobs-<stage>`` (with the one-time jobs still pending in it), if it
   carries that tag;
+- the one-time jobs' IAM roles under the path ``/tiered-jobs/<region>/<stage>/`` (this region's; retained
+  with the group because the pending jobs run with them; a deploy after a destroy makes a new one
+  beside the old), under the same tag rule;
 - S3 buckets of this region named ``<stack, lower-cased>-…`` (CloudFormation's generated bucket
   names are lower-cased), under the same tag rule: the replay function's discard archive;
 - the customer managed KMS key described ``Encrypts the tiered-jobs <stage> alarm topic`` (moto's
@@ -20,7 +23,8 @@ and no letter is lost by a mistaken destroy). This command finds them once the s
   another team's key policy) is skipped;
 - SSM parameters under ``/tiered-jobs/<stage>/`` (deleted with the stack, unless that failed).
 
-Queues, tables, log groups and the schedule group (its schedules with it) are deleted; a bucket is
+Queues, tables, log groups and the schedule group (its schedules with it) are deleted, then the roles
+(their inline policies first, and any policy attached by hand detached); a bucket is
 emptied first (every object version and delete marker: it is versioned), then deleted. A KMS key
 cannot be deleted at once, so its deletion is scheduled (``--key-pending-days``, 7-30) and can be
 cancelled until then.
@@ -56,7 +60,7 @@ S3_DELETE_BATCH = 1000  # DeleteObjects accepts at most 1000 keys
 
 @dataclass(frozen=True)
 class Leftover:
-    kind: str  # queue | table | log group | schedule group | bucket | kms key | ssm parameter
+    kind: str  # queue | table | log group | schedule group | role | bucket | kms key | ssm parameter
     name: str
     detail: str = ""
     #: What the delete call needs (a queue URL, a key id...): the name when empty.
@@ -131,7 +135,8 @@ def find_leftovers(client: Callable[[str], Any], stage: str, stack: str | None =
         if _ours(tags, stage):
             found.append(Leftover("log group", group["logGroupName"], f"{group.get('storedBytes', 0)} bytes",
                                   owner=tags.get(CFN_STACK_TAG, "")))
-    found.extend(_schedule_group(client("scheduler"), stage, stack))
+    found.extend(_schedule_group(client("scheduler"), stage))
+    found.extend(_one_time_roles(client("iam"), stage, sqs.meta.region_name or "us-east-1"))
     found.extend(_buckets(client("s3"), stage, stack))
     found.extend(_alarm_keys(client("kms"), stage))
     ssm = client("ssm")
@@ -140,7 +145,7 @@ def find_leftovers(client: Callable[[str], Any], stage: str, stack: str | None =
     return found
 
 
-def _schedule_group(scheduler: Any, stage: str, stack: str) -> list[Leftover]:
+def _schedule_group(scheduler: Any, stage: str) -> list[Leftover]:
     """The stage's schedule group, if it outlived the stack (its name is the stage's; its tags make it ours)."""
     from botocore.exceptions import ClientError
 
@@ -187,6 +192,29 @@ def _alarm_keys(kms: Any, stage: str) -> list[Leftover]:
             found.append(Leftover("kms key", key["KeyId"], metadata.get("Description", ""),
                                   owner=tags.get(CFN_STACK_TAG, "")))
     return found
+
+
+def _one_time_roles(iam: Any, stage: str, region: str) -> list[Leftover]:
+    """The roles the stage's one-time jobs ran with (IAM is global: the path names the region)."""
+    path = Schedules.one_time_role_path(stage, region)
+    found = []
+    for role in _pages(iam, "list_roles", "Roles", PathPrefix=path):
+        if role.get("Path") != path:  # a deeper path is not the construct's
+            continue
+        tags = {t["Key"]: t["Value"] for t in _pages(iam, "list_role_tags", "Tags", RoleName=role["RoleName"])}
+        if _ours(tags, stage):
+            found.append(Leftover("role", role["RoleName"], role.get("Description", ""),
+                                  owner=tags.get(CFN_STACK_TAG, "")))
+    return found
+
+
+def _delete_role(iam: Any, name: str) -> None:
+    """IAM deletes only a role without policies: its inline ones deleted, any attached (by hand) detached first."""
+    for policy in list(_pages(iam, "list_role_policies", "PolicyNames", RoleName=name)):
+        iam.delete_role_policy(RoleName=name, PolicyName=policy)
+    for attached in list(_pages(iam, "list_attached_role_policies", "AttachedPolicies", RoleName=name)):
+        iam.detach_role_policy(RoleName=name, PolicyArn=attached["PolicyArn"])
+    iam.delete_role(RoleName=name)
 
 
 def _buckets(s3: Any, stage: str, stack: str) -> list[Leftover]:
@@ -247,6 +275,9 @@ def delete_leftovers(client: Callable[[str], Any], leftovers: list[Leftover], ke
         elif item.kind == "schedule group":
             client("scheduler").delete_schedule_group(Name=item.name)
             done.append(f"deleted schedule group {item.name} and its schedules")
+        elif item.kind == "role":
+            _delete_role(client("iam"), item.name)
+            done.append(f"deleted role {item.name}")
         elif item.kind == "bucket":
             versions = _empty_and_delete_bucket(client("s3"), item.name)
             done.append(f"deleted bucket {item.name} and its {versions} object versions")

@@ -56,7 +56,28 @@ def _leave_behind(stage: str, *, tag: dict[str, str] | None = None, stack: str |
         Target={"Arn": "arn:aws:sqs:us-east-1:123456789012:q", "RoleArn": "arn:aws:iam::123456789012:role/r"},
     )
     bucket = _archive_bucket(stage, tags, stack)
-    return {"table": table, "group": group, "key": key, "schedule_group": Schedules.group_name(stage), "bucket": bucket}
+    role = _one_time_role(stage, tags, stack)
+    return {"table": table, "group": group, "key": key, "schedule_group": Schedules.group_name(stage), "bucket": bucket,
+            "role": role}
+
+
+def _one_time_role(stage: str, tags: dict[str, str], stack: str, region: str = "us-east-1") -> str:
+    """The retained role of the one-time jobs: CloudFormation's name, the construct's path, the policy inline."""
+    iam = boto3.client("iam")
+    name = f"{stack}-SchedulesOneTimeRoleC2DF5688-{region.replace('-', '')}"[:64]
+    iam.create_role(RoleName=name, Path=Schedules.one_time_role_path(stage, region),
+                    AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+                        {"Effect": "Allow", "Action": "sts:AssumeRole",
+                         "Principal": {"Service": "scheduler.amazonaws.com"}}]}),
+                    Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
+    iam.put_role_policy(RoleName=name, PolicyName="SendToTierQueues", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": "*"}]}))
+    return name
+
+
+def _roles(stage: str, region: str = "us-east-1") -> list[str]:
+    return [r["RoleName"] for r in boto3.client("iam").list_roles(
+        PathPrefix=Schedules.one_time_role_path(stage, region))["Roles"]]
 
 
 def _bucket_name(stage: str, suffix: str = "1a2b3c4d5e6f", stack: str | None = None) -> str:
@@ -125,6 +146,7 @@ def _remaining(stage: str, stack: str | None = None) -> dict[str, list]:
             if g["Name"] == Schedules.group_name(stage)
         ],
         "buckets": _buckets(stage, stack),
+        "roles": _roles(stage),
     }
 
 
@@ -148,6 +170,7 @@ def test_lists_then_deletes_only_after_confirmation(run):
         "1 schedules",
         made["bucket"],
         "4 object versions",
+        made["role"],
     ):
         assert name in refused.output
     assert "dev-eu" not in refused.output and "untagged" not in refused.output
@@ -163,6 +186,9 @@ def test_lists_then_deletes_only_after_confirmation(run):
     assert left["generated_queues"] == _remaining("dev-eu")["generated_queues"] != []  # dev-eu's shares the prefix
     assert _remaining("dev-eu")["schedule_groups"] == [other["schedule_group"]]
     assert left["buckets"] == [other["bucket"]]  # dev-eu's shares the prefix: only its tag tells them apart
+    assert left["roles"] == [] and _remaining("dev-eu")["roles"] == [other["role"]]
+    assert f"deleted role {made['role']}" in done.output
+    assert done.output.index("deleted schedule group") < done.output.index("deleted role")  # no fire into a gone role
     assert f"deleted bucket {made['bucket']} and its 4 object versions" in done.output
     versions = boto3.client("s3").list_object_versions(Bucket=other["bucket"])
     assert len(versions["Versions"]) == 3 and len(versions["DeleteMarkers"]) == 1  # dev-eu's archive untouched
@@ -181,7 +207,18 @@ def test_cloudformations_stack_tag_alone_makes_nothing_the_stages(run):
     assert left["keys"] == [] and left["params"] == []  # the key by its description, the parameters by their path
     assert len(left["queues"]) == 2 and left["generated_queues"] and left["tables"] == [made["table"]]
     assert left["groups"] == [made["group"]] and left["buckets"] == [made["bucket"]]
-    assert left["schedule_groups"] == [made["schedule_group"]]
+    assert left["schedule_groups"] == [made["schedule_group"]] and left["roles"] == [made["role"]]
+
+
+def test_the_same_stage_in_another_region_keeps_its_role(run):
+    """IAM is global: the role's path names its region, so tearing down ``dev`` here leaves ``dev`` of eu-west-1."""
+    made = _leave_behind("dev")
+    ireland = _one_time_role("dev", {STAGE_TAG: "dev"}, stack_name("dev"), region="eu-west-1")
+    untagged = _one_time_role("dev", {}, "Lookalike")
+    result = run("--stage", "dev", "teardown", "--yes")
+    assert result.exit_code == 0, result.output
+    assert _roles("dev") == [untagged] and _roles("dev", "eu-west-1") == [ireland]
+    assert made["role"] in result.output and ireland not in result.output and untagged not in result.output
 
 
 def _foreign(stack: str) -> dict[str, str]:
@@ -225,6 +262,7 @@ def test_a_library_users_own_retained_resources_are_never_taken(run):
     assert left["generated_queues"] == [theirs["queue"]] and left["tables"] == [theirs["table"]]
     assert left["groups"] == [theirs["group"]] and left["buckets"] == [theirs["bucket"]]
     assert left["all_keys"] == [theirs["key"]] and left["queues"] == [] and left["schedule_groups"] == []
+    assert left["roles"] == []
 
 
 def _denied(operation: str) -> dict:
