@@ -49,8 +49,9 @@ from .settings import AppSettings
 from .tier import Tier
 
 SCHEDULER_PRINCIPAL = "scheduler.amazonaws.com"
-#: What a publisher calls on its one-time schedules: create (``at=``, long delays) and cancel.
-ONE_TIME_ACTIONS = ("scheduler:CreateSchedule", "scheduler:DeleteSchedule")
+#: What a publisher calls on its one-time schedules: create (``at=``, long delays), and cancel: read its time
+#: (a job whose time has come is not cancelled), then delete it.
+ONE_TIME_ACTIONS = ("scheduler:CreateSchedule", "scheduler:GetSchedule", "scheduler:DeleteSchedule")
 #: Dead-letter events wait here for 14 days (SQS's longest retention).
 DLQ_RETENTION = Duration.days(14)
 
@@ -165,8 +166,9 @@ class ScheduledJobs(Construct):
     def publisher_statements(self) -> list[iam.PolicyStatement]:
         """What a service needs to publish (``at=``, long delays) and cancel one-time jobs.
 
-        ``CreateSchedule`` and ``DeleteSchedule`` on the one-time names only, and ``iam:PassRole`` of the
-        one-time role to Scheduler. The stage's publisher policy (``publishers.py``) includes them.
+        ``CreateSchedule``, ``GetSchedule`` and ``DeleteSchedule`` on the one-time names only, and
+        ``iam:PassRole`` of the one-time role to Scheduler. The stage's publisher policy (``publishers.py``)
+        includes them.
         """
         return [
             iam.PolicyStatement(
