@@ -199,7 +199,7 @@ def test_lists_then_deletes_only_after_confirmation(run):
 
 
 def test_cloudformations_stack_tag_alone_makes_nothing_the_stages(run):
-    """A resource tagged only ``aws:cloudformation:stack-name = TieredJobs-prod`` is not taken: the stage tag decides."""
+    """Tagged only ``aws:cloudformation:stack-name = TieredJobs-prod``, nothing is taken: the stage tag decides."""
     made = _leave_behind("prod", tag={"aws:cloudformation:stack-name": stack_name("prod")})
     result = run("--stage", "prod", "teardown", "--yes", "--key-pending-days", "7")
     assert result.exit_code == 0, result.output

@@ -81,7 +81,8 @@ def test_the_custom_stage_walks_its_periodic_schedule_to_its_queue(custom_synth)
 
 def _schedule_hops(hops: list[Hop]) -> tuple[Hop, Hop]:
     """A template's one schedule: its hop to the target queue and the one to its DLQ."""
-    (hop,) = [h for h in hops if h.description.startswith("AWS::Scheduler::Schedule") and "(Target.Arn)" in h.description]
+    (hop,) = [h for h in hops if h.description.startswith("AWS::Scheduler::Schedule")
+              and "(Target.Arn)" in h.description]
     (dead_letter,) = [h for h in hops if h.description.startswith("AWS::Scheduler::Schedule")
                       and "(Target.DeadLetterConfig.Arn)" in h.description]
     return hop, dead_letter
@@ -92,7 +93,8 @@ def _with_one_time_jobs(raw: dict[str, Any]) -> dict[str, Any]:
     tier queue, with the one-time role, dead-lettering to the schedules DLQ."""
     raw = copy.deepcopy(raw)
     resources = raw["Resources"]
-    (role,) = [k for k, r in resources.items() if r["Type"] == "AWS::IAM::Role" and k.startswith("SchedulesOneTimeRole")]
+    (role,) = [k for k, r in resources.items()
+               if r["Type"] == "AWS::IAM::Role" and k.startswith("SchedulesOneTimeRole")]
     (dlq,) = [k for k, r in resources.items() if r["Type"] == "AWS::SQS::Queue" and k.startswith("SchedulesDlq")]
     for tier in DEFAULT_TIERS:
         queue = next(k for k, r in resources.items() if r["Type"] == "AWS::SQS::Queue"
