@@ -42,6 +42,11 @@ PUBLISHER = {
             "payload is missing required field 'amount'"),
     "P11": ("analytics.record_event", {"event": "e", "properties": {"memo": "ab\uffff"}}, "k11", {},
             "payload['properties']['memo'] holds U+FFFF at character 2, which SQS does not accept in a message"),
+    # A day ahead: through a one-time schedule, so EventBridge Scheduler's own rules apply (not SQS's).
+    "P12": ("analytics.record_event", {"event": "e", "blob": "x" * 300_000}, "k12", {"delay": 86_400},
+            "over EventBridge Scheduler's 262144-byte (256 KB) limit on a one-time schedule's input"),
+    "P13": ("analytics.record_event", {"event": "at <aws.scheduler.scheduled-time>"}, "k13", {"delay": 86_400},
+            "which EventBridge Scheduler would replace when the one-time schedule fires"),
 }
 
 #: id -> (raw body a non-Python publisher might send, expected DeadLetter.ErrorType, expected message)
