@@ -1,8 +1,9 @@
 """``tiered-jobs teardown``: what a deleted stage left behind, listed, then deleted after confirmation.
 
 ``npx cdk destroy`` deletes the stack, but a stage that is not ``"disposable"`` retains its
-queues, DLQs, tables, log groups, discard archive bucket and the alarm topic's KMS key (so no job
-and no letter is lost by a mistaken destroy). This command finds them once the stack is gone:
+queues, DLQs, tables, log groups, schedule group (with the role its pending one-time jobs run with),
+discard archive bucket and the alarm topic's KMS key (so no job and no letter is lost by a mistaken
+destroy). This command finds them once the stack is gone:
 
 - queues named ``tiered-jobs-<stage>-…``, queues, tables and log groups named ``<stack>-…``
   (CloudFormation's generated names; the stack is ``TieredJobs-<stage>`` for this repository's app,
@@ -12,9 +13,9 @@ and no letter is lost by a mistaken destroy). This command finds them once the s
   them ``aws:cloudformation:stack-name`` too) are never taken;
 - the schedule group ``tiered-jobs-<stage>`` (with the one-time jobs still pending in it), if it
   carries that tag;
-- the one-time jobs' IAM roles under the path ``/tiered-jobs/<region>/<stage>/`` (this region's; retained
-  with the group because the pending jobs run with them; a deploy after a destroy makes a new one
-  beside the old), under the same tag rule;
+- the one-time jobs' IAM roles under the path ``/tiered-jobs/<region>/<stage>/`` (this region's;
+  retained with the group because the pending jobs run with them; a deploy after a destroy makes a
+  new one beside the old), under the same tag rule;
 - S3 buckets of this region named ``<stack, lower-cased>-…`` (CloudFormation's generated bucket
   names are lower-cased), under the same tag rule: the replay function's discard archive;
 - the customer managed KMS key described ``Encrypts the tiered-jobs <stage> alarm topic`` (moto's
