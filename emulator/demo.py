@@ -71,7 +71,7 @@ DEMO_SCHEDULES = {
                        "job_type": "notifications.send_email",
                        "payload": {"to": "ops@example.com", "subject": "heartbeat"}},
 }
-#: How far ahead the demo's one-time job is scheduled.
+#: How far ahead the demo asks for its one-time job (it is scheduled for the next whole minute from then).
 LATER_SECONDS = 4
 
 
@@ -393,17 +393,22 @@ class Demo:
         later = Publisher.from_stage(self.deployment.stage, ssm=self.session.clients("ssm"),
                                      sqs=self.session.clients("sqs"), scheduler=self.session.clients("scheduler"),
                                      schedule_beyond_seconds=0)
-        at = datetime.now(timezone.utc) + timedelta(seconds=LATER_SECONDS)
-        job = later.publish("demo.flaky", {"fail_times": 0}, "later-1", at=at)
-        cancelled = later.publish("demo.flaky", {"fail_times": 0}, "later-2", at=at)
-        again = later.publish("demo.flaky", {"fail_times": 0}, "later-1", at=at)
+        asked = datetime.now(timezone.utc) + timedelta(seconds=LATER_SECONDS)
+        job = later.publish("demo.flaky", {"fail_times": 0}, "later-1", at=asked)
+        cancelled = later.publish("demo.flaky", {"fail_times": 0}, "later-2", at=asked)
+        again = later.publish("demo.flaky", {"fail_times": 0}, "later-1", at=asked)
         self.expect("schedules", "publishing the same job for later again is a no-op", again.already_scheduled)
         self.expect("schedules", "a pending job can be cancelled", later.cancel("demo.flaky", "later-2"))
-        fired = self.wait_for(lambda: any(f.schedule_name == job.schedule_name for f in runner.fires), 15)
+        # Scheduler fires an at() anywhere within its minute, so the publisher rounds up to the next whole one.
+        at = job.fire_at or asked
+        self.console.print(f"  waiting for {at:%H:%M:%S} UTC: a job asked for {LATER_SECONDS} s ahead is scheduled "
+                           "for the next whole minute, so it never runs early")
+        fired = self.wait_for(lambda: any(f.schedule_name == job.schedule_name for f in runner.fires),
+                              (at - datetime.now(timezone.utc)).total_seconds() + 15)
         ran = self.wait_for(lambda: succeeded() >= before_ok + 1, 15)
         fire = next((f for f in runner.fires if f.schedule_name == job.schedule_name), None)
-        self.expect("schedules", f"the job scheduled {LATER_SECONDS} s ahead fired on time and ran",
-                    fired and ran and fire is not None and 0 <= fire.lag_seconds < 2,
+        self.expect("schedules", "the job scheduled for the next whole minute fired on time and ran",
+                    fired and ran and fire is not None and fire.scheduled_time == at and 0 <= fire.lag_seconds < 2,
                     f"{fire.lag_seconds * 1000:+.0f} ms after its time" if fire else "not fired")
         self.expect("schedules", "its one-time schedule deleted itself; the cancelled job never fired",
                     all(s["Name"] != job.schedule_name for s in runner.schedules())

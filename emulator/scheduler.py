@@ -7,6 +7,8 @@ included; see ``tiered_jobs.contract.cron``) to the target queue, as Scheduler w
 
 - the target input gets Scheduler's context attributes replaced
   (``<aws.scheduler.scheduled-time>`` and the others);
+- the target's ``SqsParameters.MessageGroupId`` (a one-time job's tenant) is the message's
+  ``MessageGroupId``, as Scheduler's SQS target sends it;
 - a rate schedule fires at its start (``StartDate``, else creation) and every interval after;
 - an ``at()`` schedule with ``ActionAfterCompletion=DELETE`` is deleted after its fire;
 - a send that fails is retried (a few times, not Scheduler's 24 hours) and then written to the
@@ -134,6 +136,7 @@ class ScheduleRunner(BackgroundLoop):
     def fire(self, schedule: Mapping[str, Any], scheduled_time: datetime) -> Fire:
         """Deliver one fire of ``schedule`` (public: a test or the demo re-delivers a time, as Scheduler may)."""
         target = schedule["Target"]
+        group = target.get("SqsParameters", {}).get("MessageGroupId")  # the tenant of a one-time job
         queue_url, error = "", None
         for attempt in range(1, SEND_ATTEMPTS + 1):
             body = substitute(target.get("Input", ""), scheduled_time=scheduled_time_text(scheduled_time),
@@ -141,7 +144,8 @@ class ScheduleRunner(BackgroundLoop):
                               attempt_number=attempt)
             try:
                 queue_url = self._queue_url(target["Arn"])  # a deleted queue fails here, like a send would
-                message_id = self._clients("sqs").send_message(QueueUrl=queue_url, MessageBody=body)["MessageId"]
+                message_id = self._clients("sqs").send_message(
+                    QueueUrl=queue_url, MessageBody=body, **({"MessageGroupId": group} if group else {}))["MessageId"]
             except Exception as exc:  # noqa: BLE001 - any failure of the target call is retried, then dead-lettered
                 error = f"{type(exc).__name__}: {exc}"
                 time.sleep(0.05 * attempt)

@@ -6,19 +6,25 @@ comes from :func:`from_ssm`, :func:`from_stack_outputs` or :func:`from_env`, lik
 
 A one-time schedule is named from the job type and idempotency key
 (:func:`~tiered_jobs.contract.schedules.one_time_schedule_name`): publishing the same job again
-finds it there ("already scheduled", nothing sent twice), and ``cancel`` deletes it. It runs
-with the stage's one-time role, sends the envelope to the tier queue, retries and dead-letters
-like the periodic schedules, and deletes itself after it ran (``ActionAfterCompletion=DELETE``).
+finds it there ("already scheduled", nothing sent twice), and ``cancel`` deletes it while its time
+has not come. It runs with the stage's one-time role, sends the envelope to the tier queue (with the
+job's tenant as ``MessageGroupId``), retries and dead-letters like the periodic schedules, and
+deletes itself after it ran (``ActionAfterCompletion=DELETE``, which Scheduler does some time after
+the fire, not at once).
+
+Its time is a whole minute: Scheduler invokes with one-minute granularity, so an ``at()`` with
+seconds may fire anywhere in its minute, before the time asked for. :func:`on_a_whole_minute`
+rounds up, so a job never runs early.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any
+from datetime import datetime, timedelta, timezone
+from typing import Any, Literal
 
 from .contract import cron
 from .contract.names import Env, Outputs, Ssm
@@ -159,6 +165,18 @@ def fire_time_problem(at: Any, now: datetime) -> str | None:
     return None
 
 
+def on_a_whole_minute(at: datetime) -> datetime:
+    """``at`` rounded up to the next whole minute (unchanged when it is on one), in ``at``'s own time zone.
+
+    Scheduler's granularity is one minute, and ``FlexibleTimeWindow`` ``OFF`` still fires anywhere
+    within the minute of the ``at()`` time: from a whole minute on, the fire is never before ``at``.
+    """
+    utc = at.astimezone(timezone.utc)
+    if utc.second or utc.microsecond:
+        utc = utc.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    return utc.astimezone(at.tzinfo)
+
+
 @dataclass(frozen=True)
 class Scheduled:
     """The outcome of scheduling one job."""
@@ -169,17 +187,51 @@ class Scheduled:
     already_scheduled: bool
 
 
+@dataclass(frozen=True)
+class Cancellation:
+    """What ``cancel`` found: ``cancelled`` (it was pending; deleted, it will not run), ``not found`` (never
+    scheduled, or it ran and Scheduler deleted its schedule) or ``already sent`` (its time has come: it fired or
+    is firing, and its schedule lingers until Scheduler deletes it; nothing was cancelled)."""
+
+    outcome: Literal["cancelled", "not found", "already sent"]
+    #: The schedule's time, when one was found.
+    fire_at: datetime | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self.outcome == "cancelled"
+
+
 class OneTimeJobs:
     """Creates and cancels the one-time schedules of a stage (``scheduler`` is a boto3 client)."""
 
-    def __init__(self, target: SchedulingTarget, scheduler: Any):
+    def __init__(self, target: SchedulingTarget, scheduler: Any,
+                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)):
         self.target = target
         self.scheduler = scheduler
+        self._clock = clock
 
-    def create(self, *, job_type: str, idempotency_key: str, tier: str, fire_at: datetime, body: str) -> Scheduled:
+    def create(self, *, job_type: str, idempotency_key: str, tier: str, fire_at: datetime, body: str,
+               tenant: str | None = None) -> Scheduled:
+        """``fire_at`` is rounded up to a whole minute (:func:`on_a_whole_minute`); the result reports that time.
+
+        ``tenant``: the job's tenant, sent as the message's ``MessageGroupId`` (SQS fair queues), as the
+        publisher's direct sends do; the envelope in ``body`` carries it either way.
+        """
         from botocore.exceptions import ClientError
 
+        fire_at = on_a_whole_minute(fire_at)
         name = one_time_schedule_name(job_type, idempotency_key)
+        target: dict[str, Any] = {
+            "Arn": self.target.queue_arn(tier),
+            "RoleArn": self.target.role_arn,
+            "Input": body,
+            "DeadLetterConfig": {"Arn": self.target.dlq_arn},
+            "RetryPolicy": {"MaximumEventAgeInSeconds": RETRY_MAX_EVENT_AGE_SECONDS,
+                            "MaximumRetryAttempts": RETRY_MAX_ATTEMPTS},
+        }
+        if tenant is not None:
+            target["SqsParameters"] = {"MessageGroupId": tenant}
         try:
             self.scheduler.create_schedule(
                 Name=name,
@@ -189,14 +241,7 @@ class OneTimeJobs:
                 FlexibleTimeWindow={"Mode": "OFF"},
                 ActionAfterCompletion="DELETE",
                 Description=f"{job_type} key {idempotency_key}"[:_MAX_DESCRIPTION],
-                Target={
-                    "Arn": self.target.queue_arn(tier),
-                    "RoleArn": self.target.role_arn,
-                    "Input": body,
-                    "DeadLetterConfig": {"Arn": self.target.dlq_arn},
-                    "RetryPolicy": {"MaximumEventAgeInSeconds": RETRY_MAX_EVENT_AGE_SECONDS,
-                                    "MaximumRetryAttempts": RETRY_MAX_ATTEMPTS},
-                },
+                Target=target,
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConflictException":
@@ -205,17 +250,48 @@ class OneTimeJobs:
         return Scheduled(name, fire_at, already_scheduled=False)
 
     def cancel(self, job_type: str, idempotency_key: str) -> bool:
-        """Delete the pending job; ``False`` when there is none (never scheduled, or it already ran)."""
+        """Delete the pending job; ``False`` when nothing was cancelled (see :meth:`cancellation`)."""
+        return self.cancellation(job_type, idempotency_key).cancelled
+
+    def cancellation(self, job_type: str, idempotency_key: str) -> Cancellation:
+        """Cancel the job if it is still pending, and say what was found.
+
+        The schedule's time is read first (``GetSchedule``): once its minute has begun, Scheduler may
+        have sent the job (``ActionAfterCompletion=DELETE`` removes the schedule only some time after),
+        so the answer is ``already sent`` and the schedule is left alone. A cancel in the last moment
+        before the minute can still race the fire; Scheduler offers no conditional delete.
+        """
         from botocore.exceptions import ClientError
 
+        name = one_time_schedule_name(job_type, idempotency_key)
         try:
-            self.scheduler.delete_schedule(Name=one_time_schedule_name(job_type, idempotency_key),
-                                           GroupName=self.target.group_name)
+            schedule = self.scheduler.get_schedule(Name=name, GroupName=self.target.group_name)
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
-                return False
+                return Cancellation("not found")
             raise
-        return True
+        fire_at = _at_time(schedule)
+        if fire_at is not None and self._clock() >= fire_at.replace(second=0, microsecond=0):
+            return Cancellation("already sent", fire_at)
+        try:
+            self.scheduler.delete_schedule(Name=name, GroupName=self.target.group_name)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+                return Cancellation("not found", fire_at)
+            raise
+        return Cancellation("cancelled", fire_at)
+
+
+def _at_time(schedule: Mapping[str, Any]) -> datetime | None:
+    """The UTC time of a one-time schedule's ``at()`` (``None``: not an ``at()`` expression)."""
+    try:
+        expression = cron.parse(schedule.get("ScheduleExpression", ""))
+        if not isinstance(expression, cron.At):
+            return None
+        when = expression.fire_time(cron.zone(schedule.get("ScheduleExpressionTimezone") or "UTC"))
+    except cron.ScheduleExpressionError:
+        return None
+    return when.astimezone(timezone.utc) if when is not None else None
 
 
 # -- listing ------------------------------------------------------------------------------------

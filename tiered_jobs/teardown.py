@@ -1,24 +1,31 @@
 """``tiered-jobs teardown``: what a deleted stage left behind, listed, then deleted after confirmation.
 
 ``npx cdk destroy`` deletes the stack, but a stage that is not ``"disposable"`` retains its
-queues, DLQs, tables, log groups, discard archive bucket and the alarm topic's KMS key (so no job
-and no letter is lost by a mistaken destroy). This command finds them once the stack is gone:
+queues, DLQs, tables, log groups, schedule group (with the role its pending one-time jobs run with),
+discard archive bucket and the alarm topic's KMS key (so no job and no letter is lost by a mistaken
+destroy). This command finds them once the stack is gone:
 
 - queues named ``tiered-jobs-<stage>-…``, queues, tables and log groups named ``<stack>-…``
   (CloudFormation's generated names; the stack is ``TieredJobs-<stage>`` for this repository's app,
   or the stack a ``TieredJobs`` construct was in, given with ``--stack-name``), each only if
-  tagged ``tiered-jobs:stage = <stage>`` (the construct tags them) or
-  ``aws:cloudformation:stack-name = <stack>`` (CloudFormation does), so stage ``dev`` never
-  touches stage ``dev-eu``;
+  tagged ``tiered-jobs:stage = <stage>`` (the construct tags them), so stage ``dev`` never touches
+  stage ``dev-eu``, and the other resources of the stack the construct was in (CloudFormation tags
+  them ``aws:cloudformation:stack-name`` too) are never taken;
 - the schedule group ``tiered-jobs-<stage>`` (with the one-time jobs still pending in it), if it
-  carries one of those tags;
+  carries that tag;
+- the one-time jobs' IAM roles under the path ``/tiered-jobs/<region>/<stage>/`` (this region's;
+  retained with the group because the pending jobs run with them; a deploy after a destroy makes a
+  new one beside the old), under the same tag rule;
 - S3 buckets of this region named ``<stack, lower-cased>-…`` (CloudFormation's generated bucket
   names are lower-cased), under the same tag rule: the replay function's discard archive;
-- the customer managed KMS key described ``Encrypts the tiered-jobs <stage> alarm topic`` (or
-  carrying one of those tags);
+- the customer managed KMS key described ``Encrypts the tiered-jobs <stage> alarm topic`` (moto's
+  CloudFormation cannot tag a key, so its description finds it; a key tagged for another stage is
+  not taken), or tagged for the stage; a key this identity may not describe (``AccessDenied``:
+  another team's key policy) is skipped;
 - SSM parameters under ``/tiered-jobs/<stage>/`` (deleted with the stack, unless that failed).
 
-Queues, tables, log groups and the schedule group (its schedules with it) are deleted; a bucket is
+Queues, tables, log groups and the schedule group (its schedules with it) are deleted, then the roles
+(their inline policies first, and any policy attached by hand detached); a bucket is
 emptied first (every object version and delete marker: it is versioned), then deleted. A KMS key
 cannot be deleted at once, so its deletion is scheduled (``--key-pending-days``, 7-30) and can be
 cancelled until then.
@@ -46,13 +53,15 @@ from .contract.names import (
 CFN_STACK_TAG = "aws:cloudformation:stack-name"
 #: KMS's documented range for a key's waiting period.
 KEY_PENDING_DAYS = (7, 30)
+#: The error codes of a call this identity may not make (KMS says ``AccessDeniedException``).
+ACCESS_DENIED = ("AccessDeniedException", "AccessDenied")
 SSM_DELETE_BATCH = 10  # DeleteParameters accepts at most 10 names
 S3_DELETE_BATCH = 1000  # DeleteObjects accepts at most 1000 keys
 
 
 @dataclass(frozen=True)
 class Leftover:
-    kind: str  # queue | table | log group | schedule group | bucket | kms key | ssm parameter
+    kind: str  # queue | table | log group | schedule group | role | bucket | kms key | ssm parameter
     name: str
     detail: str = ""
     #: What the delete call needs (a queue URL, a key id...): the name when empty.
@@ -61,8 +70,17 @@ class Leftover:
     owner: str = ""
 
 
-def _ours(tags: dict[str, str], stage: str, stack: str) -> bool:
-    return tags.get(STAGE_TAG) == stage or tags.get(CFN_STACK_TAG) == stack
+def _ours(tags: dict[str, str], stage: str) -> bool:
+    """Only the stage tag makes a resource the stage's: CloudFormation's stack tag is on every resource of the
+    stack the construct was in (a library user's own tables and queues too), so it never decides."""
+    return tags.get(STAGE_TAG) == stage
+
+
+def _denied(exc: Exception) -> bool:
+    """KMS answers ``AccessDeniedException`` on a key whose policy does not admit this identity."""
+    from botocore.exceptions import ClientError
+
+    return isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") in ACCESS_DENIED
 
 
 def _pages(client: Any, operation: str, key: str, **params: Any) -> Iterator[Any]:
@@ -98,7 +116,7 @@ def find_leftovers(client: Callable[[str], Any], stage: str, stack: str | None =
             for url in _pages(sqs, "list_queues", "QueueUrls", QueueNamePrefix=prefix)}
     for url in sorted(urls):
         tags = sqs.list_queue_tags(QueueUrl=url).get("Tags", {})
-        if _ours(tags, stage, stack):
+        if _ours(tags, stage):
             depth = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
             messages = int(depth["Attributes"].get("ApproximateNumberOfMessages", 0))
             found.append(Leftover("queue", url.rsplit("/", 1)[-1], f"{messages} messages", url,
@@ -109,36 +127,26 @@ def find_leftovers(client: Callable[[str], Any], stage: str, stack: str | None =
             description = dynamodb.describe_table(TableName=table)["Table"]
             tags = {t["Key"]: t["Value"] for t in
                     dynamodb.list_tags_of_resource(ResourceArn=description["TableArn"]).get("Tags", [])}
-            if _ours(tags, stage, stack):
+            if _ours(tags, stage):
                 found.append(Leftover("table", table, f"~{description.get('ItemCount', 0)} items",
                                       owner=tags.get(CFN_STACK_TAG, "")))
     logs = client("logs")
     for group in _pages(logs, "describe_log_groups", "logGroups", logGroupNamePrefix=f"{stack}-"):
         tags = logs.list_tags_log_group(logGroupName=group["logGroupName"]).get("tags", {})
-        if _ours(tags, stage, stack):
+        if _ours(tags, stage):
             found.append(Leftover("log group", group["logGroupName"], f"{group.get('storedBytes', 0)} bytes",
                                   owner=tags.get(CFN_STACK_TAG, "")))
-    found.extend(_schedule_group(client("scheduler"), stage, stack))
+    found.extend(_schedule_group(client("scheduler"), stage))
+    found.extend(_one_time_roles(client("iam"), stage, sqs.meta.region_name or "us-east-1"))
     found.extend(_buckets(client("s3"), stage, stack))
-    kms = client("kms")
-    for key in _pages(kms, "list_keys", "Keys"):
-        metadata = kms.describe_key(KeyId=key["KeyId"])["KeyMetadata"]
-        if metadata.get("KeyManager") != "CUSTOMER" or metadata.get("KeyState") in (
-            "PendingDeletion",
-            "PendingReplicaDeletion",
-        ):
-            continue
-        tags = {t["TagKey"]: t["TagValue"] for t in kms.list_resource_tags(KeyId=key["KeyId"]).get("Tags", [])}
-        if metadata.get("Description") == alarm_key_description(stage) or _ours(tags, stage, stack):
-            found.append(Leftover("kms key", key["KeyId"], metadata.get("Description", ""),
-                                  owner=tags.get(CFN_STACK_TAG, "")))
+    found.extend(_alarm_keys(client("kms"), stage))
     ssm = client("ssm")
     for parameter in _pages(ssm, "get_parameters_by_path", "Parameters", Path=f"{Ssm.prefix(stage)}/", Recursive=True):
         found.append(Leftover("ssm parameter", parameter["Name"]))
     return found
 
 
-def _schedule_group(scheduler: Any, stage: str, stack: str) -> list[Leftover]:
+def _schedule_group(scheduler: Any, stage: str) -> list[Leftover]:
     """The stage's schedule group, if it outlived the stack (its name is the stage's; its tags make it ours)."""
     from botocore.exceptions import ClientError
 
@@ -150,10 +158,64 @@ def _schedule_group(scheduler: Any, stage: str, stack: str) -> list[Leftover]:
             return []
         raise
     tags = {t["Key"]: t["Value"] for t in scheduler.list_tags_for_resource(ResourceArn=arn).get("Tags", [])}
-    if not _ours(tags, stage, stack):
+    if not _ours(tags, stage):
         return []
     pending = sum(1 for _ in _pages(scheduler, "list_schedules", "Schedules", GroupName=name))
     return [Leftover("schedule group", name, f"{pending} schedules", owner=tags.get(CFN_STACK_TAG, ""))]
+
+
+def _alarm_keys(kms: Any, stage: str) -> list[Leftover]:
+    """The stage's alarm-topic key: by its description (untagged in local mode), or by the stage tag."""
+    from botocore.exceptions import ClientError
+
+    found = []
+    for key in _pages(kms, "list_keys", "Keys"):
+        try:
+            metadata = kms.describe_key(KeyId=key["KeyId"])["KeyMetadata"]
+        except ClientError as exc:
+            if _denied(exc):
+                continue  # another team's key: not ours to look at, let alone delete
+            raise
+        if metadata.get("KeyManager") != "CUSTOMER" or metadata.get("KeyState") in (
+            "PendingDeletion",
+            "PendingReplicaDeletion",
+        ):
+            continue
+        try:
+            tags = {t["TagKey"]: t["TagValue"]
+                    for t in _pages(kms, "list_resource_tags", "Tags", KeyId=key["KeyId"])}
+        except ClientError as exc:
+            if not _denied(exc):
+                raise
+            tags = {}
+        described = metadata.get("Description") == alarm_key_description(stage)
+        if (described and tags.get(STAGE_TAG, stage) == stage) or _ours(tags, stage):
+            found.append(Leftover("kms key", key["KeyId"], metadata.get("Description", ""),
+                                  owner=tags.get(CFN_STACK_TAG, "")))
+    return found
+
+
+def _one_time_roles(iam: Any, stage: str, region: str) -> list[Leftover]:
+    """The roles the stage's one-time jobs ran with (IAM is global: the path names the region)."""
+    path = Schedules.one_time_role_path(stage, region)
+    found = []
+    for role in _pages(iam, "list_roles", "Roles", PathPrefix=path):
+        if role.get("Path") != path:  # a deeper path is not the construct's
+            continue
+        tags = {t["Key"]: t["Value"] for t in _pages(iam, "list_role_tags", "Tags", RoleName=role["RoleName"])}
+        if _ours(tags, stage):
+            found.append(Leftover("role", role["RoleName"], role.get("Description", ""),
+                                  owner=tags.get(CFN_STACK_TAG, "")))
+    return found
+
+
+def _delete_role(iam: Any, name: str) -> None:
+    """IAM deletes only a role without policies: its inline ones deleted, any attached (by hand) detached first."""
+    for policy in list(_pages(iam, "list_role_policies", "PolicyNames", RoleName=name)):
+        iam.delete_role_policy(RoleName=name, PolicyName=policy)
+    for attached in list(_pages(iam, "list_attached_role_policies", "AttachedPolicies", RoleName=name)):
+        iam.detach_role_policy(RoleName=name, PolicyArn=attached["PolicyArn"])
+    iam.delete_role(RoleName=name)
 
 
 def _buckets(s3: Any, stage: str, stack: str) -> list[Leftover]:
@@ -170,7 +232,7 @@ def _buckets(s3: Any, stage: str, stack: str) -> list[Leftover]:
             if exc.response.get("Error", {}).get("Code") != "NoSuchTagSet":
                 raise
             tags = {}
-        if _ours(tags, stage, stack):
+        if _ours(tags, stage):
             versions = sum(len(page.get("Versions", [])) + len(page.get("DeleteMarkers", []))
                            for page in s3.get_paginator("list_object_versions").paginate(Bucket=name))
             found.append(Leftover("bucket", name, f"{versions} object versions", owner=tags.get(CFN_STACK_TAG, "")))
@@ -214,6 +276,9 @@ def delete_leftovers(client: Callable[[str], Any], leftovers: list[Leftover], ke
         elif item.kind == "schedule group":
             client("scheduler").delete_schedule_group(Name=item.name)
             done.append(f"deleted schedule group {item.name} and its schedules")
+        elif item.kind == "role":
+            _delete_role(client("iam"), item.name)
+            done.append(f"deleted role {item.name}")
         elif item.kind == "bucket":
             versions = _empty_and_delete_bucket(client("s3"), item.name)
             done.append(f"deleted bucket {item.name} and its {versions} object versions")

@@ -38,7 +38,7 @@ def scheduling(deployment):
 
 
 def test_publish_at_schedules_once_and_cancel_removes_it(cli, scheduling):
-    at = (datetime.now(timezone.utc) + timedelta(hours=2)).replace(microsecond=0)
+    at = (datetime.now(timezone.utc) + timedelta(hours=2)).replace(second=0, microsecond=0)
     args = ("publish", "payments.capture", "--key", "cap-1", "--payload", '{"order": "o1"}', "--at", at.isoformat())
 
     first, again = cli(*args), cli(*args)
@@ -56,8 +56,32 @@ def test_publish_at_schedules_once_and_cancel_removes_it(cli, scheduling):
     assert nothing.exit_code == 1 and "no pending scheduled job payments.capture (key 'cap-1')" in nothing.output
 
 
+def test_publish_at_a_time_within_a_minute_reports_the_next_whole_minute(cli, scheduling):
+    at = (datetime.now(timezone.utc) + timedelta(hours=2)).replace(second=30, microsecond=0)
+    result = cli("publish", "payments.capture", "--key", "cap-30", "--at", at.isoformat())
+    fires = at.replace(second=0) + timedelta(minutes=1)
+    assert result.exit_code == 0 and f" at {fires.isoformat()} (one-time schedule" in result.output
+    schedule = scheduling.get_schedule(Name=one_time_schedule_name("payments.capture", "cap-30"), GroupName=GROUP)
+    assert schedule["ScheduleExpression"] == f"at({fires.strftime('%Y-%m-%dT%H:%M:%S')})"
+
+
+def test_cancel_of_a_job_whose_time_has_come_says_it_was_sent(cli, scheduling, deployment):
+    """Its schedule lingers after the fire (Scheduler deletes it later): cancel must not claim it."""
+    name = one_time_schedule_name("payments.capture", "cap-due")
+    due = (datetime.now(timezone.utc) - timedelta(seconds=30)).replace(microsecond=0)
+    scheduling.create_schedule(
+        Name=name, GroupName=GROUP, ScheduleExpression=f"at({due.strftime('%Y-%m-%dT%H:%M:%S')})",
+        ScheduleExpressionTimezone="UTC", FlexibleTimeWindow={"Mode": "OFF"}, ActionAfterCompletion="DELETE",
+        Target={"Arn": "arn:aws:sqs:us-east-1:123456789012:q", "RoleArn": "arn:aws:iam::123456789012:role/one-time",
+                "Input": "{}"})
+    result = cli("cancel", "payments.capture", "cap-due")
+    assert result.exit_code == 1 and "Cancelled" not in result.output
+    assert "not cancelled" in result.output and "already sent (or is being sent)" in result.output
+    assert scheduling.get_schedule(Name=name, GroupName=GROUP)["Name"] == name  # left to Scheduler
+
+
 def test_schedules_lists_periodic_and_one_time_jobs_with_their_next_fire(cli, scheduling):
-    at = (datetime.now(timezone.utc) + timedelta(days=3)).replace(microsecond=0)
+    at = (datetime.now(timezone.utc) + timedelta(days=3)).replace(second=0, microsecond=0)
     cli("publish", "notifications.send_email", "-k", "trial-end-42", "-p", '{"to": "a@example.com", "subject": "x"}',
         "--at", at.isoformat())
 

@@ -56,7 +56,28 @@ def _leave_behind(stage: str, *, tag: dict[str, str] | None = None, stack: str |
         Target={"Arn": "arn:aws:sqs:us-east-1:123456789012:q", "RoleArn": "arn:aws:iam::123456789012:role/r"},
     )
     bucket = _archive_bucket(stage, tags, stack)
-    return {"table": table, "group": group, "key": key, "schedule_group": Schedules.group_name(stage), "bucket": bucket}
+    role = _one_time_role(stage, tags, stack)
+    return {"table": table, "group": group, "key": key, "schedule_group": Schedules.group_name(stage), "bucket": bucket,
+            "role": role}
+
+
+def _one_time_role(stage: str, tags: dict[str, str], stack: str, region: str = "us-east-1") -> str:
+    """The retained role of the one-time jobs: CloudFormation's name, the construct's path, the policy inline."""
+    iam = boto3.client("iam")
+    name = f"{stack}-SchedulesOneTimeRoleC2DF5688-{region.replace('-', '')}"[:64]
+    iam.create_role(RoleName=name, Path=Schedules.one_time_role_path(stage, region),
+                    AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+                        {"Effect": "Allow", "Action": "sts:AssumeRole",
+                         "Principal": {"Service": "scheduler.amazonaws.com"}}]}),
+                    Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
+    iam.put_role_policy(RoleName=name, PolicyName="SendToTierQueues", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": "*"}]}))
+    return name
+
+
+def _roles(stage: str, region: str = "us-east-1") -> list[str]:
+    return [r["RoleName"] for r in boto3.client("iam").list_roles(
+        PathPrefix=Schedules.one_time_role_path(stage, region))["Roles"]]
 
 
 def _bucket_name(stage: str, suffix: str = "1a2b3c4d5e6f", stack: str | None = None) -> str:
@@ -87,9 +108,9 @@ def _archive_bucket(stage: str, tags: dict[str, str], stack: str) -> str:
     return name
 
 
-def _buckets(stage: str) -> list[str]:
+def _buckets(stage: str, stack: str | None = None) -> list[str]:
     return [b["Name"] for b in boto3.client("s3").list_buckets()["Buckets"]
-            if b["Name"].startswith(f"{stack_name(stage).lower()}-")]
+            if b["Name"].startswith(f"{(stack or stack_name(stage)).lower()}-")]
 
 
 @pytest.fixture
@@ -124,7 +145,8 @@ def _remaining(stage: str, stack: str | None = None) -> dict[str, list]:
             for g in boto3.client("scheduler").list_schedule_groups()["ScheduleGroups"]
             if g["Name"] == Schedules.group_name(stage)
         ],
-        "buckets": _buckets(stage),
+        "buckets": _buckets(stage, stack),
+        "roles": _roles(stage),
     }
 
 
@@ -148,6 +170,7 @@ def test_lists_then_deletes_only_after_confirmation(run):
         "1 schedules",
         made["bucket"],
         "4 object versions",
+        made["role"],
     ):
         assert name in refused.output
     assert "dev-eu" not in refused.output and "untagged" not in refused.output
@@ -163,6 +186,9 @@ def test_lists_then_deletes_only_after_confirmation(run):
     assert left["generated_queues"] == _remaining("dev-eu")["generated_queues"] != []  # dev-eu's shares the prefix
     assert _remaining("dev-eu")["schedule_groups"] == [other["schedule_group"]]
     assert left["buckets"] == [other["bucket"]]  # dev-eu's shares the prefix: only its tag tells them apart
+    assert left["roles"] == [] and _remaining("dev-eu")["roles"] == [other["role"]]
+    assert f"deleted role {made['role']}" in done.output
+    assert done.output.index("deleted schedule group") < done.output.index("deleted role")  # no fire into a gone role
     assert f"deleted bucket {made['bucket']} and its 4 object versions" in done.output
     versions = boto3.client("s3").list_object_versions(Bucket=other["bucket"])
     assert len(versions["Versions"]) == 3 and len(versions["DeleteMarkers"]) == 1  # dev-eu's archive untouched
@@ -172,11 +198,100 @@ def test_lists_then_deletes_only_after_confirmation(run):
     assert len(_remaining("dev-eu")["queues"]) == 2
 
 
-def test_yes_skips_the_question_and_cloudformation_tags_count_too(run):
-    _leave_behind("prod", tag={"aws:cloudformation:stack-name": stack_name("prod")})  # deployed before the stage tag
+def test_cloudformations_stack_tag_alone_makes_nothing_the_stages(run):
+    """Tagged only ``aws:cloudformation:stack-name = TieredJobs-prod``, nothing is taken: the stage tag decides."""
+    made = _leave_behind("prod", tag={"aws:cloudformation:stack-name": stack_name("prod")})
     result = run("--stage", "prod", "teardown", "--yes", "--key-pending-days", "7")
     assert result.exit_code == 0, result.output
-    assert not any(_remaining("prod").values())  # "all_keys" included: nothing but prod's existed
+    left = _remaining("prod")
+    assert left["keys"] == [] and left["params"] == []  # the key by its description, the parameters by their path
+    assert len(left["queues"]) == 2 and left["generated_queues"] and left["tables"] == [made["table"]]
+    assert left["groups"] == [made["group"]] and left["buckets"] == [made["bucket"]]
+    assert left["schedule_groups"] == [made["schedule_group"]] and left["roles"] == [made["role"]]
+
+
+def test_the_same_stage_in_another_region_keeps_its_role(run):
+    """IAM is global: the role's path names its region, so tearing down ``dev`` here leaves ``dev`` of eu-west-1."""
+    made = _leave_behind("dev")
+    ireland = _one_time_role("dev", {STAGE_TAG: "dev"}, stack_name("dev"), region="eu-west-1")
+    untagged = _one_time_role("dev", {}, "Lookalike")
+    result = run("--stage", "dev", "teardown", "--yes")
+    assert result.exit_code == 0, result.output
+    assert _roles("dev") == [untagged] and _roles("dev", "eu-west-1") == [ireland]
+    assert made["role"] in result.output and ireland not in result.output and untagged not in result.output
+
+
+def _foreign(stack: str) -> dict[str, str]:
+    """A library user's own retained resources in ``stack``: CloudFormation's generated names and its stack tag,
+    no stage tag (the construct tags only what it makes)."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import s3_backends
+
+    tags = {"aws:cloudformation:stack-name": stack}
+    sqs, dynamodb, logs, kms, s3 = (boto3.client(s) for s in ("sqs", "dynamodb", "logs", "kms", "s3"))
+    queue = sqs.create_queue(QueueName=f"{stack}-OrdersQueue1A2B3C4D-XYZ", tags=tags)["QueueUrl"]
+    table = f"{stack}-OrdersTable5E6F7A8B-DEF"
+    dynamodb.create_table(TableName=table, BillingMode="PAY_PER_REQUEST",
+                          AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+                          KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                          Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
+    group = f"{stack}-ApiLogs9C0D1E2F-GHI"
+    logs.create_log_group(logGroupName=group, tags=tags)
+    bucket = f"{stack.lower()}-uploadsbucket3a4b5c6d-jkl"
+    s3.create_bucket(Bucket=bucket)
+    s3_backends[DEFAULT_ACCOUNT_ID]["aws"].put_bucket_tagging(bucket, tags)  # aws: tags: only AWS sets them
+    key = kms.create_key(Description=f"{stack} orders data",
+                         Tags=[{"TagKey": k, "TagValue": v} for k, v in tags.items()])["KeyMetadata"]["KeyId"]
+    return {"queue": queue, "table": table, "group": group, "bucket": bucket, "key": key}
+
+
+def test_a_library_users_own_retained_resources_are_never_taken(run):
+    """``--stack-name Billing``: Billing's own tables, queues, log groups, buckets and keys share the name prefix
+    and CloudFormation's stack tag, but not the stage tag; only what Tiered Jobs left is listed and deleted."""
+    cfn = {"aws:cloudformation:stack-name": "Billing"}
+    ours = _leave_behind("dev", tag={STAGE_TAG: "dev", **cfn}, stack="Billing")
+    theirs = _foreign("Billing")
+
+    listed = run("--stage", "dev", "--stack-name", "Billing", "teardown", input="n\n")
+    assert ours["table"] in listed.output and ours["bucket"] in listed.output
+    for name in ("OrdersQueue", theirs["table"], theirs["group"], theirs["bucket"], theirs["key"]):
+        assert name not in listed.output
+    done = run("--stage", "dev", "--stack-name", "Billing", "teardown", "--yes")
+    assert done.exit_code == 0, done.output
+    left = _remaining("dev", "Billing")
+    assert left["generated_queues"] == [theirs["queue"]] and left["tables"] == [theirs["table"]]
+    assert left["groups"] == [theirs["group"]] and left["buckets"] == [theirs["bucket"]]
+    assert left["all_keys"] == [theirs["key"]] and left["queues"] == [] and left["schedule_groups"] == []
+    assert left["roles"] == []
+
+
+def _denied(operation: str) -> dict:
+    return {"method": operation, "service_error_code": "AccessDeniedException",
+            "service_message": "User is not authorized to perform kms:DescribeKey on this resource",
+            "http_status_code": 400}
+
+
+def test_a_key_it_may_not_look_at_is_skipped_not_fatal(aws):
+    """Other teams' key policies often refuse ``DescribeKey`` or ``ListResourceTags``: such a key is skipped
+    (AWS's answer, as botocore's Stubber gives it: KMS's ``AccessDeniedException``)."""
+    from botocore.stub import Stubber
+
+    from tiered_jobs.teardown import find_leftovers
+
+    kms = boto3.client("kms")
+    ids = {name: name.ljust(36, "0") for name in ("theirs", "tagless", "ours")}
+    stubber = Stubber(kms)
+    stubber.add_response("list_keys", {"Keys": [{"KeyId": i} for i in ids.values()], "Truncated": False})
+    stubber.add_client_error(**_denied("describe_key"), expected_params={"KeyId": ids["theirs"]})
+    for name, description in (("tagless", "another team's key"), ("ours", alarm_key_description("dev"))):
+        stubber.add_response("describe_key", {"KeyMetadata": {
+            "KeyId": ids[name], "KeyManager": "CUSTOMER", "KeyState": "Enabled", "Description": description}},
+            expected_params={"KeyId": ids[name]})
+        stubber.add_client_error(**_denied("list_resource_tags"), expected_params={"KeyId": ids[name]})
+    with stubber:
+        found = find_leftovers(lambda service: kms if service == "kms" else boto3.client(service), "dev")
+        stubber.assert_no_pending_responses()
+    assert [(item.kind, item.name) for item in found] == [("kms key", ids["ours"])]
 
 
 def test_refuses_while_the_stack_exists(run):

@@ -94,16 +94,18 @@ def test_a_fire_delivered_twice_runs_once_and_carries_the_scheduled_time(session
 
 
 def test_a_one_time_job_fires_at_its_time_and_deletes_its_schedule(session, later):
-    at = datetime.now(timezone.utc) + timedelta(seconds=2)
-    result = later.publish("demo.flaky", {"fail_times": 0}, "later-1", at=at)
-    cancelled = later.publish("demo.flaky", {"fail_times": 0}, "later-2", at=at)
+    asked = datetime.now(timezone.utc) + timedelta(seconds=2)
+    result = later.publish("demo.flaky", {"fail_times": 0}, "later-1", at=asked)
+    cancelled = later.publish("demo.flaky", {"fail_times": 0}, "later-2", at=asked)
     assert result.schedule_name == one_time_schedule_name("demo.flaky", "later-1")
-    assert later.publish("demo.flaky", {"fail_times": 0}, "later-1", at=at).already_scheduled
+    assert later.publish("demo.flaky", {"fail_times": 0}, "later-1", at=asked).already_scheduled
     assert later.cancel("demo.flaky", "later-2") is True
+    at = result.fire_at  # the next whole minute: Scheduler fires within an at()'s minute, never before it
+    assert at is not None and at >= asked and (at.second, at.microsecond) == (0, 0)
 
-    wait_until(lambda: fires_of(session, result.schedule_name), 30, "the one-time fire")
+    wait_until(lambda: fires_of(session, result.schedule_name), (at - asked).total_seconds() + 30, "the one-time fire")
     (fire,) = fires_of(session, result.schedule_name)
-    assert fire.scheduled_time == at.replace(microsecond=0)  # at() has whole seconds
+    assert fire.scheduled_time == at
     assert 0 <= fire.lag_seconds < 2.0, fire.lag_seconds  # Scheduler itself documents 60 s precision
     names = {s["Name"] for s in session.scheduler.schedules()}
     assert result.schedule_name not in names  # ActionAfterCompletion=DELETE

@@ -431,6 +431,9 @@ HOPS: tuple[HopSource, ...] = (
     role_hops("AWS::Lambda::Function", "lambda.amazonaws.com", role=(),
               target=("Environment", "Variables", Env.DISCARD_ARCHIVE_BUCKET), actions=("s3:PutObject",),
               subresources=discarded_letters),
+    # EventBridge Scheduler writes a fire it could not deliver to the schedule's DLQ, with the schedule's role.
+    role_hops("AWS::Scheduler::Schedule", "scheduler.amazonaws.com", role=("Target", "RoleArn"),
+              target=("Target", "DeadLetterConfig", "Arn"), actions=("sqs:SendMessage",)),
     # EventBridge Scheduler sends to a queue with the schedule's role.
     role_hops("AWS::Scheduler::Schedule", "scheduler.amazonaws.com", role=("Target", "RoleArn"),
               target=("Target", "Arn"), actions=("sqs:SendMessage",)),

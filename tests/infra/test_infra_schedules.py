@@ -9,7 +9,7 @@ import pytest
 
 from tests.infra.infra_support import synthesize
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
-from tiered_jobs.contract.names import Outputs, Schedules, queue_name
+from tiered_jobs.contract.names import PROJECT, STAGE_TAG, Outputs, Schedules, queue_name
 from tiered_jobs.contract.schedules import (
     RETRY_MAX_ATTEMPTS,
     RETRY_MAX_EVENT_AGE_SECONDS,
@@ -30,7 +30,8 @@ def synth(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory):
-    return synthesize(tmp_path_factory, "no-schedules", stage="plain")
+    """No periodic schedules, and disposable: nothing is retained."""
+    return synthesize(tmp_path_factory, "no-schedules", stage="plain", disposable=True)
 
 
 def _resources(synth, type_):
@@ -55,11 +56,17 @@ def _role_of(synth, schedule_name):
     return schedule["Properties"]["Target"]["RoleArn"]["Fn::GetAtt"][0]
 
 
+def _attached(synth, role_key):
+    """The ``AWS::IAM::Policy`` resources attached to the role (separate resources, with their own lifetime)."""
+    return [policy for policy in _resources(synth, "AWS::IAM::Policy").values()
+            if {"Ref": role_key} in policy["Properties"]["Roles"]]
+
+
 def _statements(synth, role_key):
-    found = []
-    for policy in _resources(synth, "AWS::IAM::Policy").values():
-        if {"Ref": role_key} in policy["Properties"]["Roles"]:
-            found += policy["Properties"]["PolicyDocument"]["Statement"]
+    """Every statement the role is given: attached policies and its own inline ones."""
+    found = [s for policy in _attached(synth, role_key) for s in policy["Properties"]["PolicyDocument"]["Statement"]]
+    for inline in synth.raw["Resources"][role_key]["Properties"].get("Policies", []):
+        found += inline["PolicyDocument"]["Statement"]
     return found
 
 
@@ -167,7 +174,7 @@ def test_the_one_publisher_policy_creates_only_one_time_schedules_and_passes_onl
     (policy,) = _resources(synth, "AWS::IAM::ManagedPolicy").values()  # the stage's one publisher policy
     statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
     create, pass_role = statements["CreateAndCancelOneTimeJobs"], statements["PassTheOneTimeRoleToScheduler"]
-    assert sorted(create["Action"]) == ["scheduler:CreateSchedule", "scheduler:DeleteSchedule"]
+    assert sorted(create["Action"]) == ["scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule"]
     assert create["Resource"]["Fn::Join"][1][-1] == ":schedule/tiered-jobs-sched/once-*"
     (one_time,) = [k for k in _resources(synth, "AWS::IAM::Role") if k.startswith("SchedulesOneTimeRole")]
     assert pass_role["Action"] == "iam:PassRole"
@@ -209,6 +216,43 @@ def test_without_schedules_there_is_no_periodic_role_but_one_time_jobs_work(plai
     assert len(_resources(plain, "AWS::Scheduler::ScheduleGroup")) == 1
     roles = [k for k in _resources(plain, "AWS::IAM::Role") if k.startswith("Schedules")]
     assert len(roles) == 1 and roles[0].startswith("SchedulesOneTimeRole")
+
+
+def _one_time_role(synth):
+    (key,) = [k for k in _resources(synth, "AWS::IAM::Role") if k.startswith("SchedulesOneTimeRole")]
+    return key
+
+
+def test_the_one_time_role_and_the_dlq_live_as_long_as_the_group(synth, plain):
+    """The group is retained (unless disposable) because it holds the pending one-time jobs; they fire with the
+    one-time role and dead-letter to the schedules DLQ, so both must outlive a destroy as long as the group does."""
+    for each, policy in ((synth, "Retain"), (plain, "Delete")):
+        (group,) = _resources(each, "AWS::Scheduler::ScheduleGroup").values()
+        role_key = _one_time_role(each)
+        role = each.raw["Resources"][role_key]
+        dlq = each.raw["Resources"][_schedules_dlq(each)]
+        assert group.get("DeletionPolicy") == role.get("DeletionPolicy") == dlq.get("DeletionPolicy") == policy
+        # Its permissions are in the role itself (what they are: the test below); an AWS::IAM::Policy would be
+        # deleted with the stack, leaving the retained role unable to send.
+        assert _attached(each, role_key) == [] and len(role["Properties"]["Policies"]) == 1
+        # CloudFormation's name: a deploy after a destroy makes a new role beside the retained one, never
+        # "already exists"; teardown finds them all by path and stage tag.
+        assert "RoleName" not in role["Properties"]
+        assert role["Properties"]["Path"] == {
+            "Fn::Join": ["", [f"/{PROJECT}/", {"Ref": "AWS::Region"}, f"/{each.stage}/"]]}
+        assert {"Key": STAGE_TAG, "Value": each.stage} in role["Properties"]["Tags"]
+
+
+def test_the_one_time_roles_path_and_arn_fit_iam_and_scheduler():
+    """The longest stage name in a long region name: IAM's path rule, and Scheduler's ``RoleArn`` rule with it."""
+    import re
+
+    session = botocore.session.get_session()
+    path = Schedules.one_time_role_path("s" * 20, "ap-southeast-4")
+    rule = session.get_service_model("iam").shape_for("pathType").metadata
+    assert re.fullmatch(rule["pattern"], path) and len(path) <= rule["max"]
+    arn = f"arn:aws:iam::123456789012:role{path}TieredJobs-{'s' * 20}-SchedulesOneTimeRoleC2DF5688-1A2B3C4D5E6F"
+    assert re.fullmatch(session.get_service_model("scheduler").shape_for("RoleArn").metadata["pattern"], arn)
 
 
 # -- settings validation ----------------------------------------------------------------------

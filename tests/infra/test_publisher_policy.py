@@ -135,7 +135,7 @@ def test_publisher_policy_allows_exactly_the_publishers_calls(default_synth, sta
     )
     assert later.schedule_name and not later.already_scheduled
     assert publisher.cancel(jobs[0].job_type, "policy-later") is True
-    assert {"sqs:SendMessageBatch", "ssm:GetParameters", "scheduler:CreateSchedule",
+    assert {"sqs:SendMessageBatch", "ssm:GetParameters", "scheduler:CreateSchedule", "scheduler:GetSchedule",
             "scheduler:DeleteSchedule"} <= set(recorder.operations)
 
     allowed = _allowed(t, _policy(default_synth))
@@ -152,7 +152,8 @@ def test_publisher_policy_names_the_tier_queues_and_never_a_dlq(default_synth):
     reads = {resource.split(":parameter")[1] for action, resource, _ in allowed if action == "ssm:GetParameters"}
     assert reads == set(publisher_parameter_names("dev", ["critical", "transactional", "bulk"]))
     assert {action for action, _, _ in allowed} == {
-        "sqs:SendMessage", "ssm:GetParameters", "scheduler:CreateSchedule", "scheduler:DeleteSchedule", "iam:PassRole"}
+        "sqs:SendMessage", "ssm:GetParameters", "scheduler:CreateSchedule", "scheduler:GetSchedule",
+        "scheduler:DeleteSchedule", "iam:PassRole"}
     # The queues use SQS-managed encryption: no kms:GenerateDataKey needed (or granted).
     for queue in default_synth.resources("AWS::SQS::Queue").values():
         assert "KmsMasterKeyId" not in queue["Properties"] and queue["Properties"]["SqsManagedSseEnabled"] is True

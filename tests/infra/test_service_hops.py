@@ -65,17 +65,61 @@ def test_every_service_to_service_hop_is_allowed(request, synth_name):
     # ...dead-letter into their DLQ and send copies to their queue; replay archives per tier
     assert kinds["AWS::Lambda::Function"] == 3 * tiers
     assert kinds.get("AWS::SNS::Subscription", 0) == len(synth.resources("AWS::SNS::Subscription"))
-    assert kinds.get("AWS::Scheduler::Schedule", 0) == len(synth.resources("AWS::Scheduler::Schedule"))
+    # Each schedule sends to its queue and, a fire undeliverable, to its DLQ (the stack's schedules all have one).
+    assert kinds.get("AWS::Scheduler::Schedule", 0) == 2 * len(synth.resources("AWS::Scheduler::Schedule"))
 
 
 def test_the_custom_stage_walks_its_periodic_schedule_to_its_queue(custom_synth):
     """The stack's own schedule (``cdk.json``'s ``schedules``): Scheduler sends to the routed tier queue
     with the periodic role, which may do exactly that."""
     hops, problems = walk(custom_synth.raw)
-    (hop,) = [h for h in hops if h.description.startswith("AWS::Scheduler::Schedule")]
+    hop, dead_letter = _schedule_hops(hops)
     assert problems == []
     assert hop.caller.assumed_by == "scheduler.amazonaws.com" and hop.caller.role.startswith("SchedulesPeriodicRole")
     assert hop.target == find_queue(custom_synth, "qa", "reports")[0] and hop.actions == ("sqs:SendMessage",)
+    assert dead_letter.caller == hop.caller and dead_letter.target.startswith("SchedulesDlq")
+
+
+def _schedule_hops(hops: list[Hop]) -> tuple[Hop, Hop]:
+    """A template's one schedule: its hop to the target queue and the one to its DLQ."""
+    (hop,) = [h for h in hops if h.description.startswith("AWS::Scheduler::Schedule")
+              and "(Target.Arn)" in h.description]
+    (dead_letter,) = [h for h in hops if h.description.startswith("AWS::Scheduler::Schedule")
+                      and "(Target.DeadLetterConfig.Arn)" in h.description]
+    return hop, dead_letter
+
+
+def _with_one_time_jobs(raw: dict[str, Any]) -> dict[str, Any]:
+    """The template plus, per tier, a one-time schedule as the publisher creates it (``OneTimeJobs.create``): to the
+    tier queue, with the one-time role, dead-lettering to the schedules DLQ."""
+    raw = copy.deepcopy(raw)
+    resources = raw["Resources"]
+    (role,) = [k for k, r in resources.items()
+               if r["Type"] == "AWS::IAM::Role" and k.startswith("SchedulesOneTimeRole")]
+    (dlq,) = [k for k, r in resources.items() if r["Type"] == "AWS::SQS::Queue" and k.startswith("SchedulesDlq")]
+    for tier in DEFAULT_TIERS:
+        queue = next(k for k, r in resources.items() if r["Type"] == "AWS::SQS::Queue"
+                     and r["Properties"].get("QueueName") == f"tiered-jobs-dev-{tier}")
+        resources[f"OneTime{tier}"] = {"Type": "AWS::Scheduler::Schedule", "Properties": {
+            "ScheduleExpression": "at(2030-05-01T09:00:00)", "FlexibleTimeWindow": {"Mode": "OFF"},
+            "Target": {"Arn": {"Fn::GetAtt": [queue, "Arn"]}, "RoleArn": {"Fn::GetAtt": [role, "Arn"]}, "Input": "{}",
+                       "DeadLetterConfig": {"Arn": {"Fn::GetAtt": [dlq, "Arn"]}}}}}
+    return raw
+
+
+def test_one_time_jobs_reach_every_tier_and_dead_letter_with_the_one_time_role(default_synth):
+    """What a pending one-time job needs when it fires (after a destroy too: the role is retained with its
+    permissions inline): send to its tier queue and, undeliverable, to the schedules DLQ."""
+    raw = _with_one_time_jobs(default_synth.raw)
+    hops, problems = walk(raw)
+    one_time = [h for h in hops if " OneTime" in h.description]
+    assert problems == [] and len(one_time) == 2 * len(DEFAULT_TIERS)
+    assert {h.caller.role for h in one_time} == {k for k in raw["Resources"] if k.startswith("SchedulesOneTimeRole")}
+    role = next(r for k, r in raw["Resources"].items() if k.startswith("SchedulesOneTimeRole"))
+    (send,) = role["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+    send["Resource"] = [arn for arn in send["Resource"] if not arn["Fn::GetAtt"][0].startswith("SchedulesDlq")]
+    problems = walk(raw)[1]
+    assert len(problems) == len(DEFAULT_TIERS) and all("(Target.DeadLetterConfig.Arn)" in p for p in problems)
 
 
 def test_the_custom_stage_walks_its_subscription_dead_letter_queues(custom_synth):

@@ -120,7 +120,7 @@ def test_grant_publish_gives_a_role_exactly_the_publisher_policy_and_nag_stays_c
     actions_granted = sorted({a for s in granted
                               for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])})
     assert actions_granted == ["iam:PassRole", "scheduler:CreateSchedule", "scheduler:DeleteSchedule",
-                               "sqs:SendMessage", "ssm:GetParameters"]
+                               "scheduler:GetSchedule", "sqs:SendMessage", "ssm:GetParameters"]
     (send,) = [s for s in granted if s["Action"] == "sqs:SendMessage"]
     queue_arns = [_resolved(stack, q.queue_arn) for q in tiered.queues.values()]
     assert sorted(map(str, send["Resource"])) == sorted(map(str, queue_arns))  # the tier queues, never the DLQs

@@ -11,11 +11,11 @@ import botocore.session
 import pytest
 
 from tests.support.stack import received_bodies
-from tiered_jobs.contract.names import Schedules, Ssm
+from tiered_jobs.contract.names import SQS_MAX_MESSAGE_BYTES, Schedules, Ssm
 from tiered_jobs.contract.routing import Routes
-from tiered_jobs.contract.schedules import one_time_schedule_name
+from tiered_jobs.contract.schedules import MAX_TARGET_INPUT_BYTES, one_time_problems, one_time_schedule_name
 from tiered_jobs.discovery import DiscoveryError
-from tiered_jobs.publisher import InvalidJobError, Publisher
+from tiered_jobs.publisher import InvalidJobError, Job, Publisher
 from tiered_jobs.scheduling import SchedulingTarget
 
 NOW = datetime(2030, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
@@ -125,6 +125,8 @@ def test_cancel_removes_a_pending_job_once(later, scheduler):
         ({"at": "2030-05-01T15:00:00Z"}, "at must be a datetime with a time zone, got str"),
         ({"at": NOW + timedelta(hours=1), "delay": 60}, "give either delay or at, not both"),
         ({"delay": timedelta(days=365 * 200)}, "beyond EventBridge Scheduler's range"),
+        # Rounded up to its next whole minute, the last half-minute of 2199 is in 2200.
+        ({"at": datetime(2199, 12, 31, 23, 59, 30, tzinfo=timezone.utc)}, "beyond EventBridge Scheduler's range"),
     ],
 )
 def test_a_bad_time_is_refused_and_nothing_is_sent(later, scheduler, deployment, when, message):
@@ -200,3 +202,99 @@ def test_one_time_schedule_names_fit_schedulers_rules():
         assert re.fullmatch(pattern, name) and len(name) <= longest
     assert one_time_schedule_name("a.b", "k") == one_time_schedule_name("a.b", "k")
     assert one_time_schedule_name("a.b", "k") != one_time_schedule_name("a.c", "k")
+
+
+# -- Scheduler's own limits, before anything is sent --------------------------------------------
+
+
+def test_a_time_within_a_minute_is_rounded_up_so_the_job_never_runs_early(later, scheduler):
+    """Scheduler fires an at() anywhere within its minute: a job asked for 15:00:20 would run at 15:00:0x."""
+    from zoneinfo import ZoneInfo
+
+    paris = datetime(2030, 5, 1, 17, 0, 20, 500_000, tzinfo=ZoneInfo("Europe/Paris"))  # 15:00:20.5 UTC
+    asked = later.publish("payments.capture", {}, "rounded", at=paris)
+    delayed = later.publish("analytics.page_view", {}, "late", delay=timedelta(minutes=16, seconds=1))
+    on_the_minute = later.publish("analytics.page_view", {}, "whole", at=NOW + timedelta(hours=2))
+
+    assert asked.fire_at == datetime(2030, 5, 1, 17, 1, tzinfo=ZoneInfo("Europe/Paris"))  # in the caller's zone
+    assert asked.fire_at.utcoffset() == paris.utcoffset()
+    assert delayed.fire_at == NOW + timedelta(minutes=17) and on_the_minute.fire_at == NOW + timedelta(hours=2)
+    assert sorted(s["ScheduleExpression"] for s in _schedules(scheduler)) == [
+        "at(2030-05-01T12:17:00)", "at(2030-05-01T14:00:00)", "at(2030-05-01T15:01:00)"]
+    assert "scheduled for 2030-05-01T17:01:00+02:00" in asked.describe()
+
+
+def _payload_of(body_bytes: int) -> dict:
+    """A payload whose one-time envelope is about ``body_bytes`` long."""
+    return {"blob": "x" * body_bytes}
+
+
+def test_a_one_time_body_over_schedulers_256_kb_is_refused_before_anything_is_sent(later, scheduler, deployment):
+    with pytest.raises(InvalidJobError) as caught:
+        later.publish_batch([
+            Job("analytics.page_view", {}, "small", at=NOW + timedelta(hours=1)),
+            Job("analytics.page_view", _payload_of(MAX_TARGET_INPUT_BYTES), "big", at=NOW + timedelta(hours=1)),
+        ])
+    (problem,) = caught.value.problems
+    assert problem.startswith("job #1 ") and "'big'" in problem
+    assert f"over EventBridge Scheduler's {MAX_TARGET_INPUT_BYTES}-byte (256 KB) limit" in problem
+    assert _nothing_anywhere(scheduler, deployment)
+    # The same job due within 15 minutes goes to SQS, whose limit is 1 MiB: the rule is the schedule's only.
+    assert MAX_TARGET_INPUT_BYTES < SQS_MAX_MESSAGE_BYTES
+    assert later.publish("analytics.page_view", _payload_of(MAX_TARGET_INPUT_BYTES), "big", delay=60).message_id
+
+
+def test_the_scheduler_input_limit_counts_utf8_bytes():
+    assert one_time_problems("x" * MAX_TARGET_INPUT_BYTES) == []
+    assert "262145 bytes" in one_time_problems("x" * (MAX_TARGET_INPUT_BYTES + 1))[0]
+    assert one_time_problems("é" * (MAX_TARGET_INPUT_BYTES // 2)) == []  # two bytes each
+    assert one_time_problems("é" * (MAX_TARGET_INPUT_BYTES // 2) + "x")
+
+
+def test_the_scheduler_input_limit_is_beyond_what_botocore_checks():
+    """botocore's model bounds ``Target.Input`` below only: the 256 KB quota is the contract's to enforce."""
+    shape = botocore.session.get_session().get_service_model("scheduler").shape_for("TargetInput")
+    assert shape.metadata == {"min": 1}
+
+
+@pytest.mark.parametrize("where", ["payload", "key"])
+def test_a_one_time_job_containing_a_scheduler_context_attribute_is_refused(later, scheduler, deployment, where):
+    """Scheduler replaces ``<aws.scheduler.…>`` in the input when it fires: the job would arrive changed."""
+    payload = {"note": "sent at <aws.scheduler.scheduled-time>"} if where == "payload" else {}
+    key = "k-<aws.scheduler.execution-id>" if where == "key" else "k"
+    with pytest.raises(InvalidJobError, match="which EventBridge Scheduler would replace when the one-time schedule"):
+        later.publish("analytics.page_view", payload, key, at=NOW + timedelta(hours=1))
+    assert _nothing_anywhere(scheduler, deployment)
+    assert later.publish("analytics.page_view", payload, key).message_id  # straight to SQS: nothing replaces it
+
+
+def _at(later, clock) -> Publisher:
+    """The same stage's publisher, with another clock."""
+    return Publisher(later.queues, later.routes, sqs=later.sqs, scheduler=later.scheduler,
+                     scheduling=later.scheduling_target(), clock=lambda: clock)
+
+
+def test_cancel_once_the_time_has_come_says_already_sent_and_leaves_the_schedule(later, scheduler):
+    """``ActionAfterCompletion=DELETE`` is not immediate: a fired job's schedule lingers, and deleting it then
+    would claim a cancel that did not happen."""
+    later.publish("payments.capture", {}, "cap-1", at=NOW + timedelta(hours=1))
+    later.publish("payments.capture", {}, "cap-2", at=NOW + timedelta(hours=1))
+
+    fired = _at(later, NOW + timedelta(hours=1, seconds=5))
+    outcome = fired.cancellation("payments.capture", "cap-1")
+    assert (outcome.outcome, outcome.fire_at) == ("already sent", NOW + timedelta(hours=1))
+    assert fired.cancel("payments.capture", "cap-1") is False
+    assert len(_schedules(scheduler)) == 2  # left to Scheduler
+    assert _at(later, NOW + timedelta(minutes=59, seconds=59)).cancel("payments.capture", "cap-2") is True
+    assert later.cancellation("payments.capture", "never").outcome == "not found"
+
+
+def test_a_one_time_schedule_keeps_the_tenant(later, scheduler):
+    """The envelope always carries the tenant; the target's ``SqsParameters.MessageGroupId`` makes the message
+    a fair-queue message of that tenant, as a direct send's ``MessageGroupId`` does."""
+    later.publish("payments.capture", {}, "for-acme", at=NOW + timedelta(hours=1), tenant="acme")
+    later.publish("payments.capture", {}, "for-nobody", at=NOW + timedelta(hours=1))
+    by_key = {json.loads(s["Target"]["Input"])["idempotency_key"]: s["Target"] for s in _schedules(scheduler)}
+    assert by_key["for-acme"]["SqsParameters"] == {"MessageGroupId": "acme"}
+    assert json.loads(by_key["for-acme"]["Input"])["tenant"] == "acme"
+    assert "SqsParameters" not in by_key["for-nobody"]

@@ -42,8 +42,13 @@ PUBLISHER = {
             "payload is missing required field 'amount'"),
     "P11": ("analytics.record_event", {"event": "e", "properties": {"memo": "ab\uffff"}}, "k11", {},
             "payload['properties']['memo'] holds U+FFFF at character 2, which SQS does not accept in a message"),
+    # A day ahead: through a one-time schedule, so EventBridge Scheduler's own rules apply (not SQS's).
+    "P12": ("analytics.record_event", {"event": "e", "blob": "x" * 300_000}, "k12", {"delay": 86_400},
+            "over EventBridge Scheduler's 262144-byte (256 KB) limit on a one-time schedule's input"),
+    "P13": ("analytics.record_event", {"event": "at <aws.scheduler.scheduled-time>"}, "k13", {"delay": 86_400},
+            "which EventBridge Scheduler would replace when the one-time schedule fires"),
     # Under SQS's 1 MiB, but no room left for the reasons of its letter or the state of its copies.
-    "P12": ("analytics.record_event", {"event": "e", "properties": {"blob": "x" * 1_045_000}}, "k12", {},
+    "P14": ("analytics.record_event", {"event": "e", "properties": {"blob": "x" * 1_045_000}}, "k14", {},
             "over the 1040384-byte limit (SQS's 1048576 less 8192 for the runtime's own attributes)"),
 }
 

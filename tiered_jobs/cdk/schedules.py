@@ -10,6 +10,15 @@ Least privilege, one role per use:
 - the **one-time role** is the one publishers pass to ``CreateSchedule``: a one-time job may go
   to any tier, so it may send to every tier queue (and the schedules DLQ), nothing else.
 
+Lifetimes: the group holds the pending one-time jobs and is retained unless the stage is disposable;
+so are what those jobs need when they fire after a destroy: the one-time role (its permissions
+inline, in the role itself, so they are retained with it), the tier queues and the schedules DLQ.
+The role's name is CloudFormation's, not a fixed one: a deploy after a destroy makes a new role
+beside the retained one (a fixed name would stop it with "already exists"), and the old pending
+jobs keep running with theirs. Its IAM path (``Schedules.one_time_role_path``) and the stage tag
+let ``tiered-jobs teardown`` find every such role. The periodic role is not retained: the periodic
+schedules are deleted with the stack.
+
 Both trust only ``scheduler.amazonaws.com`` acting for this account (``aws:SourceAccount``).
 """
 
@@ -40,8 +49,9 @@ from .settings import AppSettings
 from .tier import Tier
 
 SCHEDULER_PRINCIPAL = "scheduler.amazonaws.com"
-#: What a publisher calls on its one-time schedules: create (``at=``, long delays) and cancel.
-ONE_TIME_ACTIONS = ("scheduler:CreateSchedule", "scheduler:DeleteSchedule")
+#: What a publisher calls on its one-time schedules: create (``at=``, long delays), and cancel: read its time
+#: (a job whose time has come is not cancelled), then delete it.
+ONE_TIME_ACTIONS = ("scheduler:CreateSchedule", "scheduler:GetSchedule", "scheduler:DeleteSchedule")
 #: Dead-letter events wait here for 14 days (SQS's longest retention).
 DLQ_RETENTION = Duration.days(14)
 
@@ -80,7 +90,10 @@ class ScheduledJobs(Construct):
             if settings.schedules else None
         )
         self.one_time_role = self._role("OneTimeRole", list(queues.values()),
-                                        f"EventBridge Scheduler: {stage} one-time jobs, to any tier queue")
+                                        f"EventBridge Scheduler: {stage} one-time jobs, to any tier queue",
+                                        path=Schedules.one_time_role_path(stage, Aws.REGION), inline=True)
+        # Same lifetime as the group: a pending job fires with this role, even after a destroy.
+        self.one_time_role.apply_removal_policy(settings.removal_policy)
         self.schedules = {
             schedule.name: scheduler.CfnSchedule(
                 self, f"Schedule-{schedule.name}",
@@ -106,20 +119,26 @@ class ScheduledJobs(Construct):
         self.parameters: dict[str, ssm.StringParameter] = {}
         self._discovery(stage)
 
-    def _role(self, construct_id: str, queues: list[sqs.IQueue], description: str) -> iam.Role:
-        role = iam.Role(
-            self, construct_id,
-            description=description,
-            assumed_by=iam.ServicePrincipal(
-                SCHEDULER_PRINCIPAL, conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
-            ),
-        )
+    def _role(self, construct_id: str, queues: list[sqs.IQueue], description: str, *, path: str | None = None,
+              inline: bool = False) -> iam.Role:
+        """``inline``: the permissions in the role resource itself (retained with it), not an ``AWS::IAM::Policy``."""
         # Scheduler delivers to the target *and* writes dead-letter events with the execution role.
-        role.add_to_policy(iam.PolicyStatement(
+        send = iam.PolicyStatement(
             sid="SendToTargetQueuesAndScheduleDlq",
             actions=["sqs:SendMessage"],
             resources=[queue.queue_arn for queue in queues] + [self.dlq.queue_arn],
-        ))
+        )
+        role = iam.Role(
+            self, construct_id,
+            description=description,
+            path=path,
+            assumed_by=iam.ServicePrincipal(
+                SCHEDULER_PRINCIPAL, conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
+            ),
+            inline_policies={"SendToTierQueues": iam.PolicyDocument(statements=[send])} if inline else None,
+        )
+        if not inline:
+            role.add_to_policy(send)
         return role
 
     def _target(self, queue_arn: str, role: iam.IRole | None, body: str) -> scheduler.CfnSchedule.TargetProperty:
@@ -147,8 +166,9 @@ class ScheduledJobs(Construct):
     def publisher_statements(self) -> list[iam.PolicyStatement]:
         """What a service needs to publish (``at=``, long delays) and cancel one-time jobs.
 
-        ``CreateSchedule`` and ``DeleteSchedule`` on the one-time names only, and ``iam:PassRole`` of the
-        one-time role to Scheduler. The stage's publisher policy (``publishers.py``) includes them.
+        ``CreateSchedule``, ``GetSchedule`` and ``DeleteSchedule`` on the one-time names only, and
+        ``iam:PassRole`` of the one-time role to Scheduler. The stage's publisher policy (``publishers.py``)
+        includes them.
         """
         return [
             iam.PolicyStatement(

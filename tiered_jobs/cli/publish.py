@@ -80,9 +80,15 @@ def cancel(
     job_type: str = typer.Argument(..., metavar="TYPE", help="The job type it was published with."),
     key: str = typer.Argument(..., metavar="KEY", help="Its idempotency key."),
 ) -> None:
-    """Cancel a job published for later (one-time schedule); jobs delayed by SQS itself cannot be."""
+    """Cancel a job published for later (one-time schedule) whose time has not come; jobs delayed by SQS
+    itself cannot be."""
     with reported_errors():
-        if _publisher(ctx.obj).cancel(job_type, key):
+        found = _publisher(ctx.obj).cancellation(job_type, key)
+        if found.cancelled:
             terminal().print(f"Cancelled {escape(job_type)} (key {escape(repr(key))}): it will not run.")
+        elif found.outcome == "already sent":
+            when = found.fire_at.isoformat() if found.fire_at else "?"
+            raise CliError(f"not cancelled: scheduled job {job_type} (key {key!r}) was due at {when}, so it was "
+                           "already sent (or is being sent); its schedule stays until EventBridge Scheduler deletes it")
         else:
             raise CliError(f"no pending scheduled job {job_type} (key {key!r}): never scheduled, or already sent")

@@ -21,8 +21,8 @@ def teardown(
         help="Days before a scheduled KMS key deletion happens (7-30; cancellable until then).",
     ),
 ) -> None:
-    """List what a destroyed stage left behind (queues, DLQs, tables, log groups, buckets, KMS key,
-    SSM parameters) and delete it."""
+    """List what a destroyed stage left behind (queues, DLQs, tables, log groups, the schedule group, the
+    one-time jobs' role, buckets, KMS key, SSM parameters) and delete it."""
     with reported_errors():
         target = ctx.obj
         leftovers = find_leftovers(target.client, target.stage, target.stack_name)
@@ -37,7 +37,7 @@ def teardown(
         console = Console(highlight=False)
         if not leftovers:
             console.print(f"Nothing of stage {target.stage!r} is left ({PROJECT} queues, tables, log groups, "
-                          "buckets, KMS keys, SSM parameters).")
+                          "schedule group, roles, buckets, KMS keys, SSM parameters).")
             return
         table = Table(title=f"Left behind by stage {target.stage!r}")
         for column in ("kind", "name", "detail"):

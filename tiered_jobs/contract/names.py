@@ -45,8 +45,9 @@ SQS_MAX_BATCH_ENTRIES = 10
 SQS_MESSAGE_GROUP_ID_PATTERN = re.compile(r"""^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~]{1,128}$""")
 
 
-#: Tag the stack puts on what it retains on deletion (queues, DLQs, tables, log groups, the archive bucket):
-#: ``tiered-jobs teardown`` finds a deleted stage's leftovers by it.
+#: Tag the stack puts on what it retains on deletion (queues, DLQs, tables, log groups, the archive bucket,
+#: the schedule group and the one-time jobs' role): ``tiered-jobs teardown`` finds a deleted stage's leftovers
+#: by it, and by nothing else (CloudFormation's stack tag is on every resource of the stack).
 STAGE_TAG = "tiered-jobs:stage"
 #: The resource types that carry ``STAGE_TAG``. The alarm topic's KMS key is found by its
 #: description (:func:`alarm_key_description`) instead: moto's CloudFormation cannot tag a key.
@@ -54,6 +55,7 @@ RETAINED_RESOURCE_TYPES: tuple[str, ...] = (
     "AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Logs::LogGroup",
     "AWS::Scheduler::ScheduleGroup",  # it holds the pending one-time jobs
     "AWS::S3::Bucket",  # the discard archive: the letters an operator dropped
+    "AWS::IAM::Role",  # every role is tagged; only the one-time jobs' role is retained (the pending jobs run with it)
 )
 
 
@@ -395,6 +397,13 @@ class Schedules:
     def ssm(stage: str, key: str) -> str:
         """``key`` is one of the ``SSM_*`` constants below."""
         return f"/{PROJECT}/{stage}/schedules/{key}"
+
+    @staticmethod
+    def one_time_role_path(stage: str, region: str) -> str:
+        """IAM path of the one-time jobs' role, ``/tiered-jobs/<region>/<stage>/``: retained with the group, its
+        name is CloudFormation's (a redeploy never collides with it); ``teardown`` lists roles by this path.
+        IAM is global, hence the region: the same stage in two regions of one account are two roles."""
+        return f"/{PROJECT}/{region}/{stage}/"
 
     SSM_GROUP_NAME = "group-name"
     SSM_ROLE_ARN = "one-time-role-arn"

@@ -37,6 +37,10 @@ PERIODIC_KEY_PREFIX = "schedule:"
 #: (Scheduler's own defaults and maxima: 24 hours, 185 attempts).
 RETRY_MAX_EVENT_AGE_SECONDS = 86_400
 RETRY_MAX_ATTEMPTS = 185
+#: Largest target input a schedule takes: 256 KB, EventBridge Scheduler's quota on a schedule's payload
+#: ("Quotas for Amazon EventBridge Scheduler", Scheduler User Guide; botocore's model gives only ``min`` 1).
+#: SQS takes 1 MiB, so a job the publisher sends through a one-time schedule must fit this smaller limit.
+MAX_TARGET_INPUT_BYTES = 262_144
 #: A sample scheduled time, to validate a periodic envelope before any fire.
 SAMPLE_SCHEDULED_TIME = "2030-01-01T00:00:00Z"
 
@@ -72,6 +76,24 @@ def periodic_problems(schedule_name: str, job_type: Any, payload: Any) -> list[s
         "version": ENVELOPE_VERSION,
         "published_at": SAMPLE_SCHEDULED_TIME,
     })
+
+
+def one_time_problems(body: str) -> list[str]:
+    """What EventBridge Scheduler would refuse or change in a one-time schedule whose target input is ``body``
+    (the job's envelope, as sent): over its input size quota, or text it would substitute at the fire."""
+    problems = []
+    size = len(body.encode("utf-8"))
+    if size > MAX_TARGET_INPUT_BYTES:
+        problems.append(
+            f"the message is {size} bytes, over EventBridge Scheduler's {MAX_TARGET_INPUT_BYTES}-byte (256 KB) "
+            "limit on a one-time schedule's input; pass IDs, not objects"
+        )
+    if CONTEXT_ATTRIBUTE_PREFIX in body:
+        problems.append(
+            f"the job contains '{CONTEXT_ATTRIBUTE_PREFIX}...>', which EventBridge Scheduler would replace when "
+            "the one-time schedule fires; remove it from the payload, key and tenant"
+        )
+    return problems
 
 
 def substitute(text: str, *, scheduled_time: str, schedule_arn: str = "", execution_id: str = "",

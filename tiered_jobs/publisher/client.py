@@ -15,6 +15,7 @@ from .. import discovery, scheduling
 from ..contract import envelope, payloads
 from ..contract.names import SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES
 from ..contract.routing import Routes, UnknownRouteError
+from ..contract.schedules import one_time_problems
 from ..contract.sqs_limits import (
     MAX_JOB_MESSAGE_BYTES,
     RUNTIME_ATTRIBUTES_HEADROOM_BYTES,
@@ -130,14 +131,19 @@ class Publisher:
         return self._scheduling
 
     def one_time_jobs(self) -> scheduling.OneTimeJobs:
-        return scheduling.OneTimeJobs(self.scheduling_target(), self.scheduler)
+        return scheduling.OneTimeJobs(self.scheduling_target(), self.scheduler, clock=self._clock)
 
     def cancel(self, job_type: str, idempotency_key: str) -> bool:
-        """Remove a job scheduled for later; ``False`` if none is pending (never scheduled, or already sent).
+        """Remove a job scheduled for later; ``False`` if none is pending (never scheduled, or already sent:
+        once the minute of its time has begun it may have fired, so it is not cancelled, see :meth:`cancellation`).
 
         Jobs sent with SQS's own delay (15 minutes or less) cannot be cancelled.
         """
-        return self.one_time_jobs().cancel(job_type, idempotency_key)
+        return self.cancellation(job_type, idempotency_key).cancelled
+
+    def cancellation(self, job_type: str, idempotency_key: str) -> scheduling.Cancellation:
+        """:meth:`cancel`, saying what it found: ``cancelled``, ``not found`` or ``already sent``."""
+        return self.one_time_jobs().cancellation(job_type, idempotency_key)
 
     def publish(
         self,
@@ -249,6 +255,8 @@ class Publisher:
                     f"{SQS_MAX_MESSAGE_BYTES} less {RUNTIME_ATTRIBUTES_HEADROOM_BYTES} for the runtime's own "
                     "attributes); pass IDs, not objects"
                 )
+            elif fire_at is not None and not refused:  # it goes through a one-time schedule: Scheduler's rules too
+                problems.extend(one_time_problems(body))
         if problems:
             raise InvalidJobError([f"{job.describe()}: {problem}" for problem in problems])
         return Prepared(index, job, tier, queue_url, body, size, delay_seconds, fire_at)
@@ -272,6 +280,11 @@ class Publisher:
                 raise ValueError(f"delay {seconds} s: {problem}")
         if seconds <= self.schedule_beyond_seconds:
             return seconds, None
+        # Scheduler fires anywhere within the minute of its at(): from the next whole minute, never early.
+        fire_at = scheduling.on_a_whole_minute(fire_at)
+        problem = scheduling.fire_time_problem(fire_at, now)  # rounding up may pass Scheduler's last year
+        if problem:
+            raise ValueError(problem)
         return 0, fire_at
 
     def _schedule(
@@ -283,7 +296,7 @@ class Publisher:
         assert one_time is not None and item.fire_at is not None
         try:
             done = one_time.create(job_type=item.job.job_type, idempotency_key=item.job.idempotency_key,
-                                   tier=item.tier, fire_at=item.fire_at, body=item.body)
+                                   tier=item.tier, fire_at=item.fire_at, body=item.body, tenant=item.job.tenant)
         except (BotoCoreError, ClientError, discovery.DiscoveryError) as exc:
             code = exc.response["Error"].get("Code", "") if isinstance(exc, ClientError) else type(exc).__name__
             return _result(item, 1, error_code=code, error_message=str(exc)), exc

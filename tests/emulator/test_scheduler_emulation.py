@@ -1,0 +1,35 @@
+"""The local emulation of EventBridge Scheduler's fires, on moto: what it sends for one schedule."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import boto3
+
+from emulator.scheduler import ScheduleRunner
+from tiered_jobs.contract.routing import Routes
+from tiered_jobs.publisher import Publisher
+from tiered_jobs.scheduling import SchedulingTarget
+
+
+def test_a_one_time_jobs_tenant_is_the_fired_messages_group_id(deployment):
+    """The publisher puts the tenant in the schedule's ``SqsParameters.MessageGroupId``; the fire sends with it,
+    as Scheduler's SQS target does (a fair-queue message of that tenant), and a job without one sends none."""
+    sqs, scheduler = boto3.client("sqs"), boto3.client("scheduler")
+    group = "tiered-jobs-test"
+    scheduler.create_schedule_group(Name=group)
+    arns = {tier: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            for tier, url in deployment.queue_urls.items()}
+    target = SchedulingTarget(group_name=group, role_arn="arn:aws:iam::123456789012:role/one-time",
+                              dlq_arn=arns["bulk"], queue_arns=arns)
+    now = datetime.now(timezone.utc)
+    publisher = Publisher(deployment.queue_urls, Routes(deployment.routes), sqs=sqs, scheduler=scheduler,
+                          scheduling=target, clock=lambda: now, schedule_beyond_seconds=0)
+    acme = publisher.publish("payments.capture", {}, "for-acme", delay=60, tenant="acme")
+    publisher.publish("payments.capture", {}, "for-nobody", delay=60)
+
+    runner = ScheduleRunner(boto3.client, group, clock=lambda: acme.fire_at + timedelta(seconds=1))
+    assert len(runner.poll_once()) == 2
+    received = sqs.receive_message(QueueUrl=deployment.queue_urls["critical"], MaxNumberOfMessages=10,
+                                   MessageSystemAttributeNames=["MessageGroupId"])["Messages"]
+    assert sorted(m["Attributes"].get("MessageGroupId", "-") for m in received) == ["-", "acme"]
