@@ -14,7 +14,7 @@ from tests.support.stack import received_bodies
 from tiered_jobs import cli as cli_module
 from tiered_jobs.cli import status as cli_status
 from tiered_jobs.contract import envelope
-from tiered_jobs.contract.names import Alarms, DeadLetter, Ssm
+from tiered_jobs.contract.names import Alarms, DeadLetter, Env, Ssm
 
 
 def _one_error_line(result) -> str:
@@ -377,3 +377,15 @@ def test_the_region_option_is_used(cli, deployment):
 
     assert result.exit_code == 1
     assert "stack 'TieredJobs-test' not found in eu-west-1" in _one_error_line(result)
+
+
+def test_publish_with_a_schema_outside_the_validators_subset_is_one_line(cli, deployment, tmp_path, monkeypatch):
+    """A service's copy of a job folder's schemas (TIERED_JOBS_SCHEMA_DIRS) with a keyword the validator lacks."""
+    (tmp_path / "demo.hello.schema.json").write_text('{"type": "object", "anyOf": [{}]}')
+    monkeypatch.setenv(Env.SCHEMA_DIRS, str(tmp_path))
+    result = cli("publish", "demo.hello", "--key", "k1")
+
+    assert result.exit_code == 2
+    assert _one_error_line(result).startswith(
+        "error: payload schema demo.hello.schema.json: unsupported keyword(s) anyOf; supported: ")
+    assert all(received_bodies(url) == [] for url in deployment.queue_urls.values())
