@@ -267,3 +267,19 @@ def test_an_origin_that_is_not_one_is_refused_with_the_fix(value):
     with pytest.raises(BindError, match=r"is not an origin; .* e\.g\. https://jobs\.example\.com"):
         Security(origin=value)
     assert Security(origin="HTTPS://Jobs.Example.com:443").origin == "https://jobs.example.com"
+
+
+def test_the_tiers_page_shows_throttles_in_the_same_calls(deployment, serve):
+    from tests.cli.test_cli import _throttled
+
+    _throttled("bulk", 4, minutes_ago=1, stage=deployment.stage)
+    _throttled("bulk", 3, minutes_ago=2, stage=deployment.stage)
+    _throttled("bulk", 50, minutes_ago=20, stage=deployment.stage)  # before the last 5 minutes
+    console = serve()
+    get(console.url)  # the first page also discovers the stack
+
+    fragment = get(console.url + "fragments/tiers", headers={"HX-Request": "true"}).text
+
+    cells = dict(re.findall(r'<tr data-tier="([a-z]+)">.*?<td class="throttles[^"]*">([^<]*)</td>', fragment, re.S))
+    assert cells == {"critical": "0", "transactional": "0", "bulk": "7"}
+    assert "Throttled" in fragment and "refreshed with 8 AWS calls" in fragment
