@@ -11,7 +11,7 @@ from typing import Any
 import aws_cdk as cdk
 
 from tiered_jobs.cdk import JobsCode, add_nag_checks
-from tiered_jobs.cdk.settings import AppSettings, SettingsError, with_local_overrides
+from tiered_jobs.cdk.settings import AppSettings, SettingsError, one_line, with_local_overrides
 from tiered_jobs.contract.names import CONTEXT_KEY, LOCAL_OVERRIDES_CONTEXT_KEY
 
 from .stack import TieredJobsStack
@@ -87,7 +87,7 @@ def main(context: Mapping[str, Any] | None = None, environ: Mapping[str, str] | 
     try:
         app = build_app(context, environ=environ)
     except SettingsError as error:
-        print(f"{CONTEXT_KEY} settings: {error}", file=sys.stderr)
+        print(one_line(error), file=sys.stderr)
         return 1
     app.synth()
     return 0

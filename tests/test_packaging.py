@@ -48,3 +48,34 @@ def test_a_dotted_module_gets_empty_parent_packages(tmp_path):
 def test_a_folder_that_cannot_become_code_is_refused_with_the_fix(tmp_path, make, module, message):
     with pytest.raises(JobsSourceError, match=message):
         JobsSource(make(tmp_path), module=module)
+
+
+@pytest.mark.parametrize(("document", "message"), [
+    ('{"type": "object", "oneOf": [{}]}',
+     r"payload schema schemas/invoices\.create\.schema\.json: unsupported keyword\(s\) oneOf; supported: "
+     r"additionalProperties, .*; say the rule with those, or check it in the job's own validate= hook$"),
+    ('{"properties": {"id": {"type": "string", "format": "uuid", "$ref": "#/x"}}}',
+     r"schemas/invoices\.create\.schema\.json properties\.id: unsupported keyword\(s\) \$ref"),
+    ('{"type": "object",}', r"schemas/invoices\.create\.schema\.json: not valid JSON \(.*\); fix the file$"),
+    ('{"properties": {"id": {"pattern": "([a-z"}}}', r"properties\.id: pattern '\(\[a-z' is not a regular expression"),
+])
+def test_a_payload_schema_the_consumer_cannot_check_is_refused_before_staging(tmp_path, document, message):
+    """The consumer would meet it at the first payload; staging (the construct's synthesis) refuses it."""
+    folder = _jobs(tmp_path)
+    (folder / "schemas").mkdir()
+    (folder / "schemas" / "invoices.create.schema.json").write_text(document)
+    source = JobsSource(folder)
+    with pytest.raises(JobsSourceError, match=message) as refused:
+        source.stage(tmp_path / "asset")
+    assert str(refused.value).startswith(f"job folder {str(folder.resolve())!r}: ")
+    assert "\n" not in str(refused.value) and not (tmp_path / "asset").exists()
+
+
+def test_the_job_folders_valid_schemas_are_checked_and_shipped(tmp_path):
+    folder = _jobs(tmp_path)
+    (folder / "schemas").mkdir()
+    (folder / "schemas" / "invoices.create.schema.json").write_text('{"type": "object", "required": ["id"]}')
+    source = JobsSource(folder)
+    assert [p.name for p in source.check_schemas()] == ["invoices.create.schema.json"]
+    assert (source.stage(tmp_path / "asset") / "jobs" / "schemas" / "invoices.create.schema.json").is_file()
+    assert JobsSource(_jobs(tmp_path, "other")).check_schemas() == []  # no schemas/ folder: nothing to check

@@ -186,3 +186,35 @@ def test_the_consumer_checks_the_schemas_of_its_job_folder(tmp_path):
     run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == str(["payload field 'amount_cents' must be >= 1, got 0"])
+
+
+def test_the_consumer_enforces_its_job_folders_schemas_on_the_jobs_it_imports(tmp_path):
+    """The handler adds ``<job folder>/schemas/`` before it imports the jobs, and a job registered by
+    that import (``@job``) is held to its schema: a payload only the schema refuses is a permanent error."""
+    package = tmp_path / "billing_jobs"
+    _schemas(package / "schemas", **{"invoices.create": INVOICE_SCHEMA})
+    (package / "__init__.py").write_text(
+        "from tiered_jobs.contract import payloads\n"
+        "from tiered_jobs.runtime import job\n"
+        "SEEN_WHILE_IMPORTING = [str(folder) for folder in payloads.schema_dirs()]\n"
+        "@job('invoices.create')\n"
+        "def create(payload, ctx):\n"
+        "    return payload\n")
+    probe = ("import json, tiered_jobs.handlers.consumer, billing_jobs\n"
+             "from tiered_jobs.runtime.errors import PayloadValidationError\n"
+             "from tiered_jobs.runtime.registry import registry\n"
+             "check = registry.get('invoices.create').validate\n"
+             "check({'amount_cents': 5})\n"
+             "try:\n"
+             "    check({'amount_cents': 0})\n"
+             "except PayloadValidationError as error:\n"
+             "    refused = str(error)\n"
+             "print(json.dumps({'refused': refused, 'seen': billing_jobs.SEEN_WHILE_IMPORTING}))\n")
+    env = {**os.environ, Env.JOB_MODULES: "billing_jobs", "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
+           "POWERTOOLS_METRICS_DISABLED": "true", "AWS_DEFAULT_REGION": "us-east-1"}
+    env.pop(Env.SCHEMA_DIRS, None)
+    run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    found = json.loads(run.stdout)
+    assert found["refused"] == "payload field 'amount_cents' must be >= 1, got 0"
+    assert str((package / "schemas").resolve()) in found["seen"]

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from . import discovery, replay
+from .contract import payloads
 
 #: A replay may run up to Lambda's 15 minutes: wait that long for the answer, and never resend it.
 REPLAY_INVOKE_READ_TIMEOUT = 960
@@ -207,6 +208,8 @@ def explain(exc: BaseException) -> tuple[str, int] | None:
         return str(cause), cause.code
     if isinstance(cause, (discovery.UnknownTierError, InvalidJobError)):
         return str(cause), 2
+    if isinstance(cause, payloads.SchemaError):  # a schema file of TIERED_JOBS_SCHEMA_DIRS
+        return f"payload schema {cause}", 2
     if isinstance(cause, (discovery.DiscoveryError, PublishError)):
         return str(cause), 1
     if isinstance(cause, ClientError):

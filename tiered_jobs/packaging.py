@@ -16,6 +16,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tiered_jobs.contract import payloads
+
 #: This package, as installed.
 PACKAGE_DIR = Path(__file__).resolve().parent
 #: The parts of this package a function runs, relative to it. Nothing else ships (no CLI, no publisher).
@@ -23,6 +25,8 @@ RUNTIME_PARTS: tuple[str, ...] = ("__init__.py", "contract", "runtime", "replay"
 #: Never shipped: bytecode caches (Lambda compiles on import) and editor or VCS leftovers.
 IGNORED_DIRS = frozenset({"__pycache__", ".git", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 IGNORED_SUFFIXES = frozenset({".pyc", ".pyo"})
+#: The job folder's own payload schemas (``<job type>.schema.json``), which the consumer enforces.
+SCHEMAS_DIR = "schemas"
 
 
 class JobsSourceError(ValueError):
@@ -90,8 +94,21 @@ class JobsSource:
         parts = self.module.split(".")[:-1]
         return [f"{'/'.join(parts[:depth])}/__init__.py" for depth in range(1, len(parts) + 1)]
 
+    def check_schemas(self) -> list[Path]:
+        """Check every payload schema of the job folder (``schemas/*.schema.json``): the files checked.
+
+        A schema the consumer's validator cannot check faithfully (a keyword outside its subset, bad
+        JSON) fails here, naming the file and the fix, instead of at a payload's first publish.
+        """
+        try:
+            return payloads.check_folder(self.directory / SCHEMAS_DIR)
+        except payloads.SchemaError as error:
+            raise JobsSourceError(f"job folder {str(self.directory)!r}: payload schema {SCHEMAS_DIR}/{error}") from None
+
     def stage(self, destination: Path) -> Path:
-        """Copy the asset's files into ``destination`` (emptied first), the same bytes every time."""
+        """Check the payload schemas, then copy the asset's files into ``destination`` (emptied first),
+        the same bytes every time."""
+        self.check_schemas()
         destination = Path(destination)
         if destination.exists():
             shutil.rmtree(destination)

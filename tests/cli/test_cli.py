@@ -14,7 +14,7 @@ from tests.support.stack import received_bodies
 from tiered_jobs import cli as cli_module
 from tiered_jobs.cli import status as cli_status
 from tiered_jobs.contract import envelope
-from tiered_jobs.contract.names import Alarms, DeadLetter, Ssm
+from tiered_jobs.contract.names import Alarms, DeadLetter, Env, Ssm, consumer_function_name
 
 
 def _one_error_line(result) -> str:
@@ -136,16 +136,83 @@ def test_status_shows_depths_dlq_age_and_alarms(cli, deployment):
     assert result.exit_code == 0, result.output
     rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
             for line in result.stdout.splitlines() if line.startswith("│")}
-    assert rows["critical"] == ["2", "1", "0", "2", "12m 34s", "ALARM: dlq-depth"]
-    assert rows["transactional"] == ["0", "0", "0", "0", "–", "1 OK, 1 no data"]
-    assert rows["bulk"] == ["0", "0", "1", "0", "–", "–"]
+    assert rows["critical"] == ["2", "1", "0", "2", "12m 34s", "0", "ALARM: dlq-depth"]
+    assert rows["transactional"] == ["0", "0", "0", "0", "–", "0", "1 OK, 1 no data"]
+    assert rows["bulk"] == ["0", "0", "1", "0", "–", "0", "–"]
     assert "stage test · stack TieredJobs-test" in result.stdout
 
     as_json = json.loads(cli("status", "--json").stdout)
     assert as_json["tiers"][0] == {
         "tier": "critical", "visible": 2, "in_flight": 1, "delayed": 0, "dlq": 2, "oldest_age_seconds": 754.0,
-        "alarms": {Alarms.DLQ_DEPTH: "ALARM", Alarms.ERRORS: "INSUFFICIENT_DATA"},
+        "throttles": 0.0, "alarms": {Alarms.DLQ_DEPTH: "ALARM", Alarms.ERRORS: "INSUFFICIENT_DATA"},
     }
+
+
+def _throttled(tier: str, count: float, minutes_ago: float, stage: str = "test") -> None:
+    """What Lambda publishes when it refuses a batch of the tier's consumer for lack of concurrency."""
+    boto3.client("cloudwatch").put_metric_data(Namespace="AWS/Lambda", MetricData=[{
+        "MetricName": "Throttles", "Value": count, "Unit": "Count",
+        "Timestamp": datetime.now(timezone.utc) - timedelta(minutes=minutes_ago),
+        "Dimensions": [{"Name": "FunctionName", "Value": consumer_function_name(stage, tier)}],
+    }])
+
+
+def test_status_shows_each_consumers_throttles_of_the_last_5_minutes(cli, deployment):
+    """A new account's low concurrency quota shows here first: a throttled batch goes back to its queue,
+    and each of its messages has spent a receive toward the redrive count."""
+    _throttled("bulk", 4, minutes_ago=1)
+    _throttled("bulk", 3, minutes_ago=3)
+    _throttled("bulk", 50, minutes_ago=12)  # long ago: not counted
+    _throttled("critical", 9, minutes_ago=30)
+
+    result = cli("status")
+
+    assert result.exit_code == 0, result.output
+    [header] = [line for line in result.stdout.splitlines() if line.startswith("┃")]
+    assert [c.strip() for c in header.split("┃")[1:-1]] == [
+        "Tier", "Visible", "In flight", "Delayed", "DLQ", "Oldest", "Throttled", "Alarms"]
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+            for line in result.stdout.splitlines() if line.startswith("│")}
+    assert (rows["bulk"][5], rows["critical"][5], rows["transactional"][5]) == ("7", "0", "0")
+    tiers = {row["tier"]: row for row in json.loads(cli("status", "--json").stdout)["tiers"]}
+    assert (tiers["bulk"]["throttles"], tiers["critical"]["throttles"]) == (7.0, 0.0)
+
+
+def test_status_piped_prints_every_column_whole_on_a_narrow_terminal_setting(deployment):
+    from typer.testing import CliRunner
+
+    from tiered_jobs.cli import app
+
+    result = CliRunner(env={"COLUMNS": "60"}).invoke(app, ["--stage", "test", "status"])
+
+    assert result.exit_code == 0, result.output
+    [header] = [line for line in result.stdout.splitlines() if line.startswith("┃")]
+    assert [c.strip() for c in header.split("┃")[1:-1]] == [
+        "Tier", "Visible", "In flight", "Delayed", "DLQ", "Oldest", "Throttled", "Alarms"]
+    assert "│ transactional │" in result.stdout
+
+
+def test_status_reads_every_cloudwatch_figure_of_every_tier_in_one_call(cli, deployment, monkeypatch):
+    """Its documented budget (tiered_jobs/cli/status.py): 3n + 4 calls for n tiers, one GetMetricData."""
+    from tiered_jobs.operations import Target
+
+    calls: list[str] = []
+    built = Target.client
+
+    def counted(self, service, **config):
+        client = built(self, service, **config)
+        if not getattr(client, "_counted", False):
+            client.meta.events.register("before-call", lambda model, **_: calls.append(model.name))
+            client._counted = True
+        return client
+
+    monkeypatch.setattr(Target, "client", counted)
+    _throttled("bulk", 1, minutes_ago=1)
+
+    assert cli("status").exit_code == 0
+    tiers = len(deployment.queue_urls)
+    assert calls.count("GetMetricData") == 1 and calls.count("GetQueueAttributes") == 2 * tiers
+    assert len(calls) == 3 * tiers + 4, calls
 
 
 def test_status_without_cloudwatch_rights_still_shows_the_queues(cli, deployment, monkeypatch):
@@ -377,3 +444,15 @@ def test_the_region_option_is_used(cli, deployment):
 
     assert result.exit_code == 1
     assert "stack 'TieredJobs-test' not found in eu-west-1" in _one_error_line(result)
+
+
+def test_publish_with_a_schema_outside_the_validators_subset_is_one_line(cli, deployment, tmp_path, monkeypatch):
+    """A service's copy of a job folder's schemas (TIERED_JOBS_SCHEMA_DIRS) with a keyword the validator lacks."""
+    (tmp_path / "demo.hello.schema.json").write_text('{"type": "object", "anyOf": [{}]}')
+    monkeypatch.setenv(Env.SCHEMA_DIRS, str(tmp_path))
+    result = cli("publish", "demo.hello", "--key", "k1")
+
+    assert result.exit_code == 2
+    assert _one_error_line(result).startswith(
+        "error: payload schema demo.hello.schema.json: unsupported keyword(s) anyOf; supported: ")
+    assert all(received_bodies(url) == [] for url in deployment.queue_urls.values())

@@ -184,3 +184,102 @@ def test_console_command_says_how_to_install_the_extra(monkeypatch):
 
     assert result.exit_code == 1
     assert "pip install 'tiered-jobs[console]'" in result.stderr
+
+
+def _receive_count(url: str) -> int:
+    """The letter's receive count so far (this peek adds one more), then visible again at once."""
+    (message,) = boto3.client("sqs").receive_message(QueueUrl=url, AttributeNames=["ApproximateReceiveCount"],
+                                                     VisibilityTimeout=0)["Messages"]
+    return int(message["Attributes"]["ApproximateReceiveCount"]) - 1
+
+
+LETTER_PAGES = ("dlq?tier=critical", "job?type=payments.update_balance&key=pay_9")
+
+
+@pytest.mark.parametrize("site", ["cross-site", "same-site", "Cross-Site"])
+def test_another_sites_request_reads_no_letter(deployment, serve, site):
+    """Reading a DLQ receives its letters (their receive counts rise): a page of another site may not make
+    the operator's browser do it, by a link, an image, a form or a script (the browser's Sec-Fetch-Site)."""
+    _dead_letter(deployment, "critical", "pay_9")
+    console = serve()
+    csrf = _csrf(get(console.url + "replay?tier=critical").text)
+
+    for path in LETTER_PAGES:
+        refused = get(console.url + path, headers={"Sec-Fetch-Site": site, "Sec-Fetch-Mode": "navigate"})
+        assert refused.status_code == 403 and f"Sec-Fetch-Site: {site}" in refused.text, path
+    for action in ("replay/dry-run", "replay/run"):  # the CSRF token is right: the site alone refuses it
+        refused = requests.post(console.url + action, data={"csrf_token": csrf, "tier": "critical"},
+                                headers={"Sec-Fetch-Site": site}, timeout=30)
+        assert refused.status_code == 403, action
+    assert _receive_count(deployment.dlq_urls["critical"]) == 0
+    assert _depth(deployment.dlq_urls["critical"]) == 1
+
+
+@pytest.mark.parametrize("headers", [{"Sec-Fetch-Site": "same-origin"}, {"Sec-Fetch-Site": "none"}, {}],
+                         ids=["the console's own page", "typed address or bookmark", "not a browser"])
+def test_the_consoles_own_pages_typed_addresses_and_scripts_read_letters(deployment, serve, headers):
+    _dead_letter(deployment, "critical", "pay_9")
+    console = serve()
+
+    for path in LETTER_PAGES:
+        assert get(console.url + path, headers=headers).status_code == 200, path
+    assert _receive_count(deployment.dlq_urls["critical"]) >= 2  # each page read it
+
+
+def test_a_link_from_another_site_still_opens_the_tiers_page(deployment, serve):
+    """The Tiers page reads queue attributes and alarms, never a letter: a link to it from a wiki works."""
+    console = serve()
+    assert get(console.url, headers={"Sec-Fetch-Site": "cross-site"}).status_code == 200
+
+
+PROXY_ORIGIN = "https://jobs.example.com"
+
+
+def test_behind_a_proxy_that_rewrites_host_posts_need_origin(deployment, serve):
+    """A proxy sends ``Host: 127.0.0.1:<port>`` while the browser's Origin is the proxy's address."""
+    _dead_letter(deployment, "critical", "x")
+    plain, proxied = serve(), serve(origin=PROXY_ORIGIN)
+    answers = {}
+    for name, console in (("plain", plain), ("proxied", proxied)):
+        csrf = _csrf(get(console.url + "replay?tier=critical").text)
+        answers[name] = requests.post(
+            console.url + "replay/dry-run", data={"csrf_token": csrf, "tier": "critical"},
+            headers={"Origin": PROXY_ORIGIN, "Sec-Fetch-Site": "same-origin"}, timeout=30)
+    assert answers["plain"].status_code == 403 and "start the console with --origin" in answers["plain"].text
+    assert answers["proxied"].status_code == 200 and 'data-matched="1"' in answers["proxied"].text
+    other = requests.post(proxied.url + "replay/dry-run", data={"csrf_token": csrf, "tier": "critical"},
+                          headers={"Origin": "https://attacker.example"}, timeout=30)
+    assert other.status_code == 403
+
+
+def test_behind_a_proxy_that_passes_host_on_the_origins_host_is_served(serve):
+    plain, proxied = serve(), serve(origin=PROXY_ORIGIN + "/")
+    assert get(plain.url, headers={"Host": "jobs.example.com"}).status_code == 421
+    assert get(proxied.url, headers={"Host": "jobs.example.com"}).status_code == 200
+    assert get(proxied.url, headers={"Host": "attacker.example"}).status_code == 421
+
+
+@pytest.mark.parametrize("value", ["jobs.example.com", "https://jobs.example.com/console", "ftp://jobs.example.com",
+                                   "https://user:pw@jobs.example.com"])
+def test_an_origin_that_is_not_one_is_refused_with_the_fix(value):
+    from tiered_jobs.console.security import Security
+
+    with pytest.raises(BindError, match=r"is not an origin; .* e\.g\. https://jobs\.example\.com"):
+        Security(origin=value)
+    assert Security(origin="HTTPS://Jobs.Example.com:443").origin == "https://jobs.example.com"
+
+
+def test_the_tiers_page_shows_throttles_in_the_same_calls(deployment, serve):
+    from tests.cli.test_cli import _throttled
+
+    _throttled("bulk", 4, minutes_ago=1, stage=deployment.stage)
+    _throttled("bulk", 3, minutes_ago=2, stage=deployment.stage)
+    _throttled("bulk", 50, minutes_ago=20, stage=deployment.stage)  # before the last 5 minutes
+    console = serve()
+    get(console.url)  # the first page also discovers the stack
+
+    fragment = get(console.url + "fragments/tiers", headers={"HX-Request": "true"}).text
+
+    cells = dict(re.findall(r'<tr data-tier="([a-z]+)">.*?<td class="throttles[^"]*">([^<]*)</td>', fragment, re.S))
+    assert cells == {"critical": "0", "transactional": "0", "bulk": "7"}
+    assert "Throttled" in fragment and "refreshed with 8 AWS calls" in fragment

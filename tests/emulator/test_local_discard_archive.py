@@ -58,8 +58,11 @@ def test_the_archive_bucket_deploys_versioned_and_private(session):
     assert s3.get_bucket_versioning(Bucket=bucket)["Status"] == "Enabled"
     assert all(s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"].values())
     # Its policy is only the TLS-only Deny, which moto would apply to every request (it ignores conditions).
-    (policy,) = [r for r in session.deployment.assembly.template["Resources"].values()
-                 if r["Type"] == "AWS::S3::BucketPolicy"]
+    resources = session.deployment.assembly.template["Resources"]
+    (archive,) = [k for k, r in resources.items()
+                  if r["Type"] == "AWS::S3::Bucket" and "LoggingConfiguration" in r["Properties"]]
+    (policy,) = [r for r in resources.values()
+                 if r["Type"] == "AWS::S3::BucketPolicy" and r["Properties"]["Bucket"] == {"Ref": archive}]
     assert [s["Condition"] for s in policy["Properties"]["PolicyDocument"]["Statement"]] == [
         moto_gaps.TLS_ONLY_DENY_CONDITION]
     with pytest.raises(ClientError, match="NoSuchBucketPolicy"):

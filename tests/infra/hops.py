@@ -354,29 +354,32 @@ def _target(t: Concrete, value: Any) -> Any:
 HopSource = Callable[[Concrete], Iterable[Hop]]
 
 
+#: The parts of a target one resource calls (``(Concrete, its properties) -> subresources``), e.g. object keys.
+Subresources = Callable[[Concrete, Mapping[str, Any]], Sequence[str]]
+
+
 def service_hops(resource_type: str, principal: str, *, targets: Sequence[Path], actions: Sequence[str],
-                 source: Path = (), key_actions: Sequence[str] = SEND_KEY_ACTIONS) -> HopSource:
+                 source: Path = (), key_actions: Sequence[str] = SEND_KEY_ACTIONS,
+                 subresources: Subresources | None = None) -> HopSource:
     """``principal`` calls, on behalf of each ``resource_type`` (or the ARN at ``source``), the targets at
-    ``targets``."""
+    ``targets`` (or each of their ``subresources``: one hop each)."""
 
     def hops(t: Concrete) -> Iterator[Hop]:
         for logical_id, props in t.resources(resource_type):
             source_arn = t.arn(logical_id) if not source else t.value(_at(props, source))
             for path in targets:
                 for value in _as_list(_at(props, path) or []):
-                    yield Hop(
-                        f"{resource_type} {logical_id} ({'.'.join(path)}) via {principal}",
-                        ServiceCaller(principal, source_arn),
-                        _target(t, value),
-                        tuple(actions),
-                        tuple(key_actions),
-                    )
+                    for part in subresources(t, props) if subresources else ("",):
+                        yield Hop(
+                            f"{resource_type} {logical_id} ({'.'.join(path)}{part}) via {principal}",
+                            ServiceCaller(principal, source_arn),
+                            _target(t, value),
+                            tuple(actions),
+                            tuple(key_actions),
+                            part,
+                        )
 
     return hops
-
-
-#: The parts of a target one resource calls (``(Concrete, its properties) -> subresources``), e.g. object keys.
-Subresources = Callable[[Concrete, Mapping[str, Any]], Sequence[str]]
 
 
 def role_hops(resource_type: str, assumed_by: str, *, role: Path, target: Path, actions: Sequence[str],
@@ -395,6 +398,12 @@ def role_hops(resource_type: str, assumed_by: str, *, role: Path, target: Path, 
                           RoleCaller(caller, assumed_by), _target(t, value), tuple(actions), tuple(key_actions), part)
 
     return hops
+
+
+def access_log_objects(t: Concrete, bucket: Mapping[str, Any]) -> list[str]:
+    """An object S3's server access logging writes for ``bucket`` (keys ``<prefix>YYYY-mm-DD-HH-MM-SS-<id>``)."""
+    prefix = t.value(_at(bucket, ("LoggingConfiguration", "LogFilePrefix")) or "")
+    return [f"/{prefix}2026-11-30-03-18-53-0A1B2C3D4E5F6A7B"]
 
 
 def discarded_letters(t: Concrete, function: Mapping[str, Any]) -> list[str]:
@@ -434,6 +443,10 @@ HOPS: tuple[HopSource, ...] = (
     # EventBridge Scheduler writes a fire it could not deliver to the schedule's DLQ, with the schedule's role.
     role_hops("AWS::Scheduler::Schedule", "scheduler.amazonaws.com", role=("Target", "RoleArn"),
               target=("Target", "DeadLetterConfig", "Arn"), actions=("sqs:SendMessage",)),
+    # Server access logging: S3 writes a bucket's access logs into its log bucket, on the bucket's behalf.
+    service_hops("AWS::S3::Bucket", "logging.s3.amazonaws.com", targets=(("LoggingConfiguration",
+                                                                          "DestinationBucketName"),),
+                 actions=("s3:PutObject",), key_actions=(), subresources=access_log_objects),
     # EventBridge Scheduler sends to a queue with the schedule's role.
     role_hops("AWS::Scheduler::Schedule", "scheduler.amazonaws.com", role=("Target", "RoleArn"),
               target=("Target", "Arn"), actions=("sqs:SendMessage",)),

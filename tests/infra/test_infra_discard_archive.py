@@ -1,7 +1,8 @@
 """The replay function's discard archive: a private, TLS-only, encrypted, versioned S3 bucket of the
-stage that expires letters after ``discard_archive_days``, retained like the queues, written by the
-replay function alone (``s3:PutObject`` under ``discarded/<stage>/``), and found by its output,
-its SSM parameter and the function's environment."""
+stage that expires letters after ``discard_archive_days``, retained like the queues (its TLS-only
+policy too), written by the replay function alone (``s3:PutObject`` under ``discarded/<stage>/``),
+its accesses logged to a bucket of the same kind, and found by its output, its SSM parameter and
+the function's environment."""
 
 from __future__ import annotations
 
@@ -23,8 +24,21 @@ PUBLIC_ACCESS_SWITCHES = ("BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicA
 
 
 def _bucket(synth) -> tuple[str, dict]:
-    ((key, bucket),) = synth.resources("AWS::S3::Bucket").items()
+    """The archive: the bucket that logs its accesses to the other one."""
+    ((key, bucket),) = [(k, b) for k, b in synth.resources("AWS::S3::Bucket").items()
+                        if "LoggingConfiguration" in b["Properties"]]
     return key, bucket
+
+
+def _log_bucket(synth) -> tuple[str, dict]:
+    key = _bucket(synth)[1]["Properties"]["LoggingConfiguration"]["DestinationBucketName"]["Ref"]
+    return key, synth.raw["Resources"][key]
+
+
+def _policy_of(synth, bucket: str) -> dict:
+    (policy,) = [p for p in synth.resources("AWS::S3::BucketPolicy").values()
+                 if p["Properties"]["Bucket"] == {"Ref": bucket}]
+    return policy
 
 
 def test_the_default_keeps_letters_a_year():
@@ -52,8 +66,45 @@ def test_the_bucket_is_private_encrypted_versioned_expiring_and_retained_unless_
     assert (bucket["DeletionPolicy"], bucket["UpdateReplacePolicy"]) == (policy, policy)
     assert not [k for k, r in synth.raw["Resources"].items() if r["Type"].startswith("Custom::")
                 or r["Type"] == "AWS::CloudFormation::CustomResource"], "no auto-delete custom resource"
-    (bucket_policy,) = synth.resources("AWS::S3::BucketPolicy").values()
-    assert bucket_policy["Properties"]["Bucket"] == {"Ref": key}
+    assert len(synth.resources("AWS::S3::Bucket")) == 2  # the archive and its access-log bucket
+
+
+@pytest.mark.parametrize("synth_name, policy", [("default_synth", "Retain"), ("custom_synth", "Delete")])
+def test_each_buckets_tls_only_policy_is_retained_with_it(request, synth_name, policy):
+    """enforce_ssl's statement is a BucketPolicy resource of its own: deleted with the stack while the bucket
+    stays, the retained bucket would accept plain HTTP."""
+    synth = request.getfixturevalue(synth_name)
+    for key, bucket in (_bucket(synth), _log_bucket(synth)):
+        bucket_policy = _policy_of(synth, key)
+        assert (bucket["DeletionPolicy"], bucket["UpdateReplacePolicy"]) == (policy, policy), key
+        assert (bucket_policy.get("DeletionPolicy"), bucket_policy.get("UpdateReplacePolicy")) == (policy, policy), key
+        (deny,) = [s for s in bucket_policy["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
+        assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} and deny["Action"] == "s3:*"
+
+
+@pytest.mark.parametrize("synth_name, days", [("default_synth", 365), ("custom_synth", 30)])
+def test_the_archives_access_logs_go_to_a_private_encrypted_tagged_expiring_bucket(request, synth_name, days):
+    """Who read, copied or deleted a discarded letter by hand (checkov CKV_AWS_18, cdk-nag AwsSolutions-S1)."""
+    synth = request.getfixturevalue(synth_name)
+    key, archive = _bucket(synth)
+    log_key, logs = _log_bucket(synth)
+    assert archive["Properties"]["LoggingConfiguration"] == {"DestinationBucketName": {"Ref": log_key},
+                                                             "LogFilePrefix": "discard-archive/"}
+    props = logs["Properties"]
+    assert props["PublicAccessBlockConfiguration"] == dict.fromkeys(PUBLIC_ACCESS_SWITCHES, True)
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"] == [
+        {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]  # log delivery writes to SSE-S3 targets only
+    (rule,) = props["LifecycleConfiguration"]["Rules"]
+    assert (rule["Status"], rule["ExpirationInDays"]) == ("Enabled", days) and "Filter" not in rule
+    assert {"Key": STAGE_TAG, "Value": synth.stage} in props["Tags"]  # tiered-jobs teardown finds it
+    assert "BucketName" not in props and "LoggingConfiguration" not in props  # logging the logs would recurse
+    # Delivery by bucket policy, not by ACL: only S3's logging service, for the archive, in this account.
+    (allow,) = [s for s in _policy_of(synth, log_key)["Properties"]["PolicyDocument"]["Statement"]
+                if s["Effect"] == "Allow"]
+    assert allow["Principal"] == {"Service": "logging.s3.amazonaws.com"} and allow["Action"] == "s3:PutObject"
+    assert allow["Condition"]["ArnLike"] == {"aws:SourceArn": {"Fn::GetAtt": [key, "Arn"]}}
+    assert allow["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    assert "AccessControl" not in props
 
 
 @pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])

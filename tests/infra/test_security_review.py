@@ -73,10 +73,16 @@ def test_each_consumer_reaches_only_its_queues_the_idempotency_table_and_its_log
         assert (Env.resource_var(PAYMENTS_TABLE) in env) == (tier in routed_to_payments[synth.stage])
 
 
+def _archive(synth) -> str:
+    """The discard archive (the bucket that logs to the other: its access-log bucket)."""
+    (bucket,) = [k for k, b in synth.resources("AWS::S3::Bucket").items() if "LoggingConfiguration" in b["Properties"]]
+    return bucket
+
+
 def test_replay_reaches_only_the_queues_it_serves_its_logs_and_its_archive(default_synth):
     key = logical_id(default_synth, "AWS::Lambda::Function", FunctionName=function_name("dev", "replay"))
     queues = set(default_synth.resources("AWS::SQS::Queue"))
-    (bucket,) = default_synth.resources("AWS::S3::Bucket")
+    bucket = _archive(default_synth)
     _assert_allow_list(default_synth, key, queues | {_log_group(default_synth, key), bucket})
     on_bucket = [s for s in policy_statements(default_synth, key) if bucket in referenced_ids(s["Resource"])]
     assert [(_actions(s), s["Resource"]) for s in on_bucket] == [
@@ -84,14 +90,19 @@ def test_replay_reaches_only_the_queues_it_serves_its_logs_and_its_archive(defau
 
 
 @pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])
-def test_only_the_replay_function_may_reach_the_archive_bucket(request, synth_name):
+def test_only_the_replay_function_may_reach_the_archive_bucket_and_no_role_its_access_logs(request, synth_name):
     synth = request.getfixturevalue(synth_name)
-    (bucket,) = synth.resources("AWS::S3::Bucket")
+    bucket = _archive(synth)
+    (log_bucket,) = set(synth.resources("AWS::S3::Bucket")) - {bucket}
     replay_role = synth.raw["Resources"][logical_id(
         synth, "AWS::Lambda::Function", FunctionName=function_name(synth.stage, "replay"))]["Properties"]["Role"]
+    reaching = []
     for policy in (*synth.resources("AWS::IAM::Policy").values(), *synth.resources("AWS::IAM::ManagedPolicy").values()):
         if bucket in referenced_ids(policy["Properties"]["PolicyDocument"]):
             assert policy["Properties"]["Roles"] == [{"Ref": replay_role["Fn::GetAtt"][0]}]
+            reaching.append(policy)
+        assert log_bucket not in referenced_ids(policy["Properties"]["PolicyDocument"])  # S3 delivers; nobody else
+    assert reaching
 
 
 @pytest.mark.parametrize("resource_type, policy_type, ref_key, must_deny", [

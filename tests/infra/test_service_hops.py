@@ -244,17 +244,25 @@ def test_a_dlq_that_does_not_admit_its_queue_is_reported(default_synth):
 # -- the replay function's discard archive ----------------------------------------------------
 
 def _bucket(raw: dict) -> str:
-    (key,) = [k for k, r in raw["Resources"].items() if r["Type"] == "AWS::S3::Bucket"]
+    """The discard archive: the bucket whose server access logs go to the other one."""
+    (key,) = [k for k, r in raw["Resources"].items()
+              if r["Type"] == "AWS::S3::Bucket" and "LoggingConfiguration" in r["Properties"]]
     return key
 
 
-def _bucket_policy(raw: dict) -> dict:
-    (policy,) = [r for r in raw["Resources"].values() if r["Type"] == "AWS::S3::BucketPolicy"]
+def _log_bucket(raw: dict) -> str:
+    return raw["Resources"][_bucket(raw)]["Properties"]["LoggingConfiguration"]["DestinationBucketName"]["Ref"]
+
+
+def _bucket_policy(raw: dict, bucket: str | None = None) -> dict:
+    bucket = bucket or _bucket(raw)
+    (policy,) = [r for r in raw["Resources"].values()
+                 if r["Type"] == "AWS::S3::BucketPolicy" and r["Properties"]["Bucket"] == {"Ref": bucket}]
     return policy["Properties"]["PolicyDocument"]
 
 
 def _archive_problems(problems: list[str]) -> list[str]:
-    return [p for p in problems if "s3:PutObject" in p]
+    return [p for p in problems if "s3:PutObject" in p and "logging.s3.amazonaws.com" not in p]
 
 
 @pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])
@@ -263,7 +271,7 @@ def test_the_replay_function_may_archive_each_tiers_letters_over_tls(request, sy
     policy's TLS-only Deny (``aws:SecureTransport: false``) does not apply to the function's HTTPS call."""
     synth = request.getfixturevalue(synth_name)
     hops, problems = walk(synth.raw)
-    archive = [h for h in hops if h.actions == ("s3:PutObject",)]
+    archive = [h for h in hops if h.actions == ("s3:PutObject",) and isinstance(h.caller, RoleCaller)]
     tiers = len(synth.resources("AWS::Lambda::EventSourceMapping"))
     assert len(archive) == tiers and {h.target for h in archive} == {_bucket(synth.raw)}
     assert all(h.subresource.startswith(f"/discarded/{synth.stage}/") for h in archive)
@@ -285,12 +293,43 @@ def test_an_unconditional_deny_on_the_bucket_blocks_the_archive(default_synth):
 def test_a_grant_on_another_stages_prefix_does_not_count(default_synth):
     raw = copy.deepcopy(default_synth.raw)
     for policy in raw["Resources"].values():
+        if policy["Type"] != "AWS::IAM::Policy":
+            continue
         for statement in policy.get("Properties", {}).get("PolicyDocument", {}).get("Statement", []):
             if statement.get("Action") == "s3:PutObject":
                 statement["Resource"]["Fn::Join"][1][1] = "/discarded/prod/*"
     problems = walk(raw)[1]
     assert len(problems) == len(DEFAULT_TIERS) == len(_archive_problems(problems))
     assert all("the role's policy does not allow" in p for p in problems)
+
+
+# -- the archive's server access logs -------------------------------------------------------------
+
+def test_s3_may_deliver_the_archives_access_logs_over_tls_on_its_behalf_only(default_synth):
+    """S3's log delivery (``logging.s3.amazonaws.com``) writes under the prefix, for the archive bucket alone."""
+    hops, problems = walk(default_synth.raw)
+    (hop,) = [h for h in hops
+              if isinstance(h.caller, ServiceCaller) and h.caller.principal == "logging.s3.amazonaws.com"]
+    t = Concrete(default_synth.raw)
+    assert (hop.target, hop.caller.source_arn) == (_log_bucket(default_synth.raw), t.arn(_bucket(default_synth.raw)))
+    assert hop.subresource.startswith("/discard-archive/") and problems == []
+    statements = _bucket_policy(default_synth.raw, _log_bucket(default_synth.raw))["Statement"]
+    assert [s["Effect"] for s in statements].count("Deny") == 1  # the TLS-only one
+
+    # Another bucket's logs (a SourceArn it does not name) or another account's are refused.
+    raw = copy.deepcopy(default_synth.raw)
+    raw["Resources"]["Other"] = {"Type": "AWS::S3::Bucket", "Properties": {"LoggingConfiguration": {
+        "DestinationBucketName": {"Ref": _log_bucket(raw)}, "LogFilePrefix": "discard-archive/"}}}
+    (problem,) = walk(raw)[1]
+    assert problem.startswith("AWS::S3::Bucket Other") and "does not allow logging.s3.amazonaws.com" in problem
+
+
+def test_the_access_log_policy_without_its_allow_fails_the_delivery(default_synth):
+    raw = copy.deepcopy(default_synth.raw)
+    policy = _bucket_policy(raw, _log_bucket(raw))
+    policy["Statement"] = [s for s in policy["Statement"] if s["Effect"] == "Deny"]
+    (problem,) = walk(raw)[1]
+    assert "logging.s3.amazonaws.com" in problem and "s3:PutObject" in problem
 
 
 # -- a scheduler hop is one line -------------------------------------------------------------

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ from aws_cdk import aws_iam as iam
 
 from infra.app import load_cdk_context
 from tiered_jobs.cdk import AppSettings, JobsCode, SettingsError, TieredJobs, add_nag_checks
+from tiered_jobs.cdk.settings import report as report_module
 from tiered_jobs.contract.names import (
     CONTEXT_KEY,
     LOCAL_OVERRIDES_CONTEXT_KEY,
@@ -36,10 +40,16 @@ def jobs(tmp_path) -> JobsCode:
     return JobsCode(folder)
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _flags() -> dict[str, Any]:
+    """The feature flags of this repository's cdk.json, as a `cdk init` app has its own."""
+    return {k: v for k, v in load_cdk_context().items() if k != CONTEXT_KEY}
+
+
 def _app(tmp_path: Path, **context: Any) -> cdk.App:
-    # The feature flags of this repository's cdk.json, as a `cdk init` app has its own.
-    flags = {k: v for k, v in load_cdk_context().items() if k != CONTEXT_KEY}
-    return cdk.App(outdir=str(tmp_path / "cdk.out"), context={**flags, **context})
+    return cdk.App(outdir=str(tmp_path / "cdk.out"), context={**_flags(), **context})
 
 
 def _template(app: cdk.App, stack: cdk.Stack) -> dict[str, Any]:
@@ -170,3 +180,50 @@ def test_a_job_folder_that_cannot_become_code_fails_when_declared(tmp_path):
     (tmp_path / "loose").mkdir()
     with pytest.raises(ValueError, match="has no __init__.py"):
         JobsCode(tmp_path / "loose")
+
+
+BAD_SCHEMA = '{"type": "object", "properties": {"amount_cents": {"type": "integer"}}, "oneOf": [{}]}'
+#: A library user's app.py (docs/library.md's shape): no try/except of its own around the construct.
+USER_APP = '''\
+import aws_cdk as cdk
+from tiered_jobs.cdk import JobsCode, TieredJobs
+
+app = cdk.App()
+TieredJobs(cdk.Stack(app, "Billing"), "Jobs", jobs=JobsCode("src/jobs"), stage="prod",
+           routes={"invoices.*": "transactional", "*": "bulk"})
+app.synth()
+'''
+
+
+def test_a_payload_schema_the_consumer_cannot_check_fails_synthesis_naming_the_file(tmp_path, jobs):
+    (jobs.source().directory / "schemas").mkdir()
+    (jobs.source().directory / "schemas" / "invoices.create.schema.json").write_text(BAD_SCHEMA)
+    with pytest.raises(SettingsError, match=r"payload schema schemas/invoices\.create\.schema\.json: "
+                                            r"unsupported keyword\(s\) oneOf; .* validate= hook$"):
+        TieredJobs(cdk.Stack(_app(tmp_path), "Billing"), "Jobs", jobs=jobs, stage="prod")
+
+
+def test_an_apps_uncaught_settings_error_is_one_line_at_synthesis(tmp_path, jobs):
+    """As the CDK CLI runs an app (``CDK_OUTDIR`` set, stderr shown): one line, the fix in it, exit 1."""
+    (jobs.source().directory / "schemas").mkdir()
+    (jobs.source().directory / "schemas" / "invoices.create.schema.json").write_text(BAD_SCHEMA)
+    (tmp_path / "app.py").write_text(USER_APP)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CDK_OUTDIR": str(tmp_path / "cdk.out"),
+           "CDK_CONTEXT_JSON": json.dumps(_flags())}
+    result = subprocess.run([sys.executable, "app.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=180, check=False)
+    assert result.returncode == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"tiered_jobs settings: job folder {str(jobs.source().directory)!r}: payload schema "
+                           "schemas/invoices.create.schema.json: unsupported keyword(s) oneOf; supported: "), line
+    assert not (tmp_path / "cdk.out" / "manifest.json").exists()
+
+
+def test_the_hook_prints_only_settings_errors_and_leaves_others_their_traceback(capsys):
+    seen: list[type[BaseException]] = []
+    hook = report_module._hook(lambda kind, error, traceback: seen.append(kind))
+    hook(SettingsError, SettingsError("tier 'bulk': max_attempts 0 is out of range;\nuse 1..100"), None)
+    assert capsys.readouterr().err == "tiered_jobs settings: tier 'bulk': max_attempts 0 is out of range; use 1..100\n"
+    hook(RuntimeError, RuntimeError("a bug"), None)
+    assert seen == [RuntimeError] and capsys.readouterr().err == ""
+    assert getattr(sys.excepthook, report_module.MARK)  # importing tiered_jobs.cdk installed it

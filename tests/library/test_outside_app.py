@@ -7,10 +7,12 @@ checkout (``tests/support/wheel.py``); a new app in a temporary folder outside t
 
 - the pinned CDK CLI synthesizes it, cdk-nag clean (the app calls ``add_nag_checks``: a finding
   fails synthesis, as the control app shows), and its functions' code is the app's job folder
-  plus the runtime of the virtualenv's ``tiered_jobs`` -- nothing of this repository;
+  plus the runtime of the virtualenv's ``tiered_jobs`` -- nothing of this repository; a payload
+  schema the consumer cannot check fails that synthesis in one line;
 - the emulator, this repository's development tool, runs it from the app's folder with
   ``up --app "<the virtualenv's python> app.py"``; the virtualenv's ``tiered-jobs`` publishes, and
-  the job writes, runs once per key and dead-letters with reasons on the embedded AWS.
+  the job writes, runs once per key and dead-letters with reasons on the embedded AWS (a payload
+  only the job folder's schema refuses too).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
 #: Appended to the virtualenv's installed runtime: the asset shows which copy it was staged from.
 MARKER = "# installed in the fresh virtualenv\n"
+#: The app's payload schema, replaced in a copy of the app by one with a keyword the validator lacks.
+BAD_SCHEMA_FILE = "src/jobs/schemas/invoices.create.schema.json"
 #: The app with one more resource that cdk-nag's AwsSolutions rules refuse (a queue without TLS or a DLQ).
 APP_WITH_FINDING = APP_PY.replace("app.synth()", "from aws_cdk import aws_sqs as sqs\n"
                                                  "sqs.Queue(stack, 'Open')\napp.synth()")
@@ -75,14 +79,23 @@ def outside_env(venv: Path) -> dict[str, str]:
             "CDK_DISABLE_VERSION_CHECK": "1", "JSII_RUNTIME_PACKAGE_CACHE_ROOT": str(JSII_CACHE)}
 
 
+def cdk_synth(folder: Path, venv: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """``cdk synth`` with the pinned CLI in ``folder``, as the app's team runs it."""
+    return subprocess.run([str(CDK), "synth", "--quiet", "--no-notices", "-o", str(out)], cwd=folder,
+                          env=outside_env(venv), capture_output=True, text=True, timeout=240)
+
+
 @pytest.fixture(scope="module")
-def syntheses(app_dir, venv, tmp_path_factory) -> tuple[Path, CdkAppError | None]:
-    """``cdk synth`` with the pinned CLI in the app's folder, as its team runs it; meanwhile (in a thread:
-    each is a child process) the control app with one cdk-nag finding, which must fail."""
+def syntheses(app_dir, venv, tmp_path_factory) -> tuple[Path, CdkAppError | None, subprocess.CompletedProcess[str]]:
+    """``cdk synth`` with the pinned CLI in the app's folder, as its team runs it; meanwhile (in threads:
+    each is a child process) the control app with one cdk-nag finding, and a copy of the app whose job
+    folder has a payload schema the consumer cannot check: both must fail."""
     assert CDK.exists(), "the pinned CDK CLI is missing: run `make setup` (npm ci)"
     out = tmp_path_factory.mktemp("cdk.out")
     (app_dir / "app_with_finding.py").write_text(APP_WITH_FINDING, encoding="utf-8")
     control = CdkApp.load(app_dir, f"{venv / 'bin' / 'python'} app_with_finding.py")
+    bad_schema = shutil.copytree(app_dir, tmp_path_factory.mktemp("bad_schema") / "billing")
+    (bad_schema / BAD_SCHEMA_FILE).write_text(json.dumps({"type": "object", "oneOf": [{}]}), encoding="utf-8")
 
     def refused() -> CdkAppError | None:
         try:
@@ -91,12 +104,12 @@ def syntheses(app_dir, venv, tmp_path_factory) -> tuple[Path, CdkAppError | None
             return error
         return None
 
-    with ThreadPoolExecutor(1) as pool:
+    with ThreadPoolExecutor(2) as pool:
         control_error = pool.submit(refused)
-        result = subprocess.run([str(CDK), "synth", "--quiet", "--no-notices", "-o", str(out)], cwd=app_dir,
-                                env=outside_env(venv), capture_output=True, text=True, timeout=240)
+        schema_error = pool.submit(cdk_synth, bad_schema, venv, tmp_path_factory.mktemp("bad_schema.out"))
+        result = cdk_synth(app_dir, venv, out)
         assert result.returncode == 0, result.stderr[-3000:]
-        return out, control_error.result()
+        return out, control_error.result(), schema_error.result()
 
 
 @pytest.fixture(scope="module")
@@ -122,9 +135,19 @@ def test_the_pinned_cli_synthesizes_it_with_its_own_stack_names_and_metadata(cli
 
 
 def test_cdk_nag_is_on_in_the_app_so_its_clean_synthesis_means_clean(syntheses):
-    _, refused = syntheses
+    _, refused, _ = syntheses
     assert refused is not None, "the control app with an unacknowledged finding synthesized"
     assert "Acknowledge with 'AwsSolutions::AwsSolutions-SQS4'" in str(refused)
+
+
+def test_a_payload_schema_the_consumer_cannot_check_fails_the_cli_s_synthesis_in_one_line(syntheses):
+    """The app's own ``app.py`` catches nothing: importing ``tiered_jobs.cdk`` makes the mistake one line."""
+    *_, result = syntheses
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr and 'File "' not in result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("tiered_jobs settings: ")]
+    assert f"payload schema {BAD_SCHEMA_FILE.removeprefix('src/jobs/')}: unsupported keyword(s) oneOf; " in line
+    assert line.endswith("say the rule with those, or check it in the job's own validate= hook")
 
 
 def test_the_functions_code_is_the_app_s_jobs_and_the_virtualenv_s_runtime(cli_assembly, app_dir, venv):

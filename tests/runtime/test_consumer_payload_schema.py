@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tiered_jobs.contract.names import DeadLetter
@@ -44,3 +46,30 @@ def test_the_schema_runs_before_a_jobs_own_hook():
     assert seen == []
     check({"fail_times": 1})
     assert seen == [{"fail_times": 1}]
+
+
+INVOICE_SCHEMA = {"type": "object", "required": ["amount_cents"],
+                  "properties": {"amount_cents": {"type": "integer"}}, "additionalProperties": False}
+
+
+def test_a_schema_found_after_the_job_registered_is_enforced(tier, tmp_path, monkeypatch):
+    """``@job`` runs while the job folder is imported, before its ``schemas/`` is added (or named in the
+    environment): whether a type has a schema is decided when its payload is checked."""
+    from tiered_jobs.contract import payloads
+
+    monkeypatch.setattr(payloads, "_added_dirs", [])
+    applied: list[dict] = []
+    registry = JobRegistry()
+    registry.job("invoices.create")(lambda payload, ctx: applied.append(payload))  # the job itself checks nothing
+    (tmp_path / "invoices.create.schema.json").write_text(json.dumps(INVOICE_SCHEMA))
+    payloads.add_schema_dir(tmp_path)  # what the consumer's handler does for <job folder>/schemas
+
+    tier.publish("invoices.create", {"amount_cents": 100, "note": "x"}, "inv-bad")  # only the schema refuses it
+    tier.publish("invoices.create", {"amount_cents": 100}, "inv-ok")
+    assert tier.run_batch(tier.consumer(registry=registry))["batchItemFailures"] == []
+    assert applied == [{"amount_cents": 100}]
+    (letter,) = tier.dlq_messages()
+    reasons = _reasons(letter)
+    assert (reasons[DeadLetter.REASON], reasons[DeadLetter.ERROR_TYPE]) == (
+        DeadLetter.REASON_PERMANENT, "PayloadValidationError")
+    assert reasons[DeadLetter.ERROR_MESSAGE] == "payload has unknown field 'note'; allowed: amount_cents"

@@ -4,11 +4,13 @@ A billing service, docs/library.md's example app (the page's ``app-file`` blocks
 what runs): ``app.py`` with a ``Billing`` stack holding ``TieredJobs`` (plus, here, a ``Web`` stack
 without), ``cdk.json`` as ``cdk init`` writes it (the pinned CLI's recommended feature flags), its
 own jobs in ``src/jobs`` (``invoices.create`` writes the invoice to the app's own table, declared
-through ``resources``, and refuses a bad amount as a permanent error) and a service's ``publish.py``.
+through ``resources``, and refuses a bad amount as a permanent error; its payload schema in
+``src/jobs/schemas`` refuses unknown fields) and a service's ``publish.py``.
 
 :func:`check_invoices` is the story both ``tests/emulator/test_local_any_app.py`` and
 ``tests/library/test_outside_app.py`` run against it: the job's effect, idempotency (the same
-key with another amount runs once) and dead-lettering with reasons.
+key with another amount runs once) and dead-lettering with reasons, by the job's own check and by the
+job folder's schema alone.
 """
 
 from __future__ import annotations
@@ -79,7 +81,9 @@ def check_invoices(clients: Callable[[str], Any], publish: Publish, stage: str =
     publish("invoices.create", "inv-1", {"amount_cents": 100})
     wait_until(lambda: amount("inv-1") == 100, what="invoices.create wrote inv-1 to the app's table")
     publish("invoices.create", "inv-1", {"amount_cents": 999})  # the same key, another amount
-    publish("invoices.create", "inv-2", {"amount_cents": -5})  # refused: a permanent error
+    publish("invoices.create", "inv-2", {"amount_cents": -5})  # refused by the job: a permanent error
+    # Refused by the job folder's schema alone (no unknown fields): the job itself would write it.
+    publish("invoices.create", "inv-3", {"amount_cents": 300, "currency": "EUR"})
 
     def letters() -> dict[str, dict[str, str]]:
         messages = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, MessageAttributeNames=["All"],
@@ -87,13 +91,16 @@ def check_invoices(clients: Callable[[str], Any], publish: Publish, stage: str =
         found = {json.loads(m["Body"])["idempotency_key"]: {k: v["StringValue"] for k, v in
                                                               m.get("MessageAttributes", {}).items()}
                  for m in messages}
-        return found if len(found) == 2 else {}
+        return found if len(found) == 3 else {}
 
-    dead = wait_until(letters, what=f"both jobs in the {TIER} DLQ")
-    assert (amount("inv-1"), amount("inv-2")) == (100, None)  # applied once; the refused one wrote nothing
-    for key, error_type in (("inv-1", "IdempotencyConflictError"), ("inv-2", "PermanentError")):
+    dead = wait_until(letters, what=f"the three refused jobs in the {TIER} DLQ")
+    # Applied once; the refused ones wrote nothing.
+    assert (amount("inv-1"), amount("inv-2"), amount("inv-3")) == (100, None, None)
+    for key, error_type in (("inv-1", "IdempotencyConflictError"), ("inv-2", "PermanentError"),
+                            ("inv-3", "PayloadValidationError")):
         reasons = dead[key]
         assert reasons[DeadLetter.REASON] == DeadLetter.REASON_PERMANENT, reasons
         assert (reasons[DeadLetter.ERROR_TYPE], reasons[DeadLetter.JOB_TYPE]) == (error_type, "invoices.create")
         assert reasons[DeadLetter.ATTEMPTS] == "1" and reasons[DeadLetter.SOURCE_QUEUE].endswith(f"-{TIER}")
     assert "amount_cents must be a positive integer, got -5" in dead["inv-2"][DeadLetter.ERROR_MESSAGE]
+    assert dead["inv-3"][DeadLetter.ERROR_MESSAGE] == "payload has unknown field 'currency'; allowed: amount_cents"

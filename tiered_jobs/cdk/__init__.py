@@ -24,6 +24,9 @@ except ModuleNotFoundError as missing:  # pragma: no cover - depends on the inst
 
 from .construct import JobsCode, TieredJobs
 from .nag import add_nag_checks
-from .settings import AppSettings, SettingsError, TierSettings
+from .settings import AppSettings, SettingsError, TierSettings, install_excepthook
+
+# A settings mistake nothing catches prints one line at synthesis, not a traceback (settings/report.py).
+install_excepthook()
 
 __all__ = ["AppSettings", "JobsCode", "SettingsError", "TierSettings", "TieredJobs", "add_nag_checks"]

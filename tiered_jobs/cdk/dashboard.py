@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
-from tiered_jobs.contract.names import PROJECT, Metrics
+from tiered_jobs.contract.names import Metrics, dashboard_name
 
 from .metrics import ONE_MINUTE, TierMetrics
 from .tier import Tier
@@ -22,8 +22,7 @@ JOB_METRICS = (Metrics.PROCESSED, Metrics.SUCCEEDED, Metrics.FAILED, Metrics.DEA
 RETRY_METRICS = (Metrics.RETRIED,)
 
 
-def dashboard_name(stage: str) -> str:
-    return f"{PROJECT}-{stage}"
+__all__ = ["JOB_METRICS", "RETRY_METRICS", "Dashboard", "dashboard_name"]
 
 
 class Dashboard(Construct):

@@ -3,10 +3,11 @@
 ``discard`` writes each batch of letters here (``tiered_jobs/replay/archive.py``, ``S3Archive``)
 and deletes them from the DLQ only once S3 has stored them. The bucket is private, TLS-only,
 encrypted (SSE-S3) and versioned, so an archived letter is never overwritten or deleted silently;
-S3's lifecycle expires a letter after ``discard_archive_days``. Like the queues and tables, it is
-retained when the stack is deleted unless the stage is disposable (``tiered-jobs teardown`` then
-finds it by the stage tag and empties it). No custom resource empties it: a disposable stage's
-stack deletes it only when empty.
+S3's lifecycle expires a letter after ``discard_archive_days``. Its server access logs go to a
+bucket of their own (private, TLS-only, SSE-S3, expired after as many days). Like the queues and
+tables, both buckets and their policies are retained when the stack is deleted unless the stage is
+disposable (``tiered-jobs teardown`` then finds them by the stage tag and empties them). No custom
+resource empties them: a disposable stage's stack deletes them only when empty.
 """
 
 from __future__ import annotations
@@ -27,11 +28,31 @@ from .settings import AppSettings
 ARCHIVE_WRITE_ACTIONS = ("s3:PutObject",)
 
 
+#: Where the archive's server access logs go in the access-log bucket.
+ACCESS_LOG_PREFIX = "discard-archive/"
+
+
 class DiscardArchive(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, settings: AppSettings) -> None:
         super().__init__(scope, construct_id)
         self.stage = settings.stage
         days = Duration.days(settings.discard_archive_days)
+        # Who read, copied or deleted a discarded letter by hand: the replay function's logs show only
+        # its own writes. Kept as long as the letters, retained and tagged like the archive.
+        self.access_logs = s3.Bucket(
+            self,
+            "AccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,  # server access logging delivers to SSE-S3 targets only
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            lifecycle_rules=[s3.LifecycleRule(id="ExpireAccessLogs", expiration=days)],
+            removal_policy=settings.removal_policy,
+        )
+        acknowledge(
+            self.access_logs, "AwsSolutions-S1",
+            "This is the access-log bucket of the discard archive: logging it as well would only record S3's own "
+            "log deliveries.",
+        )
         self.bucket = s3.Bucket(
             self,
             "Bucket",
@@ -45,15 +66,15 @@ class DiscardArchive(Construct):
                 s3.LifecycleRule(id="ExpireReplacedVersions", noncurrent_version_expiration=days,
                                  expired_object_delete_marker=True),
             ],
+            server_access_logs_bucket=self.access_logs,
+            server_access_logs_prefix=ACCESS_LOG_PREFIX,
             removal_policy=settings.removal_policy,
         )
-        acknowledge(
-            self.bucket, "AwsSolutions-S1",
-            "Only the replay function's role may write here, and only under its stage's prefix; every discard is "
-            "logged by that function (the request, the letters' count and this archive's location) and versioning "
-            "keeps every object ever written. An access-log bucket would be one more retained bucket per stage "
-            "recording only those same writes.",
-        )
+        # enforce_ssl's TLS-only statement lives in a BucketPolicy resource of its own, deleted with the
+        # stack by default: a retained bucket must keep its policy, or it would serve plain HTTP.
+        for bucket in (self.bucket, self.access_logs):
+            assert bucket.policy is not None  # enforce_ssl made it
+            bucket.policy.apply_removal_policy(settings.removal_policy)
 
     @property
     def bucket_name(self) -> str:

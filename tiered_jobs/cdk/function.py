@@ -21,10 +21,10 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from tiered_jobs.packaging import JobsSource
+from tiered_jobs.packaging import JobsSource, JobsSourceError
 
 from .nag import acknowledge
-from .settings import RUNTIMES, AppSettings
+from .settings import RUNTIMES, AppSettings, SettingsError
 
 #: Where in the cloud assembly the code asset is staged before CDK hashes and copies it.
 STAGING_DIR = ".tiered-jobs-code"
@@ -41,7 +41,11 @@ def stage_code(scope: Construct, jobs: JobsSource) -> lambda_.Code:
     if stage is None:
         raise ValueError("the functions' code is staged into the cloud assembly: build the construct inside an App")
     staging = Path(stage.outdir) / STAGING_DIR / scope.node.addr
-    return lambda_.Code.from_asset(str(jobs.stage(staging)))
+    try:
+        staged = jobs.stage(staging)  # checks the job folder's payload schemas first
+    except JobsSourceError as error:
+        raise SettingsError(str(error)) from None
+    return lambda_.Code.from_asset(str(staged))
 
 
 @dataclass(frozen=True)

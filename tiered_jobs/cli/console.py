@@ -21,6 +21,10 @@ def console(
         help="Require this token (basic auth password, bearer token or ?token=); mandatory off loopback.",
     ),
     read_only: bool = typer.Option(False, "--read-only", help="Hide every action and refuse action requests."),
+    origin: Optional[str] = typer.Option(
+        None, "--origin",
+        help="Behind a reverse proxy: the address users open the console at (e.g. https://jobs.example.com).",
+    ),
 ) -> None:
     """Serve the web console for this stage: tiers live, DLQ review, job lookup, replay."""
     from ..console import INSTALL_HINT, missing_modules
@@ -31,6 +35,10 @@ def console(
         from ..console.security import BindError, Security
         from ..console.server import serve
 
+        try:
+            security = Security(token=token, read_only=read_only, origin=origin)
+        except BindError as exc:
+            raise CliError(str(exc), 2) from None
         target: Target = ctx.obj
         try:
             target.deployment()
@@ -40,7 +48,7 @@ def console(
                 raise
             terminal(stderr=True).print(f"warning: {escape(explained[0])}", soft_wrap=True)
         try:
-            serve(target, Security(token=token, read_only=read_only), host, port,
+            serve(target, security, host, port,
                   on_ready=lambda url: terminal().print(f"Console for stage {target.stage}: {url}"
                                                         + (" (read-only)" if read_only else ""), soft_wrap=True))
         except BindError as exc:

@@ -37,7 +37,7 @@ from tiered_jobs.operations import (
 )
 
 from . import reads
-from .security import CSRF_FIELD, CSRF_HEADER, Guard, Security
+from .security import CSRF_FIELD, CSRF_HEADER, Guard, Security, cross_site
 
 logger = logging.getLogger(__name__)
 
@@ -117,10 +117,17 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
         html = env.get_template(template).render(request=request, **context)
         return HTMLResponse(html, status_code=status)
 
-    def guarded(template: str, work: Callable[[Request], dict[str, Any]]) -> Callable[[Request], Response]:
-        """Run ``work`` and render; any failure an operator can act on becomes a banner, never a traceback."""
+    def guarded(template: str, work: Callable[[Request], dict[str, Any]], *,
+                reads_letters: bool = False) -> Callable[[Request], Response]:
+        """Run ``work`` and render; any failure an operator can act on becomes a banner, never a traceback.
+
+        ``reads_letters``: ``work`` receives DLQ letters (raising their receive counts), so another
+        site's request is refused before any AWS call.
+        """
 
         def endpoint(request: Request) -> Response:
+            if reads_letters and (refused := _cross_site_refusal(request)) is not None:
+                return refused
             fragment = request.headers.get("hx-request") == "true"
             with target.counter.measure() as measured:
                 try:
@@ -170,12 +177,15 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
     async def replay_action(request: Request) -> Response:
         if security.read_only:
             return PlainTextResponse("This console is read-only: no action is allowed.", status_code=403)
+        if (refused := _cross_site_refusal(request)) is not None:
+            return refused
         form = await request.form()
         if not security.csrf_ok(request.headers.get(CSRF_HEADER) or str(form.get(CSRF_FIELD) or "")):
             return PlainTextResponse("Refused: missing or wrong CSRF token (reload the page).", status_code=403)
-        origin = request.headers.get("origin")
-        if origin and origin.split("://", 1)[-1] != request.headers.get("host"):
-            return PlainTextResponse("Refused: a request from another origin.", status_code=403)
+        if not security.origin_ok(request.headers.get("origin"), request.headers.get("host")):
+            return PlainTextResponse(
+                "Refused: a request from another origin. Behind a reverse proxy, start the console with "
+                "--origin <the address you open it at>, or have the proxy pass the Host header on.", status_code=403)
         dry_run = request.url.path.endswith("/dry-run")
         fields = {name: str(form.get(name) or "").strip() for name in
                   ("tier", "job_type", "error_type", "older_than_seconds", "max_messages")}
@@ -191,8 +201,8 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
     routes = [
         Route("/", guarded("tiers.html", tiers)),
         Route("/fragments/tiers", guarded("_tiers.html", tiers)),
-        Route("/dlq", guarded("dlq.html", dlq)),
-        Route("/job", guarded("job.html", job)),
+        Route("/dlq", guarded("dlq.html", dlq, reads_letters=True)),
+        Route("/job", guarded("job.html", job, reads_letters=True)),
         Route("/replay", guarded("replay.html", replay_form)),
         Route("/replay/dry-run", replay_action, methods=["POST"]),
         Route("/replay/run", replay_action, methods=["POST"]),
@@ -210,6 +220,17 @@ class _GuardMiddleware(Guard):
 
     def __init__(self, app: Any, security: Security):
         super().__init__(app, security)
+
+
+def _cross_site_refusal(request: Request) -> Response | None:
+    """``403`` for a request another web site made the browser send (``Sec-Fetch-Site``), else ``None``."""
+    site = cross_site(request.headers)
+    if site is None:
+        return None
+    return PlainTextResponse(
+        f"Refused: a request from another site (Sec-Fetch-Site: {site}). This page reads dead letters, and every "
+        f"read counts as a receive: open it from the console's own pages, or type its address.",
+        status_code=403)
 
 
 def _replay_event(fields: dict[str, str], dry_run: bool) -> dict[str, Any]:

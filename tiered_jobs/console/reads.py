@@ -2,8 +2,9 @@
 
 Per refresh, for ``n`` tiers: ``2n`` ``GetQueueAttributes`` (each queue and each DLQ, every
 counter in one call), one ``DescribeAlarms`` page per 100 alarms of the stage (one for three
-tiers), and **one** ``GetMetricData`` for every CloudWatch figure of every tier. Three tiers:
-8 calls. The deployment itself is discovered once per console (one ``DescribeStacks``).
+tiers), and **one** ``GetMetricData`` for every CloudWatch figure of every tier (the consumer's
+``Throttles`` of the last 5 minutes among them). Three tiers: 8 calls. The deployment itself is
+discovered once per console (one ``DescribeStacks``).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from tiered_jobs.contract.names import Alarms, Metrics
+from tiered_jobs.contract.names import Alarms, Metrics, consumer_function_name
 from tiered_jobs.operations import Target
+from tiered_jobs.status import LAMBDA_FUNCTION_DIMENSION, LAMBDA_NAMESPACE, THROTTLE_LOOKBACK_SECONDS, THROTTLES
 
 #: The window of the CloudWatch figures.
 WINDOW_SECONDS = 3600
@@ -52,6 +54,8 @@ class TierStatus:
     mean_retry_delay_seconds: float | None = None
     p50_ms: float | None = None
     p99_ms: float | None = None
+    #: Batches Lambda refused the consumer for lack of concurrency, last 5 minutes (each spent a receive).
+    throttles: float | None = None
 
     @property
     def success_rate(self) -> float | None:
@@ -135,6 +139,11 @@ def _metric_figures(cloudwatch: Any, stage: str, tiers: list[TierStatus], queue_
             "Metric": {"Namespace": "AWS/SQS", "MetricName": "ApproximateAgeOfOldestMessage",
                        "Dimensions": [{"Name": "QueueName", "Value": queue_name}]},
             "Period": 60, "Stat": "Maximum"}})
+        queries.append({"Id": f"t{index}throttles", "ReturnData": True, "MetricStat": {
+            "Metric": {"Namespace": LAMBDA_NAMESPACE, "MetricName": THROTTLES,
+                       "Dimensions": [{"Name": LAMBDA_FUNCTION_DIMENSION,
+                                       "Value": consumer_function_name(stage, status.tier)}]},
+            "Period": 60, "Stat": "Sum"}})
     end = datetime.fromtimestamp(now, timezone.utc).replace(second=0, microsecond=0) + timedelta(minutes=1)
     answer = cloudwatch.get_metric_data(MetricDataQueries=queries, StartTime=end - timedelta(seconds=WINDOW_SECONDS),
                                         EndTime=end, ScanBy="TimestampDescending")
@@ -158,3 +167,7 @@ def _metric_figures(cloudwatch: Any, stage: str, tiers: list[TierStatus], queue_
         times = stamps.get(f"t{index}age") or []
         if ages and times and times[0] >= recent:  # newest first (TimestampDescending); an old one says nothing
             status.oldest_age_seconds = ages[0]
+        since = end - timedelta(seconds=THROTTLE_LOOKBACK_SECONDS)
+        status.throttles = sum(value for stamp, value in zip(stamps.get(f"t{index}throttles") or [],
+                                                             values.get(f"t{index}throttles") or [], strict=False)
+                               if stamp >= since)

@@ -11,6 +11,15 @@
   ``X-CSRF-Token`` header htmx sends), a secret drawn at start-up and only ever written into the
   console's own pages: another site can neither read it nor guess it. A POST from another
   ``Origin`` is refused as well.
+* **Cross-site reads.** Reading a DLQ receives its letters, which raises their receive counts, so
+  a GET is not harmless here: the pages and actions that read letters refuse a request the browser
+  marks as coming from another site (``Sec-Fetch-Site: cross-site`` or ``same-site``), so no
+  other web page can make an operator's browser read them (:func:`cross_site`). The console's own
+  pages (``same-origin``), a typed address or bookmark (``none``) and clients that send no such
+  header (``curl``, scripts) are served.
+* **Behind a reverse proxy** the browser's ``Origin`` names the proxy's address while the proxy may
+  send another ``Host``: ``origin`` (``--origin https://jobs.example.com``) is that address, accepted
+  as the Origin of a POST and, on loopback without a token, as a Host.
 * **Read-only.** ``--read-only`` hides every action and refuses every action POST (``403``).
 """
 
@@ -20,10 +29,10 @@ import base64
 import hmac
 import ipaddress
 import secrets
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 #: The environment variable that holds the token (instead of ``--token`` on the command line).
 TOKEN_ENV = "TIERED_JOBS_CONSOLE_TOKEN"
@@ -31,6 +40,9 @@ COOKIE = "tiered_jobs_console"
 CSRF_HEADER = "x-csrf-token"
 CSRF_FIELD = "csrf_token"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+#: ``Sec-Fetch-Site`` values of a request that may read letters: the console's own pages, and a
+#: navigation the user started (address bar, bookmark). Absent: not a browser (or an old one).
+FETCH_SITES_SERVED = frozenset({"same-origin", "none"})
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -60,11 +72,52 @@ def check_bind(host: str, token: str | None) -> None:
                         "print(secrets.token_urlsafe(24))'`)")
 
 
+def cross_site(headers: Mapping[str, str]) -> str | None:
+    """The ``Sec-Fetch-Site`` value that makes this request another site's (``None``: serve it)."""
+    site = headers.get("sec-fetch-site")
+    if site is None or site.strip().lower() in FETCH_SITES_SERVED:
+        return None
+    return site
+
+
+def parse_origin(value: str) -> str:
+    """``scheme://host[:port]`` as browsers send it in ``Origin`` (lower-case, no path, no default port)."""
+    parsed = urlsplit(value.strip())
+    if parsed.scheme not in ("http", "https") or not parsed.hostname or parsed.path not in ("", "/") \
+            or parsed.query or parsed.fragment or parsed.username or parsed.password:
+        raise BindError(f"--origin {value!r} is not an origin; give the address users open the console at, "
+                        f"scheme and host (and port) only, e.g. https://jobs.example.com")
+    default = {"http": 80, "https": 443}[parsed.scheme]
+    port = "" if parsed.port in (None, default) else f":{parsed.port}"
+    host = f"[{parsed.hostname}]" if ":" in parsed.hostname else parsed.hostname
+    return f"{parsed.scheme}://{host}{port}"
+
+
 @dataclass
 class Security:
     token: str | None = None
     read_only: bool = False
     csrf_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    #: The address users open the console at when a reverse proxy is in front (``https://jobs.example.com``).
+    origin: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.origin is not None:
+            self.origin = parse_origin(self.origin)
+
+    def origin_ok(self, origin: str | None, host: str | None) -> bool:
+        """A POST's ``Origin``: absent (not a browser), this console's own Host, or the configured origin."""
+        if not origin:
+            return True
+        if self.origin is not None and origin.strip().lower() == self.origin:
+            return True
+        return origin.split("://", 1)[-1] == host
+
+    def host_ok(self, host: str) -> bool:
+        """On loopback without a token: a loopback name, or the configured origin's host (the proxy's)."""
+        if host.rsplit(":", 1)[0] in LOOPBACK_HOSTS:
+            return True
+        return self.origin is not None and host.lower() == self.origin.split("://", 1)[1]
 
     def csrf_ok(self, presented: str | None) -> bool:
         if not presented:
@@ -92,8 +145,7 @@ class Guard:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         if self.security.token is None:
-            host = headers.get("host", "").rsplit(":", 1)[0]
-            if host not in LOOPBACK_HOSTS:
+            if not self.security.host_ok(headers.get("host", "")):
                 await _plain(send, 421, "This console answers only on 127.0.0.1 or localhost.")
                 return
             await self.app(scope, receive, send)

@@ -376,6 +376,16 @@ def function_name(stage: str, role: str) -> str:
     return f"{PROJECT}-{stage}-{role}"
 
 
+def consumer_function_name(stage: str, tier: str) -> str:
+    """A tier's consumer: ``tiered-jobs-<stage>-<tier>-consumer``."""
+    return function_name(stage, f"{tier}-consumer")
+
+
+def dashboard_name(stage: str) -> str:
+    """The stage's CloudWatch dashboard: ``tiered-jobs-<stage>``."""
+    return f"{PROJECT}-{stage}"
+
+
 class Schedules:
     """Names of the scheduled-jobs parts of a stage (EventBridge Scheduler; see ``contract.schedules``)."""
 

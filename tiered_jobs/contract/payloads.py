@@ -3,8 +3,10 @@
 ``schemas/<job type>.schema.json`` beside this file (draft 2020-12) is the source of truth: the
 publisher refuses a payload that breaks it before anything is sent, and the consumer dead-letters
 one as a permanent error. An app's own job types keep theirs in a ``schemas/`` folder of the job
-folder: the consumer adds it when it imports the jobs (:func:`add_schema_dir`), and a publishing
-service names a copy of it in ``TIERED_JOBS_SCHEMA_DIRS``; those folders are searched first.
+folder: the consumer adds it before it imports the jobs (:func:`add_schema_dir`), the construct
+checks every file of it at synthesis (:func:`check_folder`), and a publishing service names a copy
+of it in ``TIERED_JOBS_SCHEMA_DIRS``; those folders are searched first. Which file a type has is
+looked up once per search path and cached.
 Publishers in other languages validate with the same files. A type without a schema is not
 checked here (the consumer may still refuse it: an unknown type is permanent there).
 
@@ -73,8 +75,15 @@ def _find(job_type: str) -> Path | None:
     """The schema file of ``job_type`` in the first folder that has one; ``None`` when none does."""
     if not isinstance(job_type, str) or "/" in job_type:
         return None
+    return _locate(job_type, tuple(schema_dirs()))
+
+
+@lru_cache(maxsize=1024)
+def _locate(job_type: str, folders: tuple[Path, ...]) -> Path | None:
+    # Cached per search path: this runs for every job published and consumed, and a folder added
+    # (or named in the environment) later is a new search path, so it is never missed.
     name = f"{job_type}{SCHEMA_SUFFIX}"
-    return next((folder / name for folder in schema_dirs() if (folder / name).is_file()), None)
+    return next((folder / name for folder in folders if (folder / name).is_file()), None)
 
 
 def schema_path(job_type: str) -> Path:
@@ -99,9 +108,24 @@ def schema(job_type: str) -> dict[str, Any]:
 
 @lru_cache(maxsize=None)
 def _load(path: Path) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
+        raise SchemaError(f"{path.name}: not valid JSON ({error}); fix the file") from None
     _check_supported(loaded, path.name)
     return loaded
+
+
+def check_folder(folder: Path) -> list[Path]:
+    """Load and check every ``*.schema.json`` of ``folder`` (none is fine): the files it checked.
+
+    Raises :class:`SchemaError` naming the first file this module cannot check faithfully, so a
+    deployment tool can refuse it before a payload ever meets it (the construct does, at synthesis).
+    """
+    files = sorted(Path(folder).glob(f"*{SCHEMA_SUFFIX}"))
+    for path in files:
+        _load(path.resolve())
+    return files
 
 
 def problems(job_type: str, payload: Any) -> list[str]:
@@ -125,7 +149,8 @@ def _check_supported(node: Any, where: str) -> None:
     unknown = sorted(set(node) - KEYWORDS - ANNOTATIONS)
     if unknown:
         raise SchemaError(
-            f"{where}: unsupported keyword(s) {', '.join(unknown)}; supported: {', '.join(sorted(KEYWORDS))}"
+            f"{where}: unsupported keyword(s) {', '.join(unknown)}; supported: {', '.join(sorted(KEYWORDS))}; "
+            f"say the rule with those, or check it in the job's own validate= hook"
         )
     for name, sub in node.get("properties", {}).items():
         _check_supported(sub, f"{where} properties.{name}")
@@ -133,7 +158,10 @@ def _check_supported(node: Any, where: str) -> None:
         if key in node:
             _check_supported(node[key], f"{where} {key}")
     if "pattern" in node:
-        _compiled(node["pattern"])
+        try:
+            _compiled(node["pattern"])
+        except (re.error, TypeError) as error:
+            raise SchemaError(f"{where}: pattern {node['pattern']!r} is not a regular expression ({error})") from None
 
 
 @lru_cache(maxsize=None)

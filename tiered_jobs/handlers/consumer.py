@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from importlib import import_module
+from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,11 +32,22 @@ def _import_jobs(value: str | None) -> None:
         raise RuntimeError(f"{Env.JOB_MODULES} is not set: the stack sets it to the comma-separated modules "
                            "that define the jobs (e.g. 'functions.jobs')")
     for module in modules:
-        imported = import_module(module)
-        # The app's own payload schemas (``<job folder>/schemas/``) are checked like the package's.
-        schemas = Path(imported.__file__ or "").parent / "schemas"
-        if schemas.is_dir():
-            payloads.add_schema_dir(schemas)
+        # The app's own payload schemas (``<job folder>/schemas/``) are checked like the package's;
+        # added before the import, so a job module that checks a payload while it loads sees them too.
+        folder = _folder_of(module)
+        if folder is not None and (folder / "schemas").is_dir():
+            payloads.add_schema_dir(folder / "schemas")
+        import_module(module)
+
+
+def _folder_of(module: str) -> Path | None:
+    """The folder of ``module`` without importing it (its parent packages are imported); None if not found."""
+    spec = find_spec(module)
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:  # a package: its folder
+        return Path(next(iter(spec.submodule_search_locations)))
+    return Path(spec.origin).parent if spec.origin else None
 
 
 _import_jobs(os.environ.get(Env.JOB_MODULES))

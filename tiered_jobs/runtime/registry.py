@@ -169,14 +169,17 @@ registry = JobRegistry()
 job = registry.job
 
 
-def with_payload_schema(job_type: str, validate: Validator | None) -> Validator | None:
-    """The payload's JSON Schema from the contract (when one ships), then the job's own hook.
+def with_payload_schema(job_type: str, validate: Validator | None) -> Validator:
+    """The payload's JSON Schema (when one is found), then the job's own hook.
 
     The schema is the one source of the payload's rules: the publisher checks the same file before
     sending. A job's own ``validate`` is for what a schema cannot say (e.g. a look-up).
+
+    Whether the type has a schema is decided when a payload is checked, not when the job registers:
+    the job folder's ``schemas/`` may be added after its modules are imported, and ``@job`` runs
+    during that import. The look-up is cached per search path (``payloads``), so this costs one
+    dictionary hit per payload.
     """
-    if not payloads.has_schema(job_type):
-        return validate
 
     def check(payload: dict[str, Any]) -> None:
         problems = payloads.problems(job_type, payload)
@@ -186,4 +189,3 @@ def with_payload_schema(job_type: str, validate: Validator | None) -> Validator 
             validate(payload)
 
     return check
-

@@ -15,7 +15,9 @@ One module per concept, each importing only those above it:
   guardrails; ``tier_builder``: building a tier from its raw values;
 - ``schedules``: periodic jobs (``ScheduleSettings``); ``resources``: the jobs' AWS resources
   (``ResourceSettings``);
-- ``app``: ``AppSettings``, the default routes and local mode's overrides.
+- ``names``: the AWS names a stage and its tiers make, against AWS's length limits;
+- ``app``: ``AppSettings``, the default routes and local mode's overrides;
+- ``report``: the one line a mistake prints at synthesis, in this repository's app and any other.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from .app import (
     AppSettings,
     with_local_overrides,
 )
+from .report import install_excepthook, one_line
 from .resources import ACCESS, QUEUE, TABLE, ResourceSettings
 from .schedules import ScheduleSettings
 from .tiers import TIER_PRESETS, TierSettings
@@ -49,5 +52,7 @@ __all__ = [
     "ScheduleSettings",
     "SettingsError",
     "TierSettings",
+    "install_excepthook",
+    "one_line",
     "with_local_overrides",
 ]

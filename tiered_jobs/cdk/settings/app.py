@@ -18,6 +18,7 @@ from tiered_jobs.contract.names import (
 )
 from tiered_jobs.contract.routing import Routes
 
+from .names import check_names
 from .resources import ResourceSettings, build_resources, tiers_of
 from .schedules import ScheduleSettings, build_schedules
 from .tier_builder import build_tier
@@ -194,6 +195,7 @@ class AppSettings:
         values["routes"] = routes.table
         values["schedules"] = build_schedules(raw.get(Schedules.SETTINGS_KEY, {}), routes, tier_names, where)
         values["resources"] = build_resources(raw.get("resources", {}), routes, where)
+        check_names(where, stage_value, tier_names, [resource.name for resource in values["resources"]])
         return cls(**values)
 
 

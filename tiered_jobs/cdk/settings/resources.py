@@ -25,7 +25,13 @@ _ARN = {
 _ARN_EXAMPLE = {TABLE: "arn:aws:dynamodb:eu-west-1:123456789012:table/invoices",
                 QUEUE: "arn:aws:sqs:eu-west-1:123456789012:audit"}
 _ATTRIBUTE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
-_RESOURCE_KEYS = ("kind", "job_types", "access", "partition_key", "sort_key", "arn")
+#: A customer-managed KMS key by its key ARN (an alias ARN authorizes nothing in an IAM policy).
+_KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]{1,2000}$")
+_KMS_KEY_EXAMPLE = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+#: A DynamoDB index name (Query's ``IndexName``), or ``*``: every index of the table.
+_INDEX_NAME = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
+ALL_INDEXES = "*"
+_RESOURCE_KEYS = ("kind", "job_types", "access", "partition_key", "sort_key", "arn", "kms_key_arn", "indexes")
 _RESOURCE_EXAMPLE = (
     '{"invoices": {"kind": "table", "partition_key": "invoice_id", "job_types": ["invoices.*"]}, '
     '"audit": {"kind": "queue", "arn": "arn:aws:sqs:eu-west-1:123456789012:audit", "job_types": ["payments.*"]}}'
@@ -52,6 +58,11 @@ class ResourceSettings:
     sort_key: str | None = None
     #: An existing table or queue (not created, not deleted by the stack).
     arn: str | None = None
+    #: The customer-managed KMS key an existing table or queue is encrypted with: the consumers get the
+    #: key actions their access needs on that key only. ``None``: AWS-owned or AWS-managed encryption.
+    kms_key_arn: str | None = None
+    #: An existing table's indexes the jobs query (``Query``/``Scan``): names, or ``("*",)`` for all.
+    indexes: tuple[str, ...] = ()
 
     @property
     def created(self) -> bool:
@@ -122,10 +133,39 @@ def _build_resource(name: Any, raw: Any, routes: Routes) -> ResourceSettings:
         for key, value in keys.items():
             if value is not None and (not isinstance(value, str) or not _ATTRIBUTE_NAME.match(value)):
                 raise SettingsError(f"{where}: {key} {value!r} is not a DynamoDB attribute name")
+    kms_key_arn, indexes = _existing_only(raw, kind, arn, where)
     job_types = tuple(job_types)
     if not tiers_of(job_types, routes):
         raise SettingsError(
             f"{where}: no route carries job_types {', '.join(map(repr, job_types))}, so no tier would use it; "
             f"add a route for them or fix job_types"
         )
-    return ResourceSettings(name=name, kind=kind, job_types=job_types, access=access, arn=arn, **keys)
+    return ResourceSettings(name=name, kind=kind, job_types=job_types, access=access, arn=arn,
+                            kms_key_arn=kms_key_arn, indexes=indexes, **keys)
+
+
+def _existing_only(raw: Mapping[str, Any], kind: str, arn: Any, where: str) -> tuple[str | None, tuple[str, ...]]:
+    """``kms_key_arn`` and ``indexes``: what an existing resource needs granted beyond its own ARN."""
+    kms_key_arn, indexes = raw.get("kms_key_arn"), raw.get("indexes")
+    if arn is None:
+        given = [key for key, value in (("kms_key_arn", kms_key_arn), ("indexes", indexes)) if value is not None]
+        if given:
+            raise SettingsError(f"{where}: {', '.join(given)} describe an existing table or queue (named by "
+                                f"its arn); a table this stack creates is encrypted with an AWS-managed key and "
+                                f"has no indexes: remove {', '.join(given)} or add the arn")
+    if kms_key_arn is not None and (not isinstance(kms_key_arn, str) or not _KMS_KEY_ARN.match(kms_key_arn)):
+        raise SettingsError(f"{where}: kms_key_arn {kms_key_arn!r} is not a KMS key ARN (an alias's is not "
+                            f"enough: IAM grants on the key), e.g. {_KMS_KEY_EXAMPLE}")
+    if indexes is None:
+        return kms_key_arn, ()
+    if kind != TABLE:
+        raise SettingsError(f"{where}: indexes apply to a table, not a {kind}; remove indexes")
+    if not isinstance(indexes, (list, tuple)) or not indexes or any(
+            not isinstance(index, str) or not (index == ALL_INDEXES or _INDEX_NAME.match(index)) for index in indexes):
+        raise SettingsError(f"{where}: indexes must be a non-empty list of the table's index names (3-255 of "
+                            f"letters, digits, '_', '-', '.'), or [{ALL_INDEXES!r}] for all of them, "
+                            f"e.g. ['by_customer'], got {indexes!r}")
+    if ALL_INDEXES in indexes and len(indexes) > 1:
+        raise SettingsError(f"{where}: indexes {list(indexes)!r}: {ALL_INDEXES!r} already means every index; "
+                            f"give [{ALL_INDEXES!r}] or the names")
+    return kms_key_arn, tuple(dict.fromkeys(indexes))
