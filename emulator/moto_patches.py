@@ -56,7 +56,7 @@ Gaps, in deployment order:
    back and created with ``CreateScheduleGroup`` / ``CreateSchedule``, gap 3), and moto stores
    schedules but never fires them: ``emulator.scheduler`` fires the due ones.
 
-9. **SQS message move tasks** (``StartMessageMoveTask``, ``ListMessageMoveTasks``: the native
+11. **SQS message move tasks** (``StartMessageMoveTask``, ``ListMessageMoveTasks``: the native
    replay): moto has neither. :func:`sqs_message_move_tasks` adds both to moto's SQS, doing what the
    SQS Developer Guide documents for a DLQ redrive: every message of the source goes to the
    destination with its body and message attributes unchanged, as a *new* message (a new message
@@ -64,19 +64,19 @@ Gaps, in deployment order:
    when it starts (``MaxNumberOfMessagesPerSecond`` is not paced) and moves the messages visible
    then; the ones in flight stay, as SQS moves a message only once it is visible.
 
-10. **moto's SQS reads a set other threads change.** A ``ReceiveMessage`` lists the message groups
+12. **moto's SQS reads a set other threads change.** A ``ReceiveMessage`` lists the message groups
     of the messages in flight by iterating a set that concurrent receives and deletes modify; with
     messages that carry a ``MessageGroupId`` (a fair queue's tenants) it fails with "Set changed
     size during iteration" (HTTP 500), after counting receives it never delivers.
     :func:`sqs_thread_safe_message_groups` reads that set from a snapshot, taken again until
     whole: a receive sees a consistent view, as SQS's are.
 
-11. **moto's server lists its own package folder on every request** (``list_of_moto_modules``:
+13. **moto's server lists its own package folder on every request** (``list_of_moto_modules``:
     ``listdir`` and an ``isdir`` per entry, twice per request, under the dispatcher's lock), which
     took a tenth of the embedded AWS's time under load. :func:`moto_server_module_list_once` lists
     it once per process (the installed package does not change while it runs).
 
-12. **moto's SQS does quadratic work per request.** It reads the clock by building two datetimes for
+14. **moto's SQS does quadratic work per request.** It reads the clock by building two datetimes for
     every message it looks at, and ``GetQueueAttributes`` computes every attribute of the queue
     (three passes over its messages) once per attribute asked, which a receive does for every
     message it considers (its retention check): with a few hundred messages queued that was most of
@@ -397,7 +397,7 @@ def cloudwatch_percentiles() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Gap 9: SQS message move tasks (the native replay)
+# Gap 11: SQS message move tasks (the native replay)
 
 #: ``{source queue ARN: [task, ...]}`` most recent first, as ``ListMessageMoveTasks`` answers.
 _MOVE_TASKS: dict[str, list[dict[str, Any]]] = {}
@@ -452,7 +452,7 @@ def move_messages(backend: Any, source_name: str, destination_name: str) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# Gap 10: a consistent view of the in-flight message groups
+# Gap 12: a consistent view of the in-flight message groups
 
 
 def sqs_thread_safe_message_groups() -> None:
@@ -476,7 +476,7 @@ def sqs_thread_safe_message_groups() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Gap 11: the server's module list, once
+# Gap 13: the server's module list, once
 
 
 def moto_server_module_list_once() -> None:
@@ -497,7 +497,7 @@ def moto_server_module_list_once() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Gap 12: the same answers without the quadratic work
+# Gap 14: the same answers without the quadratic work
 
 
 def sqs_fast_clock_and_attributes() -> None:

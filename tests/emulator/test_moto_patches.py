@@ -135,7 +135,7 @@ def test_an_alarm_subscription_is_created_with_its_delivery_dead_letter_queue(aw
 
 
 def test_a_message_move_task_moves_every_visible_letter_as_a_new_message(aws):
-    """Gap 9, SQS's documented redrive: body and message attributes unchanged; a new message id,
+    """Gap 11, SQS's documented redrive: body and message attributes unchanged; a new message id,
     enqueue time and receive count; gone from the source; the task listed as completed."""
     import json
 
@@ -169,7 +169,7 @@ def test_a_message_move_task_moves_every_visible_letter_as_a_new_message(aws):
 
 
 def test_the_in_flight_message_groups_are_read_from_a_whole_snapshot():
-    """Gap 10: a set another thread changes while it is copied is copied again, never read half-way."""
+    """Gap 12: a set another thread changes while it is copied is copied again, never read half-way."""
     from moto.sqs.models import Queue
 
     from emulator.moto_patches import sqs_thread_safe_message_groups
@@ -197,7 +197,7 @@ def test_the_in_flight_message_groups_are_read_from_a_whole_snapshot():
 
 
 def test_the_servers_module_list_is_read_once_and_unchanged():
-    """Gap 11: the same modules, listed once per process."""
+    """Gap 13: the same modules, listed once per process."""
     from moto import backends
 
     from emulator.moto_patches import moto_server_module_list_once
@@ -214,7 +214,7 @@ def test_the_servers_module_list_is_read_once_and_unchanged():
     {"KmsMasterKeyId": "alias/aws/sqs", "DelaySeconds": "3"},
 ], ids=["standard", "fifo", "encrypted"])
 def test_queue_attributes_on_demand_are_the_attributes_moto_computes(aws, attributes):
-    """Gap 12: each attribute asked alone equals what moto's every-attribute answer holds."""
+    """Gap 14: each attribute asked alone equals what moto's every-attribute answer holds."""
     import json
 
     import boto3
