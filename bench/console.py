@@ -13,9 +13,9 @@ import time
 import urllib.request
 from typing import Any
 
-from tiered_jobs import discovery
 from tiered_jobs.contract.names import DEFAULT_TIERS, queue_name, stack_name
 from tiered_jobs.contract.routing import Routes
+from tiered_jobs.stage import discovery
 
 STAGE = "bench"
 
@@ -25,7 +25,7 @@ def measure(refreshes: int = 20) -> dict[str, Any]:
     from tiered_jobs.console.app import counted
     from tiered_jobs.console.security import Security
     from tiered_jobs.console.server import start_in_thread
-    from tiered_jobs.operations import Target
+    from tiered_jobs.stage.target import Target
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
     with EmbeddedAws() as endpoint:

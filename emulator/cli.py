@@ -19,8 +19,8 @@ from rich.live import Live
 from rich.markup import escape
 
 from emulator.server import ENDPOINT_ENV
+from tiered_jobs.cdk.packaging import PACKAGE_DIR, JobsSource
 from tiered_jobs.contract.names import Env, function_name, stack_name
-from tiered_jobs.packaging import PACKAGE_DIR, JobsSource
 
 if TYPE_CHECKING:
     from emulator.session import CodeVersion, LocalSession
@@ -280,7 +280,7 @@ def _start_console(session: LocalSession, port: int, out: Console) -> RunningCon
         return None
     from emulator.server import FAKE_CREDENTIALS
     from tiered_jobs.console.server import start_in_thread
-    from tiered_jobs.operations import Target
+    from tiered_jobs.stage.target import Target
 
     deployment, endpoint = session.deployment, session.endpoint
     assert deployment is not None and endpoint is not None, "the session is started"

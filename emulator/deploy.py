@@ -25,8 +25,8 @@ from emulator.esm import FunctionConfig, MappingConfig
 from emulator.logs import function_log_groups
 from emulator.server import ACCOUNT_ID, DEFAULT_REGION, Endpoint
 from emulator.template import Resolver
+from tiered_jobs.cdk.packaging import JobsSource
 from tiered_jobs.contract.names import LOCAL_OVERRIDES_CONTEXT_KEY, TEMPLATE_METADATA_KEY, Alarms, Outputs, Ssm
-from tiered_jobs.packaging import JobsSource
 
 #: This repository's checkout: its own app (``app.py``, ``cdk.json``, ``functions/``) is the default one.
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 
 from emulator.background import BackgroundLoop
-from tiered_jobs.packaging import JobsSource
+from tiered_jobs.cdk.packaging import JobsSource
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from typing import Any
 from emulator.background import BackgroundLoop
 from tiered_jobs.contract import cron
 from tiered_jobs.contract.schedules import substitute
-from tiered_jobs.scheduling import as_utc_datetime
+from tiered_jobs.stage.scheduling import as_utc_datetime
 
 EMULATION_LABEL = "[local emulation]"
 DEFAULT_INTERVAL_SECONDS = 0.2

@@ -49,8 +49,8 @@ from emulator.sqs_metrics import (
     DEFAULT_INTERVAL_SECONDS as SQS_METRICS_INTERVAL_SECONDS,
 )
 from emulator.sqs_metrics import SqsMetricsPublisher
+from tiered_jobs.cdk.packaging import JobsSource
 from tiered_jobs.contract.names import Alarms, Schedules
-from tiered_jobs.packaging import JobsSource
 
 #: Log lines kept per function for the live view and ``up``.
 LOG_LINES_KEPT = 200

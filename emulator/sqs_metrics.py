@@ -18,7 +18,7 @@ from typing import Any
 
 from emulator import moto_patches
 from emulator.background import BackgroundLoop
-from tiered_jobs import status as status_reads
+from tiered_jobs.operations import status as status_reads
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The live per-tier view of a local session (the emulator's ``demo`` and ``up``).
 
-Queue counts and alarm states are read as ``tiered-jobs status`` reads them (:mod:`tiered_jobs.status`):
+Queue counts and alarm states are read as ``tiered-jobs status`` reads them (:mod:`tiered_jobs.operations.status`):
 what the view prints is what CloudWatch and SQS hold, not the evaluator's memory.
 """
 
@@ -13,8 +13,8 @@ from rich.table import Table
 
 from emulator.metrics import RETENTION_SECONDS
 from emulator.session import LocalSession
-from tiered_jobs import status as status_reads
 from tiered_jobs.contract.names import Metrics
+from tiered_jobs.operations import status as status_reads
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tiered_jobs.packaging import PACKAGE_DIR, RUNTIME_PARTS, JobsSource, JobsSourceError
+from tiered_jobs.cdk.packaging import PACKAGE_DIR, RUNTIME_PARTS, JobsSource, JobsSourceError
 
 
 def _jobs(tmp_path, name="jobs"):

@@ -194,7 +194,7 @@ def test_status_piped_prints_every_column_whole_on_a_narrow_terminal_setting(dep
 
 def test_status_reads_every_cloudwatch_figure_of_every_tier_in_one_call(cli, deployment, monkeypatch):
     """Its documented budget (tiered_jobs/cli/status.py): 3n + 4 calls for n tiers, one GetMetricData."""
-    from tiered_jobs.operations import Target
+    from tiered_jobs.stage.target import Target
 
     calls: list[str] = []
     built = Target.client

@@ -12,9 +12,9 @@ from rich.console import Console
 
 from tests.cli.test_cli import _dead_letter, _iso, _one_error_line
 from tests.support.stack import received_bodies
-from tiered_jobs import discovery
 from tiered_jobs.cli import groups as cli_groups
 from tiered_jobs.contract.names import Ssm
+from tiered_jobs.stage import discovery
 
 OLD = _iso(datetime.now(timezone.utc) - timedelta(days=30))  # published before the 18-day window
 

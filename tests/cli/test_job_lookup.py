@@ -9,11 +9,11 @@ import boto3
 import pytest
 
 from tests.cli.test_cli import _dead_letter
-from tiered_jobs import lookup
 from tiered_jobs.contract.idempotency import RecordAttributes, RecordStatus, record_id
 from tiered_jobs.contract.names import DeadLetter, Ssm, stack_name
-from tiered_jobs.operations import Target
+from tiered_jobs.operations import lookup
 from tiered_jobs.runtime.idempotency import IdempotentRunner
+from tiered_jobs.stage.target import Target
 
 
 def _completed(deployment, job_type: str, key: str, result) -> None:

@@ -276,7 +276,7 @@ def test_a_key_it_may_not_look_at_is_skipped_not_fatal(aws):
     (AWS's answer, as botocore's Stubber gives it: KMS's ``AccessDeniedException``)."""
     from botocore.stub import Stubber
 
-    from tiered_jobs.teardown import find_leftovers
+    from tiered_jobs.operations.teardown import find_leftovers
 
     kms = boto3.client("kms")
     ids = {name: name.ljust(36, "0") for name in ("theirs", "tagless", "ours")}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tiered_jobs.contract.names import stack_name
-from tiered_jobs.operations import Target
+from tiered_jobs.stage.target import Target
 
 
 @pytest.fixture

@@ -147,7 +147,7 @@ def test_loopback_console_refuses_other_host_names(serve):
 def test_missing_stack_is_a_banner_not_a_traceback(aws):
     from tiered_jobs.console.security import Security
     from tiered_jobs.console.server import start_in_thread
-    from tiered_jobs.operations import Target
+    from tiered_jobs.stage.target import Target
 
     console = start_in_thread(Target("gone", "TieredJobs-gone", "us-east-1", None), Security())
     try:

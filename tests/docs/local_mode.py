@@ -296,7 +296,7 @@ class LocalMode:
     # -- what the harness reads -------------------------------------------------------------------
 
     def deployment(self) -> Any:
-        from tiered_jobs import discovery
+        from tiered_jobs.stage import discovery
 
         return discovery.from_ssm(self.stage, ssm=self.clients("ssm"))
 

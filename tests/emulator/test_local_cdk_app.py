@@ -19,8 +19,8 @@ import pytest
 from emulator.cdk_app import CdkApp, CdkAppError, stacks
 from emulator.deploy import REPO_ROOT, Assembly, LocalAppError, app_environment, local_overrides, synthesize
 from emulator.server import ACCOUNT_ID, DEFAULT_REGION
+from tiered_jobs.cdk.packaging import PACKAGE_DIR, JobsSource
 from tiered_jobs.contract.names import LOCAL_OVERRIDES_CONTEXT_KEY, TEMPLATE_METADATA_KEY
-from tiered_jobs.packaging import PACKAGE_DIR, JobsSource
 
 #: The app: copies ``assembly/`` into CDK_OUTDIR and records what the CLI would have given it.
 RECORDING_APP = """

@@ -28,7 +28,7 @@ from emulator.session import LocalSession
 from tests.emulator.local_support import balance, depth, wait_until
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import DeadLetter
-from tiered_jobs.operations import Target
+from tiered_jobs.stage.target import Target
 
 pytestmark = pytest.mark.e2e
 

@@ -21,9 +21,9 @@ from emulator import moto_patches
 from emulator.deploy import LOCAL_STAGE, REPO_ROOT
 from emulator.session import LocalSession
 from tests.emulator.local_support import balance, depth, wait_until
+from tiered_jobs.cdk.packaging import PACKAGE_DIR, RUNTIME_PARTS, JobsSource
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import queue_name
-from tiered_jobs.packaging import PACKAGE_DIR, RUNTIME_PARTS, JobsSource
 from tiered_jobs.publisher import Publisher
 
 pytestmark = pytest.mark.e2e

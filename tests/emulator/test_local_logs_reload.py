@@ -11,7 +11,7 @@ import pytest
 from emulator.cli import command_prefix
 from emulator.logs import LogFilter, LogShipper, function_log_groups, read_events
 from emulator.reload import changed_files, snapshot
-from tiered_jobs.packaging import JobsSource
+from tiered_jobs.cdk.packaging import JobsSource
 
 
 def test_log_groups_follow_the_functions_logging_config_else_lambdas_default():

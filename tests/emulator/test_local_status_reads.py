@@ -10,7 +10,7 @@ import botocore.session
 
 from emulator.server import ACCOUNT_ID
 from emulator.sqs_metrics import SqsMetricsPublisher
-from tiered_jobs import status as status_reads
+from tiered_jobs.operations import status as status_reads
 
 
 def test_the_age_of_the_oldest_message_is_no_queue_attribute_in_sqs_api():

@@ -9,7 +9,7 @@ import boto3
 from emulator.scheduler import ScheduleRunner
 from tiered_jobs.contract.routing import Routes
 from tiered_jobs.publisher import Publisher
-from tiered_jobs.scheduling import SchedulingTarget
+from tiered_jobs.stage.scheduling import SchedulingTarget
 
 
 def test_a_one_time_jobs_tenant_is_the_fired_messages_group_id(deployment):

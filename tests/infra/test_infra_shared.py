@@ -20,6 +20,7 @@ from tests.infra.infra_support import (
     synthesize,
 )
 from tiered_jobs.cdk.dashboard import dashboard_name
+from tiered_jobs.cdk.packaging import RUNTIME_PARTS
 from tiered_jobs.cdk.replay import (
     CONSOLE_EVENTS_REGISTRY,
     MESSAGE_MOVE_ACTIONS,
@@ -39,7 +40,6 @@ from tiered_jobs.contract.names import (
     queue_name,
 )
 from tiered_jobs.contract.replay_events import console_events
-from tiered_jobs.packaging import RUNTIME_PARTS
 
 SETTINGS = AppSettings.from_context(None)
 

@@ -8,11 +8,11 @@ import boto3
 import pytest
 
 from tests.support.stack import deploy, received_bodies
-from tiered_jobs import discovery
 from tiered_jobs import publisher as publisher_module
 from tiered_jobs.contract.names import Env, Ssm
-from tiered_jobs.discovery import DiscoveryError
 from tiered_jobs.publisher import Publisher
+from tiered_jobs.stage import discovery
+from tiered_jobs.stage.discovery import DiscoveryError
 
 
 def test_from_ssm_reads_every_tier_the_routes_and_the_replay_function(deployment):

@@ -14,9 +14,9 @@ from tests.support.stack import received_bodies
 from tiered_jobs.contract.names import SQS_MAX_MESSAGE_BYTES, Schedules, Ssm
 from tiered_jobs.contract.routing import Routes
 from tiered_jobs.contract.schedules import MAX_TARGET_INPUT_BYTES, one_time_problems, one_time_schedule_name
-from tiered_jobs.discovery import DiscoveryError
 from tiered_jobs.publisher import InvalidJobError, Job, Publisher
-from tiered_jobs.scheduling import SchedulingTarget
+from tiered_jobs.stage.discovery import DiscoveryError
+from tiered_jobs.stage.scheduling import SchedulingTarget
 
 NOW = datetime(2030, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 GROUP = Schedules.group_name("test")

@@ -30,6 +30,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from tiered_jobs.cdk.packaging import JobsSource
 from tiered_jobs.contract.names import (
     LOCAL_OVERRIDES_CONTEXT_KEY,
     RETAINED_RESOURCE_TYPES,
@@ -39,7 +40,6 @@ from tiered_jobs.contract.names import (
     Ssm,
 )
 from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE
-from tiered_jobs.packaging import JobsSource
 
 from .dashboard import Dashboard, dashboard_name
 from .function import LambdaPlatform
@@ -64,7 +64,7 @@ class JobsCode:
     ``path`` is relative to the app's folder (where ``cdk synth`` runs) or absolute. ``module`` is
     the name the consumer imports it by (default: the folder's name, e.g. ``jobs`` for
     ``src/jobs``). The functions' code is that folder plus the runtime parts of the installed
-    ``tiered_jobs``, staged without Docker (``tiered_jobs.packaging``).
+    ``tiered_jobs``, staged without Docker (``tiered_jobs.cdk.packaging``).
     """
 
     path: str | Path

@@ -2,7 +2,7 @@
 
 Consumers and the replay function are built by ``LambdaPlatform.function`` so they cannot drift
 apart: same asset (the app's job folder plus the runtime parts of ``tiered_jobs``, staged by
-``tiered_jobs.packaging.JobsSource`` without Docker), same layer, X-Ray on, JSON logs into an explicit
+``tiered_jobs.cdk.packaging.JobsSource`` without Docker), same layer, X-Ray on, JSON logs into an explicit
 log group with retention (no ``log_retention`` prop: that would add a custom-resource Lambda), and
 a role that may write to that log group only instead of the AWS-managed basic execution policy.
 """
@@ -21,7 +21,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from tiered_jobs.packaging import JobsSource, JobsSourceError
+from tiered_jobs.cdk.packaging import JobsSource, JobsSourceError
 
 from .nag import acknowledge
 from .settings import RUNTIMES, AppSettings, SettingsError

@@ -3,8 +3,8 @@
 It allows exactly what ``tiered_jobs.publisher`` calls when built with ``Publisher.from_stage`` (or
 ``TIERED_JOBS_STAGE``):
 
-- ``ssm:GetParameters`` on the parameters ``tiered_jobs.discovery.from_ssm`` reads at construction,
-  and on those ``tiered_jobs.scheduling.from_ssm`` reads the first time a job needs a schedule;
+- ``ssm:GetParameters`` on the parameters ``tiered_jobs.stage.discovery.from_ssm`` reads at construction,
+  and on those ``tiered_jobs.stage.scheduling.from_ssm`` reads the first time a job needs a schedule;
 - ``sqs:SendMessage`` (which also authorizes ``SendMessageBatch``) on the tier queues, not the
   DLQs. The queues use SQS-managed encryption, so no KMS permission is needed;
 - for jobs due later than SQS can delay (``at=``, long delays) and ``cancel``: the statements of

@@ -16,7 +16,7 @@ from typing import Optional
 import typer
 
 from ..contract.names import STAGE_NAME_PATTERN, Env, stack_name
-from ..operations import Target
+from ..stage.target import Target
 from .common import CliError, app, fail
 
 #: boto3's own variable for a custom endpoint (e.g. moto's server): the CLI honours it too.

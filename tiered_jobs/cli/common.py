@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ..operations import OperatorError, explain
+from ..operations.errors import OperatorError, explain
 
 app = typer.Typer(
     name="tiered-jobs",

@@ -7,7 +7,8 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from ..operations import Target, explain
+from ..operations.errors import explain
+from ..stage.target import Target
 from .common import CliError, app, reported_errors, terminal
 
 

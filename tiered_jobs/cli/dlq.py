@@ -11,7 +11,9 @@ from typing import Any, Optional
 import typer
 from rich.markup import escape
 
-from ..operations import Target, Via, format_duration, run_replay
+from ..operations.replays import Via, run_replay
+from ..operations.status import format_duration
+from ..stage.target import Target
 from .common import CliError, dlq_app, reported_errors, terminal
 from .groups import print_groups
 

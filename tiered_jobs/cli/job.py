@@ -19,7 +19,7 @@ def job(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """What happened to one job: its idempotency record, its dead letters, its scheduled runs."""
-    from ..lookup import lookup_job
+    from ..operations.lookup import lookup_job
 
     with reported_errors():
         found = lookup_job(ctx.obj, job_type, key, max_letters=max_letters)

@@ -8,9 +8,9 @@ from typing import Any, Optional
 import typer
 from rich.markup import escape
 
-from .. import scheduling
-from ..operations import Target
 from ..publisher import Publisher
+from ..stage import scheduling
+from ..stage.target import Target
 from .common import CliError, app, reported_errors, terminal
 
 

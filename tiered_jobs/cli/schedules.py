@@ -8,8 +8,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from .. import scheduling
-from ..operations import Target
+from ..stage import scheduling
+from ..stage.target import Target
 from .common import app, reported_errors, terminal
 from .publish import scheduling_target
 

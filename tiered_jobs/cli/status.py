@@ -1,5 +1,5 @@
 """``tiered-jobs status``: per tier the queue counts, DLQ depth, oldest age, recent throttles, alarms
-and rates (the reads of :mod:`tiered_jobs.status`, shared with the emulator's live view).
+and rates (the reads of :mod:`tiered_jobs.operations.status`, shared with the emulator's live view).
 
 Its AWS calls, for ``n`` tiers: the discovery (one ``DescribeStacks``, or the SSM look-ups), ``2n``
 ``GetQueueAttributes``, one ``DescribeAlarms`` page per 100 alarms, **one** ``GetMetricData`` for
@@ -17,9 +17,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from .. import status as status_reads
 from ..contract.names import consumer_function_name
-from ..operations import Target, client_error_text, format_duration
+from ..operations import status as status_reads
+from ..operations.errors import client_error_text
+from ..operations.status import format_duration
+from ..stage.target import Target
 from .common import app, reported_errors, terminal
 
 
@@ -85,7 +87,7 @@ _metric_figures = status_reads.metric_figures
 
 def _rates(target: Target, tiers: list[str], notes: list[str]) -> dict[str, dict[str, Any]]:
     """Per tier: the configured rate limit (``None``: not limited) and completed jobs per second."""
-    from .. import rates
+    from ..operations import rates
 
     limits = _optional("rate limits", lambda: rates.configured(target.client("ssm"), target.stage, tiers), notes)
     current = _optional("current rates", lambda: rates.current(target.client("cloudwatch"), target.stage, tiers), notes)
@@ -108,7 +110,7 @@ def _print_full_width(table: Table) -> None:
 def _print_rates(rates: dict[str, dict[str, Any]]) -> None:
     from rich import box
 
-    from ..rates import LOOKBACK_SECONDS
+    from ..operations.rates import LOOKBACK_SECONDS
 
     table = Table(title="Rates", box=box.SIMPLE_HEAD)
     for title in ("Tier", "Rate limit", f"Completed/s (last {LOOKBACK_SECONDS // 60} min)"):

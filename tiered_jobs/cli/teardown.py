@@ -1,4 +1,4 @@
-"""``tiered-jobs teardown``: what a destroyed stage left behind (:mod:`tiered_jobs.teardown`), listed then deleted."""
+"""``tiered-jobs teardown``: what a destroyed stage left behind (:mod:`tiered_jobs.operations.teardown`), listed then deleted."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..contract.names import PROJECT, stack_name
-from ..teardown import KEY_PENDING_DAYS, delete_leftovers, find_leftovers, stack_status
+from ..operations.teardown import KEY_PENDING_DAYS, delete_leftovers, find_leftovers, stack_status
 from .common import CliError, app, reported_errors
 
 

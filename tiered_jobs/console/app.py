@@ -3,7 +3,7 @@
 Pages: **Tiers** (live, refreshed in place every few seconds), **DLQ** (groups by error pattern,
 sample letters with body and ``DeadLetter.*`` reasons), **Job** (what happened to job X),
 **Replay** (filters, dry run, confirm). Every AWS read and action goes through
-:mod:`tiered_jobs.operations` and :mod:`tiered_jobs.lookup`: the same code as the CLI, and for
+:mod:`tiered_jobs.operations` (replays, status, lookup): the same code as the CLI, and for
 replays the same domain as the replay Lambda.
 """
 
@@ -25,16 +25,11 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from tiered_jobs import lookup
-from tiered_jobs.operations import (
-    OperatorError,
-    Target,
-    Via,
-    explain,
-    format_duration,
-    read_letters,
-    run_replay,
-)
+from tiered_jobs.operations import lookup
+from tiered_jobs.operations.errors import OperatorError, explain
+from tiered_jobs.operations.replays import Via, read_letters, run_replay
+from tiered_jobs.operations.status import format_duration
+from tiered_jobs.stage.target import Target
 
 from . import reads
 from .security import CSRF_FIELD, CSRF_HEADER, Guard, Security, cross_site

@@ -16,8 +16,13 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from tiered_jobs.contract.names import Alarms, Metrics, consumer_function_name
-from tiered_jobs.operations import Target
-from tiered_jobs.status import LAMBDA_FUNCTION_DIMENSION, LAMBDA_NAMESPACE, THROTTLE_LOOKBACK_SECONDS, THROTTLES
+from tiered_jobs.operations.status import (
+    LAMBDA_FUNCTION_DIMENSION,
+    LAMBDA_NAMESPACE,
+    THROTTLE_LOOKBACK_SECONDS,
+    THROTTLES,
+)
+from tiered_jobs.stage.target import Target
 
 #: The window of the CloudWatch figures.
 WINDOW_SECONDS = 3600
@@ -81,7 +86,7 @@ def snapshot(target: Target, now: Callable[[], float] = time.time) -> Snapshot:
     """Every figure of the Tiers page (see the module's docstring for the calls it makes)."""
     from botocore.exceptions import ClientError
 
-    from tiered_jobs.operations import client_error_text
+    from tiered_jobs.operations.errors import client_error_text
 
     deployment = target.deployment()
     sqs = target.client("sqs")

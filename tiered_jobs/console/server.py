@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tiered_jobs.operations import Target
+from tiered_jobs.stage.target import Target
 
 from .security import Security, check_bind
 

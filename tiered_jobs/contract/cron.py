@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from .errors import USAGE, TieredJobsError
+
 YEARS = (1970, 2199)
 _MONTHS = {name: i + 1 for i, name in enumerate(
     ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"))}
@@ -52,8 +54,10 @@ _AT = re.compile(r"^at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)$")
 _CRON = re.compile(r"^cron\((.*)\)$")
 
 
-class ScheduleExpressionError(ValueError):
+class ScheduleExpressionError(TieredJobsError, ValueError):
     """An expression Scheduler would refuse (or one we do not evaluate); the message says why."""
+
+    code = USAGE
 
 
 def zone(name: str) -> ZoneInfo:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from .errors import USAGE, TieredJobsError
 from .names import SQS_MAX_MESSAGE_BYTES, SQS_MESSAGE_GROUP_ID_PATTERN
 from .sqs_limits import disallowed_character_problem
 
@@ -35,11 +36,13 @@ OPTIONAL_FIELDS = ("version", "published_at", "tenant")
 ALLOWED_FIELDS = REQUIRED_FIELDS + OPTIONAL_FIELDS
 
 
-class EnvelopeError(ValueError):
+class EnvelopeError(TieredJobsError, ValueError):
     """A message body that is not a valid envelope v1. Always permanent: retrying won't fix it.
 
     ``problems`` lists every rule broken, each as one readable sentence.
     """
+
+    code = USAGE
 
     def __init__(self, problems: list[str]):
         self.problems = list(problems)

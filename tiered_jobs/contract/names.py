@@ -146,7 +146,7 @@ class Handlers:
 
 #: Top-level template metadata of a stack that holds Tiered Jobs; local mode finds such stacks in any
 #: app's cloud assembly by it: ``{"stage": ..., "jobs": {"path": <job folder, relative to the app's
-#: folder>, "module": <its import name>}}`` (``tiered_jobs.packaging.JobsSource`` rebuilds the code).
+#: folder>, "module": <its import name>}}`` (``tiered_jobs.cdk.packaging.JobsSource`` rebuilds the code).
 TEMPLATE_METADATA_KEY = "TieredJobs"
 
 

@@ -35,6 +35,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .errors import USAGE, TieredJobsError
 from .names import Env
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
@@ -50,8 +51,10 @@ KEYWORDS = frozenset({
 MAX_SHOWN_CHARS = 80
 
 
-class SchemaError(ValueError):
+class SchemaError(TieredJobsError, ValueError):
     """A payload schema this module cannot check faithfully (a keyword outside the subset)."""
+
+    code = USAGE
 
 
 #: Folders added by :func:`add_schema_dir` (the consumer adds its job folders' ``schemas/``).

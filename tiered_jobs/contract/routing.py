@@ -9,9 +9,13 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable, Mapping
 
+from .errors import USAGE, TieredJobsError
 
-class UnknownRouteError(LookupError):
+
+class UnknownRouteError(TieredJobsError, LookupError):
     """No route matches a job type."""
+
+    code = USAGE
 
 
 class Routes:

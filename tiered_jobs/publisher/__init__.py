@@ -14,7 +14,7 @@ What a publish guarantees:
 - **Routed** by the stack's own routing table (an explicit ``tier=`` overrides it).
 - **Batched**: per tier, ``SendMessageBatch`` calls of at most 10 entries and 1 MiB.
 - **Later**: ``at=`` (an aware datetime) or a ``delay`` beyond SQS's 15 minutes becomes a
-  one-time EventBridge Scheduler schedule (``tiered_jobs.scheduling``), cancellable with
+  one-time EventBridge Scheduler schedule (``tiered_jobs.stage.scheduling``), cancellable with
   :meth:`Publisher.cancel`; within 15 minutes SQS's own message delay is used.
 - **Never a silent drop**: entries SQS reports failed are retried (only those, exponential
   backoff with full jitter); senders' faults are not retried. If anything still failed,
@@ -33,8 +33,8 @@ import threading
 from collections.abc import Callable
 from typing import Concatenate, ParamSpec, TypeVar
 
-from .. import discovery
 from ..contract.names import Env
+from ..stage import discovery
 from .client import Publisher
 from .errors import InvalidJobError, PublishError
 from .models import Job, PublishResult, ResendPolicy

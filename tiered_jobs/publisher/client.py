@@ -11,7 +11,6 @@ from datetime import datetime, timedelta, timezone
 from random import random as _unit_random
 from typing import Any
 
-from .. import discovery, scheduling
 from ..contract import envelope, payloads
 from ..contract.names import SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES
 from ..contract.routing import Routes, UnknownRouteError
@@ -23,6 +22,7 @@ from ..contract.sqs_limits import (
     message_size,
     pack_batches,
 )
+from ..stage import discovery, scheduling
 from .errors import InvalidJobError, PublishError
 from .models import (
     Job,
@@ -124,7 +124,7 @@ class Publisher:
         if self._scheduling is None:
             raise discovery.DiscoveryError(
                 "this publisher has no scheduling configured: build it with Publisher.from_stage(...), or pass "
-                "scheduling=tiered_jobs.scheduling.from_ssm(stage)"
+                "scheduling=tiered_jobs.stage.scheduling.from_ssm(stage)"
             )
         if callable(self._scheduling):
             self._scheduling = self._scheduling()

@@ -4,26 +4,32 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tiered_jobs.contract.errors import USAGE, TieredJobsError
+
 if TYPE_CHECKING:
     from .models import PublishResult
 
 
-class InvalidJobError(ValueError):
+class InvalidJobError(TieredJobsError, ValueError):
     """One or more jobs refused before anything was sent: fix the call, retrying won't help.
 
     ``problems`` holds one readable sentence per problem, each naming its job.
     """
+
+    code = USAGE
 
     def __init__(self, problems: list[str]):
         self.problems = list(problems)
         super().__init__("nothing was published: " + "; ".join(self.problems))
 
 
-class PublishError(Exception):
+class PublishError(TieredJobsError):
     """Some jobs were not accepted by SQS. ``results`` has every job's outcome, in input order.
 
     The others *were* published; publishing the failed ones again (same keys) is safe.
     """
+
+    explained_by_cause = True  # the client error behind a failed publish says more
 
     def __init__(self, results: list[PublishResult]):
         self.results = list(results)

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tiered_jobs.contract.errors import USAGE, TieredJobsError
 from tiered_jobs.contract.names import TIER_NAME_PATTERN
 from tiered_jobs.contract.replay_events import ACTIONS, EVENT_FIELDS, MODES
 
@@ -46,8 +47,10 @@ _FIELD_HELP = {
 }
 
 
-class ReplayEventError(ValueError):
+class ReplayEventError(TieredJobsError, ValueError):
     """An event the replay refuses; ``problems`` lists every rule broken, one sentence each."""
+
+    code = USAGE
 
     def __init__(self, problems: list[str]):
         self.problems = list(problems)

@@ -12,9 +12,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from tiered_jobs.contract.errors import USAGE, TieredJobsError
 
-class SettingsError(ValueError):
+
+class SettingsError(TieredJobsError, ValueError):
     """Malformed or unsafe ``cdk.json`` context; the message says where and how to fix it."""
+
+    code = USAGE
 
 
 def field_defaults(cls: type) -> dict[str, Any]:

@@ -23,11 +23,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from .contract import envelope
-from .contract.idempotency import RecordAttributes, RecordStatus, record_id
-from .contract.names import DeadLetter, Ssm
-from .contract.routing import UnknownRouteError
-from .operations import OperatorError, Target, read_letters
+from tiered_jobs.operations.errors import OperatorError
+from tiered_jobs.operations.replays import read_letters
+from tiered_jobs.stage.target import Target
+
+from ..contract import envelope
+from ..contract.idempotency import RecordAttributes, RecordStatus, record_id
+from ..contract.names import DeadLetter, Ssm
+from ..contract.routing import UnknownRouteError
 
 #: Letters read per DLQ when looking for a job (a bound on the calls: one receive per 10 letters).
 DEFAULT_MAX_LETTERS = 1000

@@ -26,16 +26,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
-from .contract import cron
-from .contract.names import Env, Outputs, Ssm
-from .contract.names import Schedules as Names
-from .contract.schedules import (
+from tiered_jobs.stage.discovery import DiscoveryError
+
+from ..contract import cron
+from ..contract.names import Env, Outputs, Ssm
+from ..contract.names import Schedules as Names
+from ..contract.schedules import (
     ONE_TIME_PREFIX,
     RETRY_MAX_ATTEMPTS,
     RETRY_MAX_EVENT_AGE_SECONDS,
     one_time_schedule_name,
 )
-from .discovery import DiscoveryError
 
 #: The latest year Scheduler's expressions accept (its cron year field: 1970-2199).
 LATEST_YEAR = cron.YEARS[1]
@@ -67,7 +68,7 @@ class SchedulingTarget:
 
 def from_ssm(stage: str, *, ssm: Any = None) -> SchedulingTarget:
     """From the SSM parameters of ``stage`` (``ssm:GetParameters`` on ``/tiered-jobs/<stage>/*``)."""
-    from .discovery import _get_parameters
+    from tiered_jobs.stage.discovery import _get_parameters
 
     if ssm is None:
         import boto3

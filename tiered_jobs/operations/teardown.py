@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .contract.names import (
+from ..contract.names import (
     STAGE_TAG,
     Schedules,
     Ssm,
@@ -241,7 +241,7 @@ def _buckets(s3: Any, stage: str, stack: str) -> list[Leftover]:
 
 def _empty_and_delete_bucket(s3: Any, name: str) -> int:
     """Delete every object version and delete marker of a (versioned) bucket, then the bucket; returns how many."""
-    from .operations import OperatorError
+    from tiered_jobs.operations.errors import OperatorError
 
     deleted = 0
     for page in s3.get_paginator("list_object_versions").paginate(Bucket=name):

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tiered_jobs.contract import payloads
+from tiered_jobs.contract.errors import USAGE, TieredJobsError
 
-#: This package, as installed.
-PACKAGE_DIR = Path(__file__).resolve().parent
+#: The installed package (this module lives in its ``cdk`` folder): what the runtime parts are copied from.
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
 #: The parts of this package a function runs, relative to it. Nothing else ships (no CLI, no publisher).
 RUNTIME_PARTS: tuple[str, ...] = ("__init__.py", "contract", "runtime", "replay", "handlers")
 #: Never shipped: bytecode caches (Lambda compiles on import) and editor or VCS leftovers.
@@ -29,8 +30,10 @@ IGNORED_SUFFIXES = frozenset({".pyc", ".pyo"})
 SCHEMAS_DIR = "schemas"
 
 
-class JobsSourceError(ValueError):
+class JobsSourceError(TieredJobsError, ValueError):
     """The job folder or its module name cannot make a function's code (the message says why and the fix)."""
+
+    code = USAGE
 
 
 def _files_under(root: Path) -> list[Path]:

@@ -23,20 +23,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .contract.names import DEFAULT_TIERS, Env, Outputs, Ssm
-from .contract.routing import Routes
-from .contract.tiers import TierQueues
+from tiered_jobs.contract.errors import USAGE, TieredJobsError
+
+from ..contract.names import DEFAULT_TIERS, Env, Outputs, Ssm
+from ..contract.routing import Routes
+from ..contract.tiers import TierQueues
 
 #: ``GetParameters`` accepts at most this many names per call.
 _SSM_MAX_NAMES = 10
 
 
-class DiscoveryError(LookupError):
+class DiscoveryError(TieredJobsError, LookupError):
     """The stage's resources could not be found (not deployed, wrong account/region, missing settings)."""
 
 
-class UnknownTierError(LookupError):
+class UnknownTierError(TieredJobsError, LookupError):
     """A tier name the deployment does not have; the message lists the known ones."""
+
+    code = USAGE
 
     def __init__(self, tier: str, known: list[str]):
         self.tier = tier

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from .contract.names import Alarms
+from ..contract.names import Alarms
 
 #: CloudWatch namespace and dimension of SQS's own metrics.
 SQS_NAMESPACE = "AWS/SQS"
@@ -148,3 +148,15 @@ def alarm_summary(states: Mapping[str, str]) -> str:
     no_data = len(states) - ok
     parts = ([f"[green]{ok} OK[/]"] if ok else []) + ([f"{no_data} no data"] if no_data else [])
     return ", ".join(parts)
+
+
+def format_duration(seconds: float | None) -> str:
+    """``3725`` -> ``1h 2m``; ``None`` -> ``–``."""
+    if seconds is None:
+        return "–"
+    seconds = int(seconds)
+    for unit, size, smaller, smaller_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60), ("m", 60, "s", 1)):
+        if seconds >= size:
+            rest = (seconds % size) // smaller_size
+            return f"{seconds // size}{unit} {rest}{smaller}" if rest else f"{seconds // size}{unit}"
+    return f"{seconds}s"

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from .contract.names import Metrics, Ssm
-from .contract.rate_limits import RateLimits
+from ..contract.names import Metrics, Ssm
+from ..contract.rate_limits import RateLimits
 
 #: How far back the current rate looks (completions in that window / its seconds).
 LOOKBACK_SECONDS = 300
