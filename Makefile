@@ -25,7 +25,7 @@ test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 demo: setup
-	$(BIN)/python -m emulator demo
+	$(BIN)/python -m example.demo
 
 up: setup
 	$(BIN)/python -m emulator up

@@ -38,7 +38,7 @@ def figures(quick: bool) -> dict[str, Any]:
         replay_calls,
     )
     from bench import console as console_bench
-    from infra.app import load_cdk_context
+    from example.app import load_cdk_context
     from tiered_jobs.cdk.settings import AppSettings
 
     n = 50 if quick else 1000

@@ -11,7 +11,7 @@ from typing import Any
 
 
 def measure() -> dict[str, Any]:
-    from infra.app import build_app, load_cdk_context
+    from example.app import build_app, load_cdk_context
 
     with tempfile.TemporaryDirectory() as outdir:
         assembly = build_app(load_cdk_context(), outdir=outdir).synth()

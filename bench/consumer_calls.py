@@ -16,7 +16,7 @@ from .calls import CallCounter
 def measure(jobs: int = 1000, batch_size: int = 10) -> dict[str, Any]:
     from moto import mock_aws
 
-    import functions.jobs  # noqa: F401 -- registers the jobs
+    import example.jobs  # noqa: F401 -- registers the jobs
     from tiered_jobs.runtime.backoff import RetryPolicy
     from tiered_jobs.runtime.config import TierConfig
     from tiered_jobs.runtime.consumer import Consumer

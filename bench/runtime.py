@@ -30,7 +30,7 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
     ``on_invoke(event, invocation)`` sees every invocation (the invariant run records the crashed ones)."""
     from aws_lambda_powertools import Logger
 
-    import functions.jobs  # noqa: F401 -- registers the jobs
+    import example.jobs  # noqa: F401 -- registers the jobs
     from emulator.esm import (
         FunctionConfig,
         Invocation,

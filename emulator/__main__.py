@@ -1,4 +1,4 @@
-"""The emulator's commands (``up``, ``demo``, ``logs``): ``python -m emulator`` from this checkout, or
+"""The emulator's commands (``up``, ``logs``): ``python -m emulator`` from this checkout, or
 ``python <checkout>/emulator`` from anywhere else (your CDK app's folder, say)."""
 
 import sys

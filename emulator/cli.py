@@ -59,15 +59,6 @@ def emulator_prefix(python: str | None = None) -> str:
 
 
 @app.command()
-def demo() -> None:
-    """Play the whole story (payments, e-mails, outages, a flood, an incident and its replay);
-    exit 1 if any check fails."""
-    from emulator.demo import run_demo
-
-    raise typer.Exit(run_demo())
-
-
-@app.command()
 def up(
     port: int = typer.Option(0, help="Port of the embedded AWS on 127.0.0.1 (0: a free one)."),
     view: bool = typer.Option(True, help="Show the live per-tier view (off: one status line every 10 s)."),
@@ -188,11 +179,7 @@ def up(
 
 
 def _example_publish(session: LocalSession) -> str:
-    """``publish``'s arguments for the hint: this repository's example payment, else a template."""
-    from emulator.deploy import REPO_ROOT
-
-    if session.deployment is not None and session.deployment.assembly.app_directory == REPO_ROOT:
-        return "payments.update_balance --key pay_1 --payload '{\"account_id\": \"acc_1\", \"amount\": 500}'"
+    """``publish``'s arguments for the hint (the emulator knows no app's job types)."""
     return "<job type> --key <idempotency key> --payload '<JSON object>'"
 
 

@@ -12,13 +12,7 @@ import aws_cdk as cdk
 import pytest
 
 from bench import fixed_cost
-from infra.app import (
-    CDK_DEFAULT_ACCOUNT,
-    CDK_DEFAULT_REGION,
-    build_app,
-    load_cdk_context,
-    target_env,
-)
+from example.app import CDK_DEFAULT_ACCOUNT, CDK_DEFAULT_REGION, build_app, load_cdk_context, target_env
 from tests.support.wheel import build_wheel, run_outside
 from tests.support.wheel import fresh_venv as make_venv
 from tiered_jobs.contract.names import (
@@ -155,12 +149,19 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_holds_the_library_and_nothing_of_the_repository(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "tiered_jobs/contract/envelope.schema.json" in names
-    assert {
-        f"tiered_jobs/contract/schemas/{p.name}" for p in (ROOT / "tiered_jobs/contract/schemas").glob("*.json")
-    } <= set(names)
+    # The package ships no example job type, schema or route: the only JSON Schema is the envelope's,
+    # and no file names a job type of this repository's example app.
+    assert [n for n in names if n.endswith(".json") and n.startswith("tiered_jobs/")] == [
+        "tiered_jobs/contract/envelope.schema.json"]
+    example_types = [p.name.removesuffix(".schema.json") for p in (ROOT / "example/jobs/schemas").glob("*.json")]
+    assert example_types, "the example app declares its job types' schemas"
+    archive = zipfile.ZipFile(wheel)
+    naming = {n: t for n in names if n.startswith("tiered_jobs/") for t in example_types
+              if t in archive.read(n).decode("utf-8", "replace")}
+    assert naming == {}
     assert {"tiered_jobs/runtime/consumer.py", "tiered_jobs/replay/service.py", "tiered_jobs/handlers/consumer.py",
             "tiered_jobs/cli/__init__.py", "tiered_jobs/publisher/__init__.py"} <= set(names)
-    assert not [n for n in names if n.startswith(("functions/", "infra/", "bench/", "emulator/", "tests/"))]
+    assert not [n for n in names if n.startswith(("example/", "bench/", "emulator/", "tests/"))]
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +176,7 @@ def test_the_installed_wheel_is_the_package_and_runs_the_cli(fresh_venv):
     )
     assert where.returncode == 0, where.stderr
     assert Path(where.stdout.strip()).is_relative_to(fresh_venv) and not Path(where.stdout.strip()).is_relative_to(ROOT)
-    for module in ("functions", "infra", "emulator", "bench"):
+    for module in ("example", "emulator", "bench"):
         absent = run_outside(fresh_venv, "python", "-c", f"import {module}")
         assert absent.returncode != 0 and "ModuleNotFoundError" in absent.stderr, module
     shown = run_outside(fresh_venv, "tiered-jobs", "--help")

@@ -61,7 +61,7 @@ INVALID = {
 
 
 def test_every_example_job_declares_its_payload_and_nothing_else_ships():
-    import functions.jobs  # noqa: F401  (registers the example jobs)
+    import example.jobs  # noqa: F401  (registers the example jobs)
     from tiered_jobs.runtime.registry import registry
 
     assert payloads.known_types() == registry.types() == sorted(VALID)

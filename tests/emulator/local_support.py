@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from functions.jobs.payments import TABLE as PAYMENTS_TABLE
+from example.jobs.payments import TABLE as PAYMENTS_TABLE
 
 
 def wait_until(condition, timeout: float = 30.0, what: str = "condition"):

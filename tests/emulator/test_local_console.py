@@ -138,7 +138,7 @@ def test_aws_cli_invoke_against_local_up(paused, tmp_path):
     env.pop("AWS_SESSION_TOKEN", None)
     result = subprocess.run(
         ["aws", "lambda", "invoke", "--function-name", "tiered-jobs-local-replay",
-         "--payload", f"fileb://{ROOT / 'events/replay/critical-dry-run.json'}", str(tmp_path / "out.json")],
+         "--payload", f"fileb://{ROOT / 'example/events/replay/critical-dry-run.json'}", str(tmp_path / "out.json")],
         capture_output=True, text=True, env=env, timeout=120)
 
     assert result.returncode == 0, result.stderr

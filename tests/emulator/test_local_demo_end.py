@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from emulator import demo as demo_module
 from emulator.view import TierRow
+from example.demo import story as demo_module
 from tiered_jobs.contract.names import Alarms
 
 TIERS = ("critical", "transactional", "bulk")

@@ -10,8 +10,12 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from infra.app import build_app, load_cdk_context
+from example.app import build_app, load_cdk_context
 from tiered_jobs.contract.names import function_name, queue_name, stack_name
+
+#: The example app's routes (``cdk.json``): settings tests route like an app, the library has no default.
+EXAMPLE_ROUTES: dict[str, str] = json.loads((Path(__file__).resolve().parents[2] / "cdk.json").read_text())[
+    "context"]["tiered_jobs"]["routes"]
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import pytest
 
 from tests.infra.hops import Request, evaluate
 from tests.infra.infra_support import (
+    EXAMPLE_ROUTES,
     find_consumer,
     logical_id,
     policy_statements,
@@ -49,7 +50,7 @@ TABLE_WRITE = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
 
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory):
-    from infra.app import load_cdk_context
+    from example.app import load_cdk_context
 
     routes = {**load_cdk_context()["tiered_jobs"]["routes"], "invoices.*": "transactional"}
     return synthesize(tmp_path_factory, "resources", stage="res", routes=routes, resources=RESOURCES)
@@ -118,7 +119,7 @@ def test_each_resource_has_an_output_and_an_ssm_parameter(synth):
 
 
 def _settings(resources, **raw):
-    return AppSettings.from_context({"resources": resources, **raw})
+    return AppSettings.from_context({"routes": EXAMPLE_ROUTES, "resources": resources, **raw})
 
 
 @pytest.mark.parametrize(("resources", "message"), [

@@ -7,7 +7,7 @@ import json
 import botocore.session
 import pytest
 
-from tests.infra.infra_support import synthesize
+from tests.infra.infra_support import EXAMPLE_ROUTES, synthesize
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.contract.names import PROJECT, STAGE_TAG, Outputs, Schedules, queue_name
 from tiered_jobs.contract.schedules import (
@@ -199,7 +199,7 @@ def test_the_one_publisher_policy_creates_only_one_time_schedules_and_passes_onl
 def test_the_one_time_schedule_arn_reads_the_same_for_any_target(tmp_path_factory):
     """With a known region (``cdk synth`` sets one) the ``once-*`` ARN keeps its pseudo parameters, so
     the cdk-nag acknowledgment of its wildcard still matches (synthesis would fail otherwise)."""
-    from infra.app import build_app, load_cdk_context
+    from example.app import build_app, load_cdk_context
 
     app = build_app(load_cdk_context(stage="pinned"), outdir=str(tmp_path_factory.mktemp("pinned")),
                     environ={"CDK_DEFAULT_ACCOUNT": "123456789012", "CDK_DEFAULT_REGION": "eu-west-1"})
@@ -259,7 +259,7 @@ def test_the_one_time_roles_path_and_arn_fit_iam_and_scheduler():
 
 
 def _settings(schedules):
-    return AppSettings.from_context({"schedules": schedules})
+    return AppSettings.from_context({"routes": EXAMPLE_ROUTES, "schedules": schedules})
 
 
 def _one(**entry):

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from infra.app import CDK_JSON, load_cdk_context
-from tiered_jobs.cdk.settings import DEFAULT_ROUTES, AppSettings, SettingsError, TierSettings
+from example.app import CDK_JSON, load_cdk_context
+from tests.infra.infra_support import EXAMPLE_ROUTES
+from tiered_jobs.cdk.settings import AppSettings, SettingsError, TierSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,12 +25,16 @@ def _tier(**values: Any) -> TierSettings:
     return _settings(tiers={"bulk": values}, routes={"*": "bulk"}).tier("bulk")
 
 
-def test_defaults_are_three_tiers_with_the_default_routes():
+#: Routes of the kind an app declares (the library has none of its own).
+ROUTES = EXAMPLE_ROUTES
+
+
+def test_defaults_are_three_tiers_and_no_routes():
     settings = AppSettings.from_context(None)
     assert settings.stage == "dev" and settings.disposable is False
     assert (settings.runtime, settings.architecture, settings.powertools_version) == ("python3.13", "arm64", "3.37.0")
     assert settings.tier_names == ("critical", "transactional", "bulk")
-    assert dict(settings.routes) == DEFAULT_ROUTES
+    assert dict(settings.routes) == {}  # never an example's: every route is the app's own
     bulk = settings.tier("bulk")
     assert bulk.retry_schedule_seconds == (5, 30, 120, 600) and bulk.retry_jitter == 0.2
     assert bulk.max_attempts == bulk.max_receive_count == 5
@@ -40,7 +45,8 @@ def test_defaults_are_three_tiers_with_the_default_routes():
 def test_cdk_json_is_valid_and_equals_the_code_defaults_plus_the_example_jobs_resources():
     context = load_cdk_context()
     settings = AppSettings.from_context(context["tiered_jobs"])
-    assert dataclasses.replace(settings, resources=()) == AppSettings.from_context(None)
+    assert dataclasses.replace(settings, resources=(), routes={}) == AppSettings.from_context(None)
+    assert dict(settings.routes) == EXAMPLE_ROUTES
     (table,) = settings.resources
     assert (table.kind, table.partition_key, table.job_types, table.access) == (
         "table", "account_id", ("payments.update_balance",), "read_write")
@@ -94,12 +100,12 @@ def test_the_routes_of_a_resources_job_types_decide_its_tiers():
                                                                "job_types": job_types}})
         return settings.tiers_using(settings.resources[0])
 
-    assert tiers(["payments.update_balance"], DEFAULT_ROUTES) == frozenset({"critical"})
-    assert tiers(["payments.update_balance"], {**DEFAULT_ROUTES, "payments.update_balance": "bulk"}) == {"bulk"}
+    assert tiers(["payments.update_balance"], ROUTES) == frozenset({"critical"})
+    assert tiers(["payments.update_balance"], {**ROUTES, "payments.update_balance": "bulk"}) == {"bulk"}
     # A glob reaches its own tier and the tiers of the more specific routes inside it.
-    assert tiers(["payments.*"], {**DEFAULT_ROUTES, "payments.refund": "bulk"}) == {"critical", "bulk"}
-    assert tiers(["*"], DEFAULT_ROUTES) == {"critical", "transactional", "bulk"}
-    assert tiers(["analytics.x", "demo.*"], DEFAULT_ROUTES) == {"bulk", "transactional"}
+    assert tiers(["payments.*"], {**ROUTES, "payments.refund": "bulk"}) == {"critical", "bulk"}
+    assert tiers(["*"], ROUTES) == {"critical", "transactional", "bulk"}
+    assert tiers(["analytics.x", "demo.*"], ROUTES) == {"bulk", "transactional"}
 
 
 @pytest.mark.parametrize(("raw", "message"), [
@@ -185,7 +191,7 @@ def test_explicit_visibility_and_receive_count_that_respect_the_rules_are_kept()
 
 
 def test_settings_errors_stop_the_app_before_any_construct(tmp_path):
-    from infra.app import build_app
+    from example.app import build_app
 
     with pytest.raises(SettingsError, match="tier 'critical': retry_jitter 2.0 must be in"):
         build_app(load_cdk_context(tiers={"critical": {"retry_jitter": 2.0}}), outdir=str(tmp_path))
@@ -195,7 +201,7 @@ def test_cli_stage_context_key_names_the_stack():
     """``npx cdk deploy -c stage=prod`` puts ``stage`` at the top level of the context."""
     import aws_cdk as cdk
 
-    from infra.app import settings_of
+    from example.app import settings_of
 
     app = cdk.App(context={**load_cdk_context(), "stage": "prod"})
     assert settings_of(app).stage == "prod"

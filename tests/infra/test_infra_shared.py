@@ -10,8 +10,9 @@ import pytest
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match
 
-from infra.app import build_app, load_cdk_context
+from example.app import build_app, load_cdk_context
 from tests.infra.infra_support import (
+    EXAMPLE_ROUTES,
     find_consumer,
     find_queue,
     logical_id,
@@ -299,7 +300,7 @@ def test_each_tier_is_discoverable_by_output_and_ssm_parameter(default_synth, ti
 
 def test_shared_resources_are_discoverable(default_synth):
     outputs, parameters = _outputs_and_parameters(default_synth)
-    assert parameters[Ssm.routes("dev")] == json.dumps(dict(SETTINGS.routes), sort_keys=True)
+    assert parameters[Ssm.routes("dev")] == json.dumps(EXAMPLE_ROUTES, sort_keys=True)
     assert json.loads(outputs[Outputs.ROUTES]["Value"]) == {
         "payments.*": "critical", "notifications.*": "transactional", "analytics.*": "bulk", "demo.*": "transactional",
     }
@@ -377,24 +378,24 @@ def _files(root: Path) -> set[str]:
 def test_lambda_asset_ships_the_job_folder_and_the_runtime_parts_only(default_synth):
     (asset,) = default_synth.asset_dirs()
     shipped = _files(asset)
-    expected = {f"functions/jobs/{f}" for f in _files(ROOT / "functions" / "jobs")}
-    expected |= {"functions/__init__.py"}  # the parent package of ``functions.jobs``, created empty
+    expected = {f"example/jobs/{f}" for f in _files(ROOT / "example" / "jobs")}
+    expected |= {"example/__init__.py"}  # the parent package of ``example.jobs``, created empty
     for part in RUNTIME_PARTS:
         source = ROOT / "tiered_jobs" / part
         expected |= {f"tiered_jobs/{part}"} if source.is_file() else {f"tiered_jobs/{part}/{f}" for f in _files(source)}
     expected = {f for f in expected if "__pycache__" not in f and not f.endswith(".pyc")}
     assert shipped == expected
-    assert (asset / "functions" / "__init__.py").read_text() == ""
-    assert "tiered_jobs/contract/schemas/payments.update_balance.schema.json" in shipped
-    assert not any(f.startswith(("emulator", "infra", "tests", "tiered_jobs/cli", "tiered_jobs/publisher",
-                                 "tiered_jobs/console")) for f in shipped)
+    assert (asset / "example" / "__init__.py").read_text() == ""
+    assert "example/jobs/schemas/payments.update_balance.schema.json" in shipped
+    assert not any(f.startswith(("emulator", "example/demo", "example/app", "tests", "tiered_jobs/cli",
+                                 "tiered_jobs/publisher", "tiered_jobs/console")) for f in shipped)
     for function in default_synth.resources("AWS::Lambda::Function").values():
         assert function["Properties"]["Code"]["S3Key"] == asset.name.removeprefix("asset.") + ".zip"
     consumers = [f for f in default_synth.resources("AWS::Lambda::Function").values()
                  if Env.JOB_MODULES in f["Properties"]["Environment"]["Variables"]]
-    assert {f["Properties"]["Environment"]["Variables"][Env.JOB_MODULES] for f in consumers} == {"functions.jobs"}
+    assert {f["Properties"]["Environment"]["Variables"][Env.JOB_MODULES] for f in consumers} == {"example.jobs"}
     assert default_synth.raw["Metadata"][TEMPLATE_METADATA_KEY]["jobs"] == {
-        "path": "functions/jobs", "module": "functions.jobs"}
+        "path": "example/jobs", "module": "example.jobs"}
 
 
 def _widgets(synth) -> list[dict]:

@@ -15,7 +15,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_iam as iam
 
-from infra.app import load_cdk_context
+from example.app import load_cdk_context
 from tiered_jobs.cdk import AppSettings, JobsCode, SettingsError, TieredJobs, add_nag_checks
 from tiered_jobs.cdk.settings import report as report_module
 from tiered_jobs.contract.names import (
@@ -138,22 +138,22 @@ def test_grant_publish_gives_a_role_exactly_the_publisher_policy_and_nag_stays_c
 
 def test_grant_publish_to_a_principal_that_takes_no_policy_is_refused(tmp_path, jobs):
     stack = cdk.Stack(_app(tmp_path), "Billing")
-    tiered = TieredJobs(stack, "Jobs", jobs=jobs)
+    tiered = TieredJobs(stack, "Jobs", jobs=jobs, routes=ROUTES)
     with pytest.raises(ValueError, match="grant_publish needs a role, user or group"):
         tiered.grant_publish(iam.ServicePrincipal("sns.amazonaws.com"))
 
 
 def test_one_construct_per_stack(tmp_path, jobs):
     stack = cdk.Stack(_app(tmp_path), "Billing")
-    TieredJobs(stack, "Jobs", jobs=jobs)
+    TieredJobs(stack, "Jobs", jobs=jobs, routes=ROUTES)
     with pytest.raises(SettingsError, match="already holds TieredJobs 'Billing/Jobs'; use one per stack"):
-        TieredJobs(stack, "More", jobs=jobs, stage="other")
+        TieredJobs(stack, "More", jobs=jobs, stage="other", routes=ROUTES)
 
 
 def test_a_users_own_alarm_added_later_may_notify_the_alarm_topic(tmp_path, jobs):
     app = _app(tmp_path)
     stack = cdk.Stack(app, "Billing")
-    tiered = TieredJobs(stack, "Jobs", jobs=jobs)
+    tiered = TieredJobs(stack, "Jobs", jobs=jobs, routes=ROUTES)
     mine = cloudwatch.Alarm(stack, "InvoicesLate", metric=cloudwatch.Metric(namespace="Billing", metric_name="Late"),
                             threshold=1, evaluation_periods=1)
     mine.add_alarm_action(actions.SnsAction(tiered.alarm_topic))
@@ -200,7 +200,7 @@ def test_a_payload_schema_the_consumer_cannot_check_fails_synthesis_naming_the_f
     (jobs.source().directory / "schemas" / "invoices.create.schema.json").write_text(BAD_SCHEMA)
     with pytest.raises(SettingsError, match=r"payload schema schemas/invoices\.create\.schema\.json: "
                                             r"unsupported keyword\(s\) oneOf; .* validate= hook$"):
-        TieredJobs(cdk.Stack(_app(tmp_path), "Billing"), "Jobs", jobs=jobs, stage="prod")
+        TieredJobs(cdk.Stack(_app(tmp_path), "Billing"), "Jobs", jobs=jobs, stage="prod", routes=ROUTES)
 
 
 def test_an_apps_uncaught_settings_error_is_one_line_at_synthesis(tmp_path, jobs):

@@ -121,7 +121,7 @@ def test_tiered_jobs_resolves_inside_the_fresh_virtualenv(venv, app_dir):
     where = run_outside(venv, "python", "-c", "import tiered_jobs; print(tiered_jobs.__file__)", cwd=app_dir)
     assert where.returncode == 0, where.stderr
     assert Path(where.stdout.strip()).is_relative_to(site_packages(venv))
-    for module in ("functions", "infra", "emulator"):
+    for module in ("example", "emulator"):
         absent = run_outside(venv, "python", "-c", f"import {module}", cwd=app_dir)
         assert "ModuleNotFoundError" in absent.stderr, module
 
@@ -155,7 +155,7 @@ def test_the_functions_code_is_the_app_s_jobs_and_the_virtualenv_s_runtime(cli_a
     files = {p.relative_to(asset).as_posix() for p in asset.rglob("*") if p.is_file()}
     assert {"jobs/__init__.py", "jobs/invoices.py", "tiered_jobs/handlers/consumer.py",
             "tiered_jobs/runtime/consumer.py", "tiered_jobs/replay/service.py"} <= files
-    assert not [f for f in files if f.startswith(("functions/", "infra/", "emulator/", "tiered_jobs/cdk/",
+    assert not [f for f in files if f.startswith(("example/", "emulator/", "tiered_jobs/cdk/",
                                                    "tiered_jobs/cli/", "tiered_jobs/publisher/"))]
     assert (asset / "tiered_jobs" / "runtime" / "__init__.py").read_text(encoding="utf-8").endswith(MARKER)
     installed = site_packages(venv)

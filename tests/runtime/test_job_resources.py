@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from functions.jobs.payments import TABLE
+from example.jobs.payments import TABLE
 from tiered_jobs.contract.names import DeadLetter, Env
 from tiered_jobs.runtime.config import TierConfig
 from tiered_jobs.runtime.consumer import Consumer

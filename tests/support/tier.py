@@ -30,7 +30,7 @@ class Tier:
     queue_arn: str
     dlq_url: str
     idempotency_table: str
-    #: The table of the example payments job (``cdk.json``'s resource ``functions.jobs.payments.TABLE``).
+    #: The table of the example payments job (``cdk.json``'s resource ``example.jobs.payments.TABLE``).
     payments_table: str
     #: The main queue's redrive ``maxReceiveCount`` (``None``: no redrive policy).
     max_receive_count: int | None = None
@@ -40,7 +40,7 @@ class Tier:
     @property
     def resources(self) -> dict[str, str]:
         """The resources a consumer of this tier is given: ``{name: table name}``, as ``TierConfig.resources``."""
-        from functions.jobs.payments import TABLE
+        from example.jobs.payments import TABLE
 
         return {TABLE: self.payments_table}
 
@@ -150,11 +150,11 @@ def create_rate_limit_table(dynamodb: Any, name: str) -> str:
 
 
 def env_for(tier: Tier, stage: str = "bench") -> dict[str, str]:
-    import functions.jobs
+    import example.jobs
     from tiered_jobs.contract.names import Env, Metrics
 
     return {
-        Env.JOB_MODULES: functions.jobs.__name__, Env.STAGE: stage, Env.TIER: "critical", Env.QUEUE_URL: tier.queue_url,
+        Env.JOB_MODULES: example.jobs.__name__, Env.STAGE: stage, Env.TIER: "critical", Env.QUEUE_URL: tier.queue_url,
         Env.DLQ_URL: tier.dlq_url, Env.IDEMPOTENCY_TABLE: tier.idempotency_table,
         **{Env.resource_var(name): value for name, value in tier.resources.items()},
         Env.POWERTOOLS_SERVICE_NAME: Metrics.SERVICE, Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,

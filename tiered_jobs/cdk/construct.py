@@ -115,6 +115,13 @@ class TieredJobs(Construct):
         elif raw_settings:
             raise SettingsError(f"TieredJobs({construct_id!r}): give settings= or keyword settings "
                                 f"({', '.join(sorted(raw_settings))}), not both")
+        if not settings.routes:
+            raise SettingsError(
+                f"TieredJobs({construct_id!r}): routes: none given, so no job type would reach a tier; route each "
+                f"job-type glob to one of the tiers ({', '.join(settings.tier_names)}), e.g. "
+                f"routes={{'invoices.*': '{settings.tier_names[0]}'}}, or every type to one tier with "
+                f"routes={{'*': '{settings.tier_names[0]}'}}"
+            )
         self.settings = settings
         stage = settings.stage
         source = jobs.source()

@@ -51,7 +51,7 @@ class JobsSource:
     """An app's job folder and the import name it gets in the function's code.
 
     ``module`` is the dotted name the consumer imports (``TIERED_JOBS_JOB_MODULES``); the folder is
-    placed at that path in the asset (``functions.jobs`` -> ``functions/jobs/``), and any parent
+    placed at that path in the asset (``myapp.jobs`` -> ``myapp/jobs/``), and any parent
     package the folder does not bring gets an empty ``__init__.py``. Default: the folder's name.
     """
 
@@ -79,7 +79,7 @@ class JobsSource:
 
     @property
     def module_path(self) -> str:
-        """Where the folder lands in the asset (``functions.jobs`` -> ``functions/jobs``)."""
+        """Where the folder lands in the asset (``myapp.jobs`` -> ``myapp/jobs``)."""
         return self.module.replace(".", "/")
 
     def files(self) -> dict[str, Path]:

@@ -13,7 +13,7 @@ from .common import app, reported_errors, terminal
 @app.command("job")
 def job(
     ctx: typer.Context,
-    job_type: str = typer.Argument(..., metavar="TYPE", help="Job type, e.g. payments.update_balance."),
+    job_type: str = typer.Argument(..., metavar="TYPE", help="Job type, e.g. invoices.send."),
     key: str = typer.Argument(..., metavar="KEY", help="The job's idempotency key (the business id)."),
     max_letters: int = typer.Option(1000, "--max-letters", help="Letters read per non-empty DLQ, at most."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),

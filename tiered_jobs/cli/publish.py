@@ -17,7 +17,7 @@ from .common import CliError, app, reported_errors, terminal
 @app.command()
 def publish(
     ctx: typer.Context,
-    job_type: str = typer.Argument(..., metavar="TYPE", help="Job type, e.g. payments.update_balance."),
+    job_type: str = typer.Argument(..., metavar="TYPE", help="Job type, e.g. invoices.send."),
     key: str = typer.Option(..., "--key", "-k", help="Idempotency key (the business id, e.g. pay_123)."),
     payload: str = typer.Option("{}", "--payload", "-p", help="Payload as a JSON object."),
     tier: Optional[str] = typer.Option(None, "--tier", help="Override the routing table."),

@@ -1,4 +1,5 @@
-"""``tiered-jobs teardown``: what a destroyed stage left behind (:mod:`tiered_jobs.operations.teardown`), listed then deleted."""
+"""``tiered-jobs teardown``: what a destroyed stage left behind, listed then deleted
+(:mod:`tiered_jobs.operations.teardown`)."""
 
 from __future__ import annotations
 

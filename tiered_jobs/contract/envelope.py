@@ -4,8 +4,8 @@ The rules live here once; ``envelope.schema.json`` beside this file states the s
 publishers in other languages (a test keeps the two in agreement). Only the standard library is
 used: this module runs in the consumer's cold start.
 
-    {"type": "payments.update_balance",       # required, [a-z0-9_]+(\\.[a-z0-9_]+)*
-     "idempotency_key": "pay_123",             # required, 1-256 characters
+    {"type": "invoices.send",                  # required, [a-z0-9_]+(\\.[a-z0-9_]+)*
+     "idempotency_key": "inv_123",             # required, 1-256 characters
      "payload": {...},                         # required JSON object (IDs, not big objects)
      "version": 1,                             # optional, default 1
      "published_at": "2026-11-29T10:00:00Z",   # optional, ISO 8601 with a time zone

@@ -108,7 +108,7 @@ class Env:
     #: Consumer: the DynamoDB table holding the token buckets (set only on rate-limited tiers).
     RATE_LIMIT_TABLE = "TIERED_JOBS_RATE_LIMIT_TABLE"
     #: Consumer: comma-separated modules the handler imports so that their ``@job`` handlers register
-    #: (this app's stack sets ``functions.jobs``).
+    #: (a stack sets its ``JobsCode`` module, e.g. ``myapp.jobs``).
     JOB_MODULES = "TIERED_JOBS_JOB_MODULES"
     #: Folders of an app's own payload schemas (``os.pathsep``-separated), searched before the
     #: package's: a publishing service points it at a copy of the job folder's ``schemas/``.

@@ -1,12 +1,12 @@
 """Each job type's payload, declared once as a JSON Schema and checked where it is published and consumed.
 
-``schemas/<job type>.schema.json`` beside this file (draft 2020-12) is the source of truth: the
-publisher refuses a payload that breaks it before anything is sent, and the consumer dead-letters
-one as a permanent error. An app's own job types keep theirs in a ``schemas/`` folder of the job
-folder: the consumer adds it before it imports the jobs (:func:`add_schema_dir`), the construct
-checks every file of it at synthesis (:func:`check_folder`), and a publishing service names a copy
-of it in ``TIERED_JOBS_SCHEMA_DIRS``; those folders are searched first. Which file a type has is
-looked up once per search path and cached.
+An app keeps its job types' schemas in a ``schemas/`` folder of its job folder, one
+``<job type>.schema.json`` (draft 2020-12) each: the source of truth. The publisher refuses a payload
+that breaks it before anything is sent, and the consumer dead-letters one as a permanent error. The
+consumer adds the folder before it imports the jobs (:func:`add_schema_dir`), the construct checks
+every file of it at synthesis (:func:`check_folder`), and a publishing service names a copy of it in
+``TIERED_JOBS_SCHEMA_DIRS``. The package itself ships none. Which file a type has is looked up once
+per search path and cached.
 Publishers in other languages validate with the same files. A type without a schema is not
 checked here (the consumer may still refuse it: an unknown type is permanent there).
 
@@ -38,7 +38,6 @@ from typing import Any
 from .errors import USAGE, TieredJobsError
 from .names import Env
 
-SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 SCHEMA_SUFFIX = ".schema.json"
 
 ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "title", "description", "default", "examples", "format"})
@@ -62,16 +61,18 @@ _added_dirs: list[Path] = []
 
 
 def add_schema_dir(folder: Path) -> None:
-    """Search ``folder`` for payload schemas too (before the package's own)."""
+    """Search ``folder`` for payload schemas too (before those named in ``TIERED_JOBS_SCHEMA_DIRS``)."""
     folder = Path(folder).resolve()
     if folder not in _added_dirs:
         _added_dirs.append(folder)
 
 
 def schema_dirs() -> list[Path]:
-    """Where schemas are looked up, first match wins: added folders, ``TIERED_JOBS_SCHEMA_DIRS``, the package's."""
+    """Where schemas are looked up, first match wins: added folders, then ``TIERED_JOBS_SCHEMA_DIRS``.
+
+    The package ships no schema: every job type is an app's, and so is its schema."""
     from_env = [Path(part) for part in os.environ.get(Env.SCHEMA_DIRS, "").split(os.pathsep) if part]
-    return [*_added_dirs, *from_env, SCHEMA_DIR]
+    return [*_added_dirs, *from_env]
 
 
 def _find(job_type: str) -> Path | None:
@@ -90,8 +91,12 @@ def _locate(job_type: str, folders: tuple[Path, ...]) -> Path | None:
 
 
 def schema_path(job_type: str) -> Path:
-    """The schema file of ``job_type`` (in the first folder that has one; the package's when none does)."""
-    return _find(job_type) or SCHEMA_DIR / f"{job_type}{SCHEMA_SUFFIX}"
+    """The schema file of ``job_type`` (in the first folder that has one); ``SchemaError`` when none does."""
+    found = _find(job_type)
+    if found is None:
+        folders = ", ".join(map(str, schema_dirs())) or "(no folder)"
+        raise SchemaError(f"no payload schema for {job_type!r} in {folders}")
+    return found
 
 
 def known_types() -> list[str]:

@@ -116,7 +116,7 @@ class RateLimits:
             if not isinstance(pattern, str) or not pattern or not set(pattern) <= _GLOB_CHARS:
                 raise ValueError(
                     f"rate_limits key {pattern!r} is not a job type or glob; use lower-case letters, digits, "
-                    f"'_', '.' and glob characters, e.g. 'notifications.send_email' or 'notifications.*'"
+                    f"'_', '.' and glob characters, e.g. 'invoices.send' or 'invoices.*'"
                 )
         object.__setattr__(self, "_routes", Routes({p: p for p in self.job_types}) if self.job_types else None)
 

@@ -1,8 +1,8 @@
 """The replay function's event contract and the ready-made console test events.
 
 The replay handler validates events against ``EVENT_FIELDS``; the stack deploys
-``console_events(tier)`` as shareable console test events, and ``events/replay/*.json`` holds
-the same events as files (a test keeps them equal).
+``console_events(tier)`` as shareable console test events (this repository's app keeps the same
+events as files for its tiers, ``example/events/replay/*.json``; a test keeps them equal).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ def _import_jobs(value: str | None) -> None:
     modules = [name.strip() for name in (value or "").split(",") if name.strip()]
     if not modules:
         raise RuntimeError(f"{Env.JOB_MODULES} is not set: the stack sets it to the comma-separated modules "
-                           "that define the jobs (e.g. 'functions.jobs')")
+                           "that define the jobs (e.g. 'myapp.jobs')")
     for module in modules:
         # The app's own payload schemas (``<job folder>/schemas/``) are checked like the package's;
         # added before the import, so a job module that checks a payload while it loads sees them too.

@@ -1,7 +1,7 @@
 """Publish jobs from any service in one line, correctly.
 
     from tiered_jobs.publisher import publish
-    publish("payments.update_balance", {"account_id": "acc_1", "amount": 500}, "pay_123")
+    publish("invoices.send", {"invoice_id": "inv_1"}, "inv_1")
 
 What a publish guarantees:
 

@@ -15,7 +15,7 @@ services that is not decided here, so upgrading boto3 forces a decision.
 ``TransactionCanceledException`` is decided by its ``CancellationReasons`` (botocore puts them in
 ``error.response["CancellationReasons"]``): a conflict or throttling reason is transient; a
 failed condition, a validation error or a full item collection is permanent -- unless the job
-handles it first (``payments.update_balance`` treats a failed condition on its marker as "already
+handles it first (an idempotent payment job treats a failed condition on its marker as "already
 applied"). Reasons mixed with a transient one are transient: the next attempt sees the real state.
 
 Nothing here imports botocore: the consumer's cold start does not pay for the catalogue.

@@ -3,7 +3,7 @@
     from tiered_jobs.runtime.registry import job
     from tiered_jobs.runtime.errors import PermanentError
 
-    @job("payments.update_balance", validate=check_payload, permanent=(AccountClosed,))
+    @job("invoices.send", validate=check_payload, permanent=(CustomerGone,))
     def update_balance(payload: dict, ctx: JobContext) -> dict: ...
 
 Handlers take the payload (a dict) and a :class:`JobContext`, and return a result: the
@@ -164,7 +164,7 @@ class JobRegistry:
         return job_type in self._jobs
 
 
-#: The registry the consumer uses; ``functions/jobs/`` registers into it.
+#: The registry the consumer uses; an app's job modules register into it with ``@job``.
 registry = JobRegistry()
 job = registry.job
 

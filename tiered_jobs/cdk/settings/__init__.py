@@ -25,7 +25,6 @@ from __future__ import annotations
 from .app import (
     ARCHITECTURES,
     CREATE_REGISTRY,
-    DEFAULT_ROUTES,
     LOG_RETENTION_DAYS,
     RUNTIMES,
     AppSettings,
@@ -41,7 +40,6 @@ __all__ = [
     "ACCESS",
     "ARCHITECTURES",
     "CREATE_REGISTRY",
-    "DEFAULT_ROUTES",
     "LOG_RETENTION_DAYS",
     "QUEUE",
     "RUNTIMES",

@@ -49,15 +49,6 @@ CREATE_REGISTRY = "create_registry"
 _VERSION = re.compile(r"^(latest|\d+\.\d+\.\d+)$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
-#: The default routing table (job-type glob -> tier); see ``tiered_jobs.contract.routing``.
-DEFAULT_ROUTES: dict[str, str] = {
-    "payments.*": "critical",
-    "notifications.*": "transactional",
-    "analytics.*": "bulk",
-    "demo.*": "transactional",
-}
-
-
 @dataclass(frozen=True)
 class AppSettings:
     """The whole application: stage, data safety, runtime, alarm delivery, tiers and routes."""
@@ -82,7 +73,9 @@ class AppSettings:
     tiers: tuple[TierSettings, ...] = field(
         default_factory=lambda: tuple(build_tier(name, {}) for name in DEFAULT_TIERS)
     )
-    routes: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ROUTES))
+    #: The routing table (job-type glob -> tier; ``tiered_jobs.contract.routing``): an app's own, no
+    #: default (the construct refuses to build without one).
+    routes: Mapping[str, str] = field(default_factory=dict)
     #: Periodic jobs (EventBridge Scheduler), ``schedules`` in ``cdk.json``; see ``ScheduleSettings``.
     schedules: tuple[ScheduleSettings, ...] = ()
     #: AWS resources the jobs use, ``resources`` in ``cdk.json``; see ``ResourceSettings``.

@@ -49,7 +49,7 @@ class ResourceSettings:
     name: str
     #: ``"table"`` or ``"queue"``.
     kind: str
-    #: Job-type globs whose jobs use the resource (``payments.update_balance``, ``invoices.*``).
+    #: Job-type globs whose jobs use the resource (``invoices.send``, ``billing.*``).
     job_types: tuple[str, ...]
     #: Tables: ``"read_write"`` or ``"read"``; queues: ``"send"``.
     access: str
@@ -113,7 +113,7 @@ def _build_resource(name: Any, raw: Any, routes: Routes) -> ResourceSettings:
     if not isinstance(job_types, (list, tuple)) or not job_types or \
             any(not isinstance(glob, str) or not glob for glob in job_types):
         raise SettingsError(f"{where}: job_types must be a non-empty list of job-type globs, "
-                            f"e.g. ['payments.update_balance'] or ['invoices.*']")
+                            f"e.g. ['invoices.send'] or ['invoices.*']")
     arn = raw.get("arn")
     keys = {key: raw.get(key) for key in ("partition_key", "sort_key")}
     if arn is not None:

@@ -48,7 +48,7 @@ def build_schedules(raw: Any, routes: Routes, tier_names: list[str], where: str)
         raise SettingsError(
             f"{where}: {Schedules.SETTINGS_KEY} must be an object {{name: {{schedule}}}}, e.g. "
             '{"nightly-report": {"expression": "cron(0 3 * * ? *)", "timezone": "Europe/Paris", '
-            '"job_type": "analytics.record_event", "payload": {"event": "nightly"}}}'
+            '"job_type": "reports.nightly", "payload": {"day": "yesterday"}}}'
         )
     return tuple(_build_schedule(name, value, routes, tier_names) for name, value in raw.items())
 

@@ -2,7 +2,7 @@
 
 Delivery is simulated (logged, never sent): this is where a real job would call its e-mail
 provider and raise :class:`TransientError` on a 5xx / timeout, :class:`PermanentError` on a 4xx.
-The address and subject rules are in ``tiered_jobs/contract/schemas/notifications.send_email.schema.json``.
+The address and subject rules are in ``example/jobs/schemas/notifications.send_email.schema.json``.
 """
 
 from __future__ import annotations

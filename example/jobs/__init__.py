@@ -4,4 +4,4 @@ To add a job: write a module here with ``@job("domain.action")`` handlers, impor
 and add a route for its type in ``cdk.json`` (``routes``) if no existing pattern covers it.
 """
 
-from functions.jobs import analytics, demo, notifications, payments  # noqa: F401
+from example.jobs import analytics, demo, notifications, payments  # noqa: F401

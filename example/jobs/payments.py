@@ -7,7 +7,7 @@ are written in one DynamoDB transaction that fails if the marker exists. A secon
 same key changes nothing.
 
 Payload rules (``account_id``, a non-zero integer ``amount``; negative debits):
-``tiered_jobs/contract/schemas/payments.update_balance.schema.json``.
+``example/jobs/schemas/payments.update_balance.schema.json``.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from .stack import TieredJobsStack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CDK_JSON = REPO_ROOT / "cdk.json"
-#: This app's jobs: ``functions/jobs``, imported by the consumers as ``functions.jobs``.
-JOBS = JobsCode(REPO_ROOT / "functions" / "jobs", module="functions.jobs")
+#: This app's jobs: ``example/jobs``, imported by the consumers as ``example.jobs``.
+JOBS = JobsCode(REPO_ROOT / "example" / "jobs", module="example.jobs")
 #: Top-level context key that overrides ``tiered_jobs.stage`` (``npx cdk deploy -c stage=prod``).
 STAGE_OVERRIDE_KEY = "stage"
 #: Top-level context keys that pin the target (``-c account=123456789012 -c region=eu-west-1``).

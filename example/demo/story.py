@@ -1,4 +1,5 @@
-"""``python -m emulator demo`` (``make demo``): the whole story on the real stack, in about a minute.
+"""``python -m example.demo`` (``make demo``): this repository's app, its whole story on the embedded AWS
+(about two minutes).
 
 1. payments, each published two or three times -> every balance ends exactly right;
 2. e-mails, three with invalid addresses -> the publisher refuses them (payload schema); sent raw

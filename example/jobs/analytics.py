@@ -1,6 +1,6 @@
 """``analytics.record_event`` (bulk): record one analytics event (simulated sink).
 
-Payload rules: ``tiered_jobs/contract/schemas/analytics.record_event.schema.json`` (checked by the
+Payload rules: ``example/jobs/schemas/analytics.record_event.schema.json`` (checked by the
 publisher and, before this handler runs, by the consumer).
 """
 

@@ -1,4 +1,4 @@
-"""This repository's stack: ``TieredJobs`` with the example jobs of ``functions/jobs``, one stack per stage."""
+"""This repository's stack: ``TieredJobs`` with the example jobs of ``example/jobs``, one stack per stage."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Payload ``{"fail_times": int, "error": "transient" | "permanent"}``: raises that kind of error
 while the attempt number is at most ``fail_times``, then succeeds. Payload rules:
-``tiered_jobs/contract/schemas/demo.flaky.schema.json``.
+``example/jobs/schemas/demo.flaky.schema.json``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""This repository's app's story on the embedded AWS (``make demo``, ``python -m example.demo``)."""
