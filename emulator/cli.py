@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shlex
 import shutil
 import signal
 import sys
@@ -19,7 +20,7 @@ from rich.live import Live
 from rich.markup import escape
 
 from emulator.server import ENDPOINT_ENV
-from tiered_jobs.cdk.packaging import PACKAGE_DIR, JobsSource
+from tiered_jobs.cdk.packaging import PACKAGE_DIR, SCHEMAS_DIR, JobsSource
 from tiered_jobs.contract.names import Env, function_name, stack_name
 
 if TYPE_CHECKING:
@@ -131,6 +132,9 @@ def up(
         for line in endpoint.export_lines():
             console.print(f"  {line}", soft_wrap=True)
         console.print(f"  export {Env.STAGE}={deployment.stage}")
+        schemas = session.code_source.directory / SCHEMAS_DIR if session.code_source is not None else None
+        if schemas is not None and schemas.is_dir():  # the app's payload schemas, which a publisher checks too
+            console.print(f"  export {Env.SCHEMA_DIRS}={shlex.quote(str(schemas))}", soft_wrap=True)
         console.print(f"  {cli} publish {_example_publish(session)}", soft_wrap=True)
         console.print(f"  {cli} status", soft_wrap=True)
         console.print(f"  {emulator_prefix()} logs{named} --tier {next(iter(deployment.tiers))} --follow",

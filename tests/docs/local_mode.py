@@ -102,7 +102,7 @@ def exported(lines: list[str]) -> dict[str, str | None]:
     for line in (line.strip() for line in lines):
         if line.startswith("export ") and "=" in line:
             name, value = line[len("export "):].split("=", 1)
-            found[name] = value
+            found[name] = shlex.split(value)[0] if value.strip() else value  # as the shell reads it
         elif line.startswith("unset "):
             found[line.split()[1]] = None
     return found
