@@ -95,7 +95,7 @@ def _drain(session, url: str) -> None:
 def test_boto3_invoke_runs_the_deployed_replay_function(paused):
     session = paused
     _dead_letter_payment(session, "inv-1", "acc_inv", 1)
-    payload = (ROOT / "events" / "replay" / "critical-dry-run.json").read_bytes()
+    payload = (ROOT / "example" / "events" / "replay" / "critical-dry-run.json").read_bytes()
 
     answer = session.clients("lambda").invoke(FunctionName=session.deployment.replay.name, Payload=payload,
                                               LogType="Tail")

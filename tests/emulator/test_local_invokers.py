@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,11 @@ def test_worker_runs_the_handler_with_the_functions_environment_and_context(work
     assert context["invoked_function_arn"].endswith(":function:fn")
     assert first.response["context"]["aws_request_id"] != second.response["context"]["aws_request_id"]
     assert 25_000 < context["remaining_ms"] <= 30_000
-    assert ("fn", "describe called") in worker.lines  # stdout is the function's log stream
+    # stdout is the function's log stream, read by a thread of its own: it may arrive just after the answer
+    deadline = time.monotonic() + 10
+    while ("fn", "describe called") not in worker.lines and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ("fn", "describe called") in worker.lines
 
 
 def test_worker_reports_handler_errors_and_stays_warm(worker):

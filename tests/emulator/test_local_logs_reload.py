@@ -74,7 +74,7 @@ def test_snapshots_see_edits_additions_and_removals_and_copies_leave_bytecode_ou
 
     copy = source.stage(tmp_path / "copy")
     assert sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*") if p.is_file()) == [
-        "functions/__init__.py", "example/jobs/__init__.py", "example/jobs/a.py", "example/jobs/b.py",
+        "example/__init__.py", "example/jobs/__init__.py", "example/jobs/a.py", "example/jobs/b.py",
         "tiered_jobs/__init__.py"]
 
 

@@ -118,7 +118,7 @@ def test_native_mode_accepts_a_whole_rate_and_a_dry_run():
 
 
 def test_console_event_files_equal_console_events_and_parse():
-    directory = ROOT / "events" / "replay"
+    directory = ROOT / "example" / "events" / "replay"
     expected = {name: event for tier in DEFAULT_TIERS for name, event in console_events(tier).items()}
     files = {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in directory.glob("*.json")}
     assert files == expected
