@@ -22,6 +22,7 @@ from typing import Any
 
 from tests.docs.blocks import app_files
 from tests.emulator.local_support import wait_until
+from tiered_jobs.contract import envelope
 from tiered_jobs.contract.names import DeadLetter, Ssm
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,8 +83,12 @@ def check_invoices(clients: Callable[[str], Any], publish: Publish, stage: str =
     wait_until(lambda: amount("inv-1") == 100, what="invoices.create wrote inv-1 to the app's table")
     publish("invoices.create", "inv-1", {"amount_cents": 999})  # the same key, another amount
     publish("invoices.create", "inv-2", {"amount_cents": -5})  # refused by the job: a permanent error
-    # Refused by the job folder's schema alone (no unknown fields): the job itself would write it.
-    publish("invoices.create", "inv-3", {"amount_cents": 300, "currency": "EUR"})
+    # Refused by the job folder's schema alone (no unknown fields): the job itself would write it. A
+    # publisher that checks the schema refuses it before sending; sent raw, as one that skips it
+    # would, the consumer must refuse it too.
+    queue = ssm.get_parameter(Name=Ssm.tier(stage, TIER, Ssm.TIER_QUEUE_URL))["Parameter"]["Value"]
+    sqs.send_message(QueueUrl=queue, MessageBody=envelope.build(
+        "invoices.create", {"amount_cents": 300, "currency": "EUR"}, "inv-3").to_json())
 
     def letters() -> dict[str, dict[str, str]]:
         messages = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, MessageAttributeNames=["All"],
