@@ -16,11 +16,13 @@ from .calls import CallCounter
 def measure(jobs: int = 1000, batch_size: int = 10) -> dict[str, Any]:
     from moto import mock_aws
 
-    import example.jobs  # noqa: F401 -- registers the jobs
     from tiered_jobs.runtime.backoff import RetryPolicy
     from tiered_jobs.runtime.config import TierConfig
     from tiered_jobs.runtime.consumer import Consumer
+    from tiered_jobs.runtime.job_modules import load_job_modules
     from tiered_jobs.runtime.registry import registry
+
+    load_job_modules(["example.jobs"])  # registers the example's jobs, its schemas first, as its consumer does
 
     with mock_aws():
         tier = create_tier()

@@ -30,7 +30,6 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
     ``on_invoke(event, invocation)`` sees every invocation (the invariant run records the crashed ones)."""
     from aws_lambda_powertools import Logger
 
-    import example.jobs  # noqa: F401 -- registers the jobs
     from emulator.esm import (
         FunctionConfig,
         Invocation,
@@ -40,7 +39,10 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
     )
     from tiered_jobs.runtime.config import TierConfig
     from tiered_jobs.runtime.consumer import Consumer
+    from tiered_jobs.runtime.job_modules import load_job_modules
     from tiered_jobs.runtime.registry import registry
+
+    load_job_modules(["example.jobs"])  # registers the example's jobs, its schemas first, as its consumer does
 
     # The time budget's margin: 10 % of the invocation, as the stack derives it from the timeout (without
     # its 2 s floor, which the invariant's 1.5 s invocations could not leave room for).

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-import example.jobs
 from tests.support.context import lambda_context as make_lambda_context
 from tests.support.stack import FakeDeployment, deploy
 from tests.support.tier import Tier, create_tier
-from tiered_jobs.contract import payloads
+from tiered_jobs.runtime.job_modules import load_job_modules
 
-# The example jobs' schemas, as the consumer adds its job folder's (the package ships none).
-payloads.add_schema_dir(Path(example.jobs.__file__).parent / "schemas")
+# The example's jobs with their schemas, as its consumer imports them (the package ships none).
+load_job_modules(["example.jobs"])
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
