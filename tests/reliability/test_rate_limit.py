@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.ratelimit import measure
+from bench.ratelimit import measure, summarize
 
 pytestmark = pytest.mark.e2e
 
@@ -21,3 +21,22 @@ def test_forty_jobs_at_ten_per_second_hold_the_rate_and_none_fail():
     # at most one conditional write per batch; a read only on each container's first claim
     assert result["limiter_writes_per_batch"] <= 1, result
     assert result["limiter_reads_per_1000"] * result["jobs"] / 1000 <= result["consumers"], result
+
+
+def _figures(done: list[float], slots: list[float]) -> dict:
+    stats = {"item_failures": 0, "invocation_errors": 0, "batches": 4, "records": len(done)}
+    return summarize(done, jobs=len(done), per_second=10.0, burst=1, concurrency=4, published=0.0, dead_letters=0,
+                     stats=stats, limiter_calls={}, resend_calls=0, window_seconds=1, slots=slots)
+
+
+def test_the_rate_is_read_from_the_first_slot_so_a_late_first_job_is_no_false_excess():
+    slots = [100 + i / 10 for i in range(40)]  # the limiter's grants: exactly 10/s
+    late_start = [slots[0] + 0.8] + [t + 0.05 for t in slots[1:]]  # the first job finished late, under load
+    figures = _figures(sorted(late_start), slots)
+    assert 8.0 <= figures["mean_per_second"] <= 12.0 and figures["most_jobs_ahead_of_the_limit"] <= 1e-6, figures
+
+
+def test_a_run_faster_than_its_limit_is_caught():
+    slots = [100 + i / 20 for i in range(40)]  # a limiter granting 20/s against a 10/s limit
+    figures = _figures([t + 0.05 for t in slots], slots)
+    assert figures["mean_per_second"] > 12.0 and figures["most_jobs_ahead_of_the_limit"] > 1, figures
