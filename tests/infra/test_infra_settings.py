@@ -216,6 +216,19 @@ def test_the_idempotency_window_covers_the_replay_window_by_default():
     assert TierSettings(name="x").idempotency_ttl_seconds == 18 * 86_400
 
 
+def test_the_runtime_without_its_variable_keeps_records_as_long_as_the_settings_default():
+    """One default, in the contract: a consumer whose environment lacks the window (a hand-made one, a test)
+    remembers finished jobs for the 18 days the settings give a tier, not a shorter day."""
+    from tiered_jobs.contract.names import Env
+    from tiered_jobs.runtime.config import TierConfig
+
+    environment = {Env.STAGE: "dev", Env.TIER: "bulk", Env.QUEUE_URL: "q", Env.DLQ_URL: "d",
+                   Env.IDEMPOTENCY_TABLE: "t"}
+    assert Env.IDEMPOTENCY_TTL_SECONDS not in environment
+    runtime = TierConfig.from_env(environment).idempotency_ttl_seconds
+    assert runtime == TierSettings(name="x").idempotency_ttl_seconds == 18 * 86_400
+
+
 def test_the_default_window_follows_the_tiers_own_retention():
     tier = _tier(retention_days=2, dlq_retention_days=7)
     assert tier.idempotency_ttl_seconds == 9 * 86_400

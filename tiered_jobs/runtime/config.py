@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from tiered_jobs.contract.names import Env
 from tiered_jobs.contract.rate_limits import RateLimits
+from tiered_jobs.contract.tiers import DEFAULT_IDEMPOTENCY_TTL_SECONDS
 
 from .backoff import RetryPolicy
 
@@ -27,7 +28,8 @@ class TierConfig:
     dlq_url: str
     idempotency_table: str
     retry: RetryPolicy
-    idempotency_ttl_seconds: int = 86_400
+    #: The stack always sets it; without it, the settings' own default (the contract's), never a shorter one.
+    idempotency_ttl_seconds: int = DEFAULT_IDEMPOTENCY_TTL_SECONDS
     #: The resources of ``cdk.json`` this tier's jobs use: ``{name: table name or queue URL}``, one
     #: ``Env.resource_var(name)`` each. Jobs read them with ``ctx.resource(name)``.
     resources: Mapping[str, str] = field(default_factory=dict)
@@ -59,7 +61,7 @@ class TierConfig:
                 schedule=RetryPolicy.parse_schedule(env.get(Env.RETRY_SCHEDULE, "5,30,120,600")),
                 jitter=float(env.get(Env.RETRY_JITTER, "0.2")),
             )
-            ttl = int(env.get(Env.IDEMPOTENCY_TTL_SECONDS, "86400"))
+            ttl = int(env.get(Env.IDEMPOTENCY_TTL_SECONDS, str(DEFAULT_IDEMPOTENCY_TTL_SECONDS)))
             margin = int(env.get(Env.TIME_BUDGET_MARGIN_MS, str(DEFAULT_TIME_BUDGET_MARGIN_MS)))
             if margin < 0:
                 raise ValueError(f"{Env.TIME_BUDGET_MARGIN_MS} must be >= 0, got {margin}")

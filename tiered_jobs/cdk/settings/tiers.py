@@ -9,6 +9,7 @@ from typing import Any
 
 from tiered_jobs.contract.names import SQS_MAX_VISIBILITY_SECONDS
 from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
+from tiered_jobs.contract.tiers import DEFAULT_DLQ_RETENTION_DAYS, DEFAULT_RETENTION_DAYS, replay_window_seconds
 
 from .values import SettingsError
 
@@ -43,8 +44,8 @@ class TierSettings:
     visibility_timeout_seconds: int | None = None
     #: ``None``: ``max_attempts``, so SQS redrive (crash / timeout safety net) never cuts retries short.
     redrive_max_receive_count: int | None = None
-    retention_days: int = 4
-    dlq_retention_days: int = 14
+    retention_days: int = DEFAULT_RETENTION_DAYS
+    dlq_retention_days: int = DEFAULT_DLQ_RETENTION_DAYS
     #: How long a finished job's idempotency record is kept (a duplicate after that runs again).
     #: ``None``: (``retention_days`` + ``dlq_retention_days``) x 86400, the longest a message can
     #: live in the queue and then the DLQ, so a replayed letter never runs a finished job again.
@@ -79,7 +80,7 @@ class TierSettings:
     @property
     def replay_window_seconds(self) -> int:
         """The longest a job's message lives: main-queue retention, then DLQ retention (a replay's reach)."""
-        return (self.retention_days + self.dlq_retention_days) * 86_400
+        return replay_window_seconds(self.retention_days, self.dlq_retention_days)
 
     @property
     def visibility_timeout(self) -> int:
