@@ -49,3 +49,23 @@ def test_status_shows_the_configured_and_the_current_rate(cli, deployment):
     rows = json.loads(cli("status", "--json").stdout)["rates"]
     assert rows["bulk"]["rate_limit"]["tier"] == {"per_second": 5, "burst": 5}
     assert rows["bulk"]["completed_per_second"] == 2.0 and rows["critical"]["rate_limit"] is None
+
+
+def test_rate_limits_of_more_tiers_than_one_call_takes_are_all_read(aws):
+    """GetParameters takes 10 names a call: the 12th tier's limit is read too, in a second call
+    (discovery's chunking, which every reader of a stage's parameters shares)."""
+    from tiered_jobs.operations import rates
+
+    ssm = boto3.client("ssm")
+    tiers = [f"t{n}" for n in range(12)]
+    for tier in ("t0", "t11"):
+        ssm.put_parameter(Name=Ssm.tier("test", tier, Ssm.TIER_RATE_LIMITS), Type="String",
+                          Value=RateLimits(RateLimit(3, 3)).to_json())
+    calls: list[int] = []
+    ssm.meta.events.register("provide-client-params.ssm.GetParameters",
+                             lambda params, **_: calls.append(len(params["Names"])))
+
+    limits = rates.configured(ssm, "test", tiers)
+
+    assert sorted(limits) == ["t0", "t11"] and limits["t11"].tier == RateLimit(3, 3)
+    assert calls == [10, 2]

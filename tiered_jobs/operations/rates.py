@@ -14,22 +14,16 @@ from typing import Any
 
 from ..contract.names import Metrics, Ssm
 from ..contract.rate_limits import RateLimits
+from ..stage.discovery import tier_parameters
 
 #: How far back the current rate looks (completions in that window / its seconds).
 LOOKBACK_SECONDS = 300
-_SSM_MAX_NAMES = 10
 
 
 def configured(ssm: Any, stage: str, tiers: Iterable[str]) -> dict[str, RateLimits]:
-    """``{tier: RateLimits}`` for the rate-limited tiers (``GetParameters``, 10 names a call)."""
-    names = {Ssm.tier(stage, tier, Ssm.TIER_RATE_LIMITS): tier for tier in tiers}
-    found: dict[str, RateLimits] = {}
-    listed = list(names)
-    for start in range(0, len(listed), _SSM_MAX_NAMES):
-        response = ssm.get_parameters(Names=listed[start:start + _SSM_MAX_NAMES])
-        for parameter in response.get("Parameters", []):
-            found[names[parameter["Name"]]] = RateLimits.from_json(parameter["Value"])
-    return found
+    """``{tier: RateLimits}`` for the rate-limited tiers (``GetParameters``, one call for up to 10 tiers)."""
+    written = tier_parameters(stage, tiers, Ssm.TIER_RATE_LIMITS, ssm=ssm)
+    return {tier: RateLimits.from_json(value) for tier, value in written.items()}
 
 
 def current(cloudwatch: Any, stage: str, tiers: Iterable[str], *, now: datetime | None = None) -> dict[str, float]:

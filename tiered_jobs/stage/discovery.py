@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,8 +79,8 @@ def from_ssm(stage: str, *, ssm: Any = None) -> Deployment:
 
         ssm = boto3.client("ssm")
     where = f"SSM parameters of stage {stage!r} in {ssm.meta.region_name}"
-    head = _get_parameters(ssm, [Ssm.tiers(stage), Ssm.routes(stage), Ssm.replay_function_name(stage),
-                                 Ssm.idempotency_table_name(stage)])
+    head = get_parameters(ssm, [Ssm.tiers(stage), Ssm.routes(stage), Ssm.replay_function_name(stage),
+                                Ssm.idempotency_table_name(stage)])
     if Ssm.tiers(stage) not in head:
         raise DiscoveryError(
             f"SSM parameter {Ssm.tiers(stage)} not found: is stage {stage!r} deployed in this account "
@@ -89,7 +89,7 @@ def from_ssm(stage: str, *, ssm: Any = None) -> Deployment:
     if Ssm.routes(stage) not in head:
         raise DiscoveryError(f"SSM parameter {Ssm.routes(stage)} not found ({where})")
     names = [name.strip() for name in head[Ssm.tiers(stage)].split(",") if name.strip()]
-    values = _get_parameters(
+    values = get_parameters(
         ssm, [Ssm.tier(stage, name, key) for name in names for key in (Ssm.TIER_QUEUE_URL, Ssm.TIER_DLQ_URL)]
     )
     tiers = {}
@@ -202,8 +202,9 @@ def parse_routes(text: str, source: str) -> Routes:
         raise DiscoveryError(f"routes in {source} are not a JSON object of {{job type glob: tier}}: {exc}") from None
 
 
-def _get_parameters(ssm: Any, names: list[str]) -> dict[str, str]:
-    """``{name: value}`` of the parameters that exist (missing ones are simply absent)."""
+def get_parameters(ssm: Any, names: list[str]) -> dict[str, str]:
+    """``{name: value}`` of the parameters that exist (missing ones are simply absent), 10 names a
+    ``GetParameters`` call: every reader of a stage's parameters goes through here, so none re-learns that limit."""
     found: dict[str, str] = {}
     for start in range(0, len(names), _SSM_MAX_NAMES):
         response = ssm.get_parameters(Names=names[start:start + _SSM_MAX_NAMES])
@@ -225,12 +226,19 @@ def _tiers_in_outputs(outputs: Mapping[str, str], routes: Routes) -> list[str]:
     return names
 
 
+def tier_parameters(stage: str, tiers: Iterable[str], key: str, *, ssm: Any) -> dict[str, str]:
+    """``{tier: value}`` of each tier's parameter ``key`` (``Ssm.TIER_*``) that exists, in as few calls as
+    :func:`get_parameters` makes (one for up to 10 tiers)."""
+    names = {tier: Ssm.tier(stage, tier, key) for tier in tiers}
+    values = get_parameters(ssm, list(names.values()))
+    return {tier: values[name] for tier, name in names.items() if name in values}
+
+
 def idempotency_ttls(stage: str, tiers: list[str], *, ssm: Any) -> dict[str, int | None]:
     """Each tier's idempotency window (seconds) from the SSM parameters the stack writes.
 
     ``None`` for a tier whose parameter is missing (a stage deployed before the stack wrote it):
     the replay then treats every letter as outside the window.
     """
-    names = {tier: Ssm.tier(stage, tier, Ssm.TIER_IDEMPOTENCY_TTL) for tier in tiers}
-    values = _get_parameters(ssm, list(names.values()))
-    return {tier: int(values[name]) if values.get(name, "").isdigit() else None for tier, name in names.items()}
+    values = tier_parameters(stage, tiers, Ssm.TIER_IDEMPOTENCY_TTL, ssm=ssm)
+    return {tier: int(values[tier]) if values.get(tier, "").isdigit() else None for tier in tiers}

@@ -68,14 +68,14 @@ class SchedulingTarget:
 
 def from_ssm(stage: str, *, ssm: Any = None) -> SchedulingTarget:
     """From the SSM parameters of ``stage`` (``ssm:GetParameters`` on ``/tiered-jobs/<stage>/*``)."""
-    from tiered_jobs.stage.discovery import _get_parameters
+    from tiered_jobs.stage.discovery import get_parameters
 
     if ssm is None:
         import boto3
 
         ssm = boto3.client("ssm")
     names = {key: Names.ssm(stage, key) for key in (Names.SSM_GROUP_NAME, Names.SSM_ROLE_ARN, Names.SSM_DLQ_ARN)}
-    head = _get_parameters(ssm, [*names.values(), Ssm.tiers(stage)])
+    head = get_parameters(ssm, [*names.values(), Ssm.tiers(stage)])
     missing = [name for name in names.values() if name not in head]
     if missing or Ssm.tiers(stage) not in head:
         raise DiscoveryError(
@@ -83,7 +83,7 @@ def from_ssm(stage: str, *, ssm: Any = None) -> SchedulingTarget:
             "with scheduled jobs (a stack version that has them) in this account and region?"
         )
     tiers = [name.strip() for name in head[Ssm.tiers(stage)].split(",") if name.strip()]
-    arns = _get_parameters(ssm, [Ssm.tier(stage, tier, Ssm.TIER_QUEUE_ARN) for tier in tiers])
+    arns = get_parameters(ssm, [Ssm.tier(stage, tier, Ssm.TIER_QUEUE_ARN) for tier in tiers])
     return SchedulingTarget(
         group_name=head[names[Names.SSM_GROUP_NAME]],
         role_arn=head[names[Names.SSM_ROLE_ARN]],
