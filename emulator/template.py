@@ -1,6 +1,7 @@
 """The small template engine the emulator deploys with: what a CloudFormation resource refers to,
 holding resources back from a template (with what refers to them, in creation order), and
-resolving the intrinsics (``Ref``, ``Fn::GetAtt``, ``Fn::Join``, ``Fn::Sub``) against a deployed stack.
+resolving the intrinsics against a deployed stack (:class:`Resolver` looks up what a ``Ref`` and a
+``Fn::GetAtt`` name there; :mod:`emulator.intrinsics` holds the rest of the grammar).
 
 Knows nothing of moto: :mod:`emulator.moto_patches` uses it for the resources moto cannot create.
 """
@@ -11,6 +12,8 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from emulator.intrinsics import Intrinsics
 
 
 def references(node: Any) -> set[str]:
@@ -82,6 +85,7 @@ class Resolver:
         self._attribute = attribute
         #: ``(logical id, attribute) -> value`` for resources created outside CloudFormation.
         self.attributes: dict[tuple[str, str], str] = {}
+        self._intrinsics = Intrinsics(ref=self.ref, get_att=self.get_att)
 
     def ref(self, name: str) -> Any:
         if name in self._pseudo:
@@ -100,37 +104,6 @@ class Resolver:
         return value
 
     def resolve(self, node: Any) -> Any:
-        if isinstance(node, list):
-            return [self.resolve(item) for item in node]
-        if not isinstance(node, dict):
-            return node
-        if len(node) == 1:
-            (key, value), = node.items()
-            if key == "Ref":
-                return self.ref(value)
-            if key == "Fn::GetAtt":
-                logical_id, attribute = value if isinstance(value, list) else value.split(".", 1)
-                return self.get_att(logical_id, attribute)
-            if key == "Fn::Join":
-                separator, parts = value
-                return separator.join(str(part) for part in self.resolve(parts))
-            if key == "Fn::Sub":
-                return self._sub(value)
-            if key.startswith("Fn::"):
-                raise NotImplementedError(f"{key} is not resolved by the emulator; extend emulator.template.Resolver")
-        return {key: self.resolve(value) for key, value in node.items()}
-
-    def _sub(self, value: Any) -> str:
-        text, variables = (value[0], self.resolve(value[1])) if isinstance(value, list) else (value, {})
-
-        def replace(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name.startswith("!"):
-                return "${" + name[1:] + "}"
-            if name in variables:
-                return str(variables[name])
-            if "." in name:
-                return self.get_att(*name.split(".", 1))
-            return str(self.ref(name))
-
-        return re.sub(r"\$\{([^}]+)\}", replace, text)
+        """``node`` with every intrinsic resolved; an unknown ``Fn::*`` raises
+        :class:`emulator.intrinsics.UnknownIntrinsic`."""
+        return self._intrinsics.resolve(node)

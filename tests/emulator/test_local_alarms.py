@@ -10,6 +10,7 @@ import pytest
 
 from emulator.alarms import EMULATION_LABEL, AlarmEvaluator, decide, evaluate_expression
 from emulator.esm import FunctionConfig, Invocation, InvocationError
+from emulator.intrinsics import Intrinsics
 from emulator.metrics import MetricStore, emf_datapoints, statistic
 
 NOW = 1_800_000_000.0
@@ -233,16 +234,20 @@ def template(tmp_path_factory) -> dict:
 
 
 def _concrete(node, template: dict, topic_arn: str):
-    """The alarm's properties with the template's references replaced by the local names."""
-    if isinstance(node, list):
-        return [_concrete(item, template, topic_arn) for item in node]
-    if not isinstance(node, dict):
-        return node
-    if set(node) == {"Ref"} and template["Resources"][node["Ref"]]["Type"] == "AWS::SNS::Topic":
+    """The alarm's properties with the template's references replaced by the local names: the alarm
+    topic (``Ref``) and the queues' names (``Fn::GetAtt ... QueueName``); any other reference raises."""
+
+    def ref(name: str) -> str:
+        if template["Resources"][name]["Type"] != "AWS::SNS::Topic":
+            raise KeyError(f"an alarm refers to {name}, which this test does not deploy")
         return topic_arn
-    if set(node) == {"Fn::GetAtt"} and node["Fn::GetAtt"][1] == "QueueName":
-        return template["Resources"][node["Fn::GetAtt"][0]]["Properties"]["QueueName"]
-    return {key: _concrete(value, template, topic_arn) for key, value in node.items()}
+
+    def get_att(logical_id: str, attribute: str) -> str:
+        if attribute != "QueueName":
+            raise KeyError(f"an alarm reads {logical_id}.{attribute}, which this test does not deploy")
+        return template["Resources"][logical_id]["Properties"]["QueueName"]
+
+    return Intrinsics(ref=ref, get_att=get_att).resolve(node)
 
 
 @pytest.fixture

@@ -1,17 +1,22 @@
 """Concrete values for a synthesized template, as CloudFormation would resolve them in one account.
 
-``Concrete(template).value(node)`` turns ``Ref`` / ``Fn::GetAtt`` / ``Fn::Join`` / ``Fn::Sub`` /
-``Fn::Select`` into the strings a deployment in ``ACCOUNT`` / ``REGION`` would hold: queue URLs
-and ARNs, topic ARNs, alarm ARNs, parameter ARNs... Physical names come from the resource's name
-property (``QueueName``, ``AlarmName``...) or, when CloudFormation would generate one, from the
-logical id. Policy tests compare these strings with the ARNs AWS evaluates (and moto returns).
+``Concrete(template).value(node)`` turns a template value's intrinsics into the strings a
+deployment in ``ACCOUNT`` / ``REGION`` would hold: queue URLs and ARNs, topic ARNs, alarm ARNs,
+parameter ARNs... Physical names come from the resource's name property (``QueueName``,
+``AlarmName``...) or, when CloudFormation would generate one, from the logical id. Policy tests
+compare these strings with the ARNs AWS evaluates (and moto returns).
+
+Only the lookups are here (what ``Ref`` and ``Fn::GetAtt`` return in that account); the grammar
+(``Fn::Join``, ``Fn::Sub``, ``Fn::Select``...) is the emulator's resolver, :mod:`emulator.intrinsics`,
+so the tests and local mode read a template by the same rules.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
+
+from emulator.intrinsics import Intrinsics
 
 #: moto's default account and the region the tests use.
 ACCOUNT = "123456789012"
@@ -64,6 +69,7 @@ class Concrete:
         self.account, self.region, self.partition = account, region, partition
         self._pseudo = {"AWS::AccountId": account, "AWS::Region": region, "AWS::Partition": partition,
                         "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": "stack"}
+        self._intrinsics = Intrinsics(ref=self.ref, get_att=self.get_att)
 
     # -- resources ----------------------------------------------------------------------
 
@@ -120,41 +126,9 @@ class Concrete:
         return f"{logical_id}.{attribute}"
 
     def value(self, node: Any) -> Any:
-        """``node`` with every intrinsic replaced by its concrete value."""
-        if isinstance(node, list):
-            return [self.value(item) for item in node]
-        if not isinstance(node, dict):
-            return node
-        if len(node) == 1:
-            (key, arg), = node.items()
-            if key == "Ref":
-                return self.ref(arg)
-            if key == "Fn::GetAtt":
-                logical_id, attribute = arg if isinstance(arg, list) else arg.split(".", 1)
-                return self.get_att(logical_id, attribute)
-            if key == "Fn::Join":
-                separator, parts = arg
-                return separator.join(str(part) for part in self.value(parts))
-            if key == "Fn::Select":
-                index, items = arg
-                return self.value(items)[int(self.value(index))]
-            if key == "Fn::Split":
-                separator, text = arg
-                return str(self.value(text)).split(separator)
-            if key == "Fn::Sub":
-                return self._sub(arg)
-        return {key: self.value(item) for key, item in node.items()}
-
-    def _sub(self, arg: Any) -> str:
-        text, variables = (arg[0], self.value(arg[1])) if isinstance(arg, list) else (arg, {})
-
-        def replace(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name in variables:
-                return str(variables[name])
-            return self.get_att(*name.split(".", 1)) if "." in name else self.ref(name)
-
-        return re.sub(r"\$\{([^!}][^}]*)\}", replace, text)
+        """``node`` with every intrinsic replaced by its concrete value (an unknown ``Fn::*`` raises
+        :class:`emulator.intrinsics.UnknownIntrinsic`)."""
+        return self._intrinsics.resolve(node)
 
     def logical_id(self, node: Any) -> str | None:
         """The resource a ``Ref`` / ``Fn::GetAtt`` names (``None`` for anything else, e.g. an ARN string)."""
