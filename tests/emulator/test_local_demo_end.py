@@ -10,7 +10,8 @@ import pytest
 from rich.console import Console
 
 from emulator.view import TierRow
-from example.demo import story as demo_module
+from example.demo import end, live, start, story
+from example.demo.context import Demo, Expectation
 from tiered_jobs.contract.names import Alarms
 
 TIERS = ("critical", "transactional", "bulk")
@@ -26,10 +27,10 @@ def final_rows(**states: str) -> list[TierRow]:
     return rows
 
 
-def check(rows: list[TierRow]) -> demo_module.Expectation:
-    story = demo_module.Demo(session=None, console=Console(file=io.StringIO()))
-    story.check_final_alarms(rows)
-    (expectation,) = story.expectations
+def check(rows: list[TierRow]) -> Expectation:
+    demo = Demo(session=None, console=Console(file=io.StringIO()))
+    end.check_final_alarms(demo, rows)
+    (expectation,) = demo.expectations
     return expectation
 
 
@@ -64,16 +65,48 @@ def test_run_demo_checks_the_final_table_it_prints(monkeypatch):
                               endpoint=SimpleNamespace(url="http://127.0.0.1:1"))
 
     final = final_rows(bulk__failure_rate="ALARM")
-    monkeypatch.setattr(demo_module, "LocalSession", fake_session)
-    monkeypatch.setattr(demo_module.Demo, "run", lambda self: self.expect("story", "every step", True))
-    monkeypatch.setattr(demo_module, "safe_table", lambda session, title="Tiers": title)
-    monkeypatch.setattr(demo_module, "rows", lambda session: final)
-    monkeypatch.setattr(demo_module, "table",
+    monkeypatch.setattr(start, "LocalSession", fake_session)
+    monkeypatch.setattr(story, "run_steps", lambda demo: demo.expect("story", "every step", True))
+    monkeypatch.setattr(live, "safe_table", lambda session, title="Tiers": title)
+    monkeypatch.setattr(end, "rows", lambda session: final)
+    monkeypatch.setattr(end, "table",
                         lambda session, title, snapshot: printed_tables.append(snapshot) or title)
     console = Console(record=True, width=200)
 
-    assert demo_module.run_demo(console) == 1
+    assert story.run_demo(console) == 1
     output = console.export_text()
     assert printed_tables == [final]
     assert "bulk failure-rate: ALARM" in output
     assert "Some expectations failed." in output and "Every expectation held." not in output
+
+
+def test_the_steps_run_in_order_and_a_broken_one_is_a_failed_expectation(monkeypatch):
+    """``run_steps`` subscribes the inbox first, runs every step in order, and a step that raises is one
+    failed expectation named after it, the story going on."""
+    ran: list[str] = []
+
+    def payments(demo):
+        ran.append("payments")
+
+    def broken(demo):
+        ran.append("broken")
+        raise RuntimeError("moto went away")
+
+    def schedules(demo):
+        ran.append("schedules")
+
+    monkeypatch.setattr(story, "STEPS", (payments, broken, schedules))
+    monkeypatch.setattr(story.Demo, "__post_init__", lambda self: setattr(
+        self, "inbox", SimpleNamespace(subscribe=lambda: ran.append("inbox"))))
+    demo = Demo(session=None, console=Console(file=io.StringIO()))
+
+    assert story.run_steps(demo) is False
+    assert ran == ["inbox", "payments", "broken", "schedules"]
+    (failed,) = demo.expectations
+    assert (failed.step, failed.ok, failed.detail) == ("broken", False, "RuntimeError: moto went away")
+
+
+def test_the_story_is_its_steps_in_order():
+    assert [step.__name__ for step in story.STEPS] == [
+        "payments_with_duplicates", "emails", "transient_outages", "flood", "rate_limited_emails",
+        "bad_deploy_and_replay", "scheduled_jobs"]
