@@ -9,25 +9,25 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from emulator.view import TierRow
 from example.demo import end, live, start, story
 from example.demo.context import Demo, Expectation
+from tiered_jobs.contract import payloads
 from tiered_jobs.contract.names import Alarms
+from tiered_jobs.operations.status import TierStatus
 
 TIERS = ("critical", "transactional", "bulk")
 
 
-def final_rows(**states: str) -> list[TierRow]:
+def final_rows(**states: str) -> list[TierStatus]:
     """Every alarm OK, except ``tier__kind="STATE"`` (kind with underscores)."""
     rows = []
     for tier in TIERS:
         alarms = {kind: states.get(f"{tier}__{kind.replace('-', '_')}", "OK") for kind in Alarms.KINDS}
-        rows.append(TierRow(tier=tier, depth=0, in_flight=0, succeeded=1, retried=0, dead_lettered=0, dlq=0,
-                            alarms=alarms))
+        rows.append(TierStatus(tier=tier, visible=0, in_flight=0, delayed=0, dlq=0, alarms=alarms, succeeded=1))
     return rows
 
 
-def check(rows: list[TierRow]) -> Expectation:
+def check(rows: list[TierStatus]) -> Expectation:
     demo = Demo(session=None, console=Console(file=io.StringIO()))
     end.check_final_alarms(demo, rows)
     (expectation,) = demo.expectations
@@ -52,20 +52,22 @@ def test_any_other_alarm_not_ok_fails_the_end_naming_it(states, named):
 
 
 def test_no_alarm_read_is_no_pass():
-    assert not check([TierRow("critical", 0, 0, 0, 0, 0, 0, alarms={})]).ok
+    assert not check([TierStatus("critical", 0, 0, 0, 0, alarms={})]).ok
 
 
-def test_run_demo_checks_the_final_table_it_prints(monkeypatch):
+def test_run_demo_checks_the_final_table_it_prints(monkeypatch, tmp_path):
     """The story's steps all pass, but bulk's failure-rate alarm ends in ALARM: the run fails, and says so."""
-    printed_tables: list[list[TierRow]] = []
+    printed_tables: list[list[TierStatus]] = []
 
     @contextmanager
     def fake_session(**_settings):
         yield SimpleNamespace(deployment=SimpleNamespace(stack_name="TieredJobs-local", gaps={}, stage="local"),
-                              endpoint=SimpleNamespace(url="http://127.0.0.1:1"))
+                              endpoint=SimpleNamespace(url="http://127.0.0.1:1"),
+                              code_source=SimpleNamespace(directory=tmp_path))
 
     final = final_rows(bulk__failure_rate="ALARM")
     monkeypatch.setattr(start, "LocalSession", fake_session)
+    monkeypatch.setattr(payloads, "_added_dirs", [])  # the folders run_demo adds stay this test's
     monkeypatch.setattr(story, "run_steps", lambda demo: demo.expect("story", "every step", True))
     monkeypatch.setattr(live, "safe_table", lambda session, title="Tiers": title)
     monkeypatch.setattr(end, "rows", lambda session: final)
@@ -78,6 +80,8 @@ def test_run_demo_checks_the_final_table_it_prints(monkeypatch):
     assert printed_tables == [final]
     assert "bulk failure-rate: ALARM" in output
     assert "Some expectations failed." in output and "Every expectation held." not in output
+    # The demo's publishers check the deployed app's payload schemas, as `emulator up` tells a publisher to.
+    assert payloads.schema_dirs()[0] == (tmp_path / "schemas").resolve()
 
 
 def test_the_steps_run_in_order_and_a_broken_one_is_a_failed_expectation(monkeypatch):
