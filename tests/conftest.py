@@ -16,6 +16,8 @@ from tiered_jobs.runtime.job_modules import load_job_modules
 
 # The example's jobs with their schemas, as its consumer imports them (the package ships none).
 load_job_modules(["example.jobs"])
+# The library's own test jobs (testjobs.*), registered the same way: the library's tests run on these.
+load_job_modules(["tests.support.jobs"])
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
@@ -56,6 +58,15 @@ def redrive_tier(aws) -> Callable[..., Tier]:
     made = iter(range(1000))
     return lambda max_receive_count: create_tier(f"redrive-{next(made)}", visibility_timeout=180,
                                                  max_receive_count=max_receive_count)
+
+
+@pytest.fixture
+def recorded() -> list[tuple[str, dict[str, Any]]]:
+    """What ``testjobs.ok`` ran with in this test: ``(idempotency key, payload)``, in order."""
+    from tests.support.jobs.ok import RECORDED
+
+    RECORDED.clear()
+    return RECORDED
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from tiered_jobs.contract import payloads
 from tiered_jobs.contract.names import Env
 
 ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_SCHEMAS = ROOT / "example" / "jobs" / "schemas"
 
 VALID = {
     "payments.update_balance": [
@@ -64,7 +65,13 @@ def test_every_example_job_declares_its_payload_and_nothing_else_ships():
     import example.jobs  # noqa: F401  (registers the example jobs)
     from tiered_jobs.runtime.registry import registry
 
-    assert payloads.known_types() == registry.types() == sorted(VALID)
+    examples = [t for t in registry.types() if registry.get(t).handler.__module__.startswith("example.jobs.")]
+    assert examples == sorted(VALID)
+    assert [path.name.removesuffix(payloads.SCHEMA_SUFFIX) for path in sorted(EXAMPLE_SCHEMAS.glob("*.json"))] == \
+        sorted(VALID)
+    # The package ships none: the only folders searched are the example's and the suite's own test jobs'.
+    assert payloads.schema_dirs() == [EXAMPLE_SCHEMAS, ROOT / "tests" / "support" / "jobs" / "schemas"]
+    assert payloads.known_types() == registry.types()
 
 
 @pytest.mark.parametrize("job_type", sorted(VALID))

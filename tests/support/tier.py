@@ -1,6 +1,10 @@
 """One tier on moto (its queue, DLQ and tables, shaped as the stack makes them), for the tests and the
 benchmarks: create it, configure a consumer on it, publish, receive, run one poll of the event source
-mapping, and read what happened."""
+mapping, and read what happened.
+
+Its consumer is given the tables of both job packages the suite registers: the example app's
+payments table (:meth:`Tier.balance`, the example's jobs and the benchmarks) and the library's own
+test jobs' counters table (:meth:`Tier.counter`, ``tests/support/jobs``)."""
 
 from __future__ import annotations
 
@@ -20,6 +24,9 @@ from tiered_jobs.runtime.consumer import Consumer
 from tiered_jobs.runtime.registry import registry as default_registry
 
 REGION = "us-east-1"
+#: ``tests.support.jobs.effect.TABLE``, named here so that the benchmarks, which run the example's jobs
+#: only, do not import (and so register) the test jobs (a test holds the two equal).
+COUNTERS_RESOURCE = "testjobs_counters"
 
 
 @dataclass
@@ -32,6 +39,8 @@ class Tier:
     idempotency_table: str
     #: The table of the example payments job (``cdk.json``'s resource ``example.jobs.payments.TABLE``).
     payments_table: str
+    #: The table of the test jobs' ``testjobs.effect`` (resource :data:`COUNTERS_RESOURCE`).
+    counters_table: str
     #: The main queue's redrive ``maxReceiveCount`` (``None``: no redrive policy).
     max_receive_count: int | None = None
     #: receipt handles of messages a batch left in flight (failed or crashed), by message id
@@ -42,7 +51,7 @@ class Tier:
         """The resources a consumer of this tier is given: ``{name: table name}``, as ``TierConfig.resources``."""
         from example.jobs.payments import TABLE
 
-        return {TABLE: self.payments_table}
+        return {TABLE: self.payments_table, COUNTERS_RESOURCE: self.counters_table}
 
     def config(self, margin_ms: int = DEFAULT_TIME_BUDGET_MARGIN_MS, **retry: Any) -> TierConfig:
         return TierConfig(
@@ -112,11 +121,16 @@ class Tier:
         item = self.dynamodb.get_item(TableName=self.payments_table, Key={"account_id": {"S": account_id}}).get("Item")
         return int(item["balance"]["N"]) if item else 0
 
+    def counter(self, name: str) -> int:
+        """The total ``testjobs.effect`` has added to counter ``name`` (0 before any)."""
+        item = self.dynamodb.get_item(TableName=self.counters_table, Key={"id": {"S": name}}).get("Item")
+        return int(item["total"]["N"]) if item else 0
+
 
 def create_tier(name: str = "bench", endpoint_url: str | None = None, *, visibility_timeout: int = 60,
                 max_receive_count: int | None = None) -> Tier:
     """A tier's queue, DLQ (redrive when ``max_receive_count`` is given) and tables, as the stack
-    shapes them (Powertools' key ``id``; the payments job's table: ``account_id``)."""
+    shapes them (Powertools' key ``id``; the payments job's table: ``account_id``; the test jobs' counters: ``id``)."""
     kwargs = {"region_name": REGION, **({"endpoint_url": endpoint_url} if endpoint_url else {})}
     sqs, dynamodb = boto3.client("sqs", **kwargs), boto3.client("dynamodb", **kwargs)
     dlq_url = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
@@ -127,8 +141,9 @@ def create_tier(name: str = "bench", endpoint_url: str | None = None, *, visibil
     queue_url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     tier = Tier(sqs, dynamodb, queue_url, queue_arn, dlq_url, f"{name}-idempotency", f"{name}-payments",
-                max_receive_count=max_receive_count)
-    for table, key in ((tier.idempotency_table, "id"), (tier.payments_table, "account_id")):
+                f"{name}-counters", max_receive_count=max_receive_count)
+    for table, key in ((tier.idempotency_table, "id"), (tier.payments_table, "account_id"),
+                       (tier.counters_table, "id")):
         dynamodb.create_table(
             TableName=table, BillingMode="PAY_PER_REQUEST",
             AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
