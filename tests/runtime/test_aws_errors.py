@@ -27,7 +27,7 @@ from tiered_jobs.runtime.aws_errors import (
 from tiered_jobs.runtime.errors import classify
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Every service the runtime and the example jobs call (checked against the code below).
+#: Every service the runtime, the example's jobs and the library's test jobs call (checked against the code below).
 SERVICES = ("dynamodb", "sqs", "sns", "kms", "sts", "lambda", "s3")
 CONFLICT_MESSAGE = (
     "Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict, None]"
@@ -61,7 +61,7 @@ def test_every_error_code_botocore_knows_is_decided(service):
 
 def test_the_catalogue_covers_every_service_the_runtime_calls():
     called = set()
-    for path in (ROOT / "example" / "jobs").rglob("*.py"):
+    for path in [*(ROOT / "example" / "jobs").rglob("*.py"), *(ROOT / "tests" / "support" / "jobs").rglob("*.py")]:
         called |= set(re.findall(r"client\(\s*[\"']([a-z0-9-]+)[\"']", path.read_text(encoding="utf-8")))
     assert called and called <= set(CATALOGUE), f"uncatalogued services: {called - set(CATALOGUE)}"
     assert set(CATALOGUE) == set(SERVICES)
@@ -203,10 +203,10 @@ class ConflictingDynamoDB:
         return self._real.transact_write_items(**kwargs)
 
 
-def test_payment_whose_transaction_conflicts_twice_is_retried_then_applied_once(tier):
+def test_an_effect_whose_transaction_conflicts_twice_is_retried_then_applied_once(tier):
     dynamodb = ConflictingDynamoDB(tier.dynamodb, conflicts=2)
     consumer = tier.consumer(client={"sqs": tier.sqs, "dynamodb": dynamodb}.__getitem__)
-    message_id = tier.publish("payments.update_balance", {"account_id": "acc-c", "amount": 25}, "pay-conflict")
+    message_id = tier.publish("testjobs.effect", {"counter": "acc-c", "amount": 25}, "pay-conflict")
     for _ in range(2):
         assert tier.run_batch(consumer)["batchItemFailures"] == [{"itemIdentifier": message_id}]
         assert tier.dlq_messages() == []
@@ -214,5 +214,5 @@ def test_payment_whose_transaction_conflicts_twice_is_retried_then_applied_once(
     assert tier.run_batch(consumer)["batchItemFailures"] == []
     dynamodb.stubber.assert_no_pending_responses()
     assert dynamodb.transactions == 3
-    assert tier.balance("acc-c") == 25
+    assert tier.counter("acc-c") == 25
     assert tier.receive() == [] and tier.dlq_messages() == []

@@ -23,32 +23,32 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "bad-input.md"
 
 #: id -> (job type, payload, key, publish options, expected error)
 PUBLISHER = {
-    "P1": ("payments.update_balance", {"account_id": "a", "when": datetime.datetime(2026, 11, 29)}, "k1", {},
+    "P1": ("testjobs.effect", {"counter": "a", "when": datetime.datetime(2026, 11, 29)}, "k1", {},
            "payload['when'] is a datetime, which is not JSON-serialisable"),
-    "P2": ("analytics.record_event", {"event": "e", "blob": "x" * 1_100_000}, "k2", {},
+    "P2": ("testjobs.ok", {"label": "e", "blob": "x" * 1_100_000}, "k2", {},
            "over the 1040384-byte limit (SQS's 1048576 less 8192 for the runtime's own attributes); pass IDs"),
-    "P3": ("payments.update_balance", {"account_id": "a", "amount": 1}, "", {},
+    "P3": ("testjobs.effect", {"counter": "a", "amount": 1}, "", {},
            "'idempotency_key' must be 1-256 characters, got 0"),
-    "P4": ("payments.update_balance", {"account_id": "a", "amount": 1}, "k" * 257, {},
+    "P4": ("testjobs.effect", {"counter": "a", "amount": 1}, "k" * 257, {},
            "'idempotency_key' must be 1-256 characters, got 257"),
     "P5": ("reports.build", {}, "k5", {}, "no route for job type 'reports.build'"),
     "P6": ("Payments.Update!", {}, "k6", {}, "'type' must match ^[a-z0-9_]+(\\.[a-z0-9_]+)*$"),
-    "P7": ("payments.update_balance", [1, 2], "k7", {}, "'payload' must be a JSON object, got an array"),
-    "P8": ("payments.update_balance", {"account_id": "a", "amount": 1}, "k8", {"tier": "gold"},
+    "P7": ("testjobs.effect", [1, 2], "k7", {}, "'payload' must be a JSON object, got an array"),
+    "P8": ("testjobs.effect", {"counter": "a", "amount": 1}, "k8", {"tier": "gold"},
            "unknown tier 'gold'; known tiers: critical"),
-    "P9": ("payments.update_balance", {"account_id": "a", "amount": 1}, "k9", {"delay": -1},
+    "P9": ("testjobs.effect", {"counter": "a", "amount": 1}, "k9", {"delay": -1},
            "delay must be 0 seconds or more, got -1"),
-    "P10": ("payments.update_balance", {"account_id": "a", "amount_cents": -5}, "k10", {},
+    "P10": ("testjobs.effect", {"counter": "a", "amount_cents": -5}, "k10", {},
             "payload is missing required field 'amount'"),
-    "P11": ("analytics.record_event", {"event": "e", "properties": {"memo": "ab\uffff"}}, "k11", {},
-            "payload['properties']['memo'] holds U+FFFF at character 2, which SQS does not accept in a message"),
+    "P11": ("testjobs.ok", {"label": "e", "data": {"memo": "ab\uffff"}}, "k11", {},
+            "payload['data']['memo'] holds U+FFFF at character 2, which SQS does not accept in a message"),
     # A day ahead: through a one-time schedule, so EventBridge Scheduler's own rules apply (not SQS's).
-    "P12": ("analytics.record_event", {"event": "e", "blob": "x" * 300_000}, "k12", {"delay": 86_400},
+    "P12": ("testjobs.ok", {"label": "e", "blob": "x" * 300_000}, "k12", {"delay": 86_400},
             "over EventBridge Scheduler's 262144-byte (256 KB) limit on a one-time schedule's input"),
-    "P13": ("analytics.record_event", {"event": "at <aws.scheduler.scheduled-time>"}, "k13", {"delay": 86_400},
+    "P13": ("testjobs.ok", {"label": "e", "note": "at <aws.scheduler.scheduled-time>"}, "k13", {"delay": 86_400},
             "which EventBridge Scheduler would replace when the one-time schedule fires"),
     # Under SQS's 1 MiB, but no room left for the reasons of its letter or the state of its copies.
-    "P14": ("analytics.record_event", {"event": "e", "properties": {"blob": "x" * 1_045_000}}, "k14", {},
+    "P14": ("testjobs.ok", {"label": "e", "data": {"blob": "x" * 1_045_000}}, "k14", {},
             "over the 1040384-byte limit (SQS's 1048576 less 8192 for the runtime's own attributes)"),
 }
 
@@ -57,25 +57,25 @@ CONSUMER = {
     "C1": ("{not json", "EnvelopeError", "the body is not JSON"),
     "C2": ("[1, 2, 3]", "EnvelopeError", "the body must be a JSON object, got an array"),
     "C3": ('{"idempotency_key": "k", "payload": {}}', "EnvelopeError", "missing required field 'type'"),
-    "C4": ('{"type": "demo.flaky", "payload": {}}', "EnvelopeError", "missing required field 'idempotency_key'"),
-    "C5": ('{"type": "demo.flaky", "idempotency_key": "k"}', "EnvelopeError", "missing required field 'payload'"),
-    "C6": ('{"type": "demo.flaky", "idempotency_key": 42, "payload": {}}', "EnvelopeError",
+    "C4": ('{"type": "testjobs.ok", "payload": {}}', "EnvelopeError", "missing required field 'idempotency_key'"),
+    "C5": ('{"type": "testjobs.ok", "idempotency_key": "k"}', "EnvelopeError", "missing required field 'payload'"),
+    "C6": ('{"type": "testjobs.ok", "idempotency_key": 42, "payload": {}}', "EnvelopeError",
            "'idempotency_key' must be a string, got a number"),
-    "C7": (json.dumps({"type": "demo.flaky", "idempotency_key": "k" * 257, "payload": {}}), "EnvelopeError",
+    "C7": (json.dumps({"type": "testjobs.ok", "idempotency_key": "k" * 257, "payload": {}}), "EnvelopeError",
            "'idempotency_key' must be 1-256 characters, got 257"),
     "C8": ('{"type": "reports.build", "idempotency_key": "k", "payload": {}}', "UnknownJobTypeError",
-           "unknown job type 'reports.build'; registered: analytics.record_event, demo.flaky"),
-    "C9": ('{"type": "demo.flaky", "idempotency_key": "k", "payload": {}, "version": 2}', "EnvelopeError",
+           "unknown job type 'reports.build'; registered: testjobs.ok, testjobs.transient"),
+    "C9": ('{"type": "testjobs.ok", "idempotency_key": "k", "payload": {}, "version": 2}', "EnvelopeError",
            "'version' must be 1, got 2"),
-    "C10": ('{"type": "demo.flaky", "idempotency_key": "k", "payload": {"x": ' + "[" * 200_000 + "]" * 200_000 + "}}",
+    "C10": ('{"type": "testjobs.ok", "idempotency_key": "k", "payload": {"x": ' + "[" * 200_000 + "]" * 200_000 + "}}",
             "EnvelopeError", "the body is JSON nested too deeply to parse"),
-    "C11": ('{"type": "payments.update_balance", "idempotency_key": "k", '
-            '"payload": {"account_id": "a", "amount": "10"}}',
+    "C11": ('{"type": "testjobs.effect", "idempotency_key": "k", '
+            '"payload": {"counter": "a", "amount": "10"}}',
             "PayloadValidationError", "payload field 'amount' must be an integer, got a string"),
-    "C12": ('{"type": "notifications.send_email", "idempotency_key": "k", "payload": {"to": "nobody", "subject": "s"}}',
+    "C12": ('{"type": "testjobs.ok", "idempotency_key": "k", "payload": {"label": "no body", "note": "s"}}',
             "PayloadValidationError",
-            "payload field 'to' must match ^[^@\\s]{1,64}@[^@\\s]+\\.[^@\\s]{2,}$, got 'nobody'"),
-    "C13": ('{"type": "demo.flaky", "idempotency_key": "k", "payload": {}, "priority": "high"}', "EnvelopeError",
+            "payload field 'label' must match ^[A-Za-z0-9_.:-]{1,64}$, got 'no body'"),
+    "C13": ('{"type": "testjobs.ok", "idempotency_key": "k", "payload": {}, "priority": "high"}', "EnvelopeError",
             "unknown field(s) 'priority'; allowed: type, idempotency_key, payload, version, published_at"),
     "C16": ('{"type": "Demo Flaky!", "idempotency_key": "k", "payload": {}}', "EnvelopeError",
             "'type' must match ^[a-z0-9_]+(\\.[a-z0-9_]+)*$"),
@@ -83,7 +83,7 @@ CONSUMER = {
 
 #: id -> (replay event, expected problem)
 REPLAY = {
-    "R1": ({"tier": "critical", "job_typ": "payments.*"}, "unknown field(s) 'job_typ'"),
+    "R1": ({"tier": "critical", "job_typ": "testjobs.*"}, "unknown field(s) 'job_typ'"),
     "R2": ({"tier": "critical", "max_messages": -5}, "'max_messages' must be a whole number from 1 to 10000, got -5"),
     "R3": ({"tier": "gold"}, "unknown tier 'gold' (this stage has 'critical')"),
     "R4": (
@@ -103,7 +103,7 @@ def publisher(tier):
     from tiered_jobs.contract.routing import Routes
     from tiered_jobs.publisher import Publisher
 
-    routes = Routes({"payments.*": "critical", "notifications.*": "critical", "analytics.*": "critical"})
+    routes = Routes({"testjobs.*": "critical"})
     return Publisher({"critical": tier.queue_url}, routes, sqs=tier.sqs)
 
 
@@ -112,7 +112,7 @@ def test_publisher_refuses_before_sending_and_names_the_job(tier, publisher, cas
     from tiered_jobs.publisher import InvalidJobError, Job
 
     job_type, payload, key, options, expected = PUBLISHER[case]
-    good = Job("analytics.record_event", {"event": "neighbour"}, f"good-{case}")
+    good = Job("testjobs.ok", {"label": "neighbour"}, f"good-{case}")
     bad = Job(job_type, payload, key, **options)
     with pytest.raises(InvalidJobError) as error:
         publisher.publish_batch([good, bad, good])
@@ -129,12 +129,12 @@ def test_consumer_dead_letters_bad_messages_with_their_reason_and_spares_the_nei
 
     body, error_type, expected = CONSUMER[case]
     subset = JobRegistry()  # C8's message lists the registered types: keep that list short and stable
-    for name in ("analytics.record_event", "demo.flaky"):
+    for name in ("testjobs.ok", "testjobs.transient"):
         definition = registry.get(name)
         subset.job(name, validate=definition.validate)(definition.handler)
     used = subset if case == "C8" else registry
     tier.send_raw(body)
-    tier.publish("analytics.record_event", {"event": "neighbour"}, f"neighbour-{case}")
+    tier.publish("testjobs.ok", {"label": "neighbour"}, f"neighbour-{case}")
     assert tier.run_batch(tier.consumer(registry=used)) == {"batchItemFailures": []}
     (letter,) = tier.dlq_messages()
     reasons = {k: v["StringValue"] for k, v in letter["MessageAttributes"].items()}
@@ -148,17 +148,17 @@ def test_consumer_dead_letters_bad_messages_with_their_reason_and_spares_the_nei
 
 def test_consumer_same_key_with_another_payload(tier):
     """C14: the idempotency record keeps the first payload's hash; a different payload is refused."""
-    tier.publish("payments.update_balance", {"account_id": "acc", "amount": 5}, "pay-1")
+    tier.publish("testjobs.effect", {"counter": "acc", "amount": 5}, "pay-1")
     tier.run_batch(tier.consumer())
-    tier.publish("payments.update_balance", {"account_id": "acc", "amount": 500}, "pay-1")
-    tier.publish("analytics.record_event", {"event": "neighbour"}, "neighbour-c14")
+    tier.publish("testjobs.effect", {"counter": "acc", "amount": 500}, "pay-1")
+    tier.publish("testjobs.ok", {"label": "neighbour"}, "neighbour-c14")
     assert tier.run_batch(tier.consumer())["batchItemFailures"] == []
     (letter,) = tier.dlq_messages()
     reasons = {k: v["StringValue"] for k, v in letter["MessageAttributes"].items()}
     assert reasons[DeadLetter.ERROR_TYPE] == "IdempotencyConflictError"
     assert reasons[DeadLetter.ERROR_MESSAGE] == (
-        "idempotency key 'pay-1' was already used for 'payments.update_balance' with a different payload")
-    assert tier.balance("acc") == 5
+        "idempotency key 'pay-1' was already used for 'testjobs.effect' with a different payload")
+    assert tier.counter("acc") == 5
 
 
 def test_bodies_sqs_itself_refuses_never_enter_a_queue(tier):
@@ -171,7 +171,7 @@ def test_bodies_sqs_itself_refuses_never_enter_a_queue(tier):
     with pytest.raises(ClientError, match="shorter than 1048576 bytes"):
         tier.sqs.send_message(QueueUrl=tier.queue_url, MessageBody="x" * 1_048_577)
     with pytest.raises(EnvelopeError, match="not valid UTF-8"):
-        parse(b'{"type": "demo.flaky", "idempotency_key": "\xff", "payload": {}}')
+        parse(b'{"type": "testjobs.ok", "idempotency_key": "\xff", "payload": {}}')
     assert tier.receive() == []
 
 
@@ -183,12 +183,12 @@ def test_replay_refuses_bad_events_and_leaves_the_dlq_alone(tier, monkeypatch, l
     event, expected = REPLAY[case]
     monkeypatch.setenv(Env.REPLAY_TIERS, json.dumps({"critical": {"queue_url": tier.queue_url,
                                                                    "dlq_url": tier.dlq_url}}))
-    tier.sqs.send_message(QueueUrl=tier.dlq_url, MessageBody='{"type": "demo.flaky"}')
+    tier.sqs.send_message(QueueUrl=tier.dlq_url, MessageBody='{"type": "testjobs.ok"}')
     with pytest.raises(ReplayEventError) as error:
         handler(event, lambda_context())
     assert expected in str(error.value)
     assert "Allowed fields:" in str(error.value)
-    assert [m["Body"] for m in tier.dlq_messages()] == ['{"type": "demo.flaky"}']
+    assert [m["Body"] for m in tier.dlq_messages()] == ['{"type": "testjobs.ok"}']
     assert tier.receive() == []
 
 

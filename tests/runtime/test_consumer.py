@@ -49,54 +49,55 @@ def emf_documents(capsys) -> list[dict]:
 
 # --- success and duplicates -------------------------------------------------------------
 
-def test_payment_applies_once_and_batch_succeeds(tier):
-    tier.publish("payments.update_balance", {"account_id": "acc-1", "amount": 150}, "pay-1")
+def test_effect_applies_once_and_batch_succeeds(tier):
+    tier.publish("testjobs.effect", {"counter": "acc-1", "amount": 150}, "pay-1")
     response = tier.run_batch(tier.consumer())
     assert response == {"batchItemFailures": []}
-    assert tier.balance("acc-1") == 150
+    assert tier.counter("acc-1") == 150
     assert tier.receive() == [] and tier.dlq_messages() == []
 
 
 def test_duplicates_in_one_batch_apply_once(tier, capsys):
     for _ in range(3):
-        tier.publish("payments.update_balance", {"account_id": "acc-1", "amount": 100}, "pay-dup")
+        tier.publish("testjobs.effect", {"counter": "acc-1", "amount": 100}, "pay-dup")
     response = tier.run_batch(tier.consumer())
     assert response["batchItemFailures"] == []
-    assert tier.balance("acc-1") == 100
+    assert tier.counter("acc-1") == 100
     (doc,) = emf_documents(capsys)
     assert doc[Metrics.PROCESSED] == 3 and doc[Metrics.SUCCEEDED] == 3 and doc[Metrics.DUPLICATE] == 2
 
 
 def test_duplicates_across_batches_and_containers_apply_once(tier):
-    tier.publish("payments.update_balance", {"account_id": "acc-2", "amount": 7}, "pay-x")
+    tier.publish("testjobs.effect", {"counter": "acc-2", "amount": 7}, "pay-x")
     tier.run_batch(tier.consumer())
-    tier.publish("payments.update_balance", {"account_id": "acc-2", "amount": 7}, "pay-x")
+    tier.publish("testjobs.effect", {"counter": "acc-2", "amount": 7}, "pay-x")
     tier.run_batch(tier.consumer())  # a new consumer: a new container, no local cache
-    assert tier.balance("acc-2") == 7
+    assert tier.counter("acc-2") == 7
 
 
-def test_in_container_duplicate_costs_no_dynamodb_call(tier):
+def test_in_container_duplicate_costs_no_dynamodb_call(tier, recorded):
     dynamodb = Faulty(tier.dynamodb)
     consumer = tier.consumer(client={"sqs": tier.sqs, "dynamodb": dynamodb}.__getitem__)
-    tier.publish("analytics.record_event", {"event": "signup"}, "evt-1")
+    tier.publish("testjobs.ok", {"label": "signup"}, "evt-1")
     tier.run_batch(consumer)
     calls_after_first = len(dynamodb.calls)
-    tier.publish("analytics.record_event", {"event": "signup"}, "evt-1")
+    tier.publish("testjobs.ok", {"label": "signup"}, "evt-1")
     tier.run_batch(consumer)
     assert calls_after_first == 2  # PutItem (in progress) + UpdateItem (completed)
     assert len(dynamodb.calls) == calls_after_first
+    assert recorded == [("evt-1", {"label": "signup"})]  # the job ran once
 
 
 def test_same_key_with_another_payload_is_a_permanent_conflict(tier):
-    tier.publish("payments.update_balance", {"account_id": "acc-3", "amount": 5}, "pay-c")
+    tier.publish("testjobs.effect", {"counter": "acc-3", "amount": 5}, "pay-c")
     tier.run_batch(tier.consumer())
-    tier.publish("payments.update_balance", {"account_id": "acc-3", "amount": 500}, "pay-c")
+    tier.publish("testjobs.effect", {"counter": "acc-3", "amount": 500}, "pay-c")
     assert tier.run_batch(tier.consumer())["batchItemFailures"] == []
     (letter,) = tier.dlq_messages()
     assert attrs(letter)[DeadLetter.REASON] == DeadLetter.REASON_PERMANENT
     assert attrs(letter)[DeadLetter.ERROR_TYPE] == "IdempotencyConflictError"
     assert "already used" in attrs(letter)[DeadLetter.ERROR_MESSAGE]
-    assert tier.balance("acc-3") == 5
+    assert tier.counter("acc-3") == 5
 
 
 # --- crash safety ------------------------------------------------------------------------
@@ -105,8 +106,8 @@ class SimulatedCrash(BaseException):
     """The Lambda dies: nothing in the handler can catch it."""
 
 
-def test_crash_after_side_effect_keeps_payment_exactly_once(tier, lambda_context):
-    """The process dies after the balance transaction and before the idempotency record
+def test_crash_after_side_effect_keeps_the_effect_exactly_once(tier, lambda_context):
+    """The process dies after the job's transaction and before the idempotency record
     completes. The message returns; the transaction's marker stops a second application."""
     def crash_on_completion(kwargs):
         if kwargs.get("TableName") == tier.idempotency_table:
@@ -114,15 +115,15 @@ def test_crash_after_side_effect_keeps_payment_exactly_once(tier, lambda_context
 
     crashing = tier.consumer(client={"sqs": tier.sqs,
                                      "dynamodb": Faulty(tier.dynamodb, update_item=crash_on_completion)}.__getitem__)
-    tier.publish("payments.update_balance", {"account_id": "acc-9", "amount": 42}, "pay-crash")
+    tier.publish("testjobs.effect", {"counter": "acc-9", "amount": 42}, "pay-crash")
     # remaining time 1 ms: the in-progress record expires by the next attempt, as after a real timeout
     with pytest.raises(SimulatedCrash):
         tier.run_batch(crashing, context=lambda_context(remaining_ms=1))
-    assert tier.balance("acc-9") == 42
+    assert tier.counter("acc-9") == 42
     tier.make_visible()  # the visibility timeout passes
     response = tier.run_batch(tier.consumer())
     assert response["batchItemFailures"] == []
-    assert tier.balance("acc-9") == 42
+    assert tier.counter("acc-9") == 42
     assert tier.receive() == [] and tier.dlq_messages() == []
 
 
@@ -162,7 +163,7 @@ def test_record_still_in_progress_elsewhere_is_retried_not_failed(tier, lambda_c
 def test_transient_failure_sets_visibility_to_jittered_backoff(tier, attempt, base, rand):
     sqs = Faulty(tier.sqs)
     consumer = tier.consumer(client={"sqs": sqs, "dynamodb": tier.dynamodb}.__getitem__, rand=lambda: rand)
-    tier.publish("demo.flaky", {"fail_times": 9, "error": "transient"}, "flaky-1")
+    tier.publish("testjobs.transient", {"fail_times": 9}, "flaky-1")
     for _ in range(attempt - 1):  # earlier receives, to reach this attempt number
         tier.receive()
     response = tier.run_batch(consumer)
@@ -192,7 +193,7 @@ def test_backoff_is_capped_at_twelve_hours():
 
 
 def test_flaky_job_succeeds_after_its_transient_failures(tier, capsys):
-    tier.publish("demo.flaky", {"fail_times": 2, "error": "transient"}, "flaky-2")
+    tier.publish("testjobs.transient", {"fail_times": 2}, "flaky-2")
     consumer = tier.consumer()
     for _ in range(2):
         assert len(tier.run_batch(consumer)["batchItemFailures"]) == 1
@@ -205,7 +206,7 @@ def test_flaky_job_succeeds_after_its_transient_failures(tier, capsys):
 
 
 def test_last_attempt_dead_letters_with_every_reason_attribute(tier):
-    tier.publish("demo.flaky", {"fail_times": 9, "error": "transient"}, "flaky-3", origin="checkout")
+    tier.publish("testjobs.transient", {"fail_times": 9}, "flaky-3", origin="checkout")
     consumer = tier.consumer(max_attempts=2)
     assert len(tier.run_batch(consumer)["batchItemFailures"]) == 1
     tier.make_visible()
@@ -215,9 +216,9 @@ def test_last_attempt_dead_letters_with_every_reason_attribute(tier):
     a = attrs(letter)
     assert a[DeadLetter.REASON] == DeadLetter.REASON_RETRIES_EXHAUSTED
     assert a[DeadLetter.ERROR_TYPE] == "TransientError"
-    assert "simulated outage" in a[DeadLetter.ERROR_MESSAGE]
+    assert "failing on purpose, attempt 2 of the first 9" in a[DeadLetter.ERROR_MESSAGE]
     assert a[DeadLetter.ATTEMPTS] == "2"
-    assert a[DeadLetter.JOB_TYPE] == "demo.flaky"
+    assert a[DeadLetter.JOB_TYPE] == "testjobs.transient"
     assert a[DeadLetter.SOURCE_QUEUE] == tier.queue_arn
     first = datetime.fromisoformat(a[DeadLetter.FIRST_FAILED_AT].replace("Z", "+00:00"))
     last = datetime.fromisoformat(a[DeadLetter.LAST_FAILED_AT].replace("Z", "+00:00"))
@@ -305,28 +306,28 @@ def test_idempotency_store_throttling_is_retried(tier):
 
     consumer = tier.consumer(client={"sqs": tier.sqs,
                                      "dynamodb": Faulty(tier.dynamodb, put_item=throttle)}.__getitem__)
-    tier.publish("payments.update_balance", {"account_id": "acc-t", "amount": 3}, "pay-t")
+    tier.publish("testjobs.effect", {"counter": "acc-t", "amount": 3}, "pay-t")
     assert len(tier.run_batch(consumer)["batchItemFailures"]) == 1
-    assert tier.balance("acc-t") == 0 and tier.dlq_messages() == []
+    assert tier.counter("acc-t") == 0 and tier.dlq_messages() == []
 
 
 # --- permanent failures ------------------------------------------------------------------
 
 def test_permanent_failure_goes_to_dlq_on_first_attempt(tier):
-    tier.publish("notifications.send_email", {"to": "not-an-address", "subject": "hi"}, "mail-1")
+    tier.publish("testjobs.ok", {"label": "not a label", "note": "hi"}, "mail-1")
     assert tier.run_batch(tier.consumer())["batchItemFailures"] == []
     (letter,) = tier.dlq_messages()
     a = attrs(letter)
     assert a[DeadLetter.REASON] == DeadLetter.REASON_PERMANENT
     assert a[DeadLetter.ERROR_TYPE] == "PayloadValidationError"
-    assert "payload field 'to' must match" in a[DeadLetter.ERROR_MESSAGE]
+    assert "payload field 'label' must match" in a[DeadLetter.ERROR_MESSAGE]
     assert a[DeadLetter.ATTEMPTS] == "1"
     assert a[DeadLetter.FIRST_FAILED_AT] == a[DeadLetter.LAST_FAILED_AT]
     assert tier.receive() == []
 
 
 def test_dead_letter_keeps_the_body_byte_for_byte(tier):
-    body = '{"type":"demo.flaky", "idempotency_key":"k é ✓",  "payload":{"fail_times":5,"error":"permanent"}}'
+    body = '{"type":"testjobs.permanent", "idempotency_key":"k é ✓",  "payload":{"reason":"é ✓ \\u00e9"}}'
     tier.send_raw(body)
     tier.run_batch(tier.consumer())
     (letter,) = tier.dlq_messages()
@@ -339,7 +340,7 @@ def test_dlq_send_failure_keeps_the_message(tier, capsys):
 
     consumer = tier.consumer(client={"sqs": Faulty(tier.sqs, send_message=refuse),
                                      "dynamodb": tier.dynamodb}.__getitem__)
-    message_id = tier.publish("demo.flaky", {"fail_times": 1, "error": "permanent"}, "p-1")
+    message_id = tier.publish("testjobs.permanent", {}, "p-1")
     response = tier.run_batch(consumer)
     assert response["batchItemFailures"] == [{"itemIdentifier": message_id}]
     tier.make_visible()
@@ -349,13 +350,13 @@ def test_dlq_send_failure_keeps_the_message(tier, capsys):
 
 
 def test_poison_record_next_to_good_ones(tier):
-    tier.publish("payments.update_balance", {"account_id": "acc-p", "amount": 1}, "good-1")
+    tier.publish("testjobs.effect", {"counter": "acc-p", "amount": 1}, "good-1")
     tier.send_raw("this is not json")
-    transient = tier.publish("demo.flaky", {"fail_times": 3}, "flaky-p")
-    tier.publish("payments.update_balance", {"account_id": "acc-p", "amount": 2}, "good-2")
+    transient = tier.publish("testjobs.transient", {"fail_times": 3}, "flaky-p")
+    tier.publish("testjobs.effect", {"counter": "acc-p", "amount": 2}, "good-2")
     response = tier.run_batch(tier.consumer())
     assert response["batchItemFailures"] == [{"itemIdentifier": transient}]
-    assert tier.balance("acc-p") == 3
+    assert tier.counter("acc-p") == 3
     (letter,) = tier.dlq_messages()
     assert letter["Body"] == "this is not json"
     assert attrs(letter)[DeadLetter.ERROR_TYPE] == "EnvelopeError"
@@ -363,24 +364,30 @@ def test_poison_record_next_to_good_ones(tier):
 
 
 def test_batch_where_every_record_fails_is_a_partial_response(tier):
-    ids = [tier.publish("demo.flaky", {"fail_times": 5}, f"all-{i}") for i in range(4)]
+    ids = [tier.publish("testjobs.transient", {"fail_times": 5}, f"all-{i}") for i in range(4)]
     response = tier.run_batch(tier.consumer())
     assert sorted(f["itemIdentifier"] for f in response["batchItemFailures"]) == sorted(ids)
 
 
 def test_failure_rate_metrics_per_tier_and_job_type(tier, capsys):
     """JobsFailed counts jobs failed for good; a retried attempt counts only JobsRetried."""
-    tier.publish("payments.update_balance", {"account_id": "a", "amount": 1}, "m-1")
-    tier.publish("demo.flaky", {"fail_times": 1}, "m-2")
-    tier.publish("demo.flaky", {"fail_times": 1, "error": "permanent"}, "m-3")
+    tier.publish("testjobs.effect", {"counter": "a", "amount": 1}, "m-1")
+    tier.publish("testjobs.transient", {"fail_times": 1}, "m-2")
+    tier.publish("testjobs.transient", {"fail_times": -1}, "m-3")  # refused by its schema: failed for good
+    tier.publish("testjobs.permanent", {}, "m-4")
     tier.run_batch(tier.consumer())
     docs = {d[Metrics.DIM_JOB_TYPE]: d for d in emf_documents(capsys)}
-    assert set(docs) == {"payments.update_balance", "demo.flaky"}
-    flaky = docs["demo.flaky"]
-    assert (flaky[Metrics.PROCESSED], flaky[Metrics.SUCCEEDED], flaky[Metrics.FAILED], flaky[Metrics.RETRIED],
-            flaky[Metrics.DEAD_LETTERED], flaky[Metrics.DEFERRED]) == (2, 0, 1, 1, 1, 0)
-    payments = docs["payments.update_balance"]
-    assert (payments[Metrics.PROCESSED], payments[Metrics.SUCCEEDED], payments[Metrics.FAILED]) == (1, 1, 0)
+    assert set(docs) == {"testjobs.effect", "testjobs.transient", "testjobs.permanent"}
+
+    def counts(job_type: str) -> tuple[int, ...]:
+        doc = docs[job_type]
+        return (doc[Metrics.PROCESSED], doc[Metrics.SUCCEEDED], doc[Metrics.FAILED], doc[Metrics.RETRIED],
+                doc[Metrics.DEAD_LETTERED], doc[Metrics.DEFERRED])
+
+    assert counts("testjobs.transient") == (2, 0, 1, 1, 1, 0)
+    assert counts("testjobs.permanent") == (1, 0, 1, 0, 1, 0)
+    assert counts("testjobs.effect") == (1, 1, 0, 0, 0, 0)
+    flaky = docs["testjobs.transient"]
     directive = flaky["_aws"]["CloudWatchMetrics"][0]
     assert directive["Namespace"] == Metrics.NAMESPACE
     assert [Metrics.DIM_STAGE, Metrics.DIM_TIER, Metrics.DIM_SERVICE] in [
@@ -399,21 +406,22 @@ def test_failure_rate_metrics_per_tier_and_job_type(tier, capsys):
 def test_oversized_and_non_utf8_bodies_are_rejected_by_the_envelope():
     from tiered_jobs.contract.envelope import EnvelopeError, parse
 
-    big = json.dumps({"type": "demo.flaky", "idempotency_key": "k", "payload": {"blob": "x" * 1_048_576}})
+    big = json.dumps({"type": "testjobs.ok", "idempotency_key": "k", "payload": {"blob": "x" * 1_048_576}})
     with pytest.raises(EnvelopeError, match="over the 1048576-byte limit; pass IDs, not objects"):
         parse(big)
     with pytest.raises(EnvelopeError, match="not valid UTF-8"):
         parse(b'{"type": "\xff"}')
 
 
-def test_one_mib_body_within_the_limit_is_processed(tier, lambda_context):
-    envelope = {"type": "analytics.record_event", "idempotency_key": "big", "payload": {"event": "e"}}
-    filler = 1_048_576 - len(json.dumps({**envelope, "payload": {"event": "e", "blob": ""}})) - 1024
-    body = json.dumps({**envelope, "payload": {"event": "e", "blob": "x" * filler}})
+def test_one_mib_body_within_the_limit_is_processed(tier, lambda_context, recorded):
+    envelope = {"type": "testjobs.ok", "idempotency_key": "big", "payload": {"label": "e"}}
+    filler = 1_048_576 - len(json.dumps({**envelope, "payload": {"label": "e", "blob": ""}})) - 1024
+    body = json.dumps({**envelope, "payload": {"label": "e", "blob": "x" * filler}})
     record = {"messageId": "m-big", "receiptHandle": "r", "body": body, "attributes": {"ApproximateReceiveCount": "1"},
               "messageAttributes": {}, "md5OfBody": "", "eventSource": "aws:sqs", "eventSourceARN": tier.queue_arn,
               "awsRegion": "us-east-1"}
     assert tier.consumer().handle({"Records": [record]}, lambda_context()) == {"batchItemFailures": []}
+    assert recorded == [("big", {"label": "e", "blob": "x" * filler})]
 
 
 def test_missing_environment_is_a_clear_configuration_error(monkeypatch):

@@ -15,8 +15,8 @@ from tiered_jobs.runtime.idempotency import IdempotentRunner
 
 
 @pytest.mark.parametrize("job_type, key", [
-    ("payments.update_balance", "pay_123"),
-    ("notifications.send_email", "clé-ünïcode \"quoted\" 7"),
+    ("testjobs.effect", "pay_123"),
+    ("testjobs.ok", "clé-ünïcode \"quoted\" 7"),
 ])
 def test_record_id_names_the_item_the_runtime_writes(tier, job_type, key):
     dynamodb = boto3.client("dynamodb", region_name="us-east-1")

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from example.jobs.payments import TABLE
+from tests.support.jobs.effect import TABLE
 from tiered_jobs.contract.names import DeadLetter, Env
 from tiered_jobs.runtime.config import TierConfig
 from tiered_jobs.runtime.consumer import Consumer
@@ -41,14 +41,14 @@ def test_a_missing_resource_is_permanent_and_names_the_variable_and_the_fix():
     assert "tiered_jobs.resources.invoices" in message and "'invoices.create'" in message
 
 
-def test_a_payment_on_a_tier_without_its_table_is_dead_lettered_with_that_reason(tier):
+def test_a_job_on_a_tier_without_its_table_is_dead_lettered_with_that_reason(tier):
     config = dataclasses.replace(tier.config(), resources={})
     consumer = Consumer(config, default_registry, client={"sqs": tier.sqs, "dynamodb": tier.dynamodb}.__getitem__)
-    tier.publish("payments.update_balance", {"account_id": "acc-1", "amount": 5}, "pay-unbound")
+    tier.publish("testjobs.effect", {"counter": "acc-1", "amount": 5}, "pay-unbound")
     assert tier.run_batch(consumer)["batchItemFailures"] == []
     (letter,) = tier.dlq_messages()
     attributes = {k: v["StringValue"] for k, v in letter["MessageAttributes"].items()}
     assert attributes[DeadLetter.REASON] == DeadLetter.REASON_PERMANENT
     assert attributes[DeadLetter.ERROR_TYPE] == "ResourceNotConfiguredError"
     assert Env.resource_var(TABLE) in attributes[DeadLetter.ERROR_MESSAGE]
-    assert tier.balance("acc-1") == 0
+    assert tier.counter("acc-1") == 0

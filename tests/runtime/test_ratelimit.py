@@ -223,8 +223,8 @@ def test_each_batch_makes_at_most_one_conditional_write_per_bucket_under_content
 
     serialize_dynamodb_requests()
     create_rate_limit_table(boto3.client("dynamodb"), "buckets")
-    limits = RateLimits(RateLimit(40, 4), {"demo.*": RateLimit(20, 2)}, max_wait_seconds=0.25)
-    keys = {"analytics.record_event": "critical#tier", "demo.flaky": "critical#type:demo.*"}
+    limits = RateLimits(RateLimit(40, 4), {"testjobs.slow*": RateLimit(20, 2)}, max_wait_seconds=0.25)
+    keys = {"testjobs.ok": "critical#tier", "testjobs.slow": "critical#type:testjobs.slow*"}
     until = time.time() + 1.5
     batches: list[dict[tuple[str, str], int]] = []  # per batch: (operation, bucket key) -> calls
     starts: dict[str, list[float]] = {key: [] for key in keys.values()}
@@ -271,7 +271,7 @@ def test_each_batch_makes_at_most_one_conditional_write_per_bucket_under_content
     assert sum(n for batch in batches for (op, _), n in batch.items() if op == "GetItem") <= 20 * len(keys)
     assert {op for batch in batches for op, _ in batch} <= {"GetItem", "UpdateItem"}
     assert_never_ahead(starts["critical#tier"], limits.tier)
-    assert_never_ahead(starts["critical#type:demo.*"], limits.job_types["demo.*"])
+    assert_never_ahead(starts["critical#type:testjobs.slow*"], limits.job_types["testjobs.slow*"])
     assert min(len(found) for found in starts.values()) >= 10, "the consumers got almost nothing"
     assert set(conflicts) == set(keys.values()), "no write conflicted on some bucket: the test proves little"
 
@@ -307,7 +307,7 @@ def test_jobs_beyond_the_wait_bound_are_re_sent_with_a_delay_never_failed(tier, 
     clock = FakeTime()
     consumer = limited_consumer(tier, clock, RateLimits(RateLimit(5, 2), {}, max_wait_seconds=1.0))
     for i in range(10):
-        tier.publish("analytics.record_event", {"event": "page_view"}, f"evt-{i}")
+        tier.publish("testjobs.ok", {"label": "page_view"}, f"evt-{i}")
     response = tier.run_batch(consumer)
     assert response == {"batchItemFailures": []}  # held jobs are acknowledged: SQS deletes the originals
     # burst 2 + 1 s at 5/s = 7 run, paced 0.2 s apart after the burst; 3 re-sent with a delay
@@ -319,10 +319,10 @@ def test_jobs_beyond_the_wait_bound_are_re_sent_with_a_delay_never_failed(tier, 
 
 def test_a_held_job_comes_back_as_a_fresh_message_carrying_its_attempts(tier, capsys):
     clock = FakeTime()
-    limits = RateLimits(None, {"demo.*": RateLimit(1, 1)}, max_wait_seconds=0.0)
+    limits = RateLimits(None, {"testjobs.*": RateLimit(1, 1)}, max_wait_seconds=0.0)
     consumer = limited_consumer(tier, clock, limits, max_attempts=3)
-    tier.publish("demo.flaky", {"fail_times": 10}, "flaky-1")
-    tier.publish("demo.flaky", {"fail_times": 10}, "flaky-2")
+    tier.publish("testjobs.transient", {"fail_times": 10}, "flaky-1")
+    tier.publish("testjobs.transient", {"fail_times": 10}, "flaky-2")
     tier.run_batch(consumer)  # one runs and fails (attempt 1), one is held
     assert delayed(tier) == 1
     time.sleep(1.1)  # its DelaySeconds (the turn under 1 job/s), real time on moto
@@ -334,7 +334,7 @@ def test_a_held_job_comes_back_as_a_fresh_message_carrying_its_attempts(tier, ca
 
 def test_the_attempt_number_adds_the_carried_attempts_to_the_receive_count(tier):
     consumer = tier.consumer(max_attempts=4)
-    body = json.dumps({"type": "demo.flaky", "idempotency_key": "carried", "payload": {"fail_times": 10}})
+    body = json.dumps({"type": "testjobs.transient", "idempotency_key": "carried", "payload": {"fail_times": 10}})
     tier.sqs.send_message(QueueUrl=tier.queue_url, MessageBody=body, MessageAttributes={
         Attributes.PRIOR_ATTEMPTS: {"DataType": "Number", "StringValue": "2"}})
     assert tier.run_batch(consumer)["batchItemFailures"]  # attempt 3 of 4: retried
@@ -359,7 +359,7 @@ def test_a_failed_re_send_keeps_the_job_in_the_queue_and_is_still_not_a_failure(
 
     consumer.client = lambda service: NoBatchSend() if service == "sqs" else real(service)
     for i in range(3):
-        tier.publish("analytics.record_event", {"event": "page_view"}, f"keep-{i}")
+        tier.publish("testjobs.ok", {"label": "page_view"}, f"keep-{i}")
     response = tier.run_batch(consumer)
     assert len(response["batchItemFailures"]) == 2  # they stay, their visibility set to their turn
     assert tier.dlq_messages() == []
@@ -377,7 +377,7 @@ def test_a_lost_write_holds_at_once_the_jobs_the_bucket_had_room_for_the_others_
     stub.add_response("get_item", {"Item": tat(now)}, None)
     stub.add_client_error("update_item", "ConditionalCheckFailedException", "failed", 400,
                           modeled_fields={"Item": tat(now + 300_000)})  # others took 0.3 s meanwhile
-    records = [Limited(f"m{i}", "analytics.record_event") for i in range(8)]
+    records = [Limited(f"m{i}", "testjobs.ok") for i in range(8)]
     with stub:
         gate = limiter.admit(records, remaining_seconds=30.0)
     stub.assert_no_pending_responses()
@@ -392,7 +392,7 @@ def test_invalid_and_unknown_jobs_take_no_token(tier):
     consumer = limited_consumer(tier, clock, RateLimits(RateLimit(1, 1), {}, max_wait_seconds=0.0))
     tier.send_raw("not json")
     tier.publish("nobody.registered", {}, "u-1")
-    tier.publish("analytics.record_event", {"event": "page_view"}, "ok-1")
+    tier.publish("testjobs.ok", {"label": "page_view"}, "ok-1")
     assert tier.run_batch(consumer) == {"batchItemFailures": []}
     assert len(tier.dlq_messages()) == 2 and delayed(tier) == 0  # the one token went to the real job
 
