@@ -91,6 +91,9 @@ def base_environment() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith(dropped)}
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = str(ROOT)
+    # A documented `tiered-jobs console` listens on a free port, never the documented 8321: a
+    # developer's own console (or `make up`) may hold it while the suite runs.
+    env["TIERED_JOBS_CONSOLE_PORT"] = str(free_port())
     # Nothing leaves 127.0.0.1: a request to anywhere else goes to a proxy that is not there, and fails.
     env.update({"HTTP_PROXY": NOWHERE, "HTTPS_PROXY": NOWHERE, "NO_PROXY": "127.0.0.1,localhost"})
     return env

@@ -16,7 +16,8 @@ from .common import CliError, app, reported_errors, terminal
 def console(
     ctx: typer.Context,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; anything but loopback needs --token."),
-    port: int = typer.Option(8321, "--port", help="Port to listen on (0: a free one)."),
+    port: int = typer.Option(8321, "--port", envvar="TIERED_JOBS_CONSOLE_PORT",
+                             help="Port to listen on (0: a free one)."),
     token: Optional[str] = typer.Option(
         None, "--token", envvar="TIERED_JOBS_CONSOLE_TOKEN",
         help="Require this token (basic auth password, bearer token or ?token=); mandatory off loopback.",
