@@ -1,51 +1,20 @@
-"""End to end with the real payments job: a replayed duplicate is absorbed, the balance moves once.
+"""End to end with the example app's payments job: a replayed duplicate is absorbed, the balance moves once.
 
 The worst case for a replay: the payment was applied, then the consumer died before it could
 record success, again and again, until SQS's redrive policy moved the message to the DLQ. The
 operator replays it (and, after a crash between send and delete, replays it again): the main
-queue now holds two copies of a job that already took effect. The consumer must apply nothing.
+queue now holds two copies of a job that already took effect. The consumer must apply nothing: here
+the payments job's own marker is what stops the second application (the library's story, on its own
+test job: ``tests/replay/test_replay_applied_once.py``).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from tests.replay.test_replay_applied_once import Context, Crashing, SimulatedCrash
 from tiered_jobs.contract.names import DeadLetter, Replay
 from tiered_jobs.replay import TierQueues, parse_event, run
-
-
-class SimulatedCrash(BaseException):
-    """The Lambda dies: nothing in the handler can catch it."""
-
-
-class Crashing:
-    """A client whose ``operation`` dies when ``when(kwargs)`` says so."""
-
-    def __init__(self, real: Any, operation: str, when=lambda kwargs: True, error: BaseException | None = None):
-        self._real, self._operation, self._when = real, operation, when
-        self._error = error or SimulatedCrash()
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._real, name)
-        if name != self._operation:
-            return method
-
-        def call(**kwargs: Any) -> Any:
-            if self._when(kwargs):
-                raise self._error
-            return method(**kwargs)
-
-        return call
-
-
-class Context:
-    def __init__(self, remaining_ms: int):
-        self.remaining_ms = remaining_ms
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_ms
 
 
 def test_a_replayed_payment_that_already_took_effect_is_applied_once(tier):

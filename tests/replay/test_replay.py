@@ -49,7 +49,7 @@ class Dlq:
     dlq_url: str
     tiers: dict[str, TierQueues] = field(default_factory=dict)
 
-    def dead_letter(self, body: str, *, job_type: str = "payments.update_balance", error_type: str = "TimeoutError",
+    def dead_letter(self, body: str, *, job_type: str = "testjobs.effect", error_type: str = "TimeoutError",
                     error_message: str = "timed out", reason: str = DeadLetter.REASON_RETRIES_EXHAUSTED,
                     failed_at: datetime = NOW, attributes: dict[str, dict] | None = None) -> str:
         """A letter as our consumer dead-letters it: the user's attributes plus ``DeadLetter.*``."""
@@ -106,8 +106,8 @@ def make_dlq() -> Dlq:
     return Dlq(sqs, queue_url, dlq_url, {"critical": TierQueues(queue_url, dlq_url, idempotency_ttl_seconds=TTL)})
 
 
-def job(job_type: str = "payments.update_balance", key: str = "k1", **payload: Any) -> str:
-    return build(job_type, payload or {"account_id": "acc-1", "amount": 5}, key, published_at=iso(NOW)).to_json()
+def job(job_type: str = "testjobs.effect", key: str = "k1", **payload: Any) -> str:
+    return build(job_type, payload or {"counter": "acc-1", "amount": 5}, key, published_at=iso(NOW)).to_json()
 
 
 class Wrapper:
@@ -131,7 +131,7 @@ def user_attributes(message: dict) -> dict[str, dict]:
 
 def test_replay_moves_the_body_byte_for_byte_keeps_user_attributes_and_marks_the_replay(dlq):
     body = (
-        '{"type": "payments.update_balance",\n  "idempotency_key": "pay-é-1",\t"payload": {"memo": "café ☕ 日本  "}}  '
+        '{"type": "testjobs.ok",\n  "idempotency_key": "pay-é-1",\t"payload": {"memo": "café ☕ 日本  "}}  '
     )
     mine = {
         "trace_id": {"DataType": "String", "StringValue": "t-1 ✓"},
@@ -193,18 +193,18 @@ def test_the_replayed_copy_never_exceeds_the_attribute_limit_and_user_attributes
 
 
 def test_job_type_filter_is_a_glob_and_reads_redriven_letters_from_their_body(dlq):
-    dlq.dead_letter(job("payments.update_balance"), job_type="payments.update_balance")
-    dlq.dead_letter(job("notifications.email"), job_type="notifications.email")
-    dlq.redriven(job("payments.refund", key="r1"))
+    dlq.dead_letter(job("testjobs.effect"), job_type="testjobs.effect")
+    dlq.dead_letter(job("other.email"), job_type="other.email")
+    dlq.redriven(job("testjobs.ok", key="r1"))
     dlq.redriven("not an envelope")
 
-    response = dlq.run({"job_type": "payments.*"})
+    response = dlq.run({"job_type": "testjobs.*"})
 
     assert (response["matched"], response["moved"], response["left_in_dlq"]) == (2, 2, 2)
     assert sorted(json.loads(m["Body"])["type"] for m in dlq.take_all(dlq.queue_url)) == [
-        "payments.refund", "payments.update_balance"]
+        "testjobs.effect", "testjobs.ok"]
     left = dlq.take_all(dlq.dlq_url)
-    assert sorted(m["Body"] for m in left) == sorted([job("notifications.email"), "not an envelope"])
+    assert sorted(m["Body"] for m in left) == sorted([job("other.email"), "not an envelope"])
 
 
 def test_error_type_unknown_matches_only_letters_without_reasons(dlq):
@@ -247,11 +247,11 @@ def test_older_than_uses_the_last_failure_or_else_the_time_sent(dlq):
 
 def test_a_filtered_replay_walks_past_many_non_matching_letters(dlq):
     for i in range(25):
-        dlq.dead_letter(job("notifications.email", key=f"n{i}"), job_type="notifications.email")
+        dlq.dead_letter(job("other.email", key=f"n{i}"), job_type="other.email")
     for i in range(3):
         dlq.dead_letter(job(key=f"p{i}"))
 
-    response = dlq.run({"job_type": "payments.*"})
+    response = dlq.run({"job_type": "testjobs.*"})
 
     assert (response["moved"], response["stopped_because"], response["left_in_dlq"]) == (3, "dlq_empty", 25)
     assert dlq.counts(dlq.dlq_url) == (25, 0)  # every non-matching letter is visible again
@@ -271,7 +271,7 @@ def test_max_messages_with_a_filter_leaves_the_extra_matches_visible(dlq):
     for i in range(15):
         dlq.dead_letter(job(key=f"k{i}"))
 
-    response = dlq.run({"max_messages": 5, "job_type": "payments.*"})
+    response = dlq.run({"max_messages": 5, "job_type": "testjobs.*"})
 
     assert (response["matched"], response["moved"], response["stopped_because"]) == (5, 5, "max_messages")
     assert dlq.counts(dlq.dlq_url) == (10, 0)
@@ -294,13 +294,13 @@ def test_progress_is_reported_after_each_batch(dlq):
 def test_dry_run_counts_what_would_move_and_changes_nothing(dlq):
     for i in range(12):
         dlq.dead_letter(job(key=f"k{i}"))
-    dlq.dead_letter(job("notifications.email"), job_type="notifications.email")
+    dlq.dead_letter(job("other.email"), job_type="other.email")
 
-    response = dlq.run({"dry_run": True, "job_type": "payments.*"})
+    response = dlq.run({"dry_run": True, "job_type": "testjobs.*"})
 
     assert (response["matched"], response["moved"], response["failed"]) == (12, 0, 0)
     assert response["left_in_dlq"] == 13
-    assert [(g["job_type"], g["count"]) for g in response["groups"]] == [("payments.update_balance", 12)]
+    assert [(g["job_type"], g["count"]) for g in response["groups"]] == [("testjobs.effect", 12)]
     assert dlq.counts(dlq.queue_url) == (0, 0)
     assert dlq.counts(dlq.dlq_url) == (13, 0)
     assert all(Replay.COUNT not in m["MessageAttributes"] for m in dlq.take_all(dlq.dlq_url))
@@ -313,22 +313,22 @@ def test_inspect_consumes_nothing_and_groups_by_normalised_error(dlq):
     b = dlq.dead_letter(job(key="b"), error_type="AccountNotFound", error_message="account 456 not found",
                         reason=DeadLetter.REASON_PERMANENT, failed_at=NOW)
     c = dlq.dead_letter(job(key="c"), error_type="TimeoutError", error_message="no answer after 30 s")
-    d = dlq.redriven(job("notifications.email", key="d"))
+    d = dlq.redriven(job("other.email", key="d"))
     e = dlq.redriven("garbage")
 
     response = dlq.run({"action": "inspect"})
 
     assert (response["matched"], response["moved"], response["left_in_dlq"]) == (5, 0, 5)
     groups = {(g["job_type"], g["error_type"]): g for g in response["groups"]}
-    assert groups[("payments.update_balance", "AccountNotFound")] == {
-        "job_type": "payments.update_balance", "error_type": "AccountNotFound", "reason": "permanent",
+    assert groups[("testjobs.effect", "AccountNotFound")] == {
+        "job_type": "testjobs.effect", "error_type": "AccountNotFound", "reason": "permanent",
         "error_message": "account <n> not found", "count": 2, "outside_window": 0,
         "oldest": iso(first - timedelta(minutes=13)), "newest": iso(NOW), "sample_message_ids": [a, b],
     }
-    assert groups[("payments.update_balance", "TimeoutError")]["error_message"] == "no answer after <n> s"
-    assert groups[("payments.update_balance", "TimeoutError")]["sample_message_ids"] == [c]
-    assert groups[("notifications.email", "unknown")]["reason"] == "unknown"
-    assert groups[("notifications.email", "unknown")]["sample_message_ids"] == [d]
+    assert groups[("testjobs.effect", "TimeoutError")]["error_message"] == "no answer after <n> s"
+    assert groups[("testjobs.effect", "TimeoutError")]["sample_message_ids"] == [c]
+    assert groups[("other.email", "unknown")]["reason"] == "unknown"
+    assert groups[("other.email", "unknown")]["sample_message_ids"] == [d]
     assert groups[("unknown", "unknown")]["sample_message_ids"] == [e]
     assert response["groups"][0]["count"] == 2  # biggest first
     assert dlq.counts(dlq.dlq_url) == (5, 0)
@@ -493,7 +493,7 @@ def test_an_unknown_tier_at_run_time_lists_the_tiers(dlq):
 
 def old_job(key: str, age: timedelta) -> str:
     """A job published ``age`` before NOW."""
-    return build("payments.update_balance", {"account_id": "acc-1", "amount": 5}, key,
+    return build("testjobs.effect", {"counter": "acc-1", "amount": 5}, key,
                  published_at=iso(NOW - age)).to_json()
 
 

@@ -43,7 +43,7 @@ def test_discard_archives_each_letter_whole_then_deletes_it(dlq, tmp_path):
     assert (record["message_id"], record["tier"], record["body"]) == (gone, "critical", job(key="drop"))
     assert record["error_message"] == "account 'acc-9' not found"  # the real message, not the masked pattern
     assert (record["reason"], record["error_type"], record["job_type"]) == (
-        "permanent", "AccountNotFound", "payments.update_balance")
+        "permanent", "AccountNotFound", "testjobs.effect")
     attributes = record["message_attributes"]
     assert attributes[DeadLetter.ERROR_MESSAGE] == {"DataType": "String", "StringValue": "account 'acc-9' not found"}
     assert set(DeadLetter.ALL) <= set(attributes)

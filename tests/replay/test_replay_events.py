@@ -1,9 +1,12 @@
-"""The replay event: defaults, every refusal with its message, and the shipped console events."""
+"""The replay event: defaults, every refusal with its message, and the console events.
+
+The example app's copies of the console events (``example/events/replay``) are tested in
+``tests/example/test_replay_events.py``.
+"""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +21,6 @@ from tiered_jobs.replay import (
 )
 from tiered_jobs.replay.tiers import TierQueues
 
-ROOT = Path(__file__).resolve().parents[2]
 TIERS = ("critical", "transactional", "bulk")
 
 
@@ -40,10 +42,10 @@ def test_defaults_come_from_event_fields():
 def test_a_full_event_is_read_as_given():
     request = parse_event({
         "action": "replay", "tier": "bulk", "mode": "batch", "dry_run": True, "max_messages": MAX_MESSAGES_CAP,
-        "job_type": "payments.*", "error_type": "unknown", "older_than_seconds": 60, "max_per_second": 2.5,
+        "job_type": "testjobs.*", "error_type": "unknown", "older_than_seconds": 60, "max_per_second": 2.5,
     }, tiers=TIERS)
     assert request == ReplayRequest(
-        tier="bulk", dry_run=True, max_messages=MAX_MESSAGES_CAP, job_type="payments.*", error_type="unknown",
+        tier="bulk", dry_run=True, max_messages=MAX_MESSAGES_CAP, job_type="testjobs.*", error_type="unknown",
         older_than_seconds=60, max_per_second=2.5,
     )
     assert request.has_filters
@@ -52,7 +54,7 @@ def test_a_full_event_is_read_as_given():
 @pytest.mark.parametrize(("event", "expected"), [
     ([], "the event must be a JSON object, got an array"),
     ("critical", "the event must be a JSON object, got the string 'critical'"),
-    ({"tier": "critical", "job_typ": "payments.*"}, "unknown field(s) 'job_typ'"),
+    ({"tier": "critical", "job_typ": "testjobs.*"}, "unknown field(s) 'job_typ'"),
     ({"tier": "critical", "action": "delete"},
      "'action' must be one of 'replay', 'inspect', 'discard', 'show', got 'delete'"),
     ({}, "'tier' is required (one of 'bulk', 'critical', 'transactional')"),
@@ -78,7 +80,7 @@ def test_a_full_event_is_read_as_given():
     ({"tier": "critical", "max_per_second": -3}, "'max_per_second' must be a number above 0"),
     ({"tier": "critical", "max_per_second": True}, "'max_per_second' must be a number above 0"),
     ({"tier": "critical", "max_per_second": "50"}, "'max_per_second' must be a number above 0"),
-    ({"tier": "critical", "mode": "native", "job_type": "payments.*", "error_type": "X"},
+    ({"tier": "critical", "mode": "native", "job_type": "testjobs.*", "error_type": "X"},
      "'mode': 'native' moves every letter and cannot filter: remove 'job_type', 'error_type'"),
     ({"tier": "critical", "mode": "native", "older_than_seconds": 60}, "cannot filter: remove 'older_than_seconds'"),
     ({"tier": "critical", "mode": "native", "max_messages": 100},
@@ -117,14 +119,15 @@ def test_native_mode_accepts_a_whole_rate_and_a_dry_run():
     assert (request.mode, request.max_per_second, request.dry_run) == ("native", 100, True)
 
 
-def test_console_event_files_equal_console_events_and_parse():
-    directory = ROOT / "example" / "events" / "replay"
-    expected = {name: event for tier in DEFAULT_TIERS for name, event in console_events(tier).items()}
-    files = {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in directory.glob("*.json")}
-    assert files == expected
-    for name, event in files.items():
-        request = parse_event(event, tiers=DEFAULT_TIERS)
-        assert name.startswith(request.tier + "-")
+def test_console_events_parse_for_every_tier_and_are_named_after_it():
+    """The construct's console test events (the example app keeps them as files: tests/example)."""
+    for tier in DEFAULT_TIERS:
+        events = console_events(tier, example_job_type="testjobs.*")
+        assert len(events) == 5
+        for name, event in events.items():
+            request = parse_event(event, tiers=DEFAULT_TIERS)
+            assert name.startswith(tier + "-") and request.tier == tier
+        assert parse_event(events[f"{tier}-replay-job-type"], tiers=DEFAULT_TIERS).job_type == "testjobs.*"
 
 
 def test_tiers_come_from_the_environment():

@@ -1,0 +1,23 @@
+"""The example app's console replay events (``example/events/replay/*.json``): the construct's
+console test events for each tier, as files the operator pastes or passes to ``aws lambda invoke``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tiered_jobs.contract.names import DEFAULT_TIERS
+from tiered_jobs.contract.replay_events import console_events
+from tiered_jobs.replay import parse_event
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_console_event_files_equal_console_events_and_parse():
+    directory = ROOT / "example" / "events" / "replay"
+    expected = {name: event for tier in DEFAULT_TIERS for name, event in console_events(tier).items()}
+    files = {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in directory.glob("*.json")}
+    assert files == expected
+    for name, event in files.items():
+        request = parse_event(event, tiers=DEFAULT_TIERS)
+        assert name.startswith(request.tier + "-")
