@@ -1,4 +1,5 @@
-"""Fixtures: a miniature stack in moto, and a publisher that never really sleeps."""
+"""Fixtures: a miniature stack in moto (its routes also send the library's test jobs, ``testjobs.*``, to
+the critical tier), and a publisher that never really sleeps."""
 
 from __future__ import annotations
 
@@ -7,8 +8,18 @@ import json
 import boto3
 import pytest
 
+from tests.support.stack import ROUTES, FakeDeployment, deploy
 from tiered_jobs.contract.routing import Routes
 from tiered_jobs.publisher import Publisher
+
+#: The tier of the library's own test jobs (tests/support/jobs) in this folder's deployment.
+TEST_JOBS_TIER = "critical"
+
+
+@pytest.fixture
+def deployment(aws) -> FakeDeployment:
+    """The miniature stack, its routing table the default plus ``testjobs.*``."""
+    return deploy(routes={**ROUTES, "testjobs.*": TEST_JOBS_TIER})
 
 
 @pytest.fixture

@@ -41,7 +41,7 @@ def _nothing_sent(sqs, deployment) -> bool:
 
 
 def test_publish_routes_by_the_table_and_sends_a_valid_envelope(publisher, deployment):
-    result = publisher.publish("payments.update_balance", {"account_id": "acc_1", "amount": 500}, "pay_1")
+    result = publisher.publish("testjobs.effect", {"counter": "acc_1", "amount": 500}, "pay_1")
 
     assert result.ok and result.tier == "critical" and result.attempts == 1
     assert result.queue_url == deployment.queue_urls["critical"]
@@ -49,7 +49,7 @@ def test_publish_routes_by_the_table_and_sends_a_valid_envelope(publisher, deplo
     jsonschema.validate(body, SCHEMA)  # what non-Python publishers are held to
     parsed = envelope.parse(json.dumps(body))  # what the consumer accepts
     assert (parsed.type, parsed.idempotency_key, parsed.payload) == (
-        "payments.update_balance", "pay_1", {"account_id": "acc_1", "amount": 500}
+        "testjobs.effect", "pay_1", {"counter": "acc_1", "amount": 500}
     )
     assert parsed.published_at is not None
 

@@ -149,8 +149,8 @@ def test_a_bad_time_is_refused_and_nothing_is_sent(later, scheduler, deployment,
 def test_a_lower_threshold_schedules_short_delays_too(deployment, sqs, scheduler, target):
     publisher = Publisher(deployment.queue_urls, Routes(deployment.routes), sqs=sqs, scheduler=scheduler,
                           scheduling=target, clock=lambda: NOW, schedule_beyond_seconds=0)
-    assert publisher.publish("demo.flaky", {"fail_times": 0}, "d1", delay=5).schedule_name is not None
-    assert publisher.publish("demo.flaky", {"fail_times": 0}, "d2").message_id is not None  # no delay: SQS
+    assert publisher.publish("testjobs.ok", {"label": "a"}, "d1", delay=5).schedule_name is not None
+    assert publisher.publish("testjobs.ok", {"label": "a"}, "d2").message_id is not None  # no delay: SQS
     with pytest.raises(ValueError, match="schedule_beyond_seconds must be 0-900"):
         Publisher(deployment.queue_urls, Routes(deployment.routes), schedule_beyond_seconds=901)
 

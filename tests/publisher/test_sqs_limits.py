@@ -89,27 +89,27 @@ def test_the_packer_never_puts_more_than_ten_entries_in_a_batch():
 
 
 @pytest.mark.parametrize(("payload", "key", "named"), [
-    ({"fail_times": 0, "memo": "ab\uffff"}, "k1", "payload['memo'] holds U+FFFF at character 2"),
-    ({"fail_times": 0, "memo": "x\ud800"}, "k1", "payload['memo'] holds U+D800 at character 1"),
-    ({"fail_times": 0, "lines": ["ok", "\ufffe"]}, "k1", "payload['lines'][1] holds U+FFFE at character 0"),
-    ({"fail_times": 0, "bad\x00key": 1}, "k1", "the key payload['bad\\x00key'] holds U+0000 at character 3"),
-    ({"fail_times": 0}, "pay\x07", "'idempotency_key' holds U+0007 at character 3"),
+    ({"label": "a", "memo": "ab\uffff"}, "k1", "payload['memo'] holds U+FFFF at character 2"),
+    ({"label": "a", "memo": "x\ud800"}, "k1", "payload['memo'] holds U+D800 at character 1"),
+    ({"label": "a", "lines": ["ok", "\ufffe"]}, "k1", "payload['lines'][1] holds U+FFFE at character 0"),
+    ({"label": "a", "bad\x00key": 1}, "k1", "the key payload['bad\\x00key'] holds U+0000 at character 3"),
+    ({"label": "a"}, "pay\x07", "'idempotency_key' holds U+0007 at character 3"),
 ])
 def test_characters_sqs_refuses_are_refused_before_anything_is_sent(publisher, batch_calls, payload, key, named):
-    good = Job("demo.flaky", {"fail_times": 0}, "good-1")
-    bad = Job("demo.flaky", payload, key)
+    good = Job("testjobs.ok", {"label": "a"}, "good-1")
+    bad = Job("testjobs.ok", payload, key)
 
     with pytest.raises(InvalidJobError) as caught:
         publisher.publish_batch([good, bad])
 
-    assert f"job #1 demo.flaky (key {key!r}): {named}, which SQS does not accept" in str(caught.value)
+    assert f"job #1 testjobs.ok (key {key!r}): {named}, which SQS does not accept" in str(caught.value)
     assert batch_calls == []  # no entry was sent: no half-published batch
 
 
 def test_characters_sqs_accepts_are_sent_as_themselves(publisher, sqs, deployment):
     memo = "tab\t nl\n cr\r é ☕ 😀 \ufffd \U0010ffff"
-    publisher.publish("demo.flaky", {"fail_times": 0, "memo": memo}, "chars-1")
+    publisher.publish("testjobs.ok", {"label": "a", "memo": memo}, "chars-1")
 
-    [message] = sqs.receive_message(QueueUrl=deployment.queue_urls["transactional"])["Messages"]
+    [message] = sqs.receive_message(QueueUrl=deployment.queue_urls["critical"])["Messages"]  # testjobs.* -> critical
     assert json.loads(message["Body"])["payload"]["memo"] == memo
     assert "é ☕ 😀 \ufffd \U0010ffff" in message["Body"]  # not \u-escaped: SQS stores (and counts) them as sent
