@@ -20,7 +20,8 @@ from tiered_jobs.runtime.registry import registry
 ROOT = Path(__file__).resolve().parents[2]
 #: Payloads each test job's schema accepts, and ones it refuses.
 VALID = {
-    "testjobs.ok": [{"label": "a"}, {"label": "a:b-c.d_e", "note": "", "data": {"n": 1}, "blob": "x"}],
+    "testjobs.ok": [{"label": "a"}, {"label": "a:b-c.d_e", "note": "", "data": {"n": 1}, "priority": "high",
+                     "blob": "x"}],
     "testjobs.transient": [{"fail_times": 0}, {"fail_times": 3, "memo": "m"}],
     "testjobs.permanent": [{}, {"reason": "r" * 200}],
     "testjobs.slow": [{"steps": 1, "step_ms": 0}, {"steps": 1000, "step_ms": 10_000}],
@@ -29,7 +30,7 @@ VALID = {
 }
 INVALID = {
     "testjobs.ok": [{}, {"label": ""}, {"label": "a b"}, {"label": "x" * 65}, {"label": "a", "note": 5},
-                    {"label": "a", "data": []}],
+                    {"label": "a", "data": []}, {"label": "a", "priority": "urgent"}, {"label": "a", "priority": 1}],
     "testjobs.transient": [{}, {"fail_times": -1}, {"fail_times": "1"}, {"fail_times": 1.5}, {"fail_times": False}],
     "testjobs.permanent": [{"reason": 5}, {"reason": "r" * 201}, []],
     "testjobs.slow": [{"steps": 0, "step_ms": 0}, {"steps": 1}, {"steps": 1, "step_ms": 10_001},
