@@ -84,6 +84,14 @@ Gaps, in deployment order:
     ``time.time()`` and computes only the attributes asked for, each as ``Queue.attributes`` does
     (a test compares both for every attribute of standard, FIFO and encrypted queues).
 
+15. **moto's ``GetMetricData`` compares a metric's dimensions in the order they were listed.** It
+    sorts both lists before comparing them, but its ``Dimension`` orders by comparing one's value to
+    the other's *name*, so the sort keeps the order given: a query listing ``service, Stage, Tier``
+    found the datapoints the runtime put as ``Stage, Tier, service`` for tier ``critical`` and not
+    for ``transactional`` (the console's and the live view's figures of that tier stayed empty).
+    CloudWatch takes dimensions as a set; :func:`cloudwatch_dimensions_as_a_set` orders them by
+    name, then value, so the sort makes them one.
+
 moto never evaluates alarms, publishes no SQS or Lambda metrics and extracts no EMF from logs:
 ``emulator.metrics`` and ``emulator.alarms`` emulate those services' parts.
 """
@@ -394,6 +402,25 @@ def cloudwatch_percentiles() -> None:
 
     get_statistics_for_type.percentiles_by_tiered_jobs = True  # type: ignore[attr-defined]
     Statistics.get_statistics_for_type = get_statistics_for_type  # type: ignore[method-assign]
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 15: a metric's dimensions are a set
+
+
+def cloudwatch_dimensions_as_a_set() -> None:
+    """Order moto's CloudWatch ``Dimension`` by name, then value (idempotent), so the sorted lists
+    ``GetMetricData`` compares are equal whatever order the query and the datapoint listed them in."""
+    from moto.cloudwatch.models import Dimension
+
+    if getattr(Dimension.__lt__, "ordered_by_tiered_jobs", False):
+        return
+
+    def less_than(self: Any, other: Any) -> bool:
+        return (self.name or "", self.value or "") < (other.name or "", other.value or "")
+
+    less_than.ordered_by_tiered_jobs = True  # type: ignore[attr-defined]
+    Dimension.__lt__ = less_than  # type: ignore[method-assign]
 
 
 # --------------------------------------------------------------------------------------------

@@ -242,3 +242,23 @@ def test_queue_attributes_on_demand_are_the_attributes_moto_computes(aws, attrib
         assert answered == ({attribute: str(every[attribute])} if every.get(attribute) is not None else {}), attribute
     assert int(every["ApproximateNumberOfMessages"]) + int(every["ApproximateNumberOfMessagesNotVisible"]) + int(
         every["ApproximateNumberOfMessagesDelayed"]) == 3  # the counts were really computed
+
+
+@pytest.mark.parametrize("tier", ["critical", "transactional", "zzz"])
+def test_get_metric_data_takes_a_metrics_dimensions_as_a_set(aws, tier):
+    """The runtime's datapoints list their dimensions by name; the status read lists them service first."""
+    from datetime import datetime, timedelta, timezone
+
+    import boto3
+
+    moto_patches.cloudwatch_dimensions_as_a_set()
+    cloudwatch, now = boto3.client("cloudwatch"), datetime.now(timezone.utc)
+    put = [{"Name": "Stage", "Value": "local"}, {"Name": "Tier", "Value": tier}, {"Name": "service", "Value": "tj"}]
+    cloudwatch.put_metric_data(Namespace="N", MetricData=[
+        {"MetricName": "M", "Value": 2.0, "Timestamp": now - timedelta(minutes=1), "Dimensions": put}])
+
+    for dimensions in (put, [put[2], put[0], put[1]], [put[1], put[2], put[0]]):
+        answer = cloudwatch.get_metric_data(MetricDataQueries=[{"Id": "m", "MetricStat": {
+            "Metric": {"Namespace": "N", "MetricName": "M", "Dimensions": dimensions}, "Period": 60, "Stat": "Sum"}}],
+            StartTime=now - timedelta(minutes=10), EndTime=now + timedelta(minutes=1))
+        assert answer["MetricDataResults"][0]["Values"] == [2.0], dimensions
