@@ -80,7 +80,7 @@ def up(
     from emulator.cdk_app import CdkApp, CdkAppError
     from emulator.logs import LogFilter
     from emulator.session import LocalSession
-    from emulator.view import rows, safe_table
+    from emulator.view import REFRESH_SECONDS, count, rows, safe_table
 
     console = Console()
     stop = threading.Event()
@@ -159,7 +159,7 @@ def up(
                     last = 0.0
                     while not stop.wait(0.2):
                         drain()
-                        if time.monotonic() - last >= 1.0:
+                        if time.monotonic() - last >= REFRESH_SECONDS:
                             live.update(safe_table(session))
                             last = time.monotonic()
             else:
@@ -169,7 +169,8 @@ def up(
                     if time.monotonic() - last >= 10.0:
                         last = time.monotonic()
                         console.print(time.strftime("%H:%M:%S"), "  ".join(
-                            f"{r.tier}: depth {r.depth} ok {r.succeeded} dlq {r.dlq}" for r in rows(session)))
+                            f"{r.tier}: visible {r.visible} ok {count(r.succeeded)} dlq {r.dlq}"
+                            for r in rows(session)))
         except KeyboardInterrupt:
             pass
         drain()

@@ -1,12 +1,12 @@
-"""The live per-tier view of a local session (the emulator's ``demo`` and ``up``).
+"""The live per-tier view of a local session (the emulator's ``up``, the example's demo).
 
-Queue counts and alarm states are read as ``tiered-jobs status`` reads them (:mod:`tiered_jobs.operations.status`):
-what the view prints is what CloudWatch and SQS hold, not the evaluator's memory.
+It renders :func:`tiered_jobs.operations.status.read_status`, the read ``tiered-jobs status`` and
+the console's Tiers page show: what the view prints is what SQS and CloudWatch hold, not the
+emulator's memory, and a figure that is wrong here is wrong there too.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from rich.table import Table
@@ -14,19 +14,58 @@ from rich.table import Table
 from emulator.metrics import RETENTION_SECONDS
 from emulator.session import LocalSession
 from tiered_jobs.contract.names import Metrics
-from tiered_jobs.operations import status as status_reads
+from tiered_jobs.contract.tiers import TierQueues
+from tiered_jobs.operations import status as stage_status
+from tiered_jobs.operations.display import alarm_summary, format_duration
+from tiered_jobs.operations.status import StageStatus, TierStatus
+
+#: How often a live view reads the status again: the console's pace. Each read's ``GetMetricData``
+#: has moto scan every datapoint it holds for every minute of the hour, in the process that also
+#: serves the stack (measured during the demo on a busy 2-core machine: 0.1 s at its start, 1 to 3.5 s
+#: once its jobs had run): read every second or two, the view alone would keep that server busy.
+REFRESH_SECONDS = 5.0
 
 
-@dataclass(frozen=True)
-class TierRow:
-    tier: str
-    depth: int
-    in_flight: int
-    succeeded: int
-    retried: int
-    dead_lettered: int
-    dlq: int
-    alarms: dict[str, str]
+def read(session: LocalSession) -> StageStatus:
+    """The session's stage, read as ``tiered-jobs status`` reads a deployed one."""
+    assert session.deployment is not None, "the session is started"
+    deployment = session.deployment
+    tiers = {name: TierQueues(tier.queue_url, tier.dlq_url) for name, tier in deployment.tiers.items()}
+    return stage_status.read_status(deployment.stage, tiers, session.clients, source=f"stack {deployment.stack_name}")
+
+
+def rows(session: LocalSession) -> list[TierStatus]:
+    """One consistent snapshot per tier (print it and check it from the same snapshot)."""
+    return read(session).tiers
+
+
+def table(session: LocalSession, title: str = "Tiers", snapshot: list[TierStatus] | None = None) -> Table:
+    view = Table(title=title, caption="succeeded, retried, failed: the last hour; alarms: evaluated locally "
+                                      "(emulation of CloudWatch)", expand=False)
+    for column in ("tier", "visible", "in flight", "delayed", "DLQ", "oldest", "succeeded", "retried", "failed",
+                   "alarms"):
+        view.add_column(column, justify="left" if column in ("tier", "alarms") else "right")
+    for row in rows(session) if snapshot is None else snapshot:
+        view.add_row(row.tier, str(row.visible), str(row.in_flight), str(row.delayed),
+                     "–" if row.dlq is None else str(row.dlq), format_duration(row.oldest_age_seconds),
+                     count(row.succeeded), count(row.retried), count(row.failed), alarm_summary(row.alarms))
+    return view
+
+
+def count(value: float | None) -> str:
+    """A job count of the window (``–``: CloudWatch holds none)."""
+    return "–" if value is None else f"{value:.0f}"
+
+
+def safe_table(session: LocalSession, title: str = "Tiers") -> Any:
+    """The table, or a one-line note while the endpoint is busy (the view must never crash a run)."""
+    try:
+        return table(session, title)
+    except Exception as exc:  # noqa: BLE001
+        return f"(view unavailable: {exc})"
+
+
+# -- what the demo's story checks (not shown in the view) -----------------------------------------
 
 
 def job_total(session: LocalSession, tier: str, metric: str, job_type: str | None = None) -> int:
@@ -40,41 +79,5 @@ def job_total(session: LocalSession, tier: str, metric: str, job_type: str | Non
 
 def queue_counts(session: LocalSession, queue_url: str) -> tuple[int, int]:
     """``(visible, in flight)`` of a queue."""
-    counts = status_reads.queue_counts(session.clients("sqs"), queue_url)
+    counts = stage_status.queue_counts(session.clients("sqs"), queue_url)
     return counts["ApproximateNumberOfMessages"], counts["ApproximateNumberOfMessagesNotVisible"]
-
-
-def rows(session: LocalSession) -> list[TierRow]:
-    """One consistent snapshot per tier (print it and check it from the same snapshot)."""
-    assert session.deployment is not None
-    stage = session.deployment.stage
-    states = status_reads.alarm_states(session.clients("cloudwatch"), stage)
-    result = []
-    for name, tier in session.deployment.tiers.items():
-        depth, in_flight = queue_counts(session, tier.queue_url)
-        dlq_visible, dlq_in_flight = queue_counts(session, tier.dlq_url)
-        result.append(TierRow(
-            tier=name, depth=depth, in_flight=in_flight,
-            succeeded=job_total(session, name, Metrics.SUCCEEDED), retried=job_total(session, name, Metrics.RETRIED),
-            dead_lettered=job_total(session, name, Metrics.DEAD_LETTERED), dlq=dlq_visible + dlq_in_flight,
-            alarms=status_reads.tier_alarms(states, stage, name),
-        ))
-    return result
-
-
-def table(session: LocalSession, title: str = "Tiers", snapshot: list[TierRow] | None = None) -> Table:
-    view = Table(title=title, caption="alarms: evaluated locally (emulation of CloudWatch)", expand=False)
-    for column in ("tier", "depth", "in flight", "succeeded", "retried", "dead-lettered", "DLQ", "alarms"):
-        view.add_column(column, justify="left" if column in ("tier", "alarms") else "right")
-    for row in rows(session) if snapshot is None else snapshot:
-        view.add_row(row.tier, str(row.depth), str(row.in_flight), str(row.succeeded), str(row.retried),
-                     str(row.dead_lettered), str(row.dlq), status_reads.alarm_summary(row.alarms))
-    return view
-
-
-def safe_table(session: LocalSession, title: str = "Tiers") -> Any:
-    """The table, or a one-line note while the endpoint is busy (the view must never crash a run)."""
-    try:
-        return table(session, title)
-    except Exception as exc:  # noqa: BLE001
-        return f"(view unavailable: {exc})"

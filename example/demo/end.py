@@ -7,9 +7,10 @@ from __future__ import annotations
 from rich.live import Live
 from rich.table import Table
 
-from emulator.view import TierRow, rows, table
+from emulator.view import rows, table
 from example.demo.context import Demo
 from tiered_jobs.contract.names import Alarms
+from tiered_jobs.operations.status import TierStatus
 
 #: The alarms the story itself may leave in ALARM at the end, and why: jobs it makes fail for good
 #: count in their tier's failure rate. Every other alarm must end OK (the critical DLQ alarm is
@@ -30,7 +31,7 @@ def check_final_table(demo: Demo, live: Live) -> None:
         demo.expect("end", "the final alarm states could be read", False, f"{type(exc).__name__}: {exc}")
 
 
-def check_final_alarms(demo: Demo, snapshot: list[TierRow]) -> bool:
+def check_final_alarms(demo: Demo, snapshot: list[TierStatus]) -> bool:
     """The alarms of the final table (``snapshot``) are those the story caused, every other one OK."""
     unexpected = sorted(f"{row.tier} {kind}: {state}" for row in snapshot for kind, state in row.alarms.items()
                         if state != "OK" and not (state == "ALARM" and (row.tier, kind) in STORY_ALARMS))

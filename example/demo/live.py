@@ -1,5 +1,5 @@
-"""The live table under the story: one row per tier (depth, in flight, succeeded, retried,
-dead-lettered, DLQ, alarms), repainted twice a second while the steps run.
+"""The live table under the story: one row per tier (the emulator's view of the tier's status, as
+``tiered-jobs status`` reads it), read again every ``REFRESH_SECONDS`` while the steps run.
 
 The repainting stops before the end is checked, so the last table shown is the one snapshot the
 end checks (``example/demo/end.py``), not a later repaint."""
@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.live import Live
 
 from emulator.session import LocalSession
-from emulator.view import safe_table
+from emulator.view import REFRESH_SECONDS, safe_table
 
 
 def live_tiers(session: LocalSession, console: Console) -> Live:
@@ -23,11 +23,11 @@ def live_tiers(session: LocalSession, console: Console) -> Live:
 
 @contextmanager
 def repainting(live: Live, session: LocalSession) -> Iterator[None]:
-    """Repaint ``live`` from the session every 0.5 s until the block ends (the thread joined)."""
+    """Repaint ``live`` from the session every ``REFRESH_SECONDS`` until the block ends (the thread joined)."""
     stop = threading.Event()
 
     def refresh() -> None:
-        while not stop.wait(0.5):
+        while not stop.wait(REFRESH_SECONDS):
             live.update(safe_table(session))
 
     painter = threading.Thread(target=refresh, name="demo-view", daemon=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import boto3
@@ -10,9 +11,9 @@ import requests
 from botocore.exceptions import ClientError
 
 from tests.cli.test_cli import _dead_letter
-from tiered_jobs.console import reads
 from tiered_jobs.console.security import BindError, check_bind
 from tiered_jobs.contract import envelope
+from tiered_jobs.operations import status as stage_status
 
 TOKEN = "s3cret-token-for-tests-0123"
 
@@ -161,10 +162,10 @@ def test_missing_stack_is_a_banner_not_a_traceback(aws):
 
 
 def test_throttling_is_a_banner(deployment, serve, monkeypatch):
-    def throttled(target, now=None):
+    def throttled(*_, **__):
         raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, "GetQueueAttributes")
 
-    monkeypatch.setattr(reads, "snapshot", throttled)
+    monkeypatch.setattr(stage_status, "read_status", throttled)
     console = serve()
 
     fragment = get(console.url + "fragments/tiers", headers={"HX-Request": "true"})
@@ -283,3 +284,38 @@ def test_the_tiers_page_shows_throttles_in_the_same_calls(deployment, serve):
     cells = dict(re.findall(r'<tr data-tier="([a-z]+)">.*?<td class="throttles[^"]*">([^<]*)</td>', fragment, re.S))
     assert cells == {"critical": "0", "transactional": "0", "bulk": "7"}
     assert "Throttled" in fragment and "refreshed with 8 AWS calls" in fragment
+
+
+def test_the_tiers_page_shows_what_the_cli_reads(deployment, serve):
+    """One read behind both faces: the same oldest age (a datapoint 10 minutes old is still SQS's latest),
+    the same counts, the same hour of jobs."""
+    from datetime import datetime, timedelta, timezone
+
+    from typer.testing import CliRunner
+
+    from tiered_jobs.cli import app
+    from tiered_jobs.contract.names import Metrics
+
+    _publish(deployment, "critical", 2)
+    now = datetime.now(timezone.utc)
+    boto3.client("cloudwatch").put_metric_data(Namespace="AWS/SQS", MetricData=[{
+        "MetricName": "ApproximateAgeOfOldestMessage", "Value": 754.0, "Timestamp": now - timedelta(minutes=10),
+        "Dimensions": [{"Name": "QueueName", "Value": deployment.queue_urls["critical"].rsplit("/", 1)[-1]}]}])
+    boto3.client("cloudwatch").put_metric_data(Namespace=Metrics.NAMESPACE, MetricData=[{
+        "MetricName": metric, "Value": value, "Timestamp": now - timedelta(minutes=3),
+        "Dimensions": [{"Name": Metrics.DIM_SERVICE, "Value": Metrics.SERVICE},
+                       {"Name": Metrics.DIM_STAGE, "Value": deployment.stage},
+                       {"Name": Metrics.DIM_TIER, "Value": "critical"}]}
+        for metric, value in ((Metrics.SUCCEEDED, 3.0), (Metrics.FAILED, 1.0))])
+    console = serve()
+
+    page = get(console.url).text
+    (row,) = re.findall(r'<tr data-tier="critical">(.*?)</tr>', page, re.S)
+    cells = [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    critical = json.loads(CliRunner().invoke(app, ["--stage", deployment.stage, "status", "--json"]).stdout)["tiers"][0]
+
+    assert critical["tier"] == "critical"
+    assert cells[1:6] == [str(critical["visible"]), str(critical["in_flight"]), str(critical["delayed"]),
+                          str(critical["dlq"]), "12m 34s"] == ["2", "0", "0", "0", "12m 34s"]
+    assert critical["oldest_age_seconds"] == 754.0
+    assert cells[7] == "75.0 %" and critical["succeeded"] / (critical["succeeded"] + critical["failed"]) == 0.75

@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -302,13 +301,13 @@ def test_console_off_loopback_refuses_requests_without_the_token(session, browse
 
 def test_refresh_cost_on_the_deployed_stack(session):
     """Bounded: 2 calls per tier + DescribeAlarms + one GetMetricData, whatever the traffic."""
-    from tiered_jobs.console import reads
     from tiered_jobs.console.app import counted
+    from tiered_jobs.operations.status import read_status
 
     target = counted(_target(session))
-    target.deployment()
+    deployment = target.deployment()
     with target.counter.measure() as measured:
-        snapshot = reads.snapshot(target, now=time.time)
+        snapshot = read_status(target.stage, deployment.tiers, target.client, source=deployment.source)
     assert measured.calls == 2 * len(session.deployment.tiers) + 2
     assert [t.tier for t in snapshot.tiers] == list(session.deployment.tiers)
     assert not snapshot.notes

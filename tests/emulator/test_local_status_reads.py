@@ -1,4 +1,5 @@
-"""What ``status`` and the live view read, and the ``AWS/SQS`` metrics local mode publishes for it (moto in-process)."""
+"""What ``status``, the console and the live view read, and the ``AWS/SQS`` metrics local mode publishes for it
+(moto in-process)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import botocore.session
 
 from emulator.server import ACCOUNT_ID
 from emulator.sqs_metrics import SqsMetricsPublisher
+from tiered_jobs.contract.tiers import TierQueues
 from tiered_jobs.operations import status as status_reads
+from tiered_jobs.operations.display import alarm_summary
 
 
 def test_the_age_of_the_oldest_message_is_no_queue_attribute_in_sqs_api():
@@ -20,10 +23,11 @@ def test_the_age_of_the_oldest_message_is_no_queue_attribute_in_sqs_api():
     assert set(status_reads.COUNT_METRICS) <= set(names)
 
 
-def test_oldest_ages_reads_every_queue_in_one_get_metric_data_call_and_takes_the_latest_minute(aws):
-    cloudwatch = boto3.client("cloudwatch")
+def test_the_oldest_age_of_every_queue_is_read_in_one_get_metric_data_call_the_latest_minute(aws):
+    sqs, cloudwatch = boto3.client("sqs"), boto3.client("cloudwatch")
+    tiers = {key: TierQueues(sqs.create_queue(QueueName=f"q-{key}")["QueueUrl"]) for key in ("a", "b", "idle")}
     now = datetime.now(timezone.utc)
-    for queue, minutes_ago, age in (("q-a", 3, 500.0), ("q-a", 1, 620.0), ("q-b", 2, 30.0)):
+    for queue, minutes_ago, age in (("q-a", 3, 500.0), ("q-a", 1, 620.0), ("q-b", 2, 30.0), ("q-idle", 16, 99.0)):
         cloudwatch.put_metric_data(
             Namespace="AWS/SQS",
             MetricData=[
@@ -38,14 +42,12 @@ def test_oldest_ages_reads_every_queue_in_one_get_metric_data_call_and_takes_the
     calls: list[str] = []
     cloudwatch.meta.events.register("before-call.cloudwatch.*", lambda model, **_: calls.append(model.name))
 
-    ages = status_reads.oldest_ages(cloudwatch, {
-        "a": "https://sqs.us-east-1.amazonaws.com/123456789012/q-a",
-        "b": "https://sqs.us-east-1.amazonaws.com/123456789012/q-b",
-        "idle": "https://sqs.us-east-1.amazonaws.com/123456789012/q-idle",
-    }, now=now)
+    read = status_reads.read_status("test", tiers, {"sqs": sqs, "cloudwatch": cloudwatch}.__getitem__,
+                                    source="test", now=now)
 
-    assert ages == {"a": 620.0, "b": 30.0}  # no datapoint: left out (the CLI shows "–")
-    assert calls == ["GetMetricData"]
+    ages = {row.tier: row.oldest_age_seconds for row in read.tiers}
+    assert ages == {"a": 620.0, "b": 30.0, "idle": None}  # 16 minutes old says nothing about now: "–"
+    assert calls == ["DescribeAlarms", "GetMetricData"]
 
 
 def test_local_mode_publishes_sqs_metrics_computed_from_the_queue(aws):
@@ -77,10 +79,29 @@ def test_local_mode_publishes_sqs_metrics_computed_from_the_queue(aws):
     assert latest("waiting", "ApproximateNumberOfMessagesNotVisible") == 1
     assert latest("waiting", "ApproximateAgeOfOldestMessage") >= 1
     assert latest("empty", "ApproximateAgeOfOldestMessage") == 0
-    assert status_reads.oldest_ages(clients["cloudwatch"], {"waiting": url})["waiting"] >= 1
+    read = status_reads.read_status("test", {"waiting": TierQueues(url)}, clients.__getitem__, source="test")
+    assert read.tier("waiting").oldest_age_seconds >= 1
 
 
 def test_alarm_summary_names_the_firing_kinds_else_counts_ok_and_no_data():
-    assert status_reads.alarm_summary({}) == "–"
-    assert status_reads.alarm_summary({"dlq-depth": "ALARM", "errors": "OK"}) == "[bold red]ALARM: dlq-depth[/]"
-    assert status_reads.alarm_summary({"dlq-depth": "OK", "errors": "INSUFFICIENT_DATA"}) == "[green]1 OK[/], 1 no data"
+    assert alarm_summary({}) == "–"
+    assert alarm_summary({"dlq-depth": "ALARM", "errors": "OK"}) == "[bold red]ALARM: dlq-depth[/]"
+    assert alarm_summary({"dlq-depth": "OK", "errors": "INSUFFICIENT_DATA"}) == "[green]1 OK[/], 1 no data"
+
+
+def test_the_live_view_renders_the_status_row_every_face_reads():
+    """The emulator's table is one more rendering of ``TierStatus``: its figures, not a row type of its own."""
+    import io
+
+    from rich.console import Console
+
+    from emulator.view import table
+
+    row = status_reads.TierStatus("critical", visible=3, in_flight=1, delayed=2, dlq=4, oldest_age_seconds=754.0,
+                                  alarms={"dlq-depth": "ALARM"}, succeeded=12.0, retried=5.0, failed=None)
+    out = Console(file=io.StringIO(), width=200)
+    out.print(table(None, "Tiers", [row]))  # a snapshot given: no session is read
+
+    [cells] = [[c.strip() for c in line.split("│")[1:-1]] for line in out.file.getvalue().splitlines()
+               if line.startswith("│")]
+    assert cells == ["critical", "3", "1", "2", "4", "12m 34s", "12", "5", "–", "ALARM: dlq-depth"]

@@ -11,8 +11,8 @@ from typing import Any, Optional
 import typer
 from rich.markup import escape
 
+from ..operations.display import format_duration
 from ..operations.replays import Via, run_replay
-from ..operations.status import format_duration
 from ..stage.target import Target
 from .common import CliError, dlq_app, reported_errors, terminal
 from .groups import print_groups

@@ -4,7 +4,7 @@ Pages: **Tiers** (live, refreshed in place every few seconds), **DLQ** (groups b
 sample letters with body and ``DeadLetter.*`` reasons), **Job** (what happened to job X),
 **Replay** (filters, dry run, confirm). Every AWS read and action goes through
 :mod:`tiered_jobs.operations` (replays, status, lookup): the same code as the CLI, and for
-replays the same domain as the replay Lambda.
+replays the same domain as the replay Lambda; this module only renders their answers.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from tiered_jobs.operations import lookup
+from tiered_jobs.operations import status as stage_status
+from tiered_jobs.operations.display import format_duration
 from tiered_jobs.operations.errors import OperatorError, explain
 from tiered_jobs.operations.replays import Via, read_letters, run_replay
-from tiered_jobs.operations.status import format_duration
 from tiered_jobs.stage.target import Target
 
-from . import reads
 from .security import CSRF_FIELD, CSRF_HEADER, Guard, Security, cross_site
 
 logger = logging.getLogger(__name__)
@@ -138,7 +138,11 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
         return endpoint
 
     def tiers(request: Request) -> dict[str, Any]:
-        return {"snapshot": reads.snapshot(target)}
+        # The read documented in operations/status.py: 2 GetQueueAttributes per tier, 1 DescribeAlarms,
+        # 1 GetMetricData per refresh; the stage is discovered once per console (its first page).
+        deployment = target.deployment()
+        return {"snapshot": stage_status.read_status(target.stage, deployment.tiers, target.client,
+                                                     source=deployment.source)}
 
     def dlq(request: Request) -> dict[str, Any]:
         deployment = target.deployment()

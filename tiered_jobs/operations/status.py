@@ -1,29 +1,42 @@
-"""What ``tiered-jobs status`` and the local mode's live view read: queue counts, the age of the
-oldest message, alarm states. One module, so both show the same numbers from the same calls, on
-AWS and on the local embedded AWS alike.
+"""A tier's status: the one read behind ``tiered-jobs status``, the console's Tiers page and the
+emulator's live view. Each renders the same :class:`TierStatus` rows its own way, so the three
+never disagree about a figure or about what it costs to read it.
 
-* Counts are queue attributes (``GetQueueAttributes``): exact enough, and free.
-* ``ApproximateAgeOfOldestMessage`` is *not* a queue attribute: SQS publishes it to CloudWatch
-  (namespace ``AWS/SQS``, dimension ``QueueName``, one datapoint a minute for active queues). It is
-  read with one ``GetMetricData`` call for every queue asked about; reading it never consumes a
-  message (peeking would hide letters from consumers). Locally the runtime publishes it (see
-  ``emulator.sqs_metrics``).
-* Throttles: each tier's consumer's ``Throttles`` (namespace ``AWS/Lambda``, dimension
-  ``FunctionName``), summed over the last :data:`THROTTLE_LOOKBACK_SECONDS`: batches Lambda refused
-  for lack of concurrency (a new account's low ``ConcurrentExecutions`` quota, a reservation). A
-  throttled batch returns to its queue and still spends one receive of each of its messages toward
-  the redrive count. Read in the same ``GetMetricData`` call as the ages: no call more.
-* Alarm states come from ``DescribeAlarms`` by the stage's alarm name prefix.
+Its AWS calls, for ``n`` tiers (the console's budget per refresh; the stage's discovery is the
+caller's, done once):
+
+* ``2n`` ``GetQueueAttributes``: each queue and each DLQ, every counter in one call. Counts are
+  queue attributes: exact enough, and free.
+* one ``DescribeAlarms`` (a page per 100 alarms of the stage), by the alarm name prefix the stack uses.
+* **one** ``GetMetricData`` for every CloudWatch figure of every tier (more only past CloudWatch's
+  500 queries, 55 tiers, or when its answer is paged):
+
+  - ``ApproximateAgeOfOldestMessage`` is *not* a queue attribute: SQS publishes it to CloudWatch
+    (``AWS/SQS``, dimension ``QueueName``, one datapoint a minute for active queues). Reading it
+    never consumes a message (peeking would hide letters from consumers). Locally the emulator
+    publishes it (``emulator.sqs_metrics``).
+  - the consumer's ``Throttles`` (``AWS/Lambda``, dimension ``FunctionName``) of the last
+    :data:`RECENT_SECONDS`: batches Lambda refused for lack of concurrency (a new account's low
+    quota, a reservation). A throttled batch returns to its queue having spent one receive of each
+    of its messages toward the redrive count.
+  - the consumer's own metrics (``TieredJobs``, dimensions ``service, Stage, Tier``) over the last
+    :data:`WINDOW_SECONDS`: jobs succeeded, failed for good, retried, the mean retry delay, the
+    duration p50/p99; and the jobs completed in the last :data:`RECENT_SECONDS`, the current rate.
+
+Queue counts are the core of the read; alarms and CloudWatch figures are extras: a role without
+their permission still sees its queues, with a note saying what could not be read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ..contract.names import Alarms
+from ..contract.names import Alarms, Metrics, consumer_function_name
+from ..contract.tiers import TierQueues
+from .errors import client_error_text
 
 #: CloudWatch namespace and dimension of SQS's own metrics.
 SQS_NAMESPACE = "AWS/SQS"
@@ -35,16 +48,119 @@ COUNT_METRICS: dict[str, str] = {
     "ApproximateNumberOfMessagesNotVisible": "ApproximateNumberOfMessagesNotVisible",
     "ApproximateNumberOfMessagesDelayed": "ApproximateNumberOfMessagesDelayed",
 }
-#: How far back the age is looked for (SQS stops publishing for a queue that has been inactive).
-AGE_LOOKBACK_SECONDS = 900
-#: SQS publishes one datapoint a minute: the period the age is read with.
-AGE_PERIOD_SECONDS = 60
 #: Lambda's own metrics of a function: invocations refused for lack of concurrency.
 LAMBDA_NAMESPACE = "AWS/Lambda"
 LAMBDA_FUNCTION_DIMENSION = "FunctionName"
 THROTTLES = "Throttles"
-#: The window throttles are counted over.
-THROTTLE_LOOKBACK_SECONDS = 300
+
+#: The window of the job figures (succeeded, failed, retried, retry delay, durations).
+WINDOW_SECONDS = 3600
+#: The window of what is happening now: throttles, and completed jobs per second.
+RECENT_SECONDS = 300
+#: How far back the age is looked for: SQS publishes it every minute while a queue is active, and
+#: stops for a queue inactive for hours; a datapoint older than this says nothing about now.
+AGE_LOOKBACK_SECONDS = 900
+#: SQS and Lambda publish one datapoint a minute: the period the recent figures are read with.
+MINUTE = 60
+#: Queries one ``GetMetricData`` call takes at most.
+MAX_QUERIES = 500
+
+#: (figure, metric, statistic) of the consumer's own metrics, each over :data:`WINDOW_SECONDS`.
+_JOB_FIGURES: tuple[tuple[str, str, str], ...] = (
+    ("succeeded", Metrics.SUCCEEDED, "Sum"),
+    ("failed", Metrics.FAILED, "Sum"),
+    ("retried", Metrics.RETRIED, "Sum"),
+    ("mean_retry_delay_seconds", Metrics.RETRY_DELAY, "Average"),
+    ("p50_ms", Metrics.DURATION, "p50"),
+    ("p99_ms", Metrics.DURATION, "p99"),
+)
+
+
+@dataclass(frozen=True)
+class TierStatus:
+    """One tier, read now. ``None``: the figure could not be read (no permission) or has no datapoint."""
+
+    tier: str
+    visible: int
+    #: Received and not yet deleted: being processed, or waiting out a retry backoff (SQS cannot tell them apart).
+    in_flight: int
+    #: Sent with a delay (``DelaySeconds``) and not yet visible.
+    delayed: int
+    #: Visible letters in the tier's DLQ (what its alarm counts); ``None`` when the deployment names no DLQ.
+    dlq: int | None
+    #: SQS's latest ``ApproximateAgeOfOldestMessage`` within :data:`AGE_LOOKBACK_SECONDS`.
+    oldest_age_seconds: float | None = None
+    #: Batches Lambda refused the consumer in the last :data:`RECENT_SECONDS` (0: none published).
+    throttles: float | None = None
+    #: ``{alarm kind: state}`` of the tier's alarms.
+    alarms: dict[str, str] = field(default_factory=dict)
+    #: Over the last :data:`WINDOW_SECONDS`: jobs succeeded, failed for good, attempts retried.
+    succeeded: float | None = None
+    failed: float | None = None
+    retried: float | None = None
+    mean_retry_delay_seconds: float | None = None
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    #: Jobs completed per second over the last :data:`RECENT_SECONDS` (0: none).
+    completed_per_second: float | None = None
+
+    @property
+    def success_rate(self) -> float | None:
+        """Succeeded / (succeeded + failed) over the window; ``None`` without jobs."""
+        done = (self.succeeded or 0) + (self.failed or 0)
+        return (self.succeeded or 0) / done if done else None
+
+    @property
+    def firing(self) -> list[str]:
+        """The alarm kinds in ``ALARM``."""
+        return [kind for kind, state in self.alarms.items() if state == "ALARM"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class StageStatus:
+    stage: str
+    #: Where the tiers were found, e.g. ``stack TieredJobs-dev``.
+    source: str
+    tiers: list[TierStatus]
+    #: Figures that could not be read (e.g. no CloudWatch permission): shown as notes, never fatal.
+    notes: list[str] = field(default_factory=list)
+
+    def tier(self, name: str) -> TierStatus:
+        return next(status for status in self.tiers if status.tier == name)
+
+
+def read_status(stage: str, tiers: Mapping[str, TierQueues], client: Callable[[str], Any], *, source: str,
+                now: datetime | None = None) -> StageStatus:
+    """Every tier's status, in the calls the module's docstring counts. ``client(service)`` is a boto3
+    client (an operator's ``Target.client``, the emulator session's ``clients``)."""
+    from botocore.exceptions import ClientError
+
+    sqs = client("sqs")
+    counts = {name: queue_counts(sqs, urls.queue_url) for name, urls in tiers.items()}
+    letters = {name: queue_counts(sqs, urls.dlq_url)["ApproximateNumberOfMessages"]
+               for name, urls in tiers.items() if urls.dlq_url}
+    notes: list[str] = []
+    cloudwatch = client("cloudwatch")
+    try:
+        states = alarm_states(cloudwatch, stage)
+    except ClientError as exc:
+        states = {}
+        notes.append(f"alarm states unavailable ({client_error_text(exc)})")
+    try:
+        figures = metric_figures(cloudwatch, stage, tiers, now=now)
+    except ClientError as exc:
+        figures = {}
+        notes.append(f"CloudWatch figures unavailable ({client_error_text(exc)})")
+    rows = [TierStatus(
+        tier=name, visible=counts[name]["ApproximateNumberOfMessages"],
+        in_flight=counts[name]["ApproximateNumberOfMessagesNotVisible"],
+        delayed=counts[name]["ApproximateNumberOfMessagesDelayed"], dlq=letters.get(name),
+        alarms=tier_alarms(states, stage, name), **figures.get(name, {}),
+    ) for name in tiers]
+    return StageStatus(stage, source, rows, notes)
 
 
 def queue_name(queue_url: str) -> str:
@@ -53,75 +169,10 @@ def queue_name(queue_url: str) -> str:
 
 
 def queue_counts(sqs: Any, queue_url: str) -> dict[str, int]:
-    """``{attribute: count}`` for the three ``ApproximateNumberOfMessages*`` attributes."""
+    """``{attribute: count}`` for the three ``ApproximateNumberOfMessages*`` attributes, in one call."""
     names = list(COUNT_METRICS)
     attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=names)["Attributes"]
     return {name: int(attributes.get(name, 0)) for name in names}
-
-
-def oldest_ages(cloudwatch: Any, queue_urls: Mapping[str, str], *, now: datetime | None = None,
-                lookback_seconds: int = AGE_LOOKBACK_SECONDS) -> dict[str, float]:
-    """``{key: seconds}``: the latest 1-minute maximum of ``ApproximateAgeOfOldestMessage`` of each
-    queue in ``queue_urls`` (``{key: queue url}``), in one ``GetMetricData`` call. A queue without a
-    datapoint in the lookback (inactive, or nothing publishes the metric) is left out."""
-    return metric_figures(cloudwatch, queue_urls, {}, now=now, lookback_seconds=lookback_seconds).ages
-
-
-@dataclass(frozen=True)
-class Figures:
-    """What one ``GetMetricData`` call gives ``status``."""
-
-    #: ``{key: seconds}``: see :func:`oldest_ages`.
-    ages: dict[str, float]
-    #: ``{key: throttles}`` of each function asked about, over the last :data:`THROTTLE_LOOKBACK_SECONDS`
-    #: (0 when CloudWatch holds no datapoint: Lambda publishes none while nothing is throttled).
-    throttles: dict[str, float]
-
-
-def metric_figures(cloudwatch: Any, queue_urls: Mapping[str, str], function_names: Mapping[str, str], *,
-                   now: datetime | None = None, lookback_seconds: int = AGE_LOOKBACK_SECONDS) -> Figures:
-    """The oldest age of each queue of ``queue_urls`` and the recent throttles of each function of
-    ``function_names`` (both ``{key: url or name}``), in one ``GetMetricData`` call (more only past
-    CloudWatch's 500 queries, or when its answer is paged)."""
-    if not queue_urls and not function_names:
-        return Figures({}, {})
-    now = now or datetime.now(timezone.utc)
-    queries: list[dict[str, Any]] = []
-    keys: dict[str, tuple[str, str]] = {}  # query id -> (figure, key)
-    for index, key in enumerate(queue_urls):
-        keys[f"q{index}"] = ("age", key)
-        queries.append({"Id": f"q{index}", "MetricStat": {
-            "Metric": {"Namespace": SQS_NAMESPACE, "MetricName": AGE_OF_OLDEST_MESSAGE,
-                       "Dimensions": [{"Name": SQS_QUEUE_DIMENSION, "Value": queue_name(queue_urls[key])}]},
-            "Period": AGE_PERIOD_SECONDS, "Stat": "Maximum"}})
-    for index, key in enumerate(function_names):
-        keys[f"f{index}"] = ("throttles", key)
-        queries.append({"Id": f"f{index}", "MetricStat": {
-            "Metric": {"Namespace": LAMBDA_NAMESPACE, "MetricName": THROTTLES,
-                       "Dimensions": [{"Name": LAMBDA_FUNCTION_DIMENSION, "Value": function_names[key]}]},
-            "Period": AGE_PERIOD_SECONDS, "Stat": "Sum"}})
-    ages: dict[str, float] = {}
-    throttles: dict[str, float] = dict.fromkeys(function_names, 0.0)
-    since = now - timedelta(seconds=THROTTLE_LOOKBACK_SECONDS)
-    start = now - timedelta(seconds=max(lookback_seconds, THROTTLE_LOOKBACK_SECONDS))
-    token = None
-    while True:  # 1 call for up to 500 queries (CloudWatch's limit); pages only when results are long
-        request: dict[str, Any] = {"MetricDataQueries": queries, "StartTime": start,
-                                   "EndTime": now + timedelta(seconds=AGE_PERIOD_SECONDS),  # the current minute too
-                                   "ScanBy": "TimestampDescending"}
-        if token:
-            request["NextToken"] = token
-        response = cloudwatch.get_metric_data(**request)
-        for result in response.get("MetricDataResults", []):
-            figure, key = keys[result["Id"]]
-            points = list(zip(result.get("Timestamps", []), result.get("Values", []), strict=True))
-            if figure == "throttles":  # a page holds some of the datapoints: add them all up
-                throttles[key] += sum(value for stamp, value in points if stamp >= since)
-            elif points and key not in ages:
-                ages[key] = float(max(points)[1])  # the latest, whatever order is returned
-        token = response.get("NextToken")
-        if not token:
-            return Figures(ages, throttles)
 
 
 def alarm_states(cloudwatch: Any, stage: str) -> dict[str, str]:
@@ -137,26 +188,70 @@ def tier_alarms(states: Mapping[str, str], stage: str, tier: str) -> dict[str, s
     return {kind: states[name] for kind in Alarms.ALL_KINDS if (name := Alarms.name(stage, tier, kind)) in states}
 
 
-def alarm_summary(states: Mapping[str, str]) -> str:
-    """One cell (rich markup) for ``{kind: state}``: the kinds in ALARM, else how many are OK / without data."""
-    if not states:
-        return "–"
-    firing = [kind for kind, state in states.items() if state == "ALARM"]
-    if firing:
-        return f"[bold red]ALARM: {', '.join(firing)}[/]"
-    ok = sum(state == "OK" for state in states.values())
-    no_data = len(states) - ok
-    parts = ([f"[green]{ok} OK[/]"] if ok else []) + ([f"{no_data} no data"] if no_data else [])
-    return ", ".join(parts)
+def metric_figures(cloudwatch: Any, stage: str, tiers: Mapping[str, TierQueues], *,
+                   now: datetime | None = None) -> dict[str, dict[str, float | None]]:
+    """``{tier: {TierStatus field: value}}``: every CloudWatch figure of every tier, in one
+    ``GetMetricData`` call (see the module's docstring)."""
+    if not tiers:
+        return {}
+    # Whole minutes, the current one included: the periods line up with the datapoints, so a
+    # refresh a few seconds later reads the same figures.
+    end = (now or datetime.now(timezone.utc)).replace(second=0, microsecond=0) + timedelta(minutes=1)
+    queries: list[dict[str, Any]] = []
+    for index, (name, urls) in enumerate(tiers.items()):
+        ours = [{"Name": Metrics.DIM_SERVICE, "Value": Metrics.SERVICE},
+                {"Name": Metrics.DIM_STAGE, "Value": stage}, {"Name": Metrics.DIM_TIER, "Value": name}]
+        for figure, metric, stat in _JOB_FIGURES:
+            queries.append(_query(f"t{index}_{figure}", Metrics.NAMESPACE, metric, ours, WINDOW_SECONDS, stat))
+        queries.append(_query(f"t{index}_recent", Metrics.NAMESPACE, Metrics.SUCCEEDED, ours, MINUTE, "Sum"))
+        queries.append(_query(f"t{index}_age", SQS_NAMESPACE, AGE_OF_OLDEST_MESSAGE,
+                              [{"Name": SQS_QUEUE_DIMENSION, "Value": queue_name(urls.queue_url)}], MINUTE, "Maximum"))
+        queries.append(_query(f"t{index}_throttles", LAMBDA_NAMESPACE, THROTTLES,
+                              [{"Name": LAMBDA_FUNCTION_DIMENSION, "Value": consumer_function_name(stage, name)}],
+                              MINUTE, "Sum"))
+    points = _datapoints(cloudwatch, queries, end - timedelta(seconds=max(WINDOW_SECONDS, AGE_LOOKBACK_SECONDS)), end)
+    recent, aged = end - timedelta(seconds=RECENT_SECONDS), end - timedelta(seconds=AGE_LOOKBACK_SECONDS)
+    figures: dict[str, dict[str, float | None]] = {}
+    for index, name in enumerate(tiers):
+        def found(figure: str, index: int = index) -> list[tuple[datetime, float]]:
+            return sorted(points.get(f"t{index}_{figure}", []), reverse=True)  # newest first
+
+        row: dict[str, float | None] = {}
+        for figure, _, stat in _JOB_FIGURES:
+            values = [value for _, value in found(figure)]
+            if stat == "Sum":
+                row[figure] = sum(values) if values else None
+            else:  # a statistic over the whole window: the latest period's
+                row[figure] = values[0] if values else None
+        row["completed_per_second"] = sum(value for stamp, value in found("recent") if stamp >= recent) / RECENT_SECONDS
+        row["throttles"] = sum(value for stamp, value in found("throttles") if stamp >= recent)
+        ages = [value for stamp, value in found("age") if stamp >= aged]
+        row["oldest_age_seconds"] = ages[0] if ages else None
+        figures[name] = row
+    return figures
 
 
-def format_duration(seconds: float | None) -> str:
-    """``3725`` -> ``1h 2m``; ``None`` -> ``–``."""
-    if seconds is None:
-        return "–"
-    seconds = int(seconds)
-    for unit, size, smaller, smaller_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60), ("m", 60, "s", 1)):
-        if seconds >= size:
-            rest = (seconds % size) // smaller_size
-            return f"{seconds // size}{unit} {rest}{smaller}" if rest else f"{seconds // size}{unit}"
-    return f"{seconds}s"
+def _query(query_id: str, namespace: str, metric: str, dimensions: list[dict[str, str]], period: int,
+           stat: str) -> dict[str, Any]:
+    return {"Id": query_id, "ReturnData": True, "MetricStat": {
+        "Metric": {"Namespace": namespace, "MetricName": metric, "Dimensions": dimensions},
+        "Period": period, "Stat": stat}}
+
+
+def _datapoints(cloudwatch: Any, queries: list[dict[str, Any]], start: datetime,
+                end: datetime) -> dict[str, list[tuple[datetime, float]]]:
+    """``{query id: [(timestamp, value)]}``, every page of every call gathered."""
+    points: dict[str, list[tuple[datetime, float]]] = {}
+    for first in range(0, len(queries), MAX_QUERIES):
+        request: dict[str, Any] = {"MetricDataQueries": queries[first:first + MAX_QUERIES], "StartTime": start,
+                                   "EndTime": end, "ScanBy": "TimestampDescending"}
+        while True:
+            response = cloudwatch.get_metric_data(**request)
+            for result in response.get("MetricDataResults", []):
+                points.setdefault(result["Id"], []).extend(
+                    (stamp, float(value)) for stamp, value in
+                    zip(result.get("Timestamps", []), result.get("Values", []), strict=True) if value is not None)
+            if not response.get("NextToken"):
+                break
+            request["NextToken"] = response["NextToken"]
+    return points
