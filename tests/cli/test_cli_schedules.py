@@ -6,35 +6,10 @@ import json
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
-import boto3
 import pytest
 
-from tiered_jobs.contract.names import Schedules, Ssm
-from tiered_jobs.contract.schedules import one_time_schedule_name, periodic_input
-
-GROUP = Schedules.group_name("test")
-
-
-@pytest.fixture
-def scheduling(deployment):
-    """What the real stack adds for scheduled jobs: the group, its SSM parameters, a periodic schedule."""
-    ssm, sqs, scheduler = boto3.client("ssm"), boto3.client("sqs"), boto3.client("scheduler")
-    scheduler.create_schedule_group(Name=GROUP)
-    dlq = sqs.create_queue(QueueName="schedules-dlq")["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    arns = {}
-    for tier, url in deployment.queue_urls.items():
-        arns[tier] = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        ssm.put_parameter(Name=Ssm.tier("test", tier, Ssm.TIER_QUEUE_ARN), Value=arns[tier], Type="String")
-    for key, value in ((Schedules.SSM_GROUP_NAME, GROUP), (Schedules.SSM_DLQ_ARN, dlq_arn),
-                       (Schedules.SSM_ROLE_ARN, "arn:aws:iam::123456789012:role/one-time")):
-        ssm.put_parameter(Name=Schedules.ssm("test", key), Value=value, Type="String")
-    scheduler.create_schedule(
-        Name="nightly-report", GroupName=GROUP, ScheduleExpression="cron(0 3 * * ? *)",
-        ScheduleExpressionTimezone="Europe/Paris", FlexibleTimeWindow={"Mode": "OFF"},
-        Target={"Arn": arns["bulk"], "RoleArn": "arn:aws:iam::123456789012:role/periodic",
-                "Input": periodic_input("nightly-report", "analytics.record_event", {"event": "nightly"})})
-    return scheduler
+from tests.cli.conftest import GROUP
+from tiered_jobs.contract.schedules import one_time_schedule_name
 
 
 def test_publish_at_schedules_once_and_cancel_removes_it(cli, scheduling):

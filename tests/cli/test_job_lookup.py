@@ -1,18 +1,22 @@
-"""``tiered-jobs job TYPE KEY``: the idempotency record's state, the job's dead letters, scheduled runs."""
+"""``tiered-jobs job TYPE KEY``: the idempotency record's state, the job's dead letters, its pending one-time run."""
 
 from __future__ import annotations
 
 import json
 import time
+from datetime import datetime, timedelta, timezone
 
 import boto3
 import pytest
 
+from tests.cli.conftest import GROUP
 from tests.cli.test_cli import _dead_letter
 from tiered_jobs.contract.idempotency import RecordAttributes, RecordStatus, record_id
 from tiered_jobs.contract.names import DeadLetter, Ssm, stack_name
+from tiered_jobs.contract.schedules import one_time_schedule_name
 from tiered_jobs.operations import lookup
 from tiered_jobs.runtime.idempotency import IdempotentRunner
+from tiered_jobs.stage import scheduling as scheduling_module
 from tiered_jobs.stage.target import Target
 
 
@@ -41,10 +45,10 @@ def test_completed_job_shows_its_result_and_time(cli, deployment):
     completed = lookup._iso(before)
     assert found["record"]["completed_at"][:15] == completed[:15]  # expiry - window = completion time
     assert found["dead_letters"] == []
-    assert found["scheduled_runs"] is None  # not tracked: never shown as "none pending"
+    assert found["scheduled_runs"] == []  # the stage's schedules were read: none for this job
     text = cli("job", "payments.update_balance", "pay_1")
     assert "state: completed" in text.stdout and '"balance": 500' in text.stdout
-    assert "scheduled runs: not tracked" in text.stdout
+    assert "scheduled runs: none\n" in text.stdout
 
 
 def test_unknown_job_is_never_pending(cli, deployment):
@@ -96,15 +100,49 @@ def test_dead_letter_with_the_key_is_found_with_its_reasons(cli, deployment):
     assert "dead letter in the critical DLQ" in text.stdout and "ErrorType=TimeoutError" in text.stdout
 
 
-def test_a_scheduled_jobs_source_is_consulted_when_registered(deployment, monkeypatch):
-    from datetime import datetime, timezone
+def test_a_pending_at_job_of_that_key_is_shown(cli, scheduling):
+    """Published for later, the job waits in the stage's schedule group: the lookup shows its run, for
+    that type and key only, until it is cancelled (or fires)."""
+    at = (datetime.now(timezone.utc) + timedelta(hours=2)).replace(second=0, microsecond=0)
+    for key in ("cap-7", "cap-8"):
+        assert cli("publish", "payments.capture", "--key", key, "--at", at.isoformat()).exit_code == 0
+    name = one_time_schedule_name("payments.capture", "cap-7")
 
-    at = datetime(2030, 1, 1, tzinfo=timezone.utc)
-    monkeypatch.setattr(lookup, "_SCHEDULED_RUN_SOURCES", [])
-    lookup.register_scheduled_run_source(
-        lambda target, job_type, key: [lookup.ScheduledRun(at, "nightly")] if key == "k" else [])
+    found = json.loads(cli("job", "payments.capture", "cap-7", "--json").stdout)
+    text = cli("job", "payments.capture", "cap-7").stdout
 
-    found = lookup.lookup_job(_target(deployment), "demo.hello", "k")
+    assert found["scheduled_runs"] == [{"at": lookup._iso(at.timestamp()), "schedule": name,
+                                        "detail": "one-time, to the critical queue"}]
+    assert f"scheduled runs: {at.isoformat()} (one-time, to the critical queue; schedule {name})" in text
+    assert cli("cancel", "payments.capture", "cap-7").exit_code == 0
+    assert "scheduled runs: none\n" in cli("job", "payments.capture", "cap-7").stdout
+    assert json.loads(cli("job", "payments.capture", "cap-8", "--json").stdout)["scheduled_runs"][0]["schedule"] \
+        == one_time_schedule_name("payments.capture", "cap-8")
 
-    assert found.scheduled == [lookup.ScheduledRun(at, "nightly")]
-    assert found.to_dict()["scheduled_runs"] == [{"at": "2030-01-01T00:00:00Z", "schedule": "nightly", "detail": ""}]
+
+def test_a_one_time_schedule_that_fired_is_no_pending_run(cli, scheduling):
+    """Scheduler deletes a fired one-time schedule only some time after: until then it is there, but done."""
+    due = (datetime.now(timezone.utc) - timedelta(minutes=2)).replace(microsecond=0)
+    scheduling.create_schedule(
+        Name=one_time_schedule_name("payments.capture", "cap-due"), GroupName=GROUP,
+        ScheduleExpression=f"at({due.strftime('%Y-%m-%dT%H:%M:%S')})", ScheduleExpressionTimezone="UTC",
+        FlexibleTimeWindow={"Mode": "OFF"}, ActionAfterCompletion="DELETE",
+        Target={"Arn": "arn:aws:sqs:us-east-1:123456789012:q", "RoleArn": "arn:aws:iam::123456789012:role/one-time",
+                "Input": "{}"})
+
+    assert json.loads(cli("job", "payments.capture", "cap-due", "--json").stdout)["scheduled_runs"] == []
+
+
+def test_schedules_that_cannot_be_read_are_unknown_never_none(cli, deployment, monkeypatch):
+    from botocore.exceptions import ClientError
+
+    def denied(*_, **__):
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "GetSchedule")
+
+    monkeypatch.setattr(scheduling_module, "one_time_job", denied)
+
+    result = cli("job", "payments.capture", "cap-1")
+
+    assert result.exit_code == 0, result.output
+    assert "scheduled runs: unknown" in result.stdout and "scheduled runs: none" not in result.stdout
+    assert "note: the scheduled runs could not be read (AccessDeniedException: no)" in result.stderr

@@ -86,6 +86,31 @@ def test_job_lookup_page(deployment, serve):
     assert "<strong>unknown</strong>" in page.text and "pending" not in page.text.lower()
 
 
+def test_job_lookup_page_shows_the_pending_one_time_run(deployment, serve):
+    from datetime import datetime, timedelta, timezone
+
+    from tiered_jobs.contract.names import Schedules
+    from tiered_jobs.contract.schedules import one_time_schedule_name
+
+    scheduler, group = boto3.client("scheduler"), Schedules.group_name(deployment.stage)
+    scheduler.create_schedule_group(Name=group)
+    at = (datetime.now(timezone.utc) + timedelta(hours=2)).replace(second=0, microsecond=0)
+    queue_arn = boto3.client("sqs").get_queue_attributes(
+        QueueUrl=deployment.queue_urls["critical"], AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    name = one_time_schedule_name("payments.capture", "cap-9")
+    scheduler.create_schedule(
+        Name=name, GroupName=group, ScheduleExpression=f"at({at.strftime('%Y-%m-%dT%H:%M:%S')})",
+        ScheduleExpressionTimezone="UTC", FlexibleTimeWindow={"Mode": "OFF"}, ActionAfterCompletion="DELETE",
+        Target={"Arn": queue_arn, "RoleArn": "arn:aws:iam::123456789012:role/one-time", "Input": "{}"})
+    console = serve()
+
+    pending = get(console.url + "job", params={"type": "payments.capture", "key": "cap-9"}).text
+    other = get(console.url + "job", params={"type": "payments.capture", "key": "cap-10"}).text
+
+    assert f"<li>{at.isoformat()} · one-time, to the critical queue · schedule {name}</li>" in pending
+    assert '<p class="scheduled">None.</p>' in other
+
+
 def test_replay_dry_run_then_confirm_over_http(deployment, serve):
     for key in ("a", "b", "c"):
         _dead_letter(deployment, "critical", key)

@@ -39,10 +39,10 @@ def job(
             reasons = "; ".join(f"{name.removeprefix('DeadLetter.')}={value}" for name, value in letter.reasons.items())
             out.print(f"  dead letter in the {letter.tier} DLQ: {letter.message_id}: "
                       f"{escape(reasons or 'no reasons (moved by SQS redrive: crash or timeout)')}", soft_wrap=True)
-        if found.scheduled is None:
-            out.print("  scheduled runs: not tracked (no scheduled jobs source)")
+        if found.scheduled is None:  # never "none": it could not be read, and the note says why
+            out.print("  scheduled runs: unknown")
         else:
-            runs = ", ".join(f"{run.at.isoformat()} ({run.schedule})" for run in found.scheduled)
-            out.print(f"  scheduled runs: {escape(runs) or 'none pending'}")
+            runs = ", ".join(f"{run.at.isoformat()} ({run.detail}; schedule {run.schedule})" for run in found.scheduled)
+            out.print(f"  scheduled runs: {escape(runs) or 'none'}", soft_wrap=True)
         for note in found.notes:
             terminal(stderr=True).print(f"note: {escape(note)}")

@@ -10,8 +10,11 @@ Three independent sources, each read once:
 * the **dead-letter queues**: every non-empty DLQ of the stage is read (at most
   ``max_letters`` letters each, held while read, then visible again) for letters whose envelope
   has this type and key, with their ``DeadLetter.*`` reasons.
-* **scheduled runs**: sources registered with :func:`register_scheduled_run_source` (the scheduled
-  jobs feature registers one). With none registered the answer says "not tracked", never "none".
+* the **one-time schedule**: a job published for later (``at=``, or a delay past SQS's 15 minutes)
+  waits in the stage's EventBridge Scheduler group under a name made from its type and key
+  (:func:`tiered_jobs.stage.scheduling.one_time_job`), so one ``GetSchedule`` finds its pending run,
+  or that there is none. The group is the stage's (``Schedules.group_name``: the construct names it
+  so), so no discovery call is spent on it.
 """
 
 from __future__ import annotations
@@ -25,11 +28,12 @@ from typing import Any
 
 from tiered_jobs.operations.errors import OperatorError
 from tiered_jobs.operations.replays import read_letters
+from tiered_jobs.stage import scheduling
 from tiered_jobs.stage.target import Target
 
 from ..contract import envelope
 from ..contract.idempotency import RecordAttributes, RecordStatus, record_id
-from ..contract.names import DeadLetter, Ssm
+from ..contract.names import DeadLetter, Schedules, Ssm
 from ..contract.routing import UnknownRouteError
 
 #: Letters read per DLQ when looking for a job (a bound on the calls: one receive per 10 letters).
@@ -68,22 +72,11 @@ class FoundLetter:
 
 @dataclass(frozen=True)
 class ScheduledRun:
-    """A pending run of the job, as a scheduled jobs source reports it."""
+    """A pending run of the job: its one-time schedule, not yet fired."""
 
     at: datetime
     schedule: str
     detail: str = ""
-
-
-#: ``source(target, job_type, key) -> pending runs``.
-ScheduledRunSource = Callable[[Target, str, str], list[ScheduledRun]]
-_SCHEDULED_RUN_SOURCES: list[ScheduledRunSource] = []
-
-
-def register_scheduled_run_source(source: ScheduledRunSource) -> None:
-    """Extension point for scheduled jobs: make lookups list a job's pending scheduled runs."""
-    if source not in _SCHEDULED_RUN_SOURCES:
-        _SCHEDULED_RUN_SOURCES.append(source)
 
 
 @dataclass(frozen=True)
@@ -94,7 +87,7 @@ class JobLookup:
     letters: list[FoundLetter]
     #: DLQs read (tier names) and how many letters were looked at in each.
     letters_read: dict[str, int]
-    #: ``None``: no scheduled jobs source registered ("not tracked"); a list otherwise.
+    #: The pending runs (``[]``: none); ``None`` when the schedules could not be read (a note says why).
     scheduled: list[ScheduledRun] | None
     #: Sources that could not be read (missing permission...): shown, never fatal.
     notes: list[str] = field(default_factory=list)
@@ -142,10 +135,25 @@ def lookup_job(target: Target, job_type: str, key: str, *, max_letters: int = DE
             letters += _letters_of(target, tier, job_type, key, max_letters, read)
         except (ClientError, OperatorError) as exc:
             notes.append(f"the {tier} DLQ could not be read ({_error_text(exc)})")
-    scheduled = None
-    if _SCHEDULED_RUN_SOURCES:
-        scheduled = [run for source in _SCHEDULED_RUN_SOURCES for run in source(target, job_type, key)]
+    scheduled: list[ScheduledRun] | None
+    try:
+        scheduled = scheduled_runs(target, job_type, key, now=now)
+    except ClientError as exc:
+        scheduled = None
+        notes.append(f"the scheduled runs could not be read ({_error_text(exc)})")
     return JobLookup(job_type, key, record, letters, read, scheduled, notes)
+
+
+def scheduled_runs(target: Target, job_type: str, key: str, *,
+                   now: Callable[[], float] = time.time) -> list[ScheduledRun]:
+    """The job's pending one-time run, if it has one (one ``GetSchedule``; see the module's docstring)."""
+    found = scheduling.one_time_job(target.client("scheduler"), Schedules.group_name(target.stage), job_type, key,
+                                    now=datetime.fromtimestamp(now(), timezone.utc))
+    if found is None or found.next_fire is None:  # none, or fired (Scheduler deletes it some time after)
+        return []
+    tiers = {urls.queue_url.rstrip("/").rsplit("/", 1)[-1]: tier for tier, urls in target.deployment().tiers.items()}
+    queue = found.tier or "?"  # the target queue's name, from its ARN
+    return [ScheduledRun(found.next_fire, found.name, f"one-time, to the {tiers.get(queue, queue)} queue")]
 
 
 def read_record(target: Target, job_type: str, key: str, *, now: Callable[[], float] = time.time) -> RecordState:

@@ -1,7 +1,8 @@
 """Jobs at a time (one-time ``at()`` schedules) and the listing of a stage's scheduled jobs.
 
 The publisher uses :class:`OneTimeJobs` when a job's time is further away than SQS can delay a
-message (15 minutes); ``tiered-jobs schedules`` uses :func:`list_scheduled`. Where things are
+message (15 minutes); ``tiered-jobs schedules`` uses :func:`list_scheduled`, and the job lookup
+:func:`one_time_job`. Where things are
 comes from :func:`from_ssm`, :func:`from_stack_outputs` or :func:`from_env`, like the queues.
 
 A one-time schedule is named from the job type and idempotency key
@@ -350,6 +351,22 @@ def describe(schedule: Mapping[str, Any], target: SchedulingTarget | None, now: 
         tier=(target.tier_of(arn) if target else None) or (arn.rsplit(":", 1)[-1] if arn else None),
         next_fire=next_fire,
     )
+
+
+def one_time_job(scheduler: Any, group_name: str, job_type: str, idempotency_key: str,
+                 now: datetime | None = None) -> ScheduledJob | None:
+    """The job's one-time schedule in the stage's group, found by its name (one ``GetSchedule``, no
+    listing: the name comes from the type and key); ``None`` when there is none (never scheduled,
+    cancelled, or fired and deleted by Scheduler). One that fired but lingers has no ``next_fire``."""
+    from botocore.exceptions import ClientError
+
+    try:
+        detail = scheduler.get_schedule(Name=one_time_schedule_name(job_type, idempotency_key), GroupName=group_name)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":  # the schedule or its group
+            return None
+        raise
+    return describe(detail, None, now or datetime.now(timezone.utc))
 
 
 def list_scheduled(scheduler: Any, target: SchedulingTarget, now: datetime | None = None) -> list[ScheduledJob]:
