@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """CDK entry point (``npx cdk synth`` / ``npx cdk deploy``); the app lives in ``infra``."""
+
 import os
 import sys
 

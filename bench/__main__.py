@@ -1,8 +1,8 @@
 """``make bench`` / ``python -m bench``: every figure next to its baseline, one table, one JSON file.
 
-    python -m bench                  # full sizes (about 6 minutes on 2 cores)
-    python -m bench --quick          # small sizes: checks the bench runs (the test suite uses it)
-    python -m bench invariant        # the effectively-once run at full size (10 000 jobs in 10 shards)
+python -m bench                  # full sizes (about 6 minutes on 2 cores)
+python -m bench --quick          # small sizes: checks the bench runs (the test suite uses it)
+python -m bench invariant        # the effectively-once run at full size (10 000 jobs in 10 shards)
 """
 
 from __future__ import annotations
@@ -73,17 +73,21 @@ def figures(quick: bool) -> dict[str, Any]:
         idempotency_write_units_per_job=(new.get("PutItem", 0) + new.get("UpdateItem", 0)) / 1000,
         records_per_invocation=records,
         # calls the consumer itself makes (billed time); the mapping's receive and delete are not
-        consumer_calls_per_invocation={"dynamodb": sum(new.values()) / 1000 * records,
-                                       "sqs": consumer_sqs / max(1, clean["invocations"])},
+        consumer_calls_per_invocation={
+            "dynamodb": sum(new.values()) / 1000 * records,
+            "sqs": consumer_sqs / max(1, clean["invocations"]),
+        },
         memory_mb=memory,
         moto_seconds_per_invocation=measured["consume"]["consumer_ms_per_invocation"] / 1000,
     )
     limited = measured["rate_limit"]
     calls = limited["limiter_dynamodb_calls_per_1000"]
     measured["rate_limit_cost"] = cost.rate_limiter_per_million_jobs(
-        reads_per_job=calls.get("GetItem", 0) / 1000, writes_per_job=calls.get("UpdateItem", 0) / 1000,
+        reads_per_job=calls.get("GetItem", 0) / 1000,
+        writes_per_job=calls.get("UpdateItem", 0) / 1000,
         resends_per_job=limited["held_and_resent"] / limited["jobs"],
-        wait_seconds_per_job=limited["wait_seconds_per_job"], memory_mb=memory,
+        wait_seconds_per_job=limited["wait_seconds_per_job"],
+        memory_mb=memory,
     )
     return measured
 
@@ -95,40 +99,90 @@ def table(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
     new_calls = sum(idem["new_per_1000"].values())
     get_items = idem["new_per_1000"].get("GetItem", 0) + idem["duplicate_per_1000"].get("GetItem", 0)
     return [
-        ("SQS requests / 1 000 published jobs", f"{m['publisher']['ours_per_1000']:.0f}",
-         f"naive one-by-one: {m['publisher']['naive_per_1000']:.0f}", "<= 100", m["publisher"]["ours_per_1000"] <= 100),
-        ("SQS requests / 1 000 consumed jobs (no failures)", f"{consume['clean']['sqs_requests_per_1000']:.0f}",
-         _ops(consume["clean"]["by_operation"]), "<= 250", consume["clean"]["sqs_requests_per_1000"] <= 250),
-        ("SQS requests / 1 000 consumed jobs (5 % retried once)",
-         f"{consume['with_5pct_retries']['sqs_requests_per_1000']:.0f}",
-         _ops(consume["with_5pct_retries"]["by_operation"]), "<= 250",
-         consume["with_5pct_retries"]["sqs_requests_per_1000"] <= 250),
-        ("idempotency calls / 1 000 new jobs", f"{new_calls:.0f} ({_ops(idem['new_per_1000'])})",
-         f"job's own: {_ops(idem['job_own_writes_per_1000_new'])}", "<= 2000, no GetItem",
-         new_calls <= 2000 and get_items == 0),
-        ("idempotency calls / 1 000 duplicates (new container)",
-         f"{dup_calls:.0f} ({_ops(idem['duplicate_per_1000'])})",
-         f"job's own: {_ops(idem['job_own_writes_per_1000_duplicate']) or '0'}", "<= 1000, no GetItem",
-         dup_calls <= 1000 and get_items == 0),
-        ("idempotency calls / 1 000 duplicates (same container)", f"{idem['in_container_duplicate_per_1000']:.0f}",
-         "", "0", idem["in_container_duplicate_per_1000"] == 0),
-        ("SQS requests / 1 000 replayed messages",
-         f"{m['replay']['ours_per_1000']:.0f} ({_ops(m['replay']['ours_by_operation'])})",
-         f"naive: {m['replay']['naive_per_1000']:.0f}", "<= 300", m["replay"]["ours_per_1000"] <= 300),
-        ("cold start: import + first batch of 10 (median)",
-         f"{cold['ours']['total_ms']:.0f} ms, {cold['ours']['modules']} modules",
-         f"bare Powertools recipe: {cold['bare']['total_ms']:.0f} ms, {cold['bare']['modules']} modules",
-         "<= 1.05x", cold["ratio_total"] <= 1.05),
-        ("  ratio", f"{cold['ratio_total']:.3f}x (+{cold['extra_modules']} modules)", "", "<= 1.05x",
-         cold["ratio_total"] <= 1.05),
-        ("consumer asset (zipped)", f"{m['asset']['max_zipped_bytes'] / 1024:.1f} KB", "", "<= 100 KB",
-         m["asset"]["max_zipped_bytes"] <= 100 * 1024),
-        ("AWS cost / 1 M jobs", f"${m['cost']['usd_per_million_jobs']:.3f}", _ops(m["cost"]["parts"], money=True),
-         "<= $1.45", m["cost"]["usd_per_million_jobs"] <= 1.45),
-        ("  Lambda time per invocation",
-         f"{m['cost']['inputs']['modeled_seconds_per_invocation'] * 1000:.0f} ms modeled",
-         f"moto measured {m['cost']['measured_on_moto']['seconds_per_invocation'] * 1000:.0f} ms (not billed here)",
-         "declared model", True),
+        (
+            "SQS requests / 1 000 published jobs",
+            f"{m['publisher']['ours_per_1000']:.0f}",
+            f"naive one-by-one: {m['publisher']['naive_per_1000']:.0f}",
+            "<= 100",
+            m["publisher"]["ours_per_1000"] <= 100,
+        ),
+        (
+            "SQS requests / 1 000 consumed jobs (no failures)",
+            f"{consume['clean']['sqs_requests_per_1000']:.0f}",
+            _ops(consume["clean"]["by_operation"]),
+            "<= 250",
+            consume["clean"]["sqs_requests_per_1000"] <= 250,
+        ),
+        (
+            "SQS requests / 1 000 consumed jobs (5 % retried once)",
+            f"{consume['with_5pct_retries']['sqs_requests_per_1000']:.0f}",
+            _ops(consume["with_5pct_retries"]["by_operation"]),
+            "<= 250",
+            consume["with_5pct_retries"]["sqs_requests_per_1000"] <= 250,
+        ),
+        (
+            "idempotency calls / 1 000 new jobs",
+            f"{new_calls:.0f} ({_ops(idem['new_per_1000'])})",
+            f"job's own: {_ops(idem['job_own_writes_per_1000_new'])}",
+            "<= 2000, no GetItem",
+            new_calls <= 2000 and get_items == 0,
+        ),
+        (
+            "idempotency calls / 1 000 duplicates (new container)",
+            f"{dup_calls:.0f} ({_ops(idem['duplicate_per_1000'])})",
+            f"job's own: {_ops(idem['job_own_writes_per_1000_duplicate']) or '0'}",
+            "<= 1000, no GetItem",
+            dup_calls <= 1000 and get_items == 0,
+        ),
+        (
+            "idempotency calls / 1 000 duplicates (same container)",
+            f"{idem['in_container_duplicate_per_1000']:.0f}",
+            "",
+            "0",
+            idem["in_container_duplicate_per_1000"] == 0,
+        ),
+        (
+            "SQS requests / 1 000 replayed messages",
+            f"{m['replay']['ours_per_1000']:.0f} ({_ops(m['replay']['ours_by_operation'])})",
+            f"naive: {m['replay']['naive_per_1000']:.0f}",
+            "<= 300",
+            m["replay"]["ours_per_1000"] <= 300,
+        ),
+        (
+            "cold start: import + first batch of 10 (median)",
+            f"{cold['ours']['total_ms']:.0f} ms, {cold['ours']['modules']} modules",
+            f"bare Powertools recipe: {cold['bare']['total_ms']:.0f} ms, {cold['bare']['modules']} modules",
+            "<= 1.05x",
+            cold["ratio_total"] <= 1.05,
+        ),
+        (
+            "  ratio",
+            f"{cold['ratio_total']:.3f}x (+{cold['extra_modules']} modules)",
+            "",
+            "<= 1.05x",
+            cold["ratio_total"] <= 1.05,
+        ),
+        (
+            "consumer asset (zipped)",
+            f"{m['asset']['max_zipped_bytes'] / 1024:.1f} KB",
+            "",
+            "<= 100 KB",
+            m["asset"]["max_zipped_bytes"] <= 100 * 1024,
+        ),
+        (
+            "AWS cost / 1 M jobs",
+            f"${m['cost']['usd_per_million_jobs']:.3f}",
+            _ops(m["cost"]["parts"], money=True),
+            "<= $1.45",
+            m["cost"]["usd_per_million_jobs"] <= 1.45,
+        ),
+        (
+            "  Lambda time per invocation",
+            f"{m['cost']['inputs']['modeled_seconds_per_invocation'] * 1000:.0f} ms modeled",
+            f"moto measured {m['cost']['measured_on_moto']['seconds_per_invocation'] * 1000:.0f} ms (not billed here)",
+            "declared model",
+            True,
+        ),
         *_rate_rows(m),
         (
             "local runtime throughput (no-op handler)",
@@ -210,8 +264,9 @@ def markdown(rows) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("what", nargs="?", choices=["figures", "invariant"], default="figures")
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     parser.add_argument("--jobs", type=int, default=10_000, help="invariant: number of unique jobs")
@@ -224,8 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.what == "invariant":
         from bench.invariant import run_shards
 
-        outcome = run_shards(args.jobs, args.shards, log=lambda msg: print(msg, file=sys.stderr, flush=True),
-                             processes=args.processes)
+        outcome = run_shards(
+            args.jobs, args.shards, log=lambda msg: print(msg, file=sys.stderr, flush=True), processes=args.processes
+        )
         report = {**outcome.as_dict(), "not_exercised": outcome.not_exercised()}
         (args.out or RESULTS / "invariant.json").write_text(json.dumps(report, indent=2))
         print(json.dumps(report, indent=2))

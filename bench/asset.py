@@ -31,6 +31,9 @@ def measure() -> dict[str, Any]:
             with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
                 for path in files:
                     archive.write(path, path.relative_to(root).as_posix())
-            sizes[rel] = {"files": len(files), "zipped_bytes": buffer.tell(),
-                          "unzipped_bytes": sum(p.stat().st_size for p in files)}
+            sizes[rel] = {
+                "files": len(files),
+                "zipped_bytes": buffer.tell(),
+                "unzipped_bytes": sum(p.stat().st_size for p in files),
+            }
     return {"assets": sizes, "max_zipped_bytes": max(s["zipped_bytes"] for s in sizes.values())}

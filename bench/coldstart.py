@@ -33,7 +33,8 @@ def measure(runs: int = 15) -> dict[str, Any]:
                 samples[variant].append(_child(variant, f"{run}", env))
     summary = {v: {k: statistics.median(s[k] for s in runs_) for k in runs_[0]} for v, runs_ in samples.items()}
     summary["ratio_total"] = statistics.median(
-        o["total_ms"] / b["total_ms"] for o, b in zip(samples["ours"], samples["bare"], strict=True))
+        o["total_ms"] / b["total_ms"] for o, b in zip(samples["ours"], samples["bare"], strict=True)
+    )
     summary["extra_modules"] = summary["ours"]["modules"] - summary["bare"]["modules"]
     summary["runs"] = runs
     return summary
@@ -42,7 +43,11 @@ def measure(runs: int = 15) -> dict[str, Any]:
 def _child(variant: str, run_id: str, env: dict[str, str]) -> dict:
     result = subprocess.run(
         [sys.executable, "-m", "bench.coldstart_child", variant, run_id],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     if result.returncode != 0:
         raise RuntimeError(f"cold start child {variant} failed:\n{result.stderr[-2000:]}")

@@ -16,13 +16,31 @@ BATCH = 10
 def main() -> None:
     variant, run_id = sys.argv[1], sys.argv[2]
     queue_arn = "arn:aws:sqs:us-east-1:123456789012:bench"
-    records = [{
-        "messageId": str(uuid.uuid4()), "receiptHandle": "rh", "md5OfBody": "", "eventSource": "aws:sqs",
-        "eventSourceARN": queue_arn, "awsRegion": "us-east-1", "messageAttributes": {},
-        "attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": "0", "ApproximateFirstReceiveTimestamp": "0"},
-        "body": json.dumps({"type": "analytics.record_event", "idempotency_key": f"{variant}-{run_id}-{i}",
-                            "payload": {"event": "page_view"}, "version": 1}),
-    } for i in range(BATCH)]
+    records = [
+        {
+            "messageId": str(uuid.uuid4()),
+            "receiptHandle": "rh",
+            "md5OfBody": "",
+            "eventSource": "aws:sqs",
+            "eventSourceARN": queue_arn,
+            "awsRegion": "us-east-1",
+            "messageAttributes": {},
+            "attributes": {
+                "ApproximateReceiveCount": "1",
+                "SentTimestamp": "0",
+                "ApproximateFirstReceiveTimestamp": "0",
+            },
+            "body": json.dumps(
+                {
+                    "type": "analytics.record_event",
+                    "idempotency_key": f"{variant}-{run_id}-{i}",
+                    "payload": {"event": "page_view"},
+                    "version": 1,
+                }
+            ),
+        }
+        for i in range(BATCH)
+    ]
 
     class Context:
         function_name = "bench"
@@ -45,12 +63,17 @@ def main() -> None:
     response = handler({"Records": records}, Context())
     done = time.perf_counter()
     assert response == {"batchItemFailures": []}, response
-    print(json.dumps({
-        "modules": len(set(sys.modules) - before),
-        "import_ms": (imported - started) * 1000,
-        "first_batch_ms": (done - imported) * 1000,
-        "total_ms": (done - started) * 1000,
-    }), file=sys.__stderr__)
+    print(
+        json.dumps(
+            {
+                "modules": len(set(sys.modules) - before),
+                "import_ms": (imported - started) * 1000,
+                "first_batch_ms": (done - imported) * 1000,
+                "total_ms": (done - started) * 1000,
+            }
+        ),
+        file=sys.__stderr__,
+    )
 
 
 if __name__ == "__main__":

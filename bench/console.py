@@ -29,8 +29,15 @@ def measure(refreshes: int = 20) -> dict[str, Any]:
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
     with EmbeddedAws() as endpoint:
-        target = counted(Target(STAGE, stack_name(STAGE), endpoint.region, endpoint.url,
-                                credentials={k.lower(): v for k, v in FAKE_CREDENTIALS.items()}))
+        target = counted(
+            Target(
+                STAGE,
+                stack_name(STAGE),
+                endpoint.region,
+                endpoint.url,
+                credentials={k.lower(): v for k, v in FAKE_CREDENTIALS.items()},
+            )
+        )
         sqs = target.client("sqs")
         tiers = {}
         for tier in DEFAULT_TIERS:
@@ -51,12 +58,19 @@ def measure(refreshes: int = 20) -> dict[str, Any]:
         finally:
             console.stop()
     calls, times = calls[1:], times[1:]  # the first one warms the clients up
-    return {"tiers": len(DEFAULT_TIERS), "refreshes": refreshes, "calls_per_refresh": max(calls),
-            "render_ms_median": round(statistics.median(times), 1), "render_ms_max": round(max(times), 1)}
+    return {
+        "tiers": len(DEFAULT_TIERS),
+        "refreshes": refreshes,
+        "calls_per_refresh": max(calls),
+        "render_ms_median": round(statistics.median(times), 1),
+        "render_ms_max": round(max(times), 1),
+    }
 
 
 if __name__ == "__main__":
     figures = measure()
-    print(f"console, {figures['tiers']} tiers, {figures['refreshes']} refreshes of the Tiers table: "
-          f"{figures['calls_per_refresh']} AWS calls per refresh, render {figures['render_ms_median']} ms median "
-          f"({figures['render_ms_max']} ms max)")
+    print(
+        f"console, {figures['tiers']} tiers, {figures['refreshes']} refreshes of the Tiers table: "
+        f"{figures['calls_per_refresh']} AWS calls per refresh, render {figures['render_ms_median']} ms median "
+        f"({figures['render_ms_max']} ms max)"
+    )

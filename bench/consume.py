@@ -24,8 +24,9 @@ FLAKY_EVERY = 20
 
 def _fill(tier, bodies: list[str]) -> None:
     for batch in chunks(bodies, 10):
-        tier.sqs.send_message_batch(QueueUrl=tier.queue_url, Entries=[
-            {"Id": str(i), "MessageBody": body} for i, body in enumerate(batch)])
+        tier.sqs.send_message_batch(
+            QueueUrl=tier.queue_url, Entries=[{"Id": str(i), "MessageBody": body} for i, body in enumerate(batch)]
+        )
 
 
 def _bodies(jobs: int, prefix: str, flaky: bool) -> list[str]:
@@ -51,9 +52,13 @@ def measure(jobs: int = 1000, concurrency: int = 2) -> dict[str, Any]:
             tier = create_tier(f"consume-{label.replace('_', '-')}", endpoint_url=endpoint.url)
             counter = CallCounter()
             runtime = consumer_runtime(
-                tier, clients=lambda counter=counter: {"sqs": counter.attach(boto3.client("sqs")),
-                                       "dynamodb": boto3.client("dynamodb")},
-                esm_sqs=counter.attach(boto3.client("sqs")), concurrency=concurrency,
+                tier,
+                clients=lambda counter=counter: {
+                    "sqs": counter.attach(boto3.client("sqs")),
+                    "dynamodb": boto3.client("dynamodb"),
+                },
+                esm_sqs=counter.attach(boto3.client("sqs")),
+                concurrency=concurrency,
                 retry=RetryPolicy(max_attempts=3, schedule=(1,), jitter=0.0),
             )
             _fill(tier, _bodies(jobs, label, flaky))
@@ -65,18 +70,25 @@ def measure(jobs: int = 1000, concurrency: int = 2) -> dict[str, Any]:
                 runtime.stop(timeout=60)
             stats = runtime.stats.snapshot()
             sqs_ops = counter.by_operation("sqs")
-            results[label] = {"sqs_requests_per_1000": sum(sqs_ops.values()) * 1000 / jobs, "by_operation": sqs_ops,
-                              "invocations": stats["batches"],
-                              "records_per_invocation": stats["records"] / max(1, stats["batches"])}
+            results[label] = {
+                "sqs_requests_per_1000": sum(sqs_ops.values()) * 1000 / jobs,
+                "by_operation": sqs_ops,
+                "invocations": stats["batches"],
+                "records_per_invocation": stats["records"] / max(1, stats["batches"]),
+            }
 
         # 2. throughput: raw loop, runtime with a no-op handler, runtime with the real consumer
         results["raw_loop_jobs_per_second"] = _raw_loop(create_tier("raw", endpoint_url=endpoint.url), jobs)
         results["runtime_noop_jobs_per_second"], _ = _runtime_rate(
-            create_tier("noop", endpoint_url=endpoint.url), jobs, concurrency,
-            handler=lambda event, context: {"batchItemFailures": []})
+            create_tier("noop", endpoint_url=endpoint.url),
+            jobs,
+            concurrency,
+            handler=lambda event, context: {"batchItemFailures": []},
+        )
         consumer_tier = create_tier("real", endpoint_url=endpoint.url)
         results["runtime_consumer_jobs_per_second"], results["consumer_ms_per_invocation"] = _runtime_rate(
-            consumer_tier, jobs, concurrency)
+            consumer_tier, jobs, concurrency
+        )
     results["runtime_vs_raw"] = results["runtime_noop_jobs_per_second"] / results["raw_loop_jobs_per_second"]
     return results
 
@@ -85,11 +97,14 @@ def _raw_loop(tier, jobs: int) -> float:
     _fill(tier, analytics_bodies(jobs, prefix="raw"))
     started, consumed = time.monotonic(), 0
     while consumed < jobs:
-        messages = tier.sqs.receive_message(QueueUrl=tier.queue_url, MaxNumberOfMessages=10,
-                                            WaitTimeSeconds=1).get("Messages", [])
+        messages = tier.sqs.receive_message(QueueUrl=tier.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get(
+            "Messages", []
+        )
         if messages:
-            tier.sqs.delete_message_batch(QueueUrl=tier.queue_url, Entries=[
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)])
+            tier.sqs.delete_message_batch(
+                QueueUrl=tier.queue_url,
+                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
+            )
             consumed += len(messages)
     return jobs / (time.monotonic() - started)
 
@@ -103,9 +118,14 @@ def _runtime_rate(tier, jobs: int, concurrency: int, handler=None) -> tuple[floa
     _fill(tier, analytics_bodies(jobs, prefix="rate"))
     durations: list[float] = []
     runtime = consumer_runtime(
-        tier, clients=lambda: {"sqs": boto3.client("sqs"), "dynamodb": boto3.client("dynamodb")},
-        esm_sqs=boto3.client("sqs"), concurrency=concurrency, retry=RetryPolicy(), handler=handler,
-        listener=lambda function, invocation: durations.append(invocation.duration_ms))
+        tier,
+        clients=lambda: {"sqs": boto3.client("sqs"), "dynamodb": boto3.client("dynamodb")},
+        esm_sqs=boto3.client("sqs"),
+        concurrency=concurrency,
+        retry=RetryPolicy(),
+        handler=handler,
+        listener=lambda function, invocation: durations.append(invocation.duration_ms),
+    )
     started = time.monotonic()
     runtime.start()
     try:

@@ -28,9 +28,15 @@ def measure(jobs: int = 1000, batch_size: int = 10) -> dict[str, Any]:
         tier = create_tier()
         counter = CallCounter()
         clients = {"sqs": counter.attach(tier.sqs), "dynamodb": counter.attach(tier.dynamodb)}
-        config = TierConfig(stage="bench", tier="critical", queue_url=tier.queue_url, dlq_url=tier.dlq_url,
-                            idempotency_table=tier.idempotency_table, resources=tier.resources,
-                            retry=RetryPolicy())
+        config = TierConfig(
+            stage="bench",
+            tier="critical",
+            queue_url=tier.queue_url,
+            dlq_url=tier.dlq_url,
+            idempotency_table=tier.idempotency_table,
+            resources=tier.resources,
+            retry=RetryPolicy(),
+        )
 
         def container() -> Consumer:
             return Consumer(config, registry, client=clients.__getitem__, logger=_quiet_logger())

@@ -48,10 +48,16 @@ def modeled_seconds(records_per_invocation: float, consumer_calls_per_invocation
     return (PER_INVOCATION_MS + records_per_invocation * PER_RECORD_MS + calls_ms) / 1000
 
 
-def per_million_jobs(*, publish_requests_per_job: float, consume_requests_per_job: float,
-                     idempotency_write_units_per_job: float, records_per_invocation: float,
-                     consumer_calls_per_invocation: dict[str, float], memory_mb: int,
-                     moto_seconds_per_invocation: float | None = None) -> dict[str, Any]:
+def per_million_jobs(
+    *,
+    publish_requests_per_job: float,
+    consume_requests_per_job: float,
+    idempotency_write_units_per_job: float,
+    records_per_invocation: float,
+    consumer_calls_per_invocation: dict[str, float],
+    memory_mb: int,
+    moto_seconds_per_invocation: float | None = None,
+) -> dict[str, Any]:
     jobs = 1_000_000
     invocations = jobs / records_per_invocation
     seconds = modeled_seconds(records_per_invocation, consumer_calls_per_invocation)
@@ -66,9 +72,12 @@ def per_million_jobs(*, publish_requests_per_job: float, consume_requests_per_jo
     }
     moto = None
     if moto_seconds_per_invocation is not None:
-        moto = {"seconds_per_invocation": round(moto_seconds_per_invocation, 4),
-                "lambda_compute_if_billed": round(invocations * moto_seconds_per_invocation * memory_mb / 1024
-                                                  * PRICES["lambda_arm64_per_gb_second"], 4)}
+        moto = {
+            "seconds_per_invocation": round(moto_seconds_per_invocation, 4),
+            "lambda_compute_if_billed": round(
+                invocations * moto_seconds_per_invocation * memory_mb / 1024 * PRICES["lambda_arm64_per_gb_second"], 4
+            ),
+        }
     return {
         "usd_per_million_jobs": round(sum(parts.values()), 4),
         "parts": {k: round(v, 4) for k, v in parts.items()},
@@ -88,8 +97,9 @@ def per_million_jobs(*, publish_requests_per_job: float, consume_requests_per_jo
     }
 
 
-def rate_limiter_per_million_jobs(*, reads_per_job: float, writes_per_job: float, resends_per_job: float,
-                                  wait_seconds_per_job: float, memory_mb: int) -> dict[str, Any]:
+def rate_limiter_per_million_jobs(
+    *, reads_per_job: float, writes_per_job: float, resends_per_job: float, wait_seconds_per_job: float, memory_mb: int
+) -> dict[str, Any]:
     """What the rate limiter adds per 1 M jobs: its DynamoDB calls (failed conditions are billed
     writes too), the SQS calls of held jobs (the re-send batch, and receiving and deleting the
     copy when it returns: three requests per ten held jobs), the Lambda time its calls take (at
@@ -97,14 +107,30 @@ def rate_limiter_per_million_jobs(*, reads_per_job: float, writes_per_job: float
     for a turn (billed like any other)."""
     jobs = 1_000_000
     parts = {
-        "dynamodb_buckets": jobs / 1e6 * (reads_per_job * 0.5 * PRICES["dynamodb_per_million_read_units"]
-                                          + writes_per_job * PRICES["dynamodb_per_million_write_units"]),
+        "dynamodb_buckets": jobs
+        / 1e6
+        * (
+            reads_per_job * 0.5 * PRICES["dynamodb_per_million_read_units"]
+            + writes_per_job * PRICES["dynamodb_per_million_write_units"]
+        ),
         "sqs_resends": resends_per_job * 3 / 10 * jobs / 1e6 * PRICES["sqs_per_million_requests"],
-        "lambda_calls": jobs * (reads_per_job + writes_per_job) * LATENCY_MS["dynamodb"] / 1000
-        * memory_mb / 1024 * PRICES["lambda_arm64_per_gb_second"],
+        "lambda_calls": jobs
+        * (reads_per_job + writes_per_job)
+        * LATENCY_MS["dynamodb"]
+        / 1000
+        * memory_mb
+        / 1024
+        * PRICES["lambda_arm64_per_gb_second"],
         "lambda_waiting": jobs * wait_seconds_per_job * memory_mb / 1024 * PRICES["lambda_arm64_per_gb_second"],
     }
-    return {"usd_per_million_jobs": round(sum(parts.values()), 4), "parts": {k: round(v, 4) for k, v in parts.items()},
-            "inputs": {"reads_per_job": reads_per_job, "writes_per_job": writes_per_job,
-                       "resends_per_job": resends_per_job, "wait_seconds_per_job": round(wait_seconds_per_job, 4),
-                       "memory_mb": memory_mb}}
+    return {
+        "usd_per_million_jobs": round(sum(parts.values()), 4),
+        "parts": {k: round(v, 4) for k, v in parts.items()},
+        "inputs": {
+            "reads_per_job": reads_per_job,
+            "writes_per_job": writes_per_job,
+            "resends_per_job": resends_per_job,
+            "wait_seconds_per_job": round(wait_seconds_per_job, 4),
+            "memory_mb": memory_mb,
+        },
+    }

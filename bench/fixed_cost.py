@@ -69,32 +69,49 @@ def fixed_costs(template: Mapping[str, Any]) -> dict[str, Any]:
     advanced = sum(1 for p in parameters if p.get("Tier") == "Advanced")
     keys = of("AWS::KMS::Key")
     rows = [
-        (f"CloudWatch alarms: {len(alarms)} alarms watching {standard} metrics (standard resolution)",
-         standard, PRICES["alarm_metric_standard"]),
+        (
+            f"CloudWatch alarms: {len(alarms)} alarms watching {standard} metrics (standard resolution)",
+            standard,
+            PRICES["alarm_metric_standard"],
+        ),
         ("CloudWatch alarms: metrics at high resolution", high, PRICES["alarm_metric_high_resolution"]),
         ("CloudWatch composite alarms", composite, PRICES["composite_alarm"]),
         ("CloudWatch dashboard", len(of("AWS::CloudWatch::Dashboard")), PRICES["dashboard"]),
         ("KMS customer managed keys", len(keys), PRICES["kms_key"]),
-        (f"SSM parameters: {len(parameters) - advanced} standard", len(parameters) - advanced,
-         PRICES["ssm_parameter_standard"]),
+        (
+            f"SSM parameters: {len(parameters) - advanced} standard",
+            len(parameters) - advanced,
+            PRICES["ssm_parameter_standard"],
+        ),
         ("SSM parameters: advanced", advanced, PRICES["ssm_parameter_advanced"]),
     ]
-    fixed = [{"item": item, "count": count, "unit_usd": unit, "usd": round(count * unit, 2)}
-             for item, count, unit in rows if count]
+    fixed = [
+        {"item": item, "count": count, "unit_usd": unit, "usd": round(count * unit, 2)}
+        for item, count, unit in rows
+        if count
+    ]
     tables = of("AWS::DynamoDB::Table")
     pitr = sum(1 for t in tables if t.get("PointInTimeRecoverySpecification", {}).get("PointInTimeRecoveryEnabled"))
     traced = sum(1 for f in of("AWS::Lambda::Function") if f.get("TracingConfig", {}).get("Mode") == "Active")
     log_groups = of("AWS::Logs::LogGroup")
     usage = [
-        {"item": f"DynamoDB point-in-time recovery on {pitr} of {len(tables)} tables",
-         "price": f"${PRICES['dynamodb_pitr_per_gb_month']:.2f} per GB-month of table size"},
-        {"item": f"X-Ray active tracing on {traced} functions",
-         "price": f"${PRICES['xray_per_million_traces']:.2f} per 1 M traces recorded (sampled)"},
-        {"item": f"CloudWatch Logs: {len(log_groups)} log groups, kept "
-                 + " / ".join(f"{days} days" if days else "forever"
-                              for days in sorted({g.get("RetentionInDays") for g in log_groups}, key=str)),
-         "price": f"${PRICES['logs_ingested_per_gb']:.2f} per GB ingested, "
-                  f"${PRICES['logs_stored_per_gb_month']:.2f} per GB-month stored"},
+        {
+            "item": f"DynamoDB point-in-time recovery on {pitr} of {len(tables)} tables",
+            "price": f"${PRICES['dynamodb_pitr_per_gb_month']:.2f} per GB-month of table size",
+        },
+        {
+            "item": f"X-Ray active tracing on {traced} functions",
+            "price": f"${PRICES['xray_per_million_traces']:.2f} per 1 M traces recorded (sampled)",
+        },
+        {
+            "item": f"CloudWatch Logs: {len(log_groups)} log groups, kept "
+            + " / ".join(
+                f"{days} days" if days else "forever"
+                for days in sorted({g.get("RetentionInDays") for g in log_groups}, key=str)
+            ),
+            "price": f"${PRICES['logs_ingested_per_gb']:.2f} per GB ingested, "
+            f"${PRICES['logs_stored_per_gb_month']:.2f} per GB-month stored",
+        },
     ]
     buckets = of("AWS::S3::Bucket")
     if buckets:  # the discard archive: nothing while no letter is discarded
@@ -106,10 +123,14 @@ def fixed_costs(template: Mapping[str, Any]) -> dict[str, Any]:
                 if "ExpirationInDays" in rule
             }
         )
-        usage.append({"item": f"S3: {len(buckets)} bucket(s), objects kept "
-                              + (" / ".join(f"{days} days" for days in expiry) or "forever"),
-                      "price": f"${PRICES['s3_standard_per_gb_month']:.3f} per GB-month stored, "
-                               f"${PRICES['s3_put_per_thousand']:.3f} per 1,000 PUTs"})
+        usage.append(
+            {
+                "item": f"S3: {len(buckets)} bucket(s), objects kept "
+                + (" / ".join(f"{days} days" for days in expiry) or "forever"),
+                "price": f"${PRICES['s3_standard_per_gb_month']:.3f} per GB-month stored, "
+                f"${PRICES['s3_put_per_thousand']:.3f} per 1,000 PUTs",
+            }
+        )
     rotated = [r.get("EnableKeyRotation") for r in keys]
     notes = (
         [
@@ -119,8 +140,13 @@ def fixed_costs(template: Mapping[str, Any]) -> dict[str, Any]:
         if any(rotated)
         else []
     )
-    return {"fixed": fixed, "total_usd": round(sum(r["usd"] for r in fixed), 2), "usage": usage,
-            "notes": notes, "prices": PRICES}
+    return {
+        "fixed": fixed,
+        "total_usd": round(sum(r["usd"] for r in fixed), 2),
+        "usage": usage,
+        "notes": notes,
+        "prices": PRICES,
+    }
 
 
 def markdown(costs: Mapping[str, Any]) -> str:
@@ -148,8 +174,9 @@ def synthesized_template() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.fixed_cost", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.fixed_cost", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
     args = parser.parse_args(argv)
     costs = fixed_costs(synthesized_template())

@@ -39,9 +39,15 @@ WINDOW_SECONDS = 5
 TOLERANCE = 0.2
 
 
-def measure(jobs: int = 200, per_second: float = 5.0, burst: int = 1, concurrency: int = 20,
-            max_wait_seconds: float = 10.0, batch_size: int = 10, window_seconds: float = WINDOW_SECONDS,
-            ) -> dict[str, Any]:
+def measure(
+    jobs: int = 200,
+    per_second: float = 5.0,
+    burst: int = 1,
+    concurrency: int = 20,
+    max_wait_seconds: float = 10.0,
+    batch_size: int = 10,
+    window_seconds: float = WINDOW_SECONDS,
+) -> dict[str, Any]:
     import boto3
 
     from emulator.server import EmbeddedAws, client_environment
@@ -82,34 +88,71 @@ def measure(jobs: int = 200, per_second: float = 5.0, burst: int = 1, concurrenc
             dynamodb.meta.events.register("before-parameter-build.dynamodb.UpdateItem", completed)
             return {"sqs": counter.attach(boto3.client("sqs")), "dynamodb": dynamodb}
 
-        runtime = consumer_runtime(tier, clients=clients, esm_sqs=boto3.client("sqs"), concurrency=concurrency,
-                                   retry=retry, batch_size=batch_size, rate_limits=limits, rate_limit_table=table)
+        runtime = consumer_runtime(
+            tier,
+            clients=clients,
+            esm_sqs=boto3.client("sqs"),
+            concurrency=concurrency,
+            retry=retry,
+            batch_size=batch_size,
+            rate_limits=limits,
+            rate_limit_table=table,
+        )
         limiter.TokenBucket.claim = observed_claim
         published = time.time()
         for batch in chunks(analytics_bodies(jobs, prefix="limited"), 10):
-            tier.sqs.send_message_batch(QueueUrl=tier.queue_url, Entries=[
-                {"Id": str(i), "MessageBody": body} for i, body in enumerate(batch)])
+            tier.sqs.send_message_batch(
+                QueueUrl=tier.queue_url, Entries=[{"Id": str(i), "MessageBody": body} for i, body in enumerate(batch)]
+            )
         runtime.start()
         try:
             drain(tier, timeout=max(120, 3 * jobs / per_second), poll=0.5, quiet_checks=2)
         finally:
             runtime.stop(timeout=60)
             limiter.TokenBucket.claim = claim
-        dead_letters = int(tier.sqs.get_queue_attributes(QueueUrl=tier.dlq_url, AttributeNames=[
-            "ApproximateNumberOfMessages"])["Attributes"]["ApproximateNumberOfMessages"])
+        dead_letters = int(
+            tier.sqs.get_queue_attributes(QueueUrl=tier.dlq_url, AttributeNames=["ApproximateNumberOfMessages"])[
+                "Attributes"
+            ]["ApproximateNumberOfMessages"]
+        )
         stats = runtime.stats.snapshot()
         limiter_calls = counter.by_table(table)
         sqs_ops = counter.by_operation("sqs")
-    return summarize(sorted(done), jobs=jobs, per_second=per_second, burst=burst, concurrency=concurrency,
-                     published=published, dead_letters=dead_letters, stats=stats, limiter_calls=limiter_calls,
-                     resend_calls=sqs_ops.get("SendMessageBatch", 0), window_seconds=window_seconds,
-                     wait_seconds=sum(waits), slots=sorted(slots), conflicts=sum(conflicts))
+    return summarize(
+        sorted(done),
+        jobs=jobs,
+        per_second=per_second,
+        burst=burst,
+        concurrency=concurrency,
+        published=published,
+        dead_letters=dead_letters,
+        stats=stats,
+        limiter_calls=limiter_calls,
+        resend_calls=sqs_ops.get("SendMessageBatch", 0),
+        window_seconds=window_seconds,
+        wait_seconds=sum(waits),
+        slots=sorted(slots),
+        conflicts=sum(conflicts),
+    )
 
 
-def summarize(done: list[float], *, jobs: int, per_second: float, burst: int, concurrency: int, published: float,
-              dead_letters: int, stats: dict[str, Any], limiter_calls: dict[str, int],
-              resend_calls: int, window_seconds: float = WINDOW_SECONDS, wait_seconds: float = 0.0,
-              slots: list[float] | None = None, conflicts: int = 0) -> dict[str, Any]:
+def summarize(
+    done: list[float],
+    *,
+    jobs: int,
+    per_second: float,
+    burst: int,
+    concurrency: int,
+    published: float,
+    dead_letters: int,
+    stats: dict[str, Any],
+    limiter_calls: dict[str, int],
+    resend_calls: int,
+    window_seconds: float = WINDOW_SECONDS,
+    wait_seconds: float = 0.0,
+    slots: list[float] | None = None,
+    conflicts: int = 0,
+) -> dict[str, Any]:
     """The figures of one run from its completion times (epoch seconds, sorted).
 
     A token bucket lets ``burst`` jobs go at once, then ``per_second``: the rate (``mean_per_second``)
@@ -121,10 +164,12 @@ def summarize(done: list[float], *, jobs: int, per_second: float, burst: int, co
     against 10/s once) although no job ever ran ahead of it (``most_jobs_ahead_of_the_limit``).
     """
     first, last = done[0], done[-1]
-    steady = done[min(burst, len(done)) - 1:]
+    steady = done[min(burst, len(done)) - 1 :]
     start = steady[0]
-    windows = [sum(1 for t in steady[1:] if begin < t <= begin + window_seconds) / window_seconds
-               for begin in _window_starts(start, last, window_seconds)]
+    windows = [
+        sum(1 for t in steady[1:] if begin < t <= begin + window_seconds) / window_seconds
+        for begin in _window_starts(start, last, window_seconds)
+    ]
     origin = min((slots or done)[0], first)
     after_burst = len(done) - min(burst, len(done))
     mean = after_burst / (last - origin) if last > origin else float("inf")
@@ -138,12 +183,17 @@ def summarize(done: list[float], *, jobs: int, per_second: float, burst: int, co
     batches = max(1, stats["batches"])
     writes, reads = limiter_calls.get("UpdateItem", 0), limiter_calls.get("GetItem", 0)
     return {
-        "jobs": jobs, "completed": len(done), "limit_per_second": per_second, "burst": burst,
+        "jobs": jobs,
+        "completed": len(done),
+        "limit_per_second": per_second,
+        "burst": burst,
         "consumers": concurrency,
-        "run_seconds": round(last - first, 2), "first_completion_after_seconds": round(first - published, 2),
+        "run_seconds": round(last - first, 2),
+        "first_completion_after_seconds": round(first - published, 2),
         "mean_per_second": round(mean, 3),
         "mean_including_burst": round((len(done) - 1) / (last - first), 3) if last > first else None,
-        "window_seconds": window_seconds, "windows_per_second": [round(w, 2) for w in windows],
+        "window_seconds": window_seconds,
+        "windows_per_second": [round(w, 2) for w in windows],
         "window_min": round(min(windows), 2) if windows else None,
         "window_max": round(max(windows), 2) if windows else None,
         "window_stdev": round(statistics.pstdev(windows), 3) if len(windows) > 1 else 0.0,
@@ -151,9 +201,12 @@ def summarize(done: list[float], *, jobs: int, per_second: float, burst: int, co
         "within_band": low <= mean <= high,
         "windows_within_band": all(low <= w <= high for w in windows),
         "most_jobs_ahead_of_the_limit": round(ahead, 3),
-        "failures": failures, "dead_letters": dead_letters, "item_failures": stats["item_failures"],
+        "failures": failures,
+        "dead_letters": dead_letters,
+        "item_failures": stats["item_failures"],
         "invocation_errors": stats["invocation_errors"],
-        "batches": stats["batches"], "records_received": stats["records"],
+        "batches": stats["batches"],
+        "records_received": stats["records"],
         "held_and_resent": stats["records"] - len(done) - stats["item_failures"],
         "limiter_dynamodb_calls_per_1000": {op: n * per_1000 for op, n in limiter_calls.items()},
         "limiter_dynamodb_calls_per_1000_total": sum(limiter_calls.values()) * per_1000,

@@ -11,11 +11,17 @@ from .calls import CallCounter
 
 
 def _fill_dlq(tier, count: int) -> None:
-    attributes = {DeadLetter.REASON: {"DataType": "String", "StringValue": DeadLetter.REASON_PERMANENT},
-                  DeadLetter.ERROR_TYPE: {"DataType": "String", "StringValue": "TimeoutError"}}
+    attributes = {
+        DeadLetter.REASON: {"DataType": "String", "StringValue": DeadLetter.REASON_PERMANENT},
+        DeadLetter.ERROR_TYPE: {"DataType": "String", "StringValue": "TimeoutError"},
+    }
     for batch in chunks(payment_bodies(count, prefix="replayed"), 10):
-        tier.sqs.send_message_batch(QueueUrl=tier.dlq_url, Entries=[
-            {"Id": str(i), "MessageBody": body, "MessageAttributes": attributes} for i, body in enumerate(batch)])
+        tier.sqs.send_message_batch(
+            QueueUrl=tier.dlq_url,
+            Entries=[
+                {"Id": str(i), "MessageBody": body, "MessageAttributes": attributes} for i, body in enumerate(batch)
+            ],
+        )
 
 
 def _naive_replay(sqs, dlq_url: str, queue_url: str) -> int:
@@ -45,8 +51,11 @@ def measure(messages: int = 1000) -> dict[str, Any]:
         _fill_dlq(tier, messages)
         counter = CallCounter()
         sqs = counter.attach(tier.sqs)
-        response = run(parse_event({"tier": "bench", "max_messages": messages}),
-                       sqs=sqs, tiers={"bench": TierQueues(tier.queue_url, tier.dlq_url, REPLAY_WINDOW_SECONDS)})
+        response = run(
+            parse_event({"tier": "bench", "max_messages": messages}),
+            sqs=sqs,
+            tiers={"bench": TierQueues(tier.queue_url, tier.dlq_url, REPLAY_WINDOW_SECONDS)},
+        )
         ours = counter.by_operation("sqs")
         assert response["moved"] == messages, response
 

@@ -20,12 +20,21 @@ FUNCTION_NAME = "tiered-jobs-bench-consumer"
 REGION = "us-east-1"
 
 
-def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: Any, concurrency: int,
-                     retry: RetryPolicy, remaining_ms: int = 30_000, batch_size: int = 10,
-                     handler: Callable[[dict, Any], dict] | None = None,
-                     listener: Callable[[Any, Any], None] | None = None,
-                     rate_limits: Any = None, rate_limit_table: str | None = None,
-                     on_invoke: Callable[[dict, Any], None] | None = None):
+def consumer_runtime(
+    tier,
+    *,
+    clients: Callable[[], dict[str, Any]],
+    esm_sqs: Any,
+    concurrency: int,
+    retry: RetryPolicy,
+    remaining_ms: int = 30_000,
+    batch_size: int = 10,
+    handler: Callable[[dict, Any], dict] | None = None,
+    listener: Callable[[Any, Any], None] | None = None,
+    rate_limits: Any = None,
+    rate_limit_table: str | None = None,
+    on_invoke: Callable[[dict, Any], None] | None = None,
+):
     """A started-ready ``MappingRuntime`` for ``tier``; ``handler`` replaces the consumer (baselines);
     ``on_invoke(event, invocation)`` sees every invocation (the invariant run records the crashed ones)."""
     from aws_lambda_powertools import Logger
@@ -46,14 +55,29 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
 
     # The time budget's margin: 10 % of the invocation, as the stack derives it from the timeout (without
     # its 2 s floor, which the invariant's 1.5 s invocations could not leave room for).
-    config = TierConfig(stage="bench", tier="critical", queue_url=tier.queue_url, dlq_url=tier.dlq_url,
-                        idempotency_table=tier.idempotency_table, resources=tier.resources, retry=retry,
-                        time_budget_margin_ms=remaining_ms // 10,
-                        rate_limits=rate_limits, rate_limit_table=rate_limit_table,
-                        max_receive_count=tier.max_receive_count)
-    function = FunctionConfig(name=FUNCTION_NAME, arn=f"arn:aws:lambda:{REGION}:123456789012:function:{FUNCTION_NAME}",
-                              handler=Handlers.CONSUMER, environment={}, timeout_seconds=30,
-                              memory_mb=256, region=REGION, code_root=".")
+    config = TierConfig(
+        stage="bench",
+        tier="critical",
+        queue_url=tier.queue_url,
+        dlq_url=tier.dlq_url,
+        idempotency_table=tier.idempotency_table,
+        resources=tier.resources,
+        retry=retry,
+        time_budget_margin_ms=remaining_ms // 10,
+        rate_limits=rate_limits,
+        rate_limit_table=rate_limit_table,
+        max_receive_count=tier.max_receive_count,
+    )
+    function = FunctionConfig(
+        name=FUNCTION_NAME,
+        arn=f"arn:aws:lambda:{REGION}:123456789012:function:{FUNCTION_NAME}",
+        handler=Handlers.CONSUMER,
+        environment={},
+        timeout_seconds=30,
+        memory_mb=256,
+        region=REGION,
+        code_root=".",
+    )
 
     class Environment:
         """One execution environment: a consumer with its own clients; a Lambda context per call.
@@ -66,8 +90,12 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
 
         def __init__(self, _function: Any):
             own = clients()
-            self.handle = handler or Consumer(config, registry, client=own.__getitem__,
-                                              logger=Logger(service="bench", level="CRITICAL")).handle
+            self.handle = (
+                handler
+                or Consumer(
+                    config, registry, client=own.__getitem__, logger=Logger(service="bench", level="CRITICAL")
+                ).handle
+            )
 
         def invoke(self, event: dict) -> Invocation:
             started = time.monotonic()
@@ -75,8 +103,9 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
             try:
                 response = self.handle(event, context)
             except BaseException as exc:  # noqa: BLE001 -- a crash ends the invocation, as on Lambda
-                invocation = Invocation(error=InvocationError(type(exc).__name__, str(exc)),
-                                        duration_ms=(time.monotonic() - started) * 1000)
+                invocation = Invocation(
+                    error=InvocationError(type(exc).__name__, str(exc)), duration_ms=(time.monotonic() - started) * 1000
+                )
             else:
                 invocation = Invocation(response=response, duration_ms=(time.monotonic() - started) * 1000)
             if on_invoke is not None:
@@ -86,15 +115,27 @@ def consumer_runtime(tier, *, clients: Callable[[], dict[str, Any]], esm_sqs: An
         def close(self) -> None:
             pass
 
-    mapping = MappingConfig(function=function, queue_url=tier.queue_url, queue_arn=tier.queue_arn,
-                            batch_size=batch_size, batching_window_seconds=0, maximum_concurrency=concurrency)
+    mapping = MappingConfig(
+        function=function,
+        queue_url=tier.queue_url,
+        queue_arn=tier.queue_arn,
+        batch_size=batch_size,
+        batching_window_seconds=0,
+        maximum_concurrency=concurrency,
+    )
     return MappingRuntime(mapping, Environment, esm_sqs, listener=listener)
 
 
 def depth(tier, url: str | None = None) -> int:
     """Visible + in flight + delayed messages of a queue."""
-    attrs = tier.sqs.get_queue_attributes(QueueUrl=url or tier.queue_url, AttributeNames=[
-        "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"])
+    attrs = tier.sqs.get_queue_attributes(
+        QueueUrl=url or tier.queue_url,
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ],
+    )
     return sum(int(v) for v in attrs["Attributes"].values())
 
 

@@ -41,11 +41,18 @@ _COMPARISONS: dict[str, Callable[[float, float], bool]] = {
     "LessThanOrEqualToThreshold": operator.le,
 }
 _BINARY: dict[type, Callable[[float, float], float]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
 }
 _COMPARE: dict[type, Callable[[float, float], bool]] = {
-    ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt, ast.LtE: operator.le,
-    ast.Eq: operator.eq, ast.NotEq: operator.ne,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
 }
 
 
@@ -53,8 +60,9 @@ class MissingData(Exception):
     """A metric the expression needs has no datapoint in the period."""
 
 
-def evaluate_expression(expression: str, values: Mapping[str, float | None],
-                        expressions: Mapping[str, str] | None = None) -> float:
+def evaluate_expression(
+    expression: str, values: Mapping[str, float | None], expressions: Mapping[str, str] | None = None
+) -> float:
     """A metric math expression over single values.
 
     ``IF``, ``FILL(m, value)``, + - * /, comparisons, numbers and ids: of a metric (``values``) or
@@ -105,7 +113,8 @@ def decide(alarm: Mapping[str, Any], value: float | None) -> str:
     """The state for ``value`` (``None``: no data, handled by ``TreatMissingData``)."""
     if value is None:
         state: str = {"breaching": "ALARM", "notBreaching": "OK", "ignore": alarm["StateValue"]}.get(
-            alarm.get("TreatMissingData", "missing"), "INSUFFICIENT_DATA")
+            alarm.get("TreatMissingData", "missing"), "INSUFFICIENT_DATA"
+        )
         return state
     return "ALARM" if _COMPARISONS[alarm["ComparisonOperator"]](value, alarm["Threshold"]) else "OK"
 
@@ -122,8 +131,15 @@ class Transition:
 class AlarmEvaluator(BackgroundLoop):
     """Evaluates the alarms whose names start with ``prefix``; :meth:`start` runs it in a thread."""
 
-    def __init__(self, clients: Callable[[str], Any], store: MetricStore, prefix: str,
-                 queue_age: Callable[[str], float | None], *, interval_seconds: float = DEFAULT_INTERVAL_SECONDS):
+    def __init__(
+        self,
+        clients: Callable[[str], Any],
+        store: MetricStore,
+        prefix: str,
+        queue_age: Callable[[str], float | None],
+        *,
+        interval_seconds: float = DEFAULT_INTERVAL_SECONDS,
+    ):
         super().__init__(interval_seconds)
         self._clients = clients
         self._store = store
@@ -139,9 +155,11 @@ class AlarmEvaluator(BackgroundLoop):
     def _queue_metric(self, name: str, queue_name: str) -> float | None:
         if name == "ApproximateAgeOfOldestMessage":
             return self._queue_age(queue_name)
-        attribute = {"ApproximateNumberOfMessagesVisible": "ApproximateNumberOfMessages",
-                     "ApproximateNumberOfMessagesNotVisible": "ApproximateNumberOfMessagesNotVisible",
-                     "ApproximateNumberOfMessagesDelayed": "ApproximateNumberOfMessagesDelayed"}.get(name)
+        attribute = {
+            "ApproximateNumberOfMessagesVisible": "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible": "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed": "ApproximateNumberOfMessagesDelayed",
+        }.get(name)
         if attribute is None:
             return None
         sqs = self._clients("sqs")
@@ -150,13 +168,21 @@ class AlarmEvaluator(BackgroundLoop):
         attributes = sqs.get_queue_attributes(QueueUrl=self._queue_urls[queue_name], AttributeNames=[attribute])
         return float(attributes["Attributes"][attribute])
 
-    def metric_value(self, namespace: str, name: str, dimensions: list[dict[str, str]], stat: str,
-                     period: float, periods_ago: int = 0) -> float | None:
+    def metric_value(
+        self,
+        namespace: str,
+        name: str,
+        dimensions: list[dict[str, str]],
+        stat: str,
+        period: float,
+        periods_ago: int = 0,
+    ) -> float | None:
         dims = {d["Name"]: d["Value"] for d in dimensions}
         if namespace == "AWS/SQS" and set(dims) == {"QueueName"}:
             return self._queue_metric(name, dims["QueueName"])
-        return statistic(self._store.values(namespace, name, dims, period, ending_seconds_ago=periods_ago * period),
-                         stat)
+        return statistic(
+            self._store.values(namespace, name, dims, period, ending_seconds_ago=periods_ago * period), stat
+        )
 
     def alarm_value(self, alarm: Mapping[str, Any], periods_ago: int = 0) -> float | None:
         if alarm.get("Metrics"):
@@ -168,8 +194,13 @@ class AlarmEvaluator(BackgroundLoop):
                     stat = query["MetricStat"]
                     metric = stat["Metric"]
                     values[query["Id"]] = self.metric_value(
-                        metric["Namespace"], metric["MetricName"], metric.get("Dimensions", []), stat["Stat"],
-                        stat["Period"], periods_ago)
+                        metric["Namespace"],
+                        metric["MetricName"],
+                        metric.get("Dimensions", []),
+                        stat["Stat"],
+                        stat["Period"],
+                        periods_ago,
+                    )
                 elif "Expression" in query:
                     expressions[query["Id"]] = query["Expression"]
                 if query.get("ReturnData", True):
@@ -181,8 +212,9 @@ class AlarmEvaluator(BackgroundLoop):
             except MissingData:
                 return None
         stat = alarm.get("Statistic") or alarm["ExtendedStatistic"]  # a metric alarm has one of the two
-        return self.metric_value(alarm["Namespace"], alarm["MetricName"], alarm.get("Dimensions", []), stat,
-                                 alarm["Period"], periods_ago)
+        return self.metric_value(
+            alarm["Namespace"], alarm["MetricName"], alarm.get("Dimensions", []), stat, alarm["Period"], periods_ago
+        )
 
     def alarm_state(self, alarm: Mapping[str, Any]) -> tuple[str, float | None]:
         """The state and latest value: ALARM only when each of the last ``EvaluationPeriods`` periods breaches."""
@@ -198,8 +230,11 @@ class AlarmEvaluator(BackgroundLoop):
 
     def evaluate_once(self) -> list[Transition]:
         cloudwatch = self._clients("cloudwatch")
-        alarms = [a for page in cloudwatch.get_paginator("describe_alarms").paginate(AlarmNamePrefix=self._prefix)
-                  for a in page["MetricAlarms"]]
+        alarms = [
+            a
+            for page in cloudwatch.get_paginator("describe_alarms").paginate(AlarmNamePrefix=self._prefix)
+            for a in page["MetricAlarms"]
+        ]
         changes = []
         for alarm in alarms:
             state, value = self.alarm_state(alarm)
@@ -211,23 +246,33 @@ class AlarmEvaluator(BackgroundLoop):
 
     def _change(self, alarm: Mapping[str, Any], state: str, value: float | None) -> Transition:
         shown = "no data" if value is None else f"{value:g}"
-        reason = (f"{EMULATION_LABEL} Threshold Crossed: value {shown} "
-                  f"{'is' if state == 'ALARM' else 'is not'} {alarm['ComparisonOperator']} {alarm['Threshold']:g}.")
+        reason = (
+            f"{EMULATION_LABEL} Threshold Crossed: value {shown} "
+            f"{'is' if state == 'ALARM' else 'is not'} {alarm['ComparisonOperator']} {alarm['Threshold']:g}."
+        )
         now = datetime.now(timezone.utc)
         self._clients("cloudwatch").set_alarm_state(
-            AlarmName=alarm["AlarmName"], StateValue=state, StateReason=reason,
+            AlarmName=alarm["AlarmName"],
+            StateValue=state,
+            StateReason=reason,
             StateReasonData=json.dumps({"emulated": True, "value": value}),
         )
         message = {
-            "AlarmName": alarm["AlarmName"], "AlarmDescription": alarm.get("AlarmDescription"),
-            "AlarmArn": alarm["AlarmArn"], "NewStateValue": state, "OldStateValue": alarm["StateValue"],
-            "NewStateReason": reason, "StateChangeTime": now.isoformat(timespec="milliseconds"),
-            "Region": alarm["AlarmArn"].split(":")[3], "Emulated": True,
+            "AlarmName": alarm["AlarmName"],
+            "AlarmDescription": alarm.get("AlarmDescription"),
+            "AlarmArn": alarm["AlarmArn"],
+            "NewStateValue": state,
+            "OldStateValue": alarm["StateValue"],
+            "NewStateReason": reason,
+            "StateChangeTime": now.isoformat(timespec="milliseconds"),
+            "Region": alarm["AlarmArn"].split(":")[3],
+            "Emulated": True,
         }
         actions = {"ALARM": "AlarmActions", "OK": "OKActions", "INSUFFICIENT_DATA": "InsufficientDataActions"}[state]
         for topic_arn in alarm.get(actions, []):
             self._clients("sns").publish(
-                TopicArn=topic_arn, Subject=f'{state}: "{alarm["AlarmName"]}" (local emulation)'[:100],
+                TopicArn=topic_arn,
+                Subject=f'{state}: "{alarm["AlarmName"]}" (local emulation)'[:100],
                 Message=json.dumps(message),
             )
         return Transition(alarm["AlarmName"], alarm["StateValue"], state, value, reason)
@@ -238,4 +283,3 @@ class AlarmEvaluator(BackgroundLoop):
 
     def tick(self) -> None:
         self.evaluate_once()
-

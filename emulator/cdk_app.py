@@ -45,8 +45,11 @@ CONTEXT_ENV = "CDK_CONTEXT_JSON"
 DEFAULT_ACCOUNT_ENV = "CDK_DEFAULT_ACCOUNT"
 DEFAULT_REGION_ENV = "CDK_DEFAULT_REGION"
 #: jsii's banners about the Node.js version; the pinned CLI runs on Node 20 (as ``app.py`` says too).
-QUIET_JSII = {"JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
-              "JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION": "1", "JSII_DEPRECATED": "quiet"}
+QUIET_JSII = {
+    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+    "JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION": "1",
+    "JSII_DEPRECATED": "quiet",
+}
 
 STACK_ARTIFACT = "aws:cloudformation:stack"
 NESTED_ASSEMBLY_ARTIFACT = "cdk:cloud-assembly"
@@ -78,45 +81,73 @@ class CdkApp:
         if command is None:
             command = _read_json(folder / CDK_JSON).get("app")
             if not command:
-                raise CdkAppError(f"no app command: {folder / CDK_JSON} has no \"app\"; run from your CDK app's "
-                                  f"folder or pass --app \"python app.py\" (as for `cdk synth --app`)")
+                raise CdkAppError(
+                    f'no app command: {folder / CDK_JSON} has no "app"; run from your CDK app\'s '
+                    f'folder or pass --app "python app.py" (as for `cdk synth --app`)'
+                )
         return cls(folder, str(command))
 
     def context(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The context ``cdk synth`` would pass: ``~/.cdk.json`` < ``cdk.context.json`` < ``cdk.json`` <
         ``extra`` (one key overrides another whole; nothing is merged deeper, as in the CLI)."""
         merged: dict[str, Any] = {}
-        for layer in (_read_json(Path(USER_DEFAULTS).expanduser()).get("context", {}),
-                      _read_json(self.directory / CDK_CONTEXT_JSON),
-                      _read_json(self.directory / CDK_JSON).get("context", {}),
-                      extra or {}):
+        for layer in (
+            _read_json(Path(USER_DEFAULTS).expanduser()).get("context", {}),
+            _read_json(self.directory / CDK_CONTEXT_JSON),
+            _read_json(self.directory / CDK_JSON).get("context", {}),
+            extra or {},
+        ):
             merged.update(layer)
         return merged
 
-    def synth(self, outdir: Path, *, context: Mapping[str, Any] | None = None, account: str | None = None,
-              region: str | None = None, environ: Mapping[str, str] | None = None,
-              timeout_seconds: float = 600) -> Path:
+    def synth(
+        self,
+        outdir: Path,
+        *,
+        context: Mapping[str, Any] | None = None,
+        account: str | None = None,
+        region: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        timeout_seconds: float = 600,
+    ) -> Path:
         """Run the app into ``outdir`` (``context`` on top of its own) in ``environ`` (default: this
         process's environment); the assembly's directory."""
         outdir = Path(outdir).resolve()
         outdir.mkdir(parents=True, exist_ok=True)
-        env = {**QUIET_JSII, **(os.environ if environ is None else environ), OUTDIR_ENV: str(outdir),
-               CONTEXT_ENV: json.dumps(self.context(context)), "PYTHONIOENCODING": "utf-8"}
-        env.update({name: value for name, value in ((DEFAULT_ACCOUNT_ENV, account), (DEFAULT_REGION_ENV, region))
-                    if value})
+        env = {
+            **QUIET_JSII,
+            **(os.environ if environ is None else environ),
+            OUTDIR_ENV: str(outdir),
+            CONTEXT_ENV: json.dumps(self.context(context)),
+            "PYTHONIOENCODING": "utf-8",
+        }
+        env.update(
+            {name: value for name, value in ((DEFAULT_ACCOUNT_ENV, account), (DEFAULT_REGION_ENV, region)) if value}
+        )
         try:
-            result = subprocess.run(self.command, shell=True, cwd=self.directory, env=env, capture_output=True,
-                                    text=True, timeout=timeout_seconds, check=False)
+            result = subprocess.run(
+                self.command,
+                shell=True,
+                cwd=self.directory,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout_seconds,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
-            raise CdkAppError(f"`{self.command}` (in {self.directory}) did not finish within "
-                              f"{timeout_seconds:.0f} s") from None
+            raise CdkAppError(
+                f"`{self.command}` (in {self.directory}) did not finish within {timeout_seconds:.0f} s"
+            ) from None
         if result.returncode != 0:
             output = (result.stderr.strip() or result.stdout.strip())[-SHOWN_OUTPUT_CHARS:]
             raise CdkAppError(f"`{self.command}` (in {self.directory}) exited with {result.returncode}:\n{output}")
         manifest = outdir / "manifest.json"
         if not manifest.is_file():
-            raise CdkAppError(f"`{self.command}` (in {self.directory}) wrote no cloud assembly to {OUTDIR_ENV}: "
-                              "does it call app.synth() on a cdk App created without an outdir?")
+            raise CdkAppError(
+                f"`{self.command}` (in {self.directory}) wrote no cloud assembly to {OUTDIR_ENV}: "
+                "does it call app.synth() on a cdk App created without an outdir?"
+            )
         _check_assembly(outdir)
         return outdir
 
@@ -153,16 +184,21 @@ def stacks(directory: Path) -> list[StackArtifact]:
         if artifact.get("type") == NESTED_ASSEMBLY_ARTIFACT:
             found += stacks(directory / properties["directoryName"])
         elif artifact.get("type") == STACK_ARTIFACT:
-            asset_files = [artifacts[d]["properties"]["file"] for d in artifact.get("dependencies", [])
-                           if artifacts.get(d, {}).get("type") == ASSET_MANIFEST_ARTIFACT]
-            found.append(StackArtifact(
-                stack_name=properties.get("stackName", artifact_id),
-                display_name=artifact.get("displayName", artifact_id),
-                directory=directory,
-                template=_read_json(directory / properties["templateFile"]),
-                assets=_read_json(directory / asset_files[0]) if asset_files else {},
-                environment=artifact.get("environment", "aws://unknown-account/unknown-region"),
-            ))
+            asset_files = [
+                artifacts[d]["properties"]["file"]
+                for d in artifact.get("dependencies", [])
+                if artifacts.get(d, {}).get("type") == ASSET_MANIFEST_ARTIFACT
+            ]
+            found.append(
+                StackArtifact(
+                    stack_name=properties.get("stackName", artifact_id),
+                    display_name=artifact.get("displayName", artifact_id),
+                    directory=directory,
+                    template=_read_json(directory / properties["templateFile"]),
+                    assets=_read_json(directory / asset_files[0]) if asset_files else {},
+                    environment=artifact.get("environment", "aws://unknown-account/unknown-region"),
+                )
+            )
     return found
 
 
@@ -171,16 +207,22 @@ def _check_assembly(directory: Path) -> None:
     manifest = _read_json(directory / "manifest.json")
     missing = sorted(entry["key"] for entry in manifest.get("missing", []))
     if missing:
-        raise CdkAppError(f"the app needs context lookups only the CDK CLI does with AWS credentials "
-                          f"({', '.join(missing)}): run `cdk synth` once against your account so "
-                          f"{CDK_CONTEXT_JSON} holds them, then start local mode again")
+        raise CdkAppError(
+            f"the app needs context lookups only the CDK CLI does with AWS credentials "
+            f"({', '.join(missing)}): run `cdk synth` once against your account so "
+            f"{CDK_CONTEXT_JSON} holds them, then start local mode again"
+        )
     errors: list[str] = []
     for artifact in manifest.get("artifacts", {}).values():
         entries = dict(artifact.get("metadata", {}))
         if "additionalMetadataFile" in artifact:
             entries.update(_read_json(directory / artifact["additionalMetadataFile"]))
-        errors += [f"{path}: {entry.get('data')}" for path, listed in entries.items() for entry in listed
-                   if entry.get("type") == ERROR_METADATA]
+        errors += [
+            f"{path}: {entry.get('data')}"
+            for path, listed in entries.items()
+            for entry in listed
+            if entry.get("type") == ERROR_METADATA
+        ]
         if artifact.get("type") == NESTED_ASSEMBLY_ARTIFACT:
             _check_assembly(directory / artifact["properties"]["directoryName"])
     if errors:

@@ -27,8 +27,9 @@ if TYPE_CHECKING:
     from emulator.session import CodeVersion, LocalSession
     from tiered_jobs.console.server import RunningConsole
 
-app = typer.Typer(help="Run the real stack on an embedded AWS (moto) on 127.0.0.1.", no_args_is_help=True,
-                  add_completion=False)
+app = typer.Typer(
+    help="Run the real stack on an embedded AWS (moto) on 127.0.0.1.", no_args_is_help=True, add_completion=False
+)
 
 _TIER_HELP = "Only this tier's consumer (repeatable; default: every function)."
 _GREP_HELP = "Only lines matching this regular expression."
@@ -70,9 +71,11 @@ def up(
     console_port: int = typer.Option(0, "--console-port", help="Port of the web console on 127.0.0.1 (0: a free one)."),
     web_console: bool = typer.Option(True, "--console/--no-console", help="Serve the web console too."),
     app_command: Optional[str] = typer.Option(
-        None, "--app", help="Your CDK app's command, as for `cdk synth --app` (default: cdk.json's \"app\")."),
+        None, "--app", help="Your CDK app's command, as for `cdk synth --app` (default: cdk.json's \"app\")."
+    ),
     app_dir: Path = typer.Option(
-        Path("."), "--app-dir", help="Your CDK app's folder: its command runs there, cdk.json is there."),
+        Path("."), "--app-dir", help="Your CDK app's folder: its command runs there, cdk.json is there."
+    ),
     stack: Optional[str] = typer.Option(None, "--stack", help="The app's stack that uses TieredJobs, if several do."),
 ) -> None:
     """Deploy the app's stack that uses TieredJobs (this folder's, or --app-dir's) and keep it and its
@@ -101,13 +104,24 @@ def up(
             printed.put(f"[dim]{label} |[/dim] {escape(line)}")
 
     def on_reload(version: CodeVersion) -> None:
-        printed.put(f"[bold]code version {version.number}[/bold] ({version.code_sha256[:12]}…): "
-                    f"{', '.join(version.changed) or 'reloaded'}; new execution environments from the next batch")
+        printed.put(
+            f"[bold]code version {version.number}[/bold] ({version.code_sha256[:12]}…): "
+            f"{', '.join(version.changed) or 'reloaded'}; new execution environments from the next batch"
+        )
 
-    console.print(f"Synthesizing `{cdk_app.command}` in {cdk_app.directory} and deploying it into an embedded AWS "
-                  "(moto) on 127.0.0.1 ...", soft_wrap=True)
-    session = LocalSession(port=port, log_sink=on_line, reload_interval_seconds=1.0 if reload else None,
-                           on_reload=on_reload, app=cdk_app, stack=stack)
+    console.print(
+        f"Synthesizing `{cdk_app.command}` in {cdk_app.directory} and deploying it into an embedded AWS "
+        "(moto) on 127.0.0.1 ...",
+        soft_wrap=True,
+    )
+    session = LocalSession(
+        port=port,
+        log_sink=on_line,
+        reload_interval_seconds=1.0 if reload else None,
+        on_reload=on_reload,
+        app=cdk_app,
+        stack=stack,
+    )
     on_sigterm = signal.signal(signal.SIGTERM, lambda *_: stop.set())  # restored when `up` returns
     try:
         session.start()
@@ -137,10 +151,14 @@ def up(
             console.print(f"  export {Env.SCHEMA_DIRS}={shlex.quote(str(schemas))}", soft_wrap=True)
         console.print(f"  {cli} publish {_example_publish(session)}", soft_wrap=True)
         console.print(f"  {cli} status", soft_wrap=True)
-        console.print(f"  {emulator_prefix()} logs{named} --tier {next(iter(deployment.tiers))} --follow",
-                      soft_wrap=True)
-        console.print(f"  aws sqs list-queues --endpoint-url \"${ENDPOINT_ENV}\"    # the queues: "
-                      f"{', '.join(deployment.tiers)} (+ DLQs); AWS CLI v1 needs the flag for SQS", soft_wrap=True)
+        console.print(
+            f"  {emulator_prefix()} logs{named} --tier {next(iter(deployment.tiers))} --follow", soft_wrap=True
+        )
+        console.print(
+            f'  aws sqs list-queues --endpoint-url "${ENDPOINT_ENV}"    # the queues: '
+            f"{', '.join(deployment.tiers)} (+ DLQs); AWS CLI v1 needs the flag for SQS",
+            soft_wrap=True,
+        )
         if reload and session.code_source is not None:
             console.print(f"Edit {_watched(session.code_source)}: the next batches run the new code.", soft_wrap=True)
         web = _start_console(session, console_port, console) if web_console else None
@@ -168,9 +186,13 @@ def up(
                     drain()
                     if time.monotonic() - last >= 10.0:
                         last = time.monotonic()
-                        console.print(time.strftime("%H:%M:%S"), "  ".join(
-                            f"{r.tier}: visible {r.visible} ok {count(r.succeeded)} dlq {r.dlq}"
-                            for r in rows(session)))
+                        console.print(
+                            time.strftime("%H:%M:%S"),
+                            "  ".join(
+                                f"{r.tier}: visible {r.visible} ok {count(r.succeeded)} dlq {r.dlq}"
+                                for r in rows(session)
+                            ),
+                        )
         except KeyboardInterrupt:
             pass
         drain()
@@ -200,9 +222,11 @@ def _watched(source: JobsSource) -> str:
 def logs_command(
     stage: str = typer.Option("local", "--stage", envvar=Env.STAGE, help="Stage of the running local stack."),
     stack: Optional[str] = typer.Option(
-        None, "--stack-name", help="CloudFormation stack name (`up` prints it).  [default: TieredJobs-<stage>]"),
+        None, "--stack-name", help="CloudFormation stack name (`up` prints it).  [default: TieredJobs-<stage>]"
+    ),
     endpoint_url: Optional[str] = typer.Option(
-        None, "--endpoint-url", envvar=ENDPOINT_ENV, help="The embedded AWS (`up` prints it)."),
+        None, "--endpoint-url", envvar=ENDPOINT_ENV, help="The embedded AWS (`up` prints it)."
+    ),
     tier: Optional[list[str]] = typer.Option(None, "--tier", help=_TIER_HELP),
     grep: Optional[str] = typer.Option(None, "--grep", help=_GREP_HELP),
     since: int = typer.Option(600, "--since", help="Start this many seconds ago."),
@@ -226,14 +250,16 @@ def logs_command(
     groups = function_groups(clients["cloudformation"], stage, tier or [], stack)
     console = Console(highlight=False)
     since_ms = int((time.time() - since) * 1000)
-    events = (follow_events(clients["logs"], groups, since_ms, stop=lambda: False) if follow
-              else iter(read_events(clients["logs"], groups, since_ms)))
+    events = (
+        follow_events(clients["logs"], groups, since_ms, stop=lambda: False)
+        if follow
+        else iter(read_events(clients["logs"], groups, since_ms))
+    )
     try:
         for event in events:
             if wanted.matches(event.message):
                 stamp = time.strftime("%H:%M:%S", time.localtime(event.timestamp_ms / 1000))
-                console.print(f"[dim]{stamp} {event.function} |[/dim] {escape(event.message)}",
-                              soft_wrap=True)
+                console.print(f"[dim]{stamp} {event.function} |[/dim] {escape(event.message)}", soft_wrap=True)
     except KeyboardInterrupt:
         pass
 
@@ -248,18 +274,27 @@ def function_groups(cloudformation: Any, stage: str, tiers: list[str], stack: st
     body = cloudformation.get_template(StackName=name)["TemplateBody"]
     template = body if isinstance(body, dict) else json.loads(body)
     paginator = cloudformation.get_paginator("list_stack_resources")
-    physical = {s["LogicalResourceId"]: s["PhysicalResourceId"]
-                for page in paginator.paginate(StackName=name) for s in page["StackResourceSummaries"]}
+    physical = {
+        s["LogicalResourceId"]: s["PhysicalResourceId"]
+        for page in paginator.paginate(StackName=name)
+        for s in page["StackResourceSummaries"]
+    }
     groups = function_log_groups(template, physical)
     prefix = function_name(stage, "")
-    labelled = {function[len(prefix):].removesuffix("-consumer"): group for function, group in groups.items()
-                if function.startswith(prefix)}
+    labelled = {
+        function[len(prefix) :].removesuffix("-consumer"): group
+        for function, group in groups.items()
+        if function.startswith(prefix)
+    }
     if not tiers:
         return labelled
     unknown = sorted(set(tiers) - set(labelled))
     if unknown:
-        raise typer.BadParameter(f"unknown tier {', '.join(unknown)}; the stack has "
-                                 f"{', '.join(sorted(t for t in labelled if t != 'replay'))}", param_hint="--tier")
+        raise typer.BadParameter(
+            f"unknown tier {', '.join(unknown)}; the stack has "
+            f"{', '.join(sorted(t for t in labelled if t != 'replay'))}",
+            param_hint="--tier",
+        )
     return {tier: labelled[tier] for tier in tiers}
 
 
@@ -276,8 +311,13 @@ def _start_console(session: LocalSession, port: int, out: Console) -> RunningCon
 
     deployment, endpoint = session.deployment, session.endpoint
     assert deployment is not None and endpoint is not None, "the session is started"
-    target = Target(deployment.stage, deployment.stack_name, endpoint.region, endpoint.url,
-                    credentials={name.lower(): value for name, value in FAKE_CREDENTIALS.items()})
+    target = Target(
+        deployment.stage,
+        deployment.stack_name,
+        endpoint.region,
+        endpoint.url,
+        credentials={name.lower(): value for name, value in FAKE_CREDENTIALS.items()},
+    )
     running = start_in_thread(target, port=port)
     out.print(f"[bold]console[/bold]: {running.url}", soft_wrap=True)
     return running

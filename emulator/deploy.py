@@ -65,12 +65,15 @@ def local_settings() -> dict[str, Any]:
     }
 
 
-def local_overrides(tier_settings: Mapping[str, Any] | None = None,
-                    settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def local_overrides(
+    tier_settings: Mapping[str, Any] | None = None, settings: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The value of context ``LOCAL_OVERRIDES_CONTEXT_KEY``: the local stage's settings (``settings``
     replace single keys) and the local tier settings (``tier_settings`` replace them whole)."""
-    return {"settings": {**local_settings(), **(settings or {})},
-            "tier_settings": dict(LOCAL_TIER_SETTINGS if tier_settings is None else tier_settings)}
+    return {
+        "settings": {**local_settings(), **(settings or {})},
+        "tier_settings": dict(LOCAL_TIER_SETTINGS if tier_settings is None else tier_settings),
+    }
 
 
 @dataclass(frozen=True)
@@ -96,13 +99,16 @@ class Assembly(StackArtifact):
         if stack is not None:
             ours = [s for s in ours if stack in s.names]
             if not ours:
-                raise LocalAppError(f"--stack {stack}: no such stack uses TieredJobs in this app "
-                                    f"(those that do: {listed or 'none'})")
+                raise LocalAppError(
+                    f"--stack {stack}: no such stack uses TieredJobs in this app (those that do: {listed or 'none'})"
+                )
         if not ours:
             others = ", ".join(s.display_name for s in found) or "none"
-            raise LocalAppError(f"no stack in this app uses TieredJobs (its stacks: {others}); add "
-                                "TieredJobs(stack, \"Jobs\", jobs=JobsCode(...), ...) to one, or run local mode "
-                                "from the folder of the app that does")
+            raise LocalAppError(
+                f"no stack in this app uses TieredJobs (its stacks: {others}); add "
+                'TieredJobs(stack, "Jobs", jobs=JobsCode(...), ...) to one, or run local mode '
+                "from the folder of the app that does"
+            )
         if len(ours) > 1:
             raise LocalAppError(f"several stacks of this app use TieredJobs ({listed}); choose one with --stack NAME")
         (chosen,) = ours
@@ -117,10 +123,14 @@ class Assembly(StackArtifact):
         source = JobsSource(self.app_directory / jobs["path"], module=jobs["module"])
         asset = self.code_asset(source.module_path)
         installed = {name: path for name, path in source.files().items() if name.startswith("tiered_jobs/")}
-        shipped = {path.relative_to(asset).as_posix(): path
-                   for path in sorted((asset / "tiered_jobs").rglob("*")) if path.is_file()}
-        if installed.keys() == shipped.keys() and all(filecmp.cmp(installed[n], shipped[n], shallow=False)
-                                                      for n in installed):
+        shipped = {
+            path.relative_to(asset).as_posix(): path
+            for path in sorted((asset / "tiered_jobs").rglob("*"))
+            if path.is_file()
+        }
+        if installed.keys() == shipped.keys() and all(
+            filecmp.cmp(installed[n], shipped[n], shallow=False) for n in installed
+        ):
             return source
         return replace(source, runtime_dir=asset / "tiered_jobs")
 
@@ -148,8 +158,7 @@ def app_environment(app: CdkApp, environ: Mapping[str, str] = os.environ) -> dic
     env = dict(environ)
     if app.directory.is_relative_to(REPO_ROOT) or "PYTHONPATH" not in env:
         return env
-    kept = [entry for entry in env["PYTHONPATH"].split(os.pathsep)
-            if entry and Path(entry).resolve() != REPO_ROOT]
+    kept = [entry for entry in env["PYTHONPATH"].split(os.pathsep) if entry and Path(entry).resolve() != REPO_ROOT]
     if kept:
         env["PYTHONPATH"] = os.pathsep.join(kept)
     else:
@@ -157,27 +166,37 @@ def app_environment(app: CdkApp, environ: Mapping[str, str] = os.environ) -> dic
     return env
 
 
-def synthesize(outdir: Path, app: CdkApp | None = None, overrides: Mapping[str, Any] | None = None, *,
-               stack: str | None = None) -> Assembly:
+def synthesize(
+    outdir: Path, app: CdkApp | None = None, overrides: Mapping[str, Any] | None = None, *, stack: str | None = None
+) -> Assembly:
     """Synthesize ``app`` (default: this repository's, from its ``cdk.json``) into ``outdir`` as
     ``cdk synth`` does, with the local overrides (default: :func:`local_overrides`) as context
     ``LOCAL_OVERRIDES_CONTEXT_KEY`` and the embedded AWS as the CLI's account and region; then
     pick the stack that uses TieredJobs (``stack``: by name, when several do)."""
     app = app if app is not None else CdkApp.load(REPO_ROOT)
     overrides = dict(overrides if overrides is not None else local_overrides())
-    app.synth(outdir, context={LOCAL_OVERRIDES_CONTEXT_KEY: overrides}, account=ACCOUNT_ID, region=DEFAULT_REGION,
-              environ=app_environment(app))
+    app.synth(
+        outdir,
+        context={LOCAL_OVERRIDES_CONTEXT_KEY: overrides},
+        account=ACCOUNT_ID,
+        region=DEFAULT_REGION,
+        environ=app_environment(app),
+    )
     assembly = Assembly.read(outdir, app.directory, stack)
     stage = overrides["settings"]["stage"]
     if assembly.stage != stage:
-        raise LocalAppError(f"stack {assembly.stack_name} is stage {assembly.stage!r}, not local mode's {stage!r}: "
-                            f"its TieredJobs did not apply context {LOCAL_OVERRIDES_CONTEXT_KEY!r}")
+        raise LocalAppError(
+            f"stack {assembly.stack_name} is stage {assembly.stage!r}, not local mode's {stage!r}: "
+            f"its TieredJobs did not apply context {LOCAL_OVERRIDES_CONTEXT_KEY!r}"
+        )
     account, region = assembly.environment.removeprefix("aws://").split("/", 1)
     if account not in ("unknown-account", ACCOUNT_ID) or region not in ("unknown-region", DEFAULT_REGION):
-        raise LocalAppError(f"stack {assembly.stack_name} is pinned to {assembly.environment}; the embedded AWS "
-                            f"is account {ACCOUNT_ID} in {DEFAULT_REGION}: take the stack's env from "
-                            f"{DEFAULT_ACCOUNT_ENV} / {DEFAULT_REGION_ENV} (local mode sets them, as the CDK CLI "
-                            "does) or leave it out")
+        raise LocalAppError(
+            f"stack {assembly.stack_name} is pinned to {assembly.environment}; the embedded AWS "
+            f"is account {ACCOUNT_ID} in {DEFAULT_REGION}: take the stack's env from "
+            f"{DEFAULT_ACCOUNT_ENV} / {DEFAULT_REGION_ENV} (local mode sets them, as the CDK CLI "
+            "does) or leave it out"
+        )
     return assembly
 
 
@@ -265,8 +284,13 @@ def deploy(endpoint: Endpoint, assembly: Assembly, clients: Callable[[str], Any]
         physical_ids={s["LogicalResourceId"]: s["PhysicalResourceId"] for s in summaries},
         types={s["LogicalResourceId"]: s["ResourceType"] for s in summaries},
         parameters={name: p.get("Default") for name, p in template.get("Parameters", {}).items()},
-        pseudo={"AWS::Region": region, "AWS::AccountId": ACCOUNT_ID, "AWS::Partition": "aws",
-                "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": assembly.stack_name},
+        pseudo={
+            "AWS::Region": region,
+            "AWS::AccountId": ACCOUNT_ID,
+            "AWS::Partition": "aws",
+            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::StackName": assembly.stack_name,
+        },
         attribute=moto_patches.deployed_attribute(clients),
     )
     moto_patches.create_held_back(held, resolver, clients, ACCOUNT_ID, region)
@@ -292,10 +316,15 @@ def read_function(lambda_client: Any, name: str, code_root: str, log_group: str 
     has no ``LoggingConfig``: the log group comes from the template, see :func:`describe`)."""
     config = lambda_client.get_function_configuration(FunctionName=name)
     return FunctionConfig(
-        name=name, arn=config["FunctionArn"], handler=config["Handler"],
+        name=name,
+        arn=config["FunctionArn"],
+        handler=config["Handler"],
         environment=dict(config.get("Environment", {}).get("Variables", {})),
-        timeout_seconds=int(config["Timeout"]), memory_mb=int(config["MemorySize"]),
-        region=config["FunctionArn"].split(":")[3], code_root=code_root, log_group=log_group,
+        timeout_seconds=int(config["Timeout"]),
+        memory_mb=int(config["MemorySize"]),
+        region=config["FunctionArn"].split(":")[3],
+        code_root=code_root,
+        log_group=log_group,
     )
 
 
@@ -309,20 +338,27 @@ def _function_config(
     return read_function(lambda_client, name, str(assembly.asset_directory(s3_key)), log_group)
 
 
-def describe(endpoint: Endpoint, assembly: Assembly, outputs: Mapping[str, str], physical_ids: Mapping[str, str],
-             clients: Callable[[str], Any]) -> LocalDeployment:
+def describe(
+    endpoint: Endpoint,
+    assembly: Assembly,
+    outputs: Mapping[str, str],
+    physical_ids: Mapping[str, str],
+    clients: Callable[[str], Any],
+) -> LocalDeployment:
     """Read every tier's queue, DLQ, consumer and mapping back from the deployed resources."""
     stage = assembly.stage
     lambda_client = clients("lambda")
     tier_names = clients("ssm").get_parameter(Name=Ssm.tiers(stage))["Parameter"]["Value"].split(",")
     tiers: dict[str, LocalTier] = {}
     for name in tier_names:
-        function = _function_config(lambda_client, outputs[Outputs.tier(name, Outputs.CONSUMER_FUNCTION_NAME)],
-                                    assembly, physical_ids)
+        function = _function_config(
+            lambda_client, outputs[Outputs.tier(name, Outputs.CONSUMER_FUNCTION_NAME)], assembly, physical_ids
+        )
         (mapping,) = lambda_client.list_event_source_mappings(FunctionName=function.name)["EventSourceMappings"]
         if mapping["State"] != "Disabled":  # moto would run the function in Docker (moto_patches, gap 5)
-            raise RuntimeError(f"moto's event source mapping of {function.name} is {mapping['State']}; "
-                               "local mode deploys it disabled")
+            raise RuntimeError(
+                f"moto's event source mapping of {function.name} is {mapping['State']}; local mode deploys it disabled"
+            )
         queue_url = outputs[Outputs.tier(name, Outputs.QUEUE_URL)]
         tiers[name] = LocalTier(
             name=name,
@@ -331,7 +367,9 @@ def describe(endpoint: Endpoint, assembly: Assembly, outputs: Mapping[str, str],
             dlq_url=outputs[Outputs.tier(name, Outputs.DLQ_URL)],
             dlq_arn=outputs[Outputs.tier(name, Outputs.DLQ_ARN)],
             mapping=MappingConfig(
-                function=function, queue_url=queue_url, queue_arn=mapping["EventSourceArn"],
+                function=function,
+                queue_url=queue_url,
+                queue_arn=mapping["EventSourceArn"],
                 batch_size=int(mapping["BatchSize"]),
                 batching_window_seconds=int(mapping.get("MaximumBatchingWindowInSeconds", 0)),
                 maximum_concurrency=int(mapping.get("ScalingConfig", {}).get("MaximumConcurrency", 1000)),
@@ -340,10 +378,16 @@ def describe(endpoint: Endpoint, assembly: Assembly, outputs: Mapping[str, str],
             alarms={kind: Alarms.name(stage, name, kind) for kind in Alarms.KINDS},
         )
     return LocalDeployment(
-        stack_name=assembly.stack_name, stage=stage, endpoint=endpoint, outputs=dict(outputs), tiers=tiers,
+        stack_name=assembly.stack_name,
+        stage=stage,
+        endpoint=endpoint,
+        outputs=dict(outputs),
+        tiers=tiers,
         replay=_function_config(lambda_client, outputs[Outputs.REPLAY_FUNCTION_NAME], assembly, physical_ids),
-        resources=_resources(clients("ssm"), stage), idempotency_table=outputs[Outputs.IDEMPOTENCY_TABLE_NAME],
-        alarm_topic_arn=outputs[Outputs.ALARM_TOPIC_ARN], assembly=assembly,
+        resources=_resources(clients("ssm"), stage),
+        idempotency_table=outputs[Outputs.IDEMPOTENCY_TABLE_NAME],
+        alarm_topic_arn=outputs[Outputs.ALARM_TOPIC_ARN],
+        assembly=assembly,
     )
 
 

@@ -143,10 +143,15 @@ class MappingStats:
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
             return {
-                "batches": self.batches, "records": self.records, "deleted": self.deleted,
-                "item_failures": self.item_failures, "invocation_errors": self.invocation_errors,
-                "timeouts": self.timeouts, "delete_failures": self.delete_failures,
-                "cold_starts": self.cold_starts, "in_flight": self.in_flight,
+                "batches": self.batches,
+                "records": self.records,
+                "deleted": self.deleted,
+                "item_failures": self.item_failures,
+                "invocation_errors": self.invocation_errors,
+                "timeouts": self.timeouts,
+                "delete_failures": self.delete_failures,
+                "cold_starts": self.cold_starts,
+                "in_flight": self.in_flight,
                 "latencies_ms": list(self.latencies_ms),
             }
 
@@ -163,8 +168,7 @@ def lambda_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[
         "body": message["Body"],
         "attributes": dict(message.get("Attributes", {})),
         "messageAttributes": {
-            name: _lambda_message_attribute(value)
-            for name, value in message.get("MessageAttributes", {}).items()
+            name: _lambda_message_attribute(value) for name, value in message.get("MessageAttributes", {}).items()
         },
         "md5OfBody": message["MD5OfBody"],
         "eventSource": "aws:sqs",
@@ -266,9 +270,7 @@ class MappingRuntime:
             raise RuntimeError(f"mapping of {self.name} is already running")
         self._stop.clear()
         for index in range(self.mapping.maximum_concurrency):
-            thread = threading.Thread(
-                target=self._poll_forever, name=f"esm-{self.name}-{index}", daemon=True
-            )
+            thread = threading.Thread(target=self._poll_forever, name=f"esm-{self.name}-{index}", daemon=True)
             self._threads.append(thread)
             thread.start()
 
@@ -361,14 +363,22 @@ class MappingRuntime:
         ids = [message["MessageId"] for message in messages]
         if invocation.error is not None:
             self.stats.add(invocation_errors=1, timeouts=int(invocation.error.timed_out))
-            log.warning("%s failed on a batch of %d: %s: %s", self.name, len(messages),
-                        invocation.error.error_type, invocation.error.message)
+            log.warning(
+                "%s failed on a batch of %d: %s: %s",
+                self.name,
+                len(messages),
+                invocation.error.error_type,
+                invocation.error.message,
+            )
             return invocation
         keep = failed_message_ids(invocation.response, ids) if mapping.report_batch_item_failures else set()
         if keep is None:
             self.stats.add(invocation_errors=1)
-            log.warning("%s returned an invalid partial batch response; the whole batch is retried: %r",
-                        self.name, invocation.response)
+            log.warning(
+                "%s returned an invalid partial batch response; the whole batch is retried: %r",
+                self.name,
+                invocation.response,
+            )
             return invocation
         self.stats.add(item_failures=len(keep))
         self._delete([message for message in messages if message["MessageId"] not in keep])
@@ -376,7 +386,7 @@ class MappingRuntime:
 
     def _delete(self, messages: Sequence[dict[str, Any]]) -> None:
         for start in range(0, len(messages), SQS_MAX_BATCH_ENTRIES):
-            chunk = messages[start:start + SQS_MAX_BATCH_ENTRIES]
+            chunk = messages[start : start + SQS_MAX_BATCH_ENTRIES]
             try:
                 response = self._sqs.delete_message_batch(
                     QueueUrl=self.mapping.queue_url,

@@ -50,7 +50,7 @@ class Intrinsics:
         if not isinstance(node, dict):
             return node
         if len(node) == 1:  # an intrinsic is a map of exactly one key
-            (key, arg), = node.items()
+            ((key, arg),) = node.items()
             if key == "Ref":
                 return self.ref(arg)
             if key == "Fn::GetAtt":
@@ -67,8 +67,10 @@ class Intrinsics:
             if key == "Fn::Sub":
                 return self._sub(arg)
             if key.startswith("Fn::"):
-                raise UnknownIntrinsic(f"{key} is not resolved here (known: {', '.join(KNOWN)}); "
-                                       f"extend emulator.intrinsics.Intrinsics: {node!r:.200}")
+                raise UnknownIntrinsic(
+                    f"{key} is not resolved here (known: {', '.join(KNOWN)}); "
+                    f"extend emulator.intrinsics.Intrinsics: {node!r:.200}"
+                )
         return {key: self.resolve(value) for key, value in node.items()}
 
     @staticmethod

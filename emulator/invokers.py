@@ -47,20 +47,22 @@ def lambda_environment(function: FunctionConfig, endpoint: Endpoint | None, log_
     credentials: the one thing that differs from AWS, and it needs no branch in the code.
     """
     env = dict(function.environment)
-    env.update({
-        "LANG": "en_US.UTF-8",
-        "TZ": ":UTC",
-        "LAMBDA_TASK_ROOT": function.code_root,
-        "_HANDLER": function.handler,
-        "AWS_EXECUTION_ENV": f"AWS_Lambda_python{sys.version_info.major}.{sys.version_info.minor}",
-        "AWS_LAMBDA_FUNCTION_NAME": function.name,
-        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_mb),
-        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-        "AWS_LAMBDA_LOG_GROUP_NAME": function.log_group_name,
-        "AWS_LAMBDA_LOG_STREAM_NAME": log_stream,
-        "AWS_REGION": function.region,
-        "AWS_DEFAULT_REGION": function.region,
-    })
+    env.update(
+        {
+            "LANG": "en_US.UTF-8",
+            "TZ": ":UTC",
+            "LAMBDA_TASK_ROOT": function.code_root,
+            "_HANDLER": function.handler,
+            "AWS_EXECUTION_ENV": f"AWS_Lambda_python{sys.version_info.major}.{sys.version_info.minor}",
+            "AWS_LAMBDA_FUNCTION_NAME": function.name,
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_mb),
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_LOG_GROUP_NAME": function.log_group_name,
+            "AWS_LAMBDA_LOG_STREAM_NAME": log_stream,
+            "AWS_REGION": function.region,
+            "AWS_DEFAULT_REGION": function.region,
+        }
+    )
     if endpoint is not None:
         env.update({name: value for name, value in endpoint.client_env().items() if value})
     return env
@@ -88,8 +90,13 @@ def _timeout_error(function: FunctionConfig) -> InvocationError:
 class WorkerInvoker:
     """One execution environment in a child process (started on the first invocation)."""
 
-    def __init__(self, function: FunctionConfig, endpoint: Endpoint | None, log_sink: LogSink | None = None,
-                 python: str = sys.executable):
+    def __init__(
+        self,
+        function: FunctionConfig,
+        endpoint: Endpoint | None,
+        log_sink: LogSink | None = None,
+        python: str = sys.executable,
+    ):
         self.function = function
         self._endpoint = endpoint
         self._log_sink = log_sink
@@ -110,13 +117,18 @@ class WorkerInvoker:
         env["PATH"] = os.environ.get("PATH", os.defpath)
         self._process = subprocess.Popen(
             [self._python, "-I", worker.__file__, function.code_root, function.handler],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=function.code_root, env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=function.code_root,
+            env=env,
         )
         self._buffer = b""
         self._log_thread = threading.Thread(
-            target=self._forward_logs, args=(self._process,),
-            name=f"worker-log-{function.name}-{self._process.pid}", daemon=True,
+            target=self._forward_logs,
+            args=(self._process,),
+            name=f"worker-log-{function.name}-{self._process.pid}",
+            daemon=True,
         )
         self._log_thread.start()
         try:
@@ -185,21 +197,30 @@ class WorkerInvoker:
             process.stdin.flush()
         except OSError:
             self._kill()
-            return Invocation(error=InvocationError("Runtime.ExitError", "the runtime exited before the invocation"),
-                              duration_ms=_ms_since(invoke_started), cold_start=cold)
+            return Invocation(
+                error=InvocationError("Runtime.ExitError", "the runtime exited before the invocation"),
+                duration_ms=_ms_since(invoke_started),
+                cold_start=cold,
+            )
         try:
             message = self._read_message(self.function.timeout_seconds, deadline_ms=request["deadline_ms"])
         except EOFError:
             self._kill()
-            return Invocation(error=InvocationError("Runtime.ExitError", "the runtime exited during the invocation"),
-                              duration_ms=_ms_since(invoke_started), cold_start=cold)
+            return Invocation(
+                error=InvocationError("Runtime.ExitError", "the runtime exited during the invocation"),
+                duration_ms=_ms_since(invoke_started),
+                cold_start=cold,
+            )
         duration = _ms_since(invoke_started)
         if message is None:
             self._kill()
             return Invocation(error=_timeout_error(self.function), duration_ms=duration, cold_start=cold)
         if "error" in message:
-            return Invocation(error=InvocationError(message["error"]["errorType"], message["error"]["errorMessage"]),
-                              duration_ms=duration, cold_start=cold)
+            return Invocation(
+                error=InvocationError(message["error"]["errorType"], message["error"]["errorMessage"]),
+                duration_ms=duration,
+                cold_start=cold,
+            )
         return Invocation(response=message["response"], duration_ms=duration, cold_start=cold)
 
     def _read_message(self, timeout_seconds: float, deadline_ms: int | None = None) -> dict[str, Any] | None:
@@ -281,21 +302,30 @@ class InProcessInvoker:
             try:
                 self._handler = worker.resolve_handler(self.function.handler)
             except Exception as exc:  # noqa: BLE001 - Lambda's Runtime.ImportModuleError
-                return Invocation(error=InvocationError("Runtime.ImportModuleError", str(exc)),
-                                  duration_ms=_ms_since(started), cold_start=True)
+                return Invocation(
+                    error=InvocationError("Runtime.ImportModuleError", str(exc)),
+                    duration_ms=_ms_since(started),
+                    cold_start=True,
+                )
         request = _request(self.function, event)
         context = worker.LambdaContext(
-            function_name=self.function.name, memory_mb=self.function.memory_mb,
-            invoked_function_arn=self.function.arn, request_id=request["request_id"],
-            deadline_ms=request["deadline_ms"], log_group_name=self.function.log_group_name,
+            function_name=self.function.name,
+            memory_mb=self.function.memory_mb,
+            invoked_function_arn=self.function.arn,
+            request_id=request["request_id"],
+            deadline_ms=request["deadline_ms"],
+            log_group_name=self.function.log_group_name,
             log_stream_name="in-process",
         )
         invoke_started = time.monotonic()
         try:
             response = self._handler(event, context)  # type: ignore[misc]
         except Exception as exc:  # noqa: BLE001 - an unhandled error fails the invocation
-            return Invocation(error=InvocationError(type(exc).__name__, str(exc)),
-                              duration_ms=_ms_since(invoke_started), cold_start=cold)
+            return Invocation(
+                error=InvocationError(type(exc).__name__, str(exc)),
+                duration_ms=_ms_since(invoke_started),
+                cold_start=cold,
+            )
         duration = _ms_since(invoke_started)
         if duration > self.function.timeout_seconds * 1000:
             # A running call cannot be stopped in-process; count it as Lambda would have: timed out.
@@ -303,8 +333,9 @@ class InProcessInvoker:
         try:
             response = json.loads(json.dumps(response))  # what the caller gets is what JSON carries
         except (TypeError, ValueError) as exc:
-            return Invocation(error=InvocationError("Runtime.MarshalError", str(exc)), duration_ms=duration,
-                              cold_start=cold)
+            return Invocation(
+                error=InvocationError("Runtime.MarshalError", str(exc)), duration_ms=duration, cold_start=cold
+            )
         return Invocation(response=response, duration_ms=duration, cold_start=cold)
 
     def close(self) -> None:
@@ -338,4 +369,3 @@ def worker_factory(
 def in_process_factory(endpoint: Endpoint | None = None) -> Callable[[FunctionConfig], InProcessInvoker]:
     """An :data:`~emulator.esm.InvokerFactory` of in-process invokers (one function per process)."""
     return lambda function: InProcessInvoker(function, endpoint)
-

@@ -59,8 +59,9 @@ def install() -> None:
     if getattr(original, "routed_by_tiered_jobs", False):
         return
 
-    def invoke(self: Any, function_name: str, qualifier: str | None, body: Any, headers: Any,
-               response_headers: dict[str, str]) -> Any:
+    def invoke(
+        self: Any, function_name: str, qualifier: str | None, body: Any, headers: Any, response_headers: dict[str, str]
+    ) -> Any:
         fn = self.get_function(function_name, qualifier)  # unknown: ResourceNotFoundException (404), as Lambda
         with _lock:
             route = _routes.get((self.account_id, self.region_name, fn.function_name))
@@ -84,8 +85,9 @@ def _invoke(route: tuple[FunctionConfig, Runner], body: Any, headers: Any, respo
         response_headers["x-amz-function-error"] = "Unhandled"
         return _error_payload("Runtime.UserCodeSyntaxError", "the payload is not valid JSON")
     if invocation_type == "Event":
-        threading.Thread(target=runner, args=(function, event, lambda line: None),
-                         name=f"invoke-event-{function.name}", daemon=True).start()
+        threading.Thread(
+            target=runner, args=(function, event, lambda line: None), name=f"invoke-event-{function.name}", daemon=True
+        ).start()
         return b""
     log: list[str] = []
     invocation = runner(function, event, log.append)

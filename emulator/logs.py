@@ -81,8 +81,9 @@ class LogShipper(BackgroundLoop):
         for (group, stream), events in pending.items():
             self._ensure(group, stream)
             for start in range(0, len(events), MAX_EVENTS_PER_PUT):
-                self._logs.put_log_events(logGroupName=group, logStreamName=stream,
-                                          logEvents=events[start:start + MAX_EVENTS_PER_PUT])
+                self._logs.put_log_events(
+                    logGroupName=group, logStreamName=stream, logEvents=events[start : start + MAX_EVENTS_PER_PUT]
+                )
 
     def _ensure(self, group: str, stream: str) -> None:
         """Create the group (as Lambda does when it is missing) and the environment's stream, once."""
@@ -144,8 +145,9 @@ class LogFilter:
         return self.pattern is None or re.search(self.pattern, message) is not None
 
 
-def read_events(logs_client: Any, groups: Mapping[str, str], since_ms: int,
-                seen: set[str] | None = None) -> list[LogEvent]:
+def read_events(
+    logs_client: Any, groups: Mapping[str, str], since_ms: int, seen: set[str] | None = None
+) -> list[LogEvent]:
     """Events of ``groups`` (``{function: group}``) from ``since_ms`` on, oldest first; event ids in
     ``seen`` are skipped and the new ones added (for ``--follow``)."""
     found = []
@@ -158,15 +160,17 @@ def read_events(logs_client: Any, groups: Mapping[str, str], since_ms: int,
                         if event["eventId"] in seen:
                             continue
                         seen.add(event["eventId"])
-                    found.append(LogEvent(function, event["timestamp"], event.get("logStreamName", ""),
-                                          event["message"]))
+                    found.append(
+                        LogEvent(function, event["timestamp"], event.get("logStreamName", ""), event["message"])
+                    )
         except logs_client.exceptions.ResourceNotFoundException:
             continue  # nothing logged yet
     return sorted(found, key=lambda e: e.timestamp_ms)
 
 
-def follow(logs_client: Any, groups: Mapping[str, str], since_ms: int, stop: Callable[[], bool],
-           interval_seconds: float = 1.0) -> Iterator[LogEvent]:
+def follow(
+    logs_client: Any, groups: Mapping[str, str], since_ms: int, stop: Callable[[], bool], interval_seconds: float = 1.0
+) -> Iterator[LogEvent]:
     """:func:`read_events`, then every ``interval_seconds`` what arrived since, until ``stop()``."""
     seen: set[str] = set()
     cursor = since_ms

@@ -53,8 +53,16 @@ def emf_datapoints(line: str) -> list[Datapoint]:
                 for metric in directive["Metrics"]:
                     values = document[metric["Name"]]
                     for value in values if isinstance(values, list) else [values]:
-                        points.append(Datapoint(directive["Namespace"], metric["Name"], dimensions, float(value),
-                                                timestamp, metric.get("Unit", "None")))
+                        points.append(
+                            Datapoint(
+                                directive["Namespace"],
+                                metric["Name"],
+                                dimensions,
+                                float(value),
+                                timestamp,
+                                metric.get("Unit", "None"),
+                            )
+                        )
         return points
     except (ValueError, KeyError, TypeError):
         return []  # not EMF after all: CloudWatch ignores it too
@@ -107,27 +115,43 @@ class MetricStore:
         assert cloudwatch is not None  # only called with a CloudWatch client
         by_namespace: dict[str, list[dict[str, Any]]] = {}
         for point in points:
-            by_namespace.setdefault(point.namespace, []).append({
-                "MetricName": point.name, "Value": point.value, "Unit": point.unit, "Timestamp": point.timestamp,
-                "Dimensions": [{"Name": n, "Value": v} for n, v in sorted(point.dimensions)],
-            })
+            by_namespace.setdefault(point.namespace, []).append(
+                {
+                    "MetricName": point.name,
+                    "Value": point.value,
+                    "Unit": point.unit,
+                    "Timestamp": point.timestamp,
+                    "Dimensions": [{"Name": n, "Value": v} for n, v in sorted(point.dimensions)],
+                }
+            )
         for namespace, data in by_namespace.items():
             for start in range(0, len(data), 1000):
                 try:
-                    cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[start:start + 1000])
+                    cloudwatch.put_metric_data(Namespace=namespace, MetricData=data[start : start + 1000])
                 except Exception:  # noqa: BLE001 - a copy for browsing; the local store stays the source
                     return
 
-    def values(self, namespace: str, name: str, dimensions: Mapping[str, str], period_seconds: float,
-               ending_seconds_ago: float = 0.0) -> list[float]:
+    def values(
+        self,
+        namespace: str,
+        name: str,
+        dimensions: Mapping[str, str],
+        period_seconds: float,
+        ending_seconds_ago: float = 0.0,
+    ) -> list[float]:
         """The datapoints of the period that ended ``ending_seconds_ago`` (0: the one ending now)."""
         wanted = frozenset(dimensions.items())
         until = self._now() - ending_seconds_ago
         since = until - period_seconds
         with self._lock:
-            return [p.value for p in self._points
-                    if p.name == name and p.namespace == namespace and p.dimensions == wanted
-                    and since <= p.timestamp <= until]
+            return [
+                p.value
+                for p in self._points
+                if p.name == name
+                and p.namespace == namespace
+                and p.dimensions == wanted
+                and since <= p.timestamp <= until
+            ]
 
     def log_line(self, function_name: str, line: str) -> None:
         """A line of a function's log stream: EMF becomes datapoints (what CloudWatch Logs does)."""
@@ -137,7 +161,9 @@ class MetricStore:
         """Lambda's own per-function metrics for one invocation."""
         dimensions = frozenset({("FunctionName", function.name)})
         now = self._now()
-        points = [Datapoint(LAMBDA_NAMESPACE, "Invocations", dimensions, 1.0, now, "Count"),
-                  Datapoint(LAMBDA_NAMESPACE, "Errors", dimensions, float(invocation.error is not None), now, "Count"),
-                  Datapoint(LAMBDA_NAMESPACE, "Duration", dimensions, invocation.duration_ms, now, "Milliseconds")]
+        points = [
+            Datapoint(LAMBDA_NAMESPACE, "Invocations", dimensions, 1.0, now, "Count"),
+            Datapoint(LAMBDA_NAMESPACE, "Errors", dimensions, float(invocation.error is not None), now, "Count"),
+            Datapoint(LAMBDA_NAMESPACE, "Duration", dimensions, invocation.duration_ms, now, "Milliseconds"),
+        ]
         self.put(points)

@@ -143,7 +143,7 @@ def seed_parameters(template: Mapping[str, Any], ssm: Any, account_id: str, regi
 
 def fake_powertools_layer_arn(parameter_name: str, account_id: str, region: str) -> str:
     """A well-formed layer ARN naming what the parameter stands for (never resolved: nothing runs it)."""
-    architecture, runtime, version = parameter_name[len(POWERTOOLS_PARAMETER_PREFIX):].split("/")[1:4]
+    architecture, runtime, version = parameter_name[len(POWERTOOLS_PARAMETER_PREFIX) :].split("/")[1:4]
     layer = f"AWSLambdaPowertoolsPythonV3-{runtime.replace('.', '')}-{architecture.replace('_', '')}-local-{version}"
     return f"arn:aws:lambda:{region}:{account_id}:layer:{re.sub(r'[^A-Za-z0-9_-]', '-', layer)}:1"
 
@@ -156,10 +156,20 @@ def _seed_reserved_parameter(name: str, value: str, account_id: str, region: str
     versions = ssm_backends[account_id][region]._parameters[name]
     if not versions:
         # moto's BaseModel declares has_cfn_attr and is_created abstract; moto builds Parameter like this too.
-        versions.append(Parameter(  # type: ignore[abstract]
-            account_id=account_id, name=name, value=value, parameter_type="String", description=None,
-            allowed_pattern=None, keyid=None, last_modified_date=utcnow(), version=1, data_type="text",
-        ))
+        versions.append(
+            Parameter(  # type: ignore[abstract]
+                account_id=account_id,
+                name=name,
+                value=value,
+                parameter_type="String",
+                description=None,
+                allowed_pattern=None,
+                keyid=None,
+                last_modified_date=utcnow(),
+                version=1,
+                data_type="text",
+            )
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,7 +182,8 @@ def unsupported_types(template: Mapping[str, Any]) -> set[str]:
 
     supported = set(get_model_map()) | set(NULL_MODELS)
     return {
-        resource["Type"] for resource in template["Resources"].values()
+        resource["Type"]
+        for resource in template["Resources"].values()
         if resource["Type"] not in supported and not resource["Type"].startswith("Custom::")
     }
 
@@ -183,12 +194,23 @@ def split_template(template: Mapping[str, Any]) -> tuple[dict[str, Any], dict[st
 
 
 #: The properties of ``AWS::SNS::Subscription`` that are ``Subscribe`` attributes (the rest are parameters).
-SUBSCRIPTION_ATTRIBUTES = ("RedrivePolicy", "FilterPolicy", "FilterPolicyScope", "RawMessageDelivery",
-                           "DeliveryPolicy", "SubscriptionRoleArn")
+SUBSCRIPTION_ATTRIBUTES = (
+    "RedrivePolicy",
+    "FilterPolicy",
+    "FilterPolicyScope",
+    "RawMessageDelivery",
+    "DeliveryPolicy",
+    "SubscriptionRoleArn",
+)
 
 
-def create_held_back(held: Mapping[str, Mapping[str, Any]], resolver: Resolver, clients: Callable[[str], Any],
-                     account_id: str, region: str) -> None:
+def create_held_back(
+    held: Mapping[str, Mapping[str, Any]],
+    resolver: Resolver,
+    clients: Callable[[str], Any],
+    account_id: str,
+    region: str,
+) -> None:
     """Create each held-back resource through its service's API (see gap 3)."""
     for logical_id, resource in held.items():
         kind, properties = resource["Type"], resolver.resolve(resource.get("Properties", {}))
@@ -200,18 +222,24 @@ def create_held_back(held: Mapping[str, Mapping[str, Any]], resolver: Resolver, 
         elif kind == "AWS::SQS::QueuePolicy":
             for queue_url in properties["Queues"]:
                 clients("sqs").set_queue_attributes(
-                    QueueUrl=queue_url, Attributes={"Policy": json.dumps(properties["PolicyDocument"])})
+                    QueueUrl=queue_url, Attributes={"Policy": json.dumps(properties["PolicyDocument"])}
+                )
         elif kind == "AWS::SNS::TopicPolicy":
             for topic_arn in properties["Topics"]:
                 clients("sns").set_topic_attributes(
-                    TopicArn=topic_arn, AttributeName="Policy", AttributeValue=json.dumps(properties["PolicyDocument"]))
+                    TopicArn=topic_arn, AttributeName="Policy", AttributeValue=json.dumps(properties["PolicyDocument"])
+                )
         elif kind == "AWS::S3::BucketPolicy":
             document = properties["PolicyDocument"]
-            statements = [s for s in document["Statement"]
-                          if not (s["Effect"] == "Deny" and s.get("Condition") == TLS_ONLY_DENY_CONDITION)]
+            statements = [
+                s
+                for s in document["Statement"]
+                if not (s["Effect"] == "Deny" and s.get("Condition") == TLS_ONLY_DENY_CONDITION)
+            ]
             if statements:
-                clients("s3").put_bucket_policy(Bucket=properties["Bucket"],
-                                                Policy=json.dumps({**document, "Statement": statements}))
+                clients("s3").put_bucket_policy(
+                    Bucket=properties["Bucket"], Policy=json.dumps({**document, "Statement": statements})
+                )
         elif kind == "AWS::Scheduler::ScheduleGroup":
             clients("scheduler").create_schedule_group(Name=properties["Name"])
             resolver.physical_ids[logical_id] = properties["Name"]
@@ -219,16 +247,27 @@ def create_held_back(held: Mapping[str, Mapping[str, Any]], resolver: Resolver, 
             clients("scheduler").create_schedule(**properties)
             resolver.physical_ids[logical_id] = properties["Name"]
         elif kind == "AWS::SNS::Subscription":  # alarm_email / alarm_https_url: nothing is ever delivered locally
-            attributes = {key: json.dumps(value) if isinstance(value, (dict, list)) else str(value).lower()
-                          if isinstance(value, bool) else str(value)
-                          for key, value in properties.items() if key in SUBSCRIPTION_ATTRIBUTES}
-            answer = clients("sns").subscribe(TopicArn=properties["TopicArn"], Protocol=properties["Protocol"],
-                                              Endpoint=properties["Endpoint"], Attributes=attributes,
-                                              ReturnSubscriptionArn=True)
+            attributes = {
+                key: json.dumps(value)
+                if isinstance(value, (dict, list))
+                else str(value).lower()
+                if isinstance(value, bool)
+                else str(value)
+                for key, value in properties.items()
+                if key in SUBSCRIPTION_ATTRIBUTES
+            }
+            answer = clients("sns").subscribe(
+                TopicArn=properties["TopicArn"],
+                Protocol=properties["Protocol"],
+                Endpoint=properties["Endpoint"],
+                Attributes=attributes,
+                ReturnSubscriptionArn=True,
+            )
             resolver.physical_ids[logical_id] = answer["SubscriptionArn"]
         elif kind == "AWS::CloudWatch::Dashboard":
             clients("cloudwatch").put_dashboard(
-                DashboardName=properties["DashboardName"], DashboardBody=properties["DashboardBody"])
+                DashboardName=properties["DashboardName"], DashboardBody=properties["DashboardBody"]
+            )
             resolver.physical_ids[logical_id] = properties["DashboardName"]
         else:
             raise NotImplementedError(
@@ -266,8 +305,9 @@ def deployed_attribute(clients: Callable[[str], Any]) -> Callable[[str, str, str
 # Gap 4: properties moto's CloudFormation ignores
 
 
-def apply_ignored_properties(template: Mapping[str, Any], resolver: Resolver,
-                             clients: Callable[[str], Any]) -> list[str]:
+def apply_ignored_properties(
+    template: Mapping[str, Any], resolver: Resolver, clients: Callable[[str], Any]
+) -> list[str]:
     """Apply the properties of gap 4 where the deployed resource lacks them; returns what was applied."""
     applied = []
     for logical_id, resource in template["Resources"].items():
@@ -451,11 +491,18 @@ def sqs_message_move_tasks() -> None:
             destination_arn = origin.queue_arn
         moved = move_messages(backend, source.name, destination_arn.rsplit(":", 1)[-1])
         handle = str(uuid.uuid4())
-        _MOVE_TASKS.setdefault(source_arn, []).insert(0, {
-            "TaskHandle": handle, "Status": "COMPLETED", "SourceArn": source_arn, "DestinationArn": destination_arn,
-            "ApproximateNumberOfMessagesMoved": moved, "ApproximateNumberOfMessagesToMove": moved,
-            "StartedTimestamp": int(time.time() * 1000),
-        })
+        _MOVE_TASKS.setdefault(source_arn, []).insert(
+            0,
+            {
+                "TaskHandle": handle,
+                "Status": "COMPLETED",
+                "SourceArn": source_arn,
+                "DestinationArn": destination_arn,
+                "ApproximateNumberOfMessagesMoved": moved,
+                "ApproximateNumberOfMessagesToMove": moved,
+                "StartedTimestamp": int(time.time() * 1000),
+            },
+        )
         return ActionResult({"TaskHandle": handle})
 
     def list_message_move_tasks(self: Any) -> Any:
@@ -472,8 +519,13 @@ def move_messages(backend: Any, source_name: str, destination_name: str) -> int:
     with source._messages_lock:
         visible = [m for m in source._messages if m.visible and not m.delayed]
         for message in visible:
-            backend.send_message(destination_name, message.body, message_attributes=dict(message.message_attributes),
-                                 group_id=message.group_id, validate_group_id=False)
+            backend.send_message(
+                destination_name,
+                message.body,
+                message_attributes=dict(message.message_attributes),
+                group_id=message.group_id,
+                validate_group_id=False,
+            )
             source._messages.remove(message)
     return len(visible)
 
@@ -570,8 +622,11 @@ def queue_attribute(queue: Any, name: str) -> Any:
 
     if name == "RedrivePolicy":
         return json.dumps(queue.redrive_policy) if queue.redrive_policy else queue.redrive_policy
-    if name in queue.BASE_ATTRIBUTES or (queue.fifo_queue and name in queue.FIFO_ATTRIBUTES) or (
-            queue.kms_master_key_id and name in queue.KMS_ATTRIBUTES):
+    if (
+        name in queue.BASE_ATTRIBUTES
+        or (queue.fifo_queue and name in queue.FIFO_ATTRIBUTES)
+        or (queue.kms_master_key_id and name in queue.KMS_ATTRIBUTES)
+    ):
         value = getattr(queue, camelcase_to_underscores(name))
         return str(value).lower() if isinstance(value, bool) else value
     return None

@@ -45,8 +45,13 @@ def changed_files(before: Snapshot, after: Snapshot) -> list[str]:
 class CodeWatcher(BackgroundLoop):
     """Calls ``on_change(changed files)`` when the asset's files of ``source`` change (polling)."""
 
-    def __init__(self, source: JobsSource, on_change: Callable[[list[str]], object], *,
-                 interval_seconds: float = DEFAULT_INTERVAL_SECONDS):
+    def __init__(
+        self,
+        source: JobsSource,
+        on_change: Callable[[list[str]], object],
+        *,
+        interval_seconds: float = DEFAULT_INTERVAL_SECONDS,
+    ):
         super().__init__(interval_seconds)
         self.source = source
         self._on_change = on_change

@@ -74,9 +74,14 @@ def scheduled_time_text(when: datetime) -> str:
 class ScheduleRunner(BackgroundLoop):
     """Fires the due schedules of ``group_name``; :meth:`start` runs it in a thread."""
 
-    def __init__(self, clients: Callable[[str], Any], group_name: str, *,
-                 interval_seconds: float = DEFAULT_INTERVAL_SECONDS,
-                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)):
+    def __init__(
+        self,
+        clients: Callable[[str], Any],
+        group_name: str,
+        *,
+        interval_seconds: float = DEFAULT_INTERVAL_SECONDS,
+        clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    ):
         super().__init__(interval_seconds)
         self._clients = clients
         self.group_name = group_name
@@ -91,8 +96,11 @@ class ScheduleRunner(BackgroundLoop):
 
     def schedules(self) -> list[dict[str, Any]]:
         scheduler = self._clients("scheduler")
-        names = [s["Name"] for page in scheduler.get_paginator("list_schedules").paginate(GroupName=self.group_name)
-                 for s in page.get("Schedules", [])]
+        names = [
+            s["Name"]
+            for page in scheduler.get_paginator("list_schedules").paginate(GroupName=self.group_name)
+            for s in page.get("Schedules", [])
+        ]
         return [scheduler.get_schedule(Name=name, GroupName=self.group_name) for name in names]
 
     def poll_once(self) -> list[Fire]:
@@ -127,8 +135,11 @@ class ScheduleRunner(BackgroundLoop):
         self._cursors[key] = cursor
         if fired and isinstance(expression, cron.At) and schedule.get("ActionAfterCompletion") == "DELETE":
             self._clients("scheduler").delete_schedule(Name=schedule["Name"], GroupName=self.group_name)
-            log.info("%s deleted one-time schedule %s after it ran (ActionAfterCompletion=DELETE)",
-                     EMULATION_LABEL, schedule["Name"])
+            log.info(
+                "%s deleted one-time schedule %s after it ran (ActionAfterCompletion=DELETE)",
+                EMULATION_LABEL,
+                schedule["Name"],
+            )
         return fired
 
     # -- one fire ----------------------------------------------------------------------------
@@ -139,20 +150,31 @@ class ScheduleRunner(BackgroundLoop):
         group = target.get("SqsParameters", {}).get("MessageGroupId")  # the tenant of a one-time job
         queue_url, error = "", None
         for attempt in range(1, SEND_ATTEMPTS + 1):
-            body = substitute(target.get("Input", ""), scheduled_time=scheduled_time_text(scheduled_time),
-                              schedule_arn=schedule.get("Arn", ""), execution_id=uuid.uuid4().hex[:16],
-                              attempt_number=attempt)
+            body = substitute(
+                target.get("Input", ""),
+                scheduled_time=scheduled_time_text(scheduled_time),
+                schedule_arn=schedule.get("Arn", ""),
+                execution_id=uuid.uuid4().hex[:16],
+                attempt_number=attempt,
+            )
             try:
                 queue_url = self._queue_url(target["Arn"])  # a deleted queue fails here, like a send would
                 message_id = self._clients("sqs").send_message(
-                    QueueUrl=queue_url, MessageBody=body, **({"MessageGroupId": group} if group else {}))["MessageId"]
+                    QueueUrl=queue_url, MessageBody=body, **({"MessageGroupId": group} if group else {})
+                )["MessageId"]
             except Exception as exc:  # noqa: BLE001 - any failure of the target call is retried, then dead-lettered
                 error = f"{type(exc).__name__}: {exc}"
                 time.sleep(0.05 * attempt)
                 continue
             done = Fire(schedule["Name"], scheduled_time, self._clock(), queue_url, message_id, body=body)
-            log.info("%s EventBridge Scheduler fired %s for %s into %s (%+.3f s)", EMULATION_LABEL,
-                     schedule["Name"], scheduled_time_text(scheduled_time), queue_url, done.lag_seconds)
+            log.info(
+                "%s EventBridge Scheduler fired %s for %s into %s (%+.3f s)",
+                EMULATION_LABEL,
+                schedule["Name"],
+                scheduled_time_text(scheduled_time),
+                queue_url,
+                done.lag_seconds,
+            )
             self.fires.append(done)
             return done
         dead = Fire(schedule["Name"], scheduled_time, self._clock(), queue_url, None, error, body)
@@ -168,14 +190,24 @@ class ScheduleRunner(BackgroundLoop):
 
     def _dead_letter(self, schedule: Mapping[str, Any], body: str, error: str, attempts: int) -> None:
         dlq_arn = schedule["Target"].get("DeadLetterConfig", {}).get("Arn")
-        log.warning("%s schedule %s could not deliver (%s)%s", EMULATION_LABEL, schedule["Name"], error,
-                    "; dead-lettered" if dlq_arn else "; no dead-letter queue: dropped, as Scheduler would")
+        log.warning(
+            "%s schedule %s could not deliver (%s)%s",
+            EMULATION_LABEL,
+            schedule["Name"],
+            error,
+            "; dead-lettered" if dlq_arn else "; no dead-letter queue: dropped, as Scheduler would",
+        )
         if not dlq_arn:
             return
-        attributes = {"ERROR_MESSAGE": error[:1024], "SCHEDULE_ARN": schedule.get("Arn", ""),
-                      "TARGET_ARN": schedule["Target"]["Arn"], "RETRY_ATTEMPTS": str(attempts - 1)}
+        attributes = {
+            "ERROR_MESSAGE": error[:1024],
+            "SCHEDULE_ARN": schedule.get("Arn", ""),
+            "TARGET_ARN": schedule["Target"]["Arn"],
+            "RETRY_ATTEMPTS": str(attempts - 1),
+        }
         self._clients("sqs").send_message(
-            QueueUrl=self._queue_url(dlq_arn), MessageBody=body,
+            QueueUrl=self._queue_url(dlq_arn),
+            MessageBody=body,
             MessageAttributes={k: {"DataType": "String", "StringValue": v or "-"} for k, v in attributes.items()},
         )
 
@@ -188,4 +220,3 @@ class ScheduleRunner(BackgroundLoop):
 
     def tick_failed(self, exc: Exception) -> None:
         log.error("%s schedule round failed", EMULATION_LABEL, exc_info=exc)
-

@@ -75,13 +75,21 @@ class LocalSession:
     :meth:`reload_code` on a change, then ``on_reload(version)``.
     """
 
-    def __init__(self, *, port: int = 0, tier_settings: Mapping[str, Any] | None = None,
-                 alarm_interval_seconds: float = 2.0, log_sink: Callable[[str, str], None] | None = None,
-                 code_source: JobsSource | None = None, reload_interval_seconds: float | None = None,
-                 on_reload: Callable[[CodeVersion], None] | None = None,
-                 sqs_metrics_interval_seconds: float = SQS_METRICS_INTERVAL_SECONDS,
-                 settings: Mapping[str, Any] | None = None, app: CdkApp | None = None,
-                 stack: str | None = None):
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        tier_settings: Mapping[str, Any] | None = None,
+        alarm_interval_seconds: float = 2.0,
+        log_sink: Callable[[str, str], None] | None = None,
+        code_source: JobsSource | None = None,
+        reload_interval_seconds: float | None = None,
+        on_reload: Callable[[CodeVersion], None] | None = None,
+        sqs_metrics_interval_seconds: float = SQS_METRICS_INTERVAL_SECONDS,
+        settings: Mapping[str, Any] | None = None,
+        app: CdkApp | None = None,
+        stack: str | None = None,
+    ):
         """``settings`` replace keys under ``tiered_jobs`` for this session (e.g. ``schedules``, or
         ``tiers`` with a rate limit). ``app`` is the CDK app to run (default: this repository's);
         ``stack`` names its stack that uses TieredJobs, when several do."""
@@ -130,8 +138,11 @@ class LocalSession:
 
                 assert self.endpoint is not None, "start() first"
                 self._clients[service] = boto3.session.Session().client(
-                    service, endpoint_url=self.endpoint.url, region_name=self.endpoint.region,
-                    aws_access_key_id="testing", aws_secret_access_key="testing",
+                    service,
+                    endpoint_url=self.endpoint.url,
+                    region_name=self.endpoint.region,
+                    aws_access_key_id="testing",
+                    aws_secret_access_key="testing",
                     config=Config(max_pool_connections=50, retries={"max_attempts": 2}),
                 )
             return self._clients[service]
@@ -150,8 +161,12 @@ class LocalSession:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
         try:
             self._workdir = Path(tempfile.mkdtemp(prefix="tiered-jobs-local-"))
-            assembly = synthesize(self._workdir / "cdk.out", self._app,
-                                  local_overrides(self._tier_settings, self._settings), stack=self._stack)
+            assembly = synthesize(
+                self._workdir / "cdk.out",
+                self._app,
+                local_overrides(self._tier_settings, self._settings),
+                stack=self._stack,
+            )
             if self._code_source is None:
                 self._code_source = assembly.jobs_source()
             self.endpoint = endpoint = self._server.start()
@@ -162,13 +177,17 @@ class LocalSession:
             self.log_shipper = LogShipper(self.clients("logs"))
             self.log_shipper.start()
             factory = worker_factory(self.endpoint, self._log_line)
-            self.runtime = EventSourceRuntime([
-                MappingRuntime(tier.mapping, factory, self.clients("sqs"), listener=self.metrics.invocation)
-                for tier in self.deployment.tiers.values()
-            ])
+            self.runtime = EventSourceRuntime(
+                [
+                    MappingRuntime(tier.mapping, factory, self.clients("sqs"), listener=self.metrics.invocation)
+                    for tier in self.deployment.tiers.values()
+                ]
+            )
             self.runtime.start()
             self.alarms = AlarmEvaluator(
-                self.clients, self.metrics, Alarms.prefix(self.deployment.stage),
+                self.clients,
+                self.metrics,
+                Alarms.prefix(self.deployment.stage),
                 lambda queue: moto_patches.oldest_message_age_seconds(queue, ACCOUNT_ID, endpoint.region),
                 interval_seconds=self._alarm_interval,
             )
@@ -201,8 +220,9 @@ class LocalSession:
         with its current code and configuration."""
         return self._run_invocation(function, event, lambda line: None)
 
-    def _run_invocation(self, function: FunctionConfig, event: dict[str, Any],
-                        log_line: Callable[[str], None]) -> Invocation:
+    def _run_invocation(
+        self, function: FunctionConfig, event: dict[str, Any], log_line: Callable[[str], None]
+    ) -> Invocation:
         assert self.endpoint is not None and self.metrics is not None
         function = self.functions.get(function.name, function)
 
@@ -224,8 +244,9 @@ class LocalSession:
         assert self.runtime is not None
         with self._deploy_lock:
             lambda_client = self.clients("lambda")
-            lambda_client.update_function_configuration(FunctionName=function_name,
-                                                        Environment={"Variables": dict(environment)})
+            lambda_client.update_function_configuration(
+                FunctionName=function_name, Environment={"Variables": dict(environment)}
+            )
             mapping = self.runtime.by_function(function_name)
             current = mapping.mapping.function
             function = read_function(lambda_client, function_name, current.code_root, current.log_group)

@@ -29,8 +29,15 @@ DEFAULT_INTERVAL_SECONDS = 5.0
 class SqsMetricsPublisher(BackgroundLoop):
     """Publishes ``AWS/SQS`` metrics of ``queue_urls`` every ``interval_seconds`` (:meth:`start`)."""
 
-    def __init__(self, clients: Callable[[str], Any], queue_urls: Sequence[str], account_id: str, region: str,
-                 *, interval_seconds: float = DEFAULT_INTERVAL_SECONDS):
+    def __init__(
+        self,
+        clients: Callable[[str], Any],
+        queue_urls: Sequence[str],
+        account_id: str,
+        region: str,
+        *,
+        interval_seconds: float = DEFAULT_INTERVAL_SECONDS,
+    ):
         super().__init__(interval_seconds)
         self._clients = clients
         self._queue_urls = list(queue_urls)
@@ -44,22 +51,31 @@ class SqsMetricsPublisher(BackgroundLoop):
         sqs = self._clients("sqs")
         for url in self._queue_urls:
             name = status_reads.queue_name(url)
-            values = {status_reads.COUNT_METRICS[attribute]: float(count)
-                      for attribute, count in status_reads.queue_counts(sqs, url).items()}
+            values = {
+                status_reads.COUNT_METRICS[attribute]: float(count)
+                for attribute, count in status_reads.queue_counts(sqs, url).items()
+            }
             age = moto_patches.oldest_message_age_seconds(name, self._account_id, self._region)
             if age is not None:
                 values[status_reads.AGE_OF_OLDEST_MESSAGE] = age
             dimensions = [{"Name": status_reads.SQS_QUEUE_DIMENSION, "Value": name}]
-            data += [{"MetricName": metric, "Value": value, "Timestamp": now, "Dimensions": dimensions,
-                      "Unit": "Seconds" if metric == status_reads.AGE_OF_OLDEST_MESSAGE else "Count"}
-                     for metric, value in values.items()]
+            data += [
+                {
+                    "MetricName": metric,
+                    "Value": value,
+                    "Timestamp": now,
+                    "Dimensions": dimensions,
+                    "Unit": "Seconds" if metric == status_reads.AGE_OF_OLDEST_MESSAGE else "Count",
+                }
+                for metric, value in values.items()
+            ]
         return data
 
     def publish_once(self) -> None:
         data = self.metric_data()
         cloudwatch = self._clients("cloudwatch")
         for start in range(0, len(data), 1000):  # PutMetricData's limit per call
-            cloudwatch.put_metric_data(Namespace=status_reads.SQS_NAMESPACE, MetricData=data[start:start + 1000])
+            cloudwatch.put_metric_data(Namespace=status_reads.SQS_NAMESPACE, MetricData=data[start : start + 1000])
 
     # -- background ----------------------------------------------------------------------
 

@@ -76,8 +76,15 @@ def hold_back(template: Mapping[str, Any], types: set[str]) -> tuple[dict[str, A
 class Resolver:
     """Resolves CloudFormation intrinsics against the deployed stack (and resources created since)."""
 
-    def __init__(self, *, physical_ids: Mapping[str, str], types: Mapping[str, str], parameters: Mapping[str, Any],
-                 pseudo: Mapping[str, str], attribute: Callable[[str, str, str], str]):
+    def __init__(
+        self,
+        *,
+        physical_ids: Mapping[str, str],
+        types: Mapping[str, str],
+        parameters: Mapping[str, Any],
+        pseudo: Mapping[str, str],
+        attribute: Callable[[str, str, str], str],
+    ):
         self.physical_ids = dict(physical_ids)
         self.types = dict(types)
         self._parameters = parameters

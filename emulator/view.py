@@ -40,15 +40,37 @@ def rows(session: LocalSession) -> list[TierStatus]:
 
 
 def table(session: LocalSession, title: str = "Tiers", snapshot: list[TierStatus] | None = None) -> Table:
-    view = Table(title=title, caption="succeeded, retried, failed: the last hour; alarms: evaluated locally "
-                                      "(emulation of CloudWatch)", expand=False)
-    for column in ("tier", "visible", "in flight", "delayed", "DLQ", "oldest", "succeeded", "retried", "failed",
-                   "alarms"):
+    view = Table(
+        title=title,
+        caption="succeeded, retried, failed: the last hour; alarms: evaluated locally (emulation of CloudWatch)",
+        expand=False,
+    )
+    for column in (
+        "tier",
+        "visible",
+        "in flight",
+        "delayed",
+        "DLQ",
+        "oldest",
+        "succeeded",
+        "retried",
+        "failed",
+        "alarms",
+    ):
         view.add_column(column, justify="left" if column in ("tier", "alarms") else "right")
     for row in rows(session) if snapshot is None else snapshot:
-        view.add_row(row.tier, str(row.visible), str(row.in_flight), str(row.delayed),
-                     "–" if row.dlq is None else str(row.dlq), format_duration(row.oldest_age_seconds),
-                     count(row.succeeded), count(row.retried), count(row.failed), alarm_summary(row.alarms))
+        view.add_row(
+            row.tier,
+            str(row.visible),
+            str(row.in_flight),
+            str(row.delayed),
+            "–" if row.dlq is None else str(row.dlq),
+            format_duration(row.oldest_age_seconds),
+            count(row.succeeded),
+            count(row.retried),
+            count(row.failed),
+            alarm_summary(row.alarms),
+        )
     return view
 
 
@@ -72,8 +94,11 @@ def job_total(session: LocalSession, tier: str, metric: str, job_type: str | Non
     """A job metric summed over the metric store's window (the consumer's own EMF counts)."""
     assert session.metrics is not None and session.deployment is not None
     stage = session.deployment.stage
-    dimensions = ({Metrics.DIM_STAGE: stage, Metrics.DIM_TIER: tier, Metrics.DIM_JOB_TYPE: job_type} if job_type else
-                  {Metrics.DIM_SERVICE: Metrics.SERVICE, Metrics.DIM_STAGE: stage, Metrics.DIM_TIER: tier})
+    dimensions = (
+        {Metrics.DIM_STAGE: stage, Metrics.DIM_TIER: tier, Metrics.DIM_JOB_TYPE: job_type}
+        if job_type
+        else {Metrics.DIM_SERVICE: Metrics.SERVICE, Metrics.DIM_STAGE: stage, Metrics.DIM_TIER: tier}
+    )
     return int(sum(session.metrics.values(Metrics.NAMESPACE, metric, dimensions, RETENTION_SECONDS)))
 
 

@@ -29,8 +29,17 @@ from typing import Any, Callable
 class LambdaContext:
     """The context object Lambda's Python runtime passes to a handler."""
 
-    def __init__(self, *, function_name: str, memory_mb: int, invoked_function_arn: str,
-                 request_id: str, deadline_ms: int, log_group_name: str, log_stream_name: str):
+    def __init__(
+        self,
+        *,
+        function_name: str,
+        memory_mb: int,
+        invoked_function_arn: str,
+        request_id: str,
+        deadline_ms: int,
+        log_group_name: str,
+        log_stream_name: str,
+    ):
         self.function_name = function_name
         self.function_version = "$LATEST"
         self.invoked_function_arn = invoked_function_arn

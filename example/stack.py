@@ -15,8 +15,9 @@ CONSTRUCT_ID = "Default"
 
 
 class TieredJobsStack(Stack):
-    def __init__(self, scope: Construct, *, settings: AppSettings, jobs: JobsCode,
-                 env: Environment | None = None) -> None:
+    def __init__(
+        self, scope: Construct, *, settings: AppSettings, jobs: JobsCode, env: Environment | None = None
+    ) -> None:
         stage = settings.stage
         super().__init__(
             scope,

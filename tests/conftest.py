@@ -56,8 +56,9 @@ def tier(aws) -> Tier:
 def redrive_tier(aws) -> Callable[..., Tier]:
     """A factory of tiers on moto with the redrive ``maxReceiveCount`` a test chooses (its consumers know it)."""
     made = iter(range(1000))
-    return lambda max_receive_count: create_tier(f"redrive-{next(made)}", visibility_timeout=180,
-                                                 max_receive_count=max_receive_count)
+    return lambda max_receive_count: create_tier(
+        f"redrive-{next(made)}", visibility_timeout=180, max_receive_count=max_receive_count
+    )
 
 
 @pytest.fixture

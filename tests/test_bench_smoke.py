@@ -16,13 +16,22 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.slow
 def test_bench_quick_run_reports_every_figure(tmp_path):
     out = tmp_path / "bench.json"
-    result = subprocess.run([sys.executable, "-m", "bench", "--quick", "--out", str(out)], cwd=ROOT,
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(out.read_text())
     figures = {row["figure"] for row in report["figures"]}
-    assert {"SQS requests / 1 000 published jobs", "SQS requests / 1 000 replayed messages",
-            "consumer asset (zipped)", "AWS cost / 1 M jobs"} <= figures
+    assert {
+        "SQS requests / 1 000 published jobs",
+        "SQS requests / 1 000 replayed messages",
+        "consumer asset (zipped)",
+        "AWS cost / 1 M jobs",
+    } <= figures
     measured = report["measured"]
     assert measured["publisher"]["ours_per_1000"] < measured["publisher"]["naive_per_1000"]
     assert measured["idempotency"]["in_container_duplicate_per_1000"] == 0

@@ -17,8 +17,9 @@ ANYTHING = "anything"
 
 def rules() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
     """``{room path: (allowed names, forbidden names)}`` from the doc's table."""
-    block = re.search(r"<!-- import-rules:start -->\n(.*?)<!-- import-rules:end -->",
-                      ARCHITECTURE.read_text(encoding="utf-8"), re.S)
+    block = re.search(
+        r"<!-- import-rules:start -->\n(.*?)<!-- import-rules:end -->", ARCHITECTURE.read_text(encoding="utf-8"), re.S
+    )
     assert block, "docs/architecture.md has no import-rules table"
     table: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     for line in block.group(1).strip().splitlines()[2:]:
@@ -55,8 +56,10 @@ def imports(path: Path) -> set[str]:
 
 def _longest(name: str, prefixes: tuple[str, ...]) -> int:
     """Length of the longest prefix ``name`` falls under (``anything``: 0; none: -1)."""
-    return max((0 if p == ANYTHING else len(p) for p in prefixes
-                if p == ANYTHING or name == p or name.startswith(p + ".")), default=-1)
+    return max(
+        (0 if p == ANYTHING else len(p) for p in prefixes if p == ANYTHING or name == p or name.startswith(p + ".")),
+        default=-1,
+    )
 
 
 def room_of(path: Path) -> str | None:
@@ -70,15 +73,28 @@ def violations(path: Path) -> list[str]:
     if room is None:
         return []
     allowed, forbidden = RULES[room]
-    return sorted(name for name in imports(path)
-                  if name.split(".")[0] not in sys.stdlib_module_names
-                  and _longest(name, allowed) <= _longest(name, forbidden))
+    return sorted(
+        name
+        for name in imports(path)
+        if name.split(".")[0] not in sys.stdlib_module_names and _longest(name, allowed) <= _longest(name, forbidden)
+    )
 
 
 def test_the_table_covers_every_room_of_the_repository():
-    assert set(RULES) >= {"tiered_jobs", "tiered_jobs/contract", "tiered_jobs/runtime", "tiered_jobs/handlers",
-                          "tiered_jobs/replay", "tiered_jobs/stage", "tiered_jobs/operations",
-                          "tiered_jobs/publisher", "example", "example/jobs", "emulator", "bench"}
+    assert set(RULES) >= {
+        "tiered_jobs",
+        "tiered_jobs/contract",
+        "tiered_jobs/runtime",
+        "tiered_jobs/handlers",
+        "tiered_jobs/replay",
+        "tiered_jobs/stage",
+        "tiered_jobs/operations",
+        "tiered_jobs/publisher",
+        "example",
+        "example/jobs",
+        "emulator",
+        "bench",
+    }
     assert all((ROOT / room).is_dir() for room in RULES)
 
 

@@ -70,22 +70,31 @@ def test_the_per_million_jobs_figure_is_the_benchmarks():
 # -- account and region ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("context, environ, expected", [
-    ({}, {}, None),
-    ({}, {CDK_DEFAULT_ACCOUNT: "111111111111", CDK_DEFAULT_REGION: "eu-west-1"}, ("111111111111", "eu-west-1")),
-    ({}, {CDK_DEFAULT_REGION: "us-east-1"}, (None, "us-east-1")),  # the CLI without credentials
-    ({"account": "222222222222", "region": "eu-central-1"},
-     {CDK_DEFAULT_ACCOUNT: "111111111111", CDK_DEFAULT_REGION: "eu-west-1"}, ("222222222222", "eu-central-1")),
-    ({"region": "ap-southeast-2"}, {CDK_DEFAULT_ACCOUNT: "111111111111"}, ("111111111111", "ap-southeast-2")),
-])
+@pytest.mark.parametrize(
+    "context, environ, expected",
+    [
+        ({}, {}, None),
+        ({}, {CDK_DEFAULT_ACCOUNT: "111111111111", CDK_DEFAULT_REGION: "eu-west-1"}, ("111111111111", "eu-west-1")),
+        ({}, {CDK_DEFAULT_REGION: "us-east-1"}, (None, "us-east-1")),  # the CLI without credentials
+        (
+            {"account": "222222222222", "region": "eu-central-1"},
+            {CDK_DEFAULT_ACCOUNT: "111111111111", CDK_DEFAULT_REGION: "eu-west-1"},
+            ("222222222222", "eu-central-1"),
+        ),
+        ({"region": "ap-southeast-2"}, {CDK_DEFAULT_ACCOUNT: "111111111111"}, ("111111111111", "ap-southeast-2")),
+    ],
+)
 def test_the_target_follows_the_documented_order(context, environ, expected):
     env = target_env(cdk.App(context=context), environ)
     assert (env.account, env.region) == expected if expected else env is None
 
 
 def test_the_stack_deploys_where_the_cli_points(tmp_path):
-    app = build_app(load_cdk_context(), outdir=str(tmp_path),
-                    environ={CDK_DEFAULT_ACCOUNT: "111111111111", CDK_DEFAULT_REGION: "eu-west-1"})
+    app = build_app(
+        load_cdk_context(),
+        outdir=str(tmp_path),
+        environ={CDK_DEFAULT_ACCOUNT: "111111111111", CDK_DEFAULT_REGION: "eu-west-1"},
+    )
     stack = app.node.find_child(stack_name("dev"))
     assert (stack.account, stack.region) == ("111111111111", "eu-west-1")
 
@@ -123,8 +132,15 @@ def test_everything_retained_is_tagged_and_named_as_teardown_looks_for_it(templa
 def test_readme_and_deploy_doc_show_the_real_commands():
     assert "docs/deploy.md" in README and "docs/benchmarks.md" in README
     assert "git+<this repository>" not in README and "git+https://…" not in README
-    for command in ("npx cdk bootstrap", "npx cdk deploy -c stage=prod", "npx cdk destroy -c stage=prod",
-                    "tiered-jobs --stage prod teardown", "sts:AssumeRole", "-c account=", "CDK_DEFAULT_ACCOUNT"):
+    for command in (
+        "npx cdk bootstrap",
+        "npx cdk deploy -c stage=prod",
+        "npx cdk destroy -c stage=prod",
+        "tiered-jobs --stage prod teardown",
+        "sts:AssumeRole",
+        "-c account=",
+        "CDK_DEFAULT_ACCOUNT",
+    ):
         assert command in DEPLOY, command
 
 
@@ -152,15 +168,26 @@ def test_the_wheel_holds_the_library_and_nothing_of_the_repository(wheel):
     # The package ships no example job type, schema or route: the only JSON Schema is the envelope's,
     # and no file names a job type of this repository's example app.
     assert [n for n in names if n.endswith(".json") and n.startswith("tiered_jobs/")] == [
-        "tiered_jobs/contract/envelope.schema.json"]
+        "tiered_jobs/contract/envelope.schema.json"
+    ]
     example_types = [p.name.removesuffix(".schema.json") for p in (ROOT / "example/jobs/schemas").glob("*.json")]
     assert example_types, "the example app declares its job types' schemas"
     archive = zipfile.ZipFile(wheel)
-    naming = {n: t for n in names if n.startswith("tiered_jobs/") for t in example_types
-              if t in archive.read(n).decode("utf-8", "replace")}
+    naming = {
+        n: t
+        for n in names
+        if n.startswith("tiered_jobs/")
+        for t in example_types
+        if t in archive.read(n).decode("utf-8", "replace")
+    }
     assert naming == {}
-    assert {"tiered_jobs/runtime/consumer.py", "tiered_jobs/replay/service.py", "tiered_jobs/handlers/consumer.py",
-            "tiered_jobs/cli/__init__.py", "tiered_jobs/publisher/__init__.py"} <= set(names)
+    assert {
+        "tiered_jobs/runtime/consumer.py",
+        "tiered_jobs/replay/service.py",
+        "tiered_jobs/handlers/consumer.py",
+        "tiered_jobs/cli/__init__.py",
+        "tiered_jobs/publisher/__init__.py",
+    } <= set(names)
     assert not [n for n in names if n.startswith(("example/", "bench/", "emulator/", "tests/"))]
 
 
@@ -194,8 +221,15 @@ def test_a_publisher_only_install_has_no_cdk_and_the_construct_says_how_to_get_i
     assert construct.returncode != 0
     assert "tiered_jobs.cdk needs the CDK" in construct.stderr and "pip install 'tiered-jobs[cdk]'" in construct.stderr
     # The runtime a job imports and the publisher a service imports need no CDK.
-    assert run_outside(fresh_venv, "python", "-c", "from tiered_jobs.runtime import JobContext, job; "
-                                                   "from tiered_jobs.publisher import publish").returncode == 0
+    assert (
+        run_outside(
+            fresh_venv,
+            "python",
+            "-c",
+            "from tiered_jobs.runtime import JobContext, job; from tiered_jobs.publisher import publish",
+        ).returncode
+        == 0
+    )
 
 
 def test_the_installed_cli_publishes_to_moto_on_loopback(fresh_venv):
@@ -211,18 +245,39 @@ def test_the_installed_cli_publishes_to_moto_on_loopback(fresh_venv):
     stage = "wheel"
     with EmbeddedAws() as endpoint:
         env = {k: v for k, v in endpoint.client_env().items() if v}
-        clients = {"region_name": endpoint.region, "endpoint_url": endpoint.url,
-                   "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+        clients = {
+            "region_name": endpoint.region,
+            "endpoint_url": endpoint.url,
+            "aws_access_key_id": "testing",
+            "aws_secret_access_key": "testing",
+        }
         sqs, ssm = boto3.client("sqs", **clients), boto3.client("ssm", **clients)
         queue_url = sqs.create_queue(QueueName=f"tiered-jobs-{stage}-critical")["QueueUrl"]
-        for name, value in {Ssm.tiers(stage): "critical", Ssm.routes(stage): json.dumps({"payments.*": "critical"}),
-                            Ssm.tier(stage, "critical", Ssm.TIER_QUEUE_URL): queue_url}.items():
+        for name, value in {
+            Ssm.tiers(stage): "critical",
+            Ssm.routes(stage): json.dumps({"payments.*": "critical"}),
+            Ssm.tier(stage, "critical", Ssm.TIER_QUEUE_URL): queue_url,
+        }.items():
             ssm.put_parameter(Name=name, Value=value, Type="String")
-        published = run_outside(fresh_venv, "tiered-jobs", "--stage", stage, "publish", "payments.update_balance",
-                             "--key", "pay_wheel", "--payload", '{"account_id": "acc_1", "amount": 5}', env=env)
+        published = run_outside(
+            fresh_venv,
+            "tiered-jobs",
+            "--stage",
+            stage,
+            "publish",
+            "payments.update_balance",
+            "--key",
+            "pay_wheel",
+            "--payload",
+            '{"account_id": "acc_1", "amount": 5}',
+            env=env,
+        )
         assert published.returncode == 0, published.stderr + published.stdout
         assert "Published payments.update_balance" in published.stdout
         (message,) = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
     body = json.loads(message["Body"])
     assert (body["type"], body["idempotency_key"], body["payload"]) == (
-        "payments.update_balance", "pay_wheel", {"account_id": "acc_1", "amount": 5})
+        "payments.update_balance",
+        "pay_wheel",
+        {"account_id": "acc_1", "amount": 5},
+    )

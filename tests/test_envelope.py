@@ -31,7 +31,7 @@ INVALID = [
     {"type": "x", "idempotency_key": "k"},
     {"type": "X", "idempotency_key": "k", "payload": {}},
     {"type": "x..y", "idempotency_key": "k", "payload": {}},
-    {"type": "x." , "idempotency_key": "k", "payload": {}},
+    {"type": "x.", "idempotency_key": "k", "payload": {}},
     {"type": "a" * 129, "idempotency_key": "k", "payload": {}},
     {"type": 1, "idempotency_key": "k", "payload": {}},
     {"type": "x", "idempotency_key": "", "payload": {}},

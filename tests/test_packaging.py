@@ -26,7 +26,8 @@ def test_the_folder_lands_under_its_module_with_the_runtime_beside_it(tmp_path):
     assert {name.split("/")[1] for name in shipped if name.startswith("tiered_jobs/")} == set(RUNTIME_PARTS)
     assert "tiered_jobs/contract/envelope.schema.json" in shipped  # package data ships with the code
     assert (staged / "tiered_jobs" / "handlers" / "consumer.py").read_bytes() == (
-        PACKAGE_DIR / "handlers" / "consumer.py").read_bytes()
+        PACKAGE_DIR / "handlers" / "consumer.py"
+    ).read_bytes()
     # Staging again gives the same files (a stale file from an earlier staging is gone).
     (staged / "jobs" / "stale.py").write_text("")
     assert source.stage(tmp_path / "asset") == staged and not (staged / "jobs" / "stale.py").exists()
@@ -39,26 +40,39 @@ def test_a_dotted_module_gets_empty_parent_packages(tmp_path):
     assert (staged / "billing" / "jobs" / "invoices.py").is_file()
 
 
-@pytest.mark.parametrize(("make", "module", "message"), [
-    (lambda tmp: tmp / "missing", "", "does not exist"),
-    (lambda tmp: (tmp / "bare").mkdir() or tmp / "bare", "", "has no __init__.py"),
-    (_jobs, "my-jobs", "not an importable Python name"),
-    (_jobs, "tiered_jobs.mine", "would shadow the Tiered Jobs runtime"),
-])
+@pytest.mark.parametrize(
+    ("make", "module", "message"),
+    [
+        (lambda tmp: tmp / "missing", "", "does not exist"),
+        (lambda tmp: (tmp / "bare").mkdir() or tmp / "bare", "", "has no __init__.py"),
+        (_jobs, "my-jobs", "not an importable Python name"),
+        (_jobs, "tiered_jobs.mine", "would shadow the Tiered Jobs runtime"),
+    ],
+)
 def test_a_folder_that_cannot_become_code_is_refused_with_the_fix(tmp_path, make, module, message):
     with pytest.raises(JobsSourceError, match=message):
         JobsSource(make(tmp_path), module=module)
 
 
-@pytest.mark.parametrize(("document", "message"), [
-    ('{"type": "object", "oneOf": [{}]}',
-     r"payload schema schemas/invoices\.create\.schema\.json: unsupported keyword\(s\) oneOf; supported: "
-     r"additionalProperties, .*; say the rule with those, or check it in the job's own validate= hook$"),
-    ('{"properties": {"id": {"type": "string", "format": "uuid", "$ref": "#/x"}}}',
-     r"schemas/invoices\.create\.schema\.json properties\.id: unsupported keyword\(s\) \$ref"),
-    ('{"type": "object",}', r"schemas/invoices\.create\.schema\.json: not valid JSON \(.*\); fix the file$"),
-    ('{"properties": {"id": {"pattern": "([a-z"}}}', r"properties\.id: pattern '\(\[a-z' is not a regular expression"),
-])
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        (
+            '{"type": "object", "oneOf": [{}]}',
+            r"payload schema schemas/invoices\.create\.schema\.json: unsupported keyword\(s\) oneOf; supported: "
+            r"additionalProperties, .*; say the rule with those, or check it in the job's own validate= hook$",
+        ),
+        (
+            '{"properties": {"id": {"type": "string", "format": "uuid", "$ref": "#/x"}}}',
+            r"schemas/invoices\.create\.schema\.json properties\.id: unsupported keyword\(s\) \$ref",
+        ),
+        ('{"type": "object",}', r"schemas/invoices\.create\.schema\.json: not valid JSON \(.*\); fix the file$"),
+        (
+            '{"properties": {"id": {"pattern": "([a-z"}}}',
+            r"properties\.id: pattern '\(\[a-z' is not a regular expression",
+        ),
+    ],
+)
 def test_a_payload_schema_the_consumer_cannot_check_is_refused_before_staging(tmp_path, document, message):
     """The consumer would meet it at the first payload; staging (the construct's synthesis) refuses it."""
     folder = _jobs(tmp_path)

@@ -23,8 +23,13 @@ from tiered_jobs.contract.names import Env
 ROOT = Path(__file__).resolve().parent.parent
 TEST_JOBS = ("testjobs.effect", "testjobs.ok", "testjobs.permanent", "testjobs.slow", "testjobs.transient")
 #: One payload each test job's schema accepts: the base every field's value is varied on.
-BASE = {"testjobs.effect": {"counter": "c", "amount": 1}, "testjobs.ok": {"label": "a"}, "testjobs.permanent": {},
-        "testjobs.slow": {"steps": 1, "step_ms": 0}, "testjobs.transient": {"fail_times": 0}}
+BASE = {
+    "testjobs.effect": {"counter": "c", "amount": 1},
+    "testjobs.ok": {"label": "a"},
+    "testjobs.permanent": {},
+    "testjobs.slow": {"steps": 1, "step_ms": 0},
+    "testjobs.transient": {"fail_times": 0},
+}
 
 
 def test_the_package_ships_no_payload_schema():
@@ -35,8 +40,30 @@ def test_the_package_ships_no_payload_schema():
 
 
 def test_agreement_on_every_kind_of_value_for_every_field():
-    values = [None, True, False, 0, 1, -1, 0.0, 1.0, 2.5, 10**12, -(10**12), 10**12 + 1, "", "a", "a b", "x" * 200,
-              "x" * 201, "low", [], [1], {}, {"k": 1}]
+    values = [
+        None,
+        True,
+        False,
+        0,
+        1,
+        -1,
+        0.0,
+        1.0,
+        2.5,
+        10**12,
+        -(10**12),
+        10**12 + 1,
+        "",
+        "a",
+        "a b",
+        "x" * 200,
+        "x" * 201,
+        "low",
+        [],
+        [1],
+        {},
+        {"k": 1},
+    ]
     assert sorted(BASE) == list(TEST_JOBS) == [t for t in payloads.known_types() if t.startswith("testjobs.")]
     for job_type in TEST_JOBS:
         schema = payloads.schema(job_type)
@@ -48,17 +75,23 @@ def test_agreement_on_every_kind_of_value_for_every_field():
 
 def test_messages_name_the_field_and_say_what_is_wrong():
     assert payloads.problems("testjobs.effect", {"counter": "c", "amount_cents": -5}) == [
-        "payload is missing required field 'amount'"]
+        "payload is missing required field 'amount'"
+    ]
     assert payloads.problems("testjobs.effect", {"counter": "c", "amount": 0}) == [
-        "payload field 'amount' must not be 0"]
+        "payload field 'amount' must not be 0"
+    ]
     assert payloads.problems("testjobs.effect", {"counter": "c", "amount": "10"}) == [
-        "payload field 'amount' must be an integer, got a string"]
+        "payload field 'amount' must be an integer, got a string"
+    ]
     assert payloads.problems("testjobs.ok", {"label": "a", "priority": "urgent"}) == [
-        "payload field 'priority' must be one of 'low', 'normal', 'high', got 'urgent'"]
+        "payload field 'priority' must be one of 'low', 'normal', 'high', got 'urgent'"
+    ]
     assert payloads.problems("testjobs.ok", {"label": "a", "data": []}) == [
-        "payload field 'data' must be an object, got an array"]
+        "payload field 'data' must be an object, got an array"
+    ]
     assert payloads.problems("testjobs.slow", {"steps": 1, "step_ms": 0, "extra": 1}) == [
-        "payload has unknown field 'extra'; allowed: steps, step_ms"]
+        "payload has unknown field 'extra'; allowed: steps, step_ms"
+    ]
 
 
 def test_dollar_ends_the_string_as_in_ecma_262():
@@ -79,8 +112,11 @@ def test_a_schema_outside_the_subset_is_refused(tmp_path, monkeypatch):
         payloads.problems("x.y", {})
 
 
-INVOICE_SCHEMA = {"type": "object", "required": ["amount_cents"],
-                  "properties": {"amount_cents": {"type": "integer", "minimum": 1}}}
+INVOICE_SCHEMA = {
+    "type": "object",
+    "required": ["amount_cents"],
+    "properties": {"amount_cents": {"type": "integer", "minimum": 1}},
+}
 
 
 def _schemas(folder, **documents):
@@ -91,7 +127,8 @@ def _schemas(folder, **documents):
 
 
 def test_an_apps_own_schemas_are_found_through_the_environment_and_the_publisher_refuses_before_sending(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """A library user's service names a copy of its job folder's ``schemas/`` in TIERED_JOBS_SCHEMA_DIRS."""
     from tiered_jobs.contract.routing import Routes
     from tiered_jobs.publisher import InvalidJobError, Publisher
@@ -100,15 +137,19 @@ def test_an_apps_own_schemas_are_found_through_the_environment_and_the_publisher
     assert payloads.problems("invoices.create", {"amount_cents": -5}) == []  # unknown here: not checked
     monkeypatch.setenv(Env.SCHEMA_DIRS, f"{tmp_path / 'missing'}{os.pathsep}{folder}")
     assert payloads.problems("invoices.create", {"amount_cents": -5}) == [
-        "payload field 'amount_cents' must be >= 1, got -5"]
+        "payload field 'amount_cents' must be >= 1, got -5"
+    ]
     assert "invoices.create" in payloads.known_types() and "testjobs.effect" in payloads.known_types()
 
     class NoSqs:
         def __getattr__(self, name):
             raise AssertionError(f"nothing may be sent, but {name} was called")
 
-    publisher = Publisher({"transactional": "https://sqs.us-east-1.amazonaws.com/1/q"},
-                          Routes({"invoices.*": "transactional"}), sqs=NoSqs())
+    publisher = Publisher(
+        {"transactional": "https://sqs.us-east-1.amazonaws.com/1/q"},
+        Routes({"invoices.*": "transactional"}),
+        sqs=NoSqs(),
+    )
     with pytest.raises(InvalidJobError, match="amount_cents"):
         publisher.publish("invoices.create", {"amount_cents": -5}, "inv-1")
 
@@ -120,7 +161,8 @@ def test_an_added_folder_is_searched_before_the_packages_own(tmp_path, monkeypat
     payloads.add_schema_dir(tmp_path)  # once is enough
     assert payloads.schema_dirs().count(tmp_path.resolve()) == 1
     assert payloads.problems("testjobs.effect", {"counter": "a", "amount": 1}) == [
-        "payload is missing required field 'currency'"]
+        "payload is missing required field 'currency'"
+    ]
 
 
 def test_the_consumer_checks_the_schemas_of_its_job_folder(tmp_path):
@@ -128,11 +170,18 @@ def test_the_consumer_checks_the_schemas_of_its_job_folder(tmp_path):
     package = tmp_path / "billing_jobs"
     _schemas(package / "schemas", **{"invoices.create": INVOICE_SCHEMA})
     (package / "__init__.py").write_text("")
-    probe = ("import tiered_jobs.handlers.consumer\n"
-             "from tiered_jobs.contract import payloads\n"
-             "print(payloads.problems('invoices.create', {'amount_cents': 0}))\n")
-    env = {**os.environ, Env.JOB_MODULES: "billing_jobs", "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
-           "POWERTOOLS_METRICS_DISABLED": "true", "AWS_DEFAULT_REGION": "us-east-1"}
+    probe = (
+        "import tiered_jobs.handlers.consumer\n"
+        "from tiered_jobs.contract import payloads\n"
+        "print(payloads.problems('invoices.create', {'amount_cents': 0}))\n"
+    )
+    env = {
+        **os.environ,
+        Env.JOB_MODULES: "billing_jobs",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
+        "POWERTOOLS_METRICS_DISABLED": "true",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
     env.pop(Env.SCHEMA_DIRS, None)
     run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
@@ -150,19 +199,27 @@ def test_the_consumer_enforces_its_job_folders_schemas_on_the_jobs_it_imports(tm
         "SEEN_WHILE_IMPORTING = [str(folder) for folder in payloads.schema_dirs()]\n"
         "@job('invoices.create')\n"
         "def create(payload, ctx):\n"
-        "    return payload\n")
-    probe = ("import json, tiered_jobs.handlers.consumer, billing_jobs\n"
-             "from tiered_jobs.runtime.errors import PayloadValidationError\n"
-             "from tiered_jobs.runtime.registry import registry\n"
-             "check = registry.get('invoices.create').validate\n"
-             "check({'amount_cents': 5})\n"
-             "try:\n"
-             "    check({'amount_cents': 0})\n"
-             "except PayloadValidationError as error:\n"
-             "    refused = str(error)\n"
-             "print(json.dumps({'refused': refused, 'seen': billing_jobs.SEEN_WHILE_IMPORTING}))\n")
-    env = {**os.environ, Env.JOB_MODULES: "billing_jobs", "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
-           "POWERTOOLS_METRICS_DISABLED": "true", "AWS_DEFAULT_REGION": "us-east-1"}
+        "    return payload\n"
+    )
+    probe = (
+        "import json, tiered_jobs.handlers.consumer, billing_jobs\n"
+        "from tiered_jobs.runtime.errors import PayloadValidationError\n"
+        "from tiered_jobs.runtime.registry import registry\n"
+        "check = registry.get('invoices.create').validate\n"
+        "check({'amount_cents': 5})\n"
+        "try:\n"
+        "    check({'amount_cents': 0})\n"
+        "except PayloadValidationError as error:\n"
+        "    refused = str(error)\n"
+        "print(json.dumps({'refused': refused, 'seen': billing_jobs.SEEN_WHILE_IMPORTING}))\n"
+    )
+    env = {
+        **os.environ,
+        Env.JOB_MODULES: "billing_jobs",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]),
+        "POWERTOOLS_METRICS_DISABLED": "true",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
     env.pop(Env.SCHEMA_DIRS, None)
     run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr

@@ -30,8 +30,12 @@ def _cdk_modules_used() -> set[str]:
 
 def _followed() -> set[str]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    return {module for override in config["tool"]["mypy"]["overrides"]
-            if override.get("follow_imports") == "normal" for module in override["module"]}
+    return {
+        module
+        for override in config["tool"]["mypy"]["overrides"]
+        if override.get("follow_imports") == "normal"
+        for module in override["module"]
+    }
 
 
 def test_every_aws_cdk_module_the_code_imports_is_followed_by_mypy():

@@ -20,8 +20,16 @@ from .taps import Arrival
 
 #: The outcomes the composed run must exercise (the receive ledger's rows it can reach by faults):
 #: a run where one of them never happened proves nothing about it.
-EXERCISED = ("succeeded", "duplicate", "retried", "dead_lettered", "deferred", "rate_limited", "limiter_error",
-             "requeue_kept")
+EXERCISED = (
+    "succeeded",
+    "duplicate",
+    "retried",
+    "dead_lettered",
+    "deferred",
+    "rate_limited",
+    "limiter_error",
+    "requeue_kept",
+)
 
 
 @dataclass
@@ -59,11 +67,17 @@ class Outcome:
     replayed: dict[str, int] = field(default_factory=dict)
 
     def holds(self) -> bool:
-        return (self.lost == 0 and self.duplicated == 0 and self.unexpected == 0 and self.balances_ok
-                and self.applied + self.dead_lettered == self.expected
-                and self.dead_letters_without_reason_or_unknown == 0
-                and self.letters_without_reason == self.letters_without_reason_after_a_crash
-                and self.letters_missing_some_reasons == 0 and self.copies_without_their_tenant == 0)
+        return (
+            self.lost == 0
+            and self.duplicated == 0
+            and self.unexpected == 0
+            and self.balances_ok
+            and self.applied + self.dead_lettered == self.expected
+            and self.dead_letters_without_reason_or_unknown == 0
+            and self.letters_without_reason == self.letters_without_reason_after_a_crash
+            and self.letters_missing_some_reasons == 0
+            and self.copies_without_their_tenant == 0
+        )
 
     def not_exercised(self) -> list[str]:
         """The outcomes of :data:`EXERCISED` the run never reached."""
@@ -107,11 +121,15 @@ class Observed:
     replayed: Counter[str]
 
 
-def check(catalogue: dict[str, dict[str, Any]], seen: Observed, faults: dict[str, int], published: int,
-          seconds: float) -> Outcome:
+def check(
+    catalogue: dict[str, dict[str, Any]], seen: Observed, faults: dict[str, int], published: int, seconds: float
+) -> Outcome:
     markers = {marker_key_of(i["account_id"]["S"]) for i in seen.items if i["account_id"]["S"].startswith("applied#")}
-    balances = {i["account_id"]["S"]: int(i["balance"]["N"]) for i in seen.items
-                if not i["account_id"]["S"].startswith("applied#")}
+    balances = {
+        i["account_id"]["S"]: int(i["balance"]["N"])
+        for i in seen.items
+        if not i["account_id"]["S"].startswith("applied#")
+    }
     reasons: Counter[str] = Counter()
     dlq_keys: set[str] = set()
     missing_reason = 0
@@ -130,9 +148,11 @@ def check(catalogue: dict[str, dict[str, Any]], seen: Observed, faults: dict[str
     expected_balance: dict[str, int] = defaultdict(int)
     for key in applied & set(catalogue):
         expected_balance[catalogue[key]["account_id"]] += catalogue[key]["amount"]
-    mismatches = {acc: [expected_balance.get(acc, 0), balances.get(acc, 0)]
-                  for acc in set(balances) | set(expected_balance)
-                  if expected_balance.get(acc, 0) != balances.get(acc, 0)}
+    mismatches = {
+        acc: [expected_balance.get(acc, 0), balances.get(acc, 0)]
+        for acc in set(balances) | set(expected_balance)
+        if expected_balance.get(acc, 0) != balances.get(acc, 0)
+    }
     dead_lettered = (dlq_keys - applied) & set(catalogue)
     without_reason = [a for a in seen.dlq_arrivals if DeadLetter.REASON not in a.attributes]
     ours = [a for a in seen.dlq_arrivals if DeadLetter.REASON in a.attributes]
@@ -157,8 +177,9 @@ def check(catalogue: dict[str, dict[str, Any]], seen: Observed, faults: dict[str
         letters_without_reason=len(without_reason),
         letters_without_reason_after_a_crash=sum(a.message_id in seen.crashed_message_ids for a in without_reason),
         letters_missing_some_reasons=sum(not set(DeadLetter.ALL) <= set(a.attributes) for a in ours),
-        copies_without_their_tenant=sum(1 for a in seen.queue_arrivals
-                                        if (key := _key(a.body)) in tenants and a.group_id != tenants[key]),
+        copies_without_their_tenant=sum(
+            1 for a in seen.queue_arrivals if (key := _key(a.body)) in tenants and a.group_id != tenants[key]
+        ),
         copies=sum(1 for a in seen.queue_arrivals if Attributes.PRIOR_ATTEMPTS in a.attributes),
         outcomes=dict(seen.outcomes),
         replayed=dict(seen.replayed),

@@ -87,12 +87,32 @@ class FaultPlan:
     @classmethod
     def quiet(cls, **changes: Any) -> FaultPlan:
         """No fault and no feature but what ``changes`` turns on (the checker's own tests)."""
-        off = {name: 0 for name in ("crash_before_idempotency_completes", "crash_before_ack", "transient_job_error",
-                                    "idempotency_throttle", "limiter_throttle", "copy_refused", "slow_job",
-                                    "poison_fraction", "big_body_fraction", "tenant_fraction", "delayed_fraction",
-                                    "schedule_fires")}
-        return cls(**{**off, "replay_crashes_between_send_and_delete": False, "rate_limit_per_second": None,
-                      "mid_run_replays": False, **changes})
+        off = {
+            name: 0
+            for name in (
+                "crash_before_idempotency_completes",
+                "crash_before_ack",
+                "transient_job_error",
+                "idempotency_throttle",
+                "limiter_throttle",
+                "copy_refused",
+                "slow_job",
+                "poison_fraction",
+                "big_body_fraction",
+                "tenant_fraction",
+                "delayed_fraction",
+                "schedule_fires",
+            )
+        }
+        return cls(
+            **{
+                **off,
+                "replay_crashes_between_send_and_delete": False,
+                "rate_limit_per_second": None,
+                "mid_run_replays": False,
+                **changes,
+            }
+        )
 
 
 class Wrapped:
@@ -120,5 +140,7 @@ class Wrapped:
 
 
 def client_error(code: str, status: int) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": f"{code} (injected)"},
-                        "ResponseMetadata": {"HTTPStatusCode": status}}, "Injected")
+    return ClientError(
+        {"Error": {"Code": code, "Message": f"{code} (injected)"}, "ResponseMetadata": {"HTTPStatusCode": status}},
+        "Injected",
+    )

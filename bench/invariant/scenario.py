@@ -55,8 +55,9 @@ def run_shards(jobs: int, shards: int, account_count: int = 100, log=print, proc
         with ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn")) as pool:
             outcomes = list(pool.map(run_shard, seeds, [jobs // shards] * shards, [account_count] * shards))
     else:
-        outcomes = [run(jobs=jobs // shards, account_count=account_count, plan=FaultPlan(seed=seed), log=log)
-                    for seed in seeds]
+        outcomes = [
+            run(jobs=jobs // shards, account_count=account_count, plan=FaultPlan(seed=seed), log=log) for seed in seeds
+        ]
     total: Outcome | None = None
     for shard, outcome in enumerate(outcomes):
         log(f"shard {shard + 1}/{shards}: {json.dumps(outcome.as_dict())}")
@@ -74,8 +75,14 @@ def run_shard(seed: int, jobs: int, account_count: int) -> Outcome:
     return run(jobs=jobs, account_count=account_count, plan=FaultPlan(seed=seed), log=lambda *_: None)
 
 
-def run(jobs: int = 1000, account_count: int = 100, concurrency: int = 4, plan: FaultPlan | None = None,
-        drain_timeout: float = 600.0, log=print) -> Outcome:
+def run(
+    jobs: int = 1000,
+    account_count: int = 100,
+    concurrency: int = 4,
+    plan: FaultPlan | None = None,
+    drain_timeout: float = 600.0,
+    log=print,
+) -> Outcome:
     from emulator.server import EmbeddedAws, client_environment
 
     plan = plan or FaultPlan()
@@ -114,8 +121,11 @@ class _Run:
         catalogue: dict[str, dict[str, Any]] = {}
         for i in range(jobs):
             poison = rng.random() < plan.poison_fraction
-            job: dict[str, Any] = {"account_id": f"acc-{i % account_count:04d}",
-                                   "amount": 0 if poison else rng.randint(1, 100), "poison": poison}
+            job: dict[str, Any] = {
+                "account_id": f"acc-{i % account_count:04d}",
+                "amount": 0 if poison else rng.randint(1, 100),
+                "poison": poison,
+            }
             if rng.random() < plan.big_body_fraction:  # a memo that fills the message to the publisher's limit
                 job["memo_bytes"] = MAX_JOB_MESSAGE_BYTES - 300
             if rng.random() < plan.tenant_fraction:
@@ -128,8 +138,12 @@ class _Run:
 
             scheduled_time = f"2026-12-0{fire + 1}T00:00:00Z"
             catalogue[periodic_idempotency_key(SCHEDULE, scheduled_time)] = {
-                "account_id": "acc-interest", "amount": 7, "poison": False, "fires": 2,
-                "scheduled_time": scheduled_time}
+                "account_id": "acc-interest",
+                "amount": 7,
+                "poison": False,
+                "fires": 2,
+                "scheduled_time": scheduled_time,
+            }
         return catalogue
 
     def payload(self, key: str) -> dict[str, Any]:
@@ -143,14 +157,23 @@ class _Run:
 
     def dynamodb_before(self, op: str, kwargs: dict) -> None:
         plan, table = self.plan, kwargs.get("TableName")
-        if op == "update_item" and table == self.tier.idempotency_table and \
-                plan.roll("crash_before_idempotency_completes", plan.crash_before_idempotency_completes):
+        if (
+            op == "update_item"
+            and table == self.tier.idempotency_table
+            and plan.roll("crash_before_idempotency_completes", plan.crash_before_idempotency_completes)
+        ):
             raise SimulatedCrash("crash after the side effect, before the idempotency record completes")
-        if op == "put_item" and table == self.tier.idempotency_table and \
-                plan.roll("idempotency_throttle", plan.idempotency_throttle):
+        if (
+            op == "put_item"
+            and table == self.tier.idempotency_table
+            and plan.roll("idempotency_throttle", plan.idempotency_throttle)
+        ):
             raise client_error("ProvisionedThroughputExceededException", 400)
-        if op in ("get_item", "update_item") and table == self.bucket_table and \
-                plan.roll("limiter_throttle", plan.limiter_throttle):
+        if (
+            op in ("get_item", "update_item")
+            and table == self.bucket_table
+            and plan.roll("limiter_throttle", plan.limiter_throttle)
+        ):
             raise client_error("ProvisionedThroughputExceededException", 400)
         if op == "transact_write_items":
             if plan.roll("transient_job_error", plan.transient_job_error):
@@ -175,9 +198,12 @@ class _Run:
             return None
         kept = [e for e in kwargs["Entries"] if e not in refused]
         answer = self.tier.sqs.send_message_batch(QueueUrl=kwargs["QueueUrl"], Entries=kept) if kept else {}
-        return {"Successful": answer.get("Successful", []),
-                "Failed": [{"Id": e["Id"], "SenderFault": False, "Code": "InternalError", "Message": "injected"}
-                           for e in refused]}
+        return {
+            "Successful": answer.get("Successful", []),
+            "Failed": [
+                {"Id": e["Id"], "SenderFault": False, "Code": "InternalError", "Message": "injected"} for e in refused
+            ],
+        }
 
     def esm_sqs_before(self, op: str, kwargs: dict) -> None:
         if op == "delete_message_batch" and self.plan.roll("crash_before_ack", self.plan.crash_before_ack):
@@ -208,19 +234,28 @@ class _Run:
 
         # (moto's DynamoDB is not thread-safe; the embedded server serializes its requests: moto_patches.)
         def environment_clients() -> dict[str, Any]:
-            return {"sqs": Wrapped(boto3.client("sqs"), self.consumer_sqs_before),
-                    "dynamodb": Wrapped(boto3.client("dynamodb"), self.dynamodb_before, self.dynamodb_after)}
+            return {
+                "sqs": Wrapped(boto3.client("sqs"), self.consumer_sqs_before),
+                "dynamodb": Wrapped(boto3.client("dynamodb"), self.dynamodb_before, self.dynamodb_after),
+            }
 
         limits = None
         if plan.rate_limit_per_second is not None:
-            limits = RateLimits(None, {"payments.*": RateLimit(plan.rate_limit_per_second, plan.rate_limit_burst)},
-                                max_wait_seconds=plan.rate_limit_max_wait_seconds)
+            limits = RateLimits(
+                None,
+                {"payments.*": RateLimit(plan.rate_limit_per_second, plan.rate_limit_burst)},
+                max_wait_seconds=plan.rate_limit_max_wait_seconds,
+            )
         runtime = consumer_runtime(
-            tier, clients=environment_clients,
+            tier,
+            clients=environment_clients,
             esm_sqs=Wrapped(boto3.client("sqs"), self.esm_sqs_before, self.esm_sqs_after),
-            concurrency=self.concurrency, remaining_ms=self.remaining_ms,
+            concurrency=self.concurrency,
+            remaining_ms=self.remaining_ms,
             retry=RetryPolicy(max_attempts=self.max_attempts, schedule=(1, 1, 2, 2), jitter=0.2),
-            rate_limits=limits, rate_limit_table=self.bucket_table if limits else None, on_invoke=self.on_invoke,
+            rate_limits=limits,
+            rate_limit_table=self.bucket_table if limits else None,
+            on_invoke=self.on_invoke,
         )
         with QueueTap(_name(tier.dlq_url), _name(tier.queue_url)) as queues, FateTap() as fates:
             runtime.start()
@@ -234,10 +269,14 @@ class _Run:
             finally:
                 runtime.stop(timeout=60)
             seen = Observed(
-                applications=self.applications, items=_scan(tier.dynamodb, tier.payments_table),
-                letters=_read_all(tier.sqs, tier.dlq_url), dlq_arrivals=queues.of(_name(tier.dlq_url)),
-                queue_arrivals=queues.of(_name(tier.queue_url)), crashed_message_ids=self.crashed,
-                outcomes=fates.outcomes, replayed=self.replayed,
+                applications=self.applications,
+                items=_scan(tier.dynamodb, tier.payments_table),
+                letters=_read_all(tier.sqs, tier.dlq_url),
+                dlq_arrivals=queues.of(_name(tier.dlq_url)),
+                queue_arrivals=queues.of(_name(tier.queue_url)),
+                crashed_message_ids=self.crashed,
+                outcomes=fates.outcomes,
+                replayed=self.replayed,
             )
         return check(self.catalogue, seen, dict(plan.injected), published, time.monotonic() - started)
 
@@ -261,18 +300,30 @@ class _Run:
             for start in range(0, len(part), 50):
                 while depth(tier) > 300:
                     time.sleep(1.0)  # GetQueueAttributes walks every message on moto: ask seldom
-                chunk = part[start:start + 50]
-                publisher.publish_batch([Job(JOB_TYPE, self.payload(k), k, tenant=catalogue[k].get("tenant"),
-                                             delay=catalogue[k].get("delay"))
-                                         for k in chunk if not catalogue[k]["poison"]])
+                chunk = part[start : start + 50]
+                publisher.publish_batch(
+                    [
+                        Job(
+                            JOB_TYPE,
+                            self.payload(k),
+                            k,
+                            tenant=catalogue[k].get("tenant"),
+                            delay=catalogue[k].get("delay"),
+                        )
+                        for k in chunk
+                        if not catalogue[k]["poison"]
+                    ]
+                )
                 # The publisher refuses a poison payload (its schema); a publisher in another language
                 # that skips the schema still gets it in, and the consumer must dead-letter it.
                 for k in chunk:
                     if catalogue[k]["poison"]:
                         tenant = catalogue[k].get("tenant")
-                        tier.sqs.send_message(QueueUrl=tier.queue_url, MessageBody=envelope.build(
-                            JOB_TYPE, self.payload(k), k, tenant=tenant).to_json(),
-                            **({"MessageGroupId": tenant} if tenant else {}))
+                        tier.sqs.send_message(
+                            QueueUrl=tier.queue_url,
+                            MessageBody=envelope.build(JOB_TYPE, self.payload(k), k, tenant=tenant).to_json(),
+                            **({"MessageGroupId": tenant} if tenant else {}),
+                        )
 
         def fire_schedule() -> None:  # each fire as Scheduler sends it, twice (at-least-once delivery)
             template = periodic_input(SCHEDULE, JOB_TYPE, {"account_id": "acc-interest", "amount": 7})
@@ -367,15 +418,20 @@ def _read_all(sqs: Any, url: str) -> list[dict]:
     seen: dict[str, dict] = {}
     handles = []
     while True:
-        batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=60,
-                                    MessageAttributeNames=["All"]).get("Messages", [])
+        batch = sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=60, MessageAttributeNames=["All"]
+        ).get("Messages", [])
         if not batch:
             break
         for message in batch:
             seen[message["MessageId"]] = message
             handles.append(message["ReceiptHandle"])
     for start in range(0, len(handles), SQS_MAX_BATCH_ENTRIES):
-        sqs.change_message_visibility_batch(QueueUrl=url, Entries=[
-            {"Id": str(i), "ReceiptHandle": h, "VisibilityTimeout": 0}
-            for i, h in enumerate(handles[start:start + SQS_MAX_BATCH_ENTRIES])])
+        sqs.change_message_visibility_batch(
+            QueueUrl=url,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": h, "VisibilityTimeout": 0}
+                for i, h in enumerate(handles[start : start + SQS_MAX_BATCH_ENTRIES])
+            ],
+        )
     return list(seen.values())

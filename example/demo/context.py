@@ -63,8 +63,9 @@ class Demo:
     @cached_property
     def publisher(self) -> Publisher:
         # Discovery exactly as another service would do it: the stage's SSM parameters.
-        return Publisher.from_stage(self.deployment.stage, ssm=self.session.clients("ssm"),
-                                    sqs=self.session.clients("sqs"))
+        return Publisher.from_stage(
+            self.deployment.stage, ssm=self.session.clients("ssm"), sqs=self.session.clients("sqs")
+        )
 
     # -- what the story claims ---------------------------------------------------------
 
@@ -109,8 +110,9 @@ class Demo:
         found = {}
         table = self.deployment.resources[self.payments_table()]
         for account in ACCOUNT_IDS:
-            item = dynamodb.get_item(TableName=table,
-                                     Key={"account_id": {"S": account}}, ConsistentRead=True).get("Item")
+            item = dynamodb.get_item(TableName=table, Key={"account_id": {"S": account}}, ConsistentRead=True).get(
+                "Item"
+            )
             found[account] = int(item["balance"]["N"]) if item else 0
         return found
 
@@ -120,8 +122,11 @@ class Demo:
         for i in range(count):
             account, amount = ACCOUNT_IDS[i % len(ACCOUNT_IDS)], 100 * (i + 1)
             self.expected_balances[account] = self.expected_balances.get(account, 0) + amount
-            job = {"job_type": "payments.update_balance", "idempotency_key": f"{prefix}-{i}",
-                   "payload": {"account_id": account, "amount": amount}}
+            job = {
+                "job_type": "payments.update_balance",
+                "idempotency_key": f"{prefix}-{i}",
+                "payload": {"account_id": account, "amount": amount},
+            }
             jobs.extend([job] * copies(i))
         self.publisher.publish_batch(jobs)
 

@@ -33,18 +33,24 @@ def check_final_table(demo: Demo, live: Live) -> None:
 
 def check_final_alarms(demo: Demo, snapshot: list[TierStatus]) -> bool:
     """The alarms of the final table (``snapshot``) are those the story caused, every other one OK."""
-    unexpected = sorted(f"{row.tier} {kind}: {state}" for row in snapshot for kind, state in row.alarms.items()
-                        if state != "OK" and not (state == "ALARM" and (row.tier, kind) in STORY_ALARMS))
-    caused = sorted(f"{row.tier} {kind}" for row in snapshot for kind, state in row.alarms.items()
-                    if state == "ALARM")
+    unexpected = sorted(
+        f"{row.tier} {kind}: {state}"
+        for row in snapshot
+        for kind, state in row.alarms.items()
+        if state != "OK" and not (state == "ALARM" and (row.tier, kind) in STORY_ALARMS)
+    )
+    caused = sorted(f"{row.tier} {kind}" for row in snapshot for kind, state in row.alarms.items() if state == "ALARM")
     counted = sum(len(row.alarms) for row in snapshot)
     return demo.expect(
-        "end", "no alarm is in ALARM but those the story caused; every other alarm is OK",
+        "end",
+        "no alarm is in ALARM but those the story caused; every other alarm is OK",
         counted > 0 and not unexpected,
-        ("unexpected: " + "; ".join(unexpected)) if unexpected else
-        f"{counted} alarms; in ALARM: {', '.join(caused) or 'none'}"
-        + "".join(f"; {tier} {kind}: {why}" for (tier, kind), why in STORY_ALARMS.items()
-                  if f"{tier} {kind}" in caused),
+        ("unexpected: " + "; ".join(unexpected))
+        if unexpected
+        else f"{counted} alarms; in ALARM: {', '.join(caused) or 'none'}"
+        + "".join(
+            f"; {tier} {kind}: {why}" for (tier, kind), why in STORY_ALARMS.items() if f"{tier} {kind}" in caused
+        ),
     )
 
 

@@ -23,8 +23,9 @@ class Inbox:
         sqs, sns = self.session.clients("sqs"), self.session.clients("sns")
         self.url = sqs.create_queue(QueueName="oncall-inbox")["QueueUrl"]
         arn = sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        sns.subscribe(TopicArn=deployment.alarm_topic_arn, Protocol="sqs", Endpoint=arn,
-                      Attributes={"RawMessageDelivery": "true"})
+        sns.subscribe(
+            TopicArn=deployment.alarm_topic_arn, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"}
+        )
 
     def states(self) -> list[str]:
         """States announced for the critical DLQ alarm so far (the inbox is drained as it is read)."""

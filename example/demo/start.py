@@ -29,13 +29,17 @@ DEMO_SETTINGS: dict[str, Any] = {
 def embedded_aws(console: Console) -> Iterator[LocalSession]:
     """The started session, deployed with :data:`DEMO_SETTINGS`; stopped when the story ends."""
     started = time.monotonic()
-    console.print("[bold]Tiered Jobs, local demo[/bold]: synthesizing the real stack and deploying it into an "
-                  "embedded AWS (moto) on 127.0.0.1 ...")
+    console.print(
+        "[bold]Tiered Jobs, local demo[/bold]: synthesizing the real stack and deploying it into an "
+        "embedded AWS (moto) on 127.0.0.1 ..."
+    )
     with LocalSession(settings=DEMO_SETTINGS) as session:
         deployment, endpoint = session.deployment, session.endpoint
         assert deployment is not None and endpoint is not None, "the session is started"
-        console.print(f"deployed [bold]{deployment.stack_name}[/bold] at {endpoint.url} "
-                      f"in {time.monotonic() - started:.0f} s; moto gaps handled:")
+        console.print(
+            f"deployed [bold]{deployment.stack_name}[/bold] at {endpoint.url} "
+            f"in {time.monotonic() - started:.0f} s; moto gaps handled:"
+        )
         for gap, details in deployment.gaps.items():
             console.print(f"  - {gap}: {len(details)}")
         # The package ships no payload schema: a publisher checks the app's own, the folder `emulator up`

@@ -33,23 +33,29 @@ def update_balance(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
     marker = marker_key(ctx.job_type, ctx.idempotency_key)
     dynamodb = ctx.client("dynamodb")
     try:
-        dynamodb.transact_write_items(TransactItems=[
-            {"Update": {
-                "TableName": table,
-                "Key": {"account_id": {"S": account_id}},
-                "UpdateExpression": "ADD balance :amount",
-                "ExpressionAttributeValues": {":amount": {"N": str(amount)}},
-            }},
-            {"Put": {
-                "TableName": table,
-                "Item": {
-                    "account_id": {"S": marker},
-                    "target_account_id": {"S": account_id},
-                    "amount": {"N": str(amount)},
+        dynamodb.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": table,
+                        "Key": {"account_id": {"S": account_id}},
+                        "UpdateExpression": "ADD balance :amount",
+                        "ExpressionAttributeValues": {":amount": {"N": str(amount)}},
+                    }
                 },
-                "ConditionExpression": "attribute_not_exists(account_id)",
-            }},
-        ])
+                {
+                    "Put": {
+                        "TableName": table,
+                        "Item": {
+                            "account_id": {"S": marker},
+                            "target_account_id": {"S": account_id},
+                            "amount": {"N": str(amount)},
+                        },
+                        "ConditionExpression": "attribute_not_exists(account_id)",
+                    }
+                },
+            ]
+        )
     except Exception as exc:
         if _marker_exists(exc):
             ctx.logger.info("payment already applied; nothing to do", extra={"marker": marker})
@@ -65,6 +71,9 @@ def _marker_exists(exc: Exception) -> bool:
         return False
     reasons = response.get("CancellationReasons")
     if reasons:
-        return len(reasons) > 1 and reasons[1].get("Code") == "ConditionalCheckFailed" and \
-            reasons[0].get("Code") in (None, "None")
+        return (
+            len(reasons) > 1
+            and reasons[1].get("Code") == "ConditionalCheckFailed"
+            and reasons[0].get("Code") in (None, "None")
+        )
     return "ConditionalCheckFailed" in response.get("Error", {}).get("Message", "")

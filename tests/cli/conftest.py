@@ -38,12 +38,22 @@ def scheduling(deployment):
     for tier, url in deployment.queue_urls.items():
         arns[tier] = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         ssm.put_parameter(Name=Ssm.tier("test", tier, Ssm.TIER_QUEUE_ARN), Value=arns[tier], Type="String")
-    for key, value in ((Schedules.SSM_GROUP_NAME, GROUP), (Schedules.SSM_DLQ_ARN, dlq_arn),
-                       (Schedules.SSM_ROLE_ARN, "arn:aws:iam::123456789012:role/one-time")):
+    for key, value in (
+        (Schedules.SSM_GROUP_NAME, GROUP),
+        (Schedules.SSM_DLQ_ARN, dlq_arn),
+        (Schedules.SSM_ROLE_ARN, "arn:aws:iam::123456789012:role/one-time"),
+    ):
         ssm.put_parameter(Name=Schedules.ssm("test", key), Value=value, Type="String")
     scheduler.create_schedule(
-        Name="nightly-report", GroupName=GROUP, ScheduleExpression="cron(0 3 * * ? *)",
-        ScheduleExpressionTimezone="Europe/Paris", FlexibleTimeWindow={"Mode": "OFF"},
-        Target={"Arn": arns["bulk"], "RoleArn": "arn:aws:iam::123456789012:role/periodic",
-                "Input": periodic_input("nightly-report", "analytics.record_event", {"event": "nightly"})})
+        Name="nightly-report",
+        GroupName=GROUP,
+        ScheduleExpression="cron(0 3 * * ? *)",
+        ScheduleExpressionTimezone="Europe/Paris",
+        FlexibleTimeWindow={"Mode": "OFF"},
+        Target={
+            "Arn": arns["bulk"],
+            "RoleArn": "arn:aws:iam::123456789012:role/periodic",
+            "Input": periodic_input("nightly-report", "analytics.record_event", {"event": "nightly"}),
+        },
+    )
     return scheduler

@@ -33,19 +33,31 @@ def _iso(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _dead_letter(deployment, tier: str, key: str, *, job_type: str = "payments.update_balance",
-                 error_type: str = "TimeoutError", error_message: str = "bank API timed out after 10 s",
-                 published_at: str | None = None) -> str:
+def _dead_letter(
+    deployment,
+    tier: str,
+    key: str,
+    *,
+    job_type: str = "payments.update_balance",
+    error_type: str = "TimeoutError",
+    error_message: str = "bank API timed out after 10 s",
+    published_at: str | None = None,
+) -> str:
     """A letter as the consumer dead-letters it: the envelope plus ``DeadLetter.*`` reasons."""
     reasons = {
-        DeadLetter.REASON: DeadLetter.REASON_RETRIES_EXHAUSTED, DeadLetter.ERROR_TYPE: error_type,
-        DeadLetter.ERROR_MESSAGE: error_message, DeadLetter.ATTEMPTS: "5", DeadLetter.JOB_TYPE: job_type,
-        DeadLetter.FIRST_FAILED_AT: _iso(FIRST_FAILED), DeadLetter.LAST_FAILED_AT: _iso(LAST_FAILED),
+        DeadLetter.REASON: DeadLetter.REASON_RETRIES_EXHAUSTED,
+        DeadLetter.ERROR_TYPE: error_type,
+        DeadLetter.ERROR_MESSAGE: error_message,
+        DeadLetter.ATTEMPTS: "5",
+        DeadLetter.JOB_TYPE: job_type,
+        DeadLetter.FIRST_FAILED_AT: _iso(FIRST_FAILED),
+        DeadLetter.LAST_FAILED_AT: _iso(LAST_FAILED),
         DeadLetter.SOURCE_QUEUE: deployment.queue_urls[tier],
     }
     body = envelope.build(job_type, {"n": key}, key, published_at=published_at).to_json()
     return boto3.client("sqs").send_message(
-        QueueUrl=deployment.dlq_urls[tier], MessageBody=body,
+        QueueUrl=deployment.dlq_urls[tier],
+        MessageBody=body,
         MessageAttributes={name: {"DataType": "String", "StringValue": value} for name, value in reasons.items()},
     )["MessageId"]
 
@@ -61,7 +73,10 @@ def test_publish_routes_and_prints_the_message_id(cli, deployment):
     assert result.exit_code == 0, result.output
     [body] = received_bodies(deployment.queue_urls["critical"])
     assert (body["type"], body["idempotency_key"], body["payload"]) == (
-        "payments.update_balance", "pay_1", {"account_id": "acc_1", "amount": 5})
+        "payments.update_balance",
+        "pay_1",
+        {"account_id": "acc_1", "amount": 5},
+    )
     assert result.stdout.startswith("Published payments.update_balance (key 'pay_1') to tier critical: message ")
 
 
@@ -71,7 +86,8 @@ def test_publish_with_tier_and_delay(cli, deployment):
     assert result.exit_code == 0, result.output
     assert "to tier bulk" in result.stdout
     attributes = boto3.client("sqs").get_queue_attributes(
-        QueueUrl=deployment.queue_urls["bulk"], AttributeNames=["ApproximateNumberOfMessagesDelayed"])["Attributes"]
+        QueueUrl=deployment.queue_urls["bulk"], AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+    )["Attributes"]
     assert attributes["ApproximateNumberOfMessagesDelayed"] == "1"
 
 
@@ -110,21 +126,35 @@ def test_status_shows_depths_dlq_age_and_alarms(cli, deployment):
     sqs.send_message(QueueUrl=deployment.queue_urls["bulk"], MessageBody="later", DelaySeconds=300)
     _dead_letter(deployment, "critical", "d1")
     _dead_letter(deployment, "critical", "d2")
-    cloudwatch.put_metric_data(Namespace="AWS/SQS", MetricData=[{
-        "MetricName": "ApproximateAgeOfOldestMessage", "Value": 754.0,
-        "Timestamp": datetime.now(timezone.utc) - timedelta(minutes=2),  # SQS reports per past minute
-        "Dimensions": [{"Name": "QueueName", "Value": deployment.queue_urls["critical"].rsplit("/", 1)[-1]}],
-    }])
+    cloudwatch.put_metric_data(
+        Namespace="AWS/SQS",
+        MetricData=[
+            {
+                "MetricName": "ApproximateAgeOfOldestMessage",
+                "Value": 754.0,
+                "Timestamp": datetime.now(timezone.utc) - timedelta(minutes=2),  # SQS reports per past minute
+                "Dimensions": [{"Name": "QueueName", "Value": deployment.queue_urls["critical"].rsplit("/", 1)[-1]}],
+            }
+        ],
+    )
     for tier in ("critical", "transactional"):
         for kind in (Alarms.DLQ_DEPTH, Alarms.ERRORS):
             cloudwatch.put_metric_alarm(
-                AlarmName=Alarms.name("test", tier, kind), MetricName="m", Namespace="n", Statistic="Sum",
-                Period=60, EvaluationPeriods=1, Threshold=1, ComparisonOperator="GreaterThanThreshold",
+                AlarmName=Alarms.name("test", tier, kind),
+                MetricName="m",
+                Namespace="n",
+                Statistic="Sum",
+                Period=60,
+                EvaluationPeriods=1,
+                Threshold=1,
+                ComparisonOperator="GreaterThanThreshold",
             )
-    cloudwatch.set_alarm_state(AlarmName=Alarms.name("test", "critical", Alarms.DLQ_DEPTH), StateValue="ALARM",
-                               StateReason="test")
-    cloudwatch.set_alarm_state(AlarmName=Alarms.name("test", "transactional", Alarms.ERRORS), StateValue="OK",
-                               StateReason="test")
+    cloudwatch.set_alarm_state(
+        AlarmName=Alarms.name("test", "critical", Alarms.DLQ_DEPTH), StateValue="ALARM", StateReason="test"
+    )
+    cloudwatch.set_alarm_state(
+        AlarmName=Alarms.name("test", "transactional", Alarms.ERRORS), StateValue="OK", StateReason="test"
+    )
     for name in (
         Alarms.name("test", "transactional", Alarms.DLQ_DEPTH),
         Alarms.name("test", "critical", Alarms.ERRORS),
@@ -134,8 +164,11 @@ def test_status_shows_depths_dlq_age_and_alarms(cli, deployment):
     result = cli("status")
 
     assert result.exit_code == 0, result.output
-    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
-            for line in result.stdout.splitlines() if line.startswith("│")}
+    rows = {
+        line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+        for line in result.stdout.splitlines()
+        if line.startswith("│")
+    }
     assert rows["critical"] == ["2", "1", "0", "2", "12m 34s", "0", "ALARM: dlq-depth"]
     assert rows["transactional"] == ["0", "0", "0", "0", "–", "0", "1 OK, 1 no data"]
     assert rows["bulk"] == ["0", "0", "1", "0", "–", "0", "–"]
@@ -143,23 +176,49 @@ def test_status_shows_depths_dlq_age_and_alarms(cli, deployment):
 
     as_json = json.loads(cli("status", "--json").stdout)
     assert as_json["tiers"][0] == {
-        "tier": "critical", "visible": 2, "in_flight": 1, "delayed": 0, "dlq": 2, "oldest_age_seconds": 754.0,
-        "throttles": 0.0, "alarms": {Alarms.DLQ_DEPTH: "ALARM", Alarms.ERRORS: "INSUFFICIENT_DATA"},
-        "succeeded": None, "failed": None, "retried": None, "mean_retry_delay_seconds": None, "p50_ms": None,
-        "p99_ms": None, "completed_per_second": 0.0,
+        "tier": "critical",
+        "visible": 2,
+        "in_flight": 1,
+        "delayed": 0,
+        "dlq": 2,
+        "oldest_age_seconds": 754.0,
+        "throttles": 0.0,
+        "alarms": {Alarms.DLQ_DEPTH: "ALARM", Alarms.ERRORS: "INSUFFICIENT_DATA"},
+        "succeeded": None,
+        "failed": None,
+        "retried": None,
+        "mean_retry_delay_seconds": None,
+        "p50_ms": None,
+        "p99_ms": None,
+        "completed_per_second": 0.0,
     }
 
 
 def test_status_json_holds_the_job_figures_the_console_shows(cli, deployment):
     """One read behind both: the console's hour of succeeded, failed and retried jobs is in the JSON too."""
     now = datetime.now(timezone.utc)
-    dimensions = [{"Name": Metrics.DIM_SERVICE, "Value": Metrics.SERVICE}, {"Name": Metrics.DIM_STAGE, "Value": "test"},
-                  {"Name": Metrics.DIM_TIER, "Value": "bulk"}]
-    boto3.client("cloudwatch").put_metric_data(Namespace=Metrics.NAMESPACE, MetricData=[
-        {"MetricName": metric, "Value": value, "Timestamp": now - timedelta(minutes=minutes_ago),
-         "Dimensions": dimensions}
-        for metric, value, minutes_ago in ((Metrics.SUCCEEDED, 90.0, 40), (Metrics.SUCCEEDED, 6.0, 1),
-                                           (Metrics.FAILED, 4.0, 20), (Metrics.RETRIED, 7.0, 2))])
+    dimensions = [
+        {"Name": Metrics.DIM_SERVICE, "Value": Metrics.SERVICE},
+        {"Name": Metrics.DIM_STAGE, "Value": "test"},
+        {"Name": Metrics.DIM_TIER, "Value": "bulk"},
+    ]
+    boto3.client("cloudwatch").put_metric_data(
+        Namespace=Metrics.NAMESPACE,
+        MetricData=[
+            {
+                "MetricName": metric,
+                "Value": value,
+                "Timestamp": now - timedelta(minutes=minutes_ago),
+                "Dimensions": dimensions,
+            }
+            for metric, value, minutes_ago in (
+                (Metrics.SUCCEEDED, 90.0, 40),
+                (Metrics.SUCCEEDED, 6.0, 1),
+                (Metrics.FAILED, 4.0, 20),
+                (Metrics.RETRIED, 7.0, 2),
+            )
+        ],
+    )
 
     bulk = {row["tier"]: row for row in json.loads(cli("status", "--json").stdout)["tiers"]}["bulk"]
 
@@ -169,11 +228,18 @@ def test_status_json_holds_the_job_figures_the_console_shows(cli, deployment):
 
 def _throttled(tier: str, count: float, minutes_ago: float, stage: str = "test") -> None:
     """What Lambda publishes when it refuses a batch of the tier's consumer for lack of concurrency."""
-    boto3.client("cloudwatch").put_metric_data(Namespace="AWS/Lambda", MetricData=[{
-        "MetricName": "Throttles", "Value": count, "Unit": "Count",
-        "Timestamp": datetime.now(timezone.utc) - timedelta(minutes=minutes_ago),
-        "Dimensions": [{"Name": "FunctionName", "Value": consumer_function_name(stage, tier)}],
-    }])
+    boto3.client("cloudwatch").put_metric_data(
+        Namespace="AWS/Lambda",
+        MetricData=[
+            {
+                "MetricName": "Throttles",
+                "Value": count,
+                "Unit": "Count",
+                "Timestamp": datetime.now(timezone.utc) - timedelta(minutes=minutes_ago),
+                "Dimensions": [{"Name": "FunctionName", "Value": consumer_function_name(stage, tier)}],
+            }
+        ],
+    )
 
 
 def test_status_shows_each_consumers_throttles_of_the_last_5_minutes(cli, deployment):
@@ -189,9 +255,20 @@ def test_status_shows_each_consumers_throttles_of_the_last_5_minutes(cli, deploy
     assert result.exit_code == 0, result.output
     [header] = [line for line in result.stdout.splitlines() if line.startswith("┃")]
     assert [c.strip() for c in header.split("┃")[1:-1]] == [
-        "Tier", "Visible", "In flight", "Delayed", "DLQ", "Oldest", "Throttled", "Alarms"]
-    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
-            for line in result.stdout.splitlines() if line.startswith("│")}
+        "Tier",
+        "Visible",
+        "In flight",
+        "Delayed",
+        "DLQ",
+        "Oldest",
+        "Throttled",
+        "Alarms",
+    ]
+    rows = {
+        line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+        for line in result.stdout.splitlines()
+        if line.startswith("│")
+    }
     assert (rows["bulk"][5], rows["critical"][5], rows["transactional"][5]) == ("7", "0", "0")
     tiers = {row["tier"]: row for row in json.loads(cli("status", "--json").stdout)["tiers"]}
     assert (tiers["bulk"]["throttles"], tiers["critical"]["throttles"]) == (7.0, 0.0)
@@ -207,7 +284,15 @@ def test_status_piped_prints_every_column_whole_on_a_narrow_terminal_setting(dep
     assert result.exit_code == 0, result.output
     [header] = [line for line in result.stdout.splitlines() if line.startswith("┃")]
     assert [c.strip() for c in header.split("┃")[1:-1]] == [
-        "Tier", "Visible", "In flight", "Delayed", "DLQ", "Oldest", "Throttled", "Alarms"]
+        "Tier",
+        "Visible",
+        "In flight",
+        "Delayed",
+        "DLQ",
+        "Oldest",
+        "Throttled",
+        "Alarms",
+    ]
     assert "│ transactional │" in result.stdout
 
 
@@ -322,7 +407,12 @@ def test_dlq_replay_json_is_the_replay_response(cli, deployment):
 
     answer = json.loads(result.stdout)
     assert (answer["action"], answer["tier"], answer["matched"], answer["moved"], answer["failed"]) == (
-        "replay", "bulk", 1, 1, 0)
+        "replay",
+        "bulk",
+        1,
+        1,
+        0,
+    )
     assert answer["groups"][0]["job_type"] == "analytics.record_event"
 
 
@@ -360,22 +450,56 @@ def _invoked(stubber, event: dict, answer: dict, *, function_error: str | None =
     response = {"StatusCode": 200, "Payload": io.BytesIO(json.dumps(answer).encode())}
     if function_error:
         response["FunctionError"] = function_error
-    stubber.add_response("invoke", response, {
-        "FunctionName": "tiered-jobs-test-replay", "InvocationType": "RequestResponse",
-        "Payload": json.dumps(event).encode(),
-    })
+    stubber.add_response(
+        "invoke",
+        response,
+        {
+            "FunctionName": "tiered-jobs-test-replay",
+            "InvocationType": "RequestResponse",
+            "Payload": json.dumps(event).encode(),
+        },
+    )
 
 
 def test_dlq_replay_via_the_deployed_function(cli, deployment, stub_lambda):
-    event = {"action": "replay", "tier": "critical", "dry_run": False, "max_messages": 5, "job_type": "payments.*",
-             "error_type": None, "older_than_seconds": 0, "max_per_second": None}
-    _invoked(stub_lambda, event, {
-        "action": "replay", "tier": "critical", "mode": "batch", "dry_run": False, "matched": 4, "moved": 4,
-        "failed": 0, "left_in_dlq": 0, "stopped_because": "dlq_empty", "task_handle": None,
-        "groups": [{"job_type": "payments.capture", "error_type": "TimeoutError", "reason": "retries_exhausted",
-                    "error_message": "timed out", "count": 4, "oldest": None, "newest": None,
-                    "sample_message_ids": ["m1"]}],
-    })
+    event = {
+        "action": "replay",
+        "tier": "critical",
+        "dry_run": False,
+        "max_messages": 5,
+        "job_type": "payments.*",
+        "error_type": None,
+        "older_than_seconds": 0,
+        "max_per_second": None,
+    }
+    _invoked(
+        stub_lambda,
+        event,
+        {
+            "action": "replay",
+            "tier": "critical",
+            "mode": "batch",
+            "dry_run": False,
+            "matched": 4,
+            "moved": 4,
+            "failed": 0,
+            "left_in_dlq": 0,
+            "stopped_because": "dlq_empty",
+            "task_handle": None,
+            "groups": [
+                {
+                    "job_type": "payments.capture",
+                    "error_type": "TimeoutError",
+                    "reason": "retries_exhausted",
+                    "error_message": "timed out",
+                    "count": 4,
+                    "oldest": None,
+                    "newest": None,
+                    "sample_message_ids": ["m1"],
+                }
+            ],
+        },
+    )
 
     result = cli("dlq", "replay", "critical", "--job-type", "payments.*", "--max", "5", "--via", "lambda")
 
@@ -385,9 +509,12 @@ def test_dlq_replay_via_the_deployed_function(cli, deployment, stub_lambda):
 
 
 def test_dlq_inspect_via_the_deployed_function_reports_its_refusal(cli, deployment, stub_lambda):
-    _invoked(stub_lambda, {"action": "inspect", "tier": "critical", "max_messages": 100},
-             {"errorMessage": "invalid replay event: something", "errorType": "ReplayEventError"},
-             function_error="Unhandled")
+    _invoked(
+        stub_lambda,
+        {"action": "inspect", "tier": "critical", "max_messages": 100},
+        {"errorMessage": "invalid replay event: something", "errorType": "ReplayEventError"},
+        function_error="Unhandled",
+    )
 
     result = cli("dlq", "inspect", "critical", "--via", "lambda")
 
@@ -398,11 +525,31 @@ def test_dlq_inspect_via_the_deployed_function_reports_its_refusal(cli, deployme
 
 
 def test_dlq_replay_reports_failed_sends_with_exit_code_1(cli, deployment, stub_lambda):
-    event = {"action": "replay", "tier": "critical", "dry_run": False, "max_messages": 100, "job_type": None,
-             "error_type": None, "older_than_seconds": 0, "max_per_second": None}
-    _invoked(stub_lambda, event, {"action": "replay", "tier": "critical", "dry_run": False, "matched": 3,
-                                  "moved": 1, "failed": 2, "left_in_dlq": 2, "groups": [],
-                                  "stopped_because": "dlq_empty"})
+    event = {
+        "action": "replay",
+        "tier": "critical",
+        "dry_run": False,
+        "max_messages": 100,
+        "job_type": None,
+        "error_type": None,
+        "older_than_seconds": 0,
+        "max_per_second": None,
+    }
+    _invoked(
+        stub_lambda,
+        event,
+        {
+            "action": "replay",
+            "tier": "critical",
+            "dry_run": False,
+            "matched": 3,
+            "moved": 1,
+            "failed": 2,
+            "left_in_dlq": 2,
+            "groups": [],
+            "stopped_because": "dlq_empty",
+        },
+    )
 
     result = cli("dlq", "replay", "critical", "--via", "lambda")
 
@@ -477,5 +624,6 @@ def test_publish_with_a_schema_outside_the_validators_subset_is_one_line(cli, de
 
     assert result.exit_code == 2
     assert _one_error_line(result).startswith(
-        "error: payload schema demo.hello.schema.json: unsupported keyword(s) anyOf; supported: ")
+        "error: payload schema demo.hello.schema.json: unsupported keyword(s) anyOf; supported: "
+    )
     assert all(received_bodies(url) == [] for url in deployment.queue_urls.values())

@@ -6,11 +6,14 @@ from __future__ import annotations
 import pytest
 
 
-@pytest.mark.parametrize("args, env, port", [
-    ([], {}, 8321),
-    ([], {"TIERED_JOBS_CONSOLE_PORT": "0"}, 0),
-    (["--port", "9001"], {"TIERED_JOBS_CONSOLE_PORT": "0"}, 9001),  # the flag wins
-])
+@pytest.mark.parametrize(
+    "args, env, port",
+    [
+        ([], {}, 8321),
+        ([], {"TIERED_JOBS_CONSOLE_PORT": "0"}, 0),
+        (["--port", "9001"], {"TIERED_JOBS_CONSOLE_PORT": "0"}, 9001),  # the flag wins
+    ],
+)
 def test_the_console_listens_where_it_is_told(deployment, monkeypatch, args, env, port):
     from typer.testing import CliRunner
 
@@ -30,6 +33,7 @@ def test_a_port_that_is_not_a_number_is_refused_in_one_line(deployment, monkeypa
     from tiered_jobs.cli import app
 
     result = CliRunner(env={"TIERED_JOBS_CONSOLE_PORT": "eighty", "COLUMNS": "250"}).invoke(
-        app, ["--stage", "test", "console"])
+        app, ["--stage", "test", "console"]
+    )
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "Invalid value for '--port' (env var: 'TIERED_JOBS_CONSOLE_PORT')" in result.output

@@ -12,12 +12,21 @@ from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
 
 
 def test_publish_with_a_tenant_sets_the_message_group_id(cli, deployment):
-    result = cli("publish", "payments.update_balance", "-k", "p1", "-p", '{"account_id": "acc_1", "amount": 5}',
-                 "--tenant", "acme")
+    result = cli(
+        "publish",
+        "payments.update_balance",
+        "-k",
+        "p1",
+        "-p",
+        '{"account_id": "acc_1", "amount": 5}',
+        "--tenant",
+        "acme",
+    )
 
     assert result.exit_code == 0, result.output
     (message,) = boto3.client("sqs").receive_message(
-        QueueUrl=deployment.queue_urls["critical"], MessageSystemAttributeNames=["MessageGroupId"])["Messages"]
+        QueueUrl=deployment.queue_urls["critical"], MessageSystemAttributeNames=["MessageGroupId"]
+    )["Messages"]
     assert message["Attributes"]["MessageGroupId"] == "acme"
     assert json.loads(message["Body"])["tenant"] == "acme"
 
@@ -31,13 +40,24 @@ def test_publish_refuses_a_tenant_sqs_would_refuse(cli, deployment):
 
 def test_status_shows_the_configured_and_the_current_rate(cli, deployment):
     limits = RateLimits(RateLimit(5, 5), {"analytics.*": RateLimit(2, 2)})
-    boto3.client("ssm").put_parameter(Name=Ssm.tier("test", "bulk", Ssm.TIER_RATE_LIMITS), Value=limits.to_json(),
-                                      Type="String")
-    boto3.client("cloudwatch").put_metric_data(Namespace=Metrics.NAMESPACE, MetricData=[{
-        "MetricName": Metrics.SUCCEEDED, "Value": 600.0, "Timestamp": datetime.now(timezone.utc) - timedelta(minutes=2),
-        "Dimensions": [{"Name": Metrics.DIM_SERVICE, "Value": Metrics.SERVICE},
-                       {"Name": Metrics.DIM_STAGE, "Value": "test"}, {"Name": Metrics.DIM_TIER, "Value": "bulk"}],
-    }])
+    boto3.client("ssm").put_parameter(
+        Name=Ssm.tier("test", "bulk", Ssm.TIER_RATE_LIMITS), Value=limits.to_json(), Type="String"
+    )
+    boto3.client("cloudwatch").put_metric_data(
+        Namespace=Metrics.NAMESPACE,
+        MetricData=[
+            {
+                "MetricName": Metrics.SUCCEEDED,
+                "Value": 600.0,
+                "Timestamp": datetime.now(timezone.utc) - timedelta(minutes=2),
+                "Dimensions": [
+                    {"Name": Metrics.DIM_SERVICE, "Value": Metrics.SERVICE},
+                    {"Name": Metrics.DIM_STAGE, "Value": "test"},
+                    {"Name": Metrics.DIM_TIER, "Value": "bulk"},
+                ],
+            }
+        ],
+    )
 
     result = cli("status")
     assert result.exit_code == 0, result.output
@@ -59,11 +79,15 @@ def test_rate_limits_of_more_tiers_than_one_call_takes_are_all_read(aws):
     ssm = boto3.client("ssm")
     tiers = [f"t{n}" for n in range(12)]
     for tier in ("t0", "t11"):
-        ssm.put_parameter(Name=Ssm.tier("test", tier, Ssm.TIER_RATE_LIMITS), Type="String",
-                          Value=RateLimits(RateLimit(3, 3)).to_json())
+        ssm.put_parameter(
+            Name=Ssm.tier("test", tier, Ssm.TIER_RATE_LIMITS),
+            Type="String",
+            Value=RateLimits(RateLimit(3, 3)).to_json(),
+        )
     calls: list[int] = []
-    ssm.meta.events.register("provide-client-params.ssm.GetParameters",
-                             lambda params, **_: calls.append(len(params["Names"])))
+    ssm.meta.events.register(
+        "provide-client-params.ssm.GetParameters", lambda params, **_: calls.append(len(params["Names"]))
+    )
 
     limits = rates.configured(ssm, "test", tiers)
 

@@ -23,8 +23,10 @@ def test_publish_at_schedules_once_and_cancel_removes_it(cli, scheduling):
     assert "tiered-jobs cancel payments.capture cap-1" in first.output
     assert again.exit_code == 0 and again.output.startswith("Already scheduled:")
     name = one_time_schedule_name("payments.capture", "cap-1")
-    assert scheduling.get_schedule(Name=name, GroupName=GROUP)["ScheduleExpression"] == \
-        f"at({at.strftime('%Y-%m-%dT%H:%M:%S')})"
+    assert (
+        scheduling.get_schedule(Name=name, GroupName=GROUP)["ScheduleExpression"]
+        == f"at({at.strftime('%Y-%m-%dT%H:%M:%S')})"
+    )
 
     cancelled, nothing = cli("cancel", "payments.capture", "cap-1"), cli("cancel", "payments.capture", "cap-1")
     assert cancelled.exit_code == 0 and "Cancelled payments.capture (key 'cap-1')" in cancelled.output
@@ -45,10 +47,18 @@ def test_cancel_of_a_job_whose_time_has_come_says_it_was_sent(cli, scheduling, d
     name = one_time_schedule_name("payments.capture", "cap-due")
     due = (datetime.now(timezone.utc) - timedelta(seconds=30)).replace(microsecond=0)
     scheduling.create_schedule(
-        Name=name, GroupName=GROUP, ScheduleExpression=f"at({due.strftime('%Y-%m-%dT%H:%M:%S')})",
-        ScheduleExpressionTimezone="UTC", FlexibleTimeWindow={"Mode": "OFF"}, ActionAfterCompletion="DELETE",
-        Target={"Arn": "arn:aws:sqs:us-east-1:123456789012:q", "RoleArn": "arn:aws:iam::123456789012:role/one-time",
-                "Input": "{}"})
+        Name=name,
+        GroupName=GROUP,
+        ScheduleExpression=f"at({due.strftime('%Y-%m-%dT%H:%M:%S')})",
+        ScheduleExpressionTimezone="UTC",
+        FlexibleTimeWindow={"Mode": "OFF"},
+        ActionAfterCompletion="DELETE",
+        Target={
+            "Arn": "arn:aws:sqs:us-east-1:123456789012:q",
+            "RoleArn": "arn:aws:iam::123456789012:role/one-time",
+            "Input": "{}",
+        },
+    )
     result = cli("cancel", "payments.capture", "cap-due")
     assert result.exit_code == 1 and "Cancelled" not in result.output
     assert "not cancelled" in result.output and "already sent (or is being sent)" in result.output
@@ -57,14 +67,26 @@ def test_cancel_of_a_job_whose_time_has_come_says_it_was_sent(cli, scheduling, d
 
 def test_schedules_lists_periodic_and_one_time_jobs_with_their_next_fire(cli, scheduling):
     at = (datetime.now(timezone.utc) + timedelta(days=3)).replace(second=0, microsecond=0)
-    cli("publish", "notifications.send_email", "-k", "trial-end-42", "-p", '{"to": "a@example.com", "subject": "x"}',
-        "--at", at.isoformat())
+    cli(
+        "publish",
+        "notifications.send_email",
+        "-k",
+        "trial-end-42",
+        "-p",
+        '{"to": "a@example.com", "subject": "x"}',
+        "--at",
+        at.isoformat(),
+    )
 
     result = cli("schedules", "--json")
     assert result.exit_code == 0, result.output
     periodic, one_time = json.loads(result.output)["schedules"]
-    assert (periodic["name"], periodic["kind"], periodic["tier"], periodic["job_type"]) == \
-        ("nightly-report", "periodic", "bulk", "analytics.record_event")
+    assert (periodic["name"], periodic["kind"], periodic["tier"], periodic["job_type"]) == (
+        "nightly-report",
+        "periodic",
+        "bulk",
+        "analytics.record_event",
+    )
     paris = datetime.fromisoformat(periodic["next_fire"]).astimezone(ZoneInfo("Europe/Paris"))
     assert (paris.hour, paris.minute) == (3, 0)
     assert datetime.fromisoformat(periodic["next_fire"]) > datetime.now(timezone.utc)

@@ -21,8 +21,9 @@ OLD = _iso(datetime.now(timezone.utc) - timedelta(days=30))  # published before 
 
 def _dlq_ids(deployment, tier: str) -> list[str]:
     sqs = boto3.client("sqs")
-    messages = sqs.receive_message(QueueUrl=deployment.dlq_urls[tier], MaxNumberOfMessages=10,
-                                   VisibilityTimeout=0).get("Messages", [])
+    messages = sqs.receive_message(QueueUrl=deployment.dlq_urls[tier], MaxNumberOfMessages=10, VisibilityTimeout=0).get(
+        "Messages", []
+    )
     return sorted(m["MessageId"] for m in messages)
 
 
@@ -37,8 +38,10 @@ def test_replay_leaves_letters_outside_the_window_unless_told(cli, deployment):
 
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("Replayed 1 of 1 matching letter(s) to the critical queue, 0 failed; 1 left")
-    assert ("1 letter(s) older than the tier's idempotency window (18d) were left in the DLQ: replaying them could "
-            "run jobs that had completed again.") in result.stdout
+    assert (
+        "1 letter(s) older than the tier's idempotency window (18d) were left in the DLQ: replaying them could "
+        "run jobs that had completed again."
+    ) in result.stdout
     assert [b["idempotency_key"] for b in received_bodies(deployment.queue_urls["critical"])] == ["fresh"]
 
     result = cli("dlq", "replay", "critical", "--allow-outside-window", "--json")
@@ -81,16 +84,19 @@ def test_a_window_that_cannot_be_read_counts_as_unknown(cli, deployment, monkeyp
 
 
 def test_discard_by_message_id_archives_then_deletes(cli, deployment, tmp_path):
-    ids = [_dead_letter(deployment, "critical", f"k{i}", error_message=f"account 'acc-{i}' not found")
-           for i in range(3)]
+    ids = [
+        _dead_letter(deployment, "critical", f"k{i}", error_message=f"account 'acc-{i}' not found") for i in range(3)
+    ]
     archive = tmp_path / "dropped.jsonl"
 
-    result = cli("dlq", "discard", "critical", "--message-id", ids[0], "--message-id", ids[2],
-                 "--archive", str(archive))
+    result = cli(
+        "dlq", "discard", "critical", "--message-id", ids[0], "--message-id", ids[2], "--archive", str(archive)
+    )
 
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith(
-        f"Discarded 2 of 2 matching letter(s) from the critical DLQ, archived to {archive}; 0 failed; 1 left")
+        f"Discarded 2 of 2 matching letter(s) from the critical DLQ, archived to {archive}; 0 failed; 1 left"
+    )
     records = [json.loads(line) for line in archive.read_text(encoding="utf-8").splitlines()]
     assert sorted(r["message_id"] for r in records) == sorted([ids[0], ids[2]])
     assert {r["error_message"] for r in records} == {"account 'acc-0' not found", "account 'acc-2' not found"}
@@ -126,8 +132,9 @@ def test_a_discard_whose_archive_cannot_be_written_deletes_nothing(cli, deployme
     result = cli("dlq", "discard", "critical", "--archive", str(tmp_path / "no-such-dir" / "a.jsonl"))
 
     assert result.exit_code == 1
-    assert _one_error_line(result).startswith(f"error: could not write the archive {tmp_path}/no-such-dir/a.jsonl "
-                                              "(FileNotFoundError")
+    assert _one_error_line(result).startswith(
+        f"error: could not write the archive {tmp_path}/no-such-dir/a.jsonl (FileNotFoundError"
+    )
     assert _dlq_ids(deployment, "critical") == sorted(ids)
 
 
@@ -135,8 +142,13 @@ def test_a_discard_whose_archive_cannot_be_written_deletes_nothing(cli, deployme
 
 
 def test_show_prints_the_letter_with_its_real_error_message(cli, deployment):
-    wanted = _dead_letter(deployment, "critical", "pay-7", error_type="PayloadValidationError",
-                          error_message="payload field 'amount' must be positive")
+    wanted = _dead_letter(
+        deployment,
+        "critical",
+        "pay-7",
+        error_type="PayloadValidationError",
+        error_message="payload field 'amount' must be positive",
+    )
 
     result = cli("dlq", "show", "critical", "--message-id", wanted)
 
@@ -168,13 +180,28 @@ def test_inspect_masks_the_error_message_in_the_table_and_in_json(cli, deploymen
 # -- tables that fit ----------------------------------------------------------------------------
 
 GROUPS = [
-    {"count": 12, "job_type": "notifications.send_email", "error_type": "IdempotencyConflictError",
-     "reason": "permanent", "outside_window": 0, "oldest": "2026-11-29T08:00:00.000Z",
-     "newest": "2026-11-29T08:13:00.000Z", "sample_message_ids": [],
-     "error_message": "idempotency key '<value>' was already used for '<value>' with a different payload"},
-    {"count": 3, "job_type": "demo.flaky", "error_type": "TimeoutError", "reason": "retries_exhausted",
-     "outside_window": 0, "oldest": "2026-11-29T09:00:00.000Z", "newest": "2026-11-29T09:30:00.000Z",
-     "sample_message_ids": [], "error_message": "bank API timed out after <n> s"},
+    {
+        "count": 12,
+        "job_type": "notifications.send_email",
+        "error_type": "IdempotencyConflictError",
+        "reason": "permanent",
+        "outside_window": 0,
+        "oldest": "2026-11-29T08:00:00.000Z",
+        "newest": "2026-11-29T08:13:00.000Z",
+        "sample_message_ids": [],
+        "error_message": "idempotency key '<value>' was already used for '<value>' with a different payload",
+    },
+    {
+        "count": 3,
+        "job_type": "demo.flaky",
+        "error_type": "TimeoutError",
+        "reason": "retries_exhausted",
+        "outside_window": 0,
+        "oldest": "2026-11-29T09:00:00.000Z",
+        "newest": "2026-11-29T09:30:00.000Z",
+        "sample_message_ids": [],
+        "error_message": "bank API timed out after <n> s",
+    },
 ]
 
 
@@ -191,8 +218,13 @@ def _words_whole(lines: list[str], words: list[str]) -> list[str]:
 
 
 SHORT = [
-    {**GROUPS[1], "count": 7, "job_type": "payments.update_balance", "error_type": "TimeoutError",
-     "error_message": "bank API timed out after <n> s while the partner was being upgraded"},
+    {
+        **GROUPS[1],
+        "count": 7,
+        "job_type": "payments.update_balance",
+        "error_type": "TimeoutError",
+        "error_message": "bank API timed out after <n> s while the partner was being upgraded",
+    },
     GROUPS[1],
 ]
 

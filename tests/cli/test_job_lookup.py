@@ -30,8 +30,9 @@ def _target(deployment) -> Target:
 
 
 def test_completed_job_shows_its_result_and_time(cli, deployment):
-    boto3.client("ssm").put_parameter(Name=Ssm.tier("test", "critical", Ssm.TIER_IDEMPOTENCY_TTL),
-                                      Value="3600", Type="String", Overwrite=True)
+    boto3.client("ssm").put_parameter(
+        Name=Ssm.tier("test", "critical", Ssm.TIER_IDEMPOTENCY_TTL), Value="3600", Type="String", Overwrite=True
+    )
     before = time.time()
     _completed(deployment, "payments.update_balance", "pay_1", {"balance": 500})
 
@@ -62,11 +63,16 @@ def test_unknown_job_is_never_pending(cli, deployment):
 def test_in_progress_and_expired_records(deployment):
     dynamodb = boto3.client("dynamodb")
     now = time.time()
-    for key, status, expiry, until_ms in (("running", RecordStatus.IN_PROGRESS, now + 3600, (now + 20) * 1000),
-                                          ("stale", RecordStatus.IN_PROGRESS, now + 3600, (now - 20) * 1000),
-                                          ("old", RecordStatus.COMPLETED, now - 5, None)):
-        item = {RecordAttributes.KEY: {"S": record_id("demo.hello", key)}, RecordAttributes.STATUS: {"S": status},
-                RecordAttributes.EXPIRATION: {"N": str(int(expiry))}}
+    for key, status, expiry, until_ms in (
+        ("running", RecordStatus.IN_PROGRESS, now + 3600, (now + 20) * 1000),
+        ("stale", RecordStatus.IN_PROGRESS, now + 3600, (now - 20) * 1000),
+        ("old", RecordStatus.COMPLETED, now - 5, None),
+    ):
+        item = {
+            RecordAttributes.KEY: {"S": record_id("demo.hello", key)},
+            RecordAttributes.STATUS: {"S": status},
+            RecordAttributes.EXPIRATION: {"N": str(int(expiry))},
+        }
         if until_ms is not None:
             item[RecordAttributes.IN_PROGRESS_EXPIRATION] = {"N": str(int(until_ms))}
         dynamodb.put_item(TableName=deployment.idempotency_table, Item=item)
@@ -93,8 +99,9 @@ def test_dead_letter_with_the_key_is_found_with_its_reasons(cli, deployment):
     assert letter.reasons[DeadLetter.ERROR_TYPE] == "TimeoutError"
     assert json.loads(letter.body)["idempotency_key"] == "pay_9"
     assert found.letters_read == {"critical": 2, "transactional": 0, "bulk": 0}
-    depth = boto3.client("sqs").get_queue_attributes(QueueUrl=deployment.dlq_urls["critical"],
-                                                     AttributeNames=["ApproximateNumberOfMessages"])
+    depth = boto3.client("sqs").get_queue_attributes(
+        QueueUrl=deployment.dlq_urls["critical"], AttributeNames=["ApproximateNumberOfMessages"]
+    )
     assert depth["Attributes"]["ApproximateNumberOfMessages"] == "2"  # read, never removed
     text = cli("job", "payments.update_balance", "pay_9")
     assert "dead letter in the critical DLQ" in text.stdout and "ErrorType=TimeoutError" in text.stdout
@@ -111,24 +118,33 @@ def test_a_pending_at_job_of_that_key_is_shown(cli, scheduling):
     found = json.loads(cli("job", "payments.capture", "cap-7", "--json").stdout)
     text = cli("job", "payments.capture", "cap-7").stdout
 
-    assert found["scheduled_runs"] == [{"at": lookup._iso(at.timestamp()), "schedule": name,
-                                        "detail": "one-time, to the critical queue"}]
+    assert found["scheduled_runs"] == [
+        {"at": lookup._iso(at.timestamp()), "schedule": name, "detail": "one-time, to the critical queue"}
+    ]
     assert f"scheduled runs: {at.isoformat()} (one-time, to the critical queue; schedule {name})" in text
     assert cli("cancel", "payments.capture", "cap-7").exit_code == 0
     assert "scheduled runs: none\n" in cli("job", "payments.capture", "cap-7").stdout
-    assert json.loads(cli("job", "payments.capture", "cap-8", "--json").stdout)["scheduled_runs"][0]["schedule"] \
-        == one_time_schedule_name("payments.capture", "cap-8")
+    assert json.loads(cli("job", "payments.capture", "cap-8", "--json").stdout)["scheduled_runs"][0][
+        "schedule"
+    ] == one_time_schedule_name("payments.capture", "cap-8")
 
 
 def test_a_one_time_schedule_that_fired_is_no_pending_run(cli, scheduling):
     """Scheduler deletes a fired one-time schedule only some time after: until then it is there, but done."""
     due = (datetime.now(timezone.utc) - timedelta(minutes=2)).replace(microsecond=0)
     scheduling.create_schedule(
-        Name=one_time_schedule_name("payments.capture", "cap-due"), GroupName=GROUP,
-        ScheduleExpression=f"at({due.strftime('%Y-%m-%dT%H:%M:%S')})", ScheduleExpressionTimezone="UTC",
-        FlexibleTimeWindow={"Mode": "OFF"}, ActionAfterCompletion="DELETE",
-        Target={"Arn": "arn:aws:sqs:us-east-1:123456789012:q", "RoleArn": "arn:aws:iam::123456789012:role/one-time",
-                "Input": "{}"})
+        Name=one_time_schedule_name("payments.capture", "cap-due"),
+        GroupName=GROUP,
+        ScheduleExpression=f"at({due.strftime('%Y-%m-%dT%H:%M:%S')})",
+        ScheduleExpressionTimezone="UTC",
+        FlexibleTimeWindow={"Mode": "OFF"},
+        ActionAfterCompletion="DELETE",
+        Target={
+            "Arn": "arn:aws:sqs:us-east-1:123456789012:q",
+            "RoleArn": "arn:aws:iam::123456789012:role/one-time",
+            "Input": "{}",
+        },
+    )
 
     assert json.loads(cli("job", "payments.capture", "cap-due", "--json").stdout)["scheduled_runs"] == []
 

@@ -31,15 +31,21 @@ def _leave_behind(stage: str, *, tag: dict[str, str] | None = None, stack: str |
     sqs, dynamodb, logs, kms, ssm = (boto3.client(s) for s in ("sqs", "dynamodb", "logs", "kms", "ssm"))
     made = {}
     # The tier queues have their own names; the schedules DLQ has CloudFormation's.
-    for name in (queue_name(stage, "critical"), queue_name(stage, "critical", dlq=True),
-                 f"{stack}-SchedulesDlqF1E2D3C4-QRS"):
+    for name in (
+        queue_name(stage, "critical"),
+        queue_name(stage, "critical", dlq=True),
+        f"{stack}-SchedulesDlqF1E2D3C4-QRS",
+    ):
         made[name] = sqs.create_queue(QueueName=name, tags=tags)["QueueUrl"]
     sqs.send_message(QueueUrl=made[queue_name(stage, "critical", dlq=True)], MessageBody="{}")
     table = f"{stack}-IdempotencyTable48612DF4-ABC123"
-    dynamodb.create_table(TableName=table, BillingMode="PAY_PER_REQUEST",
-                          AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-                          KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-                          Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
+    dynamodb.create_table(
+        TableName=table,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        Tags=[{"Key": k, "Value": v} for k, v in tags.items()],
+    )
     group = f"{stack}-TiercriticalConsumerLogsFA20E025-XYZ"
     logs.create_log_group(logGroupName=group, tags=tags)
     key = kms.create_key(Description=alarm_key_description(stage))["KeyMetadata"]["KeyId"]  # the stack does not tag it
@@ -57,34 +63,55 @@ def _leave_behind(stage: str, *, tag: dict[str, str] | None = None, stack: str |
     )
     bucket = _archive_bucket(stage, tags, stack)
     role = _one_time_role(stage, tags, stack)
-    return {"table": table, "group": group, "key": key, "schedule_group": Schedules.group_name(stage), "bucket": bucket,
-            "role": role}
+    return {
+        "table": table,
+        "group": group,
+        "key": key,
+        "schedule_group": Schedules.group_name(stage),
+        "bucket": bucket,
+        "role": role,
+    }
 
 
 def _one_time_role(stage: str, tags: dict[str, str], stack: str, region: str = "us-east-1") -> str:
     """The retained role of the one-time jobs: CloudFormation's name, the construct's path, the policy inline."""
     iam = boto3.client("iam")
     name = f"{stack}-SchedulesOneTimeRoleC2DF5688-{region.replace('-', '')}"[:64]
-    iam.create_role(RoleName=name, Path=Schedules.one_time_role_path(stage, region),
-                    AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
-                        {"Effect": "Allow", "Action": "sts:AssumeRole",
-                         "Principal": {"Service": "scheduler.amazonaws.com"}}]}),
-                    Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
-    iam.put_role_policy(RoleName=name, PolicyName="SendToTierQueues", PolicyDocument=json.dumps({
-        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": "*"}]}))
+    iam.create_role(
+        RoleName=name,
+        Path=Schedules.one_time_role_path(stage, region),
+        AssumeRolePolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"Service": "scheduler.amazonaws.com"}}
+                ],
+            }
+        ),
+        Tags=[{"Key": k, "Value": v} for k, v in tags.items()],
+    )
+    iam.put_role_policy(
+        RoleName=name,
+        PolicyName="SendToTierQueues",
+        PolicyDocument=json.dumps(
+            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": "*"}]}
+        ),
+    )
     return name
 
 
 def _roles(stage: str, region: str = "us-east-1") -> list[str]:
-    return [r["RoleName"] for r in boto3.client("iam").list_roles(
-        PathPrefix=Schedules.one_time_role_path(stage, region))["Roles"]]
+    return [
+        r["RoleName"]
+        for r in boto3.client("iam").list_roles(PathPrefix=Schedules.one_time_role_path(stage, region))["Roles"]
+    ]
 
 
 def _bucket_name(stage: str, suffix: str = "1a2b3c4d5e6f", stack: str | None = None) -> str:
     """CloudFormation's generated bucket name: ``<stack name>-<logical id>-<suffix>``, lower-cased, the
     logical id cut to fit S3's 63 characters."""
     stack = stack or stack_name(stage)
-    logical_id = "ReplayDiscardArchiveBucket56071EA0"[:63 - len(stack) - len(suffix) - 2]
+    logical_id = "ReplayDiscardArchiveBucket56071EA0"[: 63 - len(stack) - len(suffix) - 2]
     return f"{stack}-{logical_id}-{suffix}".lower()
 
 
@@ -109,8 +136,11 @@ def _archive_bucket(stage: str, tags: dict[str, str], stack: str) -> str:
 
 
 def _buckets(stage: str, stack: str | None = None) -> list[str]:
-    return [b["Name"] for b in boto3.client("s3").list_buckets()["Buckets"]
-            if b["Name"].startswith(f"{(stack or stack_name(stage)).lower()}-")]
+    return [
+        b["Name"]
+        for b in boto3.client("s3").list_buckets()["Buckets"]
+        if b["Name"].startswith(f"{(stack or stack_name(stage)).lower()}-")
+    ]
 
 
 @pytest.fixture
@@ -124,15 +154,16 @@ def run(aws):
 def _remaining(stage: str, stack: str | None = None) -> dict[str, list]:
     stack = stack or stack_name(stage)
     sqs, dynamodb, logs, kms, ssm = (boto3.client(s) for s in ("sqs", "dynamodb", "logs", "kms", "ssm"))
-    keys = [k["KeyId"] for k in kms.list_keys()["Keys"]
-            if kms.describe_key(KeyId=k["KeyId"])["KeyMetadata"]["KeyState"] != "PendingDeletion"]
+    keys = [
+        k["KeyId"]
+        for k in kms.list_keys()["Keys"]
+        if kms.describe_key(KeyId=k["KeyId"])["KeyMetadata"]["KeyState"] != "PendingDeletion"
+    ]
     return {
         "queues": sqs.list_queues(QueueNamePrefix=queue_name(stage, "")).get("QueueUrls", []),
         "generated_queues": sqs.list_queues(QueueNamePrefix=f"{stack}-").get("QueueUrls", []),
         "tables": [t for t in dynamodb.list_tables()["TableNames"] if t.startswith(f"{stack}-")],
-        "groups": [
-            g["logGroupName"] for g in logs.describe_log_groups(logGroupNamePrefix=f"{stack}-")["logGroups"]
-        ],
+        "groups": [g["logGroupName"] for g in logs.describe_log_groups(logGroupNamePrefix=f"{stack}-")["logGroups"]],
         "keys": [
             k for k in keys if kms.describe_key(KeyId=k)["KeyMetadata"]["Description"] == alarm_key_description(stage)
         ],
@@ -231,17 +262,21 @@ def _foreign(stack: str) -> dict[str, str]:
     sqs, dynamodb, logs, kms, s3 = (boto3.client(s) for s in ("sqs", "dynamodb", "logs", "kms", "s3"))
     queue = sqs.create_queue(QueueName=f"{stack}-OrdersQueue1A2B3C4D-XYZ", tags=tags)["QueueUrl"]
     table = f"{stack}-OrdersTable5E6F7A8B-DEF"
-    dynamodb.create_table(TableName=table, BillingMode="PAY_PER_REQUEST",
-                          AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-                          KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-                          Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
+    dynamodb.create_table(
+        TableName=table,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        Tags=[{"Key": k, "Value": v} for k, v in tags.items()],
+    )
     group = f"{stack}-ApiLogs9C0D1E2F-GHI"
     logs.create_log_group(logGroupName=group, tags=tags)
     bucket = f"{stack.lower()}-uploadsbucket3a4b5c6d-jkl"
     s3.create_bucket(Bucket=bucket)
     s3_backends[DEFAULT_ACCOUNT_ID]["aws"].put_bucket_tagging(bucket, tags)  # aws: tags: only AWS sets them
-    key = kms.create_key(Description=f"{stack} orders data",
-                         Tags=[{"TagKey": k, "TagValue": v} for k, v in tags.items()])["KeyMetadata"]["KeyId"]
+    key = kms.create_key(
+        Description=f"{stack} orders data", Tags=[{"TagKey": k, "TagValue": v} for k, v in tags.items()]
+    )["KeyMetadata"]["KeyId"]
     return {"queue": queue, "table": table, "group": group, "bucket": bucket, "key": key}
 
 
@@ -266,9 +301,12 @@ def test_a_library_users_own_retained_resources_are_never_taken(run):
 
 
 def _denied(operation: str) -> dict:
-    return {"method": operation, "service_error_code": "AccessDeniedException",
-            "service_message": "User is not authorized to perform kms:DescribeKey on this resource",
-            "http_status_code": 400}
+    return {
+        "method": operation,
+        "service_error_code": "AccessDeniedException",
+        "service_message": "User is not authorized to perform kms:DescribeKey on this resource",
+        "http_status_code": 400,
+    }
 
 
 def test_a_key_it_may_not_look_at_is_skipped_not_fatal(aws):
@@ -284,9 +322,18 @@ def test_a_key_it_may_not_look_at_is_skipped_not_fatal(aws):
     stubber.add_response("list_keys", {"Keys": [{"KeyId": i} for i in ids.values()], "Truncated": False})
     stubber.add_client_error(**_denied("describe_key"), expected_params={"KeyId": ids["theirs"]})
     for name, description in (("tagless", "another team's key"), ("ours", alarm_key_description("dev"))):
-        stubber.add_response("describe_key", {"KeyMetadata": {
-            "KeyId": ids[name], "KeyManager": "CUSTOMER", "KeyState": "Enabled", "Description": description}},
-            expected_params={"KeyId": ids[name]})
+        stubber.add_response(
+            "describe_key",
+            {
+                "KeyMetadata": {
+                    "KeyId": ids[name],
+                    "KeyManager": "CUSTOMER",
+                    "KeyState": "Enabled",
+                    "Description": description,
+                }
+            },
+            expected_params={"KeyId": ids[name]},
+        )
         stubber.add_client_error(**_denied("list_resource_tags"), expected_params={"KeyId": ids[name]})
     with stubber:
         found = find_leftovers(lambda service: kms if service == "kms" else boto3.client(service), "dev")
@@ -297,8 +344,14 @@ def test_a_key_it_may_not_look_at_is_skipped_not_fatal(aws):
 def test_refuses_while_the_stack_exists(run):
     boto3.client("cloudformation").create_stack(
         StackName=stack_name("dev"),
-        TemplateBody=json.dumps({"Resources": {"Q": {"Type": "AWS::SQS::Queue",
-                                                     "Properties": {"QueueName": queue_name("dev", "critical")}}}}))
+        TemplateBody=json.dumps(
+            {
+                "Resources": {
+                    "Q": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": queue_name("dev", "critical")}}
+                }
+            }
+        ),
+    )
     result = run("--stage", "dev", "teardown", "--yes")
     assert result.exit_code == 1
     assert "still exists" in result.output and "npx cdk destroy -c stage=dev" in result.output
@@ -310,8 +363,9 @@ def test_a_library_users_stack_that_still_exists_is_never_torn_down(run):
     ``Billing``, so teardown refuses while that stack exists, though no ``TieredJobs-dev`` stack ever did."""
     cfn = {"aws:cloudformation:stack-name": "Billing"}
     made = _leave_behind("dev", tag={STAGE_TAG: "dev", **cfn}, stack="Billing")
-    boto3.client("cloudformation").create_stack(StackName="Billing", TemplateBody=json.dumps(
-        {"Resources": {"T": {"Type": "AWS::SNS::Topic"}}}))
+    boto3.client("cloudformation").create_stack(
+        StackName="Billing", TemplateBody=json.dumps({"Resources": {"T": {"Type": "AWS::SNS::Topic"}}})
+    )
     result = run("--stage", "dev", "teardown", "--yes")
     assert result.exit_code == 1
     assert "stack Billing still exists" in result.output and "npx cdk destroy Billing" in result.output
@@ -348,8 +402,11 @@ def test_nothing_left_says_so(run):
 
 
 #: S3 authorizes these calls under other action names (the IAM Service Authorization Reference).
-S3_ACTIONS = {"ListBuckets": "s3:ListAllMyBuckets", "ListObjectVersions": "s3:ListBucketVersions",
-              "DeleteObjects": "s3:DeleteObjectVersion"}  # each key is deleted by version id
+S3_ACTIONS = {
+    "ListBuckets": "s3:ListAllMyBuckets",
+    "ListObjectVersions": "s3:ListBucketVersions",
+    "DeleteObjects": "s3:DeleteObjectVersion",
+}  # each key is deleted by version id
 
 
 def test_the_documented_permissions_cover_every_call(run, monkeypatch):
@@ -363,8 +420,9 @@ def test_the_documented_permissions_cover_every_call(run, monkeypatch):
 
     def record(self, operation_name, api_params):
         prefix = self.meta.service_model.signing_name  # the IAM prefix: sqs, logs, scheduler, s3...
-        calls.add(S3_ACTIONS.get(operation_name, f"s3:{operation_name}") if prefix == "s3"
-                  else f"{prefix}:{operation_name}")
+        calls.add(
+            S3_ACTIONS.get(operation_name, f"s3:{operation_name}") if prefix == "s3" else f"{prefix}:{operation_name}"
+        )
         return original(self, operation_name, api_params)
 
     _leave_behind("dev")

@@ -25,8 +25,9 @@ def get(url: str, **kwargs) -> requests.Response:
 def _publish(deployment, tier: str, count: int) -> None:
     sqs = boto3.client("sqs")
     for i in range(count):
-        sqs.send_message(QueueUrl=deployment.queue_urls[tier],
-                         MessageBody=envelope.build("demo.hello", {}, f"{tier}-{i}").to_json())
+        sqs.send_message(
+            QueueUrl=deployment.queue_urls[tier], MessageBody=envelope.build("demo.hello", {}, f"{tier}-{i}").to_json()
+        )
 
 
 def _csrf(html: str) -> str:
@@ -46,8 +47,11 @@ def test_tiers_page_shows_depths_in_a_bounded_number_of_calls(deployment, serve)
     page = get(console.url)
 
     assert page.status_code == 200
-    rows = dict(re.findall(r'<tr data-tier="([a-z]+)">\s*<td class="name">[a-z]+</td>\s*<td class="depth">(\d+)</td>',
-                           page.text))
+    rows = dict(
+        re.findall(
+            r'<tr data-tier="([a-z]+)">\s*<td class="name">[a-z]+</td>\s*<td class="depth">(\d+)</td>', page.text
+        )
+    )
     assert rows == {"critical": "3", "transactional": "0", "bulk": "1"}
     assert 'hx-trigger="every 5s"' in page.text and "/static/htmx-2.0.4.min.js" in page.text
     # The first page also discovers the stack (DescribeStacks); a refresh is 2 per tier + alarms + metrics.
@@ -96,12 +100,18 @@ def test_job_lookup_page_shows_the_pending_one_time_run(deployment, serve):
     scheduler.create_schedule_group(Name=group)
     at = (datetime.now(timezone.utc) + timedelta(hours=2)).replace(second=0, microsecond=0)
     queue_arn = boto3.client("sqs").get_queue_attributes(
-        QueueUrl=deployment.queue_urls["critical"], AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        QueueUrl=deployment.queue_urls["critical"], AttributeNames=["QueueArn"]
+    )["Attributes"]["QueueArn"]
     name = one_time_schedule_name("payments.capture", "cap-9")
     scheduler.create_schedule(
-        Name=name, GroupName=group, ScheduleExpression=f"at({at.strftime('%Y-%m-%dT%H:%M:%S')})",
-        ScheduleExpressionTimezone="UTC", FlexibleTimeWindow={"Mode": "OFF"}, ActionAfterCompletion="DELETE",
-        Target={"Arn": queue_arn, "RoleArn": "arn:aws:iam::123456789012:role/one-time", "Input": "{}"})
+        Name=name,
+        GroupName=group,
+        ScheduleExpression=f"at({at.strftime('%Y-%m-%dT%H:%M:%S')})",
+        ScheduleExpressionTimezone="UTC",
+        FlexibleTimeWindow={"Mode": "OFF"},
+        ActionAfterCompletion="DELETE",
+        Target={"Arn": queue_arn, "RoleArn": "arn:aws:iam::123456789012:role/one-time", "Input": "{}"},
+    )
     console = serve()
 
     pending = get(console.url + "job", params={"type": "payments.capture", "key": "cap-9"}).text
@@ -214,8 +224,9 @@ def test_console_command_says_how_to_install_the_extra(monkeypatch):
 
 def _receive_count(url: str) -> int:
     """The letter's receive count so far (this peek adds one more), then visible again at once."""
-    (message,) = boto3.client("sqs").receive_message(QueueUrl=url, AttributeNames=["ApproximateReceiveCount"],
-                                                     VisibilityTimeout=0)["Messages"]
+    (message,) = boto3.client("sqs").receive_message(
+        QueueUrl=url, AttributeNames=["ApproximateReceiveCount"], VisibilityTimeout=0
+    )["Messages"]
     return int(message["Attributes"]["ApproximateReceiveCount"]) - 1
 
 
@@ -234,15 +245,22 @@ def test_another_sites_request_reads_no_letter(deployment, serve, site):
         refused = get(console.url + path, headers={"Sec-Fetch-Site": site, "Sec-Fetch-Mode": "navigate"})
         assert refused.status_code == 403 and f"Sec-Fetch-Site: {site}" in refused.text, path
     for action in ("replay/dry-run", "replay/run"):  # the CSRF token is right: the site alone refuses it
-        refused = requests.post(console.url + action, data={"csrf_token": csrf, "tier": "critical"},
-                                headers={"Sec-Fetch-Site": site}, timeout=30)
+        refused = requests.post(
+            console.url + action,
+            data={"csrf_token": csrf, "tier": "critical"},
+            headers={"Sec-Fetch-Site": site},
+            timeout=30,
+        )
         assert refused.status_code == 403, action
     assert _receive_count(deployment.dlq_urls["critical"]) == 0
     assert _depth(deployment.dlq_urls["critical"]) == 1
 
 
-@pytest.mark.parametrize("headers", [{"Sec-Fetch-Site": "same-origin"}, {"Sec-Fetch-Site": "none"}, {}],
-                         ids=["the console's own page", "typed address or bookmark", "not a browser"])
+@pytest.mark.parametrize(
+    "headers",
+    [{"Sec-Fetch-Site": "same-origin"}, {"Sec-Fetch-Site": "none"}, {}],
+    ids=["the console's own page", "typed address or bookmark", "not a browser"],
+)
 def test_the_consoles_own_pages_typed_addresses_and_scripts_read_letters(deployment, serve, headers):
     _dead_letter(deployment, "critical", "pay_9")
     console = serve()
@@ -269,12 +287,19 @@ def test_behind_a_proxy_that_rewrites_host_posts_need_origin(deployment, serve):
     for name, console in (("plain", plain), ("proxied", proxied)):
         csrf = _csrf(get(console.url + "replay?tier=critical").text)
         answers[name] = requests.post(
-            console.url + "replay/dry-run", data={"csrf_token": csrf, "tier": "critical"},
-            headers={"Origin": PROXY_ORIGIN, "Sec-Fetch-Site": "same-origin"}, timeout=30)
+            console.url + "replay/dry-run",
+            data={"csrf_token": csrf, "tier": "critical"},
+            headers={"Origin": PROXY_ORIGIN, "Sec-Fetch-Site": "same-origin"},
+            timeout=30,
+        )
     assert answers["plain"].status_code == 403 and "start the console with --origin" in answers["plain"].text
     assert answers["proxied"].status_code == 200 and 'data-matched="1"' in answers["proxied"].text
-    other = requests.post(proxied.url + "replay/dry-run", data={"csrf_token": csrf, "tier": "critical"},
-                          headers={"Origin": "https://attacker.example"}, timeout=30)
+    other = requests.post(
+        proxied.url + "replay/dry-run",
+        data={"csrf_token": csrf, "tier": "critical"},
+        headers={"Origin": "https://attacker.example"},
+        timeout=30,
+    )
     assert other.status_code == 403
 
 
@@ -285,8 +310,15 @@ def test_behind_a_proxy_that_passes_host_on_the_origins_host_is_served(serve):
     assert get(proxied.url, headers={"Host": "attacker.example"}).status_code == 421
 
 
-@pytest.mark.parametrize("value", ["jobs.example.com", "https://jobs.example.com/console", "ftp://jobs.example.com",
-                                   "https://user:pw@jobs.example.com"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "jobs.example.com",
+        "https://jobs.example.com/console",
+        "ftp://jobs.example.com",
+        "https://user:pw@jobs.example.com",
+    ],
+)
 def test_an_origin_that_is_not_one_is_refused_with_the_fix(value):
     from tiered_jobs.console.security import Security
 
@@ -323,15 +355,33 @@ def test_the_tiers_page_shows_what_the_cli_reads(deployment, serve):
 
     _publish(deployment, "critical", 2)
     now = datetime.now(timezone.utc)
-    boto3.client("cloudwatch").put_metric_data(Namespace="AWS/SQS", MetricData=[{
-        "MetricName": "ApproximateAgeOfOldestMessage", "Value": 754.0, "Timestamp": now - timedelta(minutes=10),
-        "Dimensions": [{"Name": "QueueName", "Value": deployment.queue_urls["critical"].rsplit("/", 1)[-1]}]}])
-    boto3.client("cloudwatch").put_metric_data(Namespace=Metrics.NAMESPACE, MetricData=[{
-        "MetricName": metric, "Value": value, "Timestamp": now - timedelta(minutes=3),
-        "Dimensions": [{"Name": Metrics.DIM_SERVICE, "Value": Metrics.SERVICE},
-                       {"Name": Metrics.DIM_STAGE, "Value": deployment.stage},
-                       {"Name": Metrics.DIM_TIER, "Value": "critical"}]}
-        for metric, value in ((Metrics.SUCCEEDED, 3.0), (Metrics.FAILED, 1.0))])
+    boto3.client("cloudwatch").put_metric_data(
+        Namespace="AWS/SQS",
+        MetricData=[
+            {
+                "MetricName": "ApproximateAgeOfOldestMessage",
+                "Value": 754.0,
+                "Timestamp": now - timedelta(minutes=10),
+                "Dimensions": [{"Name": "QueueName", "Value": deployment.queue_urls["critical"].rsplit("/", 1)[-1]}],
+            }
+        ],
+    )
+    boto3.client("cloudwatch").put_metric_data(
+        Namespace=Metrics.NAMESPACE,
+        MetricData=[
+            {
+                "MetricName": metric,
+                "Value": value,
+                "Timestamp": now - timedelta(minutes=3),
+                "Dimensions": [
+                    {"Name": Metrics.DIM_SERVICE, "Value": Metrics.SERVICE},
+                    {"Name": Metrics.DIM_STAGE, "Value": deployment.stage},
+                    {"Name": Metrics.DIM_TIER, "Value": "critical"},
+                ],
+            }
+            for metric, value in ((Metrics.SUCCEEDED, 3.0), (Metrics.FAILED, 1.0))
+        ],
+    )
     console = serve()
 
     page = get(console.url).text
@@ -340,7 +390,16 @@ def test_the_tiers_page_shows_what_the_cli_reads(deployment, serve):
     critical = json.loads(CliRunner().invoke(app, ["--stage", deployment.stage, "status", "--json"]).stdout)["tiers"][0]
 
     assert critical["tier"] == "critical"
-    assert cells[1:6] == [str(critical["visible"]), str(critical["in_flight"]), str(critical["delayed"]),
-                          str(critical["dlq"]), "12m 34s"] == ["2", "0", "0", "0", "12m 34s"]
+    assert (
+        cells[1:6]
+        == [
+            str(critical["visible"]),
+            str(critical["in_flight"]),
+            str(critical["delayed"]),
+            str(critical["dlq"]),
+            "12m 34s",
+        ]
+        == ["2", "0", "0", "0", "12m 34s"]
+    )
     assert critical["oldest_age_seconds"] == 754.0
     assert cells[7] == "75.0 %" and critical["succeeded"] / (critical["succeeded"] + critical["failed"]) == 0.75

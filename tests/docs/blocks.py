@@ -168,10 +168,10 @@ def blocks(page: Path) -> list[Block]:
         while above >= 0 and (directive := _DIRECTIVE.match(lines[above])):
             directives.insert(0, _directive(directive.group(1), above + 1))
             above -= 1
-        body = "\n".join(line[len(indent):] if line.startswith(indent) else line.lstrip()
-                         for line in lines[index + 1:end])
-        found.append(Block(name_of(page), index + 1, match.group("language"), body + "\n",
-                           tuple(directives)))
+        body = "\n".join(
+            line[len(indent) :] if line.startswith(indent) else line.lstrip() for line in lines[index + 1 : end]
+        )
+        found.append(Block(name_of(page), index + 1, match.group("language"), body + "\n", tuple(directives)))
         index = end + 1
     return found
 
@@ -239,10 +239,13 @@ def line_pattern(shown: str) -> re.Pattern[str]:
     parts: list[str] = []
     position = 0
     for token in _TOKENS.finditer(shown.strip()):
-        parts.append(re.escape(shown.strip()[position:token.start()]))
+        parts.append(re.escape(shown.strip()[position : token.start()]))
         kind = token.lastgroup
-        parts.append({"uuid": r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}", "gap": ".*?", "digits": r"\d+",
-                      "space": " "}[kind or "space"])
+        parts.append(
+            {"uuid": r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}", "gap": ".*?", "digits": r"\d+", "space": " "}[
+                kind or "space"
+            ]
+        )
         position = token.end()
     parts.append(re.escape(shown.strip()[position:]))
     return re.compile("".join(parts))

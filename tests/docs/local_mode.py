@@ -44,16 +44,18 @@ TAIL_LINES = 30
 
 #: Prepended to a shell block (one line, so the block's lines keep their numbers): stop at the first
 #: failure and say its line; ``_docs_background`` runs a command that runs until stopped.
-SHELL_PRELUDE = " ".join([
-    "set -eo pipefail; trap 'echo \"docs-test: line $LINENO: exit $?\" >&2' ERR;",
-    "_docs_background() { local log; log=$(mktemp); setsid bash -c \"$1\" >\"$log\" 2>&1 & local pid=$! rc=0 tick=0;",
-    f"while [ ! -s \"$log\" ] && [ $tick -lt {FIRST_OUTPUT_SECONDS * 10} ] && kill -0 $pid 2>/dev/null;",
-    f"do sleep 0.1; tick=$((tick + 1)); done; sleep {ALIVE_SECONDS};",
-    "if kill -0 $pid 2>/dev/null; then kill -TERM -- -$pid 2>/dev/null || kill -TERM $pid; wait $pid || true;",
-    "cat \"$log\"; rm -f \"$log\";",
-    "else wait $pid || rc=$?; cat \"$log\"; rm -f \"$log\";",
-    "echo \"docs-test: stopped by itself (exit $rc) instead of running until stopped: $1\" >&2; return 1; fi; }",
-])
+SHELL_PRELUDE = " ".join(
+    [
+        "set -eo pipefail; trap 'echo \"docs-test: line $LINENO: exit $?\" >&2' ERR;",
+        '_docs_background() { local log; log=$(mktemp); setsid bash -c "$1" >"$log" 2>&1 & local pid=$! rc=0 tick=0;',
+        f'while [ ! -s "$log" ] && [ $tick -lt {FIRST_OUTPUT_SECONDS * 10} ] && kill -0 $pid 2>/dev/null;',
+        f"do sleep 0.1; tick=$((tick + 1)); done; sleep {ALIVE_SECONDS};",
+        "if kill -0 $pid 2>/dev/null; then kill -TERM -- -$pid 2>/dev/null || kill -TERM $pid; wait $pid || true;",
+        'cat "$log"; rm -f "$log";',
+        'else wait $pid || rc=$?; cat "$log"; rm -f "$log";',
+        'echo "docs-test: stopped by itself (exit $rc) instead of running until stopped: $1" >&2; return 1; fi; }',
+    ]
+)
 _FAILED_LINE = re.compile(r"docs-test: line (\d+): exit (\d+)")
 _PYTHON_LINE = re.compile(r'File "<stdin>", line (\d+)')
 
@@ -104,7 +106,7 @@ def exported(lines: list[str]) -> dict[str, str | None]:
     found: dict[str, str | None] = {}
     for line in (line.strip() for line in lines):
         if line.startswith("export ") and "=" in line:
-            name, value = line[len("export "):].split("=", 1)
+            name, value = line[len("export ") :].split("=", 1)
             found[name] = shlex.split(value)[0] if value.strip() else value  # as the shell reads it
         elif line.startswith("unset "):
             found[line.split()[1]] = None
@@ -157,8 +159,13 @@ class LocalMode:
         self.port = free_port()
         self.command = [".venv/bin/python", "-m", "emulator", "up", "--port", str(self.port), "--no-view"]
         with self.log.open("wb") as log:
-            self.process = subprocess.Popen(self.command, cwd=self.checkout, stdout=log, stderr=subprocess.STDOUT,
-                                            env={**base_environment(), "COLUMNS": "200"})
+            self.process = subprocess.Popen(
+                self.command,
+                cwd=self.checkout,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**base_environment(), "COLUMNS": "200"},
+            )
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while READY_LINE not in (text := self.log.read_text(encoding="utf-8", errors="replace")):
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -191,8 +198,12 @@ class LocalMode:
             import boto3
 
             self._clients[service] = boto3.session.Session().client(
-                service, endpoint_url=self.env["AWS_ENDPOINT_URL"], region_name=self.env["AWS_REGION"],
-                aws_access_key_id="testing", aws_secret_access_key="testing")
+                service,
+                endpoint_url=self.env["AWS_ENDPOINT_URL"],
+                region_name=self.env["AWS_REGION"],
+                aws_access_key_id="testing",
+                aws_secret_access_key="testing",
+            )
         return self._clients[service]
 
     # -- running blocks ---------------------------------------------------------------------------
@@ -221,11 +232,19 @@ class LocalMode:
         finally:
             self.timings.append((block.where, time.monotonic() - started))
 
-    def _process(self, args: list[str], env: dict[str, str],
-                 stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    def _process(
+        self, args: list[str], env: dict[str, str], stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         try:
-            return subprocess.run(args, cwd=self.checkout, env=env, input=stdin, capture_output=True, text=True,
-                                  timeout=COMMAND_TIMEOUT_SECONDS)
+            return subprocess.run(
+                args,
+                cwd=self.checkout,
+                env=env,
+                input=stdin,
+                capture_output=True,
+                text=True,
+                timeout=COMMAND_TIMEOUT_SECONDS,
+            )
         except subprocess.TimeoutExpired as exc:
             output = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             return subprocess.CompletedProcess(args, -1, output, f"timed out after {COMMAND_TIMEOUT_SECONDS} s")
@@ -238,11 +257,11 @@ class LocalMode:
             end = index
             while lines[end].endswith("\\") and end + 1 < len(lines):
                 end += 1
-            command = " ".join(line.rstrip("\\").strip() for line in lines[index:end + 1])
+            command = " ".join(line.rstrip("\\").strip() for line in lines[index : end + 1])
             if any(text in command for text in block.backgrounds):
                 script += [f"_docs_background {shlex.quote(command)}"] + [""] * (end - index)
             else:
-                script += lines[index:end + 1]
+                script += lines[index : end + 1]
             index = end + 1
         result = self._process(["bash", "-c", "\n".join([SHELL_PRELUDE, *script])], env)
         if result.returncode == 0:
@@ -256,8 +275,9 @@ class LocalMode:
         problems: list[str] = []
         found = prompts(block)
         if not found:
-            return [f"{block.where}: a console block without a `$ ` prompt "
-                    "(an output sample is a block without a language)"]
+            return [
+                f"{block.where}: a console block without a `$ ` prompt (an output sample is a block without a language)"
+            ]
         for prompt in found:
             result = self._process(["bash", "-c", prompt.command], env)
             output = result.stdout + result.stderr
@@ -266,8 +286,9 @@ class LocalMode:
                 wrong.append(f"exit {result.returncode}, expected {'non-zero' if prompt.expects_failure else '0'}")
             wrong += output_problems(prompt.shown, output)
             if wrong:
-                problems.append(f"{block.page}:{prompt.line}: $ {prompt.command}\n  " + "\n  ".join(wrong)
-                                + f"\n{_tail(output)}")
+                problems.append(
+                    f"{block.page}:{prompt.line}: $ {prompt.command}\n  " + "\n  ".join(wrong) + f"\n{_tail(output)}"
+                )
         return problems
 
     def _python(self, block: Block, env: dict[str, str], given: Given) -> list[str]:
@@ -283,12 +304,16 @@ class LocalMode:
     def _session(self, block: Block) -> list[str]:
         """The block that starts local mode: its command is how this session started (but for the
         port and the live view), and every other line is one the session printed."""
-        command, *shown = [line for line in (line.split("#", 1)[0].strip() for line in block.runnable.splitlines())
-                           if line]
+        command, *shown = [
+            line for line in (line.split("#", 1)[0].strip() for line in block.runnable.splitlines()) if line
+        ]
         any_port = lambda text: re.sub(r"--port \d+", "--port N", text)  # noqa: E731
         ours = " ".join(self.command).replace(" --no-view", "")
-        problems = [] if any_port(command) == any_port(ours) else [
-            f"{block.where}: the page starts local mode with {command!r}, the docs test with {ours!r}"]
+        problems = (
+            []
+            if any_port(command) == any_port(ours)
+            else [f"{block.where}: the page starts local mode with {command!r}, the docs test with {ours!r}"]
+        )
         port = re.search(r"--port (\d+)", command)
         printed = {line.strip() for line in self.printed}
         for line in shown:
@@ -309,8 +334,10 @@ class LocalMode:
         names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
         deadline = time.monotonic() + timeout
         for tier in self.deployment().tiers.values():
-            while any(int(v) for v in sqs.get_queue_attributes(QueueUrl=tier.queue_url,
-                                                               AttributeNames=names)["Attributes"].values()):
+            while any(
+                int(v)
+                for v in sqs.get_queue_attributes(QueueUrl=tier.queue_url, AttributeNames=names)["Attributes"].values()
+            ):
                 if time.monotonic() > deadline:
                     raise AssertionError(f"{tier.queue_url} still has messages after {timeout} s")
                 time.sleep(0.3)
@@ -319,28 +346,39 @@ class LocalMode:
         """Every letter in the DLQ at ``dlq_url``: read, then visible again (or deleted)."""
         sqs = self.clients("sqs")
         found: list[dict[str, Any]] = []
-        while batch := sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=60,
-                                           MessageAttributeNames=["All"]).get("Messages", []):
+        while batch := sqs.receive_message(
+            QueueUrl=dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=60, MessageAttributeNames=["All"]
+        ).get("Messages", []):
             found += batch
         for message in found:
             if delete:
                 sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
             else:
-                sqs.change_message_visibility(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"],
-                                              VisibilityTimeout=0)
+                sqs.change_message_visibility(
+                    QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                )
         return found
 
     def unexpected(self, letters: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The ``letters`` no state put there: jobs of examples that failed."""
-        return [letter for letter in letters
-                if json.loads(letter["Body"]).get("idempotency_key") not in self.seeded_keys]
+        return [
+            letter for letter in letters if json.loads(letter["Body"]).get("idempotency_key") not in self.seeded_keys
+        ]
 
 
 # -- states: what a page assumes the reader has done before an example ------------------------------
 
 
-def _send_letter(mode: LocalMode, job_type: str, payload: dict[str, Any], key: str, error_type: str, message: str,
-                 reason: str, attempts: int) -> str:
+def _send_letter(
+    mode: LocalMode,
+    job_type: str,
+    payload: dict[str, Any],
+    key: str,
+    error_type: str,
+    message: str,
+    reason: str,
+    attempts: int,
+) -> str:
     """Put one letter in the critical DLQ as the consumer dead-letters a job (body and reasons)."""
     from tiered_jobs.contract.envelope import build
     from tiered_jobs.runtime.deadletter import DeadLetterReason
@@ -350,11 +388,15 @@ def _send_letter(mode: LocalMode, job_type: str, payload: dict[str, Any], key: s
     now = datetime.now(timezone.utc)
     reasons = DeadLetterReason(reason, error_type, message, attempts, now - timedelta(minutes=13), now, arn, job_type)
     mode.seeded_keys.add(key)
-    return str(sqs.send_message(
-        QueueUrl=critical.dlq_url, MessageBody=build(job_type, payload, key).to_json(),
-        MessageAttributes={name: {"DataType": "String", "StringValue": value}
-                           for name, value in reasons.attributes().items()},
-    )["MessageId"])
+    return str(
+        sqs.send_message(
+            QueueUrl=critical.dlq_url,
+            MessageBody=build(job_type, payload, key).to_json(),
+            MessageAttributes={
+                name: {"DataType": "String", "StringValue": value} for name, value in reasons.attributes().items()
+            },
+        )["MessageId"]
+    )
 
 
 def letters(mode: LocalMode) -> Given:
@@ -363,13 +405,36 @@ def letters(mode: LocalMode) -> Given:
     (``$LETTER_ID``; ``replay --job-type 'payments.*'`` leaves it)."""
     mode.removed += mode.unexpected(mode.letters(mode.deployment().tier("critical").dlq_url, delete=True))
     for number, amount in ((404, 500), (405, 700)):
-        _send_letter(mode, "payments.update_balance", {"account_id": f"acc_{number}", "amount": amount},
-                     f"pay_{number}", "AccountNotFound", f"account {number} not found", "permanent", 1)
-    _send_letter(mode, "payments.update_balance", {"account_id": "acc_7", "amount": 250}, "pay_7",
-                 "TimeoutError", "bank API timed out after 10 s", "retries_exhausted", 4)
+        _send_letter(
+            mode,
+            "payments.update_balance",
+            {"account_id": f"acc_{number}", "amount": amount},
+            f"pay_{number}",
+            "AccountNotFound",
+            f"account {number} not found",
+            "permanent",
+            1,
+        )
+    _send_letter(
+        mode,
+        "payments.update_balance",
+        {"account_id": "acc_7", "amount": 250},
+        "pay_7",
+        "TimeoutError",
+        "bank API timed out after 10 s",
+        "retries_exhausted",
+        4,
+    )
     mode.variables["LETTER_ID"] = _send_letter(
-        mode, "demo.flaky", {"fail_times": 99, "error": "permanent"}, "flaky-never", "PermanentError",
-        "demo.flaky: permanent failure on attempt 1", "permanent", 1)
+        mode,
+        "demo.flaky",
+        {"fail_times": 99, "error": "permanent"},
+        "flaky-never",
+        "PermanentError",
+        "demo.flaky: permanent failure on attempt 1",
+        "permanent",
+        1,
+    )
     return Given()
 
 
@@ -382,19 +447,31 @@ def settled(mode: LocalMode) -> Given:
 def no_credentials(mode: LocalMode) -> Given:
     """No AWS credentials anywhere: none in the environment, no files, no instance metadata."""
     nowhere = str(mode.home / "no-such-file")
-    return Given(env={
-        "AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None, "AWS_SESSION_TOKEN": None, "AWS_PROFILE": None,
-        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": None, "AWS_CONTAINER_CREDENTIALS_FULL_URI": None,
-        "AWS_WEB_IDENTITY_TOKEN_FILE": None, "AWS_SHARED_CREDENTIALS_FILE": nowhere, "AWS_CONFIG_FILE": nowhere,
-        "AWS_EC2_METADATA_DISABLED": "true",
-    })
+    return Given(
+        env={
+            "AWS_ACCESS_KEY_ID": None,
+            "AWS_SECRET_ACCESS_KEY": None,
+            "AWS_SESSION_TOKEN": None,
+            "AWS_PROFILE": None,
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": None,
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI": None,
+            "AWS_WEB_IDENTITY_TOKEN_FILE": None,
+            "AWS_SHARED_CREDENTIALS_FILE": nowhere,
+            "AWS_CONFIG_FILE": nowhere,
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+    )
 
 
 def service_role(mode: LocalMode) -> Given:
     """The role a publishing service runs as (``my-service-role``) exists."""
     iam = mode.clients("iam")
-    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
-                                                     "Principal": {"Service": "ecs-tasks.amazonaws.com"}}]}
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"Service": "ecs-tasks.amazonaws.com"}}
+        ],
+    }
     if not any(role["RoleName"] == "my-service-role" for role in iam.list_roles()["Roles"]):
         iam.create_role(RoleName="my-service-role", AssumeRolePolicyDocument=json.dumps(trust))
     return Given()
@@ -405,8 +482,16 @@ def archived(mode: LocalMode) -> Given:
     ``$ARCHIVE_OBJECT`` is the object's name."""
     from tiered_jobs.contract.names import Ssm, discard_archive_prefix, function_name
 
-    letter = _send_letter(mode, "payments.update_balance", {"account_id": "acc_closed", "amount": 100},
-                          "pay_closed", "AccountClosed", "account acc_closed is closed", "permanent", 1)
+    letter = _send_letter(
+        mode,
+        "payments.update_balance",
+        {"account_id": "acc_closed", "amount": 100},
+        "pay_closed",
+        "AccountClosed",
+        "account acc_closed is closed",
+        "permanent",
+        1,
+    )
     event = {"action": "discard", "tier": "critical", "message_ids": [letter]}
     answer = mode.clients("lambda").invoke(FunctionName=function_name(mode.stage, "replay"), Payload=json.dumps(event))
     response = json.loads(answer["Payload"].read())
@@ -415,12 +500,12 @@ def archived(mode: LocalMode) -> Given:
     prefix = discard_archive_prefix(mode.stage, "critical")
     objects = mode.clients("s3").list_objects_v2(Bucket=bucket, Prefix=prefix)["Contents"]
     newest = max(objects, key=lambda item: item["LastModified"])["Key"]
-    mode.variables["ARCHIVE_OBJECT"] = newest[len(prefix):]
+    mode.variables["ARCHIVE_OBJECT"] = newest[len(prefix) :]
     return Given()
 
 
 #: The objects of a service the publishing examples use without defining them.
-SERVICE_OBJECTS = '''\
+SERVICE_OBJECTS = """\
 import logging, os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -448,7 +533,7 @@ db = Database()
 
 def create_order(*args):
     return Order(42, "buyer@example.com")
-'''
+"""
 
 
 def service_objects(mode: LocalMode) -> Given:
@@ -459,9 +544,13 @@ def service_objects(mode: LocalMode) -> Given:
 def cdk_stack(mode: LocalMode) -> Given:
     """Inside the reader's CDK stack: ``self`` is a ``Stack`` and ``service_role`` its service's role
     (constructs check their arguments as they are created; synthesis would add seconds, not checks)."""
-    return Given(prelude=("import aws_cdk as cdk\nfrom aws_cdk import aws_iam\n\napp = cdk.App()\n"
-                          "self = cdk.Stack(app, 'MyService')\nservice_role = aws_iam.Role(self, 'ServiceRole', "
-                          "assumed_by=aws_iam.ServicePrincipal('ecs-tasks.amazonaws.com'))\n"))
+    return Given(
+        prelude=(
+            "import aws_cdk as cdk\nfrom aws_cdk import aws_iam\n\napp = cdk.App()\n"
+            "self = cdk.Stack(app, 'MyService')\nservice_role = aws_iam.Role(self, 'ServiceRole', "
+            "assumed_by=aws_iam.ServicePrincipal('ecs-tasks.amazonaws.com'))\n"
+        )
+    )
 
 
 STATES: dict[str, Callable[[LocalMode], Given]] = {

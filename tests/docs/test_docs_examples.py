@@ -55,8 +55,9 @@ def cdk_settings() -> dict[str, Any]:
 
 
 def runnable(page: Path) -> list[Block]:
-    return [b for b in blocks(page)
-            if b.is_code and b.skip_reason is None and b.app_file is None and b.language != JSON]
+    return [
+        b for b in blocks(page) if b.is_code and b.skip_reason is None and b.app_file is None and b.language != JSON
+    ]
 
 
 # -- every block is run, or says why not -----------------------------------------------------------
@@ -65,8 +66,10 @@ def runnable(page: Path) -> list[Block]:
 def test_every_code_block_runs_or_says_why_not():
     problems = []
     for page in pages():
-        problems += [f"{name_of(page)}:{line}: a docs-test comment that is not right above a fence"
-                     for line in stray_directives(page)]
+        problems += [
+            f"{name_of(page)}:{line}: a docs-test comment that is not right above a fence"
+            for line in stray_directives(page)
+        ]
     for block in ALL_BLOCKS:
         if block.language not in LANGUAGES:
             problems.append(f"{block.where}: unknown language {block.language!r}; known: {sorted(LANGUAGES)}")
@@ -78,12 +81,21 @@ def test_every_code_block_runs_or_says_why_not():
                 problems.append(f"{block.page}:{directive.line}: {directive.kind!r} on a skipped block")
         if block.language == CONSOLE and not prompts(block):
             problems.append(f"{block.where}: a console block without a `$ ` prompt (an output sample has no language)")
-        problems += [f"{block.where}: unknown state {name!r}; known: {sorted(STATES)}"
-                     for name in block.givens if name not in STATES]
-        problems += [f"{block.where}: 'replace {old} => ...' but the block has no {old!r}"
-                     for old, _ in block.replacements if old not in block.text]
-        problems += [f"{block.where}: 'background: {text}' but no command of the block has it"
-                     for text in block.backgrounds if text not in block.runnable]
+        problems += [
+            f"{block.where}: unknown state {name!r}; known: {sorted(STATES)}"
+            for name in block.givens
+            if name not in STATES
+        ]
+        problems += [
+            f"{block.where}: 'replace {old} => ...' but the block has no {old!r}"
+            for old, _ in block.replacements
+            if old not in block.text
+        ]
+        problems += [
+            f"{block.where}: 'background: {text}' but no command of the block has it"
+            for text in block.backgrounds
+            if text not in block.runnable
+        ]
     assert problems == [], "\n".join(problems)
 
 
@@ -120,7 +132,7 @@ def json_problems(block: Block) -> list[str]:
     elif isinstance(value, dict) and "idempotency_key" in value:
         key = str(value["idempotency_key"])
         if key.startswith(schedules.PERIODIC_KEY_PREFIX):  # a periodic schedule's input, before Scheduler fills it
-            name = key[len(schedules.PERIODIC_KEY_PREFIX):].split(":", 1)[0]
+            name = key[len(schedules.PERIODIC_KEY_PREFIX) :].split(":", 1)[0]
             expected = schedules.periodic_envelope(name, value["type"], value["payload"])
             return [] if value == expected else [f"{block.where}: a periodic schedule sends {expected}"]
         problems = envelope.validate(value) + payloads.problems(value.get("type"), value.get("payload"))
@@ -179,11 +191,15 @@ def test_the_examples_publish_and_schedule_registered_job_types():
             value = parse_json(block.runnable)
             for schedule in (value.get("schedules", {}) if isinstance(value, dict) else {}).values():
                 scheduled[schedule["job_type"]] = block.where
-                bad_payloads += [f"{block.where}: {p}" for p in payloads.problems(schedule["job_type"],
-                                                                                   schedule.get("payload", {}))]
+                bad_payloads += [
+                    f"{block.where}: {p}" for p in payloads.problems(schedule["job_type"], schedule.get("payload", {}))
+                ]
     assert {"payments.update_balance", "notifications.send_email"} <= set(published), "the patterns drifted"
-    unknown = {t: where for t, where in {**published, **scheduled}.items()
-               if t not in registry.types() and t not in DELIBERATE_ERRORS}
+    unknown = {
+        t: where
+        for t, where in {**published, **scheduled}.items()
+        if t not in registry.types() and t not in DELIBERATE_ERRORS
+    }
     assert unknown == {}
     assert bad_payloads == []
 
@@ -196,8 +212,9 @@ def test_the_aws_cli_sends_valid_replay_events():
     file the replay function's own event parser accepts."""
     from tiered_jobs.replay import parse_event
 
-    sent = [(block.where, path) for block in ALL_BLOCKS if block.language in SHELL
-            for path in _INVOKE.findall(block.text)]
+    sent = [
+        (block.where, path) for block in ALL_BLOCKS if block.language in SHELL for path in _INVOKE.findall(block.text)
+    ]
     assert len(sent) >= 3, sent
     problems = []
     for where, path in sent:
@@ -212,10 +229,14 @@ def test_the_aws_cli_sends_valid_replay_events():
 
 
 def test_shown_output_is_compared_with_values_left_free():
-    shown = ("Published payments.update_balance (key 'pay_123') to tier critical: message "
-             "56fcbced-54b5-43ae-863e-ffcd48efdf91",)
-    actual = ("Published payments.update_balance (key 'pay_123') to tier critical: message \n"
-              "45177453-f877-4a5e-8bbb-3e315468560a\n")
+    shown = (
+        "Published payments.update_balance (key 'pay_123') to tier critical: message "
+        "56fcbced-54b5-43ae-863e-ffcd48efdf91",
+    )
+    actual = (
+        "Published payments.update_balance (key 'pay_123') to tier critical: message \n"
+        "45177453-f877-4a5e-8bbb-3e315468560a\n"
+    )
     assert output_problems(shown, actual) == []
     assert output_problems(shown, actual.replace("tier critical", "tier bulk")) != []
     table = ("┃ Tier ┃ Visible ┃ DLQ ┃",)
@@ -224,8 +245,13 @@ def test_shown_output_is_compared_with_values_left_free():
 
 
 def test_console_prompts_and_what_they_show():
-    block = Block("docs/x.md", 10, "console", "$ tiered-jobs dlq inspect urgent\nerror: unknown tier 'urgent'\n"
-                                                "$ tiered-jobs status\n", (Directive("given", "settled", 9),))
+    block = Block(
+        "docs/x.md",
+        10,
+        "console",
+        "$ tiered-jobs dlq inspect urgent\nerror: unknown tier 'urgent'\n$ tiered-jobs status\n",
+        (Directive("given", "settled", 9),),
+    )
     first, second = prompts(block)
     assert (first.line, first.command, first.expects_failure) == (11, "tiered-jobs dlq inspect urgent", True)
     assert (second.line, second.shown, second.expects_failure) == (13, (), False)

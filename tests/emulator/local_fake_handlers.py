@@ -22,8 +22,17 @@ def describe(event, context):
     print("describe called")
     return {
         "records": len(event["Records"]),
-        "env": {name: os.environ.get(name) for name in ("FAKE_SETTING", "AWS_LAMBDA_FUNCTION_NAME", "AWS_REGION",
-                                                         "AWS_ENDPOINT_URL", "_X_AMZN_TRACE_ID", "LAMBDA_TASK_ROOT")},
+        "env": {
+            name: os.environ.get(name)
+            for name in (
+                "FAKE_SETTING",
+                "AWS_LAMBDA_FUNCTION_NAME",
+                "AWS_REGION",
+                "AWS_ENDPOINT_URL",
+                "_X_AMZN_TRACE_ID",
+                "LAMBDA_TASK_ROOT",
+            )
+        },
         "context": {
             "function_name": context.function_name,
             "memory_limit_in_mb": context.memory_limit_in_mb,
@@ -37,9 +46,11 @@ def describe(event, context):
 
 def fail_marked(event, context):
     """Reports every record whose body contains ``fail`` as a batch item failure."""
-    return {"batchItemFailures": [
-        {"itemIdentifier": record["messageId"]} for record in event["Records"] if "fail" in record["body"]
-    ]}
+    return {
+        "batchItemFailures": [
+            {"itemIdentifier": record["messageId"]} for record in event["Records"] if "fail" in record["body"]
+        ]
+    }
 
 
 def crash(event, context):

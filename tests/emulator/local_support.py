@@ -56,14 +56,18 @@ def child_pids() -> set[int]:
 def depth(session, url: str) -> int:
     """Messages in the queue at ``url``: visible plus in flight."""
     attributes = session.clients("sqs").get_queue_attributes(
-        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    )
     return sum(int(v) for v in attributes["Attributes"].values())
 
 
 def balance(session, account: str) -> int:
     """The example payments job's balance of ``account`` (0 before its first payment)."""
-    item = session.clients("dynamodb").get_item(TableName=session.deployment.resources[PAYMENTS_TABLE],
-                                                Key={"account_id": {"S": account}}).get("Item")
+    item = (
+        session.clients("dynamodb")
+        .get_item(TableName=session.deployment.resources[PAYMENTS_TABLE], Key={"account_id": {"S": account}})
+        .get("Item")
+    )
     return int(item["balance"]["N"]) if item else 0
 
 
@@ -79,8 +83,14 @@ class RunningUp:
         self.returncode: int | None = None
 
     def __enter__(self) -> RunningUp:
-        self._process = subprocess.Popen(self._command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                         cwd=self._cwd, env={**self._env, "COLUMNS": "200"})
+        self._process = subprocess.Popen(
+            self._command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=self._cwd,
+            env={**self._env, "COLUMNS": "200"},
+        )
         threading.Thread(target=lambda: [self._lines.put(line) for line in self._process.stdout], daemon=True).start()
         try:
             deadline = time.monotonic() + self._ready_timeout
@@ -94,8 +104,9 @@ class RunningUp:
         except BaseException:
             self.__exit__()
             raise
-        self.exports = dict(line.strip()[len("export "):].split("=", 1) for line in self.output
-                            if line.strip().startswith("export "))
+        self.exports = dict(
+            line.strip()[len("export ") :].split("=", 1) for line in self.output if line.strip().startswith("export ")
+        )
         return self
 
     def client_env(self) -> dict[str, str]:

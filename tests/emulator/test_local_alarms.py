@@ -18,14 +18,31 @@ DIMS = {"service": "tiered-jobs", "Stage": "local", "Tier": "critical"}
 
 
 def emf_line(processed: int, failed: int, timestamp: float = NOW) -> str:
-    return json.dumps({
-        "_aws": {"Timestamp": int(timestamp * 1000), "CloudWatchMetrics": [{
-            "Namespace": "TieredJobs", "Dimensions": [["Stage", "Tier", "service"], ["Stage", "Tier", "JobType"]],
-            "Metrics": [{"Name": "JobsProcessed", "Unit": "Count"}, {"Name": "JobsFailed", "Unit": "Count"},
-                        {"Name": "JobDuration", "Unit": "Milliseconds"}]}]},
-        "Stage": "local", "Tier": "critical", "service": "tiered-jobs", "JobType": "payments.update_balance",
-        "JobsProcessed": [float(processed)], "JobsFailed": [float(failed)], "JobDuration": [10.0, 30.0],
-    })
+    return json.dumps(
+        {
+            "_aws": {
+                "Timestamp": int(timestamp * 1000),
+                "CloudWatchMetrics": [
+                    {
+                        "Namespace": "TieredJobs",
+                        "Dimensions": [["Stage", "Tier", "service"], ["Stage", "Tier", "JobType"]],
+                        "Metrics": [
+                            {"Name": "JobsProcessed", "Unit": "Count"},
+                            {"Name": "JobsFailed", "Unit": "Count"},
+                            {"Name": "JobDuration", "Unit": "Milliseconds"},
+                        ],
+                    }
+                ],
+            },
+            "Stage": "local",
+            "Tier": "critical",
+            "service": "tiered-jobs",
+            "JobType": "payments.update_balance",
+            "JobsProcessed": [float(processed)],
+            "JobsFailed": [float(failed)],
+            "JobDuration": [10.0, 30.0],
+        }
+    )
 
 
 def test_emf_lines_become_one_datapoint_per_dimension_set_and_value():
@@ -44,10 +61,18 @@ def test_other_log_lines_are_not_metrics(line):
     assert emf_datapoints(line) == []
 
 
-@pytest.mark.parametrize(("stat", "expected"), [
-    ("Sum", 10.0), ("Average", 2.5), ("Minimum", 1.0), ("Maximum", 4.0), ("SampleCount", 4.0), ("p50", 2.0),
-    ("p99", 4.0),
-])
+@pytest.mark.parametrize(
+    ("stat", "expected"),
+    [
+        ("Sum", 10.0),
+        ("Average", 2.5),
+        ("Minimum", 1.0),
+        ("Maximum", 4.0),
+        ("SampleCount", 4.0),
+        ("p50", 2.0),
+        ("p99", 4.0),
+    ],
+)
 def test_statistics(stat, expected):
     assert statistic([4.0, 1.0, 3.0, 2.0], stat) == expected
 
@@ -77,21 +102,27 @@ def test_store_records_lambdas_own_metrics_per_invocation():
     assert store.values("AWS/Lambda", "Invocations", dims, 60) == [1.0, 1.0]
 
 
-@pytest.mark.parametrize(("expression", "values", "expected"), [
-    ("IF(processed > 0, 100 * failed / processed, 0)", {"processed": 4.0, "failed": 1.0}, 25.0),
-    ("IF(processed > 0, 100 * failed / processed, 0)", {"processed": 0.0, "failed": 0.0}, 0.0),
-    ("a - -b", {"a": 1.0, "b": 2.0}, 3.0),
-])
+@pytest.mark.parametrize(
+    ("expression", "values", "expected"),
+    [
+        ("IF(processed > 0, 100 * failed / processed, 0)", {"processed": 4.0, "failed": 1.0}, 25.0),
+        ("IF(processed > 0, 100 * failed / processed, 0)", {"processed": 0.0, "failed": 0.0}, 0.0),
+        ("a - -b", {"a": 1.0, "b": 2.0}, 3.0),
+    ],
+)
 def test_metric_math(expression, values, expected):
     assert evaluate_expression(expression, values) == expected
 
 
-@pytest.mark.parametrize(("values", "expected"), [
-    ({"succeeded": 30.0, "failed": 3.0}, 100 * 3 / 33),
-    ({"succeeded": None, "failed": 25.0}, 100.0),  # only failures in the period: FILL makes it 100 %
-    ({"succeeded": 5.0, "failed": None}, 0.0),  # below the minimum volume
-    ({"succeeded": 19.0, "failed": 1.0}, 5.0),
-])
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({"succeeded": 30.0, "failed": 3.0}, 100 * 3 / 33),
+        ({"succeeded": None, "failed": 25.0}, 100.0),  # only failures in the period: FILL makes it 100 %
+        ({"succeeded": 5.0, "failed": None}, 0.0),  # below the minimum volume
+        ({"succeeded": 19.0, "failed": 1.0}, 5.0),
+    ],
+)
 def test_metric_math_with_fill_and_an_expression_that_uses_another(values, expected):
     expressions = {"jobs": "FILL(succeeded, 0) + FILL(failed, 0)"}
     rate = "IF(jobs >= 20, 100 * FILL(failed, 0) / jobs, 0)"
@@ -107,10 +138,15 @@ def test_metric_math_refuses_what_it_does_not_evaluate():
         evaluate_expression("x + 1", {})
 
 
-@pytest.mark.parametrize(("treat", "current", "expected"), [
-    ("notBreaching", "ALARM", "OK"), ("breaching", "OK", "ALARM"), ("ignore", "ALARM", "ALARM"),
-    ("missing", "OK", "INSUFFICIENT_DATA"),
-])
+@pytest.mark.parametrize(
+    ("treat", "current", "expected"),
+    [
+        ("notBreaching", "ALARM", "OK"),
+        ("breaching", "OK", "ALARM"),
+        ("ignore", "ALARM", "ALARM"),
+        ("missing", "OK", "INSUFFICIENT_DATA"),
+    ],
+)
 def test_missing_data_follows_treat_missing_data(treat, current, expected):
     assert decide({"TreatMissingData": treat, "StateValue": current}, None) == expected
 
@@ -132,21 +168,40 @@ def world(aws):
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=inbox_arn, Attributes={"RawMessageDelivery": "true"})
     dlq = sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"]
     cloudwatch.put_metric_alarm(
-        AlarmName="tiered-jobs-local-critical-dlq-depth", Namespace="AWS/SQS",
-        MetricName="ApproximateNumberOfMessagesVisible", Dimensions=[{"Name": "QueueName", "Value": "jobs-dlq"}],
-        Statistic="Maximum", Period=60, EvaluationPeriods=1, Threshold=0, ComparisonOperator="GreaterThanThreshold",
-        TreatMissingData="notBreaching", AlarmActions=[topic], OKActions=[topic],
+        AlarmName="tiered-jobs-local-critical-dlq-depth",
+        Namespace="AWS/SQS",
+        MetricName="ApproximateNumberOfMessagesVisible",
+        Dimensions=[{"Name": "QueueName", "Value": "jobs-dlq"}],
+        Statistic="Maximum",
+        Period=60,
+        EvaluationPeriods=1,
+        Threshold=0,
+        ComparisonOperator="GreaterThanThreshold",
+        TreatMissingData="notBreaching",
+        AlarmActions=[topic],
+        OKActions=[topic],
     )
     metric = {"Namespace": "TieredJobs", "Dimensions": [{"Name": k, "Value": v} for k, v in DIMS.items()]}
     cloudwatch.put_metric_alarm(
-        AlarmName="tiered-jobs-local-critical-failure-rate", EvaluationPeriods=1, Threshold=1,
-        ComparisonOperator="GreaterThanThreshold", TreatMissingData="notBreaching", AlarmActions=[topic],
-        OKActions=[topic], Metrics=[
+        AlarmName="tiered-jobs-local-critical-failure-rate",
+        EvaluationPeriods=1,
+        Threshold=1,
+        ComparisonOperator="GreaterThanThreshold",
+        TreatMissingData="notBreaching",
+        AlarmActions=[topic],
+        OKActions=[topic],
+        Metrics=[
             {"Id": "expr_1", "Expression": "IF(processed > 0, 100 * failed / processed, 0)", "ReturnData": True},
-            {"Id": "failed", "MetricStat": {"Metric": {**metric, "MetricName": "JobsFailed"}, "Period": 300,
-                                            "Stat": "Sum"}, "ReturnData": False},
-            {"Id": "processed", "MetricStat": {"Metric": {**metric, "MetricName": "JobsProcessed"}, "Period": 300,
-                                               "Stat": "Sum"}, "ReturnData": False},
+            {
+                "Id": "failed",
+                "MetricStat": {"Metric": {**metric, "MetricName": "JobsFailed"}, "Period": 300, "Stat": "Sum"},
+                "ReturnData": False,
+            },
+            {
+                "Id": "processed",
+                "MetricStat": {"Metric": {**metric, "MetricName": "JobsProcessed"}, "Period": 300, "Stat": "Sum"},
+                "ReturnData": False,
+            },
         ],
     )
     clients = {"sqs": sqs, "sns": sns, "cloudwatch": cloudwatch}
@@ -166,7 +221,11 @@ def test_dlq_alarm_fires_notifies_and_recovers(world):
     clients["sqs"].send_message(QueueUrl=dlq, MessageBody="letter")
     (change,) = evaluator.evaluate_once()
     assert (change.alarm_name, change.old_state, change.new_state, change.value) == (
-        "tiered-jobs-local-critical-dlq-depth", "OK", "ALARM", 1.0)
+        "tiered-jobs-local-critical-dlq-depth",
+        "OK",
+        "ALARM",
+        1.0,
+    )
     alarm = clients["cloudwatch"].describe_alarms(AlarmNames=[change.alarm_name])["MetricAlarms"][0]
     assert alarm["StateValue"] == "ALARM" and alarm["StateReason"].startswith(EMULATION_LABEL)
     (note,) = notifications(clients["sqs"], inbox)
@@ -197,9 +256,16 @@ def test_an_alarm_over_three_periods_fires_only_when_each_of_them_breaches(world
     clock = [NOW]
     store = MetricStore(now=lambda: clock[0])
     clients["cloudwatch"].put_metric_alarm(
-        AlarmName="tiered-jobs-local-critical-rate-limiter", Namespace="TieredJobs", MetricName="JobsFailed",
-        Dimensions=[{"Name": k, "Value": v} for k, v in DIMS.items()], Statistic="Sum", Period=60,
-        EvaluationPeriods=3, Threshold=0, ComparisonOperator="GreaterThanThreshold", TreatMissingData="notBreaching",
+        AlarmName="tiered-jobs-local-critical-rate-limiter",
+        Namespace="TieredJobs",
+        MetricName="JobsFailed",
+        Dimensions=[{"Name": k, "Value": v} for k, v in DIMS.items()],
+        Statistic="Sum",
+        Period=60,
+        EvaluationPeriods=3,
+        Threshold=0,
+        ComparisonOperator="GreaterThanThreshold",
+        TreatMissingData="notBreaching",
     )
     evaluator = AlarmEvaluator(clients.__getitem__, store, "tiered-jobs-local-critical-rate", lambda name: 0.0)
     for minute in range(3):
@@ -214,7 +280,6 @@ def test_queue_age_comes_from_the_given_source(world):
     evaluator = AlarmEvaluator(clients.__getitem__, MetricStore(), "x", lambda name: 42.0 if name == "q" else None)
     dims = [{"Name": "QueueName", "Value": "q"}]
     assert evaluator.metric_value("AWS/SQS", "ApproximateAgeOfOldestMessage", dims, "Maximum", 60) == 42.0
-
 
 
 # -- the stack's own alarms (synthesized), evaluated as local mode does --------------------------
@@ -260,7 +325,8 @@ def stack_alarms(aws, template):
     dlqs = {tier: sqs.create_queue(QueueName=queue_name(STAGE, tier, dlq=True))["QueueUrl"] for tier in DEFAULT_TIERS}
     for resource in template["Resources"].values():
         if resource["Type"] == "AWS::CloudWatch::Alarm" and resource["Properties"]["AlarmName"].endswith(
-                (Alarms.DLQ_DEPTH, Alarms.FAILURE_RATE)):
+            (Alarms.DLQ_DEPTH, Alarms.FAILURE_RATE)
+        ):
             cloudwatch.put_metric_alarm(**_concrete(resource["Properties"], template, topic))
     store = MetricStore()
     clients = {"sqs": sqs, "sns": sns, "cloudwatch": cloudwatch}
@@ -270,12 +336,24 @@ def stack_alarms(aws, template):
 
 def jobs_line(tier: str, **counts: float) -> str:
     """One EMF line as the consumer writes it: ``JobsSucceeded`` / ``JobsFailed`` / ``JobsRetried`` counts."""
-    return json.dumps({
-        "_aws": {"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": [{
-            "Namespace": "TieredJobs", "Dimensions": [["Stage", "Tier", "service"]],
-            "Metrics": [{"Name": name, "Unit": "Count"} for name in counts]}]},
-        "Stage": STAGE, "Tier": tier, "service": "tiered-jobs", **{name: [float(v)] for name, v in counts.items()},
-    })
+    return json.dumps(
+        {
+            "_aws": {
+                "Timestamp": int(time.time() * 1000),
+                "CloudWatchMetrics": [
+                    {
+                        "Namespace": "TieredJobs",
+                        "Dimensions": [["Stage", "Tier", "service"]],
+                        "Metrics": [{"Name": name, "Unit": "Count"} for name in counts],
+                    }
+                ],
+            },
+            "Stage": STAGE,
+            "Tier": tier,
+            "service": "tiered-jobs",
+            **{name: [float(v)] for name, v in counts.items()},
+        }
+    )
 
 
 def _state(evaluator: AlarmEvaluator, tier: str, kind: str) -> tuple[str, float | None]:

@@ -69,12 +69,19 @@ def test_logs_find_its_functions_by_its_stack_name(session):
 
 def test_editing_its_job_folder_deploys_a_new_code_version(session, app_dir, publish):
     module = app_dir / "src" / "jobs" / "invoices.py"
-    module.write_text(module.read_text().replace('"amount_cents": {"N": str(amount)}}',
-                                                 '"amount_cents": {"N": str(amount)}, "version": {"N": "2"}}'))
+    module.write_text(
+        module.read_text().replace(
+            '"amount_cents": {"N": str(amount)}}', '"amount_cents": {"N": str(amount)}, "version": {"N": "2"}}'
+        )
+    )
     version = wait_until(lambda: session.code_versions, what="a new code version")[0]
     assert version.changed == ("jobs/invoices.py",)
     publish("invoices.create", "inv-3", {"amount_cents": 7})
     dynamodb = session.clients("dynamodb")
-    item = wait_until(lambda: dynamodb.get_item(TableName=session.deployment.resources[TABLE],
-                                                Key={"invoice_id": {"S": "inv-3"}}).get("Item"), what="inv-3 written")
+    item = wait_until(
+        lambda: dynamodb.get_item(
+            TableName=session.deployment.resources[TABLE], Key={"invoice_id": {"S": "inv-3"}}
+        ).get("Item"),
+        what="inv-3 written",
+    )
     assert item["version"] == {"N": "2"}

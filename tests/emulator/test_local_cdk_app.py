@@ -36,12 +36,20 @@ with open(os.path.join(out, "seen.json"), "w") as f:
 
 
 def tiered_template(stage: str = "local") -> dict:
-    return {"Metadata": {TEMPLATE_METADATA_KEY: {"stage": stage, "jobs": {"path": "src/jobs", "module": "jobs"}}},
-            "Resources": {}}
+    return {
+        "Metadata": {TEMPLATE_METADATA_KEY: {"stage": stage, "jobs": {"path": "src/jobs", "module": "jobs"}}},
+        "Resources": {},
+    }
 
 
-def write_assembly(directory: Path, templates: dict[str, dict], *, environment: str = "aws://unknown-account/"
-                   "unknown-region", nested: dict[str, dict[str, dict]] | None = None, **manifest: object) -> None:
+def write_assembly(
+    directory: Path,
+    templates: dict[str, dict],
+    *,
+    environment: str = "aws://unknown-account/unknown-region",
+    nested: dict[str, dict[str, dict]] | None = None,
+    **manifest: object,
+) -> None:
     """A cloud assembly as aws-cdk-lib writes it: per stack a template, an asset manifest and the artifacts."""
     directory.mkdir(parents=True, exist_ok=True)
     artifacts: dict[str, dict] = {}
@@ -49,13 +57,19 @@ def write_assembly(directory: Path, templates: dict[str, dict], *, environment: 
         (directory / f"{name}.template.json").write_text(json.dumps(template))
         (directory / f"{name}.assets.json").write_text(json.dumps({"version": "55.0.0", "files": {}}))
         artifacts[f"{name}.assets"] = {"type": "cdk:asset-manifest", "properties": {"file": f"{name}.assets.json"}}
-        artifacts[name] = {"type": "aws:cloudformation:stack", "environment": environment,
-                           "properties": {"templateFile": f"{name}.template.json", "stackName": f"{name}-stack"},
-                           "dependencies": [f"{name}.assets"], "displayName": name}
+        artifacts[name] = {
+            "type": "aws:cloudformation:stack",
+            "environment": environment,
+            "properties": {"templateFile": f"{name}.template.json", "stackName": f"{name}-stack"},
+            "dependencies": [f"{name}.assets"],
+            "displayName": name,
+        }
     for stage, stage_templates in (nested or {}).items():
         write_assembly(directory / f"assembly-{stage}", stage_templates)
-        artifacts[f"assembly-{stage}"] = {"type": "cdk:cloud-assembly",
-                                          "properties": {"directoryName": f"assembly-{stage}", "displayName": stage}}
+        artifacts[f"assembly-{stage}"] = {
+            "type": "cdk:cloud-assembly",
+            "properties": {"directoryName": f"assembly-{stage}", "displayName": stage},
+        }
     (directory / "manifest.json").write_text(json.dumps({"version": "55.0.0", "artifacts": artifacts, **manifest}))
 
 
@@ -69,10 +83,12 @@ def app_dir(tmp_path, monkeypatch) -> Path:
     folder = tmp_path / "app"
     folder.mkdir()
     (folder / "app.py").write_text(RECORDING_APP)
-    (folder / "cdk.json").write_text(json.dumps({"app": f"{sys.executable} app.py",
-                                                 "context": {"flag": "cdk.json", "shared": "cdk.json"}}))
-    (folder / "cdk.context.json").write_text(json.dumps(
-        {"shared": "cdk.context.json", "lookup": "cdk.context.json", "flag": "cdk.context.json"}))
+    (folder / "cdk.json").write_text(
+        json.dumps({"app": f"{sys.executable} app.py", "context": {"flag": "cdk.json", "shared": "cdk.json"}})
+    )
+    (folder / "cdk.context.json").write_text(
+        json.dumps({"shared": "cdk.context.json", "lookup": "cdk.context.json", "flag": "cdk.context.json"})
+    )
     write_assembly(folder / "assembly", {"Billing": tiered_template()})
     return folder
 
@@ -82,8 +98,9 @@ def seen(outdir: Path) -> dict:
 
 
 def test_the_app_runs_in_its_folder_with_the_context_and_variables_the_cli_gives(app_dir, tmp_path):
-    out = CdkApp.load(app_dir).synth(tmp_path / "out", context={"shared": "-c"}, account=ACCOUNT_ID,
-                                     region=DEFAULT_REGION)
+    out = CdkApp.load(app_dir).synth(
+        tmp_path / "out", context={"shared": "-c"}, account=ACCOUNT_ID, region=DEFAULT_REGION
+    )
     got = seen(out)
     assert got["cwd"] == str(app_dir)
     # the CLI's order: -c > cdk.json's context (the feature flags) > cdk.context.json > ~/.cdk.json
@@ -113,15 +130,19 @@ def test_an_app_that_writes_no_assembly_is_told_where_it_should(app_dir, tmp_pat
 
 
 def test_error_annotations_and_missing_lookups_fail_as_cdk_synth_fails(app_dir, tmp_path):
-    write_assembly(app_dir / "assembly", {"Billing": tiered_template()},
-                   missing=[{"key": "vpc-provider:account=1:filter.isDefault=true", "provider": "vpc-provider"}])
+    write_assembly(
+        app_dir / "assembly",
+        {"Billing": tiered_template()},
+        missing=[{"key": "vpc-provider:account=1:filter.isDefault=true", "provider": "vpc-provider"}],
+    )
     with pytest.raises(CdkAppError, match=r"context lookups .*vpc-provider:account=1.*cdk.context.json"):
         CdkApp.load(app_dir).synth(tmp_path / "out")
     shutil.rmtree(app_dir / "assembly")
     write_assembly(app_dir / "assembly", {"Billing": tiered_template()})
     manifest = json.loads((app_dir / "assembly" / "manifest.json").read_text())
-    (app_dir / "assembly" / "Billing.metadata.json").write_text(json.dumps(
-        {"/Billing/Jobs/Queue": [{"type": "aws:cdk:error", "data": "queue names must be unique"}]}))
+    (app_dir / "assembly" / "Billing.metadata.json").write_text(
+        json.dumps({"/Billing/Jobs/Queue": [{"type": "aws:cdk:error", "data": "queue names must be unique"}]})
+    )
     manifest["artifacts"]["Billing"]["additionalMetadataFile"] = "Billing.metadata.json"
     (app_dir / "assembly" / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(CdkAppError, match=r"reported errors:\n/Billing/Jobs/Queue: queue names must be unique"):
@@ -148,8 +169,11 @@ def test_several_stacks_with_tiered_jobs_need_stack(tmp_path):
         Assembly.read(tmp_path, tmp_path)
     assert Assembly.read(tmp_path, tmp_path, stack="Orders").stack_name == "Orders-stack"  # as cdk shows it
     assert Assembly.read(tmp_path, tmp_path, stack="Billing-stack").stack_name == "Billing-stack"  # CloudFormation's
-    with pytest.raises(LocalAppError, match=r"--stack Web: no such stack uses TieredJobs .*\(those that do: "
-                                            r"Billing, Orders\)"):
+    with pytest.raises(
+        LocalAppError,
+        match=r"--stack Web: no such stack uses TieredJobs .*\(those that do: "
+        r"Billing, Orders\)",
+    ):
         Assembly.read(tmp_path, tmp_path, stack="Web")
 
 
@@ -161,8 +185,9 @@ def test_reloads_stage_the_app_s_job_folder_with_the_runtime_its_asset_shipped(t
     (jobs / "__init__.py").write_text("")
     write_assembly(tmp_path / "out", {"Billing": tiered_template()})
     asset = JobsSource(jobs, module="jobs").stage(tmp_path / "out" / "asset.1")
-    (tmp_path / "out" / "Billing.assets.json").write_text(json.dumps(
-        {"files": {"1": {"source": {"path": "asset.1", "packaging": "zip"}, "destinations": {}}}}))
+    (tmp_path / "out" / "Billing.assets.json").write_text(
+        json.dumps({"files": {"1": {"source": {"path": "asset.1", "packaging": "zip"}, "destinations": {}}}})
+    )
     assembly = Assembly.read(tmp_path / "out", tmp_path / "app")
     source = assembly.jobs_source()
     assert (source.directory, source.module, source.runtime_dir) == (jobs, "jobs", PACKAGE_DIR)
@@ -185,8 +210,9 @@ def test_a_stack_pinned_elsewhere_than_the_embedded_aws_is_refused(app_dir, tmp_
     write_assembly(app_dir / "assembly", {"Billing": tiered_template()}, environment="aws://111111111111/eu-west-1")
     with pytest.raises(LocalAppError, match="pinned to aws://111111111111/eu-west-1.*CDK_DEFAULT_ACCOUNT"):
         synthesize(tmp_path / "out", CdkApp.load(app_dir))
-    write_assembly(app_dir / "assembly", {"Billing": tiered_template()}, environment=f"aws://{ACCOUNT_ID}/"
-                   f"{DEFAULT_REGION}")
+    write_assembly(
+        app_dir / "assembly", {"Billing": tiered_template()}, environment=f"aws://{ACCOUNT_ID}/{DEFAULT_REGION}"
+    )
     assert synthesize(tmp_path / "out2", CdkApp.load(app_dir)).environment == f"aws://{ACCOUNT_ID}/{DEFAULT_REGION}"
 
 
@@ -206,8 +232,9 @@ def test_up_names_the_problem_when_no_stack_of_the_app_uses_tiered_jobs(app_dir,
     from emulator.cli import app
 
     write_assembly(app_dir / "assembly", {"Web": {"Resources": {}}})
-    result = CliRunner().invoke(app, ["up", "--app-dir", str(app_dir), "--no-view", "--no-console"],
-                                env={"COLUMNS": "300"})
+    result = CliRunner().invoke(
+        app, ["up", "--app-dir", str(app_dir), "--no-view", "--no-console"], env={"COLUMNS": "300"}
+    )
     assert result.exit_code == 1, result.output
     assert "error: no stack in this app uses TieredJobs (its stacks: Web)" in result.output
     result = CliRunner().invoke(app, ["up", "--app-dir", str(tmp_path / "nowhere")], env={"COLUMNS": "300"})

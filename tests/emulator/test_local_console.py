@@ -36,8 +36,16 @@ CHROMIUM = Path("/usr/bin/chromium")
 #: Set to a folder (relative to the repository) to keep the screenshots, e.g. ``docs/img``.
 SCREENSHOTS_ENV = "TIERED_JOBS_SCREENSHOTS"
 TOKEN = "local-console-token-0123456789"
-BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+BROWSER_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +64,13 @@ def paused(session):
 
 
 def _target(session) -> Target:
-    return Target(session.deployment.stage, session.deployment.stack_name, session.endpoint.region,
-                  session.endpoint.url, credentials={k.lower(): v for k, v in FAKE_CREDENTIALS.items()})
+    return Target(
+        session.deployment.stage,
+        session.deployment.stack_name,
+        session.endpoint.region,
+        session.endpoint.url,
+        credentials={k.lower(): v for k, v in FAKE_CREDENTIALS.items()},
+    )
 
 
 def _dead_letter_payment(session, key: str, account: str, amount: int) -> None:
@@ -74,17 +87,19 @@ def _dead_letter_payment(session, key: str, account: str, amount: int) -> None:
         DeadLetter.SOURCE_QUEUE: tier.queue_url,
     }
     session.clients("sqs").send_message(
-        QueueUrl=tier.dlq_url, MessageBody=build("payments.update_balance", {"account_id": account, "amount": amount},
-                                                 key).to_json(),
-        MessageAttributes={n: {"DataType": "String", "StringValue": v} for n, v in reasons.items()})
+        QueueUrl=tier.dlq_url,
+        MessageBody=build("payments.update_balance", {"account_id": account, "amount": amount}, key).to_json(),
+        MessageAttributes={n: {"DataType": "String", "StringValue": v} for n, v in reasons.items()},
+    )
 
 
 def _drain(session, url: str) -> None:
     """Delete everything visible (PurgeQueue is allowed once a minute per queue)."""
     sqs = session.clients("sqs")
     while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
-        sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
-                                                        for i, m in enumerate(messages)])
+        sqs.delete_message_batch(
+            QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
+        )
     assert depth(session, url) == 0
 
 
@@ -96,8 +111,9 @@ def test_boto3_invoke_runs_the_deployed_replay_function(paused):
     _dead_letter_payment(session, "inv-1", "acc_inv", 1)
     payload = (ROOT / "example" / "events" / "replay" / "critical-dry-run.json").read_bytes()
 
-    answer = session.clients("lambda").invoke(FunctionName=session.deployment.replay.name, Payload=payload,
-                                              LogType="Tail")
+    answer = session.clients("lambda").invoke(
+        FunctionName=session.deployment.replay.name, Payload=payload, LogType="Tail"
+    )
 
     body = json.loads(answer["Payload"].read())
     assert answer["StatusCode"] == 200 and "FunctionError" not in answer
@@ -123,8 +139,11 @@ def test_invoke_errors_and_types_are_lambdas(session):
     assert error["errorType"] == "ReplayEventError" and "unknown field(s) 'job_typ'" in error["errorMessage"]
 
     assert client.invoke(FunctionName=session.deployment.replay.name, InvocationType="DryRun")["StatusCode"] == 204
-    queued = client.invoke(FunctionName=session.deployment.replay.arn, InvocationType="Event",
-                           Payload=b'{"action": "inspect", "tier": "bulk"}')
+    queued = client.invoke(
+        FunctionName=session.deployment.replay.arn,
+        InvocationType="Event",
+        Payload=b'{"action": "inspect", "tier": "bulk"}',
+    )
     assert queued["StatusCode"] == 202
 
 
@@ -136,9 +155,21 @@ def test_aws_cli_invoke_against_local_up(paused, tmp_path):
     env = {**os.environ, **{k: v for k, v in session.endpoint.client_env().items() if v}}
     env.pop("AWS_SESSION_TOKEN", None)
     result = subprocess.run(
-        ["aws", "lambda", "invoke", "--function-name", "tiered-jobs-local-replay",
-         "--payload", f"fileb://{ROOT / 'example/events/replay/critical-dry-run.json'}", str(tmp_path / "out.json")],
-        capture_output=True, text=True, env=env, timeout=120)
+        [
+            "aws",
+            "lambda",
+            "invoke",
+            "--function-name",
+            "tiered-jobs-local-replay",
+            "--payload",
+            f"fileb://{ROOT / 'example/events/replay/critical-dry-run.json'}",
+            str(tmp_path / "out.json"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["StatusCode"] == 200
@@ -151,8 +182,21 @@ def test_cli_via_lambda_invokes_the_local_function(paused):
 
     session = paused
     _dead_letter_payment(session, "via-1", "acc_via", 1)
-    result = CliRunner().invoke(app, ["--stage", "local", "--endpoint-url", session.endpoint.url,
-                                      "dlq", "inspect", "critical", "--via", "lambda", "--json"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "--stage",
+            "local",
+            "--endpoint-url",
+            session.endpoint.url,
+            "dlq",
+            "inspect",
+            "critical",
+            "--via",
+            "lambda",
+            "--json",
+        ],
+    )
 
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["matched"] == 1
@@ -165,16 +209,22 @@ def test_cli_via_lambda_invokes_the_local_function(paused):
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     if not CHROMIUM.exists():
-        pytest.skip("no browser: install Debian's Chromium (apt-get install -y chromium chromium-driver) to run "
-                    "the console's browser tests")
+        pytest.skip(
+            "no browser: install Debian's Chromium (apt-get install -y chromium chromium-driver) to run "
+            "the console's browser tests"
+        )
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.skip("playwright is not installed: pip install -r requirements.txt")
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
-            args=BROWSER_FLAGS, viewport={"width": 1280, "height": 720})
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=BROWSER_FLAGS,
+            viewport={"width": 1280, "height": 720},
+        )
         yield context
         context.close()
 
@@ -216,19 +266,24 @@ def test_tiers_page_shows_the_published_depths_and_refreshes_live(paused, browse
     sqs = session.clients("sqs")
     for tier, count in published.items():
         for i in range(count):
-            sqs.send_message(QueueUrl=session.deployment.tiers[tier].queue_url,
-                             MessageBody=build("demo.flaky", {}, f"depth-{tier}-{i}").to_json())
+            sqs.send_message(
+                QueueUrl=session.deployment.tiers[tier].queue_url,
+                MessageBody=build("demo.flaky", {}, f"depth-{tier}-{i}").to_json(),
+            )
     page = browser.new_page()
     page.goto(console().url)
 
     assert {tier: _cell(page, tier, "depth") for tier in published} == {t: str(n) for t, n in published.items()}
     page.screenshot(path=str(screenshots / "console-tiers.png"), full_page=True)
-    sqs.send_message(QueueUrl=session.deployment.tiers["bulk"].queue_url,
-                     MessageBody=build("demo.flaky", {}, "depth-bulk-more").to_json())
+    sqs.send_message(
+        QueueUrl=session.deployment.tiers["bulk"].queue_url,
+        MessageBody=build("demo.flaky", {}, "depth-bulk-more").to_json(),
+    )
     navigations = []
     page.on("framenavigated", lambda frame: navigations.append(frame.url))
-    page.wait_for_function("document.querySelector('tr[data-tier=\"bulk\"] td.depth').innerText.trim() === '6'",
-                           timeout=15_000)
+    page.wait_for_function(
+        "document.querySelector('tr[data-tier=\"bulk\"] td.depth').innerText.trim() === '6'", timeout=15_000
+    )
     assert navigations == []  # refreshed in place by htmx, no reload
     page.close()
     for tier in published:

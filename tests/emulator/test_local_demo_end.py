@@ -41,11 +41,14 @@ def test_the_alarms_the_story_causes_may_end_in_alarm():
     assert check(final_rows()).ok
 
 
-@pytest.mark.parametrize("states, named", [
-    ({"bulk__failure_rate": "ALARM"}, "bulk failure-rate: ALARM"),
-    ({"critical__dlq_depth": "ALARM"}, "critical dlq-depth: ALARM"),  # the replay should have cleared it
-    ({"transactional__errors": "INSUFFICIENT_DATA"}, "transactional errors: INSUFFICIENT_DATA"),
-])
+@pytest.mark.parametrize(
+    "states, named",
+    [
+        ({"bulk__failure_rate": "ALARM"}, "bulk failure-rate: ALARM"),
+        ({"critical__dlq_depth": "ALARM"}, "critical dlq-depth: ALARM"),  # the replay should have cleared it
+        ({"transactional__errors": "INSUFFICIENT_DATA"}, "transactional errors: INSUFFICIENT_DATA"),
+    ],
+)
 def test_any_other_alarm_not_ok_fails_the_end_naming_it(states, named):
     expectation = check(final_rows(**states))
     assert not expectation.ok and named in expectation.detail
@@ -61,9 +64,11 @@ def test_run_demo_checks_the_final_table_it_prints(monkeypatch, tmp_path):
 
     @contextmanager
     def fake_session(**_settings):
-        yield SimpleNamespace(deployment=SimpleNamespace(stack_name="TieredJobs-local", gaps={}, stage="local"),
-                              endpoint=SimpleNamespace(url="http://127.0.0.1:1"),
-                              code_source=SimpleNamespace(directory=tmp_path))
+        yield SimpleNamespace(
+            deployment=SimpleNamespace(stack_name="TieredJobs-local", gaps={}, stage="local"),
+            endpoint=SimpleNamespace(url="http://127.0.0.1:1"),
+            code_source=SimpleNamespace(directory=tmp_path),
+        )
 
     final = final_rows(bulk__failure_rate="ALARM")
     monkeypatch.setattr(start, "LocalSession", fake_session)
@@ -71,8 +76,7 @@ def test_run_demo_checks_the_final_table_it_prints(monkeypatch, tmp_path):
     monkeypatch.setattr(story, "run_steps", lambda demo: demo.expect("story", "every step", True))
     monkeypatch.setattr(live, "safe_table", lambda session, title="Tiers": title)
     monkeypatch.setattr(end, "rows", lambda session: final)
-    monkeypatch.setattr(end, "table",
-                        lambda session, title, snapshot: printed_tables.append(snapshot) or title)
+    monkeypatch.setattr(end, "table", lambda session, title, snapshot: printed_tables.append(snapshot) or title)
     console = Console(record=True, width=200)
 
     assert story.run_demo(console) == 1
@@ -100,8 +104,11 @@ def test_the_steps_run_in_order_and_a_broken_one_is_a_failed_expectation(monkeyp
         ran.append("schedules")
 
     monkeypatch.setattr(story, "STEPS", (payments, broken, schedules))
-    monkeypatch.setattr(story.Demo, "__post_init__", lambda self: setattr(
-        self, "inbox", SimpleNamespace(subscribe=lambda: ran.append("inbox"))))
+    monkeypatch.setattr(
+        story.Demo,
+        "__post_init__",
+        lambda self: setattr(self, "inbox", SimpleNamespace(subscribe=lambda: ran.append("inbox"))),
+    )
     demo = Demo(session=None, console=Console(file=io.StringIO()))
 
     assert story.run_steps(demo) is False
@@ -112,5 +119,11 @@ def test_the_steps_run_in_order_and_a_broken_one_is_a_failed_expectation(monkeyp
 
 def test_the_story_is_its_steps_in_order():
     assert [step.__name__ for step in story.STEPS] == [
-        "payments_with_duplicates", "emails", "transient_outages", "flood", "rate_limited_emails",
-        "bad_deploy_and_replay", "scheduled_jobs"]
+        "payments_with_duplicates",
+        "emails",
+        "transient_outages",
+        "flood",
+        "rate_limited_emails",
+        "bad_deploy_and_replay",
+        "scheduled_jobs",
+    ]

@@ -87,9 +87,13 @@ def session(source, captured):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(moto_patches, "create_held_back", publish_early)
         code = JobsSource(source / "example" / "jobs", module="example.jobs", runtime_dir=source / "tiered_jobs")
-        local = LocalSession(alarm_interval_seconds=0.5, code_source=code, reload_interval_seconds=0.5,
-                             sqs_metrics_interval_seconds=1.0,
-                             log_sink=lambda function, line: function_lines.append(line))
+        local = LocalSession(
+            alarm_interval_seconds=0.5,
+            code_source=code,
+            reload_interval_seconds=0.5,
+            sqs_metrics_interval_seconds=1.0,
+            log_sink=lambda function, line: function_lines.append(line),
+        )
         local.start()
     local.function_lines = function_lines  # type: ignore[attr-defined]
     yield local
@@ -131,8 +135,11 @@ def _invoke(app, session, args: tuple[str, ...]):
 
 def test_jobs_published_before_the_runtime_is_ready_are_all_processed_and_nothing_mentions_docker(session, captured):
     tier = session.deployment.tiers["critical"]
-    wait_until(lambda: balance(session, EARLY_ACCOUNT) == EARLY_PAYMENTS and depth(session, tier.queue_url) == 0,
-               timeout=60, what=f"the {EARLY_PAYMENTS} early payments applied")
+    wait_until(
+        lambda: balance(session, EARLY_ACCOUNT) == EARLY_PAYMENTS and depth(session, tier.queue_url) == 0,
+        timeout=60,
+        what=f"the {EARLY_PAYMENTS} early payments applied",
+    )
     assert depth(session, tier.dlq_url) == 0
     mappings = session.clients("lambda").list_event_source_mappings()["EventSourceMappings"]
     assert {m["State"] for m in mappings} == {"Disabled"}
@@ -194,24 +201,34 @@ def test_a_code_change_becomes_a_new_version_in_new_environments_and_keeps_every
     sha_before = session.clients("lambda").get_function_configuration(FunctionName=consumer)["CodeSha256"]
     cold_before = session.runtime.by_function(consumer).stats.snapshot()["cold_starts"]
     publisher.publish("analytics.record_event", {"event": "warm_up"}, f"warm-{uuid.uuid4().hex}")
-    wait_until(lambda: session.runtime.by_function(consumer).stats.snapshot()["cold_starts"] > cold_before,
-               what="a bulk execution environment on the first version")
+    wait_until(
+        lambda: session.runtime.by_function(consumer).stats.snapshot()["cold_starts"] > cold_before,
+        what="a bulk execution environment on the first version",
+    )
 
     job = source / "example" / "jobs" / "analytics.py"
     text = job.read_text()
-    job.write_text(text.replace('    return {"recorded": True',
-                                '    ctx.logger.info("recorded by version two: " + payload["event"])\n'
-                                '    return {"recorded": True'))
+    job.write_text(
+        text.replace(
+            '    return {"recorded": True',
+            '    ctx.logger.info("recorded by version two: " + payload["event"])\n    return {"recorded": True',
+        )
+    )
     wait_until(lambda: session.code_versions, timeout=15, what="a new code version")
     (version,) = session.code_versions
     assert version.changed == ("example/jobs/analytics.py",)
     cold_after_reload = session.runtime.by_function(consumer).stats.snapshot()["cold_starts"]
 
     publisher.publish("analytics.record_event", {"event": "after_reload"}, f"v2-{uuid.uuid4().hex}")
-    wait_until(lambda: any("recorded by version two: after_reload" in line for line in session.logs.get(consumer, [])),
-               timeout=30, what="the new code's behaviour")
-    wait_until(lambda: session.runtime.by_function(consumer).stats.snapshot()["cold_starts"] > cold_after_reload,
-               what="a new execution environment for the new version")
+    wait_until(
+        lambda: any("recorded by version two: after_reload" in line for line in session.logs.get(consumer, [])),
+        timeout=30,
+        what="the new code's behaviour",
+    )
+    wait_until(
+        lambda: session.runtime.by_function(consumer).stats.snapshot()["cold_starts"] > cold_after_reload,
+        what="a new execution environment for the new version",
+    )
     configuration = session.clients("lambda").get_function_configuration(FunctionName=consumer)
     assert configuration["CodeSha256"] == version.code_sha256 != sha_before
     assert balance(session, account) == 42  # the table kept its items

@@ -29,18 +29,26 @@ def session():
 def _dead_letter(session, key: str) -> str:
     """A letter as the consumer dead-letters it (envelope + ``DeadLetter.*``); returns its message id."""
     tier = session.deployment.tiers["critical"]
-    reasons = {DeadLetter.REASON: DeadLetter.REASON_PERMANENT, DeadLetter.ERROR_TYPE: "ValueError",
-               DeadLetter.ERROR_MESSAGE: f"account acc_{key} was closed", DeadLetter.ATTEMPTS: "1",
-               DeadLetter.JOB_TYPE: "payments.update_balance", DeadLetter.SOURCE_QUEUE: tier.queue_url}
+    reasons = {
+        DeadLetter.REASON: DeadLetter.REASON_PERMANENT,
+        DeadLetter.ERROR_TYPE: "ValueError",
+        DeadLetter.ERROR_MESSAGE: f"account acc_{key} was closed",
+        DeadLetter.ATTEMPTS: "1",
+        DeadLetter.JOB_TYPE: "payments.update_balance",
+        DeadLetter.SOURCE_QUEUE: tier.queue_url,
+    }
     body = build("payments.update_balance", {"account_id": f"acc_{key}", "amount": 1}, key).to_json()
     return session.clients("sqs").send_message(
-        QueueUrl=tier.dlq_url, MessageBody=body,
-        MessageAttributes={n: {"DataType": "String", "StringValue": v} for n, v in reasons.items()})["MessageId"]
+        QueueUrl=tier.dlq_url,
+        MessageBody=body,
+        MessageAttributes={n: {"DataType": "String", "StringValue": v} for n, v in reasons.items()},
+    )["MessageId"]
 
 
 def _invoke(session, event: dict) -> dict:
-    answer = session.clients("lambda").invoke(FunctionName=session.deployment.replay.name,
-                                              Payload=json.dumps(event).encode())
+    answer = session.clients("lambda").invoke(
+        FunctionName=session.deployment.replay.name, Payload=json.dumps(event).encode()
+    )
     body = json.loads(answer["Payload"].read())
     assert "FunctionError" not in answer, body
     return body
@@ -59,12 +67,17 @@ def test_the_archive_bucket_deploys_versioned_and_private(session):
     assert all(s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"].values())
     # Its policy is only the TLS-only Deny, which moto would apply to every request (it ignores conditions).
     resources = session.deployment.assembly.template["Resources"]
-    (archive,) = [k for k, r in resources.items()
-                  if r["Type"] == "AWS::S3::Bucket" and "LoggingConfiguration" in r["Properties"]]
-    (policy,) = [r for r in resources.values()
-                 if r["Type"] == "AWS::S3::BucketPolicy" and r["Properties"]["Bucket"] == {"Ref": archive}]
+    (archive,) = [
+        k for k, r in resources.items() if r["Type"] == "AWS::S3::Bucket" and "LoggingConfiguration" in r["Properties"]
+    ]
+    (policy,) = [
+        r
+        for r in resources.values()
+        if r["Type"] == "AWS::S3::BucketPolicy" and r["Properties"]["Bucket"] == {"Ref": archive}
+    ]
     assert [s["Condition"] for s in policy["Properties"]["PolicyDocument"]["Statement"]] == [
-        moto_gaps.TLS_ONLY_DENY_CONDITION]
+        moto_gaps.TLS_ONLY_DENY_CONDITION
+    ]
     with pytest.raises(ClientError, match="NoSuchBucketPolicy"):
         s3.get_bucket_policy(Bucket=bucket)
 
@@ -98,9 +111,22 @@ def test_the_cli_discards_through_the_function_into_the_bucket(session, tmp_path
 
     monkeypatch.chdir(tmp_path)  # where the CLI's own archive file would go
     doomed = _dead_letter(session, "closed-2")
-    result = CliRunner(env={"COLUMNS": "250"}).invoke(app, [
-        "--stage", "local", "--endpoint-url", session.endpoint.url,
-        "dlq", "discard", "critical", "--message-id", doomed, "--via", "lambda"])
+    result = CliRunner(env={"COLUMNS": "250"}).invoke(
+        app,
+        [
+            "--stage",
+            "local",
+            "--endpoint-url",
+            session.endpoint.url,
+            "dlq",
+            "discard",
+            "critical",
+            "--message-id",
+            doomed,
+            "--via",
+            "lambda",
+        ],
+    )
     assert result.exit_code == 0, result.output
     bucket = session.deployment.outputs[Outputs.DISCARD_ARCHIVE_BUCKET]
     assert f"archived to s3://{bucket}/{discard_archive_prefix('local', 'critical')}" in result.output

@@ -47,8 +47,12 @@ def inbox(session):
     sqs = session.clients("sqs")
     url = sqs.create_queue(QueueName="e2e-inbox")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    session.clients("sns").subscribe(TopicArn=session.deployment.alarm_topic_arn, Protocol="sqs", Endpoint=arn,
-                                     Attributes={"RawMessageDelivery": "true"})
+    session.clients("sns").subscribe(
+        TopicArn=session.deployment.alarm_topic_arn,
+        Protocol="sqs",
+        Endpoint=arn,
+        Attributes={"RawMessageDelivery": "true"},
+    )
     return url
 
 
@@ -74,7 +78,8 @@ def test_deployment_is_read_back_from_the_deployed_resources(session):
     alarms = clients("cloudwatch").describe_alarms(AlarmNamePrefix=Alarms.prefix("local"), MaxRecords=100)
     names = {alarm["AlarmName"] for alarm in alarms["MetricAlarms"]}
     assert names == {Alarms.name("local", tier, kind) for tier in deployment.tiers for kind in Alarms.KINDS} | {
-        Schedules.dlq_alarm_name("local")}
+        Schedules.dlq_alarm_name("local")
+    }
     ttl = clients("dynamodb").describe_time_to_live(TableName=deployment.idempotency_table)
     assert ttl["TimeToLiveDescription"]["TimeToLiveStatus"] == "ENABLED"
     policy = clients("sqs").get_queue_attributes(QueueUrl=critical.queue_url, AttributeNames=["Policy"])
@@ -84,8 +89,14 @@ def test_deployment_is_read_back_from_the_deployed_resources(session):
 
 def test_publish_consume_with_duplicates_applies_once(session, publisher):
     account = f"acc-{uuid.uuid4().hex[:8]}"
-    jobs = [{"job_type": "payments.update_balance", "idempotency_key": f"{account}-{i}",
-             "payload": {"account_id": account, "amount": 10 * (i + 1)}} for i in range(3)]
+    jobs = [
+        {
+            "job_type": "payments.update_balance",
+            "idempotency_key": f"{account}-{i}",
+            "payload": {"account_id": account, "amount": 10 * (i + 1)},
+        }
+        for i in range(3)
+    ]
     publisher.publish_batch(jobs + jobs)  # every payment twice
     wait_until(
         lambda: balance(session, account) == 60 and depth(session, session.deployment.tiers["critical"].queue_url) == 0,
@@ -114,7 +125,8 @@ def test_permanent_failures_are_dead_lettered_at_once_with_reasons(session, publ
     session.clients("sqs").send_message(QueueUrl=tier.queue_url, MessageBody=body.to_json())
     wait_until(lambda: depth(session, tier.dlq_url) == 1, what="dead letter")
     (letter,) = session.clients("sqs").receive_message(
-        QueueUrl=tier.dlq_url, MessageAttributeNames=["All"], VisibilityTimeout=0)["Messages"]
+        QueueUrl=tier.dlq_url, MessageAttributeNames=["All"], VisibilityTimeout=0
+    )["Messages"]
     attributes = {k: v["StringValue"] for k, v in letter["MessageAttributes"].items()}
     assert attributes[DeadLetter.REASON] == DeadLetter.REASON_PERMANENT
     assert attributes[DeadLetter.ATTEMPTS] == "1"
@@ -169,8 +181,10 @@ def test_a_configuration_change_reaches_new_execution_environments(session, publ
         session.update_function_configuration(tier.consumer.name, good)
     replayed = session.invoke(session.deployment.replay, {"action": "replay", "tier": "critical"})
     assert replayed.response["moved"] == 1
-    wait_until(lambda: depth(session, tier.queue_url) == 0 and depth(session, tier.dlq_url) == 0,
-               what="payment applied after the fix")
+    wait_until(
+        lambda: depth(session, tier.queue_url) == 0 and depth(session, tier.dlq_url) == 0,
+        what="payment applied after the fix",
+    )
 
 
 def test_shutdown_leaves_no_thread_process_or_port(session, baseline):

@@ -31,8 +31,14 @@ REGION = "us-east-1"
 
 def function(handler: str = "tests.emulator.local_fake_handlers.describe", **overrides) -> FunctionConfig:
     settings = dict(
-        name="fn", arn=f"arn:aws:lambda:{REGION}:123456789012:function:fn", handler=handler,
-        environment={"FAKE_SETTING": "on"}, timeout_seconds=30, memory_mb=256, region=REGION, code_root=ROOT,
+        name="fn",
+        arn=f"arn:aws:lambda:{REGION}:123456789012:function:fn",
+        handler=handler,
+        environment={"FAKE_SETTING": "on"},
+        timeout_seconds=30,
+        memory_mb=256,
+        region=REGION,
+        code_root=ROOT,
     )
     settings.update(overrides)
     return FunctionConfig(**settings)
@@ -77,15 +83,22 @@ def busy_queue(sqs):
 
 
 def mapping(queue, handler="tests.emulator.local_fake_handlers.describe", **overrides) -> MappingConfig:
-    settings = dict(function=function(handler), queue_url=queue[0], queue_arn=queue[1], batch_size=10,
-                    batching_window_seconds=0, maximum_concurrency=2)
+    settings = dict(
+        function=function(handler),
+        queue_url=queue[0],
+        queue_arn=queue[1],
+        batch_size=10,
+        batching_window_seconds=0,
+        maximum_concurrency=2,
+    )
     settings.update(overrides)
     return MappingConfig(**settings)
 
 
 def receive_all(sqs, url):
-    return sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"],
-                               MessageAttributeNames=["All"]).get("Messages", [])
+    return sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"]
+    ).get("Messages", [])
 
 
 def visible_bodies(sqs, url) -> list[str]:
@@ -93,11 +106,15 @@ def visible_bodies(sqs, url) -> list[str]:
 
 
 def test_event_has_lambdas_sqs_record_shape(sqs, queue):
-    sqs.send_message(QueueUrl=queue[0], MessageBody='{"x": 1}', MessageAttributes={
-        "Kind": {"DataType": "String", "StringValue": "demo"},
-        "Count": {"DataType": "Number", "StringValue": "3"},
-        "Blob": {"DataType": "Binary", "BinaryValue": b"\x00\x01"},
-    })
+    sqs.send_message(
+        QueueUrl=queue[0],
+        MessageBody='{"x": 1}',
+        MessageAttributes={
+            "Kind": {"DataType": "String", "StringValue": "demo"},
+            "Count": {"DataType": "Number", "StringValue": "3"},
+            "Blob": {"DataType": "Binary", "BinaryValue": b"\x00\x01"},
+        },
+    )
     message = receive_all(sqs, queue[0])[0]
 
     event = sqs_event([message], queue[1], REGION)
@@ -116,8 +133,12 @@ def test_event_has_lambdas_sqs_record_shape(sqs, queue):
     assert record["messageAttributes"] == {
         "Kind": {"stringValue": "demo", "stringListValues": [], "binaryListValues": [], "dataType": "String"},
         "Count": {"stringValue": "3", "stringListValues": [], "binaryListValues": [], "dataType": "Number"},
-        "Blob": {"binaryValue": base64.b64encode(b"\x00\x01").decode(), "stringListValues": [],
-                 "binaryListValues": [], "dataType": "Binary"},
+        "Blob": {
+            "binaryValue": base64.b64encode(b"\x00\x01").decode(),
+            "stringListValues": [],
+            "binaryListValues": [],
+            "dataType": "Binary",
+        },
     }
 
 
@@ -186,8 +207,10 @@ def test_without_report_batch_item_failures_the_response_is_ignored(sqs, queue):
     runtime = MappingRuntime(mapping(queue, report_batch_item_failures=False), in_process_factory(), sqs)
     messages = receive_all(sqs, queue[0])
 
-    runtime.process(ScriptedInvoker(Invocation(response={"batchItemFailures": [
-        {"itemIdentifier": messages[0]["MessageId"]}]})), messages)
+    runtime.process(
+        ScriptedInvoker(Invocation(response={"batchItemFailures": [{"itemIdentifier": messages[0]["MessageId"]}]})),
+        messages,
+    )
 
     assert visible_bodies(sqs, queue[0]) == []
 
@@ -212,7 +235,8 @@ def test_runtime_never_exceeds_maximum_concurrency(sqs, busy_queue):
     local_fake_handlers.peak = 0
     runtime = MappingRuntime(
         mapping(queue, "tests.emulator.local_fake_handlers.wait_for_gate", batch_size=1, maximum_concurrency=3),
-        in_process_factory(), sqs,
+        in_process_factory(),
+        sqs,
     )
     runtime.start()
     try:
@@ -252,8 +276,10 @@ def test_batching_window_keeps_polling_until_the_batch_is_full(queue):
 
     assert [m["MessageId"] for m in batch] == [str(i) for i in range(14)]
     assert [call["MaxNumberOfMessages"] for call in sqs.calls] == [10, 4]
-    assert all(call["MessageSystemAttributeNames"] == ["All"] and call["MessageAttributeNames"] == ["All"]
-               for call in sqs.calls)
+    assert all(
+        call["MessageSystemAttributeNames"] == ["All"] and call["MessageAttributeNames"] == ["All"]
+        for call in sqs.calls
+    )
 
 
 def test_without_a_window_one_receive_makes_the_batch(queue):
@@ -298,8 +324,9 @@ def test_a_failing_environment_does_not_kill_the_poller(sqs, busy_queue):
     for body in ("a", "b"):
         sqs.send_message(QueueUrl=busy_queue[0], MessageBody=body)
     BrokenInvoker.calls = 0
-    runtime = MappingRuntime(mapping(busy_queue, batch_size=1, maximum_concurrency=1),
-                             lambda function: BrokenInvoker(), sqs)
+    runtime = MappingRuntime(
+        mapping(busy_queue, batch_size=1, maximum_concurrency=1), lambda function: BrokenInvoker(), sqs
+    )
     runtime.start()
     try:
         wait_until(lambda: BrokenInvoker.calls >= 2, what="both batches attempted by the one poller")

@@ -19,9 +19,14 @@ ENDPOINT = Endpoint("http://127.0.0.1:1")  # never called: the fake handlers mak
 
 def function(handler: str, name: str = "fn", timeout: int = 30, **env: str) -> FunctionConfig:
     return FunctionConfig(
-        name=name, arn=f"arn:aws:lambda:us-east-1:123456789012:function:{name}",
-        handler=f"tests.emulator.local_fake_handlers.{handler}", environment={"FAKE_SETTING": "on", **env},
-        timeout_seconds=timeout, memory_mb=256, region="us-east-1", code_root=ROOT,
+        name=name,
+        arn=f"arn:aws:lambda:us-east-1:123456789012:function:{name}",
+        handler=f"tests.emulator.local_fake_handlers.{handler}",
+        environment={"FAKE_SETTING": "on", **env},
+        timeout_seconds=timeout,
+        memory_mb=256,
+        region="us-east-1",
+        code_root=ROOT,
     )
 
 

@@ -15,14 +15,18 @@ from tiered_jobs.cdk.packaging import JobsSource
 
 
 def test_log_groups_follow_the_functions_logging_config_else_lambdas_default():
-    template = {"Resources": {
-        "Fn": {"Type": "AWS::Lambda::Function", "Properties": {"LoggingConfig": {"LogGroup": {"Ref": "FnLogs"}}}},
-        "FnLogs": {"Type": "AWS::Logs::LogGroup", "Properties": {}},
-        "Plain": {"Type": "AWS::Lambda::Function", "Properties": {}},
-    }}
+    template = {
+        "Resources": {
+            "Fn": {"Type": "AWS::Lambda::Function", "Properties": {"LoggingConfig": {"LogGroup": {"Ref": "FnLogs"}}}},
+            "FnLogs": {"Type": "AWS::Logs::LogGroup", "Properties": {}},
+            "Plain": {"Type": "AWS::Lambda::Function", "Properties": {}},
+        }
+    }
     physical = {"Fn": "stage-fn", "FnLogs": "Stack-FnLogs-ABC", "Plain": "stage-plain"}
-    assert function_log_groups(template, physical) == {"stage-fn": "Stack-FnLogs-ABC",
-                                                       "stage-plain": "/aws/lambda/stage-plain"}
+    assert function_log_groups(template, physical) == {
+        "stage-fn": "Stack-FnLogs-ABC",
+        "stage-plain": "/aws/lambda/stage-plain",
+    }
 
 
 def test_shipped_lines_are_read_back_in_order_by_group_and_stream(aws):
@@ -35,7 +39,8 @@ def test_shipped_lines_are_read_back_in_order_by_group_and_stream(aws):
     shipper.flush()
     events = read_events(logs, {"one": "existing", "two": "created-on-first-use", "none": "missing"}, 0)
     assert [(e.function, e.stream, e.message) for e in events] == [
-        ("one", "2026/01/01/[$LATEST]a", "first"), ("one", "2026/01/01/[$LATEST]a", "second"),
+        ("one", "2026/01/01/[$LATEST]a", "first"),
+        ("one", "2026/01/01/[$LATEST]a", "second"),
         ("two", "2026/01/01/[$LATEST]b", " "),  # CloudWatch Logs refuses empty messages
     ]
     seen: set[str] = set()
@@ -62,20 +67,31 @@ def test_snapshots_see_edits_additions_and_removals_and_copies_leave_bytecode_ou
     (tmp_path / "tiered_jobs" / "cli.py").write_text("not in the asset\n")
     source = JobsSource(tmp_path / "functions" / "jobs", module="example.jobs", runtime_dir=tmp_path / "tiered_jobs")
     before = snapshot(source)
-    assert set(before) == {"example/jobs/__init__.py", "example/jobs/a.py", "tiered_jobs/__init__.py",
-                           "tiered_jobs/contract/names.py"}
+    assert set(before) == {
+        "example/jobs/__init__.py",
+        "example/jobs/a.py",
+        "tiered_jobs/__init__.py",
+        "tiered_jobs/contract/names.py",
+    }
 
     (tmp_path / "functions" / "jobs" / "a.py").write_text("A = 2  # longer\n")
     (tmp_path / "functions" / "jobs" / "b.py").write_text("B = 1\n")
     (tmp_path / "tiered_jobs" / "contract" / "names.py").unlink()
     (tmp_path / "tiered_jobs" / "cli.py").write_text("changed, but not in the asset\n")
     assert changed_files(before, snapshot(source)) == [
-        "example/jobs/a.py", "example/jobs/b.py", "tiered_jobs/contract/names.py"]
+        "example/jobs/a.py",
+        "example/jobs/b.py",
+        "tiered_jobs/contract/names.py",
+    ]
 
     copy = source.stage(tmp_path / "copy")
     assert sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*") if p.is_file()) == [
-        "example/__init__.py", "example/jobs/__init__.py", "example/jobs/a.py", "example/jobs/b.py",
-        "tiered_jobs/__init__.py"]
+        "example/__init__.py",
+        "example/jobs/__init__.py",
+        "example/jobs/a.py",
+        "example/jobs/b.py",
+        "tiered_jobs/__init__.py",
+    ]
 
 
 def test_hints_name_the_command_where_make_setup_puts_it(tmp_path, monkeypatch):

@@ -26,8 +26,12 @@ pytestmark = pytest.mark.e2e
 
 SCHEDULES = {
     "heartbeat": {"expression": "rate(1 minute)", "job_type": "demo.flaky", "payload": {"fail_times": 0}},
-    "kolkata-daily": {"expression": "cron(30 9 * * ? *)", "timezone": "Asia/Kolkata",
-                      "job_type": "notifications.send_email", "payload": {"to": "ops@example.com", "subject": "daily"}},
+    "kolkata-daily": {
+        "expression": "cron(30 9 * * ? *)",
+        "timezone": "Asia/Kolkata",
+        "job_type": "notifications.send_email",
+        "payload": {"to": "ops@example.com", "subject": "daily"},
+    },
 }
 
 
@@ -41,8 +45,13 @@ def session():
 @pytest.fixture(scope="module")
 def later(session):
     """A publisher that sends every later job through a one-time schedule (so tests need not wait 15 minutes)."""
-    return Publisher.from_stage(session.deployment.stage, ssm=session.clients("ssm"), sqs=session.clients("sqs"),
-                                scheduler=session.clients("scheduler"), schedule_beyond_seconds=0)
+    return Publisher.from_stage(
+        session.deployment.stage,
+        ssm=session.clients("ssm"),
+        sqs=session.clients("sqs"),
+        scheduler=session.clients("scheduler"),
+        schedule_beyond_seconds=0,
+    )
 
 
 def fires_of(session, name):
@@ -88,9 +97,12 @@ def test_a_fire_delivered_twice_runs_once_and_carries_the_scheduled_time(session
     assert emails(session, Metrics.SUCCEEDED) - emails(session, Metrics.DUPLICATE) == 1
     assert first.body == again.body and first.message_id != again.message_id
     assert json.loads(first.body) == {
-        "type": "notifications.send_email", "payload": {"to": "ops@example.com", "subject": "daily"}, "version": 1,
+        "type": "notifications.send_email",
+        "payload": {"to": "ops@example.com", "subject": "daily"},
+        "version": 1,
         "idempotency_key": periodic_idempotency_key("kolkata-daily", "2030-01-01T04:00:00Z"),
-        "published_at": "2030-01-01T04:00:00Z"}
+        "published_at": "2030-01-01T04:00:00Z",
+    }
 
 
 def test_a_one_time_job_fires_at_its_time_and_deletes_its_schedule(session, later):
@@ -117,9 +129,17 @@ def test_an_undeliverable_fire_is_dead_lettered_and_pages(session, inbox_states=
     group = session.deployment.outputs[Schedules.OUTPUT_GROUP_NAME]
     dlq_arn = session.deployment.outputs[Schedules.OUTPUT_DLQ_ARN]
     scheduler.create_schedule(
-        Name="to-nowhere", GroupName=group, ScheduleExpression="rate(1 minute)", FlexibleTimeWindow={"Mode": "OFF"},
-        Target={"Arn": dlq_arn.rsplit(":", 1)[0] + ":no-such-queue", "RoleArn": "arn:aws:iam::123456789012:role/x",
-                "Input": "{}", "DeadLetterConfig": {"Arn": dlq_arn}})
+        Name="to-nowhere",
+        GroupName=group,
+        ScheduleExpression="rate(1 minute)",
+        FlexibleTimeWindow={"Mode": "OFF"},
+        Target={
+            "Arn": dlq_arn.rsplit(":", 1)[0] + ":no-such-queue",
+            "RoleArn": "arn:aws:iam::123456789012:role/x",
+            "Input": "{}",
+            "DeadLetterConfig": {"Arn": dlq_arn},
+        },
+    )
     wait_until(lambda: fires_of(session, "to-nowhere"), 30, "the failed fire")
     assert fires_of(session, "to-nowhere")[0].error
     dlq_url = session.deployment.outputs[Schedules.OUTPUT_DLQ_URL]
@@ -127,16 +147,24 @@ def test_an_undeliverable_fire_is_dead_lettered_and_pages(session, inbox_states=
     assert letter["MessageAttributes"]["TARGET_ARN"]["StringValue"].endswith(":no-such-queue")
     name = Schedules.dlq_alarm_name(session.deployment.stage)
     cloudwatch = session.clients("cloudwatch")
-    wait_until(lambda: cloudwatch.describe_alarms(AlarmNames=[name])["MetricAlarms"][0]["StateValue"] == "ALARM",
-               10, "the schedules DLQ alarm")
+    wait_until(
+        lambda: cloudwatch.describe_alarms(AlarmNames=[name])["MetricAlarms"][0]["StateValue"] == "ALARM",
+        10,
+        "the schedules DLQ alarm",
+    )
     assert name.startswith(Alarms.prefix(session.deployment.stage))
     scheduler.delete_schedule(Name="to-nowhere", GroupName=group)
 
 
 def test_local_firing_precision(session):
     """Fires that fell due while the runner ran (not caught up after deployment, not re-delivered by hand)."""
-    lags = [fire.lag_seconds for fire in session.scheduler.fires
-            if fire.error is None and fire.schedule_name.startswith("once-")]
+    lags = [
+        fire.lag_seconds
+        for fire in session.scheduler.fires
+        if fire.error is None and fire.schedule_name.startswith("once-")
+    ]
     assert lags and max(lags) < 2.0
-    print(f"local firing lag over {len(lags)} fire(s): p50 {statistics.median(lags) * 1000:.0f} ms, "
-          f"max {max(lags) * 1000:.0f} ms")
+    print(
+        f"local firing lag over {len(lags)} fire(s): p50 {statistics.median(lags) * 1000:.0f} ms, "
+        f"max {max(lags) * 1000:.0f} ms"
+    )

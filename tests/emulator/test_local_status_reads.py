@@ -42,8 +42,9 @@ def test_the_oldest_age_of_every_queue_is_read_in_one_get_metric_data_call_the_l
     calls: list[str] = []
     cloudwatch.meta.events.register("before-call.cloudwatch.*", lambda model, **_: calls.append(model.name))
 
-    read = status_reads.read_status("test", tiers, {"sqs": sqs, "cloudwatch": cloudwatch}.__getitem__,
-                                    source="test", now=now)
+    read = status_reads.read_status(
+        "test", tiers, {"sqs": sqs, "cloudwatch": cloudwatch}.__getitem__, source="test", now=now
+    )
 
     ages = {row.tier: row.oldest_age_seconds for row in read.tiers}
     assert ages == {"a": 620.0, "b": 30.0, "idle": None}  # 16 minutes old says nothing about now: "–"
@@ -97,11 +98,22 @@ def test_the_live_view_renders_the_status_row_every_face_reads():
 
     from emulator.view import table
 
-    row = status_reads.TierStatus("critical", visible=3, in_flight=1, delayed=2, dlq=4, oldest_age_seconds=754.0,
-                                  alarms={"dlq-depth": "ALARM"}, succeeded=12.0, retried=5.0, failed=None)
+    row = status_reads.TierStatus(
+        "critical",
+        visible=3,
+        in_flight=1,
+        delayed=2,
+        dlq=4,
+        oldest_age_seconds=754.0,
+        alarms={"dlq-depth": "ALARM"},
+        succeeded=12.0,
+        retried=5.0,
+        failed=None,
+    )
     out = Console(file=io.StringIO(), width=200)
     out.print(table(None, "Tiers", [row]))  # a snapshot given: no session is read
 
-    [cells] = [[c.strip() for c in line.split("│")[1:-1]] for line in out.file.getvalue().splitlines()
-               if line.startswith("│")]
+    [cells] = [
+        [c.strip() for c in line.split("│")[1:-1]] for line in out.file.getvalue().splitlines() if line.startswith("│")
+    ]
     assert cells == ["critical", "3", "1", "2", "4", "12m 34s", "12", "5", "–", "ALARM: dlq-depth"]

@@ -39,8 +39,9 @@ def free_port() -> int:
 def test_local_up_serves_a_publish_from_another_process(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO_ROOT)  # where `make setup` was run: the hints are relative to it
     port = free_port()
-    with RunningUp([sys.executable, "-m", "emulator", "up", "--port", str(port), "--no-view"], cwd=REPO_ROOT,
-                   env=os.environ) as up:
+    with RunningUp(
+        [sys.executable, "-m", "emulator", "up", "--port", str(port), "--no-view"], cwd=REPO_ROOT, env=os.environ
+    ) as up:
         exports, output = up.exports, up.output
         assert exports["AWS_ENDPOINT_URL"] == f"http://127.0.0.1:{port}"
         # make setup puts tiered-jobs in the virtualenv, not on PATH: the hints name it so
@@ -52,7 +53,8 @@ def test_local_up_serves_a_publish_from_another_process(tmp_path, monkeypatch):
 
         dynamodb = boto3.client("dynamodb", endpoint_url=exports["AWS_ENDPOINT_URL"], region_name="us-east-1")
         table = boto3.client("ssm", endpoint_url=exports["AWS_ENDPOINT_URL"], region_name="us-east-1").get_parameter(
-            Name=Ssm.resource("local", PAYMENTS_TABLE))["Parameter"]["Value"]
+            Name=Ssm.resource("local", PAYMENTS_TABLE)
+        )["Parameter"]["Value"]
 
         def balance() -> int | None:
             item = dynamodb.get_item(TableName=table, Key={"account_id": {"S": "acc_outside"}}).get("Item")

@@ -19,12 +19,18 @@ TEMPLATE = {
     },
     "Resources": {
         "Queue": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "q"}},
-        "QueuePolicy": {"Type": "AWS::SQS::QueuePolicy", "Properties": {
-            "Queues": [{"Ref": "Queue"}],
-            "PolicyDocument": {"Statement": [{"Effect": "Deny", "Resource": {"Fn::GetAtt": ["Queue", "Arn"]}}]}}},
+        "QueuePolicy": {
+            "Type": "AWS::SQS::QueuePolicy",
+            "Properties": {
+                "Queues": [{"Ref": "Queue"}],
+                "PolicyDocument": {"Statement": [{"Effect": "Deny", "Resource": {"Fn::GetAtt": ["Queue", "Arn"]}}]},
+            },
+        },
         "Alarm": {"Type": "AWS::CloudWatch::Alarm", "Properties": {"AlarmName": "a"}},
-        "Dashboard": {"Type": "AWS::CloudWatch::Dashboard", "Properties": {
-            "DashboardBody": {"Fn::Join": ["", ["[", {"Fn::GetAtt": ["Alarm", "Arn"]}, "]"]]}}},
+        "Dashboard": {
+            "Type": "AWS::CloudWatch::Dashboard",
+            "Properties": {"DashboardBody": {"Fn::Join": ["", ["[", {"Fn::GetAtt": ["Alarm", "Arn"]}, "]"]]}},
+        },
         "Waiter": {"Type": "AWS::SQS::Queue", "DependsOn": ["Queue", "Alarm"], "Properties": {}},
     },
     "Outputs": {"QueueUrl": {"Value": {"Ref": "Queue"}}},
@@ -54,23 +60,29 @@ def resolver(**attributes):
     return template.Resolver(
         physical_ids={"Queue": "https://q-url", "Topic": "arn:aws:sns:us-east-1:1:t"},
         types={"Queue": "AWS::SQS::Queue", "Topic": "AWS::SNS::Topic"},
-        parameters={"Param": "p"}, pseudo={"AWS::Region": "us-east-1", "AWS::AccountId": "123"},
+        parameters={"Param": "p"},
+        pseudo={"AWS::Region": "us-east-1", "AWS::AccountId": "123"},
         attribute=lambda kind, physical_id, name: f"{kind}|{physical_id}|{name}",
     )
 
 
-@pytest.mark.parametrize(("node", "expected"), [
-    ({"Ref": "Queue"}, "https://q-url"),
-    ({"Ref": "AWS::Region"}, "us-east-1"),
-    ({"Ref": "Param"}, "p"),
-    ({"Fn::GetAtt": ["Queue", "Arn"]}, "AWS::SQS::Queue|https://q-url|Arn"),
-    ({"Fn::GetAtt": "Queue.Arn"}, "AWS::SQS::Queue|https://q-url|Arn"),
-    ({"Fn::Join": [":", ["a", {"Ref": "AWS::AccountId"}]]}, "a:123"),
-    ({"Fn::Sub": "x-${AWS::Region}-${Queue}-${Queue.Arn}-${!Literal}"},
-     "x-us-east-1-https://q-url-AWS::SQS::Queue|https://q-url|Arn-${Literal}"),
-    ({"Fn::Sub": ["${A}/${AWS::AccountId}", {"A": {"Ref": "Param"}}]}, "p/123"),
-    ({"Key": [{"Ref": "Topic"}]}, {"Key": ["arn:aws:sns:us-east-1:1:t"]}),
-])
+@pytest.mark.parametrize(
+    ("node", "expected"),
+    [
+        ({"Ref": "Queue"}, "https://q-url"),
+        ({"Ref": "AWS::Region"}, "us-east-1"),
+        ({"Ref": "Param"}, "p"),
+        ({"Fn::GetAtt": ["Queue", "Arn"]}, "AWS::SQS::Queue|https://q-url|Arn"),
+        ({"Fn::GetAtt": "Queue.Arn"}, "AWS::SQS::Queue|https://q-url|Arn"),
+        ({"Fn::Join": [":", ["a", {"Ref": "AWS::AccountId"}]]}, "a:123"),
+        (
+            {"Fn::Sub": "x-${AWS::Region}-${Queue}-${Queue.Arn}-${!Literal}"},
+            "x-us-east-1-https://q-url-AWS::SQS::Queue|https://q-url|Arn-${Literal}",
+        ),
+        ({"Fn::Sub": ["${A}/${AWS::AccountId}", {"A": {"Ref": "Param"}}]}, "p/123"),
+        ({"Key": [{"Ref": "Topic"}]}, {"Key": ["arn:aws:sns:us-east-1:1:t"]}),
+    ],
+)
 def test_resolver_intrinsics(node, expected):
     assert resolver().resolve(node) == expected
 
@@ -83,8 +95,9 @@ def test_resolver_refuses_what_it_does_not_know():
 
 
 def test_references_sees_refs_getatts_and_sub_variables():
-    assert template.references({"a": [{"Ref": "A"}, {"Fn::GetAtt": ["B", "Arn"]}],
-                                 "b": {"Fn::Sub": "${C.Arn}/${AWS::Region}/${!D}"}}) == {"A", "B", "C", "AWS::Region"}
+    assert template.references(
+        {"a": [{"Ref": "A"}, {"Fn::GetAtt": ["B", "Arn"]}], "b": {"Fn::Sub": "${C.Arn}/${AWS::Region}/${!D}"}}
+    ) == {"A", "B", "C", "AWS::Region"}
 
 
 def test_seeding_writes_bootstrap_version_and_the_reserved_powertools_parameter(aws):
@@ -117,16 +130,31 @@ def test_an_alarm_subscription_is_created_with_its_delivery_dead_letter_queue(aw
 
     sns, sqs = boto3.client("sns", region_name="us-east-1"), boto3.client("sqs", region_name="us-east-1")
     topic = sns.create_topic(Name="alarms")["TopicArn"]
-    dlq = sqs.get_queue_attributes(QueueUrl=sqs.create_queue(QueueName="delivery-dlq")["QueueUrl"],
-                                   AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    held = {"Email": {"Type": "AWS::SNS::Subscription", "Properties": {
-        "TopicArn": {"Ref": "Topic"}, "Protocol": "email", "Endpoint": "oncall@example.com",
-        "RedrivePolicy": {"deadLetterTargetArn": dlq}}}}
-    resolve = template.Resolver(physical_ids={"Topic": topic}, types={"Topic": "AWS::SNS::Topic"}, parameters={},
-                                pseudo={}, attribute=lambda *args: "")
+    dlq = sqs.get_queue_attributes(
+        QueueUrl=sqs.create_queue(QueueName="delivery-dlq")["QueueUrl"], AttributeNames=["QueueArn"]
+    )["Attributes"]["QueueArn"]
+    held = {
+        "Email": {
+            "Type": "AWS::SNS::Subscription",
+            "Properties": {
+                "TopicArn": {"Ref": "Topic"},
+                "Protocol": "email",
+                "Endpoint": "oncall@example.com",
+                "RedrivePolicy": {"deadLetterTargetArn": dlq},
+            },
+        }
+    }
+    resolve = template.Resolver(
+        physical_ids={"Topic": topic},
+        types={"Topic": "AWS::SNS::Topic"},
+        parameters={},
+        pseudo={},
+        attribute=lambda *args: "",
+    )
     assert moto_patches.unsupported_types({"Resources": held}) == {"AWS::SNS::Subscription"}
-    moto_patches.create_held_back(held, resolve, lambda service: boto3.client(service, region_name="us-east-1"),
-                                  "123456789012", "us-east-1")
+    moto_patches.create_held_back(
+        held, resolve, lambda service: boto3.client(service, region_name="us-east-1"), "123456789012", "us-east-1"
+    )
     (subscription,) = sns.list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"]
     assert (subscription["Protocol"], subscription["Endpoint"]) == ("email", "oncall@example.com")
     assert resolve.physical_ids["Email"] == subscription["SubscriptionArn"]
@@ -147,8 +175,10 @@ def test_a_message_move_task_moves_every_visible_letter_as_a_new_message(aws):
     sqs = boto3.client("sqs", region_name="us-east-1")
     dlq = sqs.create_queue(QueueName="jobs-dlq")["QueueUrl"]
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    queue = sqs.create_queue(QueueName="jobs", Attributes={
-        "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 5})})["QueueUrl"]
+    queue = sqs.create_queue(
+        QueueName="jobs",
+        Attributes={"RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 5})},
+    )["QueueUrl"]
     sqs.send_message(QueueUrl=dlq, MessageBody="in-flight")
     assert sqs.receive_message(QueueUrl=dlq, VisibilityTimeout=600)["Messages"]  # held: it stays
     reason = {"DeadLetter.Reason": {"DataType": "String", "StringValue": "permanent"}}
@@ -157,8 +187,9 @@ def test_a_message_move_task_moves_every_visible_letter_as_a_new_message(aws):
 
     handle = sqs.start_message_move_task(SourceArn=dlq_arn)["TaskHandle"]  # back to its source queue
 
-    (moved,) = sqs.receive_message(QueueUrl=queue, MessageAttributeNames=["All"],
-                                   MessageSystemAttributeNames=["All"])["Messages"]
+    (moved,) = sqs.receive_message(QueueUrl=queue, MessageAttributeNames=["All"], MessageSystemAttributeNames=["All"])[
+        "Messages"
+    ]
     assert moved["Body"] == "letter-1" and moved["MessageId"] != letter
     assert moved["MessageAttributes"]["DeadLetter.Reason"]["StringValue"] == "permanent"
     assert moved["Attributes"]["ApproximateReceiveCount"] == "1"
@@ -208,11 +239,15 @@ def test_the_servers_module_list_is_read_once_and_unchanged():
     assert backends.list_of_moto_modules() is backends.list_of_moto_modules()  # no second listing
 
 
-@pytest.mark.parametrize("attributes", [
-    {},
-    {"FifoQueue": "true", "ContentBasedDeduplication": "true"},
-    {"KmsMasterKeyId": "alias/aws/sqs", "DelaySeconds": "3"},
-], ids=["standard", "fifo", "encrypted"])
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {},
+        {"FifoQueue": "true", "ContentBasedDeduplication": "true"},
+        {"KmsMasterKeyId": "alias/aws/sqs", "DelaySeconds": "3"},
+    ],
+    ids=["standard", "fifo", "encrypted"],
+)
 def test_queue_attributes_on_demand_are_the_attributes_moto_computes(aws, attributes):
     """Gap 14: each attribute asked alone equals what moto's every-attribute answer holds."""
     import json
@@ -227,8 +262,10 @@ def test_queue_attributes_on_demand_are_the_attributes_moto_computes(aws, attrib
     dlq = sqs.create_queue(QueueName="dl.fifo" if fifo else "dl", Attributes={"FifoQueue": "true"} if fifo else {})
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq["QueueUrl"], AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     name = "jobs.fifo" if fifo else "jobs"
-    url = sqs.create_queue(QueueName=name, Attributes={
-        **attributes, "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 3})})["QueueUrl"]
+    url = sqs.create_queue(
+        QueueName=name,
+        Attributes={**attributes, "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 3})},
+    )["QueueUrl"]
     for i in range(3):
         sqs.send_message(QueueUrl=url, MessageBody=f"m{i}", **({"MessageGroupId": "g"} if "fifo" in name else {}))
     sqs.receive_message(QueueUrl=url, VisibilityTimeout=30)
@@ -240,8 +277,12 @@ def test_queue_attributes_on_demand_are_the_attributes_moto_computes(aws, attrib
         assert queue_attribute(queue, attribute) == every.get(attribute), attribute
         answered = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[attribute]).get("Attributes", {})
         assert answered == ({attribute: str(every[attribute])} if every.get(attribute) is not None else {}), attribute
-    assert int(every["ApproximateNumberOfMessages"]) + int(every["ApproximateNumberOfMessagesNotVisible"]) + int(
-        every["ApproximateNumberOfMessagesDelayed"]) == 3  # the counts were really computed
+    assert (
+        int(every["ApproximateNumberOfMessages"])
+        + int(every["ApproximateNumberOfMessagesNotVisible"])
+        + int(every["ApproximateNumberOfMessagesDelayed"])
+        == 3
+    )  # the counts were really computed
 
 
 @pytest.mark.parametrize("tier", ["critical", "transactional", "zzz"])
@@ -254,11 +295,24 @@ def test_get_metric_data_takes_a_metrics_dimensions_as_a_set(aws, tier):
     moto_patches.cloudwatch_dimensions_as_a_set()
     cloudwatch, now = boto3.client("cloudwatch"), datetime.now(timezone.utc)
     put = [{"Name": "Stage", "Value": "local"}, {"Name": "Tier", "Value": tier}, {"Name": "service", "Value": "tj"}]
-    cloudwatch.put_metric_data(Namespace="N", MetricData=[
-        {"MetricName": "M", "Value": 2.0, "Timestamp": now - timedelta(minutes=1), "Dimensions": put}])
+    cloudwatch.put_metric_data(
+        Namespace="N",
+        MetricData=[{"MetricName": "M", "Value": 2.0, "Timestamp": now - timedelta(minutes=1), "Dimensions": put}],
+    )
 
     for dimensions in (put, [put[2], put[0], put[1]], [put[1], put[2], put[0]]):
-        answer = cloudwatch.get_metric_data(MetricDataQueries=[{"Id": "m", "MetricStat": {
-            "Metric": {"Namespace": "N", "MetricName": "M", "Dimensions": dimensions}, "Period": 60, "Stat": "Sum"}}],
-            StartTime=now - timedelta(minutes=10), EndTime=now + timedelta(minutes=1))
+        answer = cloudwatch.get_metric_data(
+            MetricDataQueries=[
+                {
+                    "Id": "m",
+                    "MetricStat": {
+                        "Metric": {"Namespace": "N", "MetricName": "M", "Dimensions": dimensions},
+                        "Period": 60,
+                        "Stat": "Sum",
+                    },
+                }
+            ],
+            StartTime=now - timedelta(minutes=10),
+            EndTime=now + timedelta(minutes=1),
+        )
         assert answer["MetricDataResults"][0]["Values"] == [2.0], dimensions

@@ -18,18 +18,31 @@ def test_a_one_time_jobs_tenant_is_the_fired_messages_group_id(deployment):
     sqs, scheduler = boto3.client("sqs"), boto3.client("scheduler")
     group = "tiered-jobs-test"
     scheduler.create_schedule_group(Name=group)
-    arns = {tier: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-            for tier, url in deployment.queue_urls.items()}
-    target = SchedulingTarget(group_name=group, role_arn="arn:aws:iam::123456789012:role/one-time",
-                              dlq_arn=arns["bulk"], queue_arns=arns)
+    arns = {
+        tier: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        for tier, url in deployment.queue_urls.items()
+    }
+    target = SchedulingTarget(
+        group_name=group, role_arn="arn:aws:iam::123456789012:role/one-time", dlq_arn=arns["bulk"], queue_arns=arns
+    )
     now = datetime.now(timezone.utc)
-    publisher = Publisher(deployment.queue_urls, Routes(deployment.routes), sqs=sqs, scheduler=scheduler,
-                          scheduling=target, clock=lambda: now, schedule_beyond_seconds=0)
+    publisher = Publisher(
+        deployment.queue_urls,
+        Routes(deployment.routes),
+        sqs=sqs,
+        scheduler=scheduler,
+        scheduling=target,
+        clock=lambda: now,
+        schedule_beyond_seconds=0,
+    )
     acme = publisher.publish("payments.capture", {}, "for-acme", delay=60, tenant="acme")
     publisher.publish("payments.capture", {}, "for-nobody", delay=60)
 
     runner = ScheduleRunner(boto3.client, group, clock=lambda: acme.fire_at + timedelta(seconds=1))
     assert len(runner.poll_once()) == 2
-    received = sqs.receive_message(QueueUrl=deployment.queue_urls["critical"], MaxNumberOfMessages=10,
-                                   MessageSystemAttributeNames=["MessageGroupId"])["Messages"]
+    received = sqs.receive_message(
+        QueueUrl=deployment.queue_urls["critical"],
+        MaxNumberOfMessages=10,
+        MessageSystemAttributeNames=["MessageGroupId"],
+    )["Messages"]
     assert sorted(m["Attributes"].get("MessageGroupId", "-") for m in received) == ["-", "acme"]

@@ -24,11 +24,13 @@ EXAMPLE_TYPES = ["analytics.record_event", "demo.flaky", "notifications.send_ema
 
 
 def test_the_example_registers_its_four_job_types():
-    assert [t for t in registry.types() if registry.get(t).handler.__module__.startswith("example.jobs.")] == \
-        EXAMPLE_TYPES
+    assert [
+        t for t in registry.types() if registry.get(t).handler.__module__.startswith("example.jobs.")
+    ] == EXAMPLE_TYPES
 
 
 # --- payments.update_balance -------------------------------------------------------------------
+
 
 def test_a_payment_and_a_debit_move_the_balance_once_each(tier):
     tier.publish("payments.update_balance", {"account_id": "acc-1", "amount": 150}, "pay-1")
@@ -44,12 +46,14 @@ def test_a_payment_and_a_debit_move_the_balance_once_each(tier):
 def test_a_crash_after_the_payment_keeps_it_exactly_once(tier, lambda_context):
     """The process dies after the balance transaction and before the idempotency record completes;
     the job runs again, and its marker (not the idempotency store) stops the second application."""
+
     def crash_on_completion(kwargs):
         if kwargs.get("TableName") == tier.idempotency_table:
             raise SimulatedCrash()
 
-    crashing = tier.consumer(client={"sqs": tier.sqs,
-                                     "dynamodb": Faulty(tier.dynamodb, update_item=crash_on_completion)}.__getitem__)
+    crashing = tier.consumer(
+        client={"sqs": tier.sqs, "dynamodb": Faulty(tier.dynamodb, update_item=crash_on_completion)}.__getitem__
+    )
     tier.publish("payments.update_balance", {"account_id": "acc-9", "amount": 42}, "pay-crash")
     with pytest.raises(SimulatedCrash):
         tier.run_batch(crashing, context=lambda_context(remaining_ms=1))
@@ -74,18 +78,24 @@ def test_a_payment_whose_transaction_conflicts_is_retried_not_taken_for_applied(
     assert tier.dlq_messages() == []
 
 
-@pytest.mark.parametrize("payload, message", [
-    ({"account_id": "acc-1", "amount_cents": -5}, "payload is missing required field 'amount'"),
-    ({"account_id": "acc-1", "amount": 0}, "payload field 'amount' must not be 0"),
-    ({"account_id": "acc-1", "amount": "10"}, "payload field 'amount' must be an integer, got a string"),
-])
+@pytest.mark.parametrize(
+    "payload, message",
+    [
+        ({"account_id": "acc-1", "amount_cents": -5}, "payload is missing required field 'amount'"),
+        ({"account_id": "acc-1", "amount": 0}, "payload field 'amount' must not be 0"),
+        ({"account_id": "acc-1", "amount": "10"}, "payload field 'amount' must be an integer, got a string"),
+    ],
+)
 def test_a_payment_breaking_its_schema_is_dead_lettered_at_once(tier, payload, message):
     tier.publish("payments.update_balance", payload, "pay-bad")  # a publisher that skipped the check
     assert tier.run_batch(tier.consumer()) == {"batchItemFailures": []}
     (letter,) = tier.dlq_messages()
     reasons = attrs(letter)
     assert (reasons[DeadLetter.REASON], reasons[DeadLetter.ATTEMPTS], reasons[DeadLetter.ERROR_TYPE]) == (
-        DeadLetter.REASON_PERMANENT, "1", "PayloadValidationError")
+        DeadLetter.REASON_PERMANENT,
+        "1",
+        "PayloadValidationError",
+    )
     assert reasons[DeadLetter.ERROR_MESSAGE] == message
     assert tier.balance("acc-1") == 0
 
@@ -97,24 +107,31 @@ def test_the_same_payment_key_with_another_amount_is_a_permanent_conflict(tier):
     assert tier.run_batch(tier.consumer()) == {"batchItemFailures": []}
     (letter,) = tier.dlq_messages()
     assert attrs(letter)[DeadLetter.ERROR_MESSAGE] == (
-        "idempotency key 'pay-c' was already used for 'payments.update_balance' with a different payload")
+        "idempotency key 'pay-c' was already used for 'payments.update_balance' with a different payload"
+    )
     assert tier.balance("acc-3") == 5
 
 
 def test_a_payment_on_a_tier_without_the_accounts_table_is_dead_lettered_naming_it(tier):
-    consumer = Consumer(dataclasses.replace(tier.config(), resources={}), registry,
-                        client={"sqs": tier.sqs, "dynamodb": tier.dynamodb}.__getitem__)
+    consumer = Consumer(
+        dataclasses.replace(tier.config(), resources={}),
+        registry,
+        client={"sqs": tier.sqs, "dynamodb": tier.dynamodb}.__getitem__,
+    )
     tier.publish("payments.update_balance", {"account_id": "acc-1", "amount": 5}, "pay-unbound")
     assert tier.run_batch(consumer) == {"batchItemFailures": []}
     (letter,) = tier.dlq_messages()
     reasons = attrs(letter)
     assert (reasons[DeadLetter.REASON], reasons[DeadLetter.ERROR_TYPE]) == (
-        DeadLetter.REASON_PERMANENT, "ResourceNotConfiguredError")
+        DeadLetter.REASON_PERMANENT,
+        "ResourceNotConfiguredError",
+    )
     assert Env.resource_var(TABLE) in reasons[DeadLetter.ERROR_MESSAGE]
     assert tier.balance("acc-1") == 0
 
 
 # --- notifications, analytics, demo ------------------------------------------------------------
+
 
 def test_an_email_and_an_event_succeed_and_a_bad_address_is_refused(tier):
     tier.publish("notifications.send_email", {"to": "a@b.cc", "subject": "hi"}, "mail-ok")
@@ -124,9 +141,12 @@ def test_an_email_and_an_event_succeed_and_a_bad_address_is_refused(tier):
     (letter,) = tier.dlq_messages()
     reasons = attrs(letter)
     assert (reasons[DeadLetter.JOB_TYPE], reasons[DeadLetter.ERROR_TYPE]) == (
-        "notifications.send_email", "PayloadValidationError")
+        "notifications.send_email",
+        "PayloadValidationError",
+    )
     assert reasons[DeadLetter.ERROR_MESSAGE] == (
-        "payload field 'to' must match ^[^@\\s]{1,64}@[^@\\s]+\\.[^@\\s]{2,}$, got 'not-an-address'")
+        "payload field 'to' must match ^[^@\\s]{1,64}@[^@\\s]+\\.[^@\\s]{2,}$, got 'not-an-address'"
+    )
     assert tier.receive() == []
 
 

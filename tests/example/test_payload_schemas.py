@@ -47,15 +47,32 @@ INVALID = {
         {"amount": None},
     ],
     "notifications.send_email": [
-        {"to": "nobody", "subject": "s"}, {"to": "a@b.c", "subject": "s"}, {"to": "a b@c.de", "subject": "s"},
-        {"to": "a@@b.cc", "subject": "s"}, {"to": "x" * 65 + "@b.cc", "subject": "s"},
-        {"to": "a@" + "b" * 250 + ".cc", "subject": "s"}, {"to": "a@b.cc", "subject": "s" * 999}, {"to": "a@b.cc"},
+        {"to": "nobody", "subject": "s"},
+        {"to": "a@b.c", "subject": "s"},
+        {"to": "a b@c.de", "subject": "s"},
+        {"to": "a@@b.cc", "subject": "s"},
+        {"to": "x" * 65 + "@b.cc", "subject": "s"},
+        {"to": "a@" + "b" * 250 + ".cc", "subject": "s"},
+        {"to": "a@b.cc", "subject": "s" * 999},
+        {"to": "a@b.cc"},
         {"to": ["a@b.cc"], "subject": "s"},
     ],
-    "analytics.record_event": [{}, {"event": ""}, {"event": "a b"}, {"event": "e", "properties": []},
-                               {"event": "x" * 129}, {"event": None}],
-    "demo.flaky": [{}, {"fail_times": -1}, {"fail_times": "1"}, {"fail_times": 1, "error": "fatal"},
-                   {"fail_times": False}, {"fail_times": 1.5}],
+    "analytics.record_event": [
+        {},
+        {"event": ""},
+        {"event": "a b"},
+        {"event": "e", "properties": []},
+        {"event": "x" * 129},
+        {"event": None},
+    ],
+    "demo.flaky": [
+        {},
+        {"fail_times": -1},
+        {"fail_times": "1"},
+        {"fail_times": 1, "error": "fatal"},
+        {"fail_times": False},
+        {"fail_times": 1.5},
+    ],
 }
 
 
@@ -65,8 +82,9 @@ def test_every_example_job_declares_its_payload_and_nothing_else_ships():
 
     examples = [t for t in registry.types() if registry.get(t).handler.__module__.startswith("example.jobs.")]
     assert examples == sorted(VALID)
-    assert [path.name.removesuffix(payloads.SCHEMA_SUFFIX) for path in sorted(EXAMPLE_SCHEMAS.glob("*.json"))] == \
-        sorted(VALID)
+    assert [
+        path.name.removesuffix(payloads.SCHEMA_SUFFIX) for path in sorted(EXAMPLE_SCHEMAS.glob("*.json"))
+    ] == sorted(VALID)
     # The package ships none: the only folders searched are the example's and the suite's own test jobs'.
     assert payloads.schema_dirs() == [EXAMPLE_SCHEMAS, ROOT / "tests" / "support" / "jobs" / "schemas"]
     assert payloads.known_types() == registry.types()
@@ -92,8 +110,29 @@ def test_our_validator_agrees_with_jsonschema(job_type):
 
 
 def test_agreement_on_every_kind_of_value_for_every_field():
-    values = [None, True, False, 0, 1, -1, 0.0, 1.0, 2.5, 10**12, -(10**12), "", "a", "a@b.cc", "page_view",
-              "transient", "x" * 200, [], [1], {}, {"k": 1}]
+    values = [
+        None,
+        True,
+        False,
+        0,
+        1,
+        -1,
+        0.0,
+        1.0,
+        2.5,
+        10**12,
+        -(10**12),
+        "",
+        "a",
+        "a@b.cc",
+        "page_view",
+        "transient",
+        "x" * 200,
+        [],
+        [1],
+        {},
+        {"k": 1},
+    ]
     for job_type in sorted(VALID):
         schema = payloads.schema(job_type)
         checker = jsonschema.Draft202012Validator(schema)
@@ -105,15 +144,20 @@ def test_agreement_on_every_kind_of_value_for_every_field():
 
 def test_messages_name_the_field_and_say_what_is_wrong():
     assert payloads.problems("payments.update_balance", {"account_id": "acc_1", "amount_cents": -5}) == [
-        "payload is missing required field 'amount'"]
+        "payload is missing required field 'amount'"
+    ]
     assert payloads.problems("payments.update_balance", {"account_id": "acc_1", "amount": 0}) == [
-        "payload field 'amount' must not be 0"]
+        "payload field 'amount' must not be 0"
+    ]
     assert payloads.problems("payments.update_balance", {"account_id": "a", "amount": "10"}) == [
-        "payload field 'amount' must be an integer, got a string"]
+        "payload field 'amount' must be an integer, got a string"
+    ]
     assert payloads.problems("demo.flaky", {"fail_times": 1, "error": "fatal"}) == [
-        "payload field 'error' must be one of 'transient', 'permanent', got 'fatal'"]
+        "payload field 'error' must be one of 'transient', 'permanent', got 'fatal'"
+    ]
     assert payloads.problems("analytics.record_event", {"event": "e", "properties": []}) == [
-        "payload field 'properties' must be an object, got an array"]
+        "payload field 'properties' must be an object, got an array"
+    ]
 
 
 def test_dollar_ends_the_string_as_in_ecma_262():

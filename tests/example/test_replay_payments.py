@@ -37,12 +37,20 @@ def test_a_replayed_payment_that_already_took_effect_is_applied_once(tier):
     inspected = run(parse_event({"tier": "critical", "action": "inspect"}), sqs=tier.sqs, tiers=tiers, wait_seconds=0)
     [group] = inspected["groups"]
     assert (group["job_type"], group["reason"], group["error_type"], group["count"]) == (
-        "payments.update_balance", DeadLetter.REASON_UNKNOWN, DeadLetter.REASON_UNKNOWN, 1)
+        "payments.update_balance",
+        DeadLetter.REASON_UNKNOWN,
+        DeadLetter.REASON_UNKNOWN,
+        1,
+    )
 
     # 3. Replay dies between send and delete; the operator replays again.
     with pytest.raises(ConnectionError):
-        run(parse_event({"tier": "critical"}), tiers=tiers, wait_seconds=0,
-            sqs=Crashing(tier.sqs, "delete_message_batch", error=ConnectionError("died before the delete")))
+        run(
+            parse_event({"tier": "critical"}),
+            tiers=tiers,
+            wait_seconds=0,
+            sqs=Crashing(tier.sqs, "delete_message_batch", error=ConnectionError("died before the delete")),
+        )
     assert run(parse_event({"tier": "critical"}), sqs=tier.sqs, tiers=tiers, wait_seconds=0)["moved"] == 1
 
     copies = tier.receive()

@@ -32,6 +32,12 @@ def custom_synth(tmp_path_factory) -> Synth:
         discard_archive_days=30,
         tiers={**context["tiers"], "reports": {"max_concurrency": 2, "timeout_seconds": 120}},
         routes={**context["routes"], "reports.*": "reports", "payments.update_balance": "transactional"},
-        schedules={"weekly-report": {"expression": "cron(0 6 ? * MON *)", "timezone": "Europe/Paris",
-                                     "job_type": "reports.weekly", "payload": {}}},
+        schedules={
+            "weekly-report": {
+                "expression": "cron(0 6 ? * MON *)",
+                "timezone": "Europe/Paris",
+                "job_type": "reports.weekly",
+                "payload": {},
+            }
+        },
     )

@@ -38,13 +38,18 @@ from tests.infra.template_values import Concrete
 from tiered_jobs.contract.names import Env, discard_archive_prefix
 
 #: Condition keys this walker knows for a call; a condition on any other key is "unknown".
-KNOWN_KEYS = frozenset({
-    "aws:securetransport", "aws:sourceaccount", "aws:sourcearn", "aws:principalarn", "aws:principalaccount",
-    "aws:principalservicename",
-})
+KNOWN_KEYS = frozenset(
+    {
+        "aws:securetransport",
+        "aws:sourceaccount",
+        "aws:sourcearn",
+        "aws:principalarn",
+        "aws:principalaccount",
+        "aws:principalservicename",
+    }
+)
 #: What an SQS event source mapping calls on its queue (and the consumer itself, for backoff).
-ESM_QUEUE_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes",
-                     "sqs:ChangeMessageVisibility")
+ESM_QUEUE_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility")
 #: A sender to an encrypted topic / queue, and a receiver from an encrypted queue.
 SEND_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
 RECEIVE_KEY_ACTIONS = ("kms:Decrypt",)
@@ -53,6 +58,7 @@ AWS_MANAGED_KEY_PREFIX = "alias/aws/"
 
 
 # -- who calls ----------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ServiceCaller:
@@ -81,6 +87,7 @@ class Hop:
 
 
 # -- policy evaluation --------------------------------------------------------------------
+
 
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
@@ -123,8 +130,11 @@ def _condition(operator: str, key: str, expected: Any, context: Mapping[str, str
 
 def conditions_hold(conditions: Mapping[str, Mapping[str, Any]] | None, context: Mapping[str, str]) -> bool | None:
     """All conditions of a statement: ``True`` certain, ``False`` one certainly fails, ``None`` unknown."""
-    results = [_condition(op, key, expected, context)
-               for op, entries in (conditions or {}).items() for key, expected in entries.items()]
+    results = [
+        _condition(op, key, expected, context)
+        for op, entries in (conditions or {}).items()
+        for key, expected in entries.items()
+    ]
     if False in results:
         return False
     return None if None in results else True
@@ -156,8 +166,11 @@ def _principal_matches(statement: Mapping[str, Any], request: Request, account_r
                 return "direct"
             if kind == "AWS" and value == request.principal:
                 return "direct"
-            if kind == "AWS" and value in (account_root, account_root.split(":")[4]) and \
-                    not request.principal.startswith("service:"):
+            if (
+                kind == "AWS"
+                and value in (account_root, account_root.split(":")[4])
+                and not request.principal.startswith("service:")
+            ):
                 return "account"
     return None
 
@@ -252,6 +265,7 @@ class Policies:
 
 # -- checking one hop ----------------------------------------------------------------------
 
+
 def check_hop(policies: Policies, hop: Hop) -> list[str]:
     """The reasons ``hop`` would fail on AWS (``[]``: allowed)."""
     t = policies.t
@@ -268,8 +282,12 @@ def check_hop(policies: Policies, hop: Hop) -> list[str]:
     problems: list[str] = []
     if isinstance(hop.caller, ServiceCaller):
         principal = f"service:{hop.caller.principal}"
-        context = {"aws:securetransport": "true", "aws:sourceaccount": t.account,
-                   "aws:sourcearn": hop.caller.source_arn, "aws:principalservicename": hop.caller.principal}
+        context = {
+            "aws:securetransport": "true",
+            "aws:sourceaccount": t.account,
+            "aws:sourcearn": hop.caller.source_arn,
+            "aws:principalservicename": hop.caller.principal,
+        }
         identity = None
         who = hop.caller.principal
     else:
@@ -277,38 +295,74 @@ def check_hop(policies: Policies, hop: Hop) -> list[str]:
         context = {"aws:securetransport": "true", "aws:principalarn": principal, "aws:principalaccount": t.account}
         identity = policies.identity_policy(hop.caller.role)
         who = f"role {hop.caller.role}"
-        trust = evaluate(policies.trust_policy(hop.caller.role), Request(
-            "sts:AssumeRole", principal, f"service:{hop.caller.assumed_by}",
-            {"aws:securetransport": "true", "aws:sourceaccount": t.account}), policies.account_root)
+        trust = evaluate(
+            policies.trust_policy(hop.caller.role),
+            Request(
+                "sts:AssumeRole",
+                principal,
+                f"service:{hop.caller.assumed_by}",
+                {"aws:securetransport": "true", "aws:sourceaccount": t.account},
+            ),
+            policies.account_root,
+        )
         if trust.allowed_by is None or trust.denied_by:
             problems.append(f"{where}: {hop.caller.assumed_by} may not assume role {hop.caller.role}")
     resource_policy = policies.resource_policy(hop.target)
     for action in hop.actions:
-        problems += _check_call(policies, where, who, Request(action, target_arn, principal, context),
-                                resource_policy, identity, f"the policy of {hop.target}", needs_delegation=False)
+        problems += _check_call(
+            policies,
+            where,
+            who,
+            Request(action, target_arn, principal, context),
+            resource_policy,
+            identity,
+            f"the policy of {hop.target}",
+            needs_delegation=False,
+        )
     key = policies.key_of(hop.target)
     if key is None:
         return problems
     if not isinstance(key, str) or key not in t.resources_by_id:
         if isinstance(hop.caller, ServiceCaller) or not str(key).startswith(AWS_MANAGED_KEY_PREFIX):
-            problems.append(f"{where}: {hop.target} is encrypted with {key!r}, whose policy is not in this template "
-                            f"(an AWS-managed key never admits {who})")
+            problems.append(
+                f"{where}: {hop.target} is encrypted with {key!r}, whose policy is not in this template "
+                f"(an AWS-managed key never admits {who})"
+            )
         return problems
     for action in hop.key_actions:
-        problems += _check_call(policies, where, who, Request(action, t.arn(key), principal, context),
-                                policies.key_policy(key), identity, f"the key policy of {key}", needs_delegation=True)
+        problems += _check_call(
+            policies,
+            where,
+            who,
+            Request(action, t.arn(key), principal, context),
+            policies.key_policy(key),
+            identity,
+            f"the key policy of {key}",
+            needs_delegation=True,
+        )
     return problems
 
 
-def _check_call(policies: Policies, where: str, who: str, request: Request, resource_policy: list[Mapping[str, Any]],
-                identity: list[Mapping[str, Any]] | None, what: str, *, needs_delegation: bool) -> list[str]:
+def _check_call(
+    policies: Policies,
+    where: str,
+    who: str,
+    request: Request,
+    resource_policy: list[Mapping[str, Any]],
+    identity: list[Mapping[str, Any]] | None,
+    what: str,
+    *,
+    needs_delegation: bool,
+) -> list[str]:
     """``request`` against a resource policy (and the caller's identity policy, for a role)."""
     on_resource = evaluate(resource_policy, request, policies.account_root)
     problems = [f"{where}: {what} denies {who} {request.action} (statement {sid})" for sid in on_resource.denied_by]
     if identity is None:  # a service principal: only the resource policy can allow it
         if on_resource.allowed_by != "direct":
-            problems.append(f"{where}: {what} does not allow {who} to {request.action} {request.resource} "
-                            f"(no Allow matches this principal, action and resource with conditions this call meets)")
+            problems.append(
+                f"{where}: {what} does not allow {who} to {request.action} {request.resource} "
+                f"(no Allow matches this principal, action and resource with conditions this call meets)"
+            )
         return problems
     on_identity = evaluate(identity, request, policies.account_root)
     problems += [
@@ -358,9 +412,16 @@ HopSource = Callable[[Concrete], Iterable[Hop]]
 Subresources = Callable[[Concrete, Mapping[str, Any]], Sequence[str]]
 
 
-def service_hops(resource_type: str, principal: str, *, targets: Sequence[Path], actions: Sequence[str],
-                 source: Path = (), key_actions: Sequence[str] = SEND_KEY_ACTIONS,
-                 subresources: Subresources | None = None) -> HopSource:
+def service_hops(
+    resource_type: str,
+    principal: str,
+    *,
+    targets: Sequence[Path],
+    actions: Sequence[str],
+    source: Path = (),
+    key_actions: Sequence[str] = SEND_KEY_ACTIONS,
+    subresources: Subresources | None = None,
+) -> HopSource:
     """``principal`` calls, on behalf of each ``resource_type`` (or the ARN at ``source``), the targets at
     ``targets`` (or each of their ``subresources``: one hop each)."""
 
@@ -382,8 +443,16 @@ def service_hops(resource_type: str, principal: str, *, targets: Sequence[Path],
     return hops
 
 
-def role_hops(resource_type: str, assumed_by: str, *, role: Path, target: Path, actions: Sequence[str],
-              key_actions: Sequence[str] = SEND_KEY_ACTIONS, subresources: Subresources | None = None) -> HopSource:
+def role_hops(
+    resource_type: str,
+    assumed_by: str,
+    *,
+    role: Path,
+    target: Path,
+    actions: Sequence[str],
+    key_actions: Sequence[str] = SEND_KEY_ACTIONS,
+    subresources: Subresources | None = None,
+) -> HopSource:
     """The role at ``role`` (a role, or a function: its execution role; ``()``: the resource itself) calls ``target``
     (or each of its ``subresources``: one hop each)."""
 
@@ -394,8 +463,14 @@ def role_hops(resource_type: str, assumed_by: str, *, role: Path, target: Path, 
                 continue
             caller = _role_of(t, logical_id if not role else t.logical_id(_at(props, role))) or repr(_at(props, role))
             for part in subresources(t, props) if subresources else ("",):
-                yield Hop(f"{resource_type} {logical_id} ({'.'.join(target)}{part}) as {caller}",
-                          RoleCaller(caller, assumed_by), _target(t, value), tuple(actions), tuple(key_actions), part)
+                yield Hop(
+                    f"{resource_type} {logical_id} ({'.'.join(target)}{part}) as {caller}",
+                    RoleCaller(caller, assumed_by),
+                    _target(t, value),
+                    tuple(actions),
+                    tuple(key_actions),
+                    part,
+                )
 
     return hops
 
@@ -409,22 +484,39 @@ def access_log_objects(t: Concrete, bucket: Mapping[str, Any]) -> list[str]:
 def discarded_letters(t: Concrete, function: Mapping[str, Any]) -> list[str]:
     """An object the replay function's ``discard`` writes, per tier it serves (``S3Archive``'s key layout)."""
     variables = t.value(function["Environment"]["Variables"])
-    return [f"/{discard_archive_prefix(variables[Env.STAGE], tier)}20261130T031853.000000Z-0a1b2c3d.jsonl"
-            for tier in sorted(json.loads(variables[Env.REPLAY_TIERS]))]
+    return [
+        f"/{discard_archive_prefix(variables[Env.STAGE], tier)}20261130T031853.000000Z-0a1b2c3d.jsonl"
+        for tier in sorted(json.loads(variables[Env.REPLAY_TIERS]))
+    ]
 
 
 #: Every kind of service-to-service hop; a new kind is one line.
 HOPS: tuple[HopSource, ...] = (
     # Alarm actions: CloudWatch publishes to the topic (and uses its key).
-    service_hops("AWS::CloudWatch::Alarm", "cloudwatch.amazonaws.com", actions=("sns:Publish",),
-                 targets=(("AlarmActions",), ("OKActions",), ("InsufficientDataActions",)),
-                 key_actions=("kms:Decrypt", "kms:GenerateDataKey*")),
+    service_hops(
+        "AWS::CloudWatch::Alarm",
+        "cloudwatch.amazonaws.com",
+        actions=("sns:Publish",),
+        targets=(("AlarmActions",), ("OKActions",), ("InsufficientDataActions",)),
+        key_actions=("kms:Decrypt", "kms:GenerateDataKey*"),
+    ),
     # A subscription's delivery DLQ, and SQS subscriptions: SNS sends to the queue for its topic.
-    service_hops("AWS::SNS::Subscription", "sns.amazonaws.com", source=("TopicArn",), actions=("sqs:SendMessage",),
-                 targets=(("RedrivePolicy", "deadLetterTargetArn"),)),
+    service_hops(
+        "AWS::SNS::Subscription",
+        "sns.amazonaws.com",
+        source=("TopicArn",),
+        actions=("sqs:SendMessage",),
+        targets=(("RedrivePolicy", "deadLetterTargetArn"),),
+    ),
     # SQS event source mappings: Lambda reads the queue with the function's role.
-    role_hops("AWS::Lambda::EventSourceMapping", "lambda.amazonaws.com", role=("FunctionName",),
-              target=("EventSourceArn",), actions=ESM_QUEUE_ACTIONS, key_actions=RECEIVE_KEY_ACTIONS),
+    role_hops(
+        "AWS::Lambda::EventSourceMapping",
+        "lambda.amazonaws.com",
+        role=("FunctionName",),
+        target=("EventSourceArn",),
+        actions=ESM_QUEUE_ACTIONS,
+        key_actions=RECEIVE_KEY_ACTIONS,
+    ),
     # A consumer dead-letters a job itself: SendMessage to its DLQ with its role.
     role_hops(
         "AWS::Lambda::Function",
@@ -434,22 +526,47 @@ HOPS: tuple[HopSource, ...] = (
         actions=("sqs:SendMessage",),
     ),
     # ...and sends the copies of the jobs it holds or defers back to its own queue.
-    role_hops("AWS::Lambda::Function", "lambda.amazonaws.com", role=(),
-              target=("Environment", "Variables", Env.QUEUE_URL), actions=("sqs:SendMessage",)),
+    role_hops(
+        "AWS::Lambda::Function",
+        "lambda.amazonaws.com",
+        role=(),
+        target=("Environment", "Variables", Env.QUEUE_URL),
+        actions=("sqs:SendMessage",),
+    ),
     # The replay function's discard archives letters: PutObject under its stage's prefix, one object per batch.
-    role_hops("AWS::Lambda::Function", "lambda.amazonaws.com", role=(),
-              target=("Environment", "Variables", Env.DISCARD_ARCHIVE_BUCKET), actions=("s3:PutObject",),
-              subresources=discarded_letters),
+    role_hops(
+        "AWS::Lambda::Function",
+        "lambda.amazonaws.com",
+        role=(),
+        target=("Environment", "Variables", Env.DISCARD_ARCHIVE_BUCKET),
+        actions=("s3:PutObject",),
+        subresources=discarded_letters,
+    ),
     # EventBridge Scheduler writes a fire it could not deliver to the schedule's DLQ, with the schedule's role.
-    role_hops("AWS::Scheduler::Schedule", "scheduler.amazonaws.com", role=("Target", "RoleArn"),
-              target=("Target", "DeadLetterConfig", "Arn"), actions=("sqs:SendMessage",)),
+    role_hops(
+        "AWS::Scheduler::Schedule",
+        "scheduler.amazonaws.com",
+        role=("Target", "RoleArn"),
+        target=("Target", "DeadLetterConfig", "Arn"),
+        actions=("sqs:SendMessage",),
+    ),
     # Server access logging: S3 writes a bucket's access logs into its log bucket, on the bucket's behalf.
-    service_hops("AWS::S3::Bucket", "logging.s3.amazonaws.com", targets=(("LoggingConfiguration",
-                                                                          "DestinationBucketName"),),
-                 actions=("s3:PutObject",), key_actions=(), subresources=access_log_objects),
+    service_hops(
+        "AWS::S3::Bucket",
+        "logging.s3.amazonaws.com",
+        targets=(("LoggingConfiguration", "DestinationBucketName"),),
+        actions=("s3:PutObject",),
+        key_actions=(),
+        subresources=access_log_objects,
+    ),
     # EventBridge Scheduler sends to a queue with the schedule's role.
-    role_hops("AWS::Scheduler::Schedule", "scheduler.amazonaws.com", role=("Target", "RoleArn"),
-              target=("Target", "Arn"), actions=("sqs:SendMessage",)),
+    role_hops(
+        "AWS::Scheduler::Schedule",
+        "scheduler.amazonaws.com",
+        role=("Target", "RoleArn"),
+        target=("Target", "Arn"),
+        actions=("sqs:SendMessage",),
+    ),
 )
 
 

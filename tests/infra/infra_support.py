@@ -14,8 +14,9 @@ from example.app import build_app, load_cdk_context
 from tiered_jobs.contract.names import function_name, queue_name, stack_name
 
 #: The example app's routes (``cdk.json``): settings tests route like an app, the library has no default.
-EXAMPLE_ROUTES: dict[str, str] = json.loads((Path(__file__).resolve().parents[2] / "cdk.json").read_text())[
-    "context"]["tiered_jobs"]["routes"]
+EXAMPLE_ROUTES: dict[str, str] = json.loads((Path(__file__).resolve().parents[2] / "cdk.json").read_text())["context"][
+    "tiered_jobs"
+]["routes"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,8 @@ def synthesize(tmp_path_factory: pytest.TempPathFactory, name: str, **overrides:
 
 def logical_id(synth, type_: str, **properties: Any) -> str:
     matches = [
-        key for key, res in synth.resources(type_).items()
+        key
+        for key, res in synth.resources(type_).items()
         if all(res["Properties"].get(k) == v for k, v in properties.items())
     ]
     assert len(matches) == 1, f"{type_} with {properties}: {matches}"

@@ -63,12 +63,18 @@ REF_FORMAT = {
 class Concrete:
     """One template's intrinsic values, resolved for ``account`` / ``region``."""
 
-    def __init__(self, template: Mapping[str, Any], *, account: str = ACCOUNT, region: str = REGION,
-                 partition: str = PARTITION):
+    def __init__(
+        self, template: Mapping[str, Any], *, account: str = ACCOUNT, region: str = REGION, partition: str = PARTITION
+    ):
         self.template = template
         self.account, self.region, self.partition = account, region, partition
-        self._pseudo = {"AWS::AccountId": account, "AWS::Region": region, "AWS::Partition": partition,
-                        "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": "stack"}
+        self._pseudo = {
+            "AWS::AccountId": account,
+            "AWS::Region": region,
+            "AWS::Partition": partition,
+            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::StackName": "stack",
+        }
         self._intrinsics = Intrinsics(ref=self.ref, get_att=self.get_att)
 
     # -- resources ----------------------------------------------------------------------
@@ -133,7 +139,7 @@ class Concrete:
     def logical_id(self, node: Any) -> str | None:
         """The resource a ``Ref`` / ``Fn::GetAtt`` names (``None`` for anything else, e.g. an ARN string)."""
         if isinstance(node, dict) and len(node) == 1:
-            (key, arg), = node.items()
+            ((key, arg),) = node.items()
             if key == "Ref" and arg in self.resources_by_id:
                 return arg
             if key == "Fn::GetAtt":

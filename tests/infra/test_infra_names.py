@@ -39,16 +39,19 @@ def _max(service: str, operation: str, member: str) -> int:
 
 #: The limit of each kind of name, as AWS states it.
 AWS_LIMITS = {
-    "Lambda function name": _documented("lambda", "CreateFunction", "FunctionName",
-                                        r"only the function name, it is limited to (\d+) characters"),
+    "Lambda function name": _documented(
+        "lambda", "CreateFunction", "FunctionName", r"only the function name, it is limited to (\d+) characters"
+    ),
     "SQS queue name": _documented("sqs", "CreateQueue", "QueueName", r"A queue name can have up to (\d+) characters"),
     "CloudWatch alarm name": _max("cloudwatch", "PutMetricAlarm", "AlarmName"),
-    "CloudWatch dashboard name": _documented("cloudwatch", "PutDashboard", "DashboardName",
-                                             r"The maximum length is (\d+)"),
+    "CloudWatch dashboard name": _documented(
+        "cloudwatch", "PutDashboard", "DashboardName", r"The maximum length is (\d+)"
+    ),
     "schedule group name": _max("scheduler", "CreateScheduleGroup", "Name"),
     "schedule name": _max("scheduler", "CreateSchedule", "Name"),
-    "SSM parameter name": _documented("ssm", "PutParameter", "Name",
-                                      r"maximum length for a parameter name that you specify is (\d+) characters"),
+    "SSM parameter name": _documented(
+        "ssm", "PutParameter", "Name", r"maximum length for a parameter name that you specify is (\d+) characters"
+    ),
     "IAM role name": _max("iam", "CreateRole", "RoleName"),
     "log group name": _max("logs", "CreateLogGroup", "logGroupName"),
 }
@@ -62,7 +65,8 @@ def test_the_settings_limits_are_aws_s():
     assert limits.SCHEDULE_GROUP_NAME_MAX == AWS_LIMITS["schedule group name"]
     # The ARN before the name counts toward SSM's limit: the settings keep room for the longest one.
     assert limits.SSM_PARAMETER_NAME_MAX <= AWS_LIMITS["SSM parameter name"] - len(
-        "arn:aws-us-gov:ssm:us-gov-west-1:111122223333:parameter/")
+        "arn:aws-us-gov:ssm:us-gov-west-1:111122223333:parameter/"
+    )
 
 
 def _routed(stage: str, tier: str, **raw: Any) -> dict[str, Any]:
@@ -78,7 +82,8 @@ def test_a_consumer_name_over_lambda_s_limit_fails_in_the_settings_with_the_fix(
         AppSettings.from_context(_routed(stage, tier))
     assert str(refused.value) == (
         f"context 'tiered_jobs': stage {stage!r}: the consumer function name (Lambda) {name!r} is {len(name)} "
-        f"characters, over AWS's limit of 64; shorten the stage or the tier {tier!r} by {over} character(s)")
+        f"characters, over AWS's limit of 64; shorten the stage or the tier {tier!r} by {over} character(s)"
+    )
 
 
 def test_the_same_check_applies_to_a_cli_stage_override():
@@ -102,7 +107,10 @@ LONGEST_RESOURCE = "r" * RESOURCE_NAME_MAX_CHARS
 @pytest.fixture(scope="module")
 def longest_synth(tmp_path_factory) -> Synth:
     return synthesize_once(
-        tmp_path_factory, "longest-names", stage=LONGEST_STAGE, tiers={LONGEST_TIER: {}},
+        tmp_path_factory,
+        "longest-names",
+        stage=LONGEST_STAGE,
+        tiers={LONGEST_TIER: {}},
         routes={"*": LONGEST_TIER},
         resources={LONGEST_RESOURCE: {"kind": "table", "partition_key": "id", "job_types": ["*"]}},
         schedules={"p" * 64: {"expression": "rate(1 day)", "job_type": "demo.hello", "payload": {}}},
@@ -137,5 +145,11 @@ def test_every_name_of_the_longest_accepted_settings_fits_aws_s_limit(longest_sy
         seen[kind] = max(seen.get(kind, 0), len(name))
     # The names that grow with the stage and tier were all there, the consumer's at Lambda's limit.
     assert seen["Lambda function name"] == 64
-    assert {"SQS queue name", "CloudWatch alarm name", "CloudWatch dashboard name", "schedule group name",
-            "schedule name", "SSM parameter name"} <= set(seen)
+    assert {
+        "SQS queue name",
+        "CloudWatch alarm name",
+        "CloudWatch dashboard name",
+        "schedule group name",
+        "schedule name",
+        "SSM parameter name",
+    } <= set(seen)

@@ -31,8 +31,11 @@ def limited_synth(tmp_path_factory):
 
 
 def bucket_table(synth) -> str:
-    (key,) = [k for k, r in synth.resources("AWS::DynamoDB::Table").items()
-              if r["Properties"]["KeySchema"][0]["AttributeName"] == BUCKET_KEY_ATTRIBUTE]
+    (key,) = [
+        k
+        for k, r in synth.resources("AWS::DynamoDB::Table").items()
+        if r["Properties"]["KeySchema"][0]["AttributeName"] == BUCKET_KEY_ATTRIBUTE
+    ]
     return key
 
 
@@ -48,11 +51,14 @@ def test_a_limited_consumer_may_read_and_update_only_its_own_tiers_buckets(limit
     table = bucket_table(limited_synth)
     key, _ = find_consumer(limited_synth, "dev", tier)
     on_table = [s for s in policy_statements(limited_synth, key) if table in referenced_ids(s["Resource"])]
-    assert on_table == [{
-        "Action": ["dynamodb:GetItem", "dynamodb:UpdateItem"], "Effect": "Allow",
-        "Resource": {"Fn::GetAtt": [table, "Arn"]},
-        "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{tier}#*"]}},
-    }]
+    assert on_table == [
+        {
+            "Action": ["dynamodb:GetItem", "dynamodb:UpdateItem"],
+            "Effect": "Allow",
+            "Resource": {"Fn::GetAtt": [table, "Arn"]},
+            "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{tier}#*"]}},
+        }
+    ]
 
 
 def test_the_bucket_actions_are_the_ones_the_limiter_calls(limited_synth):
@@ -63,9 +69,14 @@ def test_the_bucket_actions_are_the_ones_the_limiter_calls(limited_synth):
     import tiered_jobs.runtime.ratelimit as module
 
     tree = ast.parse(Path(module.__file__).read_text())
-    called = {node.func.attr for node in ast.walk(tree) if isinstance(node, ast.Call)
-              and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Attribute)
-              and node.func.value.attr == "dynamodb"}
+    called = {
+        node.func.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Attribute)
+        and node.func.value.attr == "dynamodb"
+    }
     import botocore.session
 
     model = botocore.session.get_session().get_service_model("dynamodb")
@@ -94,11 +105,20 @@ def test_an_unlimited_tier_never_touches_the_buckets(limited_synth):
 
 def test_a_limited_consumer_reads_its_limits_and_pages_when_its_limiter_fails_for_three_minutes(limited_synth):
     key, consumer = find_consumer(limited_synth, "dev", "bulk")
-    (alarm,) = [a for a in limited_synth.resources("AWS::CloudWatch::Alarm").values()
-                if a["Properties"]["AlarmName"] == Alarms.name("dev", "bulk", Alarms.RATE_LIMITER)]
+    (alarm,) = [
+        a
+        for a in limited_synth.resources("AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["AlarmName"] == Alarms.name("dev", "bulk", Alarms.RATE_LIMITER)
+    ]
     props = alarm["Properties"]
-    assert (props["MetricName"], props["Statistic"], props["Period"], props["EvaluationPeriods"], props["Threshold"],
-            props["ComparisonOperator"]) == (Metrics.RATE_LIMITER_ERRORS, "Sum", 60, 3, 0, "GreaterThanThreshold")
+    assert (
+        props["MetricName"],
+        props["Statistic"],
+        props["Period"],
+        props["EvaluationPeriods"],
+        props["Threshold"],
+        props["ComparisonOperator"],
+    ) == (Metrics.RATE_LIMITER_ERRORS, "Sum", 60, 3, 0, "GreaterThanThreshold")
     env = consumer["Properties"]["Environment"]["Variables"]
     assert RateLimits.from_json(env[Env.RATE_LIMITS]).describe() == "5/s (burst 5)"
     assert env[Env.RATE_LIMIT_TABLE] == {"Ref": bucket_table(limited_synth)}
@@ -123,6 +143,7 @@ def test_the_dashboard_graphs_held_jobs_and_the_limit(limited_synth):
 
 # --- settings ------------------------------------------------------------------------------
 
+
 def tier_settings(**values):
     return AppSettings.from_context({"tiers": {"t": values}, "routes": {"*": "t"}}).tier("t")
 
@@ -136,25 +157,32 @@ def test_defaults_and_shapes():
     assert tier_settings(rate_limit_per_second=5, timeout_seconds=6).rate_limit_max_wait_seconds == 3.0
 
 
-@pytest.mark.parametrize(("values", "message"), [
-    ({"rate_limit_burst": 5}, "rate_limit_burst needs rate_limit_per_second; set rate_limit_per_second"),
-    ({"rate_limit_per_second": 0}, "per_second 0 is out of range; use 0.001111"),
-    ({"rate_limit_per_second": 2000}, "to 1000 (what one DynamoDB item takes in writes per second)"),
-    ({"rate_limit_per_second": "5"}, "per_second must be a number"),
-    ({"rate_limit_per_second": 5, "rate_limit_burst": 0}, "burst must be a whole number of jobs from 1"),
-    ({"rate_limit_per_second": 5, "rate_limit_burst": 2.5}, "burst must be a whole number"),
-    ({"rate_limits": {"Email Sends": {"per_second": 1}}}, "is not a job type or glob"),
-    ({"rate_limits": {"x.*": {"rate": 1}}}, "unknown key(s) 'rate'"),
-    ({"rate_limits": {"x.*": {"burst": 1}}}, "per_second is required"),
-    ({"rate_limits": ["x.*"]}, "rate_limits must be an object"),
-    ({"rate_limit_max_wait_seconds": 2}, "has no effect without a rate limit"),
-    ({"rate_limit_per_second": 5, "rate_limit_max_wait_seconds": 16}, "from 0 to timeout_seconds / 2 (15)"),
-    # a full batch of 10 can never get its tokens within the wait bound
-    ({"rate_limit_per_second": 0.5, "rate_limit_burst": 1, "timeout_seconds": 10},
-     "admits at most 3 job(s) within rate_limit_max_wait_seconds 5, fewer than a batch of 10"),
-    ({"rate_limits": {"x.*": {"per_second": 1, "burst": 1}}, "rate_limit_max_wait_seconds": 2},
-     "raise the burst to 8, or lower batch_size to 3, or raise rate_limit_max_wait_seconds to 9"),
-])
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"rate_limit_burst": 5}, "rate_limit_burst needs rate_limit_per_second; set rate_limit_per_second"),
+        ({"rate_limit_per_second": 0}, "per_second 0 is out of range; use 0.001111"),
+        ({"rate_limit_per_second": 2000}, "to 1000 (what one DynamoDB item takes in writes per second)"),
+        ({"rate_limit_per_second": "5"}, "per_second must be a number"),
+        ({"rate_limit_per_second": 5, "rate_limit_burst": 0}, "burst must be a whole number of jobs from 1"),
+        ({"rate_limit_per_second": 5, "rate_limit_burst": 2.5}, "burst must be a whole number"),
+        ({"rate_limits": {"Email Sends": {"per_second": 1}}}, "is not a job type or glob"),
+        ({"rate_limits": {"x.*": {"rate": 1}}}, "unknown key(s) 'rate'"),
+        ({"rate_limits": {"x.*": {"burst": 1}}}, "per_second is required"),
+        ({"rate_limits": ["x.*"]}, "rate_limits must be an object"),
+        ({"rate_limit_max_wait_seconds": 2}, "has no effect without a rate limit"),
+        ({"rate_limit_per_second": 5, "rate_limit_max_wait_seconds": 16}, "from 0 to timeout_seconds / 2 (15)"),
+        # a full batch of 10 can never get its tokens within the wait bound
+        (
+            {"rate_limit_per_second": 0.5, "rate_limit_burst": 1, "timeout_seconds": 10},
+            "admits at most 3 job(s) within rate_limit_max_wait_seconds 5, fewer than a batch of 10",
+        ),
+        (
+            {"rate_limits": {"x.*": {"per_second": 1, "burst": 1}}, "rate_limit_max_wait_seconds": 2},
+            "raise the burst to 8, or lower batch_size to 3, or raise rate_limit_max_wait_seconds to 9",
+        ),
+    ],
+)
 def test_impossible_combinations_fail_synthesis_naming_the_fix(values, message):
     with pytest.raises(SettingsError) as error:
         tier_settings(**values)

@@ -29,22 +29,50 @@ LEDGER_KEY = "arn:aws:kms:us-east-1:123456789012:key/66666666-7777-8888-9999-000
 AUDIT_KEY = "arn:aws:kms:us-east-1:123456789012:key/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
 RESOURCES = {
     # Read only, created here; invoices.* routes to transactional (the route added below).
-    "invoice_lines": {"kind": "table", "partition_key": "invoice_id", "sort_key": "line", "access": "read",
-                      "job_types": ["invoices.*"]},
+    "invoice_lines": {
+        "kind": "table",
+        "partition_key": "invoice_id",
+        "sort_key": "line",
+        "access": "read",
+        "job_types": ["invoices.*"],
+    },
     # Existing: analytics.* -> bulk, demo.* -> transactional.
     "archive": {"kind": "table", "arn": INVOICES_ARN, "job_types": ["analytics.*", "demo.flaky"]},
     "audit": {"kind": "queue", "arn": AUDIT_ARN, "job_types": ["payments.*"], "kms_key_arn": AUDIT_KEY},
     # Existing, encrypted with customer-managed keys, queried through indexes: one read, one read-write.
-    "customers": {"kind": "table", "arn": CUSTOMERS_ARN, "job_types": ["invoices.*"], "access": "read",
-                  "kms_key_arn": CUSTOMERS_KEY, "indexes": ["by_email", "by_country"]},
-    "ledger": {"kind": "table", "arn": LEDGER_ARN, "job_types": ["analytics.*"], "kms_key_arn": LEDGER_KEY,
-               "indexes": ["*"]},
+    "customers": {
+        "kind": "table",
+        "arn": CUSTOMERS_ARN,
+        "job_types": ["invoices.*"],
+        "access": "read",
+        "kms_key_arn": CUSTOMERS_KEY,
+        "indexes": ["by_email", "by_country"],
+    },
+    "ledger": {
+        "kind": "table",
+        "arn": LEDGER_ARN,
+        "job_types": ["analytics.*"],
+        "kms_key_arn": LEDGER_KEY,
+        "indexes": ["*"],
+    },
 }
-EXPECTED_TIERS = {"invoice_lines": {"transactional"}, "archive": {"bulk", "transactional"}, "audit": {"critical"},
-                  "customers": {"transactional"}, "ledger": {"bulk"}}
-TABLE_READ = {"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:Scan",
-              "dynamodb:ConditionCheckItem", "dynamodb:DescribeTable", "dynamodb:GetRecords",
-              "dynamodb:GetShardIterator"}
+EXPECTED_TIERS = {
+    "invoice_lines": {"transactional"},
+    "archive": {"bulk", "transactional"},
+    "audit": {"critical"},
+    "customers": {"transactional"},
+    "ledger": {"bulk"},
+}
+TABLE_READ = {
+    "dynamodb:BatchGetItem",
+    "dynamodb:GetItem",
+    "dynamodb:Query",
+    "dynamodb:Scan",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DescribeTable",
+    "dynamodb:GetRecords",
+    "dynamodb:GetShardIterator",
+}
 TABLE_WRITE = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
 
 
@@ -77,8 +105,11 @@ def test_each_resource_reaches_exactly_the_tiers_of_its_job_types(synth):
 
 
 def test_a_created_table_has_its_keys_and_only_its_tiers_may_read_it(synth):
-    key = logical_id(synth, "AWS::DynamoDB::Table", KeySchema=[
-        {"AttributeName": "invoice_id", "KeyType": "HASH"}, {"AttributeName": "line", "KeyType": "RANGE"}])
+    key = logical_id(
+        synth,
+        "AWS::DynamoDB::Table",
+        KeySchema=[{"AttributeName": "invoice_id", "KeyType": "HASH"}, {"AttributeName": "line", "KeyType": "RANGE"}],
+    )
     table = synth.raw["Resources"][key]
     assert table["DeletionPolicy"] == "Retain" and table["Properties"]["BillingMode"] == "PAY_PER_REQUEST"
     assert table["Properties"]["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
@@ -122,31 +153,54 @@ def _settings(resources, **raw):
     return AppSettings.from_context({"routes": EXAMPLE_ROUTES, "resources": resources, **raw})
 
 
-@pytest.mark.parametrize(("resources", "message"), [
-    ({"Invoices": {"kind": "table", "partition_key": "id", "job_types": ["x.*"]}},
-     "resource 'Invoices': invalid name; use lower-case words joined by '_'"),
-    ({"invoice__lines": {"kind": "table", "partition_key": "id", "job_types": ["x.*"]}}, "invalid name"),
-    ({"invoices": {"kind": "bucket", "job_types": ["x.*"]}},
-     "resource 'invoices': kind 'bucket' is not supported; use one of table, queue"),
-    ({"invoices": {"kind": "table", "job_types": ["payments.*"]}},
-     "resource 'invoices': a table this stack creates needs a partition_key"),
-    ({"invoices": {"kind": "table", "partition_key": "id", "job_types": []}},
-     "resource 'invoices': job_types must be a non-empty list of job-type globs"),
-    ({"invoices": {"kind": "table", "partition_key": "id", "job_types": ["invoices.*"]}},
-     "resource 'invoices': no route carries job_types 'invoices.*', so no tier would use it; add a route"),
-    ({"invoices": {"kind": "table", "partition_key": "id", "access": "send", "job_types": ["payments.*"]}},
-     "resource 'invoices': access 'send' does not apply to a table; use one of read_write, read"),
-    ({"audit": {"kind": "queue", "job_types": ["payments.*"]}},
-     "resource 'audit': a queue must be an existing one, named by its arn"),
-    ({"audit": {"kind": "queue", "arn": INVOICES_ARN, "job_types": ["payments.*"]}},
-     "resource 'audit': arn 'arn:aws:dynamodb:us-east-1:123456789012:table/invoices' "
-     "is not the ARN of an existing queue"),
-    ({"old": {"kind": "table", "arn": INVOICES_ARN, "partition_key": "id", "job_types": ["payments.*"]}},
-     "resource 'old': partition_key describe a table this stack creates"),
-    ({"invoices": {"kind": "table", "partition_key": "id", "job_types": ["payments.*"], "ttl": "x"}},
-     "resource 'invoices': unknown key(s) 'ttl'"),
-    ([], "resources must be an object {name: {resource}}"),
-])
+@pytest.mark.parametrize(
+    ("resources", "message"),
+    [
+        (
+            {"Invoices": {"kind": "table", "partition_key": "id", "job_types": ["x.*"]}},
+            "resource 'Invoices': invalid name; use lower-case words joined by '_'",
+        ),
+        ({"invoice__lines": {"kind": "table", "partition_key": "id", "job_types": ["x.*"]}}, "invalid name"),
+        (
+            {"invoices": {"kind": "bucket", "job_types": ["x.*"]}},
+            "resource 'invoices': kind 'bucket' is not supported; use one of table, queue",
+        ),
+        (
+            {"invoices": {"kind": "table", "job_types": ["payments.*"]}},
+            "resource 'invoices': a table this stack creates needs a partition_key",
+        ),
+        (
+            {"invoices": {"kind": "table", "partition_key": "id", "job_types": []}},
+            "resource 'invoices': job_types must be a non-empty list of job-type globs",
+        ),
+        (
+            {"invoices": {"kind": "table", "partition_key": "id", "job_types": ["invoices.*"]}},
+            "resource 'invoices': no route carries job_types 'invoices.*', so no tier would use it; add a route",
+        ),
+        (
+            {"invoices": {"kind": "table", "partition_key": "id", "access": "send", "job_types": ["payments.*"]}},
+            "resource 'invoices': access 'send' does not apply to a table; use one of read_write, read",
+        ),
+        (
+            {"audit": {"kind": "queue", "job_types": ["payments.*"]}},
+            "resource 'audit': a queue must be an existing one, named by its arn",
+        ),
+        (
+            {"audit": {"kind": "queue", "arn": INVOICES_ARN, "job_types": ["payments.*"]}},
+            "resource 'audit': arn 'arn:aws:dynamodb:us-east-1:123456789012:table/invoices' "
+            "is not the ARN of an existing queue",
+        ),
+        (
+            {"old": {"kind": "table", "arn": INVOICES_ARN, "partition_key": "id", "job_types": ["payments.*"]}},
+            "resource 'old': partition_key describe a table this stack creates",
+        ),
+        (
+            {"invoices": {"kind": "table", "partition_key": "id", "job_types": ["payments.*"], "ttl": "x"}},
+            "resource 'invoices': unknown key(s) 'ttl'",
+        ),
+        ([], "resources must be an object {name: {resource}}"),
+    ],
+)
 def test_malformed_resources_fail_with_a_message_that_names_the_fix(resources, message):
     with pytest.raises(SettingsError) as raised:
         _settings(resources)
@@ -170,14 +224,22 @@ def _cdk_key_actions(access: str) -> set[str]:
     if access == "send":
         sqs.Queue(stack, "Queue", encryption_master_key=key).grant_send_messages(role)
     else:
-        table = dynamodb.Table(stack, "Table", partition_key=dynamodb.Attribute(
-            name="id", type=dynamodb.AttributeType.STRING), encryption_key=key,
-            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED)
+        table = dynamodb.Table(
+            stack,
+            "Table",
+            partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
+            encryption_key=key,
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
+        )
         (table.grant_read_data if access == "read" else table.grant_read_write_data)(role)
     document = stack.resolve(role.node.find_child("DefaultPolicy").document.to_json())
     key_arn = stack.resolve(key.key_arn)
-    return {action for statement in document["Statement"] if statement["Resource"] == key_arn
-            for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])}
+    return {
+        action
+        for statement in document["Statement"]
+        if statement["Resource"] == key_arn
+        for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+    }
 
 
 @pytest.fixture(scope="module")
@@ -197,11 +259,14 @@ def consumer_policies(synth):
     return allowed
 
 
-@pytest.mark.parametrize(("name", "tier", "key", "access"), [
-    ("customers", "transactional", CUSTOMERS_KEY, "read"),
-    ("ledger", "bulk", LEDGER_KEY, "read_write"),
-    ("audit", "critical", AUDIT_KEY, "send"),
-])
+@pytest.mark.parametrize(
+    ("name", "tier", "key", "access"),
+    [
+        ("customers", "transactional", CUSTOMERS_KEY, "read"),
+        ("ledger", "bulk", LEDGER_KEY, "read_write"),
+        ("audit", "critical", AUDIT_KEY, "send"),
+    ],
+)
 def test_an_existing_resources_key_gets_cdks_own_key_grant_on_that_key_only(synth, name, tier, key, access):
     expected = _cdk_key_actions(access)
     assert "kms:Decrypt" in expected  # reading (or a consumer of the sent message) needs it at least
@@ -246,20 +311,33 @@ def test_an_existing_resource_without_them_gets_no_key_or_index_grant(consumer_p
     assert consumer_policies("bulk", "dynamodb:Query", INVOICES_ARN)
 
 
-@pytest.mark.parametrize(("resource", "message"), [
-    ({"kind": "table", "partition_key": "id", "kms_key_arn": CUSTOMERS_KEY},
-     "resource 'r': kms_key_arn describe an existing table or queue (named by its arn); a table this stack "
-     "creates is encrypted with an AWS-managed key and has no indexes: remove kms_key_arn or add the arn"),
-    ({"kind": "table", "partition_key": "id", "indexes": ["by_email"]}, "remove indexes or add the arn"),
-    ({"kind": "table", "arn": CUSTOMERS_ARN, "kms_key_arn": "arn:aws:kms:us-east-1:123456789012:alias/customers"},
-     "resource 'r': kms_key_arn 'arn:aws:kms:us-east-1:123456789012:alias/customers' is not a KMS key ARN"),
-    ({"kind": "queue", "arn": AUDIT_ARN, "indexes": ["by_email"]},
-     "resource 'r': indexes apply to a table, not a queue; remove indexes"),
-    ({"kind": "table", "arn": CUSTOMERS_ARN, "indexes": []}, "indexes must be a non-empty list"),
-    ({"kind": "table", "arn": CUSTOMERS_ARN, "indexes": ["ab"]}, "indexes must be a non-empty list"),
-    ({"kind": "table", "arn": CUSTOMERS_ARN, "indexes": "by_email"}, "indexes must be a non-empty list"),
-    ({"kind": "table", "arn": CUSTOMERS_ARN, "indexes": ["*", "by_email"]}, "'*' already means every index"),
-])
+@pytest.mark.parametrize(
+    ("resource", "message"),
+    [
+        (
+            {"kind": "table", "partition_key": "id", "kms_key_arn": CUSTOMERS_KEY},
+            "resource 'r': kms_key_arn describe an existing table or queue (named by its arn); a table this stack "
+            "creates is encrypted with an AWS-managed key and has no indexes: remove kms_key_arn or add the arn",
+        ),
+        ({"kind": "table", "partition_key": "id", "indexes": ["by_email"]}, "remove indexes or add the arn"),
+        (
+            {
+                "kind": "table",
+                "arn": CUSTOMERS_ARN,
+                "kms_key_arn": "arn:aws:kms:us-east-1:123456789012:alias/customers",
+            },
+            "resource 'r': kms_key_arn 'arn:aws:kms:us-east-1:123456789012:alias/customers' is not a KMS key ARN",
+        ),
+        (
+            {"kind": "queue", "arn": AUDIT_ARN, "indexes": ["by_email"]},
+            "resource 'r': indexes apply to a table, not a queue; remove indexes",
+        ),
+        ({"kind": "table", "arn": CUSTOMERS_ARN, "indexes": []}, "indexes must be a non-empty list"),
+        ({"kind": "table", "arn": CUSTOMERS_ARN, "indexes": ["ab"]}, "indexes must be a non-empty list"),
+        ({"kind": "table", "arn": CUSTOMERS_ARN, "indexes": "by_email"}, "indexes must be a non-empty list"),
+        ({"kind": "table", "arn": CUSTOMERS_ARN, "indexes": ["*", "by_email"]}, "'*' already means every index"),
+    ],
+)
 def test_a_key_or_indexes_that_cannot_apply_are_refused_with_the_fix(resource, message):
     with pytest.raises(SettingsError) as raised:
         _settings({"r": {"job_types": ["payments.*"], **resource}})
@@ -272,8 +350,14 @@ def test_index_names_follow_dynamodbs_rule():
 
     shape = botocore.session.get_session().get_service_model("dynamodb").shape_for("IndexName")
     low, high = shape.metadata["min"], shape.metadata["max"]
-    for name, accepted in (("a" * low, True), ("a" * (low - 1), False), ("a" * high, True),
-                           ("a" * (high + 1), False), ("a.b-c_D9", True), ("a b", False)):
+    for name, accepted in (
+        ("a" * low, True),
+        ("a" * (low - 1), False),
+        ("a" * high, True),
+        ("a" * (high + 1), False),
+        ("a.b-c_D9", True),
+        ("a b", False),
+    ):
         raw = {"r": {"kind": "table", "arn": CUSTOMERS_ARN, "job_types": ["payments.*"], "indexes": [name]}}
         if accepted:
             assert _settings(raw).resources[0].indexes == (name,)

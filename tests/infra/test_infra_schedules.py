@@ -16,10 +16,18 @@ from tiered_jobs.contract.schedules import (
 )
 
 SCHEDULES = {
-    "nightly-report": {"expression": "cron(0 3 * * ? *)", "timezone": "Europe/Paris",
-                       "job_type": "analytics.record_event", "payload": {"event": "nightly"}},
-    "settle": {"expression": "rate(15 minutes)", "job_type": "payments.settle", "payload": {},
-               "flexible_window_minutes": 5},
+    "nightly-report": {
+        "expression": "cron(0 3 * * ? *)",
+        "timezone": "Europe/Paris",
+        "job_type": "analytics.record_event",
+        "payload": {"event": "nightly"},
+    },
+    "settle": {
+        "expression": "rate(15 minutes)",
+        "job_type": "payments.settle",
+        "payload": {},
+        "flexible_window_minutes": 5,
+    },
 }
 
 
@@ -45,21 +53,28 @@ def _queue_ref(synth, tier, dlq=False):
 
 
 def _schedules_dlq(synth):
-    (key,) = [k for k, r in _resources(synth, "AWS::SQS::Queue").items()
-              if "QueueName" not in r["Properties"] and k.startswith("SchedulesDlq")]
+    (key,) = [
+        k
+        for k, r in _resources(synth, "AWS::SQS::Queue").items()
+        if "QueueName" not in r["Properties"] and k.startswith("SchedulesDlq")
+    ]
     return key
 
 
 def _role_of(synth, schedule_name):
-    (schedule,) = [r for r in _resources(synth, "AWS::Scheduler::Schedule").values()
-                   if r["Properties"]["Name"] == schedule_name]
+    (schedule,) = [
+        r for r in _resources(synth, "AWS::Scheduler::Schedule").values() if r["Properties"]["Name"] == schedule_name
+    ]
     return schedule["Properties"]["Target"]["RoleArn"]["Fn::GetAtt"][0]
 
 
 def _attached(synth, role_key):
     """The ``AWS::IAM::Policy`` resources attached to the role (separate resources, with their own lifetime)."""
-    return [policy for policy in _resources(synth, "AWS::IAM::Policy").values()
-            if {"Ref": role_key} in policy["Properties"]["Roles"]]
+    return [
+        policy
+        for policy in _resources(synth, "AWS::IAM::Policy").values()
+        if {"Ref": role_key} in policy["Properties"]["Roles"]
+    ]
 
 
 def _statements(synth, role_key):
@@ -93,16 +108,25 @@ def test_each_schedule_targets_its_routed_tier_queue_in_the_stage_group(synth):
             "Arn": {"Fn::GetAtt": [_schedules_dlq(synth), "Arn"]}
         }
         assert schedule["Properties"]["Target"]["RetryPolicy"] == {
-            "MaximumEventAgeInSeconds": RETRY_MAX_EVENT_AGE_SECONDS, "MaximumRetryAttempts": RETRY_MAX_ATTEMPTS}
+            "MaximumEventAgeInSeconds": RETRY_MAX_EVENT_AGE_SECONDS,
+            "MaximumRetryAttempts": RETRY_MAX_ATTEMPTS,
+        }
 
 
 def test_the_input_is_an_envelope_keyed_by_schedule_name_and_scheduled_time(synth):
-    (nightly,) = [r["Properties"] for r in _resources(synth, "AWS::Scheduler::Schedule").values()
-                  if r["Properties"]["Name"] == "nightly-report"]
+    (nightly,) = [
+        r["Properties"]
+        for r in _resources(synth, "AWS::Scheduler::Schedule").values()
+        if r["Properties"]["Name"] == "nightly-report"
+    ]
     body = json.loads(nightly["Target"]["Input"])
-    assert body == {"type": "analytics.record_event", "payload": {"event": "nightly"}, "version": 1,
-                    "idempotency_key": "schedule:nightly-report:<aws.scheduler.scheduled-time>",
-                    "published_at": "<aws.scheduler.scheduled-time>"}
+    assert body == {
+        "type": "analytics.record_event",
+        "payload": {"event": "nightly"},
+        "version": 1,
+        "idempotency_key": "schedule:nightly-report:<aws.scheduler.scheduled-time>",
+        "published_at": "<aws.scheduler.scheduled-time>",
+    }
 
 
 def test_schedule_properties_fit_schedulers_api_limits(synth):
@@ -119,6 +143,7 @@ def test_schedule_properties_fit_schedulers_api_limits(synth):
         <= retry["MaximumRetryAttempts"].metadata["max"]
     )
     import re
+
     name = model.shape_for("Name").metadata
     for schedule in _resources(synth, "AWS::Scheduler::Schedule").values():
         assert re.fullmatch(name["pattern"], schedule["Properties"]["Name"])
@@ -130,8 +155,11 @@ def test_the_periodic_role_may_send_only_to_its_schedules_queues_and_the_dlq(syn
     assert _role_of(synth, "settle") == role
     statements = _statements(synth, role)
     assert [s["Action"] for s in statements] == ["sqs:SendMessage"]
-    expected = [_queue_ref(synth, "bulk"), _queue_ref(synth, "critical"),
-                {"Fn::GetAtt": [_schedules_dlq(synth), "Arn"]}]
+    expected = [
+        _queue_ref(synth, "bulk"),
+        _queue_ref(synth, "critical"),
+        {"Fn::GetAtt": [_schedules_dlq(synth), "Arn"]},
+    ]
     assert sorted(map(json.dumps, statements[0]["Resource"])) == sorted(map(json.dumps, expected))
     assert _queue_ref(synth, "transactional") not in statements[0]["Resource"]  # no schedule targets it
 
@@ -162,8 +190,11 @@ def test_the_schedules_dlq_is_encrypted_tls_only_and_alarmed_to_the_topic(synth)
     ]
     (deny,) = policy["Properties"]["PolicyDocument"]["Statement"]
     assert (deny["Effect"], deny["Condition"]) == ("Deny", {"Bool": {"aws:SecureTransport": "false"}})
-    (alarm,) = [a["Properties"] for a in _resources(synth, "AWS::CloudWatch::Alarm").values()
-                if a["Properties"]["AlarmName"] == Schedules.dlq_alarm_name("sched")]
+    (alarm,) = [
+        a["Properties"]
+        for a in _resources(synth, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["AlarmName"] == Schedules.dlq_alarm_name("sched")
+    ]
     assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq, "QueueName"]}}]
     assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (0, "GreaterThanThreshold")
     topic = [k for k in _resources(synth, "AWS::SNS::Topic")]
@@ -201,8 +232,11 @@ def test_the_one_time_schedule_arn_reads_the_same_for_any_target(tmp_path_factor
     the cdk-nag acknowledgment of its wildcard still matches (synthesis would fail otherwise)."""
     from example.app import build_app, load_cdk_context
 
-    app = build_app(load_cdk_context(stage="pinned"), outdir=str(tmp_path_factory.mktemp("pinned")),
-                    environ={"CDK_DEFAULT_ACCOUNT": "123456789012", "CDK_DEFAULT_REGION": "eu-west-1"})
+    app = build_app(
+        load_cdk_context(stage="pinned"),
+        outdir=str(tmp_path_factory.mktemp("pinned")),
+        environ={"CDK_DEFAULT_ACCOUNT": "123456789012", "CDK_DEFAULT_REGION": "eu-west-1"},
+    )
     template = app.synth().get_stack_by_name("TieredJobs-pinned").template
     (policy,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::IAM::ManagedPolicy"]
     (create,) = [
@@ -239,7 +273,8 @@ def test_the_one_time_role_and_the_dlq_live_as_long_as_the_group(synth, plain):
         # "already exists"; teardown finds them all by path and stage tag.
         assert "RoleName" not in role["Properties"]
         assert role["Properties"]["Path"] == {
-            "Fn::Join": ["", [f"/{PROJECT}/", {"Ref": "AWS::Region"}, f"/{each.stage}/"]]}
+            "Fn::Join": ["", [f"/{PROJECT}/", {"Ref": "AWS::Region"}, f"/{each.stage}/"]]
+        }
         assert {"Key": STAGE_TAG, "Value": each.stage} in role["Properties"]["Tags"]
 
 
@@ -267,8 +302,17 @@ def _one(**entry):
 
 
 def test_valid_schedules_are_read_with_their_routed_tier():
-    settings = _settings({**_one(), "other": {"expression": "cron(0 9 ? * MON-FRI *)", "timezone": "Asia/Kolkata",
-                                              "job_type": "payments.settle", "tier": "bulk"}})
+    settings = _settings(
+        {
+            **_one(),
+            "other": {
+                "expression": "cron(0 9 ? * MON-FRI *)",
+                "timezone": "Asia/Kolkata",
+                "job_type": "payments.settle",
+                "tier": "bulk",
+            },
+        }
+    )
     job, other = settings.schedules
     assert (job.name, job.tier, job.timezone, job.flexible_window_minutes) == ("job", "transactional", "UTC", None)
     assert (other.tier, other.timezone, other.payload) == ("bulk", "Asia/Kolkata", {})

@@ -49,7 +49,11 @@ def test_cdk_json_is_valid_and_equals_the_code_defaults_plus_the_example_jobs_re
     assert dict(settings.routes) == EXAMPLE_ROUTES
     (table,) = settings.resources
     assert (table.kind, table.partition_key, table.job_types, table.access) == (
-        "table", "account_id", ("payments.update_balance",), "read_write")
+        "table",
+        "account_id",
+        ("payments.update_balance",),
+        "read_write",
+    )
 
 
 def test_an_empty_context_gives_the_dataclass_defaults():
@@ -81,8 +85,10 @@ def test_load_cdk_context_overrides_single_settings():
 
 
 def test_a_new_tier_takes_the_generic_defaults_and_its_own_values():
-    settings = _settings(tiers={"critical": {}, "reports": {"memory_mb": 1024}},
-                         routes={"payments.*": "critical", "reports.*": "reports"})
+    settings = _settings(
+        tiers={"critical": {}, "reports": {"memory_mb": 1024}},
+        routes={"payments.*": "critical", "reports.*": "reports"},
+    )
     reports = settings.tier("reports")
     assert reports.memory_mb == 1024
     assert reports.batch_size == TierSettings(name="x").batch_size
@@ -96,8 +102,9 @@ def test_user_values_override_presets():
 
 def test_the_routes_of_a_resources_job_types_decide_its_tiers():
     def tiers(job_types, routes):
-        settings = _settings(routes=routes, resources={"t": {"kind": "table", "partition_key": "k",
-                                                               "job_types": job_types}})
+        settings = _settings(
+            routes=routes, resources={"t": {"kind": "table", "partition_key": "k", "job_types": job_types}}
+        )
         return settings.tiers_using(settings.resources[0])
 
     assert tiers(["payments.update_balance"], ROUTES) == frozenset({"critical"})
@@ -108,71 +115,121 @@ def test_the_routes_of_a_resources_job_types_decide_its_tiers():
     assert tiers(["analytics.x", "demo.*"], ROUTES) == {"bulk", "transactional"}
 
 
-@pytest.mark.parametrize(("raw", "message"), [
-    # Guardrails between settings.
-    ({"tiers": {"bulk": {"visibility_timeout_seconds": 300}}},
-     "tier 'bulk': visibility_timeout_seconds 300 is below 6 x timeout_seconds (60) + batching_window_seconds (5) "
-     "= 365: a message would reappear while its batch is still running; set visibility_timeout_seconds to at "
-     "least 365 or remove it"),
-    ({"tiers": {"bulk": {"redrive_max_receive_count": 6}}},
-     "tier 'bulk': redrive_max_receive_count 6 is above max_attempts 5"),
-    ({"tiers": {"bulk": {"redrive_max_receive_count": 3}}},
-     "tier 'bulk': redrive_max_receive_count 3 is below max_attempts 5: SQS would move jobs to the DLQ before "
-     "the consumer's last attempts"),
-    ({"tiers": {"bulk": {"dlq_retention_days": 4}}},
-     "tier 'bulk': dlq_retention_days 4 must be longer than retention_days 4"),
-    ({"tiers": {"bulk": {"retention_days": 14}}},
-     "tier 'bulk': dlq_retention_days 14 must be longer than retention_days 14"),
-    ({"tiers": {"bulk": {"batch_size": 50, "batching_window_seconds": 0}}},
-     "tier 'bulk': batch_size 50 needs a batching window"),
-    ({"tiers": {"bulk": {"reserved_concurrency": 3}}},
-     "tier 'bulk': reserved_concurrency 3 is below max_concurrency 5"),
-    ({"tiers": {"bulk": {"timeout_seconds": 900, "batching_window_seconds": 300, "visibility_timeout_seconds": 43201}}},
-     "tier 'bulk': visibility timeout 43201 s exceeds SQS's limit of 43200 s"),
-    ({"routes": {"payments.*": "urgent"}},
-     "route 'payments.*' -> tier 'urgent': unknown tier; route it to one of critical, transactional, bulk "
-     "or add 'urgent' under 'tiers'"),
-    # Malformed values.
-    ({"tiers": {"bulk": {"retry_schedule_seconds": []}}}, "tier 'bulk': retry_schedule_seconds [] is invalid"),
-    ({"tiers": {"bulk": {"retry_schedule_seconds": [5, 50000]}}}, "between 0 and 43200"),
-    ({"tiers": {"bulk": {"retry_schedule_seconds": "5,30"}}}, "retry_schedule_seconds '5,30' is invalid"),
-    ({"tiers": {"bulk": {"retry_jitter": 1.0}}}, "tier 'bulk': retry_jitter 1.0 must be in [0, 1)"),
-    ({"tiers": {"bulk": {"retry_jitter": -0.1}}}, "tier 'bulk': retry_jitter -0.1 must be in [0, 1)"),
-    ({"tiers": {"bulk": {"max_attempts": 0}}}, "tier 'bulk': max_attempts 0 is out of range; use a value between 1"),
-    ({"tiers": {"bulk": {"timeout_seconds": "30"}}}, "tier 'bulk': timeout_seconds must be a whole number, got '30'"),
-    ({"tiers": {"bulk": {"memory_mb": True}}}, "tier 'bulk': memory_mb must be a whole number, got True"),
-    ({"tiers": {"bulk": {"timeout_seconds": 901}}}, "between 1 and 900 s (Lambda's limit)"),
-    ({"tiers": {"bulk": {"max_concurrency": 1}}},
-     "tier 'bulk': max_concurrency 1 is out of range; use a value between 2 and 1000"),
-    ({"tiers": {"bulk": {"dlq_alarm_threshold": -1}}}, "tier 'bulk': dlq_alarm_threshold -1 is out of range"),
-    ({"tiers": {"bulk": {"failure_rate_alarm_percent": 0}}}, "failure_rate_alarm_percent 0.0 must be a percentage"),
-    ({"tiers": {"bulk": {"batchsize": 5}}},
-     "tier 'bulk': unknown key(s) 'batchsize'; allowed keys: allow_short_idempotency_window, batch_size, "
-     "batching_window_seconds"),
-    ({"tiers": {"bulk": {"failure_rate_min_jobs": 0}}}, "tier 'bulk': failure_rate_min_jobs 0 is out of range"),
-    ({"tiers": {"bulk": {"allow_short_idempotency_window": "yes"}}},
-     "tier 'bulk': allow_short_idempotency_window must be true or false, got 'yes'"),
-    ({"tiers": {"bulk": []}}, "tier 'bulk': settings must be an object"),
-    ({"tiers": {"Bulk": {}}}, "tier 'Bulk': invalid name"),
-    ({"tiers": {}}, "tiers must be a non-empty object"),
-    ({"stage": "Prod"}, "stage 'Prod' is invalid"),
-    ({"disposable": "yes"}, "disposable must be true or false, got 'yes'"),
-    ({"architecture": "arm"}, "architecture 'arm' is not supported; use one of arm64, x86_64"),
-    ({"runtime": "python3.8"}, "runtime 'python3.8' is not supported"),
-    ({"powertools_version": "3.37"}, "powertools_version '3.37' is invalid"),
-    ({"log_retention_days": 10}, "log_retention_days 10 is not a CloudWatch Logs retention"),
-    ({"discard_archive_days": 0},
-     "context 'tiered_jobs': discard_archive_days 0 is out of range; use a value at least 1"),
-    ({"discard_archive_days": "1y"},
-     "context 'tiered_jobs': discard_archive_days must be a whole number, got '1y'; e.g. discard_archive_days: 365"),
-    ({"discard_archive_days": True}, "discard_archive_days must be a whole number, got True"),
-    ({"alarm_email": "oncall"}, "alarm_email 'oncall' is invalid"),
-    ({"alarm_https_url": "http://example.com"}, "alarm_https_url 'http://example.com' is invalid; use an https:// URL"),
-    ({"console_test_events": "yes"}, "console_test_events 'yes' is invalid"),
-    ({"console_test_events": 1}, "console_test_events 1 is invalid"),
-    ({"routes": ["payments.*"]}, "routes: routes must be an object"),
-    ({"tier": {}}, "context 'tiered_jobs': unknown key(s) 'tier'; allowed keys:"),
-])
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        # Guardrails between settings.
+        (
+            {"tiers": {"bulk": {"visibility_timeout_seconds": 300}}},
+            "tier 'bulk': visibility_timeout_seconds 300 is below 6 x timeout_seconds (60) + "
+            "batching_window_seconds (5) "
+            "= 365: a message would reappear while its batch is still running; set visibility_timeout_seconds to at "
+            "least 365 or remove it",
+        ),
+        (
+            {"tiers": {"bulk": {"redrive_max_receive_count": 6}}},
+            "tier 'bulk': redrive_max_receive_count 6 is above max_attempts 5",
+        ),
+        (
+            {"tiers": {"bulk": {"redrive_max_receive_count": 3}}},
+            "tier 'bulk': redrive_max_receive_count 3 is below max_attempts 5: SQS would move jobs to the DLQ before "
+            "the consumer's last attempts",
+        ),
+        (
+            {"tiers": {"bulk": {"dlq_retention_days": 4}}},
+            "tier 'bulk': dlq_retention_days 4 must be longer than retention_days 4",
+        ),
+        (
+            {"tiers": {"bulk": {"retention_days": 14}}},
+            "tier 'bulk': dlq_retention_days 14 must be longer than retention_days 14",
+        ),
+        (
+            {"tiers": {"bulk": {"batch_size": 50, "batching_window_seconds": 0}}},
+            "tier 'bulk': batch_size 50 needs a batching window",
+        ),
+        (
+            {"tiers": {"bulk": {"reserved_concurrency": 3}}},
+            "tier 'bulk': reserved_concurrency 3 is below max_concurrency 5",
+        ),
+        (
+            {
+                "tiers": {
+                    "bulk": {
+                        "timeout_seconds": 900,
+                        "batching_window_seconds": 300,
+                        "visibility_timeout_seconds": 43201,
+                    }
+                }
+            },
+            "tier 'bulk': visibility timeout 43201 s exceeds SQS's limit of 43200 s",
+        ),
+        (
+            {"routes": {"payments.*": "urgent"}},
+            "route 'payments.*' -> tier 'urgent': unknown tier; route it to one of critical, transactional, bulk "
+            "or add 'urgent' under 'tiers'",
+        ),
+        # Malformed values.
+        ({"tiers": {"bulk": {"retry_schedule_seconds": []}}}, "tier 'bulk': retry_schedule_seconds [] is invalid"),
+        ({"tiers": {"bulk": {"retry_schedule_seconds": [5, 50000]}}}, "between 0 and 43200"),
+        ({"tiers": {"bulk": {"retry_schedule_seconds": "5,30"}}}, "retry_schedule_seconds '5,30' is invalid"),
+        ({"tiers": {"bulk": {"retry_jitter": 1.0}}}, "tier 'bulk': retry_jitter 1.0 must be in [0, 1)"),
+        ({"tiers": {"bulk": {"retry_jitter": -0.1}}}, "tier 'bulk': retry_jitter -0.1 must be in [0, 1)"),
+        (
+            {"tiers": {"bulk": {"max_attempts": 0}}},
+            "tier 'bulk': max_attempts 0 is out of range; use a value between 1",
+        ),
+        (
+            {"tiers": {"bulk": {"timeout_seconds": "30"}}},
+            "tier 'bulk': timeout_seconds must be a whole number, got '30'",
+        ),
+        ({"tiers": {"bulk": {"memory_mb": True}}}, "tier 'bulk': memory_mb must be a whole number, got True"),
+        ({"tiers": {"bulk": {"timeout_seconds": 901}}}, "between 1 and 900 s (Lambda's limit)"),
+        (
+            {"tiers": {"bulk": {"max_concurrency": 1}}},
+            "tier 'bulk': max_concurrency 1 is out of range; use a value between 2 and 1000",
+        ),
+        ({"tiers": {"bulk": {"dlq_alarm_threshold": -1}}}, "tier 'bulk': dlq_alarm_threshold -1 is out of range"),
+        ({"tiers": {"bulk": {"failure_rate_alarm_percent": 0}}}, "failure_rate_alarm_percent 0.0 must be a percentage"),
+        (
+            {"tiers": {"bulk": {"batchsize": 5}}},
+            "tier 'bulk': unknown key(s) 'batchsize'; allowed keys: allow_short_idempotency_window, batch_size, "
+            "batching_window_seconds",
+        ),
+        ({"tiers": {"bulk": {"failure_rate_min_jobs": 0}}}, "tier 'bulk': failure_rate_min_jobs 0 is out of range"),
+        (
+            {"tiers": {"bulk": {"allow_short_idempotency_window": "yes"}}},
+            "tier 'bulk': allow_short_idempotency_window must be true or false, got 'yes'",
+        ),
+        ({"tiers": {"bulk": []}}, "tier 'bulk': settings must be an object"),
+        ({"tiers": {"Bulk": {}}}, "tier 'Bulk': invalid name"),
+        ({"tiers": {}}, "tiers must be a non-empty object"),
+        ({"stage": "Prod"}, "stage 'Prod' is invalid"),
+        ({"disposable": "yes"}, "disposable must be true or false, got 'yes'"),
+        ({"architecture": "arm"}, "architecture 'arm' is not supported; use one of arm64, x86_64"),
+        ({"runtime": "python3.8"}, "runtime 'python3.8' is not supported"),
+        ({"powertools_version": "3.37"}, "powertools_version '3.37' is invalid"),
+        ({"log_retention_days": 10}, "log_retention_days 10 is not a CloudWatch Logs retention"),
+        (
+            {"discard_archive_days": 0},
+            "context 'tiered_jobs': discard_archive_days 0 is out of range; use a value at least 1",
+        ),
+        (
+            {"discard_archive_days": "1y"},
+            "context 'tiered_jobs': discard_archive_days must be a whole number, got '1y'; "
+            "e.g. discard_archive_days: 365",
+        ),
+        ({"discard_archive_days": True}, "discard_archive_days must be a whole number, got True"),
+        ({"alarm_email": "oncall"}, "alarm_email 'oncall' is invalid"),
+        (
+            {"alarm_https_url": "http://example.com"},
+            "alarm_https_url 'http://example.com' is invalid; use an https:// URL",
+        ),
+        ({"console_test_events": "yes"}, "console_test_events 'yes' is invalid"),
+        ({"console_test_events": 1}, "console_test_events 1 is invalid"),
+        ({"routes": ["payments.*"]}, "routes: routes must be an object"),
+        ({"tier": {}}, "context 'tiered_jobs': unknown key(s) 'tier'; allowed keys:"),
+    ],
+)
 def test_invalid_settings_fail_with_a_message_that_names_the_fix(raw, message):
     with pytest.raises(SettingsError) as error:
         AppSettings.from_context(raw)
@@ -185,8 +242,13 @@ def test_context_must_be_an_object():
 
 
 def test_explicit_visibility_and_receive_count_that_respect_the_rules_are_kept():
-    tier = _tier(visibility_timeout_seconds=900, redrive_max_receive_count=5, batch_size=100,
-                 batching_window_seconds=10, reserved_concurrency=5)
+    tier = _tier(
+        visibility_timeout_seconds=900,
+        redrive_max_receive_count=5,
+        batch_size=100,
+        batching_window_seconds=10,
+        reserved_concurrency=5,
+    )
     assert (tier.visibility_timeout, tier.max_receive_count, tier.batch_size) == (900, 5, 100)
 
 
@@ -222,8 +284,7 @@ def test_the_runtime_without_its_variable_keeps_records_as_long_as_the_settings_
     from tiered_jobs.contract.names import Env
     from tiered_jobs.runtime.config import TierConfig
 
-    environment = {Env.STAGE: "dev", Env.TIER: "bulk", Env.QUEUE_URL: "q", Env.DLQ_URL: "d",
-                   Env.IDEMPOTENCY_TABLE: "t"}
+    environment = {Env.STAGE: "dev", Env.TIER: "bulk", Env.QUEUE_URL: "q", Env.DLQ_URL: "d", Env.IDEMPOTENCY_TABLE: "t"}
     assert Env.IDEMPOTENCY_TTL_SECONDS not in environment
     runtime = TierConfig.from_env(environment).idempotency_ttl_seconds
     assert runtime == TierSettings(name="x").idempotency_ttl_seconds == 18 * 86_400
@@ -263,8 +324,9 @@ def test_local_overrides_replace_app_settings_and_merge_into_every_tier_then_val
     from tiered_jobs.cdk.settings import with_local_overrides
 
     raw = {"stage": "prod", "tiers": {"critical": {"memory_mb": 1024}, "bulk": {}}, "routes": {"*": "bulk"}}
-    merged = with_local_overrides(raw, {"settings": {"stage": "local", "disposable": True},
-                                        "tier_settings": {"timeout_seconds": 5}})
+    merged = with_local_overrides(
+        raw, {"settings": {"stage": "local", "disposable": True}, "tier_settings": {"timeout_seconds": 5}}
+    )
     settings = AppSettings.from_context(merged)
     assert (settings.stage, settings.disposable) == ("local", True)
     assert settings.tier("critical").memory_mb == 1024  # the tier keeps its own values

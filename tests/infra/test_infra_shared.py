@@ -85,9 +85,16 @@ def test_the_job_age_alarm_reads_the_consumers_job_age_with_the_tier_threshold(d
     """Held and deferred jobs are new messages (SQS's age restarts): the consumer's ``JobAge`` does not."""
     age = _alarm(default_synth, "dev", tier, Alarms.JOB_AGE)
     assert (age["Namespace"], age["MetricName"], age["Statistic"], age["Period"]) == (
-        Metrics.NAMESPACE, Metrics.JOB_AGE, "Maximum", 60)
+        Metrics.NAMESPACE,
+        Metrics.JOB_AGE,
+        "Maximum",
+        60,
+    )
     assert {d["Name"]: d["Value"] for d in age["Dimensions"]} == {
-        Metrics.DIM_SERVICE: Metrics.SERVICE, Metrics.DIM_STAGE: "dev", Metrics.DIM_TIER: tier}
+        Metrics.DIM_SERVICE: Metrics.SERVICE,
+        Metrics.DIM_STAGE: "dev",
+        Metrics.DIM_TIER: tier,
+    }
     assert age["Threshold"] == SETTINGS.tier(tier).oldest_message_age_alarm_seconds
 
 
@@ -97,13 +104,21 @@ def test_dlq_alarm_counts_letters_held_in_flight(default_synth, tier):
     dlq = _alarm(default_synth, "dev", tier, Alarms.DLQ_DEPTH)
     returned, queries = _queries(dlq)
     assert returned["Expression"] == "visible + held"
-    queue = {"Name": "QueueName", "Value": {"Fn::GetAtt": [find_queue(default_synth, "dev", tier, dlq=True)[0],
-                                                          "QueueName"]}}
-    for query_id, metric_name in (("visible", "ApproximateNumberOfMessagesVisible"),
-                                  ("held", "ApproximateNumberOfMessagesNotVisible")):
+    queue = {
+        "Name": "QueueName",
+        "Value": {"Fn::GetAtt": [find_queue(default_synth, "dev", tier, dlq=True)[0], "QueueName"]},
+    }
+    for query_id, metric_name in (
+        ("visible", "ApproximateNumberOfMessagesVisible"),
+        ("held", "ApproximateNumberOfMessagesNotVisible"),
+    ):
         stat = queries[query_id]["MetricStat"]
         assert (stat["Metric"]["Namespace"], stat["Metric"]["MetricName"], stat["Stat"], stat["Period"]) == (
-            "AWS/SQS", metric_name, "Maximum", 60)
+            "AWS/SQS",
+            metric_name,
+            "Maximum",
+            60,
+        )
         assert stat["Metric"]["Dimensions"] == [queue]
         assert queries[query_id]["ReturnData"] is False
     assert dlq["Threshold"] == SETTINGS.tier(tier).dlq_alarm_threshold
@@ -133,7 +148,8 @@ def test_failure_rate_is_failed_jobs_over_finished_jobs_with_a_minimum_volume(de
     ]
     stats = {q["Id"]: q["MetricStat"] for q in queries.values() if "MetricStat" in q}
     assert {i: (s["Metric"]["MetricName"], s["Stat"], s["Period"]) for i, s in stats.items()} == {
-        "failed": (Metrics.FAILED, "Sum", 300), "succeeded": (Metrics.SUCCEEDED, "Sum", 300),
+        "failed": (Metrics.FAILED, "Sum", 300),
+        "succeeded": (Metrics.SUCCEEDED, "Sum", 300),
     }
     assert Metrics.RETRIED not in json.dumps(alarm) and Metrics.PROCESSED not in json.dumps(alarm)
     for stat in stats.values():
@@ -143,8 +159,11 @@ def test_failure_rate_is_failed_jobs_over_finished_jobs_with_a_minimum_volume(de
 
 
 def test_failure_rate_minimum_volume_is_a_tier_setting(tmp_path_factory):
-    synth = synthesize(tmp_path_factory, "min-jobs", tiers={"critical": {}, "transactional": {},
-                                                            "bulk": {"failure_rate_min_jobs": 200}})
+    synth = synthesize(
+        tmp_path_factory,
+        "min-jobs",
+        tiers={"critical": {}, "transactional": {}, "bulk": {"failure_rate_min_jobs": 200}},
+    )
     returned, _ = _queries(_alarm(synth, "dev", "bulk", Alarms.FAILURE_RATE))
     assert returned["Expression"] == "IF(jobs >= 200, 100 * FILL(failed, 0) / jobs, 0)"
 
@@ -177,18 +196,31 @@ def test_alarm_topic_is_ssl_only_and_encrypted_with_a_key_cloudwatch_may_use(def
         "Principal": {"Service": "cloudwatch.amazonaws.com"},
         "Resource": "*",
     } in key["KeyPolicy"]["Statement"]
-    default_synth.template.has_resource_properties("AWS::SNS::TopicPolicy", {
-        "Topics": [{"Ref": topic_key}],
-        "PolicyDocument": {"Statement": Match.array_with([Match.object_like({
-            "Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-        })])},
-    })
+    default_synth.template.has_resource_properties(
+        "AWS::SNS::TopicPolicy",
+        {
+            "Topics": [{"Ref": topic_key}],
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Effect": "Deny",
+                                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                            }
+                        )
+                    ]
+                )
+            },
+        },
+    )
     assert default_synth.resources("AWS::SNS::Subscription") == {}
 
 
 def test_alarm_subscriptions_keep_undelivered_pages(custom_synth):
-    subscriptions = {s["Properties"]["Protocol"]: s["Properties"] for s in
-                     custom_synth.resources("AWS::SNS::Subscription").values()}
+    subscriptions = {
+        s["Properties"]["Protocol"]: s["Properties"] for s in custom_synth.resources("AWS::SNS::Subscription").values()
+    }
     assert subscriptions["email"]["Endpoint"] == "oncall@example.com"
     assert subscriptions["https"]["Endpoint"] == "https://events.pagerduty.com/integration/abc/enqueue"
     for sub in subscriptions.values():
@@ -200,8 +232,11 @@ def test_alarm_subscriptions_keep_undelivered_pages(custom_synth):
     ("key", "ttl"), [("id", {"AttributeName": "expiration", "Enabled": True}), ("account_id", None)]
 )
 def test_tables_are_on_demand_with_pitr_encryption_and_retained(default_synth, key, ttl):
-    (table,) = [t for t in default_synth.resources("AWS::DynamoDB::Table").values()
-                if t["Properties"]["KeySchema"] == [{"AttributeName": key, "KeyType": "HASH"}]]
+    (table,) = [
+        t
+        for t in default_synth.resources("AWS::DynamoDB::Table").values()
+        if t["Properties"]["KeySchema"] == [{"AttributeName": key, "KeyType": "HASH"}]
+    ]
     props = table["Properties"]
     assert props["AttributeDefinitions"] == [{"AttributeName": key, "AttributeType": "S"}]
     assert props["BillingMode"] == "PAY_PER_REQUEST"
@@ -237,8 +272,13 @@ def test_replay_may_consume_dlqs_send_to_main_queues_and_move_messages(default_s
             actions_on.setdefault(ref, set()).update(actions)
     for tier in DEFAULT_TIERS:
         main, dlq = find_queue(default_synth, "dev", tier)[0], find_queue(default_synth, "dev", tier, dlq=True)[0]
-        assert {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility",
-                "sqs:GetQueueAttributes", *MESSAGE_MOVE_ACTIONS} <= actions_on[dlq]
+        assert {
+            "sqs:ReceiveMessage",
+            "sqs:DeleteMessage",
+            "sqs:ChangeMessageVisibility",
+            "sqs:GetQueueAttributes",
+            *MESSAGE_MOVE_ACTIONS,
+        } <= actions_on[dlq]
         assert "sqs:SendMessage" not in actions_on[dlq]
         assert "sqs:SendMessage" in actions_on[main]
         assert "sqs:ReceiveMessage" not in actions_on[main] and "sqs:DeleteMessage" not in actions_on[main]
@@ -269,7 +309,7 @@ def test_console_test_events_go_into_the_existing_registry(custom_synth):
 
 def test_console_test_events_can_create_the_registry(tmp_path_factory):
     synth = synthesize(tmp_path_factory, "registry", console_test_events="create_registry")
-    (registry_key, registry), = synth.resources("AWS::EventSchemas::Registry").items()
+    ((registry_key, registry),) = synth.resources("AWS::EventSchemas::Registry").items()
     assert registry["Properties"]["RegistryName"] == CONSOLE_EVENTS_REGISTRY
     (schema,) = synth.resources("AWS::EventSchemas::Schema").values()
     assert schema["DependsOn"] == [registry_key]
@@ -277,8 +317,9 @@ def test_console_test_events_can_create_the_registry(tmp_path_factory):
 
 
 def _outputs_and_parameters(synth) -> tuple[dict, dict]:
-    parameters = {p["Properties"]["Name"]: p["Properties"]["Value"]
-                  for p in synth.resources("AWS::SSM::Parameter").values()}
+    parameters = {
+        p["Properties"]["Name"]: p["Properties"]["Value"] for p in synth.resources("AWS::SSM::Parameter").values()
+    }
     return synth.raw["Outputs"], parameters
 
 
@@ -295,22 +336,28 @@ def test_each_tier_is_discoverable_by_output_and_ssm_parameter(default_synth, ti
         assert outputs[Outputs.tier(tier, what)]["Value"] == value
         assert parameters[Ssm.tier("dev", tier, key)] == value
     assert outputs[Outputs.tier(tier, Outputs.CONSUMER_FUNCTION_NAME)]["Value"] == {
-        "Ref": find_consumer(default_synth, "dev", tier)[0]}
+        "Ref": find_consumer(default_synth, "dev", tier)[0]
+    }
 
 
 def test_shared_resources_are_discoverable(default_synth):
     outputs, parameters = _outputs_and_parameters(default_synth)
     assert parameters[Ssm.routes("dev")] == json.dumps(EXAMPLE_ROUTES, sort_keys=True)
     assert json.loads(outputs[Outputs.ROUTES]["Value"]) == {
-        "payments.*": "critical", "notifications.*": "transactional", "analytics.*": "bulk", "demo.*": "transactional",
+        "payments.*": "critical",
+        "notifications.*": "transactional",
+        "analytics.*": "bulk",
+        "demo.*": "transactional",
     }
     assert parameters[Ssm.tiers("dev")] == "critical,transactional,bulk"
     replay = logical_id(default_synth, "AWS::Lambda::Function", FunctionName=function_name("dev", "replay"))
     assert (
         outputs[Outputs.REPLAY_FUNCTION_NAME]["Value"] == parameters[Ssm.replay_function_name("dev")] == {"Ref": replay}
     )
-    for output, parameter in ((Outputs.IDEMPOTENCY_TABLE_NAME, Ssm.idempotency_table_name("dev")),
-                              *((Outputs.resource(r.name), Ssm.resource("dev", r.name)) for r in SETTINGS.resources)):
+    for output, parameter in (
+        (Outputs.IDEMPOTENCY_TABLE_NAME, Ssm.idempotency_table_name("dev")),
+        *((Outputs.resource(r.name), Ssm.resource("dev", r.name)) for r in SETTINGS.resources),
+    ):
         assert outputs[output]["Value"] == parameters[parameter]
     assert outputs[Outputs.ALARM_TOPIC_ARN]["Value"] == {"Ref": _topic_key(default_synth)}
     assert outputs[Outputs.DASHBOARD_NAME]["Value"] == dashboard_name("dev") == "tiered-jobs-dev"
@@ -318,13 +365,19 @@ def test_shared_resources_are_discoverable(default_synth):
 
 def test_stages_do_not_collide(default_synth, custom_synth):
     """Everything named in an account (functions, queues, alarms, SSM paths, dashboard) carries the stage."""
+
     def names(synth):
         found = set()
-        for type_, prop in (("AWS::Lambda::Function", "FunctionName"), ("AWS::SQS::Queue", "QueueName"),
-                            ("AWS::CloudWatch::Alarm", "AlarmName"), ("AWS::SSM::Parameter", "Name"),
-                            ("AWS::CloudWatch::Dashboard", "DashboardName")):
+        for type_, prop in (
+            ("AWS::Lambda::Function", "FunctionName"),
+            ("AWS::SQS::Queue", "QueueName"),
+            ("AWS::CloudWatch::Alarm", "AlarmName"),
+            ("AWS::SSM::Parameter", "Name"),
+            ("AWS::CloudWatch::Dashboard", "DashboardName"),
+        ):
             found |= {r["Properties"][prop] for r in synth.resources(type_).values() if prop in r["Properties"]}
         return found
+
     dev, qa = names(default_synth), names(custom_synth)
     # Functions, queues, alarms (7 per tier + the schedules alarm), SSM parameters (per tier 4 + TTL; 6 shared:
     # tiers, routes, replay function, idempotency table, the resource, the discard archive; the publisher policy;
@@ -339,9 +392,18 @@ def test_dashboard_shows_every_tier_and_alarm(default_synth):
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
     for tier in DEFAULT_TIERS:
         assert f"{tier}: DLQ depth (visible + in flight)" in body and f"{tier}: jobs, and failure rate (%)" in body
-    for name in (Metrics.PROCESSED, Metrics.SUCCEEDED, Metrics.FAILED, Metrics.RETRIED, Metrics.DEAD_LETTERED,
-                 Metrics.DUPLICATE, "ApproximateAgeOfOldestMessage", "ApproximateNumberOfMessagesNotVisible",
-                 "Duration", Metrics.JOB_AGE):
+    for name in (
+        Metrics.PROCESSED,
+        Metrics.SUCCEEDED,
+        Metrics.FAILED,
+        Metrics.RETRIED,
+        Metrics.DEAD_LETTERED,
+        Metrics.DUPLICATE,
+        "ApproximateAgeOfOldestMessage",
+        "ApproximateNumberOfMessagesNotVisible",
+        "Duration",
+        Metrics.JOB_AGE,
+    ):
         assert name in body
     # 7 per tier + schedules undelivered (no tier of this stage is rate-limited: no limiter alarm)
     assert len(default_synth.resources("AWS::CloudWatch::Alarm")) == 3 * len(Alarms.KINDS) + 1
@@ -387,15 +449,32 @@ def test_lambda_asset_ships_the_job_folder_and_the_runtime_parts_only(default_sy
     assert shipped == expected
     assert (asset / "example" / "__init__.py").read_text() == ""
     assert "example/jobs/schemas/payments.update_balance.schema.json" in shipped
-    assert not any(f.startswith(("emulator", "example/demo", "example/app", "tests", "tiered_jobs/cli",
-                                 "tiered_jobs/publisher", "tiered_jobs/console")) for f in shipped)
+    assert not any(
+        f.startswith(
+            (
+                "emulator",
+                "example/demo",
+                "example/app",
+                "tests",
+                "tiered_jobs/cli",
+                "tiered_jobs/publisher",
+                "tiered_jobs/console",
+            )
+        )
+        for f in shipped
+    )
     for function in default_synth.resources("AWS::Lambda::Function").values():
         assert function["Properties"]["Code"]["S3Key"] == asset.name.removeprefix("asset.") + ".zip"
-    consumers = [f for f in default_synth.resources("AWS::Lambda::Function").values()
-                 if Env.JOB_MODULES in f["Properties"]["Environment"]["Variables"]]
+    consumers = [
+        f
+        for f in default_synth.resources("AWS::Lambda::Function").values()
+        if Env.JOB_MODULES in f["Properties"]["Environment"]["Variables"]
+    ]
     assert {f["Properties"]["Environment"]["Variables"][Env.JOB_MODULES] for f in consumers} == {"example.jobs"}
     assert default_synth.raw["Metadata"][TEMPLATE_METADATA_KEY]["jobs"] == {
-        "path": "example/jobs", "module": "example.jobs"}
+        "path": "example/jobs",
+        "module": "example.jobs",
+    }
 
 
 def _widgets(synth) -> list[dict]:
@@ -434,9 +513,15 @@ def test_replay_knows_each_tiers_idempotency_window(default_synth):
 
 
 def test_a_tiers_own_retention_and_opt_out_reach_replay_and_consumer(tmp_path_factory):
-    synth = synthesize(tmp_path_factory, "ttl", tiers={
-        "critical": {}, "transactional": {"retention_days": 2, "dlq_retention_days": 7},
-        "bulk": {"idempotency_ttl_seconds": 3600, "allow_short_idempotency_window": True}})
+    synth = synthesize(
+        tmp_path_factory,
+        "ttl",
+        tiers={
+            "critical": {},
+            "transactional": {"retention_days": 2, "dlq_retention_days": 7},
+            "bulk": {"idempotency_ttl_seconds": 3600, "allow_short_idempotency_window": True},
+        },
+    )
     _, parameters = _outputs_and_parameters(synth)
     expected = {"critical": 18 * 86_400, "transactional": 9 * 86_400, "bulk": 3600}
     for tier, ttl in expected.items():

@@ -47,10 +47,20 @@ def test_dlq_admits_only_its_own_main_queue(default_synth, tier):
     policy = dlq["Properties"]["RedriveAllowPolicy"]
     assert policy["redrivePermission"] == "byQueue"
     (source,) = policy["sourceQueueArns"]
-    assert source == {"Fn::Join": ["", [
-        "arn:", {"Ref": "AWS::Partition"}, ":sqs:", {"Ref": "AWS::Region"}, ":", {"Ref": "AWS::AccountId"},
-        f":{queue_name('dev', tier)}",
-    ]]}
+    assert source == {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":sqs:",
+                {"Ref": "AWS::Region"},
+                ":",
+                {"Ref": "AWS::AccountId"},
+                f":{queue_name('dev', tier)}",
+            ],
+        ]
+    }
 
 
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
@@ -121,13 +131,28 @@ def test_consumer_function_settings_and_environment(default_synth, tier):
     assert props["MemorySize"] == settings.memory_mb
     assert props["TracingConfig"] == {"Mode": "Active"}
     env = props["Environment"]["Variables"]
-    assert {k: env[k] for k in (
-        Env.STAGE, Env.TIER, Env.MAX_ATTEMPTS, Env.RETRY_SCHEDULE, Env.RETRY_JITTER, Env.IDEMPOTENCY_TTL_SECONDS,
-        Env.POWERTOOLS_SERVICE_NAME, Env.POWERTOOLS_METRICS_NAMESPACE, Env.POWERTOOLS_LOG_LEVEL,
-    )} == {
-        Env.STAGE: "dev", Env.TIER: tier, Env.MAX_ATTEMPTS: "5", Env.RETRY_SCHEDULE: "5,30,120,600",
-        Env.RETRY_JITTER: "0.2", Env.IDEMPOTENCY_TTL_SECONDS: str((4 + 14) * 86_400),
-        Env.POWERTOOLS_SERVICE_NAME: Metrics.SERVICE, Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,
+    assert {
+        k: env[k]
+        for k in (
+            Env.STAGE,
+            Env.TIER,
+            Env.MAX_ATTEMPTS,
+            Env.RETRY_SCHEDULE,
+            Env.RETRY_JITTER,
+            Env.IDEMPOTENCY_TTL_SECONDS,
+            Env.POWERTOOLS_SERVICE_NAME,
+            Env.POWERTOOLS_METRICS_NAMESPACE,
+            Env.POWERTOOLS_LOG_LEVEL,
+        )
+    } == {
+        Env.STAGE: "dev",
+        Env.TIER: tier,
+        Env.MAX_ATTEMPTS: "5",
+        Env.RETRY_SCHEDULE: "5,30,120,600",
+        Env.RETRY_JITTER: "0.2",
+        Env.IDEMPOTENCY_TTL_SECONDS: str((4 + 14) * 86_400),
+        Env.POWERTOOLS_SERVICE_NAME: Metrics.SERVICE,
+        Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,
         Env.POWERTOOLS_LOG_LEVEL: "INFO",
     }
     queue_key, _ = find_queue(default_synth, "dev", tier)
@@ -147,10 +172,13 @@ def test_consumer_log_group_has_retention_and_no_managed_policy(default_synth, t
     role = default_synth.raw["Resources"][consumer["Properties"]["Role"]["Fn::GetAtt"][0]]
     assert "ManagedPolicyArns" not in role["Properties"]
     writes = [s for s in policy_statements(default_synth, key) if "logs:PutLogEvents" in s["Action"]]
-    assert writes == [{
-        "Action": ["logs:CreateLogStream", "logs:PutLogEvents"], "Effect": "Allow",
-        "Resource": {"Fn::GetAtt": [log_group_key, "Arn"]},
-    }]
+    assert writes == [
+        {
+            "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+            "Effect": "Allow",
+            "Resource": {"Fn::GetAtt": [log_group_key, "Arn"]},
+        }
+    ]
 
 
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
@@ -173,9 +201,11 @@ def test_consumer_can_reach_only_its_own_queues(default_synth, tier):
     assert "sqs:SendMessage" in by_resource[main_key]
     assert "sqs:SendMessage" in by_resource[dlq_key]
     assert "sqs:ReceiveMessage" not in by_resource[dlq_key]
-    assert not any(a == "*" or a.endswith(":*") for s in statements for a in (
-        s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
-    ))
+    assert not any(
+        a == "*" or a.endswith(":*")
+        for s in statements
+        for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+    )
 
 
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
@@ -221,15 +251,20 @@ def test_added_tier_gets_generic_defaults_and_its_overrides(custom_synth):
     assert queue["Properties"]["VisibilityTimeout"] == 720
     custom_synth.template.has_resource_properties(
         "AWS::Lambda::EventSourceMapping",
-        {"FunctionName": {"Ref": find_consumer(custom_synth, "qa", "reports")[0]}, "BatchSize": 10,
-         "ScalingConfig": {"MaximumConcurrency": 2}},
+        {
+            "FunctionName": {"Ref": find_consumer(custom_synth, "qa", "reports")[0]},
+            "BatchSize": 10,
+            "ScalingConfig": {"MaximumConcurrency": 2},
+        },
     )
 
 
 def test_the_payments_table_follows_the_route_of_update_balance(custom_synth):
     """The custom routes send ``payments.update_balance`` (exact match) to transactional, not critical."""
-    env = {t: find_consumer(custom_synth, "qa", t)[1]["Properties"]["Environment"]["Variables"] for t in
-           ("critical", "transactional")}
+    env = {
+        t: find_consumer(custom_synth, "qa", t)[1]["Properties"]["Environment"]["Variables"]
+        for t in ("critical", "transactional")
+    }
     assert (
         Env.resource_var(PAYMENTS_TABLE) in env["transactional"]
         and Env.resource_var(PAYMENTS_TABLE) not in env["critical"]

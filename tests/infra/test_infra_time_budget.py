@@ -25,8 +25,11 @@ def test_default_margin_is_a_tenth_of_the_timeout_at_least_two_seconds_at_most_h
 
 def test_an_explicit_margin_is_used_and_must_stay_below_the_timeout():
     assert _tier(time_budget_margin_ms=12_000).time_budget_margin == 12_000
-    with pytest.raises(SettingsError, match=r"tier 'bulk': time_budget_margin_ms 60000 is out of range; use a value "
-                                            r"between 1 and 59999 ms \(less than timeout_seconds 60 s\)"):
+    with pytest.raises(
+        SettingsError,
+        match=r"tier 'bulk': time_budget_margin_ms 60000 is out of range; use a value "
+        r"between 1 and 59999 ms \(less than timeout_seconds 60 s\)",
+    ):
         _tier(time_budget_margin_ms=60_000)
     with pytest.raises(SettingsError, match="time_budget_margin_ms must be a whole number"):
         _tier(time_budget_margin_ms=2.5)

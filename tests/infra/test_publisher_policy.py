@@ -27,8 +27,11 @@ from tiered_jobs.contract.names import Outputs, Schedules, Ssm
 from tiered_jobs.publisher import Job, Publisher
 
 #: SQS batch APIs have no IAM action of their own (SQS developer guide, "batch actions").
-BATCH_ACTIONS = {"SendMessageBatch": "SendMessage", "DeleteMessageBatch": "DeleteMessage",
-                 "ChangeMessageVisibilityBatch": "ChangeMessageVisibility"}
+BATCH_ACTIONS = {
+    "SendMessageBatch": "SendMessage",
+    "DeleteMessageBatch": "DeleteMessage",
+    "ChangeMessageVisibilityBatch": "ChangeMessageVisibility",
+}
 
 
 def _iam_action(service: str, operation: str) -> str:
@@ -135,8 +138,13 @@ def test_publisher_policy_allows_exactly_the_publishers_calls(default_synth, sta
     )
     assert later.schedule_name and not later.already_scheduled
     assert publisher.cancel(jobs[0].job_type, "policy-later") is True
-    assert {"sqs:SendMessageBatch", "ssm:GetParameters", "scheduler:CreateSchedule", "scheduler:GetSchedule",
-            "scheduler:DeleteSchedule"} <= set(recorder.operations)
+    assert {
+        "sqs:SendMessageBatch",
+        "ssm:GetParameters",
+        "scheduler:CreateSchedule",
+        "scheduler:GetSchedule",
+        "scheduler:DeleteSchedule",
+    } <= set(recorder.operations)
 
     allowed = _allowed(t, _policy(default_synth))
     assert [call for call in recorder.calls if not any(_grants(entry, call) for entry in allowed)] == []
@@ -147,13 +155,19 @@ def test_publisher_policy_names_the_tier_queues_and_never_a_dlq(default_synth):
     t = Concrete(default_synth.raw)
     allowed = _allowed(t, _policy(default_synth))
     sends = {resource for action, resource, _ in allowed if action == "sqs:SendMessage"}
-    assert sends == {f"arn:aws:sqs:{t.region}:{t.account}:tiered-jobs-dev-{tier}"
-                     for tier in ("critical", "transactional", "bulk")}
+    assert sends == {
+        f"arn:aws:sqs:{t.region}:{t.account}:tiered-jobs-dev-{tier}" for tier in ("critical", "transactional", "bulk")
+    }
     reads = {resource.split(":parameter")[1] for action, resource, _ in allowed if action == "ssm:GetParameters"}
     assert reads == set(publisher_parameter_names("dev", ["critical", "transactional", "bulk"]))
     assert {action for action, _, _ in allowed} == {
-        "sqs:SendMessage", "ssm:GetParameters", "scheduler:CreateSchedule", "scheduler:GetSchedule",
-        "scheduler:DeleteSchedule", "iam:PassRole"}
+        "sqs:SendMessage",
+        "ssm:GetParameters",
+        "scheduler:CreateSchedule",
+        "scheduler:GetSchedule",
+        "scheduler:DeleteSchedule",
+        "iam:PassRole",
+    }
     # The queues use SQS-managed encryption: no kms:GenerateDataKey needed (or granted).
     for queue in default_synth.resources("AWS::SQS::Queue").values():
         assert "KmsMasterKeyId" not in queue["Properties"] and queue["Properties"]["SqsManagedSseEnabled"] is True
@@ -167,13 +181,16 @@ def test_publisher_policy_reaches_only_one_time_schedules_and_passes_only_the_on
     assert schedules == {f"arn:aws:scheduler:{t.region}:{t.account}:schedule/{Schedules.group_name('dev')}/once-*"}
     (one_time_role,) = [key for key, _ in t.resources("AWS::IAM::Role") if key.startswith("SchedulesOneTimeRole")]
     assert {(resource, condition) for action, resource, condition in allowed if action == "iam:PassRole"} == {
-        (t.arn(one_time_role), json.dumps(PASSED_TO_SCHEDULER))}
+        (t.arn(one_time_role), json.dumps(PASSED_TO_SCHEDULER))
+    }
 
 
 def test_publisher_policy_arn_is_an_output_and_a_parameter(default_synth):
     key = logical_id(default_synth, "AWS::IAM::ManagedPolicy")
     assert default_synth.raw["Outputs"][Outputs.PUBLISHER_POLICY_ARN]["Value"] == {"Ref": key}
-    parameters = {p["Properties"]["Name"]: p["Properties"]["Value"]
-                  for p in default_synth.resources("AWS::SSM::Parameter").values()}
+    parameters = {
+        p["Properties"]["Name"]: p["Properties"]["Value"]
+        for p in default_synth.resources("AWS::SSM::Parameter").values()
+    }
     assert parameters[Ssm.publisher_policy_arn("dev")] == {"Ref": key}
     assert Ssm.publisher_policy_arn("dev") == "/tiered-jobs/dev/publisher-policy-arn"

@@ -28,8 +28,11 @@ def _actions(statement: dict) -> list[str]:
 
 
 def _table(synth, key_name: str) -> str:
-    (key,) = [k for k, r in synth.resources("AWS::DynamoDB::Table").items()
-              if r["Properties"]["KeySchema"][0]["AttributeName"] == key_name]
+    (key,) = [
+        k
+        for k, r in synth.resources("AWS::DynamoDB::Table").items()
+        if r["Properties"]["KeySchema"][0]["AttributeName"] == key_name
+    ]
     return key
 
 
@@ -58,14 +61,20 @@ def _assert_allow_list(synth, function_key: str, allowed: set[str]) -> None:
 def test_each_consumer_reaches_only_its_queues_the_idempotency_table_and_its_logs(request, synth_name):
     synth = request.getfixturevalue(synth_name)
     routed_to_payments = {"dev": {"critical"}, "qa": {"transactional"}}
-    tiers = [f["Properties"]["Environment"]["Variables"]["TIERED_JOBS_TIER"]
-             for f in synth.resources("AWS::Lambda::Function").values()
-             if "TIERED_JOBS_TIER" in f["Properties"].get("Environment", {}).get("Variables", {})]
+    tiers = [
+        f["Properties"]["Environment"]["Variables"]["TIERED_JOBS_TIER"]
+        for f in synth.resources("AWS::Lambda::Function").values()
+        if "TIERED_JOBS_TIER" in f["Properties"].get("Environment", {}).get("Variables", {})
+    ]
     assert len(tiers) >= 3
     for tier in tiers:
         key, consumer = find_consumer(synth, synth.stage, tier)
-        allowed = {find_queue(synth, synth.stage, tier)[0], find_queue(synth, synth.stage, tier, dlq=True)[0],
-                   _table(synth, "id"), _log_group(synth, key)}
+        allowed = {
+            find_queue(synth, synth.stage, tier)[0],
+            find_queue(synth, synth.stage, tier, dlq=True)[0],
+            _table(synth, "id"),
+            _log_group(synth, key),
+        }
         env = consumer["Properties"]["Environment"]["Variables"]
         if Env.resource_var(PAYMENTS_TABLE) in env:
             allowed.add(_table(synth, "account_id"))
@@ -86,7 +95,8 @@ def test_replay_reaches_only_the_queues_it_serves_its_logs_and_its_archive(defau
     _assert_allow_list(default_synth, key, queues | {_log_group(default_synth, key), bucket})
     on_bucket = [s for s in policy_statements(default_synth, key) if bucket in referenced_ids(s["Resource"])]
     assert [(_actions(s), s["Resource"]) for s in on_bucket] == [
-        (["s3:PutObject"], {"Fn::Join": ["", [{"Fn::GetAtt": [bucket, "Arn"]}, "/discarded/dev/*"]]})]
+        (["s3:PutObject"], {"Fn::Join": ["", [{"Fn::GetAtt": [bucket, "Arn"]}, "/discarded/dev/*"]]})
+    ]
 
 
 @pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])
@@ -94,8 +104,9 @@ def test_only_the_replay_function_may_reach_the_archive_bucket_and_no_role_its_a
     synth = request.getfixturevalue(synth_name)
     bucket = _archive(synth)
     (log_bucket,) = set(synth.resources("AWS::S3::Bucket")) - {bucket}
-    replay_role = synth.raw["Resources"][logical_id(
-        synth, "AWS::Lambda::Function", FunctionName=function_name(synth.stage, "replay"))]["Properties"]["Role"]
+    replay_role = synth.raw["Resources"][
+        logical_id(synth, "AWS::Lambda::Function", FunctionName=function_name(synth.stage, "replay"))
+    ]["Properties"]["Role"]
     reaching = []
     for policy in (*synth.resources("AWS::IAM::Policy").values(), *synth.resources("AWS::IAM::ManagedPolicy").values()):
         if bucket in referenced_ids(policy["Properties"]["PolicyDocument"]):
@@ -105,22 +116,32 @@ def test_only_the_replay_function_may_reach_the_archive_bucket_and_no_role_its_a
     assert reaching
 
 
-@pytest.mark.parametrize("resource_type, policy_type, ref_key, must_deny", [
-    ("AWS::SQS::Queue", "AWS::SQS::QueuePolicy", "Queues", {"sqs:*"}),
-    ("AWS::SNS::Topic", "AWS::SNS::TopicPolicy", "Topics", {"sns:Publish", "sns:Subscribe", "sns:GetTopicAttributes",
-                                                            "sns:SetTopicAttributes", "sns:DeleteTopic"}),
-    ("AWS::S3::Bucket", "AWS::S3::BucketPolicy", "Bucket", {"s3:*"}),
-])
+@pytest.mark.parametrize(
+    "resource_type, policy_type, ref_key, must_deny",
+    [
+        ("AWS::SQS::Queue", "AWS::SQS::QueuePolicy", "Queues", {"sqs:*"}),
+        (
+            "AWS::SNS::Topic",
+            "AWS::SNS::TopicPolicy",
+            "Topics",
+            {"sns:Publish", "sns:Subscribe", "sns:GetTopicAttributes", "sns:SetTopicAttributes", "sns:DeleteTopic"},
+        ),
+        ("AWS::S3::Bucket", "AWS::S3::BucketPolicy", "Bucket", {"s3:*"}),
+    ],
+)
 @pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])
-def test_every_queue_topic_and_bucket_denies_non_tls_access(request, synth_name, resource_type, policy_type, ref_key,
-                                                     must_deny):
+def test_every_queue_topic_and_bucket_denies_non_tls_access(
+    request, synth_name, resource_type, policy_type, ref_key, must_deny
+):
     synth = request.getfixturevalue(synth_name)
     denied: dict[str, set[str]] = {}
     for policy in synth.resources(policy_type).values():
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
-            if (statement["Effect"] == "Deny"
-                    and statement.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport") == "false"
-                    and statement["Principal"] in ("*", {"AWS": "*"})):
+            if (
+                statement["Effect"] == "Deny"
+                and statement.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport") == "false"
+                and statement["Principal"] in ("*", {"AWS": "*"})
+            ):
                 for ref in referenced_ids(policy["Properties"][ref_key]):
                     denied.setdefault(ref, set()).update(_actions(statement))
     for key in synth.resources(resource_type):

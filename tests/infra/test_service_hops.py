@@ -82,10 +82,14 @@ def test_the_custom_stage_walks_its_periodic_schedule_to_its_queue(custom_synth)
 
 def _schedule_hops(hops: list[Hop]) -> tuple[Hop, Hop]:
     """A template's one schedule: its hop to the target queue and the one to its DLQ."""
-    (hop,) = [h for h in hops if h.description.startswith("AWS::Scheduler::Schedule")
-              and "(Target.Arn)" in h.description]
-    (dead_letter,) = [h for h in hops if h.description.startswith("AWS::Scheduler::Schedule")
-                      and "(Target.DeadLetterConfig.Arn)" in h.description]
+    (hop,) = [
+        h for h in hops if h.description.startswith("AWS::Scheduler::Schedule") and "(Target.Arn)" in h.description
+    ]
+    (dead_letter,) = [
+        h
+        for h in hops
+        if h.description.startswith("AWS::Scheduler::Schedule") and "(Target.DeadLetterConfig.Arn)" in h.description
+    ]
     return hop, dead_letter
 
 
@@ -94,16 +98,29 @@ def _with_one_time_jobs(raw: dict[str, Any]) -> dict[str, Any]:
     tier queue, with the one-time role, dead-lettering to the schedules DLQ."""
     raw = copy.deepcopy(raw)
     resources = raw["Resources"]
-    (role,) = [k for k, r in resources.items()
-               if r["Type"] == "AWS::IAM::Role" and k.startswith("SchedulesOneTimeRole")]
+    (role,) = [
+        k for k, r in resources.items() if r["Type"] == "AWS::IAM::Role" and k.startswith("SchedulesOneTimeRole")
+    ]
     (dlq,) = [k for k, r in resources.items() if r["Type"] == "AWS::SQS::Queue" and k.startswith("SchedulesDlq")]
     for tier in DEFAULT_TIERS:
-        queue = next(k for k, r in resources.items() if r["Type"] == "AWS::SQS::Queue"
-                     and r["Properties"].get("QueueName") == f"tiered-jobs-dev-{tier}")
-        resources[f"OneTime{tier}"] = {"Type": "AWS::Scheduler::Schedule", "Properties": {
-            "ScheduleExpression": "at(2030-05-01T09:00:00)", "FlexibleTimeWindow": {"Mode": "OFF"},
-            "Target": {"Arn": {"Fn::GetAtt": [queue, "Arn"]}, "RoleArn": {"Fn::GetAtt": [role, "Arn"]}, "Input": "{}",
-                       "DeadLetterConfig": {"Arn": {"Fn::GetAtt": [dlq, "Arn"]}}}}}
+        queue = next(
+            k
+            for k, r in resources.items()
+            if r["Type"] == "AWS::SQS::Queue" and r["Properties"].get("QueueName") == f"tiered-jobs-dev-{tier}"
+        )
+        resources[f"OneTime{tier}"] = {
+            "Type": "AWS::Scheduler::Schedule",
+            "Properties": {
+                "ScheduleExpression": "at(2030-05-01T09:00:00)",
+                "FlexibleTimeWindow": {"Mode": "OFF"},
+                "Target": {
+                    "Arn": {"Fn::GetAtt": [queue, "Arn"]},
+                    "RoleArn": {"Fn::GetAtt": [role, "Arn"]},
+                    "Input": "{}",
+                    "DeadLetterConfig": {"Arn": {"Fn::GetAtt": [dlq, "Arn"]}},
+                },
+            },
+        }
     return raw
 
 
@@ -143,10 +160,12 @@ def test_the_topic_admits_exactly_this_stages_alarms(default_synth):
     alarm_arns = {t.arn(k) for k, _ in t.resources("AWS::CloudWatch::Alarm")}
     assert set(allow["Condition"]["ArnEquals"]["aws:SourceArn"]) == alarm_arns
     assert {Alarms.name("dev", tier, Alarms.FAILURE_RATE) for tier in DEFAULT_TIERS} <= {
-        arn.rsplit(":", 1)[1] for arn in alarm_arns}
+        arn.rsplit(":", 1)[1] for arn in alarm_arns
+    }
 
 
 # -- the walker catches what AWS would refuse ----------------------------------------------
+
 
 def test_the_topic_policy_the_stack_used_to_ship_fails_every_alarm_hop(default_synth):
     """Only the two TLS Deny statements: SNS's default policy is replaced, so nothing allows CloudWatch."""
@@ -176,7 +195,8 @@ def test_an_unconditional_deny_blocks_the_hop_but_a_tls_deny_does_not(default_sy
     raw = copy.deepcopy(default_synth.raw)
     topic = {"Ref": _topic(raw)}
     _topic_policy(raw)["Statement"].append(
-        {"Sid": "DenyAll", "Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "sns:*", "Resource": topic})
+        {"Sid": "DenyAll", "Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "sns:*", "Resource": topic}
+    )
     _, problems = walk(raw)
     assert problems and all("denies cloudwatch.amazonaws.com sns:Publish (statement DenyAll)" in p for p in problems)
 
@@ -217,7 +237,8 @@ def test_a_consumer_that_may_not_send_to_its_dlq_is_reported(default_synth):
         if policy["Type"] == "AWS::IAM::Policy":
             statements = policy["Properties"]["PolicyDocument"]["Statement"]
             policy["Properties"]["PolicyDocument"]["Statement"] = [
-                s for s in statements if not ("sqs:SendMessage" in s["Action"] and dlq_key in str(s["Resource"]))]
+                s for s in statements if not ("sqs:SendMessage" in s["Action"] and dlq_key in str(s["Resource"]))
+            ]
     problems = [p for p in walk(raw)[1] if p.startswith("AWS::Lambda::Function")]
     assert len(problems) == 1 and "sqs:SendMessage" in problems[0]
 
@@ -243,10 +264,14 @@ def test_a_dlq_that_does_not_admit_its_queue_is_reported(default_synth):
 
 # -- the replay function's discard archive ----------------------------------------------------
 
+
 def _bucket(raw: dict) -> str:
     """The discard archive: the bucket whose server access logs go to the other one."""
-    (key,) = [k for k, r in raw["Resources"].items()
-              if r["Type"] == "AWS::S3::Bucket" and "LoggingConfiguration" in r["Properties"]]
+    (key,) = [
+        k
+        for k, r in raw["Resources"].items()
+        if r["Type"] == "AWS::S3::Bucket" and "LoggingConfiguration" in r["Properties"]
+    ]
     return key
 
 
@@ -256,8 +281,11 @@ def _log_bucket(raw: dict) -> str:
 
 def _bucket_policy(raw: dict, bucket: str | None = None) -> dict:
     bucket = bucket or _bucket(raw)
-    (policy,) = [r for r in raw["Resources"].values()
-                 if r["Type"] == "AWS::S3::BucketPolicy" and r["Properties"]["Bucket"] == {"Ref": bucket}]
+    (policy,) = [
+        r
+        for r in raw["Resources"].values()
+        if r["Type"] == "AWS::S3::BucketPolicy" and r["Properties"]["Bucket"] == {"Ref": bucket}
+    ]
     return policy["Properties"]["PolicyDocument"]
 
 
@@ -283,8 +311,9 @@ def test_the_replay_function_may_archive_each_tiers_letters_over_tls(request, sy
 
 def test_an_unconditional_deny_on_the_bucket_blocks_the_archive(default_synth):
     raw = copy.deepcopy(default_synth.raw)
-    _bucket_policy(raw)["Statement"].append({"Sid": "DenyAll", "Effect": "Deny", "Principal": {"AWS": "*"},
-                                             "Action": "s3:*", "Resource": "*"})
+    _bucket_policy(raw)["Statement"].append(
+        {"Sid": "DenyAll", "Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "s3:*", "Resource": "*"}
+    )
     problems = walk(raw)[1]
     assert len(problems) == len(DEFAULT_TIERS)
     assert all("denies role ReplayFunctionRole" in p and "s3:PutObject (statement DenyAll)" in p for p in problems)
@@ -305,11 +334,13 @@ def test_a_grant_on_another_stages_prefix_does_not_count(default_synth):
 
 # -- the archive's server access logs -------------------------------------------------------------
 
+
 def test_s3_may_deliver_the_archives_access_logs_over_tls_on_its_behalf_only(default_synth):
     """S3's log delivery (``logging.s3.amazonaws.com``) writes under the prefix, for the archive bucket alone."""
     hops, problems = walk(default_synth.raw)
-    (hop,) = [h for h in hops
-              if isinstance(h.caller, ServiceCaller) and h.caller.principal == "logging.s3.amazonaws.com"]
+    (hop,) = [
+        h for h in hops if isinstance(h.caller, ServiceCaller) and h.caller.principal == "logging.s3.amazonaws.com"
+    ]
     t = Concrete(default_synth.raw)
     assert (hop.target, hop.caller.source_arn) == (_log_bucket(default_synth.raw), t.arn(_bucket(default_synth.raw)))
     assert hop.subresource.startswith("/discard-archive/") and problems == []
@@ -318,8 +349,15 @@ def test_s3_may_deliver_the_archives_access_logs_over_tls_on_its_behalf_only(def
 
     # Another bucket's logs (a SourceArn it does not name) or another account's are refused.
     raw = copy.deepcopy(default_synth.raw)
-    raw["Resources"]["Other"] = {"Type": "AWS::S3::Bucket", "Properties": {"LoggingConfiguration": {
-        "DestinationBucketName": {"Ref": _log_bucket(raw)}, "LogFilePrefix": "discard-archive/"}}}
+    raw["Resources"]["Other"] = {
+        "Type": "AWS::S3::Bucket",
+        "Properties": {
+            "LoggingConfiguration": {
+                "DestinationBucketName": {"Ref": _log_bucket(raw)},
+                "LogFilePrefix": "discard-archive/",
+            }
+        },
+    }
     (problem,) = walk(raw)[1]
     assert problem.startswith("AWS::S3::Bucket Other") and "does not allow logging.s3.amazonaws.com" in problem
 
@@ -334,22 +372,47 @@ def test_the_access_log_policy_without_its_allow_fails_the_delivery(default_synt
 
 # -- a scheduler hop is one line -------------------------------------------------------------
 
+
 def _with_schedule(raw: dict[str, Any], *, allow: bool) -> dict[str, Any]:
     """The template plus an EventBridge Scheduler schedule sending to the bulk queue with its own role."""
     raw = copy.deepcopy(raw)
-    queue = next(k for k, r in raw["Resources"].items()
-                 if r["Type"] == "AWS::SQS::Queue" and r["Properties"].get("QueueName") == "tiered-jobs-dev-bulk")
-    raw["Resources"]["ScheduleRole"] = {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": {
-        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
-                                                "Principal": {"Service": "scheduler.amazonaws.com"}}]}}}
+    queue = next(
+        k
+        for k, r in raw["Resources"].items()
+        if r["Type"] == "AWS::SQS::Queue" and r["Properties"].get("QueueName") == "tiered-jobs-dev-bulk"
+    )
+    raw["Resources"]["ScheduleRole"] = {
+        "Type": "AWS::IAM::Role",
+        "Properties": {
+            "AssumeRolePolicyDocument": {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"Service": "scheduler.amazonaws.com"}}
+                ],
+            }
+        },
+    }
     statements = [{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": {"Fn::GetAtt": [queue, "Arn"]}}]
-    raw["Resources"]["SchedulePolicy"] = {"Type": "AWS::IAM::Policy", "Properties": {
-        "PolicyName": "p", "Roles": [{"Ref": "ScheduleRole"}],
-        "PolicyDocument": {"Version": "2012-10-17", "Statement": statements if allow else []}}}
-    raw["Resources"]["Nightly"] = {"Type": "AWS::Scheduler::Schedule", "Properties": {
-        "ScheduleExpression": "cron(0 3 * * ? *)", "FlexibleTimeWindow": {"Mode": "OFF"},
-        "Target": {"Arn": {"Fn::GetAtt": [queue, "Arn"]}, "RoleArn": {"Fn::GetAtt": ["ScheduleRole", "Arn"]},
-                   "Input": "{}"}}}
+    raw["Resources"]["SchedulePolicy"] = {
+        "Type": "AWS::IAM::Policy",
+        "Properties": {
+            "PolicyName": "p",
+            "Roles": [{"Ref": "ScheduleRole"}],
+            "PolicyDocument": {"Version": "2012-10-17", "Statement": statements if allow else []},
+        },
+    }
+    raw["Resources"]["Nightly"] = {
+        "Type": "AWS::Scheduler::Schedule",
+        "Properties": {
+            "ScheduleExpression": "cron(0 3 * * ? *)",
+            "FlexibleTimeWindow": {"Mode": "OFF"},
+            "Target": {
+                "Arn": {"Fn::GetAtt": [queue, "Arn"]},
+                "RoleArn": {"Fn::GetAtt": ["ScheduleRole", "Arn"]},
+                "Input": "{}",
+            },
+        },
+    }
     return raw
 
 
@@ -367,12 +430,18 @@ def test_a_hop_kind_is_one_line(default_synth):
     raw = _with_schedule(default_synth.raw, allow=False)
     without = tuple(source for source in HOPS if source is not HOPS[-1])
     assert walk(raw, without)[1] == []
-    line = role_hops("AWS::Scheduler::Schedule", "scheduler.amazonaws.com", role=("Target", "RoleArn"),
-                     target=("Target", "Arn"), actions=("sqs:SendMessage",))
+    line = role_hops(
+        "AWS::Scheduler::Schedule",
+        "scheduler.amazonaws.com",
+        role=("Target", "RoleArn"),
+        target=("Target", "Arn"),
+        actions=("sqs:SendMessage",),
+    )
     assert len(walk(raw, (*without, line))[1]) == 1
 
 
 # -- the evaluation rules themselves ---------------------------------------------------------
+
 
 def test_conditions_are_proven_or_not():
     context = {
@@ -391,8 +460,14 @@ def test_conditions_are_proven_or_not():
 
 def test_a_deny_on_a_key_the_walker_does_not_model_counts_as_applying():
     request = Request("sns:Publish", "arn:aws:sns:r:1:t", "service:cloudwatch.amazonaws.com", {})
-    deny = {"Sid": "D", "Effect": "Deny", "Principal": "*", "Action": "sns:Publish", "Resource": "*",
-            "Condition": {"StringNotEquals": {"aws:PrincipalOrgID": "o-1"}}}
+    deny = {
+        "Sid": "D",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "sns:Publish",
+        "Resource": "*",
+        "Condition": {"StringNotEquals": {"aws:PrincipalOrgID": "o-1"}},
+    }
     assert evaluate([deny], request, "arn:aws:iam::1:root").denied_by == ("D",)
 
 

@@ -26,8 +26,14 @@ from tiered_jobs.contract.names import (
     Outputs,
 )
 
-RESOURCES = {"invoices": {"kind": "table", "partition_key": "invoice_id", "job_types": ["invoices.create"],
-                          "access": "read_write"}}
+RESOURCES = {
+    "invoices": {
+        "kind": "table",
+        "partition_key": "invoice_id",
+        "job_types": ["invoices.create"],
+        "access": "read_write",
+    }
+}
 ROUTES = {"invoices.*": "transactional", "*": "bulk"}
 
 
@@ -73,8 +79,9 @@ def test_settings_in_code_are_validated_like_cdk_json_with_the_same_message(tmp_
         TieredJobs(cdk.Stack(_app(tmp_path), "Other"), "Jobs", jobs=jobs, stge="dev")
     assert str(unknown.value).startswith("TieredJobs('Jobs'): unknown key(s) 'stge'; allowed keys: ")
     with pytest.raises(SettingsError, match="give settings= or keyword settings"):
-        TieredJobs(cdk.Stack(_app(tmp_path), "Both"), "Jobs", jobs=jobs, settings=AppSettings.from_context({}),
-                   stage="dev")
+        TieredJobs(
+            cdk.Stack(_app(tmp_path), "Both"), "Jobs", jobs=jobs, settings=AppSettings.from_context({}), stage="dev"
+        )
 
 
 def test_it_exposes_what_users_wire_and_keeps_the_documented_output_names(tmp_path, jobs):
@@ -84,22 +91,33 @@ def test_it_exposes_what_users_wire_and_keeps_the_documented_output_names(tmp_pa
     tiers = ["critical", "transactional", "bulk"]
     assert list(tiered.queues) == list(tiered.dlqs) == list(tiered.tiers) == tiers
     assert set(tiered.tables) == {"idempotency", "invoices"}
-    assert _resolved(stack, tiered.tables["invoices"].table_name) == {"Ref": stack.get_logical_id(
-        tiered.tables["invoices"].node.default_child)}
+    assert _resolved(stack, tiered.tables["invoices"].table_name) == {
+        "Ref": stack.get_logical_id(tiered.tables["invoices"].node.default_child)
+    }
     template = _template(app, stack)
     assert template["Metadata"][TEMPLATE_METADATA_KEY]["stage"] == "billing"
     assert template["Metadata"][TEMPLATE_METADATA_KEY]["jobs"]["module"] == "jobs"
     outputs = template["Outputs"]
-    for key in (Outputs.ROUTES, Outputs.REPLAY_FUNCTION_NAME, Outputs.ALARM_TOPIC_ARN, Outputs.PUBLISHER_POLICY_ARN,
-                Outputs.tier("critical", Outputs.QUEUE_URL), Outputs.resource("invoices")):
+    for key in (
+        Outputs.ROUTES,
+        Outputs.REPLAY_FUNCTION_NAME,
+        Outputs.ALARM_TOPIC_ARN,
+        Outputs.PUBLISHER_POLICY_ARN,
+        Outputs.tier("critical", Outputs.QUEUE_URL),
+        Outputs.resource("invoices"),
+    ):
         assert key in outputs, key
-    refs = {_resolved(stack, tiered.replay_function.function_name)["Ref"],
-            _resolved(stack, tiered.alarm_topic.topic_arn)["Ref"],
-            _resolved(stack, tiered.publisher_policy.managed_policy_arn)["Ref"]}
+    refs = {
+        _resolved(stack, tiered.replay_function.function_name)["Ref"],
+        _resolved(stack, tiered.alarm_topic.topic_arn)["Ref"],
+        _resolved(stack, tiered.publisher_policy.managed_policy_arn)["Ref"],
+    }
     assert refs <= set(template["Resources"])
-    consumers = [r for r in template["Resources"].values()
-                 if r["Type"] == "AWS::Lambda::Function"
-                 and Env.JOB_MODULES in r["Properties"]["Environment"]["Variables"]]
+    consumers = [
+        r
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function" and Env.JOB_MODULES in r["Properties"]["Environment"]["Variables"]
+    ]
     assert len(consumers) == 3
     assert {c["Properties"]["Environment"]["Variables"][Env.JOB_MODULES] for c in consumers} == {"jobs"}
     # Only the tier that runs invoices.create is told the table's name.
@@ -121,16 +139,26 @@ def test_grant_publish_gives_a_role_exactly_the_publisher_policy_and_nag_stays_c
     role = iam.Role(stack, "ApiRole", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
     tiered.grant_publish(role)
     template = _template(app, stack)  # cdk-nag runs here: an unacknowledged finding raises
-    (policy_id,) = [k for k, r in template["Resources"].items()
-                    if r["Type"] == "AWS::IAM::Policy" and {"Ref": stack.get_logical_id(role.node.default_child)}
-                    in r["Properties"]["Roles"]]
+    (policy_id,) = [
+        k
+        for k, r in template["Resources"].items()
+        if r["Type"] == "AWS::IAM::Policy"
+        and {"Ref": stack.get_logical_id(role.node.default_child)} in r["Properties"]["Roles"]
+    ]
     (managed_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::IAM::ManagedPolicy"]
     granted, managed = _statements(template, policy_id), _statements(template, managed_id)
     assert granted == managed
-    actions_granted = sorted({a for s in granted
-                              for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])})
-    assert actions_granted == ["iam:PassRole", "scheduler:CreateSchedule", "scheduler:DeleteSchedule",
-                               "scheduler:GetSchedule", "sqs:SendMessage", "ssm:GetParameters"]
+    actions_granted = sorted(
+        {a for s in granted for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+    )
+    assert actions_granted == [
+        "iam:PassRole",
+        "scheduler:CreateSchedule",
+        "scheduler:DeleteSchedule",
+        "scheduler:GetSchedule",
+        "sqs:SendMessage",
+        "ssm:GetParameters",
+    ]
     (send,) = [s for s in granted if s["Action"] == "sqs:SendMessage"]
     queue_arns = [_resolved(stack, q.queue_arn) for q in tiered.queues.values()]
     assert sorted(map(str, send["Resource"])) == sorted(map(str, queue_arns))  # the tier queues, never the DLQs
@@ -154,13 +182,21 @@ def test_a_users_own_alarm_added_later_may_notify_the_alarm_topic(tmp_path, jobs
     app = _app(tmp_path)
     stack = cdk.Stack(app, "Billing")
     tiered = TieredJobs(stack, "Jobs", jobs=jobs, routes=ROUTES)
-    mine = cloudwatch.Alarm(stack, "InvoicesLate", metric=cloudwatch.Metric(namespace="Billing", metric_name="Late"),
-                            threshold=1, evaluation_periods=1)
+    mine = cloudwatch.Alarm(
+        stack,
+        "InvoicesLate",
+        metric=cloudwatch.Metric(namespace="Billing", metric_name="Late"),
+        threshold=1,
+        evaluation_periods=1,
+    )
     mine.add_alarm_action(actions.SnsAction(tiered.alarm_topic))
     template = _template(app, stack)
     (topic_policy,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SNS::TopicPolicy"]
-    (allow,) = [s for s in topic_policy["Properties"]["PolicyDocument"]["Statement"]
-                if s.get("Sid") == "AllowThisStagesAlarmsToPublish"]
+    (allow,) = [
+        s
+        for s in topic_policy["Properties"]["PolicyDocument"]["Statement"]
+        if s.get("Sid") == "AllowThisStagesAlarmsToPublish"
+    ]
     arns = allow["Condition"]["ArnEquals"]["aws:SourceArn"]
     assert _resolved(stack, mine.alarm_arn) in arns
     alarms = [r for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Alarm"]
@@ -168,10 +204,18 @@ def test_a_users_own_alarm_added_later_may_notify_the_alarm_topic(tmp_path, jobs
 
 
 def test_local_modes_overrides_apply_to_settings_given_in_code(tmp_path, jobs):
-    app = _app(tmp_path, **{LOCAL_OVERRIDES_CONTEXT_KEY: {"settings": {"stage": "local", "disposable": True},
-                                                          "tier_settings": {"timeout_seconds": 5}}})
-    tiered = TieredJobs(cdk.Stack(app, "Billing"), "Jobs", jobs=jobs, stage="prod", tiers={"critical": {}},
-                        routes={"*": "critical"})
+    app = _app(
+        tmp_path,
+        **{
+            LOCAL_OVERRIDES_CONTEXT_KEY: {
+                "settings": {"stage": "local", "disposable": True},
+                "tier_settings": {"timeout_seconds": 5},
+            }
+        },
+    )
+    tiered = TieredJobs(
+        cdk.Stack(app, "Billing"), "Jobs", jobs=jobs, stage="prod", tiers={"critical": {}}, routes={"*": "critical"}
+    )
     assert (tiered.settings.stage, tiered.settings.disposable) == ("local", True)
     assert tiered.settings.tier("critical").timeout_seconds == 5
 
@@ -184,7 +228,7 @@ def test_a_job_folder_that_cannot_become_code_fails_when_declared(tmp_path):
 
 BAD_SCHEMA = '{"type": "object", "properties": {"amount_cents": {"type": "integer"}}, "oneOf": [{}]}'
 #: A library user's app.py (docs/library.md's shape): no try/except of its own around the construct.
-USER_APP = '''\
+USER_APP = """\
 import aws_cdk as cdk
 from tiered_jobs.cdk import JobsCode, TieredJobs
 
@@ -192,14 +236,17 @@ app = cdk.App()
 TieredJobs(cdk.Stack(app, "Billing"), "Jobs", jobs=JobsCode("src/jobs"), stage="prod",
            routes={"invoices.*": "transactional", "*": "bulk"})
 app.synth()
-'''
+"""
 
 
 def test_a_payload_schema_the_consumer_cannot_check_fails_synthesis_naming_the_file(tmp_path, jobs):
     (jobs.source().directory / "schemas").mkdir()
     (jobs.source().directory / "schemas" / "invoices.create.schema.json").write_text(BAD_SCHEMA)
-    with pytest.raises(SettingsError, match=r"payload schema schemas/invoices\.create\.schema\.json: "
-                                            r"unsupported keyword\(s\) oneOf; .* validate= hook$"):
+    with pytest.raises(
+        SettingsError,
+        match=r"payload schema schemas/invoices\.create\.schema\.json: "
+        r"unsupported keyword\(s\) oneOf; .* validate= hook$",
+    ):
         TieredJobs(cdk.Stack(_app(tmp_path), "Billing"), "Jobs", jobs=jobs, stage="prod", routes=ROUTES)
 
 
@@ -208,14 +255,21 @@ def test_an_apps_uncaught_settings_error_is_one_line_at_synthesis(tmp_path, jobs
     (jobs.source().directory / "schemas").mkdir()
     (jobs.source().directory / "schemas" / "invoices.create.schema.json").write_text(BAD_SCHEMA)
     (tmp_path / "app.py").write_text(USER_APP)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CDK_OUTDIR": str(tmp_path / "cdk.out"),
-           "CDK_CONTEXT_JSON": json.dumps(_flags())}
-    result = subprocess.run([sys.executable, "app.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=180, check=False)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "CDK_OUTDIR": str(tmp_path / "cdk.out"),
+        "CDK_CONTEXT_JSON": json.dumps(_flags()),
+    }
+    result = subprocess.run(
+        [sys.executable, "app.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180, check=False
+    )
     assert result.returncode == 1
     (line,) = result.stderr.strip().splitlines()
-    assert line.startswith(f"tiered_jobs settings: job folder {str(jobs.source().directory)!r}: payload schema "
-                           "schemas/invoices.create.schema.json: unsupported keyword(s) oneOf; supported: "), line
+    assert line.startswith(
+        f"tiered_jobs settings: job folder {str(jobs.source().directory)!r}: payload schema "
+        "schemas/invoices.create.schema.json: unsupported keyword(s) oneOf; supported: "
+    ), line
     assert not (tmp_path / "cdk.out" / "manifest.json").exists()
 
 

@@ -45,8 +45,9 @@ MARKER = "# installed in the fresh virtualenv\n"
 #: The app's payload schema, replaced in a copy of the app by one with a keyword the validator lacks.
 BAD_SCHEMA_FILE = "src/jobs/schemas/invoices.create.schema.json"
 #: The app with one more resource that cdk-nag's AwsSolutions rules refuse (a queue without TLS or a DLQ).
-APP_WITH_FINDING = APP_PY.replace("app.synth()", "from aws_cdk import aws_sqs as sqs\n"
-                                                 "sqs.Queue(stack, 'Open')\napp.synth()")
+APP_WITH_FINDING = APP_PY.replace(
+    "app.synth()", "from aws_cdk import aws_sqs as sqs\nsqs.Queue(stack, 'Open')\napp.synth()"
+)
 
 
 @pytest.fixture(scope="module")
@@ -74,15 +75,27 @@ def outside_env(venv: Path) -> dict[str, str]:
     """A terminal of the app's team: its virtualenv and Node.js on PATH, nothing of the repository, no AWS
     credentials, and nothing the CLI would send over the network (telemetry, notices, version check)."""
     node = Path(shutil.which("node") or "node").parent
-    return {"PATH": f"{venv / 'bin'}:{node}:/usr/bin:/bin", "HOME": str(venv.parent), "AWS_REGION": "us-east-1",
-            "AWS_EC2_METADATA_DISABLED": "true", "CDK_DISABLE_CLI_TELEMETRY": "true",
-            "CDK_DISABLE_VERSION_CHECK": "1", "JSII_RUNTIME_PACKAGE_CACHE_ROOT": str(JSII_CACHE)}
+    return {
+        "PATH": f"{venv / 'bin'}:{node}:/usr/bin:/bin",
+        "HOME": str(venv.parent),
+        "AWS_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "CDK_DISABLE_CLI_TELEMETRY": "true",
+        "CDK_DISABLE_VERSION_CHECK": "1",
+        "JSII_RUNTIME_PACKAGE_CACHE_ROOT": str(JSII_CACHE),
+    }
 
 
 def cdk_synth(folder: Path, venv: Path, out: Path) -> subprocess.CompletedProcess[str]:
     """``cdk synth`` with the pinned CLI in ``folder``, as the app's team runs it."""
-    return subprocess.run([str(CDK), "synth", "--quiet", "--no-notices", "-o", str(out)], cwd=folder,
-                          env=outside_env(venv), capture_output=True, text=True, timeout=240)
+    return subprocess.run(
+        [str(CDK), "synth", "--quiet", "--no-notices", "-o", str(out)],
+        cwd=folder,
+        env=outside_env(venv),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +143,9 @@ def test_the_pinned_cli_synthesizes_it_with_its_own_stack_names_and_metadata(cli
     found = {s.display_name: s for s in stacks(cli_assembly)}
     assert set(found) == {STACK, "Web"}
     assert found[STACK].template["Metadata"][TEMPLATE_METADATA_KEY] == {
-        "stage": "prod", "jobs": {"path": "src/jobs", "module": "jobs"}}
+        "stage": "prod",
+        "jobs": {"path": "src/jobs", "module": "jobs"},
+    }
     assert TEMPLATE_METADATA_KEY not in found["Web"].template.get("Metadata", {})
 
 
@@ -153,10 +168,18 @@ def test_a_payload_schema_the_consumer_cannot_check_fails_the_cli_s_synthesis_in
 def test_the_functions_code_is_the_app_s_jobs_and_the_virtualenv_s_runtime(cli_assembly, app_dir, venv):
     asset = Assembly.read(cli_assembly, app_dir).code_asset("jobs")
     files = {p.relative_to(asset).as_posix() for p in asset.rglob("*") if p.is_file()}
-    assert {"jobs/__init__.py", "jobs/invoices.py", "tiered_jobs/handlers/consumer.py",
-            "tiered_jobs/runtime/consumer.py", "tiered_jobs/replay/service.py"} <= files
-    assert not [f for f in files if f.startswith(("example/", "emulator/", "tiered_jobs/cdk/",
-                                                   "tiered_jobs/cli/", "tiered_jobs/publisher/"))]
+    assert {
+        "jobs/__init__.py",
+        "jobs/invoices.py",
+        "tiered_jobs/handlers/consumer.py",
+        "tiered_jobs/runtime/consumer.py",
+        "tiered_jobs/replay/service.py",
+    } <= files
+    assert not [
+        f
+        for f in files
+        if f.startswith(("example/", "emulator/", "tiered_jobs/cdk/", "tiered_jobs/cli/", "tiered_jobs/publisher/"))
+    ]
     assert (asset / "tiered_jobs" / "runtime" / "__init__.py").read_text(encoding="utf-8").endswith(MARKER)
     installed = site_packages(venv)
     assert all((asset / f).read_bytes() == (installed / f).read_bytes() for f in files if f.startswith("tiered_jobs/"))
@@ -166,22 +189,35 @@ def test_the_emulator_runs_its_job_from_the_app_s_folder(app_dir, venv):
     """``python <checkout>/emulator up --app "<venv python> app.py"`` in the app's folder: the emulator
     runs on this repository's environment, the app's synthesis on the virtualenv's."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    command = [sys.executable, str(ROOT / "emulator"), "up", "--app", f"{venv / 'bin' / 'python'} app.py",
-               "--no-view", "--no-console", "--no-reload"]
+    command = [
+        sys.executable,
+        str(ROOT / "emulator"),
+        "up",
+        "--app",
+        f"{venv / 'bin' / 'python'} app.py",
+        "--no-view",
+        "--no-console",
+        "--no-reload",
+    ]
     with RunningUp(command, cwd=app_dir, env=env) as up:
         output = "".join(up.output)
         assert f"ready: {STACK} at {up.exports['AWS_ENDPOINT_URL']}" in output
         assert f"--stage local --stack-name {STACK} status" in output
 
-        endpoint = {"endpoint_url": up.exports["AWS_ENDPOINT_URL"], "region_name": up.exports["AWS_REGION"],
-                    "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+        endpoint = {
+            "endpoint_url": up.exports["AWS_ENDPOINT_URL"],
+            "region_name": up.exports["AWS_REGION"],
+            "aws_access_key_id": "testing",
+            "aws_secret_access_key": "testing",
+        }
 
         def clients(service: str) -> Any:
             return boto3.client(service, **endpoint)
 
         def publish(job_type: str, key: str, payload: dict[str, Any]) -> None:
-            published = run_outside(venv, "tiered-jobs", "publish", job_type, "--key", key,
-                                    "--payload", json.dumps(payload), env=up.exports)
+            published = run_outside(
+                venv, "tiered-jobs", "publish", job_type, "--key", key, "--payload", json.dumps(payload), env=up.exports
+            )
             assert published.returncode == 0, published.stderr + published.stdout
 
         def run_publish_py() -> None:  # the page's service code, as written, from the virtualenv
@@ -190,9 +226,17 @@ def test_the_emulator_runs_its_job_from_the_app_s_folder(app_dir, venv):
 
         check_invoices(clients, publish, run_publish_py=run_publish_py)
         # A service with a copy of the job folder's schemas refuses a payload of the wrong shape before sending.
-        refused = run_outside(venv, "tiered-jobs", "publish", "invoices.create", "--key", "inv-9", "--payload",
-                              json.dumps({"amount_cents": "12"}),
-                              env={**up.exports, Env.SCHEMA_DIRS: str(app_dir / "src" / "jobs" / "schemas")})
+        refused = run_outside(
+            venv,
+            "tiered-jobs",
+            "publish",
+            "invoices.create",
+            "--key",
+            "inv-9",
+            "--payload",
+            json.dumps({"amount_cents": "12"}),
+            env={**up.exports, Env.SCHEMA_DIRS: str(app_dir / "src" / "jobs" / "schemas")},
+        )
         assert refused.returncode != 0
         assert "payload field 'amount_cents' must be an integer" in refused.stdout + refused.stderr
     assert up.returncode == 0, "".join(up.output)

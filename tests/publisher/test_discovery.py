@@ -44,8 +44,11 @@ def test_tier_names_not_in_the_routes_are_rebuilt_from_camel_case_outputs(aws):
 
 
 def test_a_stage_that_is_not_deployed_says_where_it_looked(aws):
-    with pytest.raises(DiscoveryError, match=r"SSM parameter /tiered-jobs/prod/tiers not found: is stage 'prod' "
-                                             r"deployed in this account and region \(us-east-1\)\?"):
+    with pytest.raises(
+        DiscoveryError,
+        match=r"SSM parameter /tiered-jobs/prod/tiers not found: is stage 'prod' "
+        r"deployed in this account and region \(us-east-1\)\?",
+    ):
         discovery.from_ssm("prod")
 
 
@@ -103,8 +106,13 @@ def test_publisher_constructors_publish_to_the_discovered_queues(deployment, sqs
     for made in (
         Publisher.from_stage("test", sqs=sqs),
         Publisher.from_stack_outputs(deployment.stack_name, sqs=sqs),
-        Publisher.from_env({**{Env.tier_var(Env.QUEUE_URL, t): u for t, u in deployment.queue_urls.items()},
-                            Env.ROUTES: json.dumps(deployment.routes)}, sqs=sqs),
+        Publisher.from_env(
+            {
+                **{Env.tier_var(Env.QUEUE_URL, t): u for t, u in deployment.queue_urls.items()},
+                Env.ROUTES: json.dumps(deployment.routes),
+            },
+            sqs=sqs,
+        ),
     ):
         assert made.publish("notifications.email", {}, "e1").queue_url == deployment.queue_urls["transactional"]
     assert len(received_bodies(deployment.queue_urls["transactional"])) == 3

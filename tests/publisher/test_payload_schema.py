@@ -7,16 +7,20 @@ import pytest
 from tiered_jobs.publisher import InvalidJobError, Job
 
 
-@pytest.mark.parametrize("payload, problem", [
-    ({"counter": "acc_1", "amount_cents": -5}, "payload is missing required field 'amount'"),
-    ({"counter": "acc_1", "amount": 0}, "payload field 'amount' must not be 0"),
-    ({"counter": "acc_1", "amount": -(10**12) - 1}, "payload field 'amount' must be >= -1000000000000"),
-    ({"counter": "acc 1", "amount": 5}, "payload field 'counter' must match"),
-])
+@pytest.mark.parametrize(
+    "payload, problem",
+    [
+        ({"counter": "acc_1", "amount_cents": -5}, "payload is missing required field 'amount'"),
+        ({"counter": "acc_1", "amount": 0}, "payload field 'amount' must not be 0"),
+        ({"counter": "acc_1", "amount": -(10**12) - 1}, "payload field 'amount' must be >= -1000000000000"),
+        ({"counter": "acc 1", "amount": 5}, "payload field 'counter' must match"),
+    ],
+)
 def test_a_job_breaking_its_schema_is_refused_and_nothing_is_sent(publisher, batch_calls, payload, problem):
     with pytest.raises(InvalidJobError) as error:
-        publisher.publish_batch([Job("testjobs.effect", payload, "pay_1"),
-                                 Job("testjobs.ok", {"label": "fine"}, "evt_1")])
+        publisher.publish_batch(
+            [Job("testjobs.effect", payload, "pay_1"), Job("testjobs.ok", {"label": "fine"}, "evt_1")]
+        )
     (only,) = error.value.problems  # the good neighbour is not blamed, and not sent either
     assert only.startswith(f"job #0 testjobs.effect (key 'pay_1'): {problem}")
     assert batch_calls == []

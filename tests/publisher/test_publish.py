@@ -49,7 +49,9 @@ def test_publish_routes_by_the_table_and_sends_a_valid_envelope(publisher, deplo
     jsonschema.validate(body, SCHEMA)  # what non-Python publishers are held to
     parsed = envelope.parse(json.dumps(body))  # what the consumer accepts
     assert (parsed.type, parsed.idempotency_key, parsed.payload) == (
-        "testjobs.effect", "pay_1", {"counter": "acc_1", "amount": 500}
+        "testjobs.effect",
+        "pay_1",
+        {"counter": "acc_1", "amount": 500},
     )
     assert parsed.published_at is not None
 
@@ -129,10 +131,18 @@ def test_a_bad_delay_is_refused(publisher, delay, message):
         ("payments.capture", {}, 42, "'idempotency_key' must be a string, got a number"),
         ("Payments.Capture", {}, "k1", "'type' must match"),
         ("payments.capture", ["not", "an", "object"], "k1", "'payload' must be a JSON object, got an array"),
-        ("payments.capture", {"when": datetime(2026, 1, 1)}, "k1",
-         "payload['when'] is a datetime, which is not JSON-serialisable"),
-        ("payments.capture", {"lines": [{"amount": Decimal("1.10")}]}, "k1",
-         "payload['lines'][0]['amount'] is a Decimal, which is not JSON-serialisable"),
+        (
+            "payments.capture",
+            {"when": datetime(2026, 1, 1)},
+            "k1",
+            "payload['when'] is a datetime, which is not JSON-serialisable",
+        ),
+        (
+            "payments.capture",
+            {"lines": [{"amount": Decimal("1.10")}]},
+            "k1",
+            "payload['lines'][0]['amount'] is a Decimal, which is not JSON-serialisable",
+        ),
         ("payments.capture", {"ratio": float("nan")}, "k1", "payload['ratio'] is nan, which JSON cannot represent"),
         ("payments.capture", {1: "one"}, "k1", "payload has the key 1 (int); JSON object keys must be strings"),
     ],
@@ -157,9 +167,10 @@ def test_a_message_over_one_mib_says_pass_ids_not_objects(publisher, sqs, deploy
     with pytest.raises(InvalidJobError) as caught:
         publisher.publish("analytics.export", {"rows": "x" * SQS_MAX_MESSAGE_BYTES}, "export-1")
 
-    assert (f"over the {MAX_JOB_MESSAGE_BYTES}-byte limit (SQS's {SQS_MAX_MESSAGE_BYTES} less "
-            f"{RUNTIME_ATTRIBUTES_HEADROOM_BYTES} for the runtime's own attributes); pass IDs, not objects"
-            ) in str(caught.value)
+    assert (
+        f"over the {MAX_JOB_MESSAGE_BYTES}-byte limit (SQS's {SQS_MAX_MESSAGE_BYTES} less "
+        f"{RUNTIME_ATTRIBUTES_HEADROOM_BYTES} for the runtime's own attributes); pass IDs, not objects"
+    ) in str(caught.value)
     assert "analytics.export (key 'export-1')" in str(caught.value)
     assert _nothing_sent(sqs, deployment)
 
@@ -202,8 +213,10 @@ def test_25_jobs_go_in_3_send_message_batch_calls(publisher, deployment, batch_c
 
 def test_a_batch_is_split_per_tier(publisher, deployment, batch_calls):
     jobs = [
-        Job("payments.capture", {}, "p1"), Job("analytics.page_view", {}, "a1"),
-        Job("payments.refund", {}, "p2"), Job("demo.hello", {}, "d1"),
+        Job("payments.capture", {}, "p1"),
+        Job("analytics.page_view", {}, "a1"),
+        Job("payments.refund", {}, "p2"),
+        Job("demo.hello", {}, "d1"),
     ]
 
     results = publisher.publish_batch(jobs)
@@ -245,15 +258,23 @@ def test_failed_entries_are_retried_with_backoff_until_they_succeed(deployment, 
     assert [r.attempts for r in results] == [1, 3, 1, 2, 1]
     assert all(r.ok for r in results)
     assert sorted(b["idempotency_key"] for b in received_bodies(deployment.queue_urls["critical"])) == [
-        "k1", "k2", "k3", "k4", "k5"
+        "k1",
+        "k2",
+        "k3",
+        "k4",
+        "k5",
     ]
 
 
 def test_entries_that_keep_failing_raise_a_publish_error_naming_them(deployment, sqs, waits):
     flaky = FlakySqs(sqs, {"k2": 99}, code="KmsThrottled")
     publisher = Publisher(
-        deployment.queue_urls, Routes(deployment.routes), sqs=flaky, sleep=waits.append,
-        random=lambda: 1.0, resend=ResendPolicy(max_attempts=3, base_seconds=1, max_seconds=1.5),
+        deployment.queue_urls,
+        Routes(deployment.routes),
+        sqs=flaky,
+        sleep=waits.append,
+        random=lambda: 1.0,
+        resend=ResendPolicy(max_attempts=3, base_seconds=1, max_seconds=1.5),
     )
 
     with pytest.raises(PublishError) as caught:

@@ -32,8 +32,10 @@ def scheduler(aws):
 
 @pytest.fixture
 def target(deployment, sqs) -> SchedulingTarget:
-    arns = {tier: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-            for tier, url in deployment.queue_urls.items()}
+    arns = {
+        tier: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        for tier, url in deployment.queue_urls.items()
+    }
     dlq = sqs.create_queue(QueueName="schedules-dlq")["QueueUrl"]
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     return SchedulingTarget(group_name=GROUP, role_arn=ROLE_ARN, dlq_arn=dlq_arn, queue_arns=arns)
@@ -41,8 +43,14 @@ def target(deployment, sqs) -> SchedulingTarget:
 
 @pytest.fixture
 def later(deployment, sqs, scheduler, target) -> Publisher:
-    return Publisher(deployment.queue_urls, Routes(deployment.routes), sqs=sqs, scheduler=scheduler,
-                     scheduling=target, clock=lambda: NOW)
+    return Publisher(
+        deployment.queue_urls,
+        Routes(deployment.routes),
+        sqs=sqs,
+        scheduler=scheduler,
+        scheduling=target,
+        clock=lambda: NOW,
+    )
 
 
 def _schedules(scheduler) -> list[dict]:
@@ -88,8 +96,9 @@ def test_a_delay_beyond_15_minutes_is_scheduled_and_within_stays_on_sqs(later, s
     assert scheduled.fire_at == NOW + timedelta(minutes=16)
     assert [s["ScheduleExpression"] for s in _schedules(scheduler)] == ["at(2030-05-01T12:16:00)"]
     assert near.message_id and near_at.message_id and near.schedule_name is None
-    delayed = sqs.get_queue_attributes(QueueUrl=deployment.queue_urls["bulk"],
-                                       AttributeNames=["ApproximateNumberOfMessagesDelayed"])["Attributes"]
+    delayed = sqs.get_queue_attributes(
+        QueueUrl=deployment.queue_urls["bulk"], AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+    )["Attributes"]
     assert delayed["ApproximateNumberOfMessagesDelayed"] == "2"
 
 
@@ -147,8 +156,15 @@ def test_a_bad_time_is_refused_and_nothing_is_sent(later, scheduler, deployment,
 
 
 def test_a_lower_threshold_schedules_short_delays_too(deployment, sqs, scheduler, target):
-    publisher = Publisher(deployment.queue_urls, Routes(deployment.routes), sqs=sqs, scheduler=scheduler,
-                          scheduling=target, clock=lambda: NOW, schedule_beyond_seconds=0)
+    publisher = Publisher(
+        deployment.queue_urls,
+        Routes(deployment.routes),
+        sqs=sqs,
+        scheduler=scheduler,
+        scheduling=target,
+        clock=lambda: NOW,
+        schedule_beyond_seconds=0,
+    )
     assert publisher.publish("testjobs.ok", {"label": "a"}, "d1", delay=5).schedule_name is not None
     assert publisher.publish("testjobs.ok", {"label": "a"}, "d2").message_id is not None  # no delay: SQS
     with pytest.raises(ValueError, match="schedule_beyond_seconds must be 0-900"):
@@ -175,10 +191,14 @@ def test_without_scheduling_configured_a_later_job_fails_before_anything_is_sent
 def test_from_stage_finds_the_scheduling_parts_in_ssm_on_first_need(deployment, sqs, scheduler, target):
     ssm = boto3.client("ssm")
     calls: list[list[str]] = []
-    ssm.meta.events.register("before-parameter-build.ssm.GetParameters",
-                             lambda params, **_: calls.append(params["Names"]))
-    for key, value in ((Schedules.SSM_GROUP_NAME, GROUP), (Schedules.SSM_ROLE_ARN, ROLE_ARN),
-                       (Schedules.SSM_DLQ_ARN, target.dlq_arn)):
+    ssm.meta.events.register(
+        "before-parameter-build.ssm.GetParameters", lambda params, **_: calls.append(params["Names"])
+    )
+    for key, value in (
+        (Schedules.SSM_GROUP_NAME, GROUP),
+        (Schedules.SSM_ROLE_ARN, ROLE_ARN),
+        (Schedules.SSM_DLQ_ARN, target.dlq_arn),
+    ):
         ssm.put_parameter(Name=Schedules.ssm(deployment.stage, key), Value=value, Type="String")
     for tier, arn in target.queue_arns.items():
         ssm.put_parameter(Name=Ssm.tier(deployment.stage, tier, Ssm.TIER_QUEUE_ARN), Value=arn, Type="String")
@@ -220,7 +240,10 @@ def test_a_time_within_a_minute_is_rounded_up_so_the_job_never_runs_early(later,
     assert asked.fire_at.utcoffset() == paris.utcoffset()
     assert delayed.fire_at == NOW + timedelta(minutes=17) and on_the_minute.fire_at == NOW + timedelta(hours=2)
     assert sorted(s["ScheduleExpression"] for s in _schedules(scheduler)) == [
-        "at(2030-05-01T12:17:00)", "at(2030-05-01T14:00:00)", "at(2030-05-01T15:01:00)"]
+        "at(2030-05-01T12:17:00)",
+        "at(2030-05-01T14:00:00)",
+        "at(2030-05-01T15:01:00)",
+    ]
     assert "scheduled for 2030-05-01T17:01:00+02:00" in asked.describe()
 
 
@@ -231,10 +254,12 @@ def _payload_of(body_bytes: int) -> dict:
 
 def test_a_one_time_body_over_schedulers_256_kb_is_refused_before_anything_is_sent(later, scheduler, deployment):
     with pytest.raises(InvalidJobError) as caught:
-        later.publish_batch([
-            Job("analytics.page_view", {}, "small", at=NOW + timedelta(hours=1)),
-            Job("analytics.page_view", _payload_of(MAX_TARGET_INPUT_BYTES), "big", at=NOW + timedelta(hours=1)),
-        ])
+        later.publish_batch(
+            [
+                Job("analytics.page_view", {}, "small", at=NOW + timedelta(hours=1)),
+                Job("analytics.page_view", _payload_of(MAX_TARGET_INPUT_BYTES), "big", at=NOW + timedelta(hours=1)),
+            ]
+        )
     (problem,) = caught.value.problems
     assert problem.startswith("job #1 ") and "'big'" in problem
     assert f"over EventBridge Scheduler's {MAX_TARGET_INPUT_BYTES}-byte (256 KB) limit" in problem
@@ -270,8 +295,14 @@ def test_a_one_time_job_containing_a_scheduler_context_attribute_is_refused(late
 
 def _at(later, clock) -> Publisher:
     """The same stage's publisher, with another clock."""
-    return Publisher(later.queues, later.routes, sqs=later.sqs, scheduler=later.scheduler,
-                     scheduling=later.scheduling_target(), clock=lambda: clock)
+    return Publisher(
+        later.queues,
+        later.routes,
+        sqs=later.sqs,
+        scheduler=later.scheduler,
+        scheduling=later.scheduling_target(),
+        clock=lambda: clock,
+    )
 
 
 def test_cancel_once_the_time_has_come_says_already_sent_and_leaves_the_schedule(later, scheduler):

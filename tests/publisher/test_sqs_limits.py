@@ -51,24 +51,27 @@ def test_the_size_rule_and_batch_limit_are_those_the_sqs_api_reference_states():
     )
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("plain \t\n\r é ☕ 😀 \x7f \ue000 \ufffd \U0010ffff", None),
-    ("ab\uffff", (2, "U+FFFF")),
-    ("\ufffe", (0, "U+FFFE")),
-    ("x\ud800y", (1, "U+D800")),      # a lone surrogate (what a bad UTF-16 decode leaves behind)
-    ("x\udfff", (1, "U+DFFF")),
-    ("bell\x07", (4, "U+0007")),
-    ("\x00", (0, "U+0000")),
-    ("\x1f", (0, "U+001F")),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("plain \t\n\r é ☕ 😀 \x7f \ue000 \ufffd \U0010ffff", None),
+        ("ab\uffff", (2, "U+FFFF")),
+        ("\ufffe", (0, "U+FFFE")),
+        ("x\ud800y", (1, "U+D800")),  # a lone surrogate (what a bad UTF-16 decode leaves behind)
+        ("x\udfff", (1, "U+DFFF")),
+        ("bell\x07", (4, "U+0007")),
+        ("\x00", (0, "U+0000")),
+        ("\x1f", (0, "U+001F")),
+    ],
+)
 def test_first_disallowed_character(text, expected):
     assert first_disallowed_character(text) == expected
 
 
 def test_message_size_counts_the_body_and_every_attribute_name_type_and_value():
     attributes = {
-        "tenant": {"DataType": "String", "StringValue": "café"},        # 6 + 6 + 5
-        "Replay.Count": {"DataType": "Number", "StringValue": "2"},      # 12 + 6 + 1
+        "tenant": {"DataType": "String", "StringValue": "café"},  # 6 + 6 + 5
+        "Replay.Count": {"DataType": "Number", "StringValue": "2"},  # 12 + 6 + 1
         "blob": {"DataType": "Binary", "BinaryValue": b"\x00\x01\x02"},  # 4 + 6 + 3
     }
     assert message_size("é☕", attributes) == 2 + 3 + 17 + 19 + 13
@@ -88,13 +91,16 @@ def test_the_packer_never_puts_more_than_ten_entries_in_a_batch():
 # -- the publisher -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("payload", "key", "named"), [
-    ({"label": "a", "memo": "ab\uffff"}, "k1", "payload['memo'] holds U+FFFF at character 2"),
-    ({"label": "a", "memo": "x\ud800"}, "k1", "payload['memo'] holds U+D800 at character 1"),
-    ({"label": "a", "lines": ["ok", "\ufffe"]}, "k1", "payload['lines'][1] holds U+FFFE at character 0"),
-    ({"label": "a", "bad\x00key": 1}, "k1", "the key payload['bad\\x00key'] holds U+0000 at character 3"),
-    ({"label": "a"}, "pay\x07", "'idempotency_key' holds U+0007 at character 3"),
-])
+@pytest.mark.parametrize(
+    ("payload", "key", "named"),
+    [
+        ({"label": "a", "memo": "ab\uffff"}, "k1", "payload['memo'] holds U+FFFF at character 2"),
+        ({"label": "a", "memo": "x\ud800"}, "k1", "payload['memo'] holds U+D800 at character 1"),
+        ({"label": "a", "lines": ["ok", "\ufffe"]}, "k1", "payload['lines'][1] holds U+FFFE at character 0"),
+        ({"label": "a", "bad\x00key": 1}, "k1", "the key payload['bad\\x00key'] holds U+0000 at character 3"),
+        ({"label": "a"}, "pay\x07", "'idempotency_key' holds U+0007 at character 3"),
+    ],
+)
 def test_characters_sqs_refuses_are_refused_before_anything_is_sent(publisher, batch_calls, payload, key, named):
     good = Job("testjobs.ok", {"label": "a"}, "good-1")
     bad = Job("testjobs.ok", payload, key)

@@ -31,10 +31,12 @@ def test_the_tenant_rule_is_what_sqs_documents():
 
 def test_the_tenant_becomes_the_message_group_id_and_an_envelope_field(publisher, sqs, deployment):
     entries = []
-    sqs.meta.events.register("before-parameter-build.sqs.SendMessageBatch",
-                             lambda params, **_: entries.extend(params["Entries"]))
-    publisher.publish_batch([Job("payments.capture", {"n": 1}, "k-1", tenant="acme"),
-                             Job("payments.capture", {"n": 2}, "k-2")])
+    sqs.meta.events.register(
+        "before-parameter-build.sqs.SendMessageBatch", lambda params, **_: entries.extend(params["Entries"])
+    )
+    publisher.publish_batch(
+        [Job("payments.capture", {"n": 1}, "k-1", tenant="acme"), Job("payments.capture", {"n": 2}, "k-2")]
+    )
     with_tenant, without = entries
     assert with_tenant["MessageGroupId"] == "acme" and "MessageGroupId" not in without
     # FIFO-only parameters are never sent: fair queues are standard queues.
@@ -44,8 +46,9 @@ def test_the_tenant_becomes_the_message_group_id_and_an_envelope_field(publisher
     # moto keeps the group id on a standard queue and returns it, as SQS does for fair queues.
     url = deployment.queue_urls["critical"]
     assert "FifoQueue" not in sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
-    received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10,
-                                   MessageSystemAttributeNames=["MessageGroupId"])["Messages"]
+    received = sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["MessageGroupId"]
+    )["Messages"]
     assert sorted(m["Attributes"].get("MessageGroupId", "-") for m in received) == ["-", "acme"]
 
 

@@ -45,9 +45,16 @@ def test_nothing_lost_nothing_applied_twice_with_every_feature_on():
     assert outcome.copies_without_their_tenant == 0 and outcome.copies > 0, report
     assert set(outcome.dead_letter_reasons) <= {"permanent"}, report
     # The faults and the features really happened (a run without them would prove nothing).
-    for fault in ("crash_before_idempotency_completes", "crash_before_ack", "transient_job_error",
-                  "idempotency_throttle", "limiter_throttle", "copy_refused", "slow_job",
-                  "replay_crash_between_send_and_delete"):
+    for fault in (
+        "crash_before_idempotency_completes",
+        "crash_before_ack",
+        "transient_job_error",
+        "idempotency_throttle",
+        "limiter_throttle",
+        "copy_refused",
+        "slow_job",
+        "replay_crash_between_send_and_delete",
+    ):
         assert outcome.faults_injected.get(fault, 0) > 0, (fault, report)
     assert outcome.not_exercised() == [], report
     assert outcome.replayed.get("batch", 0) > 0 and outcome.replayed.get("native", 0) > 0, report
@@ -73,17 +80,29 @@ def test_the_checker_counts_a_letter_without_reason_that_no_crash_explains():
 
 
 def base_outcome(**changes) -> Outcome:
-    base = dict(expected=10, applied=9, lost=0, duplicated=0, dead_lettered=1, unexpected=0, poison=1,
-                balances_ok=True, balances_checked=5, balance_mismatches={},
-                dead_letter_reasons={"permanent": 2},
-                dead_letters_without_reason_or_unknown=0, redundant_dead_letters=0,
-                faults_injected={"crash_before_ack": 1}, messages_published=22, seconds=1.5)
+    base = dict(
+        expected=10,
+        applied=9,
+        lost=0,
+        duplicated=0,
+        dead_lettered=1,
+        unexpected=0,
+        poison=1,
+        balances_ok=True,
+        balances_checked=5,
+        balance_mismatches={},
+        dead_letter_reasons={"permanent": 2},
+        dead_letters_without_reason_or_unknown=0,
+        redundant_dead_letters=0,
+        faults_injected={"crash_before_ack": 1},
+        messages_published=22,
+        seconds=1.5,
+    )
     return Outcome(**{**base, **changes})
 
 
 def test_shard_outcomes_add_up_and_a_failing_shard_fails_the_whole():
     total = base_outcome().plus(base_outcome())
-    assert (total.expected, total.applied, total.dead_letter_reasons, total.holds()) == (
-        20, 18, {"permanent": 4}, True)
+    assert (total.expected, total.applied, total.dead_letter_reasons, total.holds()) == (20, 18, {"permanent": 4}, True)
     assert not base_outcome().plus(base_outcome(balances_ok=False)).holds()
     assert not base_outcome().plus(base_outcome(lost=1, applied=8)).holds()

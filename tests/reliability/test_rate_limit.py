@@ -25,8 +25,20 @@ def test_forty_jobs_at_ten_per_second_hold_the_rate_and_none_fail():
 
 def _figures(done: list[float], slots: list[float]) -> dict:
     stats = {"item_failures": 0, "invocation_errors": 0, "batches": 4, "records": len(done)}
-    return summarize(done, jobs=len(done), per_second=10.0, burst=1, concurrency=4, published=0.0, dead_letters=0,
-                     stats=stats, limiter_calls={}, resend_calls=0, window_seconds=1, slots=slots)
+    return summarize(
+        done,
+        jobs=len(done),
+        per_second=10.0,
+        burst=1,
+        concurrency=4,
+        published=0.0,
+        dead_letters=0,
+        stats=stats,
+        limiter_calls={},
+        resend_calls=0,
+        window_seconds=1,
+        slots=slots,
+    )
 
 
 def test_the_rate_is_read_from_the_first_slot_so_a_late_first_job_is_no_false_excess():

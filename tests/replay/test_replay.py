@@ -49,14 +49,26 @@ class Dlq:
     dlq_url: str
     tiers: dict[str, TierQueues] = field(default_factory=dict)
 
-    def dead_letter(self, body: str, *, job_type: str = "testjobs.effect", error_type: str = "TimeoutError",
-                    error_message: str = "timed out", reason: str = DeadLetter.REASON_RETRIES_EXHAUSTED,
-                    failed_at: datetime = NOW, attributes: dict[str, dict] | None = None) -> str:
+    def dead_letter(
+        self,
+        body: str,
+        *,
+        job_type: str = "testjobs.effect",
+        error_type: str = "TimeoutError",
+        error_message: str = "timed out",
+        reason: str = DeadLetter.REASON_RETRIES_EXHAUSTED,
+        failed_at: datetime = NOW,
+        attributes: dict[str, dict] | None = None,
+    ) -> str:
         """A letter as our consumer dead-letters it: the user's attributes plus ``DeadLetter.*``."""
         reasons = {
-            DeadLetter.REASON: reason, DeadLetter.ERROR_TYPE: error_type, DeadLetter.ERROR_MESSAGE: error_message,
-            DeadLetter.ATTEMPTS: "5", DeadLetter.FIRST_FAILED_AT: iso(failed_at - timedelta(minutes=13)),
-            DeadLetter.LAST_FAILED_AT: iso(failed_at), DeadLetter.SOURCE_QUEUE: self.queue_url,
+            DeadLetter.REASON: reason,
+            DeadLetter.ERROR_TYPE: error_type,
+            DeadLetter.ERROR_MESSAGE: error_message,
+            DeadLetter.ATTEMPTS: "5",
+            DeadLetter.FIRST_FAILED_AT: iso(failed_at - timedelta(minutes=13)),
+            DeadLetter.LAST_FAILED_AT: iso(failed_at),
+            DeadLetter.SOURCE_QUEUE: self.queue_url,
             DeadLetter.JOB_TYPE: job_type,
         }
         attrs = {name: {"DataType": "String", "StringValue": value} for name, value in reasons.items()}
@@ -71,8 +83,11 @@ class Dlq:
         """Every visible message of a queue (hidden afterwards: call at the end of a test)."""
         out: list[dict] = []
         while batch := self.sqs.receive_message(
-            QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=600,
-            MessageAttributeNames=["All"], MessageSystemAttributeNames=["All"],
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            VisibilityTimeout=600,
+            MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
         ).get("Messages", []):
             out += batch
         return out
@@ -80,7 +95,8 @@ class Dlq:
     def counts(self, url: str) -> tuple[int, int]:
         """(visible, in flight) messages of a queue."""
         attrs = self.sqs.get_queue_attributes(
-            QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+            QueueUrl=url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
         )["Attributes"]
         return int(attrs["ApproximateNumberOfMessages"]), int(attrs["ApproximateNumberOfMessagesNotVisible"])
 
@@ -122,17 +138,17 @@ class Wrapper:
 
 
 def user_attributes(message: dict) -> dict[str, dict]:
-    return {name: {k: v for k, v in value.items() if k in ("DataType", "StringValue", "BinaryValue")}
-            for name, value in message.get("MessageAttributes", {}).items()}
+    return {
+        name: {k: v for k, v in value.items() if k in ("DataType", "StringValue", "BinaryValue")}
+        for name, value in message.get("MessageAttributes", {}).items()
+    }
 
 
 # -- replay -------------------------------------------------------------------------------------
 
 
 def test_replay_moves_the_body_byte_for_byte_keeps_user_attributes_and_marks_the_replay(dlq):
-    body = (
-        '{"type": "testjobs.ok",\n  "idempotency_key": "pay-é-1",\t"payload": {"memo": "café ☕ 日本  "}}  '
-    )
+    body = '{"type": "testjobs.ok",\n  "idempotency_key": "pay-é-1",\t"payload": {"memo": "café ☕ 日本  "}}  '
     mine = {
         "trace_id": {"DataType": "String", "StringValue": "t-1 ✓"},
         "blob": {"DataType": "Binary", "BinaryValue": b"\x00\xffraw"},
@@ -142,10 +158,24 @@ def test_replay_moves_the_body_byte_for_byte_keeps_user_attributes_and_marks_the
     response = dlq.run({})
 
     assert response == {
-        "action": "replay", "tier": "critical", "mode": "batch", "dry_run": False, "matched": 1, "moved": 1,
-        "failed": 0, "left_in_dlq": 0, "groups": response["groups"], "stopped_because": "dlq_empty",
-        "task_handle": None, "idempotency_ttl_seconds": TTL, "outside_window": 0, "refused_outside_window": 0,
-        "discarded": 0, "archive": None, "archive_error": None, "letters": [],
+        "action": "replay",
+        "tier": "critical",
+        "mode": "batch",
+        "dry_run": False,
+        "matched": 1,
+        "moved": 1,
+        "failed": 0,
+        "left_in_dlq": 0,
+        "groups": response["groups"],
+        "stopped_because": "dlq_empty",
+        "task_handle": None,
+        "idempotency_ttl_seconds": TTL,
+        "outside_window": 0,
+        "refused_outside_window": 0,
+        "discarded": 0,
+        "archive": None,
+        "archive_error": None,
+        "letters": [],
     }
     [moved] = dlq.take_all(dlq.queue_url)
     assert moved["Body"] == body
@@ -160,8 +190,10 @@ def test_replay_moves_the_body_byte_for_byte_keeps_user_attributes_and_marks_the
 
 
 def test_replay_count_increments_when_a_replayed_job_fails_again(dlq):
-    earlier = {Replay.COUNT: {"DataType": "Number", "StringValue": "2"},
-               Replay.AT: {"DataType": "String", "StringValue": "2029-12-31T00:00:00.000Z"}}
+    earlier = {
+        Replay.COUNT: {"DataType": "Number", "StringValue": "2"},
+        Replay.AT: {"DataType": "String", "StringValue": "2029-12-31T00:00:00.000Z"},
+    }
     dlq.dead_letter(job(), attributes=earlier)
 
     dlq.run({})
@@ -171,12 +203,15 @@ def test_replay_count_increments_when_a_replayed_job_fails_again(dlq):
     assert moved["MessageAttributes"][Replay.AT]["StringValue"] == iso(NOW)
 
 
-@pytest.mark.parametrize(("user_count", "markers"), [
-    (2, [Attributes.FIRST_FAILED_AT, Replay.AT, Replay.COUNT]),  # the most a letter with reasons can carry
-    (8, [Replay.AT, Replay.COUNT]),  # more than a letter with reasons can hold: a redriven one
-    (9, [Replay.COUNT]),
-    (10, []),
-])
+@pytest.mark.parametrize(
+    ("user_count", "markers"),
+    [
+        (2, [Attributes.FIRST_FAILED_AT, Replay.AT, Replay.COUNT]),  # the most a letter with reasons can carry
+        (8, [Replay.AT, Replay.COUNT]),  # more than a letter with reasons can hold: a redriven one
+        (9, [Replay.COUNT]),
+        (10, []),
+    ],
+)
 def test_the_replayed_copy_never_exceeds_the_attribute_limit_and_user_attributes_win(dlq, user_count, markers):
     mine = {f"a{i}": {"DataType": "String", "StringValue": str(i)} for i in range(user_count)}
     if user_count <= SQS_MAX_MESSAGE_ATTRIBUTES - len(DeadLetter.ALL):
@@ -202,7 +237,9 @@ def test_job_type_filter_is_a_glob_and_reads_redriven_letters_from_their_body(dl
 
     assert (response["matched"], response["moved"], response["left_in_dlq"]) == (2, 2, 2)
     assert sorted(json.loads(m["Body"])["type"] for m in dlq.take_all(dlq.queue_url)) == [
-        "testjobs.effect", "testjobs.ok"]
+        "testjobs.effect",
+        "testjobs.ok",
+    ]
     left = dlq.take_all(dlq.dlq_url)
     assert sorted(m["Body"] for m in left) == sorted([job("other.email"), "not an envelope"])
 
@@ -308,10 +345,20 @@ def test_dry_run_counts_what_would_move_and_changes_nothing(dlq):
 
 def test_inspect_consumes_nothing_and_groups_by_normalised_error(dlq):
     first = NOW - timedelta(hours=3)
-    a = dlq.dead_letter(job(key="a"), error_type="AccountNotFound", error_message="account 123 not found",
-                        reason=DeadLetter.REASON_PERMANENT, failed_at=first)
-    b = dlq.dead_letter(job(key="b"), error_type="AccountNotFound", error_message="account 456 not found",
-                        reason=DeadLetter.REASON_PERMANENT, failed_at=NOW)
+    a = dlq.dead_letter(
+        job(key="a"),
+        error_type="AccountNotFound",
+        error_message="account 123 not found",
+        reason=DeadLetter.REASON_PERMANENT,
+        failed_at=first,
+    )
+    b = dlq.dead_letter(
+        job(key="b"),
+        error_type="AccountNotFound",
+        error_message="account 456 not found",
+        reason=DeadLetter.REASON_PERMANENT,
+        failed_at=NOW,
+    )
     c = dlq.dead_letter(job(key="c"), error_type="TimeoutError", error_message="no answer after 30 s")
     d = dlq.redriven(job("other.email", key="d"))
     e = dlq.redriven("garbage")
@@ -321,9 +368,15 @@ def test_inspect_consumes_nothing_and_groups_by_normalised_error(dlq):
     assert (response["matched"], response["moved"], response["left_in_dlq"]) == (5, 0, 5)
     groups = {(g["job_type"], g["error_type"]): g for g in response["groups"]}
     assert groups[("testjobs.effect", "AccountNotFound")] == {
-        "job_type": "testjobs.effect", "error_type": "AccountNotFound", "reason": "permanent",
-        "error_message": "account <n> not found", "count": 2, "outside_window": 0,
-        "oldest": iso(first - timedelta(minutes=13)), "newest": iso(NOW), "sample_message_ids": [a, b],
+        "job_type": "testjobs.effect",
+        "error_type": "AccountNotFound",
+        "reason": "permanent",
+        "error_message": "account <n> not found",
+        "count": 2,
+        "outside_window": 0,
+        "oldest": iso(first - timedelta(minutes=13)),
+        "newest": iso(NOW),
+        "sample_message_ids": [a, b],
     }
     assert groups[("testjobs.effect", "TimeoutError")]["error_message"] == "no answer after <n> s"
     assert groups[("testjobs.effect", "TimeoutError")]["sample_message_ids"] == [c]
@@ -368,8 +421,9 @@ def test_failed_sends_stay_in_the_dlq_and_are_counted(dlq):
         good = [e for e in Entries if "fail" not in e["MessageBody"]]
         bad = [e for e in Entries if "fail" in e["MessageBody"]]
         answer = dlq.sqs.send_message_batch(QueueUrl=QueueUrl, Entries=good)
-        answer["Failed"] = [{"Id": e["Id"], "SenderFault": False, "Code": "InternalError", "Message": "boom"}
-                            for e in bad]
+        answer["Failed"] = [
+            {"Id": e["Id"], "SenderFault": False, "Code": "InternalError", "Message": "boom"} for e in bad
+        ]
         return answer
 
     response = dlq.run({}, sqs=Wrapper(dlq.sqs, send_message_batch=send_message_batch))
@@ -389,7 +443,7 @@ def test_a_crash_between_send_and_delete_loses_nothing_and_a_rerun_converges(dlq
         dlq.run({}, sqs=Wrapper(dlq.sqs, delete_message_batch=delete_message_batch))
 
     assert dlq.counts(dlq.queue_url) == (1, 0)  # sent...
-    assert dlq.counts(dlq.dlq_url) == (1, 0)    # ...and still in the DLQ, visible again
+    assert dlq.counts(dlq.dlq_url) == (1, 0)  # ...and still in the DLQ, visible again
 
     response = dlq.run({})
 
@@ -439,8 +493,12 @@ def test_the_rate_limit_is_respected(dlq):
         clock.t += 0.1  # the call itself takes time
         return dlq.sqs.send_message_batch(**kwargs)
 
-    response = dlq.run({"max_per_second": 5}, sqs=Wrapper(dlq.sqs, send_message_batch=send_message_batch),
-                       clock=clock, sleep=clock.sleep)
+    response = dlq.run(
+        {"max_per_second": 5},
+        sqs=Wrapper(dlq.sqs, send_message_batch=send_message_batch),
+        clock=clock,
+        sleep=clock.sleep,
+    )
 
     assert response["moved"] == 23
     assert [size for _, size in sends] == [5, 5, 5, 5, 3]
@@ -493,8 +551,7 @@ def test_an_unknown_tier_at_run_time_lists_the_tiers(dlq):
 
 def old_job(key: str, age: timedelta) -> str:
     """A job published ``age`` before NOW."""
-    return build("testjobs.effect", {"counter": "acc-1", "amount": 5}, key,
-                 published_at=iso(NOW - age)).to_json()
+    return build("testjobs.effect", {"counter": "acc-1", "amount": 5}, key, published_at=iso(NOW - age)).to_json()
 
 
 def test_a_replay_refuses_letters_older_than_the_idempotency_window_and_leaves_them_in_the_dlq(dlq):
@@ -583,8 +640,9 @@ def test_three_400_kb_letters_are_all_replayed_in_batches_sqs_accepts(dlq):
     for body in bodies:
         dlq.dead_letter(body)
     calls: list[int] = []
-    dlq.sqs.meta.events.register("before-parameter-build.sqs.SendMessageBatch",
-                                 lambda params, **_: calls.append(len(params["Entries"])))
+    dlq.sqs.meta.events.register(
+        "before-parameter-build.sqs.SendMessageBatch", lambda params, **_: calls.append(len(params["Entries"]))
+    )
 
     response = dlq.run({})
 

@@ -56,9 +56,7 @@ def test_a_replayed_job_that_already_took_effect_is_applied_once(tier):
 
     # 1. The effect happens, then the process dies before its idempotency record completes
     #    (1 ms left: the in-progress record has expired by the next attempt, as after a timeout).
-    dies_after_effect = Crashing(
-        tier.dynamodb, "update_item", lambda kw: kw.get("TableName") == tier.idempotency_table
-    )
+    dies_after_effect = Crashing(tier.dynamodb, "update_item", lambda kw: kw.get("TableName") == tier.idempotency_table)
     crashing = tier.consumer(client={"sqs": tier.sqs, "dynamodb": dies_after_effect}.__getitem__)
     with pytest.raises(SimulatedCrash):
         crashing.handle(tier.event(tier.receive()), Context(remaining_ms=1))  # received with visibility 0
@@ -70,12 +68,20 @@ def test_a_replayed_job_that_already_took_effect_is_applied_once(tier):
     inspected = run(parse_event({"tier": "critical", "action": "inspect"}), sqs=tier.sqs, tiers=tiers, wait_seconds=0)
     [group] = inspected["groups"]
     assert (group["job_type"], group["reason"], group["error_type"], group["count"]) == (
-        "testjobs.effect", DeadLetter.REASON_UNKNOWN, DeadLetter.REASON_UNKNOWN, 1)
+        "testjobs.effect",
+        DeadLetter.REASON_UNKNOWN,
+        DeadLetter.REASON_UNKNOWN,
+        1,
+    )
 
     # 3. Replay dies between send and delete; the operator replays again.
     with pytest.raises(ConnectionError):
-        run(parse_event({"tier": "critical"}), tiers=tiers, wait_seconds=0,
-            sqs=Crashing(tier.sqs, "delete_message_batch", error=ConnectionError("died before the delete")))
+        run(
+            parse_event({"tier": "critical"}),
+            tiers=tiers,
+            wait_seconds=0,
+            sqs=Crashing(tier.sqs, "delete_message_batch", error=ConnectionError("died before the delete")),
+        )
     assert run(parse_event({"tier": "critical"}), sqs=tier.sqs, tiers=tiers, wait_seconds=0)["moved"] == 1
 
     copies = tier.receive()

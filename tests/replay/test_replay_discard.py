@@ -30,20 +30,31 @@ def dlq(aws) -> Dlq:
 def test_discard_archives_each_letter_whole_then_deletes_it(dlq, tmp_path):
     blob = {"blob": {"DataType": "Binary", "BinaryValue": b"\x00\xffraw"}}
     kept = dlq.dead_letter(job(key="keep"), error_type="TimeoutError")
-    gone = dlq.dead_letter(job(key="drop"), error_type="AccountNotFound", error_message="account 'acc-9' not found",
-                           reason=DeadLetter.REASON_PERMANENT, attributes=blob)
+    gone = dlq.dead_letter(
+        job(key="drop"),
+        error_type="AccountNotFound",
+        error_message="account 'acc-9' not found",
+        reason=DeadLetter.REASON_PERMANENT,
+        attributes=blob,
+    )
     archive = JsonLinesArchive(tmp_path / "discarded.jsonl")
 
     response = dlq.run({"action": "discard", "error_type": "AccountNotFound"}, archive=archive)
 
     assert (response["matched"], response["discarded"], response["failed"], response["left_in_dlq"]) == (1, 1, 0, 1)
     assert (response["archive"], response["archive_error"], response["stopped_because"]) == (
-        str(tmp_path / "discarded.jsonl"), None, "dlq_empty")
+        str(tmp_path / "discarded.jsonl"),
+        None,
+        "dlq_empty",
+    )
     [record] = read_archive(tmp_path / "discarded.jsonl")
     assert (record["message_id"], record["tier"], record["body"]) == (gone, "critical", job(key="drop"))
     assert record["error_message"] == "account 'acc-9' not found"  # the real message, not the masked pattern
     assert (record["reason"], record["error_type"], record["job_type"]) == (
-        "permanent", "AccountNotFound", "testjobs.effect")
+        "permanent",
+        "AccountNotFound",
+        "testjobs.effect",
+    )
     attributes = record["message_attributes"]
     assert attributes[DeadLetter.ERROR_MESSAGE] == {"DataType": "String", "StringValue": "account 'acc-9' not found"}
     assert set(DeadLetter.ALL) <= set(attributes)
@@ -97,7 +108,7 @@ def test_an_archive_that_cannot_be_written_deletes_nothing(dlq):
     assert (response["discarded"], response["failed"], response["stopped_because"]) == (0, 10, "archive_failed")
     assert response["archive_error"] == "OSError: [Errno 28] No space left on device"
     assert (archive.calls, deletes) == (1, [])  # stopped at the first failure; no delete was even asked
-    assert dlq.counts(dlq.dlq_url) == (25, 0)   # every letter visible again
+    assert dlq.counts(dlq.dlq_url) == (25, 0)  # every letter visible again
 
 
 def test_the_file_archive_is_fsynced_before_the_letter_is_deleted(dlq, tmp_path, monkeypatch):
@@ -105,8 +116,9 @@ def test_the_file_archive_is_fsynced_before_the_letter_is_deleted(dlq, tmp_path,
     events: list[str] = []
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1])
-    sqs = Wrapper(dlq.sqs, delete_message_batch=lambda **kw: (events.append("delete"),
-                                                               dlq.sqs.delete_message_batch(**kw))[1])
+    sqs = Wrapper(
+        dlq.sqs, delete_message_batch=lambda **kw: (events.append("delete"), dlq.sqs.delete_message_batch(**kw))[1]
+    )
     dlq.dead_letter(job())
 
     dlq.run({"action": "discard"}, sqs=sqs, archive=JsonLinesArchive(tmp_path / "a.jsonl"))
@@ -144,8 +156,12 @@ def a_minute_ago() -> datetime:
 def deployed(dlq, monkeypatch):
     runtime_aws.reset()
     monkeypatch.setenv(Env.STAGE, "test")
-    monkeypatch.setenv(Env.REPLAY_TIERS, json.dumps({"critical": {
-        "queue_url": dlq.queue_url, "dlq_url": dlq.dlq_url, "idempotency_ttl_seconds": 18 * 86400}}))
+    monkeypatch.setenv(
+        Env.REPLAY_TIERS,
+        json.dumps(
+            {"critical": {"queue_url": dlq.queue_url, "dlq_url": dlq.dlq_url, "idempotency_ttl_seconds": 18 * 86400}}
+        ),
+    )
     yield dlq
     runtime_aws.reset()
 
@@ -190,8 +206,9 @@ def test_an_s3_archive_that_fails_deletes_nothing(deployed):
 
 def test_show_returns_the_letter_in_full_and_leaves_it(dlq):
     dlq.dead_letter(job(key="other"))
-    wanted = dlq.dead_letter(job(key="k1"), error_type="PayloadValidationError",
-                             error_message="payload field 'amount' must be positive")
+    wanted = dlq.dead_letter(
+        job(key="k1"), error_type="PayloadValidationError", error_message="payload field 'amount' must be positive"
+    )
 
     response = dlq.run({"action": "show", "message_ids": [wanted, "not-there"]})
 

@@ -38,9 +38,15 @@ def deployed(aws, monkeypatch) -> dict[str, TierQueues]:
         )
         for tier in ("critical", "bulk")
     }
-    monkeypatch.setenv(Env.REPLAY_TIERS, json.dumps({t: {"queue_url": q.queue_url, "dlq_url": q.dlq_url,
-                                                         "idempotency_ttl_seconds": 18 * 86400}
-                                                     for t, q in tiers.items()}))
+    monkeypatch.setenv(
+        Env.REPLAY_TIERS,
+        json.dumps(
+            {
+                t: {"queue_url": q.queue_url, "dlq_url": q.dlq_url, "idempotency_ttl_seconds": 18 * 86400}
+                for t, q in tiers.items()
+            }
+        ),
+    )
     yield tiers
     runtime_aws.reset()
 
@@ -56,8 +62,11 @@ def test_importing_the_handler_loads_neither_boto3_nor_powertools():
 def test_the_handler_replays_with_the_shared_client_and_the_lambda_time_budget(deployed, caplog):
     sqs = boto3.client("sqs", region_name=REGION)
     for key in ("a", "b"):
-        sqs.send_message(QueueUrl=deployed["bulk"].dlq_url, MessageBody=key, MessageAttributes={
-            DeadLetter.REASON: {"DataType": "String", "StringValue": DeadLetter.REASON_PERMANENT}})
+        sqs.send_message(
+            QueueUrl=deployed["bulk"].dlq_url,
+            MessageBody=key,
+            MessageAttributes={DeadLetter.REASON: {"DataType": "String", "StringValue": DeadLetter.REASON_PERMANENT}},
+        )
 
     response = handler({"tier": "bulk", "max_messages": 2}, invocation_context())
 
@@ -67,8 +76,11 @@ def test_the_handler_replays_with_the_shared_client_and_the_lambda_time_budget(d
         m["Body"] for m in sqs.receive_message(QueueUrl=deployed["bulk"].queue_url, MaxNumberOfMessages=10)["Messages"]
     ]
     assert sorted(bodies) == ["a", "b"]
-    audit = [(r.getMessage(), getattr(r, "request", {}).get("tier"), getattr(r, "result", {}).get("moved"))
-             for r in caplog.records if r.name == "tiered-jobs"]
+    audit = [
+        (r.getMessage(), getattr(r, "request", {}).get("tier"), getattr(r, "result", {}).get("moved"))
+        for r in caplog.records
+        if r.name == "tiered-jobs"
+    ]
     assert audit == [("replay requested", "bulk", None), ("replay finished", None, 2)]
 
 
@@ -86,7 +98,8 @@ def test_a_bad_event_raises_so_the_console_shows_every_problem(deployed):
         handler({"tier": "gold", "max_messages": 0}, invocation_context())
     assert str(caught.value).startswith(
         "invalid replay event: unknown tier 'gold' (this stage has 'bulk', 'critical'); "
-        "'max_messages' must be a whole number from 1 to 10000, got 0. Allowed fields: action: ")
+        "'max_messages' must be a whole number from 1 to 10000, got 0. Allowed fields: action: "
+    )
 
 
 def test_the_handler_refuses_to_guess_without_its_tier_table(monkeypatch):
@@ -97,8 +110,11 @@ def test_the_handler_refuses_to_guess_without_its_tier_table(monkeypatch):
 
 # -- native mode (botocore Stubber: moto does not implement StartMessageMoveTask) ----------------
 
-TIERS = {"critical": TierQueues("https://sqs.us-east-1.amazonaws.com/1/critical",
-                                "https://sqs.us-east-1.amazonaws.com/1/critical-dlq")}
+TIERS = {
+    "critical": TierQueues(
+        "https://sqs.us-east-1.amazonaws.com/1/critical", "https://sqs.us-east-1.amazonaws.com/1/critical-dlq"
+    )
+}
 DLQ_ARN = "arn:aws:sqs:us-east-1:1:critical-dlq"
 QUEUE_ARN = "arn:aws:sqs:us-east-1:1:critical"
 
@@ -107,7 +123,8 @@ def stubbed() -> tuple[Any, Stubber]:
     client = boto3.client("sqs", region_name=REGION)
     stubber = Stubber(client)
     stubber.add_response(
-        "get_queue_attributes", {"Attributes": {"QueueArn": DLQ_ARN, "ApproximateNumberOfMessages": "1234"}},
+        "get_queue_attributes",
+        {"Attributes": {"QueueArn": DLQ_ARN, "ApproximateNumberOfMessages": "1234"}},
         {"QueueUrl": TIERS["critical"].dlq_url, "AttributeNames": ["QueueArn", "ApproximateNumberOfMessages"]},
     )
     return client, stubber
@@ -115,34 +132,66 @@ def stubbed() -> tuple[Any, Stubber]:
 
 def test_native_mode_starts_an_sqs_move_task_from_the_dlq_to_the_tier_queue():
     client, stubber = stubbed()
-    stubber.add_response("get_queue_attributes", {"Attributes": {"QueueArn": QUEUE_ARN}},
-                         {"QueueUrl": TIERS["critical"].queue_url, "AttributeNames": ["QueueArn"]})
-    stubber.add_response("start_message_move_task", {"TaskHandle": "task-1"},
-                         {"SourceArn": DLQ_ARN, "DestinationArn": QUEUE_ARN, "MaxNumberOfMessagesPerSecond": 50})
+    stubber.add_response(
+        "get_queue_attributes",
+        {"Attributes": {"QueueArn": QUEUE_ARN}},
+        {"QueueUrl": TIERS["critical"].queue_url, "AttributeNames": ["QueueArn"]},
+    )
+    stubber.add_response(
+        "start_message_move_task",
+        {"TaskHandle": "task-1"},
+        {"SourceArn": DLQ_ARN, "DestinationArn": QUEUE_ARN, "MaxNumberOfMessagesPerSecond": 50},
+    )
 
     with stubber:
-        response = run(parse_event({"tier": "critical", "mode": "native", "max_per_second": 50,
-                                   "allow_outside_idempotency_window": True}), sqs=client, tiers=TIERS)
+        response = run(
+            parse_event(
+                {"tier": "critical", "mode": "native", "max_per_second": 50, "allow_outside_idempotency_window": True}
+            ),
+            sqs=client,
+            tiers=TIERS,
+        )
 
     stubber.assert_no_pending_responses()
     assert response == {
-        "action": "replay", "tier": "critical", "mode": "native", "dry_run": False, "matched": 1234, "moved": 0,
-        "failed": 0, "left_in_dlq": 1234, "groups": [], "stopped_because": "move_task_started",
-        "task_handle": "task-1", "idempotency_ttl_seconds": None, "outside_window": 0, "refused_outside_window": 0,
-        "discarded": 0, "archive": None, "archive_error": None, "letters": [],
+        "action": "replay",
+        "tier": "critical",
+        "mode": "native",
+        "dry_run": False,
+        "matched": 1234,
+        "moved": 0,
+        "failed": 0,
+        "left_in_dlq": 1234,
+        "groups": [],
+        "stopped_because": "move_task_started",
+        "task_handle": "task-1",
+        "idempotency_ttl_seconds": None,
+        "outside_window": 0,
+        "refused_outside_window": 0,
+        "discarded": 0,
+        "archive": None,
+        "archive_error": None,
+        "letters": [],
     }
 
 
 def test_native_mode_without_a_rate_lets_sqs_choose_it():
     client, stubber = stubbed()
-    stubber.add_response("get_queue_attributes", {"Attributes": {"QueueArn": QUEUE_ARN}},
-                         {"QueueUrl": TIERS["critical"].queue_url, "AttributeNames": ["QueueArn"]})
-    stubber.add_response("start_message_move_task", {"TaskHandle": "task-2"},
-                         {"SourceArn": DLQ_ARN, "DestinationArn": QUEUE_ARN})
+    stubber.add_response(
+        "get_queue_attributes",
+        {"Attributes": {"QueueArn": QUEUE_ARN}},
+        {"QueueUrl": TIERS["critical"].queue_url, "AttributeNames": ["QueueArn"]},
+    )
+    stubber.add_response(
+        "start_message_move_task", {"TaskHandle": "task-2"}, {"SourceArn": DLQ_ARN, "DestinationArn": QUEUE_ARN}
+    )
 
     with stubber:
-        response = run(parse_event({"tier": "critical", "mode": "native", "allow_outside_idempotency_window": True}),
-                       sqs=client, tiers=TIERS)
+        response = run(
+            parse_event({"tier": "critical", "mode": "native", "allow_outside_idempotency_window": True}),
+            sqs=client,
+            tiers=TIERS,
+        )
 
     stubber.assert_no_pending_responses()
     assert response["task_handle"] == "task-2"
@@ -160,11 +209,20 @@ def test_native_dry_run_only_counts():
 
 def test_native_mode_passes_on_sqs_refusing_a_second_task():
     client, stubber = stubbed()
-    stubber.add_response("get_queue_attributes", {"Attributes": {"QueueArn": QUEUE_ARN}},
-                         {"QueueUrl": TIERS["critical"].queue_url, "AttributeNames": ["QueueArn"]})
-    stubber.add_client_error("start_message_move_task", "AWS.SimpleQueueService.UnsupportedOperation",
-                             "There is already a task running. Only one active task is allowed for a source queue.")
+    stubber.add_response(
+        "get_queue_attributes",
+        {"Attributes": {"QueueArn": QUEUE_ARN}},
+        {"QueueUrl": TIERS["critical"].queue_url, "AttributeNames": ["QueueArn"]},
+    )
+    stubber.add_client_error(
+        "start_message_move_task",
+        "AWS.SimpleQueueService.UnsupportedOperation",
+        "There is already a task running. Only one active task is allowed for a source queue.",
+    )
 
     with stubber, pytest.raises(client.exceptions.ClientError, match="already a task running"):
-        run(parse_event({"tier": "critical", "mode": "native", "allow_outside_idempotency_window": True}),
-            sqs=client, tiers=TIERS)
+        run(
+            parse_event({"tier": "critical", "mode": "native", "allow_outside_idempotency_window": True}),
+            sqs=client,
+            tiers=TIERS,
+        )

@@ -86,36 +86,45 @@ def test_every_documented_cancellation_reason_is_decided():
 
 
 def cancelled(*codes: str) -> ClientError:
-    return ClientError({
-        "Error": {"Code": TRANSACTION_CANCELED, "Message": f"Transaction cancelled [{', '.join(codes)}]"},
-        "ResponseMetadata": {"HTTPStatusCode": 400},
-        "CancellationReasons": [{"Code": code} for code in codes],
-    }, "TransactWriteItems")
+    return ClientError(
+        {
+            "Error": {"Code": TRANSACTION_CANCELED, "Message": f"Transaction cancelled [{', '.join(codes)}]"},
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+            "CancellationReasons": [{"Code": code} for code in codes],
+        },
+        "TransactWriteItems",
+    )
 
 
-@pytest.mark.parametrize("codes, kind", [
-    (("TransactionConflict", "None"), "transient"),
-    (("None", "ThrottlingError"), "transient"),
-    (("ProvisionedThroughputExceeded",), "transient"),
-    (("ConditionalCheckFailed", "TransactionConflict"), "transient"),  # the next attempt sees the real state
-    (("None", "ConditionalCheckFailed"), "permanent"),
-    (("ValidationError", "None"), "permanent"),
-    (("ItemCollectionSizeLimitExceeded",), "permanent"),
-])
+@pytest.mark.parametrize(
+    "codes, kind",
+    [
+        (("TransactionConflict", "None"), "transient"),
+        (("None", "ThrottlingError"), "transient"),
+        (("ProvisionedThroughputExceeded",), "transient"),
+        (("ConditionalCheckFailed", "TransactionConflict"), "transient"),  # the next attempt sees the real state
+        (("None", "ConditionalCheckFailed"), "permanent"),
+        (("ValidationError", "None"), "permanent"),
+        (("ItemCollectionSizeLimitExceeded",), "permanent"),
+    ],
+)
 def test_transaction_cancellation_is_classified_by_its_reasons(codes, kind):
     assert classify(cancelled(*codes)) == kind
 
 
-@pytest.mark.parametrize("code, status, kind", [
-    ("TransactionConflictException", 400, "transient"),
-    ("ThrottlingException", 400, "transient"),
-    ("KMSThrottlingException", 400, "transient"),
-    ("ExpiredTokenException", 400, "transient"),
-    ("ResourceConflictException", 409, "transient"),  # Lambda: the function is being updated
-    ("ConditionalCheckFailedException", 400, "permanent"),
-    ("KMSInvalidStateException", 400, "permanent"),
-    ("EC2AccessDeniedException", 502, "permanent"),  # a 5xx that retrying cannot fix
-])
+@pytest.mark.parametrize(
+    "code, status, kind",
+    [
+        ("TransactionConflictException", 400, "transient"),
+        ("ThrottlingException", 400, "transient"),
+        ("KMSThrottlingException", 400, "transient"),
+        ("ExpiredTokenException", 400, "transient"),
+        ("ResourceConflictException", 409, "transient"),  # Lambda: the function is being updated
+        ("ConditionalCheckFailedException", 400, "permanent"),
+        ("KMSInvalidStateException", 400, "permanent"),
+        ("EC2AccessDeniedException", 502, "permanent"),  # a 5xx that retrying cannot fix
+    ],
+)
 def test_codes_are_classified_by_the_catalogue_before_the_status(code, status, kind):
     error = ClientError({"Error": {"Code": code, "Message": "x"}, "ResponseMetadata": {"HTTPStatusCode": status}}, "Op")
     assert classify(error) == kind
@@ -161,15 +170,29 @@ def test_botocore_parses_dynamodbs_conflict_body_into_a_transient_error():
     """The wire form AWS documents, through botocore's real parser: the reasons land in
     ``response["CancellationReasons"]`` and the error is transient (HTTP 400 alone said permanent)."""
     client = boto3.client("dynamodb", region_name="us-east-1")
-    body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{TRANSACTION_CANCELED}",
-                       "Message": CONFLICT_MESSAGE, "CancellationReasons": CONFLICT_REASONS}).encode()
+    body = json.dumps(
+        {
+            "__type": f"com.amazonaws.dynamodb.v20120810#{TRANSACTION_CANCELED}",
+            "Message": CONFLICT_MESSAGE,
+            "CancellationReasons": CONFLICT_REASONS,
+        }
+    ).encode()
     client.meta.events.register(
         "before-send.dynamodb.TransactWriteItems",
         lambda request, **_: AWSResponse(request.url, 400, {"x-amzn-requestid": "r"}, _Raw(body)),
     )
     with pytest.raises(ClientError) as caught:
-        client.transact_write_items(TransactItems=[{"ConditionCheck": {
-            "TableName": "t", "Key": {"k": {"S": "v"}}, "ConditionExpression": "attribute_exists(k)"}}])
+        client.transact_write_items(
+            TransactItems=[
+                {
+                    "ConditionCheck": {
+                        "TableName": "t",
+                        "Key": {"k": {"S": "v"}},
+                        "ConditionExpression": "attribute_exists(k)",
+                    }
+                }
+            ]
+        )
     assert caught.value.response["CancellationReasons"][0]["Code"] == "TransactionConflict"
     assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
     assert classify(caught.value) == "transient"
@@ -187,8 +210,11 @@ class ConflictingDynamoDB:
         self.stubber = Stubber(self._stubbed)
         for _ in range(conflicts):
             self.stubber.add_client_error(
-                "transact_write_items", service_error_code=TRANSACTION_CANCELED, service_message=CONFLICT_MESSAGE,
-                http_status_code=400, modeled_fields={"CancellationReasons": CONFLICT_REASONS},
+                "transact_write_items",
+                service_error_code=TRANSACTION_CANCELED,
+                service_message=CONFLICT_MESSAGE,
+                http_status_code=400,
+                modeled_fields={"CancellationReasons": CONFLICT_REASONS},
             )
         self.stubber.activate()
 

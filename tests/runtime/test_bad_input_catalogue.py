@@ -23,33 +23,88 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "bad-input.md"
 
 #: id -> (job type, payload, key, publish options, expected error)
 PUBLISHER = {
-    "P1": ("testjobs.effect", {"counter": "a", "when": datetime.datetime(2026, 11, 29)}, "k1", {},
-           "payload['when'] is a datetime, which is not JSON-serialisable"),
-    "P2": ("testjobs.ok", {"label": "e", "blob": "x" * 1_100_000}, "k2", {},
-           "over the 1040384-byte limit (SQS's 1048576 less 8192 for the runtime's own attributes); pass IDs"),
-    "P3": ("testjobs.effect", {"counter": "a", "amount": 1}, "", {},
-           "'idempotency_key' must be 1-256 characters, got 0"),
-    "P4": ("testjobs.effect", {"counter": "a", "amount": 1}, "k" * 257, {},
-           "'idempotency_key' must be 1-256 characters, got 257"),
+    "P1": (
+        "testjobs.effect",
+        {"counter": "a", "when": datetime.datetime(2026, 11, 29)},
+        "k1",
+        {},
+        "payload['when'] is a datetime, which is not JSON-serialisable",
+    ),
+    "P2": (
+        "testjobs.ok",
+        {"label": "e", "blob": "x" * 1_100_000},
+        "k2",
+        {},
+        "over the 1040384-byte limit (SQS's 1048576 less 8192 for the runtime's own attributes); pass IDs",
+    ),
+    "P3": (
+        "testjobs.effect",
+        {"counter": "a", "amount": 1},
+        "",
+        {},
+        "'idempotency_key' must be 1-256 characters, got 0",
+    ),
+    "P4": (
+        "testjobs.effect",
+        {"counter": "a", "amount": 1},
+        "k" * 257,
+        {},
+        "'idempotency_key' must be 1-256 characters, got 257",
+    ),
     "P5": ("reports.build", {}, "k5", {}, "no route for job type 'reports.build'"),
     "P6": ("Payments.Update!", {}, "k6", {}, "'type' must match ^[a-z0-9_]+(\\.[a-z0-9_]+)*$"),
     "P7": ("testjobs.effect", [1, 2], "k7", {}, "'payload' must be a JSON object, got an array"),
-    "P8": ("testjobs.effect", {"counter": "a", "amount": 1}, "k8", {"tier": "gold"},
-           "unknown tier 'gold'; known tiers: critical"),
-    "P9": ("testjobs.effect", {"counter": "a", "amount": 1}, "k9", {"delay": -1},
-           "delay must be 0 seconds or more, got -1"),
-    "P10": ("testjobs.effect", {"counter": "a", "amount_cents": -5}, "k10", {},
-            "payload is missing required field 'amount'"),
-    "P11": ("testjobs.ok", {"label": "e", "data": {"memo": "ab\uffff"}}, "k11", {},
-            "payload['data']['memo'] holds U+FFFF at character 2, which SQS does not accept in a message"),
+    "P8": (
+        "testjobs.effect",
+        {"counter": "a", "amount": 1},
+        "k8",
+        {"tier": "gold"},
+        "unknown tier 'gold'; known tiers: critical",
+    ),
+    "P9": (
+        "testjobs.effect",
+        {"counter": "a", "amount": 1},
+        "k9",
+        {"delay": -1},
+        "delay must be 0 seconds or more, got -1",
+    ),
+    "P10": (
+        "testjobs.effect",
+        {"counter": "a", "amount_cents": -5},
+        "k10",
+        {},
+        "payload is missing required field 'amount'",
+    ),
+    "P11": (
+        "testjobs.ok",
+        {"label": "e", "data": {"memo": "ab\uffff"}},
+        "k11",
+        {},
+        "payload['data']['memo'] holds U+FFFF at character 2, which SQS does not accept in a message",
+    ),
     # A day ahead: through a one-time schedule, so EventBridge Scheduler's own rules apply (not SQS's).
-    "P12": ("testjobs.ok", {"label": "e", "blob": "x" * 300_000}, "k12", {"delay": 86_400},
-            "over EventBridge Scheduler's 262144-byte (256 KB) limit on a one-time schedule's input"),
-    "P13": ("testjobs.ok", {"label": "e", "note": "at <aws.scheduler.scheduled-time>"}, "k13", {"delay": 86_400},
-            "which EventBridge Scheduler would replace when the one-time schedule fires"),
+    "P12": (
+        "testjobs.ok",
+        {"label": "e", "blob": "x" * 300_000},
+        "k12",
+        {"delay": 86_400},
+        "over EventBridge Scheduler's 262144-byte (256 KB) limit on a one-time schedule's input",
+    ),
+    "P13": (
+        "testjobs.ok",
+        {"label": "e", "note": "at <aws.scheduler.scheduled-time>"},
+        "k13",
+        {"delay": 86_400},
+        "which EventBridge Scheduler would replace when the one-time schedule fires",
+    ),
     # Under SQS's 1 MiB, but no room left for the reasons of its letter or the state of its copies.
-    "P14": ("testjobs.ok", {"label": "e", "data": {"blob": "x" * 1_045_000}}, "k14", {},
-            "over the 1040384-byte limit (SQS's 1048576 less 8192 for the runtime's own attributes)"),
+    "P14": (
+        "testjobs.ok",
+        {"label": "e", "data": {"blob": "x" * 1_045_000}},
+        "k14",
+        {},
+        "over the 1040384-byte limit (SQS's 1048576 less 8192 for the runtime's own attributes)",
+    ),
 }
 
 #: id -> (raw body a non-Python publisher might send, expected DeadLetter.ErrorType, expected message)
@@ -59,26 +114,51 @@ CONSUMER = {
     "C3": ('{"idempotency_key": "k", "payload": {}}', "EnvelopeError", "missing required field 'type'"),
     "C4": ('{"type": "testjobs.ok", "payload": {}}', "EnvelopeError", "missing required field 'idempotency_key'"),
     "C5": ('{"type": "testjobs.ok", "idempotency_key": "k"}', "EnvelopeError", "missing required field 'payload'"),
-    "C6": ('{"type": "testjobs.ok", "idempotency_key": 42, "payload": {}}', "EnvelopeError",
-           "'idempotency_key' must be a string, got a number"),
-    "C7": (json.dumps({"type": "testjobs.ok", "idempotency_key": "k" * 257, "payload": {}}), "EnvelopeError",
-           "'idempotency_key' must be 1-256 characters, got 257"),
-    "C8": ('{"type": "reports.build", "idempotency_key": "k", "payload": {}}', "UnknownJobTypeError",
-           "unknown job type 'reports.build'; registered: testjobs.ok, testjobs.transient"),
-    "C9": ('{"type": "testjobs.ok", "idempotency_key": "k", "payload": {}, "version": 2}', "EnvelopeError",
-           "'version' must be 1, got 2"),
-    "C10": ('{"type": "testjobs.ok", "idempotency_key": "k", "payload": {"x": ' + "[" * 200_000 + "]" * 200_000 + "}}",
-            "EnvelopeError", "the body is JSON nested too deeply to parse"),
-    "C11": ('{"type": "testjobs.effect", "idempotency_key": "k", '
-            '"payload": {"counter": "a", "amount": "10"}}',
-            "PayloadValidationError", "payload field 'amount' must be an integer, got a string"),
-    "C12": ('{"type": "testjobs.ok", "idempotency_key": "k", "payload": {"label": "no body", "note": "s"}}',
-            "PayloadValidationError",
-            "payload field 'label' must match ^[A-Za-z0-9_.:-]{1,64}$, got 'no body'"),
-    "C13": ('{"type": "testjobs.ok", "idempotency_key": "k", "payload": {}, "priority": "high"}', "EnvelopeError",
-            "unknown field(s) 'priority'; allowed: type, idempotency_key, payload, version, published_at"),
-    "C16": ('{"type": "Demo Flaky!", "idempotency_key": "k", "payload": {}}', "EnvelopeError",
-            "'type' must match ^[a-z0-9_]+(\\.[a-z0-9_]+)*$"),
+    "C6": (
+        '{"type": "testjobs.ok", "idempotency_key": 42, "payload": {}}',
+        "EnvelopeError",
+        "'idempotency_key' must be a string, got a number",
+    ),
+    "C7": (
+        json.dumps({"type": "testjobs.ok", "idempotency_key": "k" * 257, "payload": {}}),
+        "EnvelopeError",
+        "'idempotency_key' must be 1-256 characters, got 257",
+    ),
+    "C8": (
+        '{"type": "reports.build", "idempotency_key": "k", "payload": {}}',
+        "UnknownJobTypeError",
+        "unknown job type 'reports.build'; registered: testjobs.ok, testjobs.transient",
+    ),
+    "C9": (
+        '{"type": "testjobs.ok", "idempotency_key": "k", "payload": {}, "version": 2}',
+        "EnvelopeError",
+        "'version' must be 1, got 2",
+    ),
+    "C10": (
+        '{"type": "testjobs.ok", "idempotency_key": "k", "payload": {"x": ' + "[" * 200_000 + "]" * 200_000 + "}}",
+        "EnvelopeError",
+        "the body is JSON nested too deeply to parse",
+    ),
+    "C11": (
+        '{"type": "testjobs.effect", "idempotency_key": "k", "payload": {"counter": "a", "amount": "10"}}',
+        "PayloadValidationError",
+        "payload field 'amount' must be an integer, got a string",
+    ),
+    "C12": (
+        '{"type": "testjobs.ok", "idempotency_key": "k", "payload": {"label": "no body", "note": "s"}}',
+        "PayloadValidationError",
+        "payload field 'label' must match ^[A-Za-z0-9_.:-]{1,64}$, got 'no body'",
+    ),
+    "C13": (
+        '{"type": "testjobs.ok", "idempotency_key": "k", "payload": {}, "priority": "high"}',
+        "EnvelopeError",
+        "unknown field(s) 'priority'; allowed: type, idempotency_key, payload, version, published_at",
+    ),
+    "C16": (
+        '{"type": "Demo Flaky!", "idempotency_key": "k", "payload": {}}',
+        "EnvelopeError",
+        "'type' must match ^[a-z0-9_]+(\\.[a-z0-9_]+)*$",
+    ),
 }
 
 #: id -> (replay event, expected problem)
@@ -157,7 +237,8 @@ def test_consumer_same_key_with_another_payload(tier):
     reasons = {k: v["StringValue"] for k, v in letter["MessageAttributes"].items()}
     assert reasons[DeadLetter.ERROR_TYPE] == "IdempotencyConflictError"
     assert reasons[DeadLetter.ERROR_MESSAGE] == (
-        "idempotency key 'pay-1' was already used for 'testjobs.effect' with a different payload")
+        "idempotency key 'pay-1' was already used for 'testjobs.effect' with a different payload"
+    )
     assert tier.counter("acc") == 5
 
 
@@ -181,8 +262,9 @@ def test_replay_refuses_bad_events_and_leaves_the_dlq_alone(tier, monkeypatch, l
     from tiered_jobs.replay.events import ReplayEventError
 
     event, expected = REPLAY[case]
-    monkeypatch.setenv(Env.REPLAY_TIERS, json.dumps({"critical": {"queue_url": tier.queue_url,
-                                                                   "dlq_url": tier.dlq_url}}))
+    monkeypatch.setenv(
+        Env.REPLAY_TIERS, json.dumps({"critical": {"queue_url": tier.queue_url, "dlq_url": tier.dlq_url}})
+    )
     tier.sqs.send_message(QueueUrl=tier.dlq_url, MessageBody='{"type": "testjobs.ok"}')
     with pytest.raises(ReplayEventError) as error:
         handler(event, lambda_context())

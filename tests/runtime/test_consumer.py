@@ -33,8 +33,10 @@ class Faulty:
 
 
 def client_error(code: str, status: int) -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": f"{code} injected"},
-                        "ResponseMetadata": {"HTTPStatusCode": status}}, "Injected")
+    return ClientError(
+        {"Error": {"Code": code, "Message": f"{code} injected"}, "ResponseMetadata": {"HTTPStatusCode": status}},
+        "Injected",
+    )
 
 
 def attrs(message: dict) -> dict[str, str]:
@@ -48,6 +50,7 @@ def emf_documents(capsys) -> list[dict]:
 
 
 # --- success and duplicates -------------------------------------------------------------
+
 
 def test_effect_applies_once_and_batch_succeeds(tier):
     tier.publish("testjobs.effect", {"counter": "acc-1", "amount": 150}, "pay-1")
@@ -102,6 +105,7 @@ def test_same_key_with_another_payload_is_a_permanent_conflict(tier):
 
 # --- crash safety ------------------------------------------------------------------------
 
+
 class SimulatedCrash(BaseException):
     """The Lambda dies: nothing in the handler can catch it."""
 
@@ -109,12 +113,14 @@ class SimulatedCrash(BaseException):
 def test_crash_after_side_effect_keeps_the_effect_exactly_once(tier, lambda_context):
     """The process dies after the job's transaction and before the idempotency record
     completes. The message returns; the transaction's marker stops a second application."""
+
     def crash_on_completion(kwargs):
         if kwargs.get("TableName") == tier.idempotency_table:
             raise SimulatedCrash()
 
-    crashing = tier.consumer(client={"sqs": tier.sqs,
-                                     "dynamodb": Faulty(tier.dynamodb, update_item=crash_on_completion)}.__getitem__)
+    crashing = tier.consumer(
+        client={"sqs": tier.sqs, "dynamodb": Faulty(tier.dynamodb, update_item=crash_on_completion)}.__getitem__
+    )
     tier.publish("testjobs.effect", {"counter": "acc-9", "amount": 42}, "pay-crash")
     # remaining time 1 ms: the in-progress record expires by the next attempt, as after a real timeout
     with pytest.raises(SimulatedCrash):
@@ -139,14 +145,16 @@ def test_record_still_in_progress_elsewhere_is_retried_not_failed(tier, lambda_c
 
     tier.publish("demo.slow", {}, "slow-1")
     tier.publish("demo.slow", {}, "slow-1")
-    messages = tier.sqs.receive_message(QueueUrl=tier.queue_url, MaxNumberOfMessages=10,
-                                        MessageSystemAttributeNames=["All"]).get("Messages", [])
+    messages = tier.sqs.receive_message(
+        QueueUrl=tier.queue_url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"]
+    ).get("Messages", [])
     assert len(messages) == 2
     first = tier.consumer(registry=registry)
     second = tier.consumer(registry=registry)
     results = {}
-    worker = threading.Thread(target=lambda: results.setdefault("first", first.handle(
-        tier.event(messages[:1]), lambda_context())))
+    worker = threading.Thread(
+        target=lambda: results.setdefault("first", first.handle(tier.event(messages[:1]), lambda_context()))
+    )
     worker.start()
     assert started.wait(5)
     results["second"] = second.handle(tier.event(messages[1:]), lambda_context())
@@ -157,6 +165,7 @@ def test_record_still_in_progress_elsewhere_is_retried_not_failed(tier, lambda_c
 
 
 # --- transient failures and backoff ------------------------------------------------------
+
 
 @pytest.mark.parametrize("attempt, base", [(1, 5), (2, 30), (3, 120), (4, 600)])
 @pytest.mark.parametrize("rand", [0.0, 0.999999])
@@ -202,7 +211,10 @@ def test_flaky_job_succeeds_after_its_transient_failures(tier, capsys):
     assert tier.receive() == [] and tier.dlq_messages() == []
     docs = emf_documents(capsys)  # a retry that later succeeds is never a failed job
     assert [(d[Metrics.RETRIED], d[Metrics.FAILED], d[Metrics.SUCCEEDED]) for d in docs] == [
-        (1, 0, 0), (1, 0, 0), (0, 0, 1)]
+        (1, 0, 0),
+        (1, 0, 0),
+        (0, 0, 1),
+    ]
 
 
 def test_last_attempt_dead_letters_with_every_reason_attribute(tier):
@@ -253,18 +265,21 @@ def test_unknown_exceptions_are_transient_and_declared_ones_permanent(tier):
     assert attrs(letter)[DeadLetter.REASON] == DeadLetter.REASON_PERMANENT
 
 
-@pytest.mark.parametrize("error, kind", [
-    (client_error("ThrottlingException", 400), "transient"),
-    (client_error("InternalServerError", 500), "transient"),
-    (client_error("TooManyRequests", 429), "transient"),
-    (client_error("ValidationException", 400), "permanent"),
-    (client_error("AccessDeniedException", 403), "permanent"),
-    (TimeoutError("read timed out"), "transient"),
-    (ConnectionResetError("reset"), "transient"),
-    (TransientError("x"), "transient"),
-    (PermanentError("x"), "permanent"),
-    (KeyError("bug"), "transient"),
-])
+@pytest.mark.parametrize(
+    "error, kind",
+    [
+        (client_error("ThrottlingException", 400), "transient"),
+        (client_error("InternalServerError", 500), "transient"),
+        (client_error("TooManyRequests", 429), "transient"),
+        (client_error("ValidationException", 400), "permanent"),
+        (client_error("AccessDeniedException", 403), "permanent"),
+        (TimeoutError("read timed out"), "transient"),
+        (ConnectionResetError("reset"), "transient"),
+        (TransientError("x"), "transient"),
+        (PermanentError("x"), "permanent"),
+        (KeyError("bug"), "transient"),
+    ],
+)
 def test_error_classification(error, kind):
     from tiered_jobs.runtime.errors import classify
 
@@ -304,14 +319,14 @@ def test_idempotency_store_throttling_is_retried(tier):
     def throttle(kwargs):
         raise client_error("ProvisionedThroughputExceededException", 400)
 
-    consumer = tier.consumer(client={"sqs": tier.sqs,
-                                     "dynamodb": Faulty(tier.dynamodb, put_item=throttle)}.__getitem__)
+    consumer = tier.consumer(client={"sqs": tier.sqs, "dynamodb": Faulty(tier.dynamodb, put_item=throttle)}.__getitem__)
     tier.publish("testjobs.effect", {"counter": "acc-t", "amount": 3}, "pay-t")
     assert len(tier.run_batch(consumer)["batchItemFailures"]) == 1
     assert tier.counter("acc-t") == 0 and tier.dlq_messages() == []
 
 
 # --- permanent failures ------------------------------------------------------------------
+
 
 def test_permanent_failure_goes_to_dlq_on_first_attempt(tier):
     tier.publish("testjobs.ok", {"label": "not a label", "note": "hi"}, "mail-1")
@@ -338,8 +353,9 @@ def test_dlq_send_failure_keeps_the_message(tier, capsys):
     def refuse(kwargs):
         raise client_error("KMS.AccessDeniedException", 400)
 
-    consumer = tier.consumer(client={"sqs": Faulty(tier.sqs, send_message=refuse),
-                                     "dynamodb": tier.dynamodb}.__getitem__)
+    consumer = tier.consumer(
+        client={"sqs": Faulty(tier.sqs, send_message=refuse), "dynamodb": tier.dynamodb}.__getitem__
+    )
     message_id = tier.publish("testjobs.permanent", {}, "p-1")
     response = tier.run_batch(consumer)
     assert response["batchItemFailures"] == [{"itemIdentifier": message_id}]
@@ -381,8 +397,14 @@ def test_failure_rate_metrics_per_tier_and_job_type(tier, capsys):
 
     def counts(job_type: str) -> tuple[int, ...]:
         doc = docs[job_type]
-        return (doc[Metrics.PROCESSED], doc[Metrics.SUCCEEDED], doc[Metrics.FAILED], doc[Metrics.RETRIED],
-                doc[Metrics.DEAD_LETTERED], doc[Metrics.DEFERRED])
+        return (
+            doc[Metrics.PROCESSED],
+            doc[Metrics.SUCCEEDED],
+            doc[Metrics.FAILED],
+            doc[Metrics.RETRIED],
+            doc[Metrics.DEAD_LETTERED],
+            doc[Metrics.DEFERRED],
+        )
 
     assert counts("testjobs.transient") == (2, 0, 1, 1, 1, 0)
     assert counts("testjobs.permanent") == (1, 0, 1, 0, 1, 0)
@@ -403,6 +425,7 @@ def test_failure_rate_metrics_per_tier_and_job_type(tier, capsys):
 
 # --- malformed bodies (the full catalogue: test_bad_input_catalogue.py) ---------------------
 
+
 def test_oversized_and_non_utf8_bodies_are_rejected_by_the_envelope():
     from tiered_jobs.contract.envelope import EnvelopeError, parse
 
@@ -417,9 +440,17 @@ def test_one_mib_body_within_the_limit_is_processed(tier, lambda_context, record
     envelope = {"type": "testjobs.ok", "idempotency_key": "big", "payload": {"label": "e"}}
     filler = 1_048_576 - len(json.dumps({**envelope, "payload": {"label": "e", "blob": ""}})) - 1024
     body = json.dumps({**envelope, "payload": {"label": "e", "blob": "x" * filler}})
-    record = {"messageId": "m-big", "receiptHandle": "r", "body": body, "attributes": {"ApproximateReceiveCount": "1"},
-              "messageAttributes": {}, "md5OfBody": "", "eventSource": "aws:sqs", "eventSourceARN": tier.queue_arn,
-              "awsRegion": "us-east-1"}
+    record = {
+        "messageId": "m-big",
+        "receiptHandle": "r",
+        "body": body,
+        "attributes": {"ApproximateReceiveCount": "1"},
+        "messageAttributes": {},
+        "md5OfBody": "",
+        "eventSource": "aws:sqs",
+        "eventSourceARN": tier.queue_arn,
+        "awsRegion": "us-east-1",
+    }
     assert tier.consumer().handle({"Records": [record]}, lambda_context()) == {"batchItemFailures": []}
     assert recorded == [("big", {"label": "e", "blob": "x" * filler})]
 

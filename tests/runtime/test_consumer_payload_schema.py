@@ -14,10 +14,13 @@ def _reasons(letter: dict) -> dict[str, str]:
     return {k: v["StringValue"] for k, v in letter["MessageAttributes"].items()}
 
 
-@pytest.mark.parametrize("payload, message", [
-    ({"counter": "acc-1", "amount_cents": -5}, "payload is missing required field 'amount'"),
-    ({"counter": "acc-1", "amount": 0}, "payload field 'amount' must not be 0"),
-])
+@pytest.mark.parametrize(
+    "payload, message",
+    [
+        ({"counter": "acc-1", "amount_cents": -5}, "payload is missing required field 'amount'"),
+        ({"counter": "acc-1", "amount": 0}, "payload field 'amount' must not be 0"),
+    ],
+)
 def test_an_effect_breaking_its_schema_is_dead_lettered_at_once(tier, payload, message):
     tier.publish("testjobs.effect", payload, "pay-bad")  # a publisher that skipped the check
     assert tier.run_batch(tier.consumer())["batchItemFailures"] == []
@@ -48,8 +51,12 @@ def test_the_schema_runs_before_a_jobs_own_hook():
     assert seen == [{"fail_times": 1}]
 
 
-INVOICE_SCHEMA = {"type": "object", "required": ["amount_cents"],
-                  "properties": {"amount_cents": {"type": "integer"}}, "additionalProperties": False}
+INVOICE_SCHEMA = {
+    "type": "object",
+    "required": ["amount_cents"],
+    "properties": {"amount_cents": {"type": "integer"}},
+    "additionalProperties": False,
+}
 
 
 def test_a_schema_found_after_the_job_registered_is_enforced(tier, tmp_path, monkeypatch):
@@ -71,5 +78,7 @@ def test_a_schema_found_after_the_job_registered_is_enforced(tier, tmp_path, mon
     (letter,) = tier.dlq_messages()
     reasons = _reasons(letter)
     assert (reasons[DeadLetter.REASON], reasons[DeadLetter.ERROR_TYPE]) == (
-        DeadLetter.REASON_PERMANENT, "PayloadValidationError")
+        DeadLetter.REASON_PERMANENT,
+        "PayloadValidationError",
+    )
     assert reasons[DeadLetter.ERROR_MESSAGE] == "payload has unknown field 'note'; allowed: amount_cents"

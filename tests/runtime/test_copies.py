@@ -65,16 +65,24 @@ def limited(tier, consumer, clock: FakeTime, per_second: float = 1.0, *, sqs=Non
     table = create_rate_limit_table(tier.dynamodb, f"buckets-{id(consumer)}")
     clients = {"sqs": sqs or tier.sqs, "dynamodb": dynamodb or tier.dynamodb}
     consumer.client = clients.__getitem__
-    consumer.limiter = RateLimiter(RateLimits(None, {LIMITED: RateLimit(per_second, 1)}, max_wait_seconds=0.0),
-                                   "critical", table, client=clients.__getitem__, clock=clock)
+    consumer.limiter = RateLimiter(
+        RateLimits(None, {LIMITED: RateLimit(per_second, 1)}, max_wait_seconds=0.0),
+        "critical",
+        table,
+        client=clients.__getitem__,
+        clock=clock,
+    )
     consumer.sleep = clock.sleep
     return consumer
 
 
 def in_queue(tier) -> int:
     """Every message of the main queue: visible, in flight and delayed (without receiving any)."""
-    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
-             "ApproximateNumberOfMessagesDelayed"]
+    names = [
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+    ]
     attributes = tier.sqs.get_queue_attributes(QueueUrl=tier.queue_url, AttributeNames=names)["Attributes"]
     return sum(int(attributes[name]) for name in names)
 
@@ -96,6 +104,7 @@ def reasons(letter: dict) -> dict[str, str]:
 
 # -- 2. a rate-limited job is never a failure, at any size ----------------------------------------
 
+
 def test_held_copies_of_large_jobs_are_packed_by_sqs_size_rule_and_none_is_kept(tier, capsys):
     """Ten 200 KB jobs, one token: nine held copies in one SendMessageBatch would be 1.8 MiB
     (``BatchRequestTooLong``, every round). Packed by the rule, all nine are sent."""
@@ -110,8 +119,10 @@ def test_held_copies_of_large_jobs_are_packed_by_sqs_size_rule_and_none_is_kept(
     assert sum(len(call["Entries"]) for call in sends) == 9 and len(sends) >= 2
     for call in sends:
         assert len(call["Entries"]) <= SQS_MAX_BATCH_ENTRIES
-        assert sum(message_size(e["MessageBody"], e["MessageAttributes"]) for e in call["Entries"]) \
+        assert (
+            sum(message_size(e["MessageBody"], e["MessageAttributes"]) for e in call["Entries"])
             <= SQS_MAX_MESSAGE_BYTES
+        )
     assert in_queue(tier) == 9 and tier.dlq_messages() == []
     found = totals(capsys)
     assert (found[Metrics.RATE_LIMITED], found[Metrics.REQUEUE_FAILED], found[Metrics.FAILED]) == (9, 0, 0)
@@ -162,11 +173,17 @@ def test_the_keep_path_never_spends_the_last_receive(redrive_tier, capsys, recei
 
     class RefusingCopies(Recording):
         def send_message_batch(self, **call):
-            return {"Successful": [], "Failed": [{"Id": e["Id"], "Code": "InternalError", "Message": "try later",
-                                                  "SenderFault": False} for e in call["Entries"]]}
+            return {
+                "Successful": [],
+                "Failed": [
+                    {"Id": e["Id"], "Code": "InternalError", "Message": "try later", "SenderFault": False}
+                    for e in call["Entries"]
+                ],
+            }
 
-    consumer = limited(tier, tier.consumer(registry=registry(runs), max_attempts=2), FakeTime(),
-                       sqs=RefusingCopies(tier.sqs))
+    consumer = limited(
+        tier, tier.consumer(registry=registry(runs), max_attempts=2), FakeTime(), sqs=RefusingCopies(tier.sqs)
+    )
     tier.publish(LIMITED, {}, "gets-the-token")
     tier.publish(LIMITED, {}, "held")
     messages = tier.receive_for_batch()
@@ -183,13 +200,16 @@ def test_the_keep_path_never_spends_the_last_receive(redrive_tier, capsys, recei
         assert json.loads(letter["Body"])["idempotency_key"] == "held"
         why = reasons(letter)
         assert why[DeadLetter.REASON] == DeadLetter.REASON_REQUEUE_FAILED
-        assert why[DeadLetter.ERROR_TYPE] == "RequeueFailed" and "InternalError: try later" in \
-            why[DeadLetter.ERROR_MESSAGE]
+        assert (
+            why[DeadLetter.ERROR_TYPE] == "RequeueFailed"
+            and "InternalError: try later" in why[DeadLetter.ERROR_MESSAGE]
+        )
         assert why[DeadLetter.ATTEMPTS] == "1"  # the receive that held it ran nothing
         assert (found[Metrics.REQUEUE_FAILED], found[Metrics.DEAD_LETTERED]) == (1, 1)
 
 
 # -- 3. one copy per job, whatever the order of checks -------------------------------------------
+
 
 def test_a_held_record_is_never_deferred_too(tier, capsys):
     """One token for three limited jobs behind a job that spends the invocation: two are held (and
@@ -211,8 +231,10 @@ def test_a_held_record_is_never_deferred_too(tier, capsys):
 
 # -- 4. a limiter outage is not a job failure -------------------------------------------------------
 
-@pytest.mark.parametrize(("code", "status"), [("ProvisionedThroughputExceededException", 400),
-                                              ("InternalServerError", 500)])
+
+@pytest.mark.parametrize(
+    ("code", "status"), [("ProvisionedThroughputExceededException", 400), ("InternalServerError", 500)]
+)
 def test_a_limiter_outage_holds_its_jobs_briefly_and_runs_the_others(tier, capsys, code, status):
     runs: list = []
     sqs = Recording(tier.sqs)
@@ -238,18 +260,26 @@ def test_a_limiter_outage_holds_its_jobs_briefly_and_runs_the_others(tier, capsy
 
 # -- 7 and 9. what a job carries across holds and replays ----------------------------------------
 
+
 def test_a_natively_replayed_letter_gets_its_full_attempts_and_keeps_its_first_failure(tier):
     """``StartMessageMoveTask`` moves a letter back with every attribute: its reasons, and a
     ``TieredJobs.PriorAttempts`` an older version left on it. A new run: attempts 1..max again."""
     runs: list = []
     consumer = tier.consumer(registry=registry(runs), max_attempts=3)
     first_failed = "2026-11-01T10:00:00.000Z"
-    moved = {name: {"DataType": "String", "StringValue": value} for name, value in {
-        DeadLetter.REASON: DeadLetter.REASON_RETRIES_EXHAUSTED, DeadLetter.ATTEMPTS: "4",
-        DeadLetter.FIRST_FAILED_AT: first_failed, DeadLetter.LAST_FAILED_AT: "2026-11-01T10:13:00.000Z"}.items()}
+    moved = {
+        name: {"DataType": "String", "StringValue": value}
+        for name, value in {
+            DeadLetter.REASON: DeadLetter.REASON_RETRIES_EXHAUSTED,
+            DeadLetter.ATTEMPTS: "4",
+            DeadLetter.FIRST_FAILED_AT: first_failed,
+            DeadLetter.LAST_FAILED_AT: "2026-11-01T10:13:00.000Z",
+        }.items()
+    }
     moved[Attributes.PRIOR_ATTEMPTS] = {"DataType": "Number", "StringValue": "3"}
-    tier.sqs.send_message(QueueUrl=tier.queue_url, MessageBody=build(FAILING, {}, "again").to_json(),
-                          MessageAttributes=moved)
+    tier.sqs.send_message(
+        QueueUrl=tier.queue_url, MessageBody=build(FAILING, {}, "again").to_json(), MessageAttributes=moved
+    )
     for _ in range(3):
         tier.run_batch(consumer)
         tier.make_visible()
@@ -271,8 +301,9 @@ def test_the_first_failure_and_the_enqueue_time_survive_a_hold(tier, capsys):
     tier.run_batch(plain)  # attempt 1 fails: retried
     tier.make_visible()
     (original,) = messages = tier.receive_for_batch()  # its receive 2
-    first_receive = datetime.fromtimestamp(int(original["Attributes"]["ApproximateFirstReceiveTimestamp"]) / 1000,
-                                           timezone.utc)
+    first_receive = datetime.fromtimestamp(
+        int(original["Attributes"]["ApproximateFirstReceiveTimestamp"]) / 1000, timezone.utc
+    )
     sent_at = datetime.fromtimestamp(int(original["Attributes"]["SentTimestamp"]) / 1000, timezone.utc)
     clock = FakeTime()
     held = limited(tier, tier.consumer(registry=jobs, max_attempts=3), clock, sqs=sqs)
@@ -284,8 +315,9 @@ def test_the_first_failure_and_the_enqueue_time_survive_a_hold(tier, capsys):
     assert copy["MessageAttributes"][Attributes.FIRST_FAILED_AT]["StringValue"] == iso(first_receive)
     assert copy["MessageAttributes"][Attributes.ENQUEUED_AT]["StringValue"] == iso(sent_at)
     # the copy, sent without its delay, runs attempts 2 and 3 and is dead-lettered
-    tier.sqs.send_message(QueueUrl=tier.queue_url, MessageBody=copy["MessageBody"],
-                          MessageAttributes=copy["MessageAttributes"])
+    tier.sqs.send_message(
+        QueueUrl=tier.queue_url, MessageBody=copy["MessageBody"], MessageAttributes=copy["MessageAttributes"]
+    )
     later = tier.consumer(registry=jobs, max_attempts=3)
     later.now = lambda: sent_at + timedelta(minutes=7)
     for _ in range(2):
@@ -301,8 +333,9 @@ def test_a_deferred_copy_keeps_its_enqueue_time(tier):
     runs: list = []
     sqs = Recording(tier.sqs)
     clock = {"context": LambdaClock(TIMEOUT_MS)}
-    consumer = tier.consumer(registry=registry(runs, clock), margin_ms=MARGIN_MS,
-                             client={"sqs": sqs, "dynamodb": tier.dynamodb}.__getitem__)
+    consumer = tier.consumer(
+        registry=registry(runs, clock), margin_ms=MARGIN_MS, client={"sqs": sqs, "dynamodb": tier.dynamodb}.__getitem__
+    )
     tier.publish(HOG, {}, "hog")
     tier.publish(FREE, {}, "behind")
     messages = sorted(tier.receive_for_batch(), key=lambda m: HOG not in m["Body"])

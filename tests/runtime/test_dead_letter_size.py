@@ -68,9 +68,12 @@ def rejecting_registry() -> JobRegistry:
 
 def body_of(total_bytes: int, message: str) -> str:
     """An envelope of exactly ``total_bytes`` UTF-8 bytes (with multi-byte characters in it)."""
+
     def envelope(blob: str) -> str:
-        return json.dumps({"type": "demo.reject", "idempotency_key": "big-letter",
-                           "payload": {"message": message, "blob": blob}}, ensure_ascii=False)
+        return json.dumps(
+            {"type": "demo.reject", "idempotency_key": "big-letter", "payload": {"message": message, "blob": blob}},
+            ensure_ascii=False,
+        )
 
     base = len(envelope("é" * 100).encode())
     body = envelope("é" * 100 + "x" * (total_bytes - base))
@@ -139,10 +142,17 @@ def test_a_job_the_publisher_accepts_always_reaches_the_dlq_with_every_reason_wh
     moment = datetime(2026, 12, 31, 23, 59, 59, 999000, tzinfo=timezone.utc)
     longest_arn = "arn:aws-us-gov:sqs:us-gov-west-1:123456789012:" + "q" * 80  # queue names: 80 characters at most
     reasons = DeadLetterReason(
-        reason=max((DeadLetter.REASON_PERMANENT, DeadLetter.REASON_RETRIES_EXHAUSTED,
-                    DeadLetter.REASON_REQUEUE_FAILED), key=len),
-        error_type=wide * (MAX_ERROR_TYPE_CHARS + 10), error_message=wide * 5000, attempts=10**6,
-        first_failed_at=moment, last_failed_at=moment, source_queue=longest_arn, job_type="j" * MAX_JOB_TYPE_CHARS,
+        reason=max(
+            (DeadLetter.REASON_PERMANENT, DeadLetter.REASON_RETRIES_EXHAUSTED, DeadLetter.REASON_REQUEUE_FAILED),
+            key=len,
+        ),
+        error_type=wide * (MAX_ERROR_TYPE_CHARS + 10),
+        error_message=wide * 5000,
+        attempts=10**6,
+        first_failed_at=moment,
+        last_failed_at=moment,
+        source_queue=longest_arn,
+        job_type="j" * MAX_JOB_TYPE_CHARS,
     ).attributes()
     as_sent = {name: {"DataType": "String", "StringValue": value} for name, value in reasons.items()}
     reasons_bytes = sum(attribute_size(name, value) for name, value in as_sent.items())

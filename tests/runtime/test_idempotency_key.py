@@ -14,10 +14,13 @@ from tiered_jobs.contract.idempotency import RecordAttributes, RecordStatus, rec
 from tiered_jobs.runtime.idempotency import IdempotentRunner
 
 
-@pytest.mark.parametrize("job_type, key", [
-    ("testjobs.effect", "pay_123"),
-    ("testjobs.ok", "clé-ünïcode \"quoted\" 7"),
-])
+@pytest.mark.parametrize(
+    "job_type, key",
+    [
+        ("testjobs.effect", "pay_123"),
+        ("testjobs.ok", 'clé-ünïcode "quoted" 7'),
+    ],
+)
 def test_record_id_names_the_item_the_runtime_writes(tier, job_type, key):
     dynamodb = boto3.client("dynamodb", region_name="us-east-1")
     runner = IdempotentRunner(tier.idempotency_table, ttl_seconds=3600, dynamodb_client=dynamodb)
@@ -27,8 +30,9 @@ def test_record_id_names_the_item_the_runtime_writes(tier, job_type, key):
 
     assert not outcome.duplicate
     assert runner.persistence._get_hashed_idempotency_key(envelope) == record_id(job_type, key)
-    item = dynamodb.get_item(TableName=tier.idempotency_table,
-                             Key={RecordAttributes.KEY: {"S": record_id(job_type, key)}})["Item"]
+    item = dynamodb.get_item(
+        TableName=tier.idempotency_table, Key={RecordAttributes.KEY: {"S": record_id(job_type, key)}}
+    )["Item"]
     assert item[RecordAttributes.STATUS]["S"] == RecordStatus.COMPLETED
     assert RecordAttributes.EXPIRATION in item and RecordAttributes.DATA in item
 

@@ -19,8 +19,17 @@ BASE_ENV = {Env.STAGE: "dev", Env.TIER: "bulk", Env.QUEUE_URL: "q", Env.DLQ_URL:
 
 def _context(resources: dict[str, str]) -> JobContext:
     config = TierConfig.from_env({**BASE_ENV, **{Env.resource_var(n): v for n, v in resources.items()}})
-    return JobContext(job_type="invoices.create", idempotency_key="k", attempt=1, max_attempts=5, tier="bulk",
-                      message_id="m", logger=None, lambda_remaining_ms=lambda: 30_000, settings=config)
+    return JobContext(
+        job_type="invoices.create",
+        idempotency_key="k",
+        attempt=1,
+        max_attempts=5,
+        tier="bulk",
+        message_id="m",
+        logger=None,
+        lambda_remaining_ms=lambda: 30_000,
+        settings=config,
+    )
 
 
 def test_each_resource_variable_reads_back_under_its_name():

@@ -39,9 +39,16 @@ class ItemLimit:
 
     def _check(self, size: int) -> None:
         if size > DYNAMODB_MAX_ITEM_BYTES:
-            raise ClientError({"Error": {"Code": "ValidationException",
-                                         "Message": "Item size to update has exceeded the maximum allowed size"},
-                               "ResponseMetadata": {"HTTPStatusCode": 400}}, "UpdateItem")
+            raise ClientError(
+                {
+                    "Error": {
+                        "Code": "ValidationException",
+                        "Message": "Item size to update has exceeded the maximum allowed size",
+                    },
+                    "ResponseMetadata": {"HTTPStatusCode": 400},
+                },
+                "UpdateItem",
+            )
 
     def put_item(self, **kwargs):
         self._check(self._size(kwargs["Item"]))
@@ -49,8 +56,11 @@ class ItemLimit:
 
     def update_item(self, **kwargs):
         names = kwargs.get("ExpressionAttributeNames", {})
-        self._check(self._size(kwargs["Key"]) + sum(len(n.encode()) for n in names.values())
-                    + self._size(kwargs.get("ExpressionAttributeValues", {})))
+        self._check(
+            self._size(kwargs["Key"])
+            + sum(len(n.encode()) for n in names.values())
+            + self._size(kwargs.get("ExpressionAttributeValues", {}))
+        )
         return self._real.update_item(**kwargs)
 
 
@@ -92,8 +102,9 @@ def stored_result(tier) -> dict:
 def test_a_job_whose_result_cannot_be_stored_as_is_runs_exactly_once(tier, job_type):
     runs: Counter = Counter()
     registry = results_registry(runs)
-    consumer = tier.consumer(client={"sqs": tier.sqs, "dynamodb": ItemLimit(tier.dynamodb)}.__getitem__,
-                             registry=registry)
+    consumer = tier.consumer(
+        client={"sqs": tier.sqs, "dynamodb": ItemLimit(tier.dynamodb)}.__getitem__, registry=registry
+    )
     for _ in range(3):  # published three times: redeliveries of one job
         tier.publish(job_type, {}, f"{job_type}-1")
     for _ in range(5):  # every redelivery, and every retry a failure would cause
@@ -113,13 +124,16 @@ def test_a_job_whose_result_cannot_be_stored_as_is_runs_exactly_once(tier, job_t
         assert stored["preview"].startswith('{"blob": "xxx')
 
 
-@pytest.mark.parametrize("value, expected", [
-    ({None: 1, True: 2, 1.5: 3, (1,): 4}, {"null": 1, "true": 2, "1.5": 3, "(1,)": 4}),
-    ({"nan": float("nan"), "inf": float("-inf")}, {"nan": "nan", "inf": "-inf"}),
-    ({"big": 10**5000}, {"big": "<int of 16610 bits>"}),
-    ({"set": frozenset({1})}, {"set": [1]}),
-    ([[[]]], [[[]]]),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ({None: 1, True: 2, 1.5: 3, (1,): 4}, {"null": 1, "true": 2, "1.5": 3, "(1,)": 4}),
+        ({"nan": float("nan"), "inf": float("-inf")}, {"nan": "nan", "inf": "-inf"}),
+        ({"big": 10**5000}, {"big": "<int of 16610 bits>"}),
+        ({"set": frozenset({1})}, {"set": [1]}),
+        ([[[]]], [[[]]]),
+    ],
+)
 def test_storable_forms_are_json_and_bounded(value, expected):
     assert storable(value) == expected
     json.dumps(storable(value), sort_keys=True, allow_nan=False)

@@ -56,17 +56,34 @@ def tat(value: int) -> dict:
 
 # --- the bucket: one conditional write, a read on the first claim only; conflicts, stubbed -
 
+
 def test_an_idle_bucket_gives_the_burst_at_once_then_one_job_per_interval():
     bucket, stub = stubbed_bucket()
     now = int(T0 * US)
-    stub.add_response("get_item", {}, {"TableName": "buckets", "Key": {"bucket": {"S": "critical#tier"}},
-                                       "ProjectionExpression": "#tat", "ExpressionAttributeNames": {"#tat": "tat"}})
-    stub.add_response("update_item", {"Attributes": tat(now + 5 * 100_000)}, {
-        "TableName": "buckets", "Key": {"bucket": {"S": "critical#tier"}}, "ReturnValues": "UPDATED_NEW",
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD", "UpdateExpression": "SET #tat = :tat",
-        "ConditionExpression": "attribute_not_exists(#tat) OR #tat < :now", "ExpressionAttributeNames": {"#tat": "tat"},
-        "ExpressionAttributeValues": {":tat": {"N": str(now + 5 * 100_000)}, ":now": {"N": str(now)}},
-    })
+    stub.add_response(
+        "get_item",
+        {},
+        {
+            "TableName": "buckets",
+            "Key": {"bucket": {"S": "critical#tier"}},
+            "ProjectionExpression": "#tat",
+            "ExpressionAttributeNames": {"#tat": "tat"},
+        },
+    )
+    stub.add_response(
+        "update_item",
+        {"Attributes": tat(now + 5 * 100_000)},
+        {
+            "TableName": "buckets",
+            "Key": {"bucket": {"S": "critical#tier"}},
+            "ReturnValues": "UPDATED_NEW",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            "UpdateExpression": "SET #tat = :tat",
+            "ConditionExpression": "attribute_not_exists(#tat) OR #tat < :now",
+            "ExpressionAttributeNames": {"#tat": "tat"},
+            "ExpressionAttributeValues": {":tat": {"N": str(now + 5 * 100_000)}, ":now": {"N": str(now)}},
+        },
+    )
     with stub:
         claim = bucket.claim(5, max_wait_seconds=1.0)
     stub.assert_no_pending_responses()
@@ -78,11 +95,18 @@ def test_an_idle_bucket_gives_the_burst_at_once_then_one_job_per_interval():
 def busy_claim(now: int, n: int, latest: int) -> dict:
     """The expected parameters of a busy-case claim of ``n`` jobs."""
     return {
-        "TableName": "buckets", "Key": {"bucket": {"S": "critical#tier"}}, "ReturnValues": "UPDATED_NEW",
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD", "UpdateExpression": "SET #tat = #tat + :claim",
-        "ConditionExpression": "#tat BETWEEN :now AND :latest", "ExpressionAttributeNames": {"#tat": "tat"},
-        "ExpressionAttributeValues": {":claim": {"N": str(n * 100_000)}, ":now": {"N": str(now)},
-                                      ":latest": {"N": str(latest)}},
+        "TableName": "buckets",
+        "Key": {"bucket": {"S": "critical#tier"}},
+        "ReturnValues": "UPDATED_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        "UpdateExpression": "SET #tat = #tat + :claim",
+        "ConditionExpression": "#tat BETWEEN :now AND :latest",
+        "ExpressionAttributeNames": {"#tat": "tat"},
+        "ExpressionAttributeValues": {
+            ":claim": {"N": str(n * 100_000)},
+            ":now": {"N": str(now)},
+            ":latest": {"N": str(latest)},
+        },
     }
 
 
@@ -101,8 +125,9 @@ def test_a_conflict_claims_nothing_and_the_returned_state_drives_the_next_claim_
     )
     # the next batch: no read, the busy case guessed from the tat the failure returned;
     # horizon = now + 0.5 s wait + 0.1 s tolerance; the third job must start by then
-    stub.add_response("update_item", {"Attributes": tat(ahead + 3 * 100_000)},
-                      busy_claim(now, 3, latest=now + 600_000 - 2 * 100_000))
+    stub.add_response(
+        "update_item", {"Attributes": tat(ahead + 3 * 100_000)}, busy_claim(now, 3, latest=now + 600_000 - 2 * 100_000)
+    )
     with stub:
         lost = bucket.claim(3, max_wait_seconds=0.5)
         won = bucket.claim(3, max_wait_seconds=0.5)
@@ -119,8 +144,9 @@ def test_a_failed_condition_is_never_retried_and_a_full_bucket_costs_no_call_onc
     now = int(T0 * US)
     stub.add_response("get_item", {"Item": tat(now)}, None)
     # the bucket looked busy by 0 s; another consumer has pushed it 4.95 s ahead: 10 jobs do not fit
-    stub.add_client_error("update_item", "ConditionalCheckFailedException", "failed", 400,
-                          modeled_fields={"Item": tat(now + 4_950_000)})
+    stub.add_client_error(
+        "update_item", "ConditionalCheckFailedException", "failed", 400, modeled_fields={"Item": tat(now + 4_950_000)}
+    )
     with stub:  # one write, no second one: any further call would find no response queued and raise
         claim = bucket.claim(10, max_wait_seconds=5.0)
     stub.assert_no_pending_responses()
@@ -160,6 +186,7 @@ def test_other_errors_are_not_taken_for_a_conflict():
 
 
 # --- the bucket on moto, with 20 threads claiming at once -----------------------------------
+
 
 def assert_never_ahead(starts: list[float], limit: RateLimit) -> None:
     """GCRA's guarantee: within any span, at most burst + span * rate jobs may start."""
@@ -245,8 +272,9 @@ def test_each_batch_makes_at_most_one_conditional_write_per_bucket_under_content
         batch = 0
         while time.time() < until or batch < 3:  # every container claims a few times
             batch += 1
-            records = [Limited(f"{threading.get_ident()}-{batch}-{i}", job_type)
-                       for i, job_type in enumerate(list(keys) * 5)]
+            records = [
+                Limited(f"{threading.get_ident()}-{batch}-{i}", job_type) for i, job_type in enumerate(list(keys) * 5)
+            ]
             calls.clear()
             gate = limiter.admit(records, remaining_seconds=30.0)
             granted: set[str] = set()
@@ -278,11 +306,13 @@ def test_each_batch_makes_at_most_one_conditional_write_per_bucket_under_content
 
 # --- the consumer with a limited tier -------------------------------------------------------
 
+
 def limited_consumer(tier, clock: FakeTime, limits: RateLimits, **kwargs):
     table = create_rate_limit_table(tier.dynamodb, "critical-buckets")
     consumer = tier.consumer(**kwargs)
-    consumer.limiter = RateLimiter(limits, "critical", table,
-                                   client={"sqs": tier.sqs, "dynamodb": tier.dynamodb}.__getitem__, clock=clock)
+    consumer.limiter = RateLimiter(
+        limits, "critical", table, client={"sqs": tier.sqs, "dynamodb": tier.dynamodb}.__getitem__, clock=clock
+    )
     consumer.sleep = clock.sleep
     return consumer
 
@@ -313,8 +343,12 @@ def test_jobs_beyond_the_wait_bound_are_re_sent_with_a_delay_never_failed(tier, 
     # burst 2 + 1 s at 5/s = 7 run, paced 0.2 s apart after the burst; 3 re-sent with a delay
     assert sum(clock.slept) == pytest.approx(1.0)
     assert delayed(tier) == 3 and tier.dlq_messages() == []
-    assert emf_totals(capsys) == {Metrics.PROCESSED: 7, Metrics.SUCCEEDED: 7, Metrics.FAILED: 0,
-                                  Metrics.RATE_LIMITED: 3}
+    assert emf_totals(capsys) == {
+        Metrics.PROCESSED: 7,
+        Metrics.SUCCEEDED: 7,
+        Metrics.FAILED: 0,
+        Metrics.RATE_LIMITED: 3,
+    }
 
 
 def test_a_held_job_comes_back_as_a_fresh_message_carrying_its_attempts(tier, capsys):
@@ -335,8 +369,11 @@ def test_a_held_job_comes_back_as_a_fresh_message_carrying_its_attempts(tier, ca
 def test_the_attempt_number_adds_the_carried_attempts_to_the_receive_count(tier):
     consumer = tier.consumer(max_attempts=4)
     body = json.dumps({"type": "testjobs.transient", "idempotency_key": "carried", "payload": {"fail_times": 10}})
-    tier.sqs.send_message(QueueUrl=tier.queue_url, MessageBody=body, MessageAttributes={
-        Attributes.PRIOR_ATTEMPTS: {"DataType": "Number", "StringValue": "2"}})
+    tier.sqs.send_message(
+        QueueUrl=tier.queue_url,
+        MessageBody=body,
+        MessageAttributes={Attributes.PRIOR_ATTEMPTS: {"DataType": "Number", "StringValue": "2"}},
+    )
     assert tier.run_batch(consumer)["batchItemFailures"]  # attempt 3 of 4: retried
     tier.make_visible()
     assert tier.run_batch(consumer) == {"batchItemFailures": []}  # attempt 4: the last, dead-lettered
@@ -370,13 +407,19 @@ def test_a_failed_re_send_keeps_the_job_in_the_queue_and_is_still_not_a_failure(
 def test_a_lost_write_holds_at_once_the_jobs_the_bucket_had_room_for_the_others_until_their_turn():
     clock = FakeTime()
     dynamodb = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
-    limiter = RateLimiter(RateLimits(RateLimit(10, 1), {}, max_wait_seconds=0.5), "critical", "buckets",
-                          client={"dynamodb": dynamodb}.__getitem__, clock=clock)
+    limiter = RateLimiter(
+        RateLimits(RateLimit(10, 1), {}, max_wait_seconds=0.5),
+        "critical",
+        "buckets",
+        client={"dynamodb": dynamodb}.__getitem__,
+        clock=clock,
+    )
     now = int(T0 * US)
     stub = Stubber(dynamodb)
     stub.add_response("get_item", {"Item": tat(now)}, None)
-    stub.add_client_error("update_item", "ConditionalCheckFailedException", "failed", 400,
-                          modeled_fields={"Item": tat(now + 300_000)})  # others took 0.3 s meanwhile
+    stub.add_client_error(
+        "update_item", "ConditionalCheckFailedException", "failed", 400, modeled_fields={"Item": tat(now + 300_000)}
+    )  # others took 0.3 s meanwhile
     records = [Limited(f"m{i}", "testjobs.ok") for i in range(8)]
     with stub:
         gate = limiter.admit(records, remaining_seconds=30.0)

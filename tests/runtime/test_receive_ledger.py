@@ -52,6 +52,9 @@ def test_every_proof_is_a_test_that_exists():
         assert match, row
         module, name = ROOT / match[1], match[2]
         assert module.is_file(), row
-        defined = {node.name for node in ast.walk(ast.parse(module.read_text(encoding="utf-8")))
-                   if isinstance(node, ast.FunctionDef)}
+        defined = {
+            node.name
+            for node in ast.walk(ast.parse(module.read_text(encoding="utf-8")))
+            if isinstance(node, ast.FunctionDef)
+        }
         assert name in defined, f"{match[1]} has no {name}"

@@ -20,24 +20,48 @@ from tiered_jobs.runtime.registry import registry
 ROOT = Path(__file__).resolve().parents[2]
 #: Payloads each test job's schema accepts, and ones it refuses.
 VALID = {
-    "testjobs.ok": [{"label": "a"}, {"label": "a:b-c.d_e", "note": "", "data": {"n": 1}, "priority": "high",
-                     "blob": "x"}],
+    "testjobs.ok": [
+        {"label": "a"},
+        {"label": "a:b-c.d_e", "note": "", "data": {"n": 1}, "priority": "high", "blob": "x"},
+    ],
     "testjobs.transient": [{"fail_times": 0}, {"fail_times": 3, "memo": "m"}],
     "testjobs.permanent": [{}, {"reason": "r" * 200}],
     "testjobs.slow": [{"steps": 1, "step_ms": 0}, {"steps": 1000, "step_ms": 10_000}],
-    "testjobs.effect": [{"counter": "c-1", "amount": -5}, {"counter": "c", "amount": 10**12}, {"counter": "c",
-                                                                                               "amount": 7.0}],
+    "testjobs.effect": [
+        {"counter": "c-1", "amount": -5},
+        {"counter": "c", "amount": 10**12},
+        {"counter": "c", "amount": 7.0},
+    ],
 }
 INVALID = {
-    "testjobs.ok": [{}, {"label": ""}, {"label": "a b"}, {"label": "x" * 65}, {"label": "a", "note": 5},
-                    {"label": "a", "data": []}, {"label": "a", "priority": "urgent"}, {"label": "a", "priority": 1}],
+    "testjobs.ok": [
+        {},
+        {"label": ""},
+        {"label": "a b"},
+        {"label": "x" * 65},
+        {"label": "a", "note": 5},
+        {"label": "a", "data": []},
+        {"label": "a", "priority": "urgent"},
+        {"label": "a", "priority": 1},
+    ],
     "testjobs.transient": [{}, {"fail_times": -1}, {"fail_times": "1"}, {"fail_times": 1.5}, {"fail_times": False}],
     "testjobs.permanent": [{"reason": 5}, {"reason": "r" * 201}, []],
-    "testjobs.slow": [{"steps": 0, "step_ms": 0}, {"steps": 1}, {"steps": 1, "step_ms": 10_001},
-                      {"steps": 1, "step_ms": 0, "extra": 1}],
-    "testjobs.effect": [{"counter": "c"}, {"counter": "c", "amount": 0}, {"counter": "c", "amount": 10**12 + 1},
-                        {"counter": "c", "amount": -(10**12) - 1}, {"counter": "c", "amount": "1"},
-                        {"counter": "c c", "amount": 1}, {"counter": "", "amount": 1}, {"amount": 1}],
+    "testjobs.slow": [
+        {"steps": 0, "step_ms": 0},
+        {"steps": 1},
+        {"steps": 1, "step_ms": 10_001},
+        {"steps": 1, "step_ms": 0, "extra": 1},
+    ],
+    "testjobs.effect": [
+        {"counter": "c"},
+        {"counter": "c", "amount": 0},
+        {"counter": "c", "amount": 10**12 + 1},
+        {"counter": "c", "amount": -(10**12) - 1},
+        {"counter": "c", "amount": "1"},
+        {"counter": "c c", "amount": 1},
+        {"counter": "", "amount": 1},
+        {"amount": 1},
+    ],
 }
 
 
@@ -46,8 +70,10 @@ def test_every_test_job_is_registered_with_its_schema_and_none_collides_with_the
     declared = sorted(path.name.removesuffix(payloads.SCHEMA_SUFFIX) for path in folder.glob("*.schema.json"))
     assert [t for t in registry.types() if t.startswith("testjobs.")] == declared == sorted(VALID) == sorted(INVALID)
     assert all(payloads.schema_path(job_type).parent == folder for job_type in declared)
-    example = {path.name.removesuffix(payloads.SCHEMA_SUFFIX) for path in (ROOT / "example" / "jobs" / "schemas").glob(
-        "*.schema.json")}
+    example = {
+        path.name.removesuffix(payloads.SCHEMA_SUFFIX)
+        for path in (ROOT / "example" / "jobs" / "schemas").glob("*.schema.json")
+    }
     assert example and not example & set(declared)
 
 
@@ -92,8 +118,10 @@ def test_permanent_is_dead_lettered_at_once_with_its_reason(tier):
     assert tier.run_batch(tier.consumer()) == {"batchItemFailures": []}
     (letter,) = tier.dlq_messages()
     reasons = {k: v["StringValue"] for k, v in letter["MessageAttributes"].items()}
-    assert (reasons[DeadLetter.REASON], reasons[DeadLetter.ERROR_TYPE]) == (DeadLetter.REASON_PERMANENT,
-                                                                            "PermanentError")
+    assert (reasons[DeadLetter.REASON], reasons[DeadLetter.ERROR_TYPE]) == (
+        DeadLetter.REASON_PERMANENT,
+        "PermanentError",
+    )
     assert reasons[DeadLetter.ERROR_MESSAGE] == "testjobs.permanent: no such thing (attempt 1)"
 
 
@@ -115,5 +143,6 @@ def test_slow_finishes_within_its_time_and_stops_between_steps_when_out_of_time(
     assert tier.run_batch(consumer, context=lambda_context(remaining_ms=2_000)) == {"batchItemFailures": []}
     late = tier.publish("testjobs.slow", {"steps": 10, "step_ms": 60}, "late")
     assert tier.run_batch(consumer, context=lambda_context(remaining_ms=200)) == {
-        "batchItemFailures": [{"itemIdentifier": late}]}
+        "batchItemFailures": [{"itemIdentifier": late}]
+    }
     assert tier.dlq_messages() == []

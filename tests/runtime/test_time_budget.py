@@ -29,9 +29,15 @@ class ManualContext(LambdaContext):
     its timeout (Lambda would have killed it)."""
 
     def __init__(self, timeout_ms: int):
-        super().__init__(function_name="tiered-jobs-test-consumer", memory_mb=256,
-                         invoked_function_arn=f"arn:aws:lambda:{REGION}:123456789012:function:tiered-jobs-test-consumer",
-                         request_id="manual", deadline_ms=0, log_group_name="/aws/lambda/test", log_stream_name="test")
+        super().__init__(
+            function_name="tiered-jobs-test-consumer",
+            memory_mb=256,
+            invoked_function_arn=f"arn:aws:lambda:{REGION}:123456789012:function:tiered-jobs-test-consumer",
+            request_id="manual",
+            deadline_ms=0,
+            log_group_name="/aws/lambda/test",
+            log_stream_name="test",
+        )
         self.timeout_ms = timeout_ms
         self.elapsed_ms = 0
 
@@ -123,8 +129,11 @@ def drain(tier, consumer, clock: dict, rounds: int = 6) -> dict[str, int]:
 def test_unstarted_records_come_back_and_complete_and_no_invocation_times_out(tier, capsys):
     clock, runs = {}, Counter()
     sqs_calls = []
-    consumer = tier.consumer(registry=slow_registry(clock, runs), margin_ms=MARGIN_MS,
-                             client={"sqs": Recording(tier.sqs, sqs_calls), "dynamodb": tier.dynamodb}.__getitem__)
+    consumer = tier.consumer(
+        registry=slow_registry(clock, runs),
+        margin_ms=MARGIN_MS,
+        client={"sqs": Recording(tier.sqs, sqs_calls), "dynamodb": tier.dynamodb}.__getitem__,
+    )
     for i in range(10):  # 10 records of 4 s in a 30 s function: 7 fit before the 3 s margin
         tier.publish("demo.slow", {"ms": 4_000}, f"slow-{i}")
     seen = drain(tier, consumer, clock)
@@ -132,8 +141,13 @@ def test_unstarted_records_come_back_and_complete_and_no_invocation_times_out(ti
     assert runs == {f"slow-{i}": 1 for i in range(10)}
     assert tier.receive() == [] and tier.dlq_messages() == []
     first, second = emf(capsys)
-    assert (first[Metrics.PROCESSED], first[Metrics.SUCCEEDED], first[Metrics.DEFERRED], first[Metrics.FAILED],
-            first[Metrics.RETRIED]) == (7, 7, 3, 0, 0)
+    assert (
+        first[Metrics.PROCESSED],
+        first[Metrics.SUCCEEDED],
+        first[Metrics.DEFERRED],
+        first[Metrics.FAILED],
+        first[Metrics.RETRIED],
+    ) == (7, 7, 3, 0, 0)
     assert (second[Metrics.PROCESSED], second[Metrics.DEFERRED]) == (3, 0)
     # Sent again as fresh copies, visible at once, carrying no attempt (the deferring receive ran nothing);
     # nothing is returned as a batch item failure, so no receive is spent.
@@ -244,9 +258,18 @@ def test_a_deferral_is_not_an_attempt(redrive_tier):
 
 def test_job_context_time_api():
     clock = ManualContext(TIMEOUT_MS)
-    ctx = JobContext(job_type="demo.x", idempotency_key="k", attempt=1, max_attempts=5, tier="bulk", message_id="m",
-                     logger=None, lambda_remaining_ms=clock.get_remaining_time_in_millis, time_limit_seconds=5,
-                     margin_ms=MARGIN_MS)
+    ctx = JobContext(
+        job_type="demo.x",
+        idempotency_key="k",
+        attempt=1,
+        max_attempts=5,
+        tier="bulk",
+        message_id="m",
+        logger=None,
+        lambda_remaining_ms=clock.get_remaining_time_in_millis,
+        time_limit_seconds=5,
+        margin_ms=MARGIN_MS,
+    )
     assert ctx.remaining_time_ms() == 5_000
     clock.advance(4_000)
     assert ctx.remaining_time_ms() == 1_000
@@ -254,9 +277,17 @@ def test_job_context_time_api():
     clock.advance(1_000)
     with pytest.raises(JobTimeout, match="time limit of 5 s"):
         ctx.check_time()
-    unlimited = JobContext(job_type="demo.x", idempotency_key="k", attempt=1, max_attempts=5, tier="bulk",
-                           message_id="m", logger=None, lambda_remaining_ms=clock.get_remaining_time_in_millis,
-                           margin_ms=MARGIN_MS)
+    unlimited = JobContext(
+        job_type="demo.x",
+        idempotency_key="k",
+        attempt=1,
+        max_attempts=5,
+        tier="bulk",
+        message_id="m",
+        logger=None,
+        lambda_remaining_ms=clock.get_remaining_time_in_millis,
+        margin_ms=MARGIN_MS,
+    )
     assert unlimited.remaining_time_ms() == TIMEOUT_MS - 5_000 - MARGIN_MS
     clock.advance(TIMEOUT_MS)
     assert unlimited.remaining_time_ms() == 0

@@ -18,10 +18,15 @@ REGION = "us-east-1"
 def message(body: str, *, receive_count: int = 1, message_id: str | None = None) -> dict[str, Any]:
     """A ``ReceiveMessage`` message for ``body``, as SQS returns it with ``MessageSystemAttributeNames=All``."""
     return {
-        "MessageId": message_id or str(uuid.uuid4()), "ReceiptHandle": f"rh-{uuid.uuid4()}", "Body": body,
+        "MessageId": message_id or str(uuid.uuid4()),
+        "ReceiptHandle": f"rh-{uuid.uuid4()}",
+        "Body": body,
         "MD5OfBody": hashlib.md5(body.encode()).hexdigest(),  # SQS's checksum, not security
-        "Attributes": {"ApproximateReceiveCount": str(receive_count), "SentTimestamp": "0",
-                       "ApproximateFirstReceiveTimestamp": "0"},
+        "Attributes": {
+            "ApproximateReceiveCount": str(receive_count),
+            "SentTimestamp": "0",
+            "ApproximateFirstReceiveTimestamp": "0",
+        },
     }
 
 

@@ -36,12 +36,12 @@ TABLE = "invoices"
 #: The app's files, as docs/library.md shows them (``app-file`` blocks): the page's example is this app.
 DOC_FILES = app_files(ROOT / "docs" / "library.md")
 #: The app's other stack, without Tiered Jobs: local mode must pick the right one.
-WEB_STACK = '''\
+WEB_STACK = """\
 from aws_cdk import aws_ssm as ssm
 
 web = cdk.Stack(app, "Web")  # the app's other stack: no Tiered Jobs in it
 ssm.StringParameter(web, "Domain", string_value="billing.example.com")
-'''
+"""
 APP_PY = DOC_FILES["app.py"].replace("add_nag_checks(app)", WEB_STACK + "add_nag_checks(app)", 1)
 assert APP_PY != DOC_FILES["app.py"], "docs/library.md's app.py no longer calls add_nag_checks(app)"
 #: What the page's publish.py sends, and the item it leaves in the app's table.
@@ -54,16 +54,21 @@ def write_app(folder: Path, python: Path | str) -> Path:
         (folder / path).parent.mkdir(parents=True, exist_ok=True)
         (folder / path).write_text(text, encoding="utf-8")
     flags = json.loads(RECOMMENDED_FLAGS.read_text(encoding="utf-8"))
-    (folder / "cdk.json").write_text(json.dumps({"app": f"{python} app.py", "context": flags}, indent=2),
-                                     encoding="utf-8")
+    (folder / "cdk.json").write_text(
+        json.dumps({"app": f"{python} app.py", "context": flags}, indent=2), encoding="utf-8"
+    )
     return folder
 
 
 Publish = Callable[[str, str, dict[str, Any]], None]
 
 
-def check_invoices(clients: Callable[[str], Any], publish: Publish, stage: str = "local",
-                   run_publish_py: Callable[[], None] | None = None) -> None:
+def check_invoices(
+    clients: Callable[[str], Any],
+    publish: Publish,
+    stage: str = "local",
+    run_publish_py: Callable[[], None] | None = None,
+) -> None:
     """The app's job runs on the embedded AWS: its effect, once per key, and its permanent failure
     dead-lettered with reasons. ``publish(job type, idempotency key, payload)`` sends a job;
     ``run_publish_py()`` runs the page's ``publish.py`` as a service would."""
@@ -87,22 +92,31 @@ def check_invoices(clients: Callable[[str], Any], publish: Publish, stage: str =
     # publisher that checks the schema refuses it before sending; sent raw, as one that skips it
     # would, the consumer must refuse it too.
     queue = ssm.get_parameter(Name=Ssm.tier(stage, TIER, Ssm.TIER_QUEUE_URL))["Parameter"]["Value"]
-    sqs.send_message(QueueUrl=queue, MessageBody=envelope.build(
-        "invoices.create", {"amount_cents": 300, "currency": "EUR"}, "inv-3").to_json())
+    sqs.send_message(
+        QueueUrl=queue,
+        MessageBody=envelope.build("invoices.create", {"amount_cents": 300, "currency": "EUR"}, "inv-3").to_json(),
+    )
 
     def letters() -> dict[str, dict[str, str]]:
-        messages = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, MessageAttributeNames=["All"],
-                                       VisibilityTimeout=0).get("Messages", [])
-        found = {json.loads(m["Body"])["idempotency_key"]: {k: v["StringValue"] for k, v in
-                                                              m.get("MessageAttributes", {}).items()}
-                 for m in messages}
+        messages = sqs.receive_message(
+            QueueUrl=dlq, MaxNumberOfMessages=10, MessageAttributeNames=["All"], VisibilityTimeout=0
+        ).get("Messages", [])
+        found = {
+            json.loads(m["Body"])["idempotency_key"]: {
+                k: v["StringValue"] for k, v in m.get("MessageAttributes", {}).items()
+            }
+            for m in messages
+        }
         return found if len(found) == 3 else {}
 
     dead = wait_until(letters, what=f"the three refused jobs in the {TIER} DLQ")
     # Applied once; the refused ones wrote nothing.
     assert (amount("inv-1"), amount("inv-2"), amount("inv-3")) == (100, None, None)
-    for key, error_type in (("inv-1", "IdempotencyConflictError"), ("inv-2", "PermanentError"),
-                            ("inv-3", "PayloadValidationError")):
+    for key, error_type in (
+        ("inv-1", "IdempotencyConflictError"),
+        ("inv-2", "PermanentError"),
+        ("inv-3", "PayloadValidationError"),
+    ):
         reasons = dead[key]
         assert reasons[DeadLetter.REASON] == DeadLetter.REASON_PERMANENT, reasons
         assert (reasons[DeadLetter.ERROR_TYPE], reasons[DeadLetter.JOB_TYPE]) == (error_type, "invoices.create")

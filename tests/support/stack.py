@@ -66,10 +66,12 @@ def template(stage: str, tiers: tuple[str, ...], routes: dict[str, str]) -> dict
         }
         for key, logical in ((Ssm.TIER_QUEUE_URL, "Queue"), (Ssm.TIER_DLQ_URL, "Dlq")):
             parameters[_logical(tier, logical + "Parameter")] = (
-                Ssm.tier(stage, tier, key), {"Ref": _logical(tier, logical)}
+                Ssm.tier(stage, tier, key),
+                {"Ref": _logical(tier, logical)},
             )
         parameters[_logical(tier, "IdempotencyTtlParameter")] = (
-            Ssm.tier(stage, tier, Ssm.TIER_IDEMPOTENCY_TTL), str(IDEMPOTENCY_TTL_SECONDS)
+            Ssm.tier(stage, tier, Ssm.TIER_IDEMPOTENCY_TTL),
+            str(IDEMPOTENCY_TTL_SECONDS),
         )
         outputs[Outputs.tier(tier, Outputs.QUEUE_URL)] = {"Value": {"Ref": _logical(tier, "Queue")}}
         outputs[Outputs.tier(tier, Outputs.DLQ_URL)] = {"Value": {"Ref": _logical(tier, "Dlq")}}
@@ -80,8 +82,11 @@ def template(stage: str, tiers: tuple[str, ...], routes: dict[str, str]) -> dict
         }
     resources["IdempotencyTable"] = {  # what `tiered-jobs job` reads: Powertools' key schema
         "Type": "AWS::DynamoDB::Table",
-        "Properties": {"AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
-                       "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}], "BillingMode": "PAY_PER_REQUEST"},
+        "Properties": {
+            "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
+            "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+            "BillingMode": "PAY_PER_REQUEST",
+        },
     }
     outputs[Outputs.IDEMPOTENCY_TABLE_NAME] = {"Value": {"Ref": "IdempotencyTable"}}
     outputs[Outputs.ROUTES] = {"Value": json.dumps(routes)}

@@ -55,15 +55,26 @@ class Tier:
 
     def config(self, margin_ms: int = DEFAULT_TIME_BUDGET_MARGIN_MS, **retry: Any) -> TierConfig:
         return TierConfig(
-            stage="test", tier="critical", queue_url=self.queue_url, dlq_url=self.dlq_url,
-            idempotency_table=self.idempotency_table, resources=self.resources,
-            retry=RetryPolicy(**retry) if retry else RetryPolicy(), time_budget_margin_ms=margin_ms,
+            stage="test",
+            tier="critical",
+            queue_url=self.queue_url,
+            dlq_url=self.dlq_url,
+            idempotency_table=self.idempotency_table,
+            resources=self.resources,
+            retry=RetryPolicy(**retry) if retry else RetryPolicy(),
+            time_budget_margin_ms=margin_ms,
             max_receive_count=self.max_receive_count,
         )
 
-    def consumer(self, *, client: Callable[[str], Any] | None = None, registry=default_registry,
-                 rand: Callable[[], float] = lambda: 0.5, margin_ms: int = DEFAULT_TIME_BUDGET_MARGIN_MS,
-                 **retry: Any) -> Consumer:
+    def consumer(
+        self,
+        *,
+        client: Callable[[str], Any] | None = None,
+        registry=default_registry,
+        rand: Callable[[], float] = lambda: 0.5,
+        margin_ms: int = DEFAULT_TIME_BUDGET_MARGIN_MS,
+        **retry: Any,
+    ) -> Consumer:
         clients = {"sqs": self.sqs, "dynamodb": self.dynamodb}
         return Consumer(self.config(margin_ms, **retry), registry, client=client or clients.__getitem__, rand=rand)
 
@@ -74,12 +85,16 @@ class Tier:
     def send_raw(self, body: str, **attributes: str) -> str:
         extra = {"MessageAttributes": {k: {"DataType": "String", "StringValue": v} for k, v in attributes.items()}}
         return self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=body, **(extra if attributes else {}))[
-            "MessageId"]
+            "MessageId"
+        ]
 
     def receive(self, queue_url: str | None = None, max_messages: int = 10) -> list[dict]:
         return self.sqs.receive_message(
-            QueueUrl=queue_url or self.queue_url, MaxNumberOfMessages=max_messages,
-            MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"], VisibilityTimeout=0,
+            QueueUrl=queue_url or self.queue_url,
+            MaxNumberOfMessages=max_messages,
+            MessageSystemAttributeNames=["All"],
+            MessageAttributeNames=["All"],
+            VisibilityTimeout=0,
         ).get("Messages", [])
 
     def event(self, messages: list[dict]) -> dict:
@@ -88,8 +103,10 @@ class Tier:
     def receive_for_batch(self, max_messages: int = 10) -> list[dict]:
         """Receive as the event source mapping does (the messages stay in flight until deleted)."""
         return self.sqs.receive_message(
-            QueueUrl=self.queue_url, MaxNumberOfMessages=max_messages,
-            MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"],
+            QueueUrl=self.queue_url,
+            MaxNumberOfMessages=max_messages,
+            MessageSystemAttributeNames=["All"],
+            MessageAttributeNames=["All"],
         ).get("Messages", [])
 
     def run_batch(self, consumer: Consumer, context: Any = None, max_messages: int = 10) -> dict:
@@ -127,8 +144,13 @@ class Tier:
         return int(item["total"]["N"]) if item else 0
 
 
-def create_tier(name: str = "bench", endpoint_url: str | None = None, *, visibility_timeout: int = 60,
-                max_receive_count: int | None = None) -> Tier:
+def create_tier(
+    name: str = "bench",
+    endpoint_url: str | None = None,
+    *,
+    visibility_timeout: int = 60,
+    max_receive_count: int | None = None,
+) -> Tier:
     """A tier's queue, DLQ (redrive when ``max_receive_count`` is given) and tables, as the stack
     shapes them (Powertools' key ``id``; the payments job's table: ``account_id``; the test jobs' counters: ``id``)."""
     kwargs = {"region_name": REGION, **({"endpoint_url": endpoint_url} if endpoint_url else {})}
@@ -140,12 +162,25 @@ def create_tier(name: str = "bench", endpoint_url: str | None = None, *, visibil
         attributes["RedrivePolicy"] = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receive_count})
     queue_url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    tier = Tier(sqs, dynamodb, queue_url, queue_arn, dlq_url, f"{name}-idempotency", f"{name}-payments",
-                f"{name}-counters", max_receive_count=max_receive_count)
-    for table, key in ((tier.idempotency_table, "id"), (tier.payments_table, "account_id"),
-                       (tier.counters_table, "id")):
+    tier = Tier(
+        sqs,
+        dynamodb,
+        queue_url,
+        queue_arn,
+        dlq_url,
+        f"{name}-idempotency",
+        f"{name}-payments",
+        f"{name}-counters",
+        max_receive_count=max_receive_count,
+    )
+    for table, key in (
+        (tier.idempotency_table, "id"),
+        (tier.payments_table, "account_id"),
+        (tier.counters_table, "id"),
+    ):
         dynamodb.create_table(
-            TableName=table, BillingMode="PAY_PER_REQUEST",
+            TableName=table,
+            BillingMode="PAY_PER_REQUEST",
             AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
             KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
         )
@@ -157,7 +192,8 @@ def create_rate_limit_table(dynamodb: Any, name: str) -> str:
     from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE
 
     dynamodb.create_table(
-        TableName=name, BillingMode="PAY_PER_REQUEST",
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
         AttributeDefinitions=[{"AttributeName": BUCKET_KEY_ATTRIBUTE, "AttributeType": "S"}],
         KeySchema=[{"AttributeName": BUCKET_KEY_ATTRIBUTE, "KeyType": "HASH"}],
     )
@@ -169,23 +205,34 @@ def env_for(tier: Tier, stage: str = "bench") -> dict[str, str]:
     from tiered_jobs.contract.names import Env, Metrics
 
     return {
-        Env.JOB_MODULES: example.jobs.__name__, Env.STAGE: stage, Env.TIER: "critical", Env.QUEUE_URL: tier.queue_url,
-        Env.DLQ_URL: tier.dlq_url, Env.IDEMPOTENCY_TABLE: tier.idempotency_table,
+        Env.JOB_MODULES: example.jobs.__name__,
+        Env.STAGE: stage,
+        Env.TIER: "critical",
+        Env.QUEUE_URL: tier.queue_url,
+        Env.DLQ_URL: tier.dlq_url,
+        Env.IDEMPOTENCY_TABLE: tier.idempotency_table,
         **{Env.resource_var(name): value for name, value in tier.resources.items()},
-        Env.POWERTOOLS_SERVICE_NAME: Metrics.SERVICE, Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,
+        Env.POWERTOOLS_SERVICE_NAME: Metrics.SERVICE,
+        Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,
         Env.POWERTOOLS_LOG_LEVEL: "WARNING",
     }
 
 
 def payment_bodies(count: int, prefix: str = "pay") -> list[str]:
-    return [build("payments.update_balance", {"account_id": f"acc-{i % 50}", "amount": 1 + i % 7},
-                  f"{prefix}-{i}").to_json() for i in range(count)]
+    return [
+        build(
+            "payments.update_balance", {"account_id": f"acc-{i % 50}", "amount": 1 + i % 7}, f"{prefix}-{i}"
+        ).to_json()
+        for i in range(count)
+    ]
 
 
 def analytics_bodies(count: int, prefix: str = "evt") -> list[str]:
-    return [build("analytics.record_event", {"event": "page_view", "properties": {"n": i}},
-                  f"{prefix}-{i}").to_json() for i in range(count)]
+    return [
+        build("analytics.record_event", {"event": "page_view", "properties": {"n": i}}, f"{prefix}-{i}").to_json()
+        for i in range(count)
+    ]
 
 
 def chunks(items: list, size: int) -> list[list]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    return [items[i : i + size] for i in range(0, len(items), size)]

@@ -31,8 +31,13 @@ def build_wheel(workdir: Path) -> Path:
     shutil.copytree(ROOT / "tiered_jobs", source / "tiered_jobs", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    build = subprocess.run([sys.executable, *line.split()[1:], "--no-build-isolation", "-q"], cwd=workdir,
-                           capture_output=True, text=True, timeout=180)
+    build = subprocess.run(
+        [sys.executable, *line.split()[1:], "--no-build-isolation", "-q"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert build.returncode == 0, build.stderr
     return workdir / "dist" / match.group(1)
 
@@ -61,9 +66,24 @@ def fresh_venv(wheel: Path, home: Path, extras: Iterable[str] = ()) -> Path:
     venv, deps = home / "venv", home / "deps"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=180)
     python = venv / "bin" / "python"
-    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
-                              "--no-index", "--disable-pip-version-check", str(wheel)],
-                             capture_output=True, text=True, timeout=180)
+    install = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            "--disable-pip-version-check",
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert install.returncode == 0, install.stderr
     requires = metadata.Distribution.at(next((venv / "lib").glob("python*/site-packages/tiered_jobs-*.dist-info")))
     deps.mkdir()
@@ -81,10 +101,17 @@ def site_packages(venv: Path) -> Path:
     return next((venv / "lib").glob("python*/site-packages"))
 
 
-def run_outside(venv: Path, *args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None,
-                timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_outside(
+    venv: Path, *args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """Run a program of ``venv`` (from its own folder unless ``cwd``), with no variable pointing back at
     the repository."""
     clean = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(venv.parent), **(env or {})}
-    return subprocess.run([str(venv / "bin" / args[0]), *args[1:]], cwd=cwd or venv.parent, env=clean,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [str(venv / "bin" / args[0]), *args[1:]],
+        cwd=cwd or venv.parent,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

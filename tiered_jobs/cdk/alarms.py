@@ -90,8 +90,9 @@ def tier_alarm_specs(metrics: TierMetrics) -> dict[str, AlarmSpec]:
     return specs
 
 
-def page_on(scope: Construct, construct_id: str, spec: AlarmSpec, *, alarm_name: str,
-            topic: sns.ITopic) -> cloudwatch.Alarm:
+def page_on(
+    scope: Construct, construct_id: str, spec: AlarmSpec, *, alarm_name: str, topic: sns.ITopic
+) -> cloudwatch.Alarm:
     """One alarm that notifies ``topic`` when it fires and when it recovers."""
     alarm = spec.metric.create_alarm(
         scope,
@@ -112,7 +113,8 @@ def page_on(scope: Construct, construct_id: str, spec: AlarmSpec, *, alarm_name:
 def tier_alarms(scope: Construct, metrics: TierMetrics, topic: sns.ITopic) -> dict[str, cloudwatch.Alarm]:
     """The tier's alarms, as children of ``scope`` (the tier), keyed by kind."""
     return {
-        kind: page_on(scope, f"Alarm-{kind}", spec, alarm_name=Alarms.name(metrics.stage, metrics.name, kind),
-                      topic=topic)
+        kind: page_on(
+            scope, f"Alarm-{kind}", spec, alarm_name=Alarms.name(metrics.stage, metrics.name, kind), topic=topic
+        )
         for kind, spec in tier_alarm_specs(metrics).items()
     }

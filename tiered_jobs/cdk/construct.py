@@ -99,8 +99,15 @@ class TieredJobs(Construct):
     ``publisher_policy`` and :meth:`grant_publish`.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, jobs: JobsCode,
-                 settings: AppSettings | None = None, **raw_settings: Any) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        jobs: JobsCode,
+        settings: AppSettings | None = None,
+        **raw_settings: Any,
+    ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         others = [c for c in stack.node.find_all() if isinstance(c, TieredJobs) and c is not self]
@@ -113,8 +120,10 @@ class TieredJobs(Construct):
             raw = with_local_overrides(raw_settings, self.node.try_get_context(LOCAL_OVERRIDES_CONTEXT_KEY))
             settings = AppSettings.from_context(raw, source=f"TieredJobs({construct_id!r})")
         elif raw_settings:
-            raise SettingsError(f"TieredJobs({construct_id!r}): give settings= or keyword settings "
-                                f"({', '.join(sorted(raw_settings))}), not both")
+            raise SettingsError(
+                f"TieredJobs({construct_id!r}): give settings= or keyword settings "
+                f"({', '.join(sorted(raw_settings))}), not both"
+            )
         if not settings.routes:
             raise SettingsError(
                 f"TieredJobs({construct_id!r}): routes: none given, so no job type would reach a tier; route each "
@@ -131,8 +140,11 @@ class TieredJobs(Construct):
         Tags.of(self).add(STAGE_TAG, stage, include_resource_types=list(RETAINED_RESOURCE_TYPES))
         platform = LambdaPlatform(self, "Platform", settings=settings, jobs=source)
         self.idempotency = DataTable(
-            self, "Idempotency", settings=settings,
-            partition_key=IDEMPOTENCY_PARTITION_KEY, ttl_attribute=IDEMPOTENCY_TTL_ATTRIBUTE,
+            self,
+            "Idempotency",
+            settings=settings,
+            partition_key=IDEMPOTENCY_PARTITION_KEY,
+            ttl_attribute=IDEMPOTENCY_TTL_ATTRIBUTE,
         ).table
         # What the jobs declared under ``resources`` (tables, queues), each for the tiers running them.
         self.job_resources = JobResources(self, "Resources", settings=settings)
@@ -140,9 +152,16 @@ class TieredJobs(Construct):
         self.alarm_topic: sns.ITopic = self._alarm_topic.topic
         # Token buckets of the rate-limited tiers (only when one has a limit): their own table, so
         # each consumer's policy names one action on its own items (docs/consumer.md, "Rate limits").
-        self.rate_limits = DataTable(
-            self, "RateLimits", settings=settings, partition_key=BUCKET_KEY_ATTRIBUTE,
-        ).table if any(tier.limits is not None for tier in settings.tiers) else None
+        self.rate_limits = (
+            DataTable(
+                self,
+                "RateLimits",
+                settings=settings,
+                partition_key=BUCKET_KEY_ATTRIBUTE,
+            ).table
+            if any(tier.limits is not None for tier in settings.tiers)
+            else None
+        )
         self.tiers: dict[str, Tier] = {
             tier.name: Tier(
                 self,
@@ -161,19 +180,27 @@ class TieredJobs(Construct):
         }
         tiers = list(self.tiers.values())
         self.replay = ReplayFunction(self, "Replay", settings=settings, platform=platform, tiers=tiers)
-        self.scheduled_jobs = ScheduledJobs(self, "Schedules", settings=settings, tiers=tiers,
-                                            alarm_topic=self.alarm_topic)
+        self.scheduled_jobs = ScheduledJobs(
+            self, "Schedules", settings=settings, tiers=tiers, alarm_topic=self.alarm_topic
+        )
         self.dashboard: cloudwatch.Dashboard = Dashboard(self, "Dashboard", stage=stage, tiers=tiers).dashboard
         self.parameters: dict[str, ssm.StringParameter] = {}
         self._discovery()
         self._publishers = PublisherPolicy(
-            self, "Publishers", stage=stage, queues=self.queues,
-            parameters={**self.parameters, **self.scheduled_jobs.parameters}, scheduled_jobs=self.scheduled_jobs,
+            self,
+            "Publishers",
+            stage=stage,
+            queues=self.queues,
+            parameters={**self.parameters, **self.scheduled_jobs.parameters},
+            scheduled_jobs=self.scheduled_jobs,
         )
         self.publisher_policy: iam.ManagedPolicy = self._publishers.policy
-        self._publish(Outputs.PUBLISHER_POLICY_ARN, Ssm.publisher_policy_arn(stage),
-                      self.publisher_policy.managed_policy_arn,
-                      "Managed policy to attach to a publishing service's role")
+        self._publish(
+            Outputs.PUBLISHER_POLICY_ARN,
+            Ssm.publisher_policy_arn(stage),
+            self.publisher_policy.managed_policy_arn,
+            "Managed policy to attach to a publishing service's role",
+        )
         # Every alarm of the stack that notifies the topic (yours too, added later) may publish to it.
         self._alarm_topic.allow_alarms_of(stack)
 
@@ -217,8 +244,9 @@ class TieredJobs(Construct):
         if isinstance(grantee, Construct):
             self.scheduled_jobs.acknowledge_one_time_wildcard(grantee)
 
-    def _publish(self, key: str, parameter_name: str | None, value: str, description: str, *,
-                 output: bool = True) -> None:
+    def _publish(
+        self, key: str, parameter_name: str | None, value: str, description: str, *, output: bool = True
+    ) -> None:
         """Output ``key`` and/or an SSM parameter, so other services (and the CLI) find a resource by stage.
 
         Outputs keep their documented names (``Outputs``) wherever the construct sits in the stack.
@@ -227,7 +255,11 @@ class TieredJobs(Construct):
             CfnOutput(self, key, value=value, description=description).override_logical_id(key)
         if parameter_name is not None:
             self.parameters[parameter_name] = ssm.StringParameter(
-                self, f"Param{key}", parameter_name=parameter_name, string_value=value, description=description,
+                self,
+                f"Param{key}",
+                parameter_name=parameter_name,
+                string_value=value,
+                description=description,
             )
 
     def _discovery(self) -> None:
@@ -241,10 +273,15 @@ class TieredJobs(Construct):
                 (Outputs.DLQ_URL, Ssm.TIER_DLQ_URL, tier.dlq.queue_url),
                 (Outputs.DLQ_ARN, Ssm.TIER_DLQ_ARN, tier.dlq.queue_arn),
             ):
-                publish(Outputs.tier(tier.name, what), Ssm.tier(stage, tier.name, key), value,
-                        f"{tier.name} tier: {key}")
-            publish(Outputs.tier(tier.name, Outputs.CONSUMER_FUNCTION_NAME), None, tier.consumer.function_name,
-                    f"{tier.name} tier: consumer function name")
+                publish(
+                    Outputs.tier(tier.name, what), Ssm.tier(stage, tier.name, key), value, f"{tier.name} tier: {key}"
+                )
+            publish(
+                Outputs.tier(tier.name, Outputs.CONSUMER_FUNCTION_NAME),
+                None,
+                tier.consumer.function_name,
+                f"{tier.name} tier: consumer function name",
+            )
             # The replay (and the CLI's direct mode) refuse letters older than this window.
             publish(
                 Outputs.tier(tier.name, "IdempotencyTtlSeconds"),
@@ -253,20 +290,39 @@ class TieredJobs(Construct):
                 f"{tier.name} tier: seconds a finished job's idempotency record is kept",
                 output=False,
             )
-        publish(Outputs.REPLAY_FUNCTION_NAME, Ssm.replay_function_name(stage), self.replay.function.function_name,
-                "Replay function name")
-        publish(Outputs.IDEMPOTENCY_TABLE_NAME, Ssm.idempotency_table_name(stage), self.idempotency.table_name,
-                "Idempotency table name")
-        publish(Outputs.DISCARD_ARCHIVE_BUCKET, Ssm.discard_archive_bucket(stage), self.replay.archive.bucket_name,
-                "Bucket where the replay function archives the letters it discards (discarded/<stage>/<tier>/)")
+        publish(
+            Outputs.REPLAY_FUNCTION_NAME,
+            Ssm.replay_function_name(stage),
+            self.replay.function.function_name,
+            "Replay function name",
+        )
+        publish(
+            Outputs.IDEMPOTENCY_TABLE_NAME,
+            Ssm.idempotency_table_name(stage),
+            self.idempotency.table_name,
+            "Idempotency table name",
+        )
+        publish(
+            Outputs.DISCARD_ARCHIVE_BUCKET,
+            Ssm.discard_archive_bucket(stage),
+            self.replay.archive.bucket_name,
+            "Bucket where the replay function archives the letters it discards (discarded/<stage>/<tier>/)",
+        )
         for resource in self.job_resources.resources:
-            publish(Outputs.resource(resource.name), Ssm.resource(stage, resource.name), resource.value,
-                    resource.description)
+            publish(
+                Outputs.resource(resource.name),
+                Ssm.resource(stage, resource.name),
+                resource.value,
+                resource.description,
+            )
         publish(Outputs.ALARM_TOPIC_ARN, None, self.alarm_topic.topic_arn, "Alarm topic ARN")
         publish(Outputs.DASHBOARD_NAME, None, dashboard_name(stage), "CloudWatch dashboard name")
         routes = json.dumps(dict(self.settings.routes), sort_keys=True)
         publish(Outputs.ROUTES, Ssm.routes(stage), routes, "Routing table: job type glob -> tier (JSON)")
         self.parameters[Ssm.tiers(stage)] = ssm.StringParameter(
-            self, "ParamTiers", parameter_name=Ssm.tiers(stage), string_value=",".join(self.settings.tier_names),
+            self,
+            "ParamTiers",
+            parameter_name=Ssm.tiers(stage),
+            string_value=",".join(self.settings.tier_names),
             description="Tier names, comma-separated",
         )

@@ -16,8 +16,14 @@ from .metrics import ONE_MINUTE, TierMetrics
 from .tier import Tier
 
 #: Job outcomes graphed per tier, in the order of a job's life (``JobsFailed``: jobs failed for good).
-JOB_METRICS = (Metrics.PROCESSED, Metrics.SUCCEEDED, Metrics.FAILED, Metrics.DEAD_LETTERED, Metrics.DUPLICATE,
-               Metrics.RATE_LIMITED)
+JOB_METRICS = (
+    Metrics.PROCESSED,
+    Metrics.SUCCEEDED,
+    Metrics.FAILED,
+    Metrics.DEAD_LETTERED,
+    Metrics.DUPLICATE,
+    Metrics.RATE_LIMITED,
+)
 #: Retries are expected (a transient error, then success): their own widget, and no alarm.
 RETRY_METRICS = (Metrics.RETRIED,)
 
@@ -74,8 +80,11 @@ def _rate_widget(metrics: TierMetrics) -> cloudwatch.GraphWidget:
     """Completions per second against the tier-wide limit, and jobs held back per minute."""
     limits = metrics.tier.limits
     assert limits is not None
-    annotations = [cloudwatch.HorizontalAnnotation(value=limits.tier.per_second, label="tier rate limit")] \
-        if limits.tier is not None else []
+    annotations = (
+        [cloudwatch.HorizontalAnnotation(value=limits.tier.per_second, label="tier rate limit")]
+        if limits.tier is not None
+        else []
+    )
     return cloudwatch.GraphWidget(
         title=f"{metrics.name}: rate limit {limits.describe()}",
         width=24,

@@ -49,7 +49,8 @@ class DiscardArchive(Construct):
             removal_policy=settings.removal_policy,
         )
         acknowledge(
-            self.access_logs, "AwsSolutions-S1",
+            self.access_logs,
+            "AwsSolutions-S1",
             "This is the access-log bucket of the discard archive: logging it as well would only record S3's own "
             "log deliveries.",
         )
@@ -63,8 +64,9 @@ class DiscardArchive(Construct):
             lifecycle_rules=[
                 s3.LifecycleRule(id="ExpireDiscardedLetters", expiration=days),
                 # A version overwritten or deleted by hand is kept as long again; then the marker goes too.
-                s3.LifecycleRule(id="ExpireReplacedVersions", noncurrent_version_expiration=days,
-                                 expired_object_delete_marker=True),
+                s3.LifecycleRule(
+                    id="ExpireReplacedVersions", noncurrent_version_expiration=days, expired_object_delete_marker=True
+                ),
             ],
             server_access_logs_bucket=self.access_logs,
             server_access_logs_prefix=ACCESS_LOG_PREFIX,
@@ -90,7 +92,8 @@ class DiscardArchive(Construct):
         # An L2 bucket's default child is its CfnBucket, a CfnElement.
         bucket_id = stack.resolve(stack.get_logical_id(cast(CfnElement, self.bucket.node.default_child)))
         acknowledge(
-            role, f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{objects}]",
+            role,
+            f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{objects}]",
             "Each discard writes a new object per batch (discarded/<stage>/<tier>/<time>-<id>.jsonl): the wildcard "
             "covers only new keys under this stage's prefix, for PutObject alone.",
         )

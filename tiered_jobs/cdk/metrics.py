@@ -24,8 +24,9 @@ FIVE_MINUTES = Duration.minutes(5)
 class TierMetrics:
     """The metrics of one tier: its jobs (EMF), its queue and DLQ (SQS), its consumer (Lambda)."""
 
-    def __init__(self, *, stage: str, tier: TierSettings, queue: sqs.IQueue, dlq: sqs.IQueue,
-                 consumer: lambda_.IFunction) -> None:
+    def __init__(
+        self, *, stage: str, tier: TierSettings, queue: sqs.IQueue, dlq: sqs.IQueue, consumer: lambda_.IFunction
+    ) -> None:
         self.stage = stage
         self.tier = tier
         self.name = tier.name
@@ -38,8 +39,11 @@ class TierMetrics:
         return cloudwatch.Metric(
             namespace=Metrics.NAMESPACE,
             metric_name=metric_name,
-            dimensions_map={Metrics.DIM_SERVICE: Metrics.SERVICE, Metrics.DIM_STAGE: self.stage,
-                            Metrics.DIM_TIER: self.name},
+            dimensions_map={
+                Metrics.DIM_SERVICE: Metrics.SERVICE,
+                Metrics.DIM_STAGE: self.stage,
+                Metrics.DIM_TIER: self.name,
+            },
             statistic=statistic,
             period=period,
         )
@@ -80,8 +84,10 @@ class TierMetrics:
     def completed_per_second(self) -> cloudwatch.MathExpression:
         """Jobs succeeded per second (per minute / 60), to set against a rate limit."""
         return cloudwatch.MathExpression(
-            expression="done / 60", using_metrics={"done": self.job(Metrics.SUCCEEDED, period=ONE_MINUTE)},
-            label="completed per second", period=ONE_MINUTE,
+            expression="done / 60",
+            using_metrics={"done": self.job(Metrics.SUCCEEDED, period=ONE_MINUTE)},
+            label="completed per second",
+            period=ONE_MINUTE,
         )
 
     # -- the queues (SQS) --------------------------------------------------------------------------
@@ -97,10 +103,12 @@ class TierMetrics:
         return cloudwatch.MathExpression(
             expression="visible + held",
             using_metrics={
-                "visible": self._dlq.metric_approximate_number_of_messages_visible(statistic="Maximum",
-                                                                                   period=ONE_MINUTE),
-                "held": self._dlq.metric_approximate_number_of_messages_not_visible(statistic="Maximum",
-                                                                                    period=ONE_MINUTE),
+                "visible": self._dlq.metric_approximate_number_of_messages_visible(
+                    statistic="Maximum", period=ONE_MINUTE
+                ),
+                "held": self._dlq.metric_approximate_number_of_messages_not_visible(
+                    statistic="Maximum", period=ONE_MINUTE
+                ),
             },
             label=f"{self.name} DLQ letters (visible + in flight)",
             period=ONE_MINUTE,

@@ -40,8 +40,10 @@ def _files_under(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
     return sorted(
-        path for path in root.rglob("*")
-        if path.is_file() and not IGNORED_DIRS.intersection(path.relative_to(root).parts[:-1])
+        path
+        for path in root.rglob("*")
+        if path.is_file()
+        and not IGNORED_DIRS.intersection(path.relative_to(root).parts[:-1])
         and path.suffix not in IGNORED_SUFFIXES
     )
 
@@ -66,14 +68,20 @@ class JobsSource:
         module = self.module or directory.name
         object.__setattr__(self, "module", module)
         if not directory.is_dir():
-            raise JobsSourceError(f"job folder {str(directory)!r} does not exist or is not a folder; "
-                                  f"pass the folder that holds your job modules (e.g. JobsCode('src/jobs'))")
+            raise JobsSourceError(
+                f"job folder {str(directory)!r} does not exist or is not a folder; "
+                f"pass the folder that holds your job modules (e.g. JobsCode('src/jobs'))"
+            )
         if not (directory / "__init__.py").is_file():
-            raise JobsSourceError(f"job folder {str(directory)!r} has no __init__.py; the consumer imports it as "
-                                  f"module {module!r}, so add an __init__.py that imports your job modules")
+            raise JobsSourceError(
+                f"job folder {str(directory)!r} has no __init__.py; the consumer imports it as "
+                f"module {module!r}, so add an __init__.py that imports your job modules"
+            )
         if not all(part.isidentifier() for part in module.split(".")):
-            raise JobsSourceError(f"module {module!r} is not an importable Python name; use letters, digits and "
-                                  f"'_' (dots between packages), e.g. module='jobs' or module='myapp.jobs'")
+            raise JobsSourceError(
+                f"module {module!r} is not an importable Python name; use letters, digits and "
+                f"'_' (dots between packages), e.g. module='jobs' or module='myapp.jobs'"
+            )
         if module.split(".")[0] == "tiered_jobs":
             raise JobsSourceError(f"module {module!r} would shadow the Tiered Jobs runtime; pick another name")
 
@@ -84,8 +92,10 @@ class JobsSource:
 
     def files(self) -> dict[str, Path]:
         """``{path in the asset: source file}``: the job folder, then the runtime parts of this package."""
-        found = {f"{self.module_path}/{path.relative_to(self.directory).as_posix()}": path
-                 for path in _files_under(self.directory)}
+        found = {
+            f"{self.module_path}/{path.relative_to(self.directory).as_posix()}": path
+            for path in _files_under(self.directory)
+        }
         for part in RUNTIME_PARTS:
             root = self.runtime_dir / part
             for path in _files_under(root):

@@ -32,7 +32,10 @@ READ_ACTIONS = ("ssm:GetParameters",)
 def publisher_parameter_names(stage: str, tier_names: Sequence[str]) -> list[str]:
     """The SSM parameters a publisher reads (one ``GetParameters`` needs rights on every name it asks for)."""
     discovery = [
-        Ssm.tiers(stage), Ssm.routes(stage), Ssm.replay_function_name(stage), Ssm.idempotency_table_name(stage),
+        Ssm.tiers(stage),
+        Ssm.routes(stage),
+        Ssm.replay_function_name(stage),
+        Ssm.idempotency_table_name(stage),
         *(Ssm.tier(stage, tier, key) for tier in tier_names for key in (Ssm.TIER_QUEUE_URL, Ssm.TIER_DLQ_URL)),
     ]
     scheduling = [
@@ -48,8 +51,16 @@ def publisher_parameter_names(stage: str, tier_names: Sequence[str]) -> list[str
 class PublisherPolicy(Construct):
     """One customer-managed policy per stage; services attach it to their role (see docs/publishing.md)."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, stage: str, queues: Mapping[str, sqs.IQueue],
-                 parameters: Mapping[str, ssm.IStringParameter], scheduled_jobs: ScheduledJobs) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stage: str,
+        queues: Mapping[str, sqs.IQueue],
+        parameters: Mapping[str, ssm.IStringParameter],
+        scheduled_jobs: ScheduledJobs,
+    ) -> None:
         super().__init__(scope, construct_id)
         self._queues = dict(queues)
         self._parameters = [parameters[name] for name in publisher_parameter_names(stage, list(queues))]
@@ -58,7 +69,7 @@ class PublisherPolicy(Construct):
             self,
             "Policy",
             description=f"Publish jobs to the tiered-jobs {stage} tiers (send to the tier queues, read their SSM "
-                        f"names, create and cancel one-time schedules)",
+            f"names, create and cancel one-time schedules)",
             statements=self.statements(),
         )
         scheduled_jobs.acknowledge_one_time_wildcard(self.policy)

@@ -70,8 +70,15 @@ def _json_type(value: Any) -> str:
 
 
 class ReplayFunction(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, settings: AppSettings, platform: LambdaPlatform,
-                 tiers: Sequence[Tier]) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: AppSettings,
+        platform: LambdaPlatform,
+        tiers: Sequence[Tier],
+    ) -> None:
         super().__init__(scope, construct_id)
         self.function_name = function_name(settings.stage, "replay")
         # Where ``discard`` keeps the letters it deletes (without it the function refuses discard).

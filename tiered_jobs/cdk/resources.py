@@ -76,22 +76,32 @@ class JobResources(Construct):
         # An existing resource's customer-managed key: CDK's grants then add the key actions their
         # access needs (read: Decrypt, DescribeKey; write and send: Encrypt, ReEncrypt*, GenerateDataKey* too)
         # on that key only, as they do for a key of this stack.
-        key = (kms.Key.from_key_arn(self, f"{construct_id}Key", resource.kms_key_arn)
-               if resource.kms_key_arn is not None else None)
+        key = (
+            kms.Key.from_key_arn(self, f"{construct_id}Key", resource.kms_key_arn)
+            if resource.kms_key_arn is not None
+            else None
+        )
         if resource.kind == TABLE:
             table: dynamodb.ITable
             if resource.arn is not None:
-                table = dynamodb.Table.from_table_attributes(self, construct_id, table_arn=resource.arn,
-                                                             encryption_key=key)
+                table = dynamodb.Table.from_table_attributes(
+                    self, construct_id, table_arn=resource.arn, encryption_key=key
+                )
             else:
                 assert resource.partition_key is not None  # the settings require it of a created table
-                table = DataTable(self, construct_id, settings=settings, partition_key=resource.partition_key,
-                                  sort_key=resource.sort_key).table
+                table = DataTable(
+                    self,
+                    construct_id,
+                    settings=settings,
+                    partition_key=resource.partition_key,
+                    sort_key=resource.sort_key,
+                ).table
             grant = table.grant_read_data if resource.access == "read" else table.grant_read_write_data
             return JobResource(resource, _with_indexes(grant, resource), tiers, table)
         assert resource.arn is not None  # the settings accept only existing queues
-        queue = sqs.Queue.from_queue_attributes(self, construct_id, queue_arn=resource.arn,
-                                                key_arn=resource.kms_key_arn)
+        queue = sqs.Queue.from_queue_attributes(
+            self, construct_id, queue_arn=resource.arn, key_arn=resource.kms_key_arn
+        )
         return JobResource(resource, _acknowledged(queue.grant_send_messages, resource), tiers, queue)
 
 
@@ -99,37 +109,50 @@ class JobResources(Construct):
 INDEX_ACTIONS = ("dynamodb:Query", "dynamodb:Scan")
 
 
-def _with_indexes(grant: Callable[[iam.IGrantable], object],
-                  resource: ResourceSettings) -> Callable[[iam.IGrantable], object]:
+def _with_indexes(
+    grant: Callable[[iam.IGrantable], object], resource: ResourceSettings
+) -> Callable[[iam.IGrantable], object]:
     """``grant``, plus Query and Scan on the named indexes of an existing table (``<arn>/index/<name>``).
 
     ``Table.from_table_arn`` knows no indexes, so CDK's grant covers the table alone and a query on
     an index would be denied; naming them grants exactly those (``*``: ``<arn>/index/*``).
     """
+
     def granted(grantee: iam.IGrantable) -> object:
         result = _acknowledged(grant, resource)(grantee)
         if resource.indexes:
-            iam.Grant.add_to_principal(grantee=grantee, actions=list(INDEX_ACTIONS),
-                                       resource_arns=[f"{resource.arn}/index/{index}" for index in resource.indexes])
+            iam.Grant.add_to_principal(
+                grantee=grantee,
+                actions=list(INDEX_ACTIONS),
+                resource_arns=[f"{resource.arn}/index/{index}" for index in resource.indexes],
+            )
             if ALL_INDEXES in resource.indexes:
-                _acknowledge_on_role(grantee, f"AwsSolutions-IAM5[Resource::{resource.arn}/index/*]",
-                                     f"resources.{resource.name}.indexes is ['*']: every index of the existing "
-                                     f"table, as its settings ask (Query and Scan only).")
+                _acknowledge_on_role(
+                    grantee,
+                    f"AwsSolutions-IAM5[Resource::{resource.arn}/index/*]",
+                    f"resources.{resource.name}.indexes is ['*']: every index of the existing "
+                    f"table, as its settings ask (Query and Scan only).",
+                )
         return result
 
     return granted
 
 
-def _acknowledged(grant: Callable[[iam.IGrantable], object],
-                  resource: ResourceSettings) -> Callable[[iam.IGrantable], object]:
+def _acknowledged(
+    grant: Callable[[iam.IGrantable], object], resource: ResourceSettings
+) -> Callable[[iam.IGrantable], object]:
     """``grant``, with cdk-nag's findings on CDK's own KMS grant acknowledged on the grantee's role."""
+
     def granted(grantee: iam.IGrantable) -> object:
         result = grant(grantee)
         if resource.kms_key_arn is not None and resource.access != "read":
             for action in ("kms:ReEncrypt*", "kms:GenerateDataKey*"):
-                _acknowledge_on_role(grantee, f"AwsSolutions-IAM5[Action::{action}]",
-                                     f"CDK's grant on the customer-managed key of resources.{resource.name} "
-                                     f"({resource.kms_key_arn}), that key only.")
+                _acknowledge_on_role(
+                    grantee,
+                    f"AwsSolutions-IAM5[Action::{action}]",
+                    f"CDK's grant on the customer-managed key of resources.{resource.name} "
+                    f"({resource.kms_key_arn}), that key only.",
+                )
         return result
 
     return granted

@@ -59,8 +59,15 @@ DLQ_RETENTION = Duration.days(14)
 class ScheduledJobs(Construct):
     """Group, roles, periodic schedules, DLQ + alarm, publisher statements; outputs and SSM parameters."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, settings: AppSettings, tiers: Sequence[Tier],
-                 alarm_topic: sns.ITopic) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: AppSettings,
+        tiers: Sequence[Tier],
+        alarm_topic: sns.ITopic,
+    ) -> None:
         super().__init__(scope, construct_id)
         stage = settings.stage
         queues = {tier.name: tier.queue for tier in tiers}
@@ -70,33 +77,51 @@ class ScheduledJobs(Construct):
         self.group.apply_removal_policy(settings.removal_policy)
 
         self.dlq = sqs.Queue(
-            self, "Dlq", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
-            retention_period=DLQ_RETENTION, max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
+            self,
+            "Dlq",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=DLQ_RETENTION,
+            max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
             removal_policy=settings.removal_policy,
         )
         acknowledge(self.dlq, "AwsSolutions-SQS3", "This queue is the dead-letter queue of the schedules.")
         acknowledge(self.dlq, "Serverless-SQSRedrivePolicy", "A dead-letter queue has no dead-letter queue itself.")
         self.alarm = page_on(
-            self, "Alarm-undelivered",
-            AlarmSpec(self.dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=ONE_MINUTE),
-                      0, "A scheduled job could not be delivered to its tier queue (see the schedules DLQ)."),
-            alarm_name=Schedules.dlq_alarm_name(stage), topic=alarm_topic,
+            self,
+            "Alarm-undelivered",
+            AlarmSpec(
+                self.dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=ONE_MINUTE),
+                0,
+                "A scheduled job could not be delivered to its tier queue (see the schedules DLQ).",
+            ),
+            alarm_name=Schedules.dlq_alarm_name(stage),
+            topic=alarm_topic,
         )
 
         periodic_tiers = sorted({schedule.tier for schedule in settings.schedules})
         self.periodic_role = (
-            self._role("PeriodicRole", [queues[name] for name in periodic_tiers],
-                       f"EventBridge Scheduler: the {stage} periodic jobs' tier queues")
-            if settings.schedules else None
+            self._role(
+                "PeriodicRole",
+                [queues[name] for name in periodic_tiers],
+                f"EventBridge Scheduler: the {stage} periodic jobs' tier queues",
+            )
+            if settings.schedules
+            else None
         )
-        self.one_time_role = self._role("OneTimeRole", list(queues.values()),
-                                        f"EventBridge Scheduler: {stage} one-time jobs, to any tier queue",
-                                        path=Schedules.one_time_role_path(stage, Aws.REGION), inline=True)
+        self.one_time_role = self._role(
+            "OneTimeRole",
+            list(queues.values()),
+            f"EventBridge Scheduler: {stage} one-time jobs, to any tier queue",
+            path=Schedules.one_time_role_path(stage, Aws.REGION),
+            inline=True,
+        )
         # Same lifetime as the group: a pending job fires with this role, even after a destroy.
         self.one_time_role.apply_removal_policy(settings.removal_policy)
         self.schedules = {
             schedule.name: scheduler.CfnSchedule(
-                self, f"Schedule-{schedule.name}",
+                self,
+                f"Schedule-{schedule.name}",
                 name=schedule.name,
                 group_name=self.group_name,
                 description=f"{schedule.job_type} -> {schedule.tier} ({stage})",
@@ -107,8 +132,11 @@ class ScheduledJobs(Construct):
                     maximum_window_in_minutes=schedule.flexible_window_minutes,
                 ),
                 state="ENABLED",
-                target=self._target(queues[schedule.tier].queue_arn, self.periodic_role,
-                                    periodic_input(schedule.name, schedule.job_type, schedule.payload)),
+                target=self._target(
+                    queues[schedule.tier].queue_arn,
+                    self.periodic_role,
+                    periodic_input(schedule.name, schedule.job_type, schedule.payload),
+                ),
             )
             for schedule in settings.schedules
         }
@@ -119,8 +147,15 @@ class ScheduledJobs(Construct):
         self.parameters: dict[str, ssm.StringParameter] = {}
         self._discovery(stage)
 
-    def _role(self, construct_id: str, queues: list[sqs.IQueue], description: str, *, path: str | None = None,
-              inline: bool = False) -> iam.Role:
+    def _role(
+        self,
+        construct_id: str,
+        queues: list[sqs.IQueue],
+        description: str,
+        *,
+        path: str | None = None,
+        inline: bool = False,
+    ) -> iam.Role:
         """``inline``: the permissions in the role resource itself (retained with it), not an ``AWS::IAM::Policy``."""
         # Scheduler delivers to the target *and* writes dead-letter events with the execution role.
         send = iam.PolicyStatement(
@@ -129,7 +164,8 @@ class ScheduledJobs(Construct):
             resources=[queue.queue_arn for queue in queues] + [self.dlq.queue_arn],
         )
         role = iam.Role(
-            self, construct_id,
+            self,
+            construct_id,
             description=description,
             path=path,
             assumed_by=iam.ServicePrincipal(
@@ -160,8 +196,9 @@ class ScheduledJobs(Construct):
         Written with the pseudo parameters even when the stack's region is known, so the template
         (and the cdk-nag acknowledgment of the wildcard) reads the same for every target.
         """
-        return (f"arn:{Aws.PARTITION}:scheduler:{Aws.REGION}:{Aws.ACCOUNT_ID}:"
-                f"schedule/{self.group_name}/{ONE_TIME_PREFIX}*")
+        return (
+            f"arn:{Aws.PARTITION}:scheduler:{Aws.REGION}:{Aws.ACCOUNT_ID}:schedule/{self.group_name}/{ONE_TIME_PREFIX}*"
+        )
 
     def publisher_statements(self) -> list[iam.PolicyStatement]:
         """What a service needs to publish (``at=``, long delays) and cancel one-time jobs.
@@ -197,8 +234,12 @@ class ScheduledJobs(Construct):
     def _discovery(self, stage: str) -> None:
         for output_key, ssm_key, value, description in (
             (Schedules.OUTPUT_GROUP_NAME, Schedules.SSM_GROUP_NAME, self.group_name, "Schedule group name"),
-            (Schedules.OUTPUT_ROLE_ARN, Schedules.SSM_ROLE_ARN, self.one_time_role.role_arn,
-             "Role one-time schedules run with (publishers pass it)"),
+            (
+                Schedules.OUTPUT_ROLE_ARN,
+                Schedules.SSM_ROLE_ARN,
+                self.one_time_role.role_arn,
+                "Role one-time schedules run with (publishers pass it)",
+            ),
             (Schedules.OUTPUT_DLQ_ARN, Schedules.SSM_DLQ_ARN, self.dlq.queue_arn, "Schedules dead-letter queue ARN"),
             (Schedules.OUTPUT_DLQ_URL, None, self.dlq.queue_url, "Schedules dead-letter queue URL"),
         ):
@@ -206,4 +247,5 @@ class ScheduledJobs(Construct):
             if ssm_key is not None:
                 name = Schedules.ssm(stage, ssm_key)
                 self.parameters[name] = ssm.StringParameter(
-                    self, f"Param{output_key}", parameter_name=name, string_value=value, description=description)
+                    self, f"Param{output_key}", parameter_name=name, string_value=value, description=description
+                )

@@ -28,16 +28,30 @@ CLOUDWATCH_PRINCIPAL = "cloudwatch.amazonaws.com"
 TOPIC_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey*")
 #: The actions an SNS topic policy can name.
 TOPIC_ACTIONS = (
-    "sns:AddPermission", "sns:DeleteTopic", "sns:GetTopicAttributes", "sns:ListSubscriptionsByTopic",
-    "sns:Publish", "sns:RemovePermission", "sns:SetTopicAttributes", "sns:Subscribe",
+    "sns:AddPermission",
+    "sns:DeleteTopic",
+    "sns:GetTopicAttributes",
+    "sns:ListSubscriptionsByTopic",
+    "sns:Publish",
+    "sns:RemovePermission",
+    "sns:SetTopicAttributes",
+    "sns:Subscribe",
 )
 
 
 class DataTable(Construct):
     """An on-demand DynamoDB table with point-in-time recovery and encryption, retained unless disposable."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, settings: AppSettings, partition_key: str,
-                 sort_key: str | None = None, ttl_attribute: str | None = None) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: AppSettings,
+        partition_key: str,
+        sort_key: str | None = None,
+        ttl_attribute: str | None = None,
+    ) -> None:
         super().__init__(scope, construct_id)
         self.table = dynamodb.Table(
             self,

@@ -182,12 +182,17 @@ class Tier(Construct):
         limits = self.settings.limits
         if limits is None or props.rate_limit_table is None:
             return
-        self.consumer.add_to_role_policy(iam.PolicyStatement(
-            actions=["dynamodb:GetItem", "dynamodb:UpdateItem"],
-            resources=[props.rate_limit_table.table_arn],
-            conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{tier_key_prefix(self.name)}*"]}},
-        ))
+        self.consumer.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["dynamodb:GetItem", "dynamodb:UpdateItem"],
+                resources=[props.rate_limit_table.table_arn],
+                conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{tier_key_prefix(self.name)}*"]}},
+            )
+        )
         ssm.StringParameter(
-            self, "RateLimitsParam", parameter_name=Ssm.tier(props.settings.stage, self.name, Ssm.TIER_RATE_LIMITS),
-            string_value=limits.to_json(), description=f"{self.name} tier: rate limits (JSON)",
+            self,
+            "RateLimitsParam",
+            parameter_name=Ssm.tier(props.settings.stage, self.name, Ssm.TIER_RATE_LIMITS),
+            string_value=limits.to_json(),
+            description=f"{self.name} tier: rate limits (JSON)",
         )

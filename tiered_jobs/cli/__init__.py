@@ -22,6 +22,7 @@ from .common import CliError, app, fail
 #: boto3's own variable for a custom endpoint (e.g. moto's server): the CLI honours it too.
 AWS_ENDPOINT_URL = "AWS_ENDPOINT_URL"
 
+
 @app.callback()
 def _options(
     ctx: typer.Context,
@@ -31,7 +32,9 @@ def _options(
     ),
     region: Optional[str] = typer.Option(None, "--region", help="AWS region (default: as the AWS CLI resolves it)."),
     endpoint_url: Optional[str] = typer.Option(
-        None, "--endpoint-url", envvar=AWS_ENDPOINT_URL,
+        None,
+        "--endpoint-url",
+        envvar=AWS_ENDPOINT_URL,
         help="Custom AWS endpoint, e.g. the emulator's http://127.0.0.1:<port>.",
     ),
 ) -> None:

@@ -16,15 +16,19 @@ from .common import CliError, app, reported_errors, terminal
 def console(
     ctx: typer.Context,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; anything but loopback needs --token."),
-    port: int = typer.Option(8321, "--port", envvar="TIERED_JOBS_CONSOLE_PORT",
-                             help="Port to listen on (0: a free one)."),
+    port: int = typer.Option(
+        8321, "--port", envvar="TIERED_JOBS_CONSOLE_PORT", help="Port to listen on (0: a free one)."
+    ),
     token: Optional[str] = typer.Option(
-        None, "--token", envvar="TIERED_JOBS_CONSOLE_TOKEN",
+        None,
+        "--token",
+        envvar="TIERED_JOBS_CONSOLE_TOKEN",
         help="Require this token (basic auth password, bearer token or ?token=); mandatory off loopback.",
     ),
     read_only: bool = typer.Option(False, "--read-only", help="Hide every action and refuse action requests."),
     origin: Optional[str] = typer.Option(
-        None, "--origin",
+        None,
+        "--origin",
         help="Behind a reverse proxy: the address users open the console at (e.g. https://jobs.example.com).",
     ),
 ) -> None:
@@ -50,9 +54,15 @@ def console(
                 raise
             terminal(stderr=True).print(f"warning: {escape(explained[0])}", soft_wrap=True)
         try:
-            serve(target, security, host, port,
-                  on_ready=lambda url: terminal().print(f"Console for stage {target.stage}: {url}"
-                                                        + (" (read-only)" if read_only else ""), soft_wrap=True))
+            serve(
+                target,
+                security,
+                host,
+                port,
+                on_ready=lambda url: terminal().print(
+                    f"Console for stage {target.stage}: {url}" + (" (read-only)" if read_only else ""), soft_wrap=True
+                ),
+            )
         except BindError as exc:
             raise CliError(str(exc), 2) from None
         except OSError as exc:

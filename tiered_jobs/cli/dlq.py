@@ -65,7 +65,8 @@ def dlq_replay(
     max_messages: int = typer.Option(100, "--max", help="Move at most this many letters."),
     max_per_second: Optional[float] = typer.Option(None, "--max-per-second", help="Rate limit (default: none)."),
     allow_outside_window: bool = typer.Option(
-        False, "--allow-outside-window",
+        False,
+        "--allow-outside-window",
         help="Also move letters older than the tier's idempotency window (their jobs may run again).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the replay function's JSON response."),
@@ -73,9 +74,16 @@ def dlq_replay(
 ) -> None:
     """Move letters back to the tier's queue: send first, delete only what was sent."""
     with reported_errors():
-        event = {"action": "replay", "tier": tier, "dry_run": dry_run, "max_messages": max_messages,
-                 "job_type": job_type, "error_type": error_type, "older_than_seconds": older_than,
-                 "max_per_second": max_per_second}
+        event = {
+            "action": "replay",
+            "tier": tier,
+            "dry_run": dry_run,
+            "max_messages": max_messages,
+            "job_type": job_type,
+            "error_type": error_type,
+            "older_than_seconds": older_than,
+            "max_per_second": max_per_second,
+        }
         if allow_outside_window:
             event["allow_outside_idempotency_window"] = True
         answer = _replay(ctx.obj, event, via)
@@ -89,9 +97,11 @@ def dlq_replay(
                     f"nothing was moved ({stopped})."
                 )
             else:
-                terminal().print(f"Replayed {answer['moved']} of {answer['matched']} matching letter(s) to the "
-                          f"{escape(tier)} queue, {answer['failed']} failed; {answer['left_in_dlq']} left in the DLQ "
-                          f"({stopped}).")
+                terminal().print(
+                    f"Replayed {answer['moved']} of {answer['matched']} matching letter(s) to the "
+                    f"{escape(tier)} queue, {answer['failed']} failed; {answer['left_in_dlq']} left in the DLQ "
+                    f"({stopped})."
+                )
             _print_outside_window(answer)
             print_groups(answer["groups"])
         if answer["failed"]:
@@ -111,8 +121,10 @@ def dlq_discard(
     older_than: int = typer.Option(0, "--older-than", help=_OLDER_THAN_HELP),
     max_messages: int = typer.Option(100, "--max", help="Discard at most this many letters."),
     archive: Optional[Path] = typer.Option(
-        None, "--archive", help="JSON-lines file the letters are appended to before they are deleted.  "
-                                "[default: ./tiered-jobs-discarded-<stage>-<tier>.jsonl]",
+        None,
+        "--archive",
+        help="JSON-lines file the letters are appended to before they are deleted.  "
+        "[default: ./tiered-jobs-discarded-<stage>-<tier>.jsonl]",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the replay function's JSON response."),
     via: Via = typer.Option(Via.auto, "--via", help=_VIA_HELP),
@@ -120,8 +132,15 @@ def dlq_discard(
     """Drop letters that will never succeed: each is archived whole (and synced to disk) before it is deleted."""
     with reported_errors():
         target: Target = ctx.obj
-        event: dict[str, Any] = {"action": "discard", "tier": tier, "dry_run": dry_run, "max_messages": max_messages,
-                                 "job_type": job_type, "error_type": error_type, "older_than_seconds": older_than}
+        event: dict[str, Any] = {
+            "action": "discard",
+            "tier": tier,
+            "dry_run": dry_run,
+            "max_messages": max_messages,
+            "job_type": job_type,
+            "error_type": error_type,
+            "older_than_seconds": older_than,
+        }
         if message_ids:
             event["message_ids"] = list(message_ids)
         path = archive or Path(f"tiered-jobs-discarded-{target.stage}-{tier}.jsonl")
@@ -129,20 +148,28 @@ def dlq_discard(
         if as_json:
             terminal().print_json(data=answer)
         elif dry_run:
-            terminal().print(f"Dry run: {answer['matched']} letter(s) would be discarded from the {escape(tier)} DLQ; "
-                             f"nothing was archived or deleted ({_stopped(answer)}).")
+            terminal().print(
+                f"Dry run: {answer['matched']} letter(s) would be discarded from the {escape(tier)} DLQ; "
+                f"nothing was archived or deleted ({_stopped(answer)})."
+            )
         else:
-            terminal().print(f"Discarded {answer['discarded']} of {answer['matched']} matching letter(s) from the "
-                             f"{escape(tier)} DLQ, archived to {escape(str(answer['archive']))}; {answer['failed']} "
-                             f"failed; {answer['left_in_dlq']} left in the DLQ ({_stopped(answer)}).")
+            terminal().print(
+                f"Discarded {answer['discarded']} of {answer['matched']} matching letter(s) from the "
+                f"{escape(tier)} DLQ, archived to {escape(str(answer['archive']))}; {answer['failed']} "
+                f"failed; {answer['left_in_dlq']} left in the DLQ ({_stopped(answer)})."
+            )
         if not as_json:
             print_groups(answer["groups"])
         if answer["archive_error"]:
-            raise CliError(f"could not write the archive {answer['archive']} ({answer['archive_error']}): the letters "
-                           "not archived were not deleted")
+            raise CliError(
+                f"could not write the archive {answer['archive']} ({answer['archive_error']}): the letters "
+                "not archived were not deleted"
+            )
         if answer["failed"]:
-            raise CliError(f"{answer['failed']} archived letter(s) could not be deleted and stay in the DLQ: "
-                           "run the discard again (the archive may then hold them twice)")
+            raise CliError(
+                f"{answer['failed']} archived letter(s) could not be deleted and stay in the DLQ: "
+                "run the discard again (the archive may then hold them twice)"
+            )
 
 
 @dlq_app.command("show")
@@ -171,10 +198,16 @@ def dlq_show(
 def _print_letter(letter: dict[str, Any]) -> None:
     """Every field on its own line, never wrapped mid-value; then the body, pretty-printed when it is JSON."""
     console = terminal()
-    for label, key in (("Message id", "message_id"), ("Job type", "job_type"), ("Reason", "reason"),
-                       ("Error type", "error_type"), ("Error message", "error_message"),
-                       ("First failed", "first_failed_at"), ("Dead-lettered", "dead_lettered_at"),
-                       ("Sent to the DLQ", "sent_at")):
+    for label, key in (
+        ("Message id", "message_id"),
+        ("Job type", "job_type"),
+        ("Reason", "reason"),
+        ("Error type", "error_type"),
+        ("Error message", "error_message"),
+        ("First failed", "first_failed_at"),
+        ("Dead-lettered", "dead_lettered_at"),
+        ("Sent to the DLQ", "sent_at"),
+    ):
         console.print(f"[bold]{label}:[/] {escape(str(letter.get(key)))}", soft_wrap=True)
     console.print("[bold]Message attributes:[/]")
     for name, value in sorted(letter["message_attributes"].items()):
@@ -207,12 +240,18 @@ def _print_outside_window(answer: dict[str, Any]) -> None:
     )
     if not outside:
         return
-    window = f"the tier's idempotency window ({format_duration(ttl)})" if ttl is not None else (
-        "the tier's idempotency window (unknown: the stage was deployed before replay could read it)")
+    window = (
+        f"the tier's idempotency window ({format_duration(ttl)})"
+        if ttl is not None
+        else ("the tier's idempotency window (unknown: the stage was deployed before replay could read it)")
+    )
     if refused:
-        terminal().print(f"{refused} letter(s) older than {window} were left in the DLQ: replaying them could run "
-                         "jobs that had completed again. Discard them, or replay with --allow-outside-window after "
-                         "checking.", soft_wrap=True)
+        terminal().print(
+            f"{refused} letter(s) older than {window} were left in the DLQ: replaying them could run "
+            "jobs that had completed again. Discard them, or replay with --allow-outside-window after "
+            "checking.",
+            soft_wrap=True,
+        )
     else:
         terminal().print(f"{outside} letter(s) are older than {window}.", soft_wrap=True)
 
@@ -223,8 +262,15 @@ def _replay(target: Target, event: dict[str, Any], via: Via, archive_path: Path 
     Here, each tier's idempotency window comes from the stage's SSM parameters (a note on stderr
     when they cannot be read), and ``discard`` archives to ``archive_path``.
     """
-    return run_replay(target, event, via, progress=_progress, status=terminal(stderr=True).status,
-                      archive_path=archive_path, note=lambda text: terminal(stderr=True).print(f"note: {escape(text)}"))
+    return run_replay(
+        target,
+        event,
+        via,
+        progress=_progress,
+        status=terminal(stderr=True).status,
+        archive_path=archive_path,
+        note=lambda text: terminal(stderr=True).print(f"note: {escape(text)}"),
+    )
 
 
 @contextmanager
@@ -241,7 +287,13 @@ def _progress(description: str, total: int) -> Iterator[Callable[[int], None]]:
     if not console.is_terminal:  # a log or a pipe gets the summary only
         yield lambda matched: None
         return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
         task = progress.add_task(description, total=max(total, 1))
         yield lambda matched: progress.update(task, completed=matched)

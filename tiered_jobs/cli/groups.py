@@ -55,8 +55,9 @@ def _groups_table(groups: list[dict[str, Any]], width: int | None) -> tuple[Tabl
                 table.add_column(title, min_width=ERROR_MESSAGE_MIN_WIDTH, overflow="fold")
             else:
                 minimum += widest
-                table.add_column(title, no_wrap=True, min_width=widest - 2,
-                                 justify="right" if title == "Count" else "left")
+                table.add_column(
+                    title, no_wrap=True, min_width=widest - 2, justify="right" if title == "Count" else "left"
+                )
         if width is None or minimum <= width:
             for row in rows:
                 table.add_row(*row)
@@ -75,8 +76,10 @@ def print_groups(groups: list[dict[str, Any]]) -> None:
 
         for group in groups:
             console.print(f"[bold]{group['count']} x {escape(group['job_type'])}[/]")
-            details = (f"{escape(group['error_type'])} · {group.get('reason') or ''} · "
-                       f"dead-lettered {_minute(group.get('newest'))}\n{escape(group.get('error_message') or '')}")
+            details = (
+                f"{escape(group['error_type'])} · {group.get('reason') or ''} · "
+                f"dead-lettered {_minute(group.get('newest'))}\n{escape(group.get('error_message') or '')}"
+            )
             console.print(Padding(details, (0, 0, 0, 4)))
         return
     table, natural = fitted

@@ -28,8 +28,9 @@ def job(
             return
         out = terminal()
         out.print(f"[bold]{escape(job_type)}[/] key {escape(repr(key))}")
-        out.print(f"  state: [bold]{found.record.state.replace('_', ' ')}[/] — {escape(found.record.detail)}",
-                  soft_wrap=True)
+        out.print(
+            f"  state: [bold]{found.record.state.replace('_', ' ')}[/] — {escape(found.record.detail)}", soft_wrap=True
+        )
         if found.record.result is not None:
             out.print(f"  result: {escape(json.dumps(found.record.result))}", soft_wrap=True)
         read = ", ".join(f"{tier} {count}" for tier, count in found.letters_read.items())
@@ -37,8 +38,11 @@ def job(
             out.print(f"  dead letters: none (letters read: {read or 'no DLQ'})")
         for letter in found.letters:
             reasons = "; ".join(f"{name.removeprefix('DeadLetter.')}={value}" for name, value in letter.reasons.items())
-            out.print(f"  dead letter in the {letter.tier} DLQ: {letter.message_id}: "
-                      f"{escape(reasons or 'no reasons (moved by SQS redrive: crash or timeout)')}", soft_wrap=True)
+            out.print(
+                f"  dead letter in the {letter.tier} DLQ: {letter.message_id}: "
+                f"{escape(reasons or 'no reasons (moved by SQS redrive: crash or timeout)')}",
+                soft_wrap=True,
+            )
         if found.scheduled is None:  # never "none": it could not be read, and the note says why
             out.print("  scheduled runs: unknown")
         else:

@@ -22,11 +22,14 @@ def publish(
     payload: str = typer.Option("{}", "--payload", "-p", help="Payload as a JSON object."),
     tier: Optional[str] = typer.Option(None, "--tier", help="Override the routing table."),
     delay: Optional[int] = typer.Option(
-        None, "--delay", help="Seconds before the job runs (beyond 900: through a one-time schedule)."),
+        None, "--delay", help="Seconds before the job runs (beyond 900: through a one-time schedule)."
+    ),
     at: Optional[str] = typer.Option(
-        None, "--at", help="When the job runs: ISO 8601 with a time zone, e.g. 2030-05-01T09:00:00+02:00."),
+        None, "--at", help="When the job runs: ISO 8601 with a time zone, e.g. 2030-05-01T09:00:00+02:00."
+    ),
     tenant: Optional[str] = typer.Option(
-        None, "--tenant", help="Tenant the job is for: sent as its MessageGroupId (SQS fair queues)."),
+        None, "--tenant", help="Tenant the job is for: sent as its MessageGroupId (SQS fair queues)."
+    ),
 ) -> None:
     """Publish one job, routed like every other publisher's."""
     with reported_errors():
@@ -55,14 +58,21 @@ def _publisher(target: Target) -> Publisher:
     """The stage's publisher; where one-time jobs go is looked up only if a job needs it."""
     deployment = target.deployment()
     return Publisher.from_deployment(
-        deployment, sqs=target.client("sqs"), scheduler=target.client("scheduler"),
+        deployment,
+        sqs=target.client("sqs"),
+        scheduler=target.client("scheduler"),
         scheduling=lambda: scheduling_target(target),
     )
 
 
 def scheduling_target(target: Target) -> scheduling.SchedulingTarget:
-    return scheduling.locate(target.stage, target.stack_name, list(target.deployment().tiers),
-                             cloudformation=target.client("cloudformation"), ssm=target.client("ssm"))
+    return scheduling.locate(
+        target.stage,
+        target.stack_name,
+        list(target.deployment().tiers),
+        cloudformation=target.client("cloudformation"),
+        ssm=target.client("ssm"),
+    )
 
 
 def _iso_datetime(text: str, option: str) -> Any:
@@ -88,7 +98,9 @@ def cancel(
             terminal().print(f"Cancelled {escape(job_type)} (key {escape(repr(key))}): it will not run.")
         elif found.outcome == "already sent":
             when = found.fire_at.isoformat() if found.fire_at else "?"
-            raise CliError(f"not cancelled: scheduled job {job_type} (key {key!r}) was due at {when}, so it was "
-                           "already sent (or is being sent); its schedule stays until EventBridge Scheduler deletes it")
+            raise CliError(
+                f"not cancelled: scheduled job {job_type} (key {key!r}) was due at {when}, so it was "
+                "already sent (or is being sent); its schedule stays until EventBridge Scheduler deletes it"
+            )
         else:
             raise CliError(f"no pending scheduled job {job_type} (key {key!r}): never scheduled, or already sent")

@@ -30,10 +30,21 @@ def schedules_command(
         for title in ("Name", "Kind", "Expression", "Time zone", "Job type", "Tier", "Next fire (UTC)", "Key"):
             table.add_column(title, overflow="fold")
         for job in jobs:
-            next_fire = job.next_fire.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if job.next_fire else (
-                "disabled" if job.state != "ENABLED" else "–")
-            table.add_row(job.name, job.kind, job.expression, job.timezone, escape(job.job_type or "?"),
-                          job.tier or "?", next_fire, escape(job.idempotency_key or ""))
+            next_fire = (
+                job.next_fire.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+                if job.next_fire
+                else ("disabled" if job.state != "ENABLED" else "–")
+            )
+            table.add_row(
+                job.name,
+                job.kind,
+                job.expression,
+                job.timezone,
+                escape(job.job_type or "?"),
+                job.tier or "?",
+                next_fire,
+                escape(job.idempotency_key or ""),
+            )
         terminal().print(table)
         if not jobs:
             terminal(stderr=True).print("note: no schedules in this stage")

@@ -38,17 +38,34 @@ def status(
         notes = list(read.notes)
         rates = _rates(target, read, notes)
         if as_json:
-            terminal().print_json(data={"stage": read.stage, "source": read.source,
-                                        "tiers": [row.to_dict() for row in read.tiers], "rates": rates})
+            terminal().print_json(
+                data={
+                    "stage": read.stage,
+                    "source": read.source,
+                    "tiers": [row.to_dict() for row in read.tiers],
+                    "rates": rates,
+                }
+            )
             return
         table = Table(title=f"Tiered Jobs · stage {read.stage} · {read.source}")
         for title in ("Tier", "Visible", "In flight", "Delayed", "DLQ", "Oldest", "Throttled", "Alarms"):
-            table.add_column(title, justify="left" if title in ("Tier", "Alarms") else "right",
-                             no_wrap=True, min_width=max(map(len, deployment.tiers)) if title == "Tier" else None)
+            table.add_column(
+                title,
+                justify="left" if title in ("Tier", "Alarms") else "right",
+                no_wrap=True,
+                min_width=max(map(len, deployment.tiers)) if title == "Tier" else None,
+            )
         for row in read.tiers:
-            table.add_row(row.tier, str(row.visible), str(row.in_flight), str(row.delayed), _dlq_cell(row.dlq),
-                          format_duration(row.oldest_age_seconds), _throttles_cell(row.throttles),
-                          alarm_summary(row.alarms))
+            table.add_row(
+                row.tier,
+                str(row.visible),
+                str(row.in_flight),
+                str(row.delayed),
+                _dlq_cell(row.dlq),
+                format_duration(row.oldest_age_seconds),
+                _throttles_cell(row.throttles),
+                alarm_summary(row.alarms),
+            )
         _print_full_width(table)
         _print_rates(rates)
         for note in notes:
@@ -66,9 +83,14 @@ def _rates(target: Target, read: StageStatus, notes: list[str]) -> dict[str, dic
     except ClientError as exc:  # an extra, like the CloudWatch figures: the column stays blank
         limits = {}
         notes.append(f"rate limits unavailable ({client_error_text(exc)})")
-    return {row.tier: {"rate_limit": limits[row.tier].to_dict() if row.tier in limits else None,
-                       "rate_limit_text": limits[row.tier].describe() if row.tier in limits else "none",
-                       "completed_per_second": row.completed_per_second} for row in read.tiers}
+    return {
+        row.tier: {
+            "rate_limit": limits[row.tier].to_dict() if row.tier in limits else None,
+            "rate_limit_text": limits[row.tier].describe() if row.tier in limits else "none",
+            "completed_per_second": row.completed_per_second,
+        }
+        for row in read.tiers
+    }
 
 
 def _print_full_width(table: Table) -> None:

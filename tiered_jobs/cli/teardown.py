@@ -18,7 +18,10 @@ def teardown(
     ctx: typer.Context,
     yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking."),
     key_pending_days: int = typer.Option(
-        30, "--key-pending-days", min=KEY_PENDING_DAYS[0], max=KEY_PENDING_DAYS[1],
+        30,
+        "--key-pending-days",
+        min=KEY_PENDING_DAYS[0],
+        max=KEY_PENDING_DAYS[1],
         help="Days before a scheduled KMS key deletion happens (7-30; cancellable until then).",
     ),
 ) -> None:
@@ -31,14 +34,21 @@ def teardown(
         for stack in sorted({target.stack_name} | {item.owner for item in leftovers if item.owner}):
             status = stack_status(cloudformation, stack)
             if status is not None:
-                destroy = (f"npx cdk destroy -c stage={target.stage}" if stack == stack_name(target.stage)
-                           else f"npx cdk destroy {stack}")
-                raise CliError(f"stack {stack} still exists ({status}) and owns stage {target.stage!r}: "
-                               f"run `{destroy}` first, then this command")
+                destroy = (
+                    f"npx cdk destroy -c stage={target.stage}"
+                    if stack == stack_name(target.stage)
+                    else f"npx cdk destroy {stack}"
+                )
+                raise CliError(
+                    f"stack {stack} still exists ({status}) and owns stage {target.stage!r}: "
+                    f"run `{destroy}` first, then this command"
+                )
         console = Console(highlight=False)
         if not leftovers:
-            console.print(f"Nothing of stage {target.stage!r} is left ({PROJECT} queues, tables, log groups, "
-                          "schedule group, roles, buckets, KMS keys, SSM parameters).")
+            console.print(
+                f"Nothing of stage {target.stage!r} is left ({PROJECT} queues, tables, log groups, "
+                "schedule group, roles, buckets, KMS keys, SSM parameters)."
+            )
             return
         table = Table(title=f"Left behind by stage {target.stage!r}")
         for column in ("kind", "name", "detail"):

@@ -104,16 +104,23 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
     target = target if isinstance(target, CountedTarget) else counted(target)
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
     env.filters.update(duration=format_duration, number=_number, percent=_percent, ms=_ms)
-    env.globals.update(htmx=HTMX_FILE, refresh_seconds=REFRESH_SECONDS, csrf_field=CSRF_FIELD,
-                       csrf_header=CSRF_HEADER, csrf_token=security.csrf_token, read_only=security.read_only,
-                       stage=target.stage)
+    env.globals.update(
+        htmx=HTMX_FILE,
+        refresh_seconds=REFRESH_SECONDS,
+        csrf_field=CSRF_FIELD,
+        csrf_header=CSRF_HEADER,
+        csrf_token=security.csrf_token,
+        read_only=security.read_only,
+        stage=target.stage,
+    )
 
     def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
         html = env.get_template(template).render(request=request, **context)
         return HTMLResponse(html, status_code=status)
 
-    def guarded(template: str, work: Callable[[Request], dict[str, Any]], *,
-                reads_letters: bool = False) -> Callable[[Request], Response]:
+    def guarded(
+        template: str, work: Callable[[Request], dict[str, Any]], *, reads_letters: bool = False
+    ) -> Callable[[Request], Response]:
         """Run ``work`` and render; any failure an operator can act on becomes a banner, never a traceback.
 
         ``reads_letters``: ``work`` receives DLQ letters (raising their receive counts), so another
@@ -141,23 +148,37 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
         # The read documented in operations/status.py: 2 GetQueueAttributes per tier, 1 DescribeAlarms,
         # 1 GetMetricData per refresh; the stage is discovered once per console (its first page).
         deployment = target.deployment()
-        return {"snapshot": stage_status.read_status(target.stage, deployment.tiers, target.client,
-                                                     source=deployment.source)}
+        return {
+            "snapshot": stage_status.read_status(
+                target.stage, deployment.tiers, target.client, source=deployment.source
+            )
+        }
 
     def dlq(request: Request) -> dict[str, Any]:
         deployment = target.deployment()
         tier = request.query_params.get("tier") or next(iter(deployment.tiers))
         deployment.tier(tier)
         letters: dict[str, Any] = {}
-        answer = read_letters(target, tier, max_messages=DLQ_PAGE_LETTERS,
-                              on_letters=lambda batch: letters.update({letter.message_id: letter for letter in batch}))
+        answer = read_letters(
+            target,
+            tier,
+            max_messages=DLQ_PAGE_LETTERS,
+            on_letters=lambda batch: letters.update({letter.message_id: letter for letter in batch}),
+        )
         samples = {}
         for index, group in enumerate(answer["groups"]):
-            samples[index] = [{"message_id": letter.message_id, "body": letter.body,
-                               "reasons": lookup.reasons_of(letter.attributes)}
-                              for mid in group["sample_message_ids"] if (letter := letters.get(mid))]
-        return {"tiers": list(deployment.tiers), "tier": tier, "answer": answer, "samples": samples,
-                "bound": DLQ_PAGE_LETTERS}
+            samples[index] = [
+                {"message_id": letter.message_id, "body": letter.body, "reasons": lookup.reasons_of(letter.attributes)}
+                for mid in group["sample_message_ids"]
+                if (letter := letters.get(mid))
+            ]
+        return {
+            "tiers": list(deployment.tiers),
+            "tier": tier,
+            "answer": answer,
+            "samples": samples,
+            "bound": DLQ_PAGE_LETTERS,
+        }
 
     def job(request: Request) -> dict[str, Any]:
         job_type = request.query_params.get("type", "").strip()
@@ -184,10 +205,14 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
         if not security.origin_ok(request.headers.get("origin"), request.headers.get("host")):
             return PlainTextResponse(
                 "Refused: a request from another origin. Behind a reverse proxy, start the console with "
-                "--origin <the address you open it at>, or have the proxy pass the Host header on.", status_code=403)
+                "--origin <the address you open it at>, or have the proxy pass the Host header on.",
+                status_code=403,
+            )
         dry_run = request.url.path.endswith("/dry-run")
-        fields = {name: str(form.get(name) or "").strip() for name in
-                  ("tier", "job_type", "error_type", "older_than_seconds", "max_messages")}
+        fields = {
+            name: str(form.get(name) or "").strip()
+            for name in ("tier", "job_type", "error_type", "older_than_seconds", "max_messages")
+        }
 
         def work(_: Request) -> dict[str, Any]:
             event = _replay_event(fields, dry_run)
@@ -229,7 +254,8 @@ def _cross_site_refusal(request: Request) -> Response | None:
     return PlainTextResponse(
         f"Refused: a request from another site (Sec-Fetch-Site: {site}). This page reads dead letters, and every "
         f"read counts as a receive: open it from the console's own pages, or type its address.",
-        status_code=403)
+        status_code=403,
+    )
 
 
 def _replay_event(fields: dict[str, str], dry_run: bool) -> dict[str, Any]:

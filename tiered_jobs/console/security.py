@@ -65,11 +65,15 @@ def is_loopback(host: str) -> bool:
 def check_bind(host: str, token: str | None) -> None:
     """Refuse to listen beyond this machine without a token."""
     if not is_loopback(host) and not token:
-        raise BindError(f"binding {host} exposes the console beyond this machine: pass --token (or set {TOKEN_ENV}); "
-                        "requests without it are then refused")
+        raise BindError(
+            f"binding {host} exposes the console beyond this machine: pass --token (or set {TOKEN_ENV}); "
+            "requests without it are then refused"
+        )
     if token is not None and len(token) < 16:
-        raise BindError("the console token must be at least 16 characters (e.g. `python -c 'import secrets; "
-                        "print(secrets.token_urlsafe(24))'`)")
+        raise BindError(
+            "the console token must be at least 16 characters (e.g. `python -c 'import secrets; "
+            "print(secrets.token_urlsafe(24))'`)"
+        )
 
 
 def cross_site(headers: Mapping[str, str]) -> str | None:
@@ -83,10 +87,19 @@ def cross_site(headers: Mapping[str, str]) -> str | None:
 def parse_origin(value: str) -> str:
     """``scheme://host[:port]`` as browsers send it in ``Origin`` (lower-case, no path, no default port)."""
     parsed = urlsplit(value.strip())
-    if parsed.scheme not in ("http", "https") or not parsed.hostname or parsed.path not in ("", "/") \
-            or parsed.query or parsed.fragment or parsed.username or parsed.password:
-        raise BindError(f"--origin {value!r} is not an origin; give the address users open the console at, "
-                        f"scheme and host (and port) only, e.g. https://jobs.example.com")
+    if (
+        parsed.scheme not in ("http", "https")
+        or not parsed.hostname
+        or parsed.path not in ("", "/")
+        or parsed.query
+        or parsed.fragment
+        or parsed.username
+        or parsed.password
+    ):
+        raise BindError(
+            f"--origin {value!r} is not an origin; give the address users open the console at, "
+            f"scheme and host (and port) only, e.g. https://jobs.example.com"
+        )
     default = {"http": 80, "https": 443}[parsed.scheme]
     port = "" if parsed.port in (None, default) else f":{parsed.port}"
     host = f"[{parsed.hostname}]" if ":" in parsed.hostname else parsed.hostname
@@ -154,17 +167,27 @@ class Guard:
         if "token" in query and self.security.token_ok(query["token"]):
             rest = urlencode({k: v for k, v in query.items() if k != "token"})
             location = scope["path"] + (f"?{rest}" if rest else "")
-            await send({"type": "http.response.start", "status": 303, "headers": [
-                (b"location", location.encode()),
-                (b"set-cookie", f"{COOKIE}={self.security.token}; HttpOnly; SameSite=Strict; Path=/".encode()),
-            ]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 303,
+                    "headers": [
+                        (b"location", location.encode()),
+                        (b"set-cookie", f"{COOKIE}={self.security.token}; HttpOnly; SameSite=Strict; Path=/".encode()),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": b""})
             return
         if self.security.token_ok(_presented_token(headers)):
             await self.app(scope, receive, send)
             return
-        await _plain(send, 401, "This console needs its token: open it with ?token=<token> or log in with the "
-                                "token as password.", [(b"www-authenticate", b'Basic realm="tiered-jobs console"')])
+        await _plain(
+            send,
+            401,
+            "This console needs its token: open it with ?token=<token> or log in with the token as password.",
+            [(b"www-authenticate", b'Basic realm="tiered-jobs console"')],
+        )
 
 
 def _presented_token(headers: dict[str, str]) -> str | None:
@@ -185,6 +208,11 @@ def _presented_token(headers: dict[str, str]) -> str | None:
 
 
 async def _plain(send: Send, status: int, text: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"), *(headers or [])]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain; charset=utf-8"), *(headers or [])],
+        }
+    )
     await send({"type": "http.response.body", "body": text.encode()})

@@ -46,8 +46,9 @@ def _server(target: Target, security: Security, host: str) -> Any:
     from .app import create_app
 
     check_bind(host, security.token)
-    config = uvicorn.Config(create_app(target, security=security), log_level="warning", access_log=False,
-                            lifespan="off")
+    config = uvicorn.Config(
+        create_app(target, security=security), log_level="warning", access_log=False, lifespan="off"
+    )
     return uvicorn.Server(config)
 
 
@@ -56,8 +57,13 @@ def url_of(host: str, port: int) -> str:
     return f"http://{shown}:{port}/"
 
 
-def serve(target: Target, security: Security, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-          on_ready: Callable[[str], None] | None = None) -> None:
+def serve(
+    target: Target,
+    security: Security,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
     """Serve until Ctrl-C (uvicorn handles the signals)."""
     server = _server(target, security, host)
     sock = _bind(host, port)
@@ -66,8 +72,9 @@ def serve(target: Target, security: Security, host: str = DEFAULT_HOST, port: in
     server.run(sockets=[sock])
 
 
-def start_in_thread(target: Target, security: Security | None = None, host: str = DEFAULT_HOST,
-                    port: int = 0) -> RunningConsole:
+def start_in_thread(
+    target: Target, security: Security | None = None, host: str = DEFAULT_HOST, port: int = 0
+) -> RunningConsole:
     """Serve from a daemon thread (port 0: a free one); returns once it accepts connections."""
     security = security or Security()
     server = _server(target, security, host)

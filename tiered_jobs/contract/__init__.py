@@ -16,6 +16,19 @@ from .names import (
 from .routing import Routes, UnknownRouteError
 
 __all__ = [
-    "Alarms", "DEFAULT_TIERS", "ENVELOPE_VERSION", "DeadLetter", "Env", "Envelope", "EnvelopeError", "Handlers",
-    "Metrics", "Outputs", "Replay", "Routes", "Ssm", "UnknownRouteError", "stack_name",
+    "Alarms",
+    "DEFAULT_TIERS",
+    "ENVELOPE_VERSION",
+    "DeadLetter",
+    "Env",
+    "Envelope",
+    "EnvelopeError",
+    "Handlers",
+    "Metrics",
+    "Outputs",
+    "Replay",
+    "Routes",
+    "Ssm",
+    "UnknownRouteError",
+    "stack_name",
 ]

@@ -45,8 +45,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from .errors import USAGE, TieredJobsError
 
 YEARS = (1970, 2199)
-_MONTHS = {name: i + 1 for i, name in enumerate(
-    ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"))}
+_MONTHS = {
+    name: i + 1
+    for i, name in enumerate(("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"))
+}
 _DAYS = {name: i + 1 for i, name in enumerate(("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"))}
 _RATE_UNITS = {"minute": 60, "hour": 3600, "day": 86_400}
 _RATE = re.compile(r"^rate\((\d+) ([a-z]+)\)$")
@@ -128,7 +130,8 @@ def _values(text: str, field: _Field) -> frozenset[int]:
             start, end = _value(first, field), _value(last, field)
             if start > end:
                 raise ScheduleExpressionError(
-                    f"{field.name}: range {base!r} goes backwards; write it upwards (e.g. MON-FRI) or as a list")
+                    f"{field.name}: range {base!r} goes backwards; write it upwards (e.g. MON-FRI) or as a list"
+                )
         else:
             start = _value(base, field)
             end = field.high if slash else start
@@ -159,13 +162,15 @@ class Cron:
         if len(parts) != 6:
             raise ScheduleExpressionError(
                 f"{text!r} has {len(parts)} field(s); EventBridge cron has 6: "
-                "minutes hours day-of-month month day-of-week year, e.g. cron(0 9 ? * MON-FRI *)")
+                "minutes hours day-of-month month day-of-week year, e.g. cron(0 9 ? * MON-FRI *)"
+            )
         minutes_f, hours_f, dom_f, month_f, dow_f, year_f = _FIELDS
         minute, hour, dom, month, dow, year = parts
         if (dom == "?") == (dow == "?"):
             raise ScheduleExpressionError(
                 f"{text!r}: exactly one of day-of-month and day-of-week must be '?' "
-                "(e.g. cron(0 9 * * ? *) every day, cron(0 9 ? * MON *) every Monday)")
+                "(e.g. cron(0 9 * * ? *) every day, cron(0 9 ? * MON *) every Monday)"
+            )
         try:
             return cls(
                 text=text,
@@ -238,7 +243,8 @@ def _day_of_week(text: str, field: _Field) -> frozenset[int] | tuple[str, int, i
         day, _, nth = text.partition("#")
         if "," in text or not nth.isdigit() or not 1 <= int(nth) <= 5:
             raise ScheduleExpressionError(
-                f"day-of-week: {text!r}: use one n#k term (day 1-7 or SUN-SAT, k 1-5), e.g. 3#2 (2nd Tuesday)")
+                f"day-of-week: {text!r}: use one n#k term (day 1-7 or SUN-SAT, k 1-5), e.g. 3#2 (2nd Tuesday)"
+            )
         return ("#", _value(day, field), int(nth))
     if "L" in text.upper():  # no day name contains an L
         raise ScheduleExpressionError(f"day-of-week: {text!r}: L must stand alone (it means Saturday)")
@@ -279,12 +285,14 @@ class Rate:
         if not match:
             raise ScheduleExpressionError(
                 f"{text!r} is not a rate expression; use rate(<positive whole number> <unit>), "
-                "e.g. rate(1 hour) or rate(15 minutes)")
+                "e.g. rate(1 hour) or rate(15 minutes)"
+            )
         value, unit = int(match.group(1)), match.group(2)
         singular = unit.rstrip("s") if unit.endswith("s") else unit
         if singular not in _RATE_UNITS or value < 1:
             raise ScheduleExpressionError(
-                f"{text!r}: the unit must be minute(s), hour(s) or day(s) and the value at least 1")
+                f"{text!r}: the unit must be minute(s), hour(s) or day(s) and the value at least 1"
+            )
         expected = singular if value == 1 else singular + "s"
         if unit != expected:
             raise ScheduleExpressionError(f"{text!r}: write rate({value} {expected}) (singular only for 1)")
@@ -338,7 +346,8 @@ def parse(text: str) -> Expression:
         return At.parse(text)
     raise ScheduleExpressionError(
         f"{text!r} is not a schedule expression; use cron(minutes hours day-of-month month day-of-week year) "
-        "or rate(value unit)")
+        "or rate(value unit)"
+    )
 
 
 def next_fire(

@@ -99,9 +99,7 @@ def validate(obj: Any) -> list[str]:
             problems.append(f"missing required field '{name}'")
     unknown = sorted(set(obj) - set(ALLOWED_FIELDS))
     if unknown:
-        problems.append(
-            f"unknown field(s) {', '.join(repr(u) for u in unknown)}; allowed: {', '.join(ALLOWED_FIELDS)}"
-        )
+        problems.append(f"unknown field(s) {', '.join(repr(u) for u in unknown)}; allowed: {', '.join(ALLOWED_FIELDS)}")
     if "type" in obj:
         job_type = obj["type"]
         if not isinstance(job_type, str):
@@ -116,9 +114,7 @@ def validate(obj: Any) -> list[str]:
         if not isinstance(key, str):
             problems.append(f"'idempotency_key' must be a string, got {_json_kind(key)}")
         elif not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY_CHARS:
-            problems.append(
-                f"'idempotency_key' must be 1-{MAX_IDEMPOTENCY_KEY_CHARS} characters, got {len(key)}"
-            )
+            problems.append(f"'idempotency_key' must be 1-{MAX_IDEMPOTENCY_KEY_CHARS} characters, got {len(key)}")
     if "payload" in obj and not isinstance(obj["payload"], dict):
         problems.append(f"'payload' must be a JSON object, got {_json_kind(obj['payload'])}")
     if "version" in obj:
@@ -128,9 +124,7 @@ def validate(obj: Any) -> list[str]:
     if "published_at" in obj:
         published_at = obj["published_at"]
         if not isinstance(published_at, str) or not _is_iso8601(published_at):
-            problems.append(
-                f"'published_at' must be an ISO 8601 date-time with a time zone, got {published_at!r}"
-            )
+            problems.append(f"'published_at' must be an ISO 8601 date-time with a time zone, got {published_at!r}")
     if "tenant" in obj:
         problems.extend(tenant_problems(obj["tenant"]))
     return problems
@@ -204,8 +198,9 @@ def parse(body: str | bytes) -> Envelope:
     )
 
 
-def build(job_type: str, payload: Any, idempotency_key: str, *, published_at: str | None = None,
-          tenant: str | None = None) -> Envelope:
+def build(
+    job_type: str, payload: Any, idempotency_key: str, *, published_at: str | None = None, tenant: str | None = None
+) -> Envelope:
     """Build a valid envelope for publishing, or raise :class:`EnvelopeError` before anything is sent.
 
     Beyond :func:`validate`, every string must hold only characters SQS accepts

@@ -52,7 +52,9 @@ STAGE_TAG = "tiered-jobs:stage"
 #: The resource types that carry ``STAGE_TAG``. The alarm topic's KMS key is found by its
 #: description (:func:`alarm_key_description`) instead: moto's CloudFormation cannot tag a key.
 RETAINED_RESOURCE_TYPES: tuple[str, ...] = (
-    "AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Logs::LogGroup",
+    "AWS::SQS::Queue",
+    "AWS::DynamoDB::Table",
+    "AWS::Logs::LogGroup",
     "AWS::Scheduler::ScheduleGroup",  # it holds the pending one-time jobs
     "AWS::S3::Bucket",  # the discard archive: the letters an operator dropped
     "AWS::IAM::Role",  # every role is tagged; only the one-time jobs' role is retained (the pending jobs run with it)
@@ -128,8 +130,7 @@ class Env:
     def resources_in(environ: Mapping[str, str]) -> dict[str, str]:
         """``{resource name: value}`` of every ``resource_var`` set in ``environ`` (the inverse of ``resource_var``)."""
         prefix = Env.RESOURCE_PREFIX
-        return {key[len(prefix):].lower(): value for key, value in environ.items()
-                if key.startswith(prefix) and value}
+        return {key[len(prefix) :].lower(): value for key, value in environ.items() if key.startswith(prefix) and value}
 
     # Powertools' own variables (set by the stack, read by Powertools).
     POWERTOOLS_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
@@ -164,8 +165,14 @@ class DeadLetter:
 
     PREFIX = "DeadLetter."
     ALL: tuple[str, ...] = (
-        REASON, ERROR_TYPE, ERROR_MESSAGE, ATTEMPTS,
-        FIRST_FAILED_AT, LAST_FAILED_AT, SOURCE_QUEUE, JOB_TYPE,
+        REASON,
+        ERROR_TYPE,
+        ERROR_MESSAGE,
+        ATTEMPTS,
+        FIRST_FAILED_AT,
+        LAST_FAILED_AT,
+        SOURCE_QUEUE,
+        JOB_TYPE,
     )
 
     #: Values of ``DeadLetter.Reason``.

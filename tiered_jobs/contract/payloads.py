@@ -41,11 +41,27 @@ from .names import Env
 SCHEMA_SUFFIX = ".schema.json"
 
 ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "title", "description", "default", "examples", "format"})
-KEYWORDS = frozenset({
-    "type", "enum", "const", "not", "properties", "required", "additionalProperties",
-    "minLength", "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-    "items", "minItems", "maxItems",
-})
+KEYWORDS = frozenset(
+    {
+        "type",
+        "enum",
+        "const",
+        "not",
+        "properties",
+        "required",
+        "additionalProperties",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "items",
+        "minItems",
+        "maxItems",
+    }
+)
 #: Longest value shown in a message (characters of its ``repr``).
 MAX_SHOWN_CHARS = 80
 
@@ -101,8 +117,9 @@ def schema_path(job_type: str) -> Path:
 
 def known_types() -> list[str]:
     """Every job type with a payload schema."""
-    return sorted({path.name[: -len(SCHEMA_SUFFIX)] for folder in schema_dirs()
-                   for path in folder.glob(f"*{SCHEMA_SUFFIX}")})
+    return sorted(
+        {path.name[: -len(SCHEMA_SUFFIX)] for folder in schema_dirs() for path in folder.glob(f"*{SCHEMA_SUFFIX}")}
+    )
 
 
 def has_schema(job_type: str) -> bool:
@@ -293,8 +310,9 @@ def _validate_object(node: dict[str, Any], value: dict[str, Any], path: tuple[st
         if name in properties:
             _validate(properties[name], item, (*path, str(name)), found)
         elif extra is False:
-            found.append(f"{_where(path)} has unknown field {'.'.join((*path, str(name)))!r}; "
-                         f"allowed: {', '.join(properties)}")
+            found.append(
+                f"{_where(path)} has unknown field {'.'.join((*path, str(name)))!r}; allowed: {', '.join(properties)}"
+            )
         else:
             _validate(extra, item, (*path, str(name)), found)
 

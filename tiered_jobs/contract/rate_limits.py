@@ -72,14 +72,14 @@ class RateLimit:
     def parse(cls, raw: Any, where: str) -> RateLimit:
         """From ``{"per_second": 14, "burst": 14}`` (``burst`` defaults to one second's worth)."""
         if not isinstance(raw, Mapping):
-            raise ValueError(f"{where} must be an object like {{\"per_second\": 14, \"burst\": 14}}, got {raw!r}")
+            raise ValueError(f'{where} must be an object like {{"per_second": 14, "burst": 14}}, got {raw!r}')
         unknown = sorted(set(raw) - {"per_second", "burst"})
         if unknown:
             raise ValueError(
                 f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; allowed keys: burst, per_second"
             )
         if "per_second" not in raw:
-            raise ValueError(f"{where}: per_second is required, e.g. {{\"per_second\": 14}}")
+            raise ValueError(f'{where}: per_second is required, e.g. {{"per_second": 14}}')
         try:
             return cls(raw["per_second"], raw.get("burst", default_burst(raw["per_second"])))
         except ValueError as exc:
@@ -134,8 +134,11 @@ class RateLimits:
         if routes is not None:
             try:
                 pattern = routes.tier_for(job_type)
-                return Bucket(bucket_key(tier_name, JOB_TYPE_BUCKET_PREFIX + pattern),
-                              JOB_TYPE_BUCKET_PREFIX + pattern, self.job_types[pattern])
+                return Bucket(
+                    bucket_key(tier_name, JOB_TYPE_BUCKET_PREFIX + pattern),
+                    JOB_TYPE_BUCKET_PREFIX + pattern,
+                    self.job_types[pattern],
+                )
             except UnknownRouteError:
                 pass
         if self.tier is not None:

@@ -33,9 +33,24 @@ EVENT_FIELDS: dict[str, Any] = {
 
 #: Keys of the replay response (``task_handle``: the native mode's SQS move task, else null).
 RESPONSE_FIELDS = (
-    "action", "tier", "mode", "dry_run", "matched", "moved", "failed", "left_in_dlq", "groups", "stopped_because",
-    "task_handle", "idempotency_ttl_seconds", "outside_window", "refused_outside_window", "discarded", "archive",
-    "archive_error", "letters",
+    "action",
+    "tier",
+    "mode",
+    "dry_run",
+    "matched",
+    "moved",
+    "failed",
+    "left_in_dlq",
+    "groups",
+    "stopped_because",
+    "task_handle",
+    "idempotency_ttl_seconds",
+    "outside_window",
+    "refused_outside_window",
+    "discarded",
+    "archive",
+    "archive_error",
+    "letters",
 )
 
 
@@ -46,7 +61,10 @@ def console_events(tier: str, example_job_type: str = "payments.*") -> dict[str,
         f"{tier}-dry-run": {"action": "replay", "tier": tier, "dry_run": True, "max_messages": 100},
         f"{tier}-replay-all": {"action": "replay", "tier": tier, "dry_run": False, "max_messages": 100},
         f"{tier}-replay-job-type": {
-            "action": "replay", "tier": tier, "dry_run": False, "max_messages": 100,
+            "action": "replay",
+            "tier": tier,
+            "dry_run": False,
+            "max_messages": 100,
             "job_type": example_job_type,
         },
         f"{tier}-discard-dry-run": {"action": "discard", "tier": tier, "dry_run": True, "max_messages": 100},

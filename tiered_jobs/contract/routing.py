@@ -27,9 +27,7 @@ class Routes:
                 raise ValueError(f"route {pattern!r} -> {tier!r}: pattern and tier must be non-empty strings")
         self._table = dict(table)
         # Most specific first: exact patterns, then longer globs before shorter ones.
-        self._ordered = sorted(
-            self._table.items(), key=lambda item: (_is_glob(item[0]), -len(item[0]), item[0])
-        )
+        self._ordered = sorted(self._table.items(), key=lambda item: (_is_glob(item[0]), -len(item[0]), item[0]))
 
     @property
     def table(self) -> dict[str, str]:

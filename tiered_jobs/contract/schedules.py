@@ -69,13 +69,15 @@ def periodic_problems(schedule_name: str, job_type: Any, payload: Any) -> list[s
     """The envelope rules a fire of this schedule would break (checked with a sample scheduled time)."""
     if isinstance(payload, dict) and CONTEXT_ATTRIBUTE_PREFIX in json.dumps(payload):
         return [f"the payload contains '{CONTEXT_ATTRIBUTE_PREFIX}...>', which Scheduler would replace at each fire"]
-    return validate({
-        "type": job_type,
-        "idempotency_key": periodic_idempotency_key(schedule_name, SAMPLE_SCHEDULED_TIME),
-        "payload": payload,
-        "version": ENVELOPE_VERSION,
-        "published_at": SAMPLE_SCHEDULED_TIME,
-    })
+    return validate(
+        {
+            "type": job_type,
+            "idempotency_key": periodic_idempotency_key(schedule_name, SAMPLE_SCHEDULED_TIME),
+            "payload": payload,
+            "version": ENVELOPE_VERSION,
+            "published_at": SAMPLE_SCHEDULED_TIME,
+        }
+    )
 
 
 def one_time_problems(body: str) -> list[str]:
@@ -96,11 +98,16 @@ def one_time_problems(body: str) -> list[str]:
     return problems
 
 
-def substitute(text: str, *, scheduled_time: str, schedule_arn: str = "", execution_id: str = "",
-               attempt_number: int = 1) -> str:
+def substitute(
+    text: str, *, scheduled_time: str, schedule_arn: str = "", execution_id: str = "", attempt_number: int = 1
+) -> str:
     """What Scheduler does to a target input at invocation: replace the context attributes."""
-    return (text.replace(SCHEDULED_TIME, scheduled_time).replace(SCHEDULE_ARN, schedule_arn)
-            .replace(EXECUTION_ID, execution_id).replace(ATTEMPT_NUMBER, str(attempt_number)))
+    return (
+        text.replace(SCHEDULED_TIME, scheduled_time)
+        .replace(SCHEDULE_ARN, schedule_arn)
+        .replace(EXECUTION_ID, execution_id)
+        .replace(ATTEMPT_NUMBER, str(attempt_number))
+    )
 
 
 def one_time_schedule_name(job_type: str, idempotency_key: str) -> str:

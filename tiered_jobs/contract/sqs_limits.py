@@ -34,11 +34,14 @@ MAX_JOB_MESSAGE_BYTES = SQS_MAX_MESSAGE_BYTES - RUNTIME_ATTRIBUTES_HEADROOM_BYTE
 
 #: The code point ranges SQS accepts, inclusive (the W3C XML ``Char`` production).
 ALLOWED_CHARACTER_RANGES: tuple[tuple[int, int], ...] = (
-    (0x9, 0x9), (0xA, 0xA), (0xD, 0xD), (0x20, 0xD7FF), (0xE000, 0xFFFD), (0x10000, 0x10FFFF),
+    (0x9, 0x9),
+    (0xA, 0xA),
+    (0xD, 0xD),
+    (0x20, 0xD7FF),
+    (0xE000, 0xFFFD),
+    (0x10000, 0x10FFFF),
 )
-_DISALLOWED = re.compile(
-    "[^" + "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in ALLOWED_CHARACTER_RANGES) + "]"
-)
+_DISALLOWED = re.compile("[^" + "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in ALLOWED_CHARACTER_RANGES) + "]")
 
 T = TypeVar("T")
 
@@ -81,8 +84,13 @@ def message_size(body: str, attributes: Mapping[str, Mapping[str, Any]] | None =
     return _utf8_bytes(body) + sum(attribute_size(name, value) for name, value in (attributes or {}).items())
 
 
-def pack_batches(items: Iterable[T], size_of: Callable[[T], int], *,
-                 max_entries: int = SQS_MAX_BATCH_ENTRIES, max_bytes: int = SQS_MAX_MESSAGE_BYTES) -> Iterator[list[T]]:
+def pack_batches(
+    items: Iterable[T],
+    size_of: Callable[[T], int],
+    *,
+    max_entries: int = SQS_MAX_BATCH_ENTRIES,
+    max_bytes: int = SQS_MAX_MESSAGE_BYTES,
+) -> Iterator[list[T]]:
     """Greedy ``SendMessageBatch`` chunks, in order: at most ``max_entries`` items and ``max_bytes`` in all.
 
     An item bigger than ``max_bytes`` on its own goes alone (SQS refuses it, and says so for

@@ -22,10 +22,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = parse_event(event, tiers=tiers)
     _logger().info("replay requested", extra={"request": asdict(request)})  # who moved what, and when
     archive = archive_from_env(request.tier, aws.client("s3")) if request.action == "discard" else None
-    result = run(request, sqs=aws.client("sqs"), tiers=tiers, remaining_ms=context.get_remaining_time_in_millis,
-                 archive=archive)
-    _logger().info("replay finished", extra={"result": {k: v for k, v in result.items()
-                                                        if k not in ("groups", "letters")}})
+    result = run(
+        request, sqs=aws.client("sqs"), tiers=tiers, remaining_ms=context.get_remaining_time_in_millis, archive=archive
+    )
+    _logger().info(
+        "replay finished", extra={"result": {k: v for k, v in result.items() if k not in ("groups", "letters")}}
+    )
     return result
 
 

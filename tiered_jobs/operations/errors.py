@@ -23,12 +23,30 @@ class OperatorError(TieredJobsError):
 
 
 #: Error codes AWS uses when it throttles a caller.
-THROTTLING_CODES = frozenset({"Throttling", "ThrottlingException", "ThrottledException", "RequestLimitExceeded",
-                              "TooManyRequestsException", "RequestThrottled", "SlowDown"})
+THROTTLING_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestLimitExceeded",
+        "TooManyRequestsException",
+        "RequestThrottled",
+        "SlowDown",
+    }
+)
 #: Error codes of credentials AWS does not accept (expired, unknown, malformed).
-BAD_CREDENTIALS_CODES = frozenset({"ExpiredToken", "ExpiredTokenException", "InvalidClientTokenId",
-                                   "UnrecognizedClientException", "InvalidAccessKeyId", "SignatureDoesNotMatch",
-                                   "InvalidSignatureException", "AuthFailure"})
+BAD_CREDENTIALS_CODES = frozenset(
+    {
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "InvalidSignatureException",
+        "AuthFailure",
+    }
+)
 
 
 def explain(exc: BaseException) -> tuple[str, int] | None:
@@ -45,8 +63,10 @@ def explain(exc: BaseException) -> tuple[str, int] | None:
     while isinstance(cause, TieredJobsError) and cause.explained_by_cause and isinstance(cause.__cause__, Exception):
         cause = cause.__cause__
     if isinstance(cause, (NoCredentialsError, PartialCredentialsError)):
-        return ("no AWS credentials found: configure them as for the AWS CLI "
-                "(aws configure, AWS_PROFILE, or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)"), 1
+        return (
+            "no AWS credentials found: configure them as for the AWS CLI "
+            "(aws configure, AWS_PROFILE, or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)"
+        ), 1
     if isinstance(cause, NoRegionError):
         return "no AWS region: pass --region or set AWS_REGION", 1
     if isinstance(cause, EndpointConnectionError):
@@ -60,8 +80,7 @@ def explain(exc: BaseException) -> tuple[str, int] | None:
         if code in THROTTLING_CODES:
             return f"AWS is throttling these requests, try again in a moment: {client_error_text(cause)}", 1
         if code in BAD_CREDENTIALS_CODES:
-            return (f"AWS does not accept these credentials (expired or wrong account?): "
-                    f"{client_error_text(cause)}"), 1
+            return (f"AWS does not accept these credentials (expired or wrong account?): {client_error_text(cause)}"), 1
         return f"AWS refused the request: {client_error_text(cause)}", 1
     return None
 

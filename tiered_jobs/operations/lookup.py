@@ -94,21 +94,34 @@ class JobLookup:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "job_type": self.job_type, "key": self.key,
-            "record": {**self.record.__dict__, "expires_at": _iso(self.record.expires_at),
-                       "in_progress_until": _iso(self.record.in_progress_until),
-                       "completed_at": _iso(self.record.completed_at)},
+            "job_type": self.job_type,
+            "key": self.key,
+            "record": {
+                **self.record.__dict__,
+                "expires_at": _iso(self.record.expires_at),
+                "in_progress_until": _iso(self.record.in_progress_until),
+                "completed_at": _iso(self.record.completed_at),
+            },
             "dead_letters": [letter.__dict__ for letter in self.letters],
             "dlq_letters_read": self.letters_read,
-            "scheduled_runs": None if self.scheduled is None else [
+            "scheduled_runs": None
+            if self.scheduled is None
+            else [
                 {"at": _iso(run.at.timestamp()), "schedule": run.schedule, "detail": run.detail}
-                for run in self.scheduled],
+                for run in self.scheduled
+            ],
             "notes": self.notes,
         }
 
 
-def lookup_job(target: Target, job_type: str, key: str, *, max_letters: int = DEFAULT_MAX_LETTERS,
-               now: Callable[[], float] = time.time) -> JobLookup:
+def lookup_job(
+    target: Target,
+    job_type: str,
+    key: str,
+    *,
+    max_letters: int = DEFAULT_MAX_LETTERS,
+    now: Callable[[], float] = time.time,
+) -> JobLookup:
     """Read the three sources for ``job_type`` + ``key`` (see the module's docstring)."""
     from botocore.exceptions import ClientError
 
@@ -119,8 +132,9 @@ def lookup_job(target: Target, job_type: str, key: str, *, max_letters: int = DE
     try:
         record = read_record(target, job_type, key, now=now)
     except ClientError as exc:
-        record = RecordState(UNKNOWN, f"the idempotency record could not be read ({_error_text(exc)})",
-                             record_id(job_type, key))
+        record = RecordState(
+            UNKNOWN, f"the idempotency record could not be read ({_error_text(exc)})", record_id(job_type, key)
+        )
         notes.append(record.detail)
     letters: list[FoundLetter] = []
     read: dict[str, int] = {}
@@ -144,11 +158,17 @@ def lookup_job(target: Target, job_type: str, key: str, *, max_letters: int = DE
     return JobLookup(job_type, key, record, letters, read, scheduled, notes)
 
 
-def scheduled_runs(target: Target, job_type: str, key: str, *,
-                   now: Callable[[], float] = time.time) -> list[ScheduledRun]:
+def scheduled_runs(
+    target: Target, job_type: str, key: str, *, now: Callable[[], float] = time.time
+) -> list[ScheduledRun]:
     """The job's pending one-time run, if it has one (one ``GetSchedule``; see the module's docstring)."""
-    found = scheduling.one_time_job(target.client("scheduler"), Schedules.group_name(target.stage), job_type, key,
-                                    now=datetime.fromtimestamp(now(), timezone.utc))
+    found = scheduling.one_time_job(
+        target.client("scheduler"),
+        Schedules.group_name(target.stage),
+        job_type,
+        key,
+        now=datetime.fromtimestamp(now(), timezone.utc),
+    )
     if found is None or found.next_fire is None:  # none, or fired (Scheduler deletes it some time after)
         return []
     tiers = {urls.queue_url.rstrip("/").rsplit("/", 1)[-1]: tier for tier, urls in target.deployment().tiers.items()}
@@ -163,24 +183,40 @@ def read_record(target: Target, job_type: str, key: str, *, now: Callable[[], fl
     table = deployment.idempotency_table_name
     if not table:
         raise OperatorError(f"{deployment.source} names no idempotency table")
-    item = target.client("dynamodb").get_item(
-        TableName=table, Key={RecordAttributes.KEY: {"S": rid}}, ConsistentRead=True,
-    ).get("Item")
+    item = (
+        target.client("dynamodb")
+        .get_item(
+            TableName=table,
+            Key={RecordAttributes.KEY: {"S": rid}},
+            ConsistentRead=True,
+        )
+        .get("Item")
+    )
     if not item:
-        return RecordState(UNKNOWN, "no idempotency record: never published, not consumed yet, failed without "
-                                    "completing, or its idempotency window has passed", rid)
+        return RecordState(
+            UNKNOWN,
+            "no idempotency record: never published, not consumed yet, failed without "
+            "completing, or its idempotency window has passed",
+            rid,
+        )
     status = item.get(RecordAttributes.STATUS, {}).get("S")
     expires = _number(item, RecordAttributes.EXPIRATION)
     if expires is not None and expires < now():
-        return RecordState(UNKNOWN, f"the record expired at {_iso(expires)} (the idempotency window has passed; "
-                                    "DynamoDB deletes it later): a new delivery would run the job again", rid,
-                           expires_at=expires)
+        return RecordState(
+            UNKNOWN,
+            f"the record expired at {_iso(expires)} (the idempotency window has passed; "
+            "DynamoDB deletes it later): a new delivery would run the job again",
+            rid,
+            expires_at=expires,
+        )
     if status == RecordStatus.IN_PROGRESS:
         until_ms = _number(item, RecordAttributes.IN_PROGRESS_EXPIRATION)
         until = until_ms / 1000 if until_ms is not None else None
         if until is not None and until < now():
-            detail = (f"in progress, but its attempt ran out of time at {_iso(until)}: the next delivery of the "
-                      "message runs the job again")
+            detail = (
+                f"in progress, but its attempt ran out of time at {_iso(until)}: the next delivery of the "
+                "message runs the job again"
+            )
         else:
             detail = f"in progress: an attempt is running (until {_iso(until)} at the latest)"
         return RecordState(IN_PROGRESS, detail, rid, expires_at=expires, in_progress_until=until)
@@ -188,9 +224,14 @@ def read_record(target: Target, job_type: str, key: str, *, now: Callable[[], fl
         completed = _completed_at(target, job_type, expires)
         result = _json(item.get(RecordAttributes.DATA, {}).get("S"))
         when = f" at {_iso(completed)}" if completed is not None else ""
-        return RecordState(COMPLETED, f"completed{when}; duplicates are answered from the stored result until "
-                                      f"{_iso(expires)}", rid, expires_at=expires, completed_at=completed,
-                           result=result)
+        return RecordState(
+            COMPLETED,
+            f"completed{when}; duplicates are answered from the stored result until {_iso(expires)}",
+            rid,
+            expires_at=expires,
+            completed_at=completed,
+            result=result,
+        )
     return RecordState(UNKNOWN, f"a record with an unexpected status {status!r}", rid, expires_at=expires)
 
 
@@ -206,15 +247,17 @@ def _completed_at(target: Target, job_type: str, expires: float | None) -> float
     if expires is None or not deployment.stage:
         return None
     try:
-        ttl = target.client("ssm").get_parameter(
-            Name=Ssm.tier(deployment.stage, tier, Ssm.TIER_IDEMPOTENCY_TTL))["Parameter"]["Value"]
+        ttl = target.client("ssm").get_parameter(Name=Ssm.tier(deployment.stage, tier, Ssm.TIER_IDEMPOTENCY_TTL))[
+            "Parameter"
+        ]["Value"]
         return expires - int(ttl)
     except (ClientError, ValueError):
         return None
 
 
-def _letters_of(target: Target, tier: str, job_type: str, key: str, max_letters: int,
-                read: dict[str, int]) -> list[FoundLetter]:
+def _letters_of(
+    target: Target, tier: str, job_type: str, key: str, max_letters: int, read: dict[str, int]
+) -> list[FoundLetter]:
     found: list[FoundLetter] = []
     read[tier] = 0
 

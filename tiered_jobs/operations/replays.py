@@ -44,9 +44,16 @@ def no_progress(description: str, total: int) -> Iterator[Callable[[int], None]]
     yield lambda matched: None
 
 
-def run_replay(target: Target, event: dict[str, Any], via: Via = Via.auto, *, progress: Progress = no_progress,
-               status: Callable[[str], AbstractContextManager[Any]] | None = None,
-               archive_path: Path | None = None, note: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run_replay(
+    target: Target,
+    event: dict[str, Any],
+    via: Via = Via.auto,
+    *,
+    progress: Progress = no_progress,
+    status: Callable[[str], AbstractContextManager[Any]] | None = None,
+    archive_path: Path | None = None,
+    note: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Run the replay domain here (``auto`` / ``direct``), or invoke the deployed function (``lambda``).
 
     ``progress`` shows a direct run's progress; ``status`` wraps the wait for the function's answer.
@@ -71,8 +78,9 @@ def run_replay(target: Target, event: dict[str, Any], via: Via = Via.auto, *, pr
         raise OperatorError(str(exc), 2) from None
 
 
-def read_letters(target: Target, tier: str, *, max_messages: int,
-                 on_letters: Callable[[list[Any]], None]) -> dict[str, Any]:
+def read_letters(
+    target: Target, tier: str, *, max_messages: int, on_letters: Callable[[list[Any]], None]
+) -> dict[str, Any]:
     """Inspect ``tier``'s DLQ (at most ``max_messages`` letters), handing every letter read to ``on_letters``.
 
     Letters are ``tiered_jobs.replay.letters.Letter`` (``message_id``, ``body``, ``attributes``,
@@ -88,8 +96,12 @@ def read_letters(target: Target, tier: str, *, max_messages: int,
     return run_replay_domain(request, sqs=target.client("sqs"), tiers=tiers, on_letters=on_letters)
 
 
-def invoke_replay(target: Target, deployment: discovery.Deployment, event: dict[str, Any],
-                  status: Callable[[str], AbstractContextManager[Any]] | None = None) -> dict[str, Any]:
+def invoke_replay(
+    target: Target,
+    deployment: discovery.Deployment,
+    event: dict[str, Any],
+    status: Callable[[str], AbstractContextManager[Any]] | None = None,
+) -> dict[str, Any]:
     """``lambda:InvokeFunction`` on the stage's replay function, once (never re-sent), and its answer."""
     name = deployment.replay_function_name
     if not name:
@@ -100,8 +112,10 @@ def invoke_replay(target: Target, deployment: discovery.Deployment, event: dict[
     body = json.loads(answer["Payload"].read() or b"null")
     if answer.get("FunctionError"):
         message = body.get("errorMessage") if isinstance(body, dict) else body
-        raise OperatorError(f"the replay function {name} refused or failed: {message}",
-                            2 if "invalid replay event" in str(message) else 1)
+        raise OperatorError(
+            f"the replay function {name} refused or failed: {message}",
+            2 if "invalid replay event" in str(message) else 1,
+        )
     answered: dict[str, Any] = body  # the replay function answers an object
     return answered
 
@@ -111,8 +125,9 @@ def _quiet(description: str) -> Iterator[None]:
     yield
 
 
-def _tier_queues(target: Target, deployment: discovery.Deployment,
-                 note: Callable[[str], None] | None = None) -> dict[str, Any]:
+def _tier_queues(
+    target: Target, deployment: discovery.Deployment, note: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """The tiers with a DLQ, each with its idempotency window from SSM (``None``: unknown)."""
     from botocore.exceptions import ClientError
 
@@ -123,7 +138,7 @@ def _tier_queues(target: Target, deployment: discovery.Deployment,
         if note is not None:
             note(f"the tiers' idempotency windows unavailable ({client_error_text(exc)})")
         ttls = {}
-    return {name: TierQueues(deployment.tiers[name].queue_url, deployment.tiers[name].dlq_url, ttls.get(name))
-            for name in names}
-
-
+    return {
+        name: TierQueues(deployment.tiers[name].queue_url, deployment.tiers[name].dlq_url, ttls.get(name))
+        for name in names
+    }

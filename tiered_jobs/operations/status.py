@@ -132,16 +132,25 @@ class StageStatus:
         return next(status for status in self.tiers if status.tier == name)
 
 
-def read_status(stage: str, tiers: Mapping[str, TierQueues], client: Callable[[str], Any], *, source: str,
-                now: datetime | None = None) -> StageStatus:
+def read_status(
+    stage: str,
+    tiers: Mapping[str, TierQueues],
+    client: Callable[[str], Any],
+    *,
+    source: str,
+    now: datetime | None = None,
+) -> StageStatus:
     """Every tier's status, in the calls the module's docstring counts. ``client(service)`` is a boto3
     client (an operator's ``Target.client``, the emulator session's ``clients``)."""
     from botocore.exceptions import ClientError
 
     sqs = client("sqs")
     counts = {name: queue_counts(sqs, urls.queue_url) for name, urls in tiers.items()}
-    letters = {name: queue_counts(sqs, urls.dlq_url)["ApproximateNumberOfMessages"]
-               for name, urls in tiers.items() if urls.dlq_url}
+    letters = {
+        name: queue_counts(sqs, urls.dlq_url)["ApproximateNumberOfMessages"]
+        for name, urls in tiers.items()
+        if urls.dlq_url
+    }
     notes: list[str] = []
     cloudwatch = client("cloudwatch")
     try:
@@ -154,12 +163,18 @@ def read_status(stage: str, tiers: Mapping[str, TierQueues], client: Callable[[s
     except ClientError as exc:
         figures = {}
         notes.append(f"CloudWatch figures unavailable ({client_error_text(exc)})")
-    rows = [TierStatus(
-        tier=name, visible=counts[name]["ApproximateNumberOfMessages"],
-        in_flight=counts[name]["ApproximateNumberOfMessagesNotVisible"],
-        delayed=counts[name]["ApproximateNumberOfMessagesDelayed"], dlq=letters.get(name),
-        alarms=tier_alarms(states, stage, name), **figures.get(name, {}),
-    ) for name in tiers]
+    rows = [
+        TierStatus(
+            tier=name,
+            visible=counts[name]["ApproximateNumberOfMessages"],
+            in_flight=counts[name]["ApproximateNumberOfMessagesNotVisible"],
+            delayed=counts[name]["ApproximateNumberOfMessagesDelayed"],
+            dlq=letters.get(name),
+            alarms=tier_alarms(states, stage, name),
+            **figures.get(name, {}),
+        )
+        for name in tiers
+    ]
     return StageStatus(stage, source, rows, notes)
 
 
@@ -188,8 +203,9 @@ def tier_alarms(states: Mapping[str, str], stage: str, tier: str) -> dict[str, s
     return {kind: states[name] for kind in Alarms.ALL_KINDS if (name := Alarms.name(stage, tier, kind)) in states}
 
 
-def metric_figures(cloudwatch: Any, stage: str, tiers: Mapping[str, TierQueues], *,
-                   now: datetime | None = None) -> dict[str, dict[str, float | None]]:
+def metric_figures(
+    cloudwatch: Any, stage: str, tiers: Mapping[str, TierQueues], *, now: datetime | None = None
+) -> dict[str, dict[str, float | None]]:
     """``{tier: {TierStatus field: value}}``: every CloudWatch figure of every tier, in one
     ``GetMetricData`` call (see the module's docstring)."""
     if not tiers:
@@ -199,20 +215,39 @@ def metric_figures(cloudwatch: Any, stage: str, tiers: Mapping[str, TierQueues],
     end = (now or datetime.now(timezone.utc)).replace(second=0, microsecond=0) + timedelta(minutes=1)
     queries: list[dict[str, Any]] = []
     for index, (name, urls) in enumerate(tiers.items()):
-        ours = [{"Name": Metrics.DIM_SERVICE, "Value": Metrics.SERVICE},
-                {"Name": Metrics.DIM_STAGE, "Value": stage}, {"Name": Metrics.DIM_TIER, "Value": name}]
+        ours = [
+            {"Name": Metrics.DIM_SERVICE, "Value": Metrics.SERVICE},
+            {"Name": Metrics.DIM_STAGE, "Value": stage},
+            {"Name": Metrics.DIM_TIER, "Value": name},
+        ]
         for figure, metric, stat in _JOB_FIGURES:
             queries.append(_query(f"t{index}_{figure}", Metrics.NAMESPACE, metric, ours, WINDOW_SECONDS, stat))
         queries.append(_query(f"t{index}_recent", Metrics.NAMESPACE, Metrics.SUCCEEDED, ours, MINUTE, "Sum"))
-        queries.append(_query(f"t{index}_age", SQS_NAMESPACE, AGE_OF_OLDEST_MESSAGE,
-                              [{"Name": SQS_QUEUE_DIMENSION, "Value": queue_name(urls.queue_url)}], MINUTE, "Maximum"))
-        queries.append(_query(f"t{index}_throttles", LAMBDA_NAMESPACE, THROTTLES,
-                              [{"Name": LAMBDA_FUNCTION_DIMENSION, "Value": consumer_function_name(stage, name)}],
-                              MINUTE, "Sum"))
+        queries.append(
+            _query(
+                f"t{index}_age",
+                SQS_NAMESPACE,
+                AGE_OF_OLDEST_MESSAGE,
+                [{"Name": SQS_QUEUE_DIMENSION, "Value": queue_name(urls.queue_url)}],
+                MINUTE,
+                "Maximum",
+            )
+        )
+        queries.append(
+            _query(
+                f"t{index}_throttles",
+                LAMBDA_NAMESPACE,
+                THROTTLES,
+                [{"Name": LAMBDA_FUNCTION_DIMENSION, "Value": consumer_function_name(stage, name)}],
+                MINUTE,
+                "Sum",
+            )
+        )
     points = _datapoints(cloudwatch, queries, end - timedelta(seconds=max(WINDOW_SECONDS, AGE_LOOKBACK_SECONDS)), end)
     recent, aged = end - timedelta(seconds=RECENT_SECONDS), end - timedelta(seconds=AGE_LOOKBACK_SECONDS)
     figures: dict[str, dict[str, float | None]] = {}
     for index, name in enumerate(tiers):
+
         def found(figure: str, index: int = index) -> list[tuple[datetime, float]]:
             return sorted(points.get(f"t{index}_{figure}", []), reverse=True)  # newest first
 
@@ -231,26 +266,40 @@ def metric_figures(cloudwatch: Any, stage: str, tiers: Mapping[str, TierQueues],
     return figures
 
 
-def _query(query_id: str, namespace: str, metric: str, dimensions: list[dict[str, str]], period: int,
-           stat: str) -> dict[str, Any]:
-    return {"Id": query_id, "ReturnData": True, "MetricStat": {
-        "Metric": {"Namespace": namespace, "MetricName": metric, "Dimensions": dimensions},
-        "Period": period, "Stat": stat}}
+def _query(
+    query_id: str, namespace: str, metric: str, dimensions: list[dict[str, str]], period: int, stat: str
+) -> dict[str, Any]:
+    return {
+        "Id": query_id,
+        "ReturnData": True,
+        "MetricStat": {
+            "Metric": {"Namespace": namespace, "MetricName": metric, "Dimensions": dimensions},
+            "Period": period,
+            "Stat": stat,
+        },
+    }
 
 
-def _datapoints(cloudwatch: Any, queries: list[dict[str, Any]], start: datetime,
-                end: datetime) -> dict[str, list[tuple[datetime, float]]]:
+def _datapoints(
+    cloudwatch: Any, queries: list[dict[str, Any]], start: datetime, end: datetime
+) -> dict[str, list[tuple[datetime, float]]]:
     """``{query id: [(timestamp, value)]}``, every page of every call gathered."""
     points: dict[str, list[tuple[datetime, float]]] = {}
     for first in range(0, len(queries), MAX_QUERIES):
-        request: dict[str, Any] = {"MetricDataQueries": queries[first:first + MAX_QUERIES], "StartTime": start,
-                                   "EndTime": end, "ScanBy": "TimestampDescending"}
+        request: dict[str, Any] = {
+            "MetricDataQueries": queries[first : first + MAX_QUERIES],
+            "StartTime": start,
+            "EndTime": end,
+            "ScanBy": "TimestampDescending",
+        }
         while True:
             response = cloudwatch.get_metric_data(**request)
             for result in response.get("MetricDataResults", []):
                 points.setdefault(result["Id"], []).extend(
-                    (stamp, float(value)) for stamp, value in
-                    zip(result.get("Timestamps", []), result.get("Values", []), strict=True) if value is not None)
+                    (stamp, float(value))
+                    for stamp, value in zip(result.get("Timestamps", []), result.get("Values", []), strict=True)
+                    if value is not None
+                )
             if not response.get("NextToken"):
                 break
             request["NextToken"] = response["NextToken"]

@@ -112,30 +112,45 @@ def find_leftovers(client: Callable[[str], Any], stage: str, stack: str | None =
     found: list[Leftover] = []
     sqs = client("sqs")
     # Tier queues are named "tiered-jobs-<stage>-..."; others (the schedules DLQ) get CloudFormation's names.
-    urls = {url for prefix in (queue_name(stage, ""), f"{stack}-")
-            for url in _pages(sqs, "list_queues", "QueueUrls", QueueNamePrefix=prefix)}
+    urls = {
+        url
+        for prefix in (queue_name(stage, ""), f"{stack}-")
+        for url in _pages(sqs, "list_queues", "QueueUrls", QueueNamePrefix=prefix)
+    }
     for url in sorted(urls):
         tags = sqs.list_queue_tags(QueueUrl=url).get("Tags", {})
         if _ours(tags, stage):
             depth = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
             messages = int(depth["Attributes"].get("ApproximateNumberOfMessages", 0))
-            found.append(Leftover("queue", url.rsplit("/", 1)[-1], f"{messages} messages", url,
-                                  tags.get(CFN_STACK_TAG, "")))
+            found.append(
+                Leftover("queue", url.rsplit("/", 1)[-1], f"{messages} messages", url, tags.get(CFN_STACK_TAG, ""))
+            )
     dynamodb = client("dynamodb")
     for table in _pages(dynamodb, "list_tables", "TableNames"):
         if table.startswith(f"{stack}-"):
             description = dynamodb.describe_table(TableName=table)["Table"]
-            tags = {t["Key"]: t["Value"] for t in
-                    dynamodb.list_tags_of_resource(ResourceArn=description["TableArn"]).get("Tags", [])}
+            tags = {
+                t["Key"]: t["Value"]
+                for t in dynamodb.list_tags_of_resource(ResourceArn=description["TableArn"]).get("Tags", [])
+            }
             if _ours(tags, stage):
-                found.append(Leftover("table", table, f"~{description.get('ItemCount', 0)} items",
-                                      owner=tags.get(CFN_STACK_TAG, "")))
+                found.append(
+                    Leftover(
+                        "table", table, f"~{description.get('ItemCount', 0)} items", owner=tags.get(CFN_STACK_TAG, "")
+                    )
+                )
     logs = client("logs")
     for group in _pages(logs, "describe_log_groups", "logGroups", logGroupNamePrefix=f"{stack}-"):
         tags = logs.list_tags_log_group(logGroupName=group["logGroupName"]).get("tags", {})
         if _ours(tags, stage):
-            found.append(Leftover("log group", group["logGroupName"], f"{group.get('storedBytes', 0)} bytes",
-                                  owner=tags.get(CFN_STACK_TAG, "")))
+            found.append(
+                Leftover(
+                    "log group",
+                    group["logGroupName"],
+                    f"{group.get('storedBytes', 0)} bytes",
+                    owner=tags.get(CFN_STACK_TAG, ""),
+                )
+            )
     found.extend(_schedule_group(client("scheduler"), stage))
     found.extend(_one_time_roles(client("iam"), stage, sqs.meta.region_name or "us-east-1"))
     found.extend(_buckets(client("s3"), stage, stack))
@@ -182,16 +197,16 @@ def _alarm_keys(kms: Any, stage: str) -> list[Leftover]:
         ):
             continue
         try:
-            tags = {t["TagKey"]: t["TagValue"]
-                    for t in _pages(kms, "list_resource_tags", "Tags", KeyId=key["KeyId"])}
+            tags = {t["TagKey"]: t["TagValue"] for t in _pages(kms, "list_resource_tags", "Tags", KeyId=key["KeyId"])}
         except ClientError as exc:
             if not _denied(exc):
                 raise
             tags = {}
         described = metadata.get("Description") == alarm_key_description(stage)
         if (described and tags.get(STAGE_TAG, stage) == stage) or _ours(tags, stage):
-            found.append(Leftover("kms key", key["KeyId"], metadata.get("Description", ""),
-                                  owner=tags.get(CFN_STACK_TAG, "")))
+            found.append(
+                Leftover("kms key", key["KeyId"], metadata.get("Description", ""), owner=tags.get(CFN_STACK_TAG, ""))
+            )
     return found
 
 
@@ -204,8 +219,9 @@ def _one_time_roles(iam: Any, stage: str, region: str) -> list[Leftover]:
             continue
         tags = {t["Key"]: t["Value"] for t in _pages(iam, "list_role_tags", "Tags", RoleName=role["RoleName"])}
         if _ours(tags, stage):
-            found.append(Leftover("role", role["RoleName"], role.get("Description", ""),
-                                  owner=tags.get(CFN_STACK_TAG, "")))
+            found.append(
+                Leftover("role", role["RoleName"], role.get("Description", ""), owner=tags.get(CFN_STACK_TAG, ""))
+            )
     return found
 
 
@@ -233,8 +249,10 @@ def _buckets(s3: Any, stage: str, stack: str) -> list[Leftover]:
                 raise
             tags = {}
         if _ours(tags, stage):
-            versions = sum(len(page.get("Versions", [])) + len(page.get("DeleteMarkers", []))
-                           for page in s3.get_paginator("list_object_versions").paginate(Bucket=name))
+            versions = sum(
+                len(page.get("Versions", [])) + len(page.get("DeleteMarkers", []))
+                for page in s3.get_paginator("list_object_versions").paginate(Bucket=name)
+            )
             found.append(Leftover("bucket", name, f"{versions} object versions", owner=tags.get(CFN_STACK_TAG, "")))
     return found
 
@@ -245,16 +263,21 @@ def _empty_and_delete_bucket(s3: Any, name: str) -> int:
 
     deleted = 0
     for page in s3.get_paginator("list_object_versions").paginate(Bucket=name):
-        objects = [{"Key": v["Key"], "VersionId": v["VersionId"]}
-                   for v in (*page.get("Versions", []), *page.get("DeleteMarkers", []))]
+        objects = [
+            {"Key": v["Key"], "VersionId": v["VersionId"]}
+            for v in (*page.get("Versions", []), *page.get("DeleteMarkers", []))
+        ]
         for start in range(0, len(objects), S3_DELETE_BATCH):
-            answer = s3.delete_objects(Bucket=name, Delete={"Objects": objects[start:start + S3_DELETE_BATCH],
-                                                            "Quiet": True})
+            answer = s3.delete_objects(
+                Bucket=name, Delete={"Objects": objects[start : start + S3_DELETE_BATCH], "Quiet": True}
+            )
             if answer.get("Errors"):
                 error = answer["Errors"][0]
-                raise OperatorError(f"bucket {name}: could not delete {len(answer['Errors'])} object version(s), "
-                                   f"e.g. {error.get('Key')}: {error.get('Code')} {error.get('Message')}")
-            deleted += len(objects[start:start + S3_DELETE_BATCH])
+                raise OperatorError(
+                    f"bucket {name}: could not delete {len(answer['Errors'])} object version(s), "
+                    f"e.g. {error.get('Key')}: {error.get('Code')} {error.get('Message')}"
+                )
+            deleted += len(objects[start : start + S3_DELETE_BATCH])
     s3.delete_bucket(Bucket=name)
     return deleted
 
@@ -284,10 +307,12 @@ def delete_leftovers(client: Callable[[str], Any], leftovers: list[Leftover], ke
             done.append(f"deleted bucket {item.name} and its {versions} object versions")
         elif item.kind == "kms key":
             answer = client("kms").schedule_key_deletion(KeyId=item.name, PendingWindowInDays=key_pending_days)
-            done.append(f"scheduled KMS key {item.name} for deletion on {answer.get('DeletionDate')} "
-                        f"(aws kms cancel-key-deletion --key-id {item.name} undoes it)")
+            done.append(
+                f"scheduled KMS key {item.name} for deletion on {answer.get('DeletionDate')} "
+                f"(aws kms cancel-key-deletion --key-id {item.name} undoes it)"
+            )
     for start in range(0, len(parameters), SSM_DELETE_BATCH):
-        chunk = parameters[start:start + SSM_DELETE_BATCH]
+        chunk = parameters[start : start + SSM_DELETE_BATCH]
         client("ssm").delete_parameters(Names=chunk)
         done.extend(f"deleted SSM parameter {name}" for name in chunk)
     return done

@@ -40,8 +40,17 @@ from .errors import InvalidJobError, PublishError
 from .models import Job, PublishResult, ResendPolicy
 
 __all__ = [
-    "InvalidJobError", "Job", "PublishError", "PublishResult", "Publisher", "ResendPolicy",
-    "cancel", "configure", "default_publisher", "publish", "publish_batch",
+    "InvalidJobError",
+    "Job",
+    "PublishError",
+    "PublishResult",
+    "Publisher",
+    "ResendPolicy",
+    "cancel",
+    "configure",
+    "default_publisher",
+    "publish",
+    "publish_batch",
 ]
 
 

@@ -93,8 +93,10 @@ class Publisher:
     ) -> Publisher:
         """From the outputs of CloudFormation stack ``stack_name`` (needs ``cloudformation:DescribeStacks``)."""
         deployment = discovery.from_stack_outputs(stack_name, cloudformation=cloudformation)
-        options.setdefault("scheduling", lambda: scheduling.from_stack_outputs(
-            stack_name, list(deployment.tiers), cloudformation=cloudformation))
+        options.setdefault(
+            "scheduling",
+            lambda: scheduling.from_stack_outputs(stack_name, list(deployment.tiers), cloudformation=cloudformation),
+        )
         return cls.from_deployment(deployment, sqs=sqs, **options)
 
     @classmethod
@@ -220,8 +222,7 @@ class Publisher:
             problems.append(not_json)
         built = None
         try:
-            built = envelope.build(job.job_type, job.payload, job.idempotency_key,
-                                   tenant=job.tenant)
+            built = envelope.build(job.job_type, job.payload, job.idempotency_key, tenant=job.tenant)
         except envelope.EnvelopeError as exc:
             problems.extend(exc.problems)
         if built is not None:  # the job type's payload schema, if the contract ships one
@@ -295,13 +296,20 @@ class Publisher:
 
         assert one_time is not None and item.fire_at is not None
         try:
-            done = one_time.create(job_type=item.job.job_type, idempotency_key=item.job.idempotency_key,
-                                   tier=item.tier, fire_at=item.fire_at, body=item.body, tenant=item.job.tenant)
+            done = one_time.create(
+                job_type=item.job.job_type,
+                idempotency_key=item.job.idempotency_key,
+                tier=item.tier,
+                fire_at=item.fire_at,
+                body=item.body,
+                tenant=item.job.tenant,
+            )
         except (BotoCoreError, ClientError, discovery.DiscoveryError) as exc:
             code = exc.response["Error"].get("Code", "") if isinstance(exc, ClientError) else type(exc).__name__
             return _result(item, 1, error_code=code, error_message=str(exc)), exc
-        return _result(item, 1, schedule_name=done.schedule_name, fire_at=done.fire_at,
-                       already_scheduled=done.already_scheduled), None
+        return _result(
+            item, 1, schedule_name=done.schedule_name, fire_at=done.fire_at, already_scheduled=done.already_scheduled
+        ), None
 
     # -- sending ------------------------------------------------------------------------------
 
@@ -335,7 +343,10 @@ class Publisher:
                 item = by_id.pop(entry["Id"])
                 if entry.get("SenderFault") or attempt >= self.resend.max_attempts:
                     results[item.index] = _result(
-                        item, attempt, error_code=entry.get("Code", ""), error_message=entry.get("Message", ""),
+                        item,
+                        attempt,
+                        error_code=entry.get("Code", ""),
+                        error_message=entry.get("Message", ""),
                         sender_fault=bool(entry.get("SenderFault")),
                     )
                 else:

@@ -91,9 +91,7 @@ class ResendPolicy:
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts}")
         if not 0 <= self.base_seconds <= self.max_seconds:
-            raise ValueError(
-                f"need 0 <= base_seconds <= max_seconds, got {self.base_seconds} and {self.max_seconds}"
-            )
+            raise ValueError(f"need 0 <= base_seconds <= max_seconds, got {self.base_seconds} and {self.max_seconds}")
 
     def wait(self, attempt: int, unit_random: float) -> float:
         """Seconds to wait after failed attempt ``attempt`` (1-based); ``unit_random`` is in [0, 1)."""

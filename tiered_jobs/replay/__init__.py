@@ -17,7 +17,17 @@ from .service import approximate_depth, run
 from .tiers import TierQueues, tiers_from_env
 
 __all__ = [
-    "MAX_MESSAGES_CAP", "JsonLinesArchive", "ReplayEventError", "ReplayRequest", "S3Archive", "TierQueues",
-    "approximate_depth", "archive_from_env", "normalise_message", "parse_event", "read_archive", "run",
+    "MAX_MESSAGES_CAP",
+    "JsonLinesArchive",
+    "ReplayEventError",
+    "ReplayRequest",
+    "S3Archive",
+    "TierQueues",
+    "approximate_depth",
+    "archive_from_env",
+    "normalise_message",
+    "parse_event",
+    "read_archive",
+    "run",
     "tiers_from_env",
 ]

@@ -93,8 +93,9 @@ class S3Archive:
 
     def write(self, records: list[dict[str, Any]]) -> None:
         key = f"{self.prefix}{self._now().strftime('%Y%m%dT%H%M%S.%fZ')}-{uuid.uuid4().hex[:8]}.jsonl"
-        self.s3.put_object(Bucket=self.bucket, Key=key, Body=_lines(records).encode("utf-8"),
-                           ContentType="application/x-ndjson")
+        self.s3.put_object(
+            Bucket=self.bucket, Key=key, Body=_lines(records).encode("utf-8"), ContentType="application/x-ndjson"
+        )
 
 
 def archive_from_env(tier: str, s3: Any, environ: Mapping[str, str] = os.environ) -> S3Archive | None:

@@ -43,7 +43,7 @@ _FIELD_HELP = {
     "message_ids": f"list of 1-{MAX_MESSAGE_IDS} SQS message ids: only these letters "
     "(required by 'show'; default: any)",
     "allow_outside_idempotency_window": "true | false (default false): 'replay' also moves letters older than "
-                                        "the tier's idempotency window",
+    "the tier's idempotency window",
 }
 
 
@@ -54,10 +54,7 @@ class ReplayEventError(TieredJobsError, ValueError):
 
     def __init__(self, problems: list[str]):
         self.problems = list(problems)
-        super().__init__(
-            "invalid replay event: " + "; ".join(self.problems)
-            + f". Allowed fields: {_allowed_fields()}"
-        )
+        super().__init__("invalid replay event: " + "; ".join(self.problems) + f". Allowed fields: {_allowed_fields()}")
 
 
 @dataclass(frozen=True)
@@ -109,8 +106,9 @@ def parse_event(event: Any, *, tiers: Iterable[str] | None = None) -> ReplayRequ
     for name in ("job_type", "error_type"):
         value = values[name]
         if value is not None and (not isinstance(value, str) or not value.strip()):
-            problems.append(f"'{name}' must be a non-empty string (a glob such as 'payments.*') or null, "
-                            f"got {_kind(value)}")
+            problems.append(
+                f"'{name}' must be a non-empty string (a glob such as 'payments.*') or null, got {_kind(value)}"
+            )
     rate = values["max_per_second"]
     if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0):
         problems.append(f"'max_per_second' must be a number above 0 or null (no limit), got {rate!r}")
@@ -134,10 +132,24 @@ def parse_event(event: Any, *, tiers: Iterable[str] | None = None) -> ReplayRequ
 def response(request: ReplayRequest, **fields: Any) -> dict[str, Any]:
     """A response with every key of ``RESPONSE_FIELDS``; the request's own values echoed."""
     base: dict[str, Any] = {
-        "action": request.action, "tier": request.tier, "mode": request.mode, "dry_run": request.dry_run,
-        "matched": 0, "moved": 0, "failed": 0, "left_in_dlq": None, "groups": [], "stopped_because": None,
-        "task_handle": None, "idempotency_ttl_seconds": None, "outside_window": 0, "refused_outside_window": 0,
-        "discarded": 0, "archive": None, "archive_error": None, "letters": [],
+        "action": request.action,
+        "tier": request.tier,
+        "mode": request.mode,
+        "dry_run": request.dry_run,
+        "matched": 0,
+        "moved": 0,
+        "failed": 0,
+        "left_in_dlq": None,
+        "groups": [],
+        "stopped_because": None,
+        "task_handle": None,
+        "idempotency_ttl_seconds": None,
+        "outside_window": 0,
+        "refused_outside_window": 0,
+        "discarded": 0,
+        "archive": None,
+        "archive_error": None,
+        "letters": [],
     }
     base.update(fields)
     return base
@@ -173,10 +185,15 @@ def _native_problems(event: Mapping[str, Any], values: dict[str, Any]) -> list[s
 def _message_ids_problems(ids: Any, action: Any) -> list[str]:
     if ids is None:
         return ["'action': 'show' needs 'message_ids': the letters to show"] if action == "show" else []
-    if (not isinstance(ids, (list, tuple)) or not 1 <= len(ids) <= MAX_MESSAGE_IDS
-            or not all(isinstance(i, str) and i.strip() for i in ids)):
-        return [f"'message_ids' must be a list of 1-{MAX_MESSAGE_IDS} message ids (non-empty strings) or null, "
-                f"got {_kind(ids)}"]
+    if (
+        not isinstance(ids, (list, tuple))
+        or not 1 <= len(ids) <= MAX_MESSAGE_IDS
+        or not all(isinstance(i, str) and i.strip() for i in ids)
+    ):
+        return [
+            f"'message_ids' must be a list of 1-{MAX_MESSAGE_IDS} message ids (non-empty strings) or null, "
+            f"got {_kind(ids)}"
+        ]
     return []
 
 

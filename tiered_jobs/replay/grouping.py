@@ -95,4 +95,3 @@ class Groups:
         """Biggest group first; ties by job type and error type, so the output is stable."""
         ordered = sorted(self._groups.values(), key=lambda g: (-g.count, g.job_type, g.error_type, g.reason))
         return [group.to_dict() for group in ordered]
-

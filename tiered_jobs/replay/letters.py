@@ -62,9 +62,7 @@ class Letter:
     @classmethod
     def from_message(cls, message: dict[str, Any]) -> Letter:
         """Build from one ``ReceiveMessage`` entry (asked with attributes ``All`` and ``SentTimestamp``)."""
-        attributes = {
-            name: _sendable(value) for name, value in (message.get("MessageAttributes") or {}).items()
-        }
+        attributes = {name: _sendable(value) for name, value in (message.get("MessageAttributes") or {}).items()}
         text = {name: value.get("StringValue") for name, value in attributes.items()}
         sent_at = datetime.fromtimestamp(int(message["Attributes"]["SentTimestamp"]) / 1000, timezone.utc)
         last_failed = _iso(text.get(DeadLetter.LAST_FAILED_AT)) or sent_at
@@ -121,8 +119,9 @@ class Letter:
             "sent_at": iso_text(self.sent_at),
             "body": self.body,
             "message_attributes": {
-                name: {key: base64.b64encode(v).decode("ascii") if key == "BinaryValue" else v
-                       for key, v in value.items()}
+                name: {
+                    key: base64.b64encode(v).decode("ascii") if key == "BinaryValue" else v for key, v in value.items()
+                }
                 for name, value in self.attributes.items()
             },
             "attributes": dict(self.system_attributes),
@@ -140,7 +139,8 @@ class Letter:
         dropped (``Replay.At`` first, then ``Replay.Count``, then the first failure), never a user's.
         """
         kept = {
-            name: value for name, value in self.attributes.items()
+            name: value
+            for name, value in self.attributes.items()
             if not name.startswith((DeadLetter.PREFIX, Replay.PREFIX, Attributes.PREFIX))
         }
         previous = self.attributes.get(Replay.COUNT, {}).get("StringValue")

@@ -32,5 +32,6 @@ def start_move_task(request: ReplayRequest, *, sqs: Any, queues: TierQueues) -> 
     if request.max_per_second is not None:
         arguments["MaxNumberOfMessagesPerSecond"] = int(request.max_per_second)
     task = sqs.start_message_move_task(**arguments)
-    return response(request, matched=depth, left_in_dlq=depth, stopped_because="move_task_started",
-                    task_handle=task["TaskHandle"])
+    return response(
+        request, matched=depth, left_in_dlq=depth, stopped_because="move_task_started", task_handle=task["TaskHandle"]
+    )

@@ -90,17 +90,28 @@ def run(
     """
     problems = tier_problems(request.tier, tiers)
     if request.action == "discard" and not request.dry_run and archive is None:
-        problems.append("'action': 'discard' needs an archive to keep the letters it deletes, and this replay "
-                        "has none: discard with the CLI (`tiered-jobs dlq discard TIER --via direct`, which "
-                        "archives to a local JSON-lines file), or give the replay function an archive bucket")
+        problems.append(
+            "'action': 'discard' needs an archive to keep the letters it deletes, and this replay "
+            "has none: discard with the CLI (`tiered-jobs dlq discard TIER --via direct`, which "
+            "archives to a local JSON-lines file), or give the replay function an archive bucket"
+        )
     if problems:
         raise ReplayEventError(problems)
     queues = tiers[request.tier]
     if request.mode == "native":
         return start_move_task(request, sqs=sqs, queues=queues)
     return _Scan(
-        request, sqs=sqs, queues=queues, remaining_ms=remaining_ms, clock=clock, sleep=sleep, now=now,
-        on_progress=on_progress, on_letters=on_letters, wait_seconds=wait_seconds, safety_margin_ms=safety_margin_ms,
+        request,
+        sqs=sqs,
+        queues=queues,
+        remaining_ms=remaining_ms,
+        clock=clock,
+        sleep=sleep,
+        now=now,
+        on_progress=on_progress,
+        on_letters=on_letters,
+        wait_seconds=wait_seconds,
+        safety_margin_ms=safety_margin_ms,
         archive=archive,
     ).run()
 
@@ -139,11 +150,22 @@ class _RateLimit:
 class _Scan:
     """One batch-mode run: inspect, dry run or replay (see the module's docstring)."""
 
-    def __init__(self, request: ReplayRequest, *, sqs: Any, queues: TierQueues,
-                 remaining_ms: Callable[[], int] | None, clock: Callable[[], float],
-                 sleep: Callable[[float], None], now: Callable[[], datetime],
-                 on_progress: Callable[[int], None] | None, wait_seconds: int, safety_margin_ms: int,
-                 on_letters: Callable[[list[Letter]], None] | None = None, archive: Archive | None = None):
+    def __init__(
+        self,
+        request: ReplayRequest,
+        *,
+        sqs: Any,
+        queues: TierQueues,
+        remaining_ms: Callable[[], int] | None,
+        clock: Callable[[], float],
+        sleep: Callable[[float], None],
+        now: Callable[[], datetime],
+        on_progress: Callable[[int], None] | None,
+        wait_seconds: int,
+        safety_margin_ms: int,
+        on_letters: Callable[[list[Letter]], None] | None = None,
+        archive: Archive | None = None,
+    ):
         self.request = request
         self.archive = archive
         self.sqs = sqs
@@ -179,13 +201,20 @@ class _Scan:
         dlq_url = self.queues.dlq_url
         assert dlq_url is not None  # the replay's tiers always name their DLQ (tiers_from_env)
         return response(
-            self.request, matched=self.matched, moved=self.moved, failed=self.failed,
+            self.request,
+            matched=self.matched,
+            moved=self.moved,
+            failed=self.failed,
             left_in_dlq=approximate_depth(self.sqs, dlq_url),
-            groups=self.groups.to_list(), stopped_because=stopped_because,
-            idempotency_ttl_seconds=self.queues.idempotency_ttl_seconds, outside_window=self.outside_window,
-            refused_outside_window=self.refused_outside_window, discarded=self.discarded,
+            groups=self.groups.to_list(),
+            stopped_because=stopped_because,
+            idempotency_ttl_seconds=self.queues.idempotency_ttl_seconds,
+            outside_window=self.outside_window,
+            refused_outside_window=self.refused_outside_window,
+            discarded=self.discarded,
             archive=self.archive.location if self.archive is not None and self.discarding else None,
-            archive_error=self.archive_error, letters=self.letters,
+            archive_error=self.archive_error,
+            letters=self.letters,
         )
 
     # -- the loop ---------------------------------------------------------------------------
@@ -229,8 +258,12 @@ class _Scan:
         if self.guard_window:
             refused = [letter for letter in matching if letter.message_id in outside]
             if refused:
-                logger.warning("replay: %d letter(s) older than the idempotency window (%s s) stay in the DLQ: %s",
-                               len(refused), ttl, ", ".join(letter.message_id for letter in refused))
+                logger.warning(
+                    "replay: %d letter(s) older than the idempotency window (%s s) stay in the DLQ: %s",
+                    len(refused),
+                    ttl,
+                    ", ".join(letter.message_id for letter in refused),
+                )
             self.refused_outside_window += len(refused)
             self.groups.add(refused, outside)
             matching = [letter for letter in matching if letter.message_id not in outside]
@@ -282,8 +315,12 @@ class _Scan:
 
     def _receive(self, count: int, hold: int) -> list[dict[str, Any]]:
         answer = self.sqs.receive_message(
-            QueueUrl=self.queues.dlq_url, MaxNumberOfMessages=count, VisibilityTimeout=hold,
-            WaitTimeSeconds=self.wait_seconds, MessageAttributeNames=["All"], MessageSystemAttributeNames=["All"],
+            QueueUrl=self.queues.dlq_url,
+            MaxNumberOfMessages=count,
+            VisibilityTimeout=hold,
+            WaitTimeSeconds=self.wait_seconds,
+            MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
         )
         messages: list[dict[str, Any]] = answer.get("Messages", [])
         return messages
@@ -300,16 +337,23 @@ class _Scan:
         by_entry = {str(i): letter for i, letter in enumerate(letters)}
         entries = []
         for entry_id, letter in by_entry.items():
-            entry = {"Id": entry_id, "MessageBody": letter.body,
-                     "MessageAttributes": letter.replay_attributes(replayed_at)}
+            entry = {
+                "Id": entry_id,
+                "MessageBody": letter.body,
+                "MessageAttributes": letter.replay_attributes(replayed_at),
+            }
             if letter.tenant:  # the tenant travels in the envelope; a fair queue schedules by the group
                 entry["MessageGroupId"] = letter.tenant
             entries.append(entry)
         sent = self.sqs.send_message_batch(QueueUrl=self.queues.queue_url, Entries=entries)
         for failure in sent.get("Failed", []):
             letter = by_entry[failure["Id"]]
-            logger.warning("replay: send failed, the letter stays in the DLQ: %s %s: %s",
-                           letter.message_id, failure.get("Code"), failure.get("Message"))
+            logger.warning(
+                "replay: send failed, the letter stays in the DLQ: %s %s: %s",
+                letter.message_id,
+                failure.get("Code"),
+                failure.get("Message"),
+            )
         accepted = [by_entry[ok["Id"]] for ok in sent.get("Successful", [])]
         self.failed += len(letters) - len(accepted)
         self.moved += len(accepted)
@@ -322,8 +366,11 @@ class _Scan:
         try:
             self.archive.write([letter.to_record(self.request.tier, self.now()) for letter in letters])
         except Exception as exc:  # any failure: delete nothing, stop, say why
-            logger.exception("discard: could not archive %d letter(s) to %s; none of them deleted",
-                             len(letters), self.archive.location)
+            logger.exception(
+                "discard: could not archive %d letter(s) to %s; none of them deleted",
+                len(letters),
+                self.archive.location,
+            )
             self.archive_error = f"{type(exc).__name__}: {exc}"
             self.failed += len(letters)
             return
@@ -342,25 +389,33 @@ class _Scan:
         for ok in deleted.get("Successful", []):
             self.held.pop(letters[int(ok["Id"])].message_id, None)
         for failure in deleted.get("Failed", []):
-            logger.warning("replay: %s: %s %s: %s", failure_note,
-                           letters[int(failure["Id"])].message_id, failure.get("Code"), failure.get("Message"))
+            logger.warning(
+                "replay: %s: %s %s: %s",
+                failure_note,
+                letters[int(failure["Id"])].message_id,
+                failure.get("Code"),
+                failure.get("Message"),
+            )
         return len(deleted.get("Successful", []))
 
     def _release_held(self) -> None:
         """Make every held letter visible again; best effort (a failure is logged: the hold expires anyway)."""
         handles = list(self.held.values())
         for start in range(0, len(handles), SQS_MAX_BATCH_ENTRIES):
-            chunk = handles[start:start + SQS_MAX_BATCH_ENTRIES]
+            chunk = handles[start : start + SQS_MAX_BATCH_ENTRIES]
             try:
                 answer = self.sqs.change_message_visibility_batch(
                     QueueUrl=self.queues.dlq_url,
                     Entries=[{"Id": str(i), "ReceiptHandle": h, "VisibilityTimeout": 0} for i, h in enumerate(chunk)],
                 )
             except Exception:  # never mask the run's own error; SQS releases them later
-                logger.exception("replay: could not release %d held letters; they reappear when their hold expires",
-                                 len(chunk))
+                logger.exception(
+                    "replay: could not release %d held letters; they reappear when their hold expires", len(chunk)
+                )
                 continue
             if answer.get("Failed"):
-                logger.warning("replay: %d held letters not released now; they reappear when their hold expires",
-                               len(answer["Failed"]))
+                logger.warning(
+                    "replay: %d held letters not released now; they reappear when their hold expires",
+                    len(answer["Failed"]),
+                )
         self.held.clear()

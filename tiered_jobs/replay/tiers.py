@@ -23,8 +23,11 @@ def tiers_from_env(environ: Mapping[str, str] = os.environ) -> dict[str, TierQue
     try:
         table = json.loads(raw)
         tiers = {
-            tier: TierQueues(queue_url=urls["queue_url"], dlq_url=urls["dlq_url"],
-                             idempotency_ttl_seconds=urls.get("idempotency_ttl_seconds"))
+            tier: TierQueues(
+                queue_url=urls["queue_url"],
+                dlq_url=urls["dlq_url"],
+                idempotency_ttl_seconds=urls.get("idempotency_ttl_seconds"),
+            )
             for tier, urls in table.items()
         }
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -32,6 +35,8 @@ def tiers_from_env(environ: Mapping[str, str] = os.environ) -> dict[str, TierQue
     for tier, queues in tiers.items():
         ttl = queues.idempotency_ttl_seconds
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl < 0):
-            raise RuntimeError(f"{Env.REPLAY_TIERS}: tier {tier!r} has 'idempotency_ttl_seconds' {ttl!r}; "
-                               "expected a whole number of seconds")
+            raise RuntimeError(
+                f"{Env.REPLAY_TIERS}: tier {tier!r} has 'idempotency_ttl_seconds' {ttl!r}; "
+                "expected a whole number of seconds"
+            )
     return tiers

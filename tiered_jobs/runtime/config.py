@@ -51,8 +51,11 @@ class TierConfig:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TierConfig:
         env = os.environ if environ is None else environ
-        missing = [name for name in (Env.STAGE, Env.TIER, Env.QUEUE_URL, Env.DLQ_URL, Env.IDEMPOTENCY_TABLE)
-                   if not env.get(name)]
+        missing = [
+            name
+            for name in (Env.STAGE, Env.TIER, Env.QUEUE_URL, Env.DLQ_URL, Env.IDEMPOTENCY_TABLE)
+            if not env.get(name)
+        ]
         if missing:
             raise ConfigurationError(f"missing environment variable(s): {', '.join(missing)}")
         try:

@@ -85,11 +85,9 @@ class Fate:
 class _Invocation:
     """What one invocation accumulates (a plain class: nothing to generate at cold start)."""
 
-    __slots__ = ("remaining_ms", "margin_ms", "metrics", "backoffs", "records", "order", "fates", "gate",
-                 "deferred")
+    __slots__ = ("remaining_ms", "margin_ms", "metrics", "backoffs", "records", "order", "fates", "gate", "deferred")
 
-    def __init__(self, remaining_ms: Callable[[], int], margin_ms: int, metrics: BatchMetrics,
-                 records: list[Received]):
+    def __init__(self, remaining_ms: Callable[[], int], margin_ms: int, metrics: BatchMetrics, records: list[Received]):
         #: The invocation's clock: milliseconds left before Lambda stops it.
         self.remaining_ms = remaining_ms
         #: No record starts with less than this left: the tier's margin, at most half of the
@@ -152,8 +150,12 @@ class Consumer:
             process_partial_response,
         )
 
-        invocation = _Invocation(self._remaining_time(context), self.config.time_budget_margin_ms,
-                                 BatchMetrics(self.config.stage, self.config.tier), read_batch(event, self.registry))
+        invocation = _Invocation(
+            self._remaining_time(context),
+            self.config.time_budget_margin_ms,
+            BatchMetrics(self.config.stage, self.config.tier),
+            read_batch(event, self.registry),
+        )
         self.runner.register_lambda_context(context)
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
         try:
@@ -171,30 +173,40 @@ class Consumer:
             if invocation.deferred:
                 self.logger.info(
                     "time budget spent: records sent again unstarted",
-                    extra={"deferred": invocation.deferred, "margin_ms": invocation.margin_ms,
-                           "remaining_ms": invocation.remaining_ms()},
+                    extra={
+                        "deferred": invocation.deferred,
+                        "margin_ms": invocation.margin_ms,
+                        "remaining_ms": invocation.remaining_ms(),
+                    },
                 )
 
     def _admit(self, invocation: _Invocation) -> None:
         """Claim the batch's tokens; send the held records back as copies, before anything runs."""
         assert self.limiter is not None
-        runnable = [record for record in invocation.records.values()
-                    if record.envelope is not None and record.envelope.type in self.registry]
+        runnable = [
+            record
+            for record in invocation.records.values()
+            if record.envelope is not None and record.envelope.type in self.registry
+        ]
         gate = invocation.gate = self.limiter.admit(runnable, invocation.remaining_ms() / 1000)
         for error in gate.errors:
             self.logger.error("rate limiter unavailable: its jobs are held, not run", extra={"error": error})
         held = [(record, verdict) for record in runnable if (verdict := gate.held(record.message_id)) is not None]
-        self._send_copies(invocation, [
-            (record, "limiter_error" if verdict.limiter_error else "rate_limited", verdict.hold_seconds or 0)
-            for record, verdict in held
-        ])
+        self._send_copies(
+            invocation,
+            [
+                (record, "limiter_error" if verdict.limiter_error else "rate_limited", verdict.hold_seconds or 0)
+                for record, verdict in held
+            ],
+        )
 
     def _send_copies(self, invocation: _Invocation, decided: list[tuple[Received, str, int]]) -> None:
         """Send the copies of records decided not to run now; their fates say what SQS took."""
         if not decided:
             return
-        refused = requeue(self.client("sqs"), self.config.queue_url,
-                          [Copy(record, delay) for record, _, delay in decided])
+        refused = requeue(
+            self.client("sqs"), self.config.queue_url, [Copy(record, delay) for record, _, delay in decided]
+        )
         for record, outcome, delay in decided:
             keep = max(1, delay) if outcome != "deferred" else KEPT_DEFERRED_VISIBILITY_SECONDS
             invocation.fates[record.message_id] = Fate(outcome, refused.get(record.message_id), keep)
@@ -218,7 +230,7 @@ class Consumer:
 
     def _defer_from(self, first: Received, invocation: _Invocation) -> None:
         """The time budget is spent: send this record and every later one not yet decided again, once."""
-        later = invocation.order[invocation.order.index(first.message_id):]
+        later = invocation.order[invocation.order.index(first.message_id) :]
         undecided = [invocation.records[mid] for mid in later if mid not in invocation.fates]
         invocation.deferred += len(undecided)
         self._send_copies(invocation, [(record, "deferred", DEFERRED_DELAY_SECONDS) for record in undecided])
@@ -230,23 +242,34 @@ class Consumer:
         metrics.age(received.label, received.age_seconds(self.now()))
         with self._log_keys(received):
             if fate.refused is None:
-                self.logger.info("held by the rate limit: sent again with a delay" if fate.outcome != "deferred"
-                                 else "deferred by the time budget: sent again", extra={"outcome": fate.outcome})
+                self.logger.info(
+                    "held by the rate limit: sent again with a delay"
+                    if fate.outcome != "deferred"
+                    else "deferred by the time budget: sent again",
+                    extra={"outcome": fate.outcome},
+                )
                 return None
             if received.receive_count >= self.config.receive_limit:
                 # Returned now, SQS's redrive would move it on its next receive, without reasons.
-                self._dead_letter(received, invocation, reason=DeadLetter.REASON_REQUEUE_FAILED,
-                                  error_type="RequeueFailed",
-                                  error_message=f"{fate.outcome} on the queue's last receive "
-                                                f"({received.receive_count} of {self.config.receive_limit}) "
-                                                f"and SQS refused its copy: {fate.refused}",
-                                  attempts=received.attempt - 1, outcome="requeue_dead_lettered", started=None)
+                self._dead_letter(
+                    received,
+                    invocation,
+                    reason=DeadLetter.REASON_REQUEUE_FAILED,
+                    error_type="RequeueFailed",
+                    error_message=f"{fate.outcome} on the queue's last receive "
+                    f"({received.receive_count} of {self.config.receive_limit}) "
+                    f"and SQS refused its copy: {fate.refused}",
+                    attempts=received.attempt - 1,
+                    outcome="requeue_dead_lettered",
+                    started=None,
+                )
                 return None
             metrics.record(received.label, "requeue_kept")
             invocation.backoffs.append((received.receipt_handle, fate.keep_seconds))
-            self.logger.warning("could not send the job again; the message stays in the queue (a receive spent)",
-                                extra={"outcome": fate.outcome, "error": fate.refused,
-                                       "retry_in_seconds": fate.keep_seconds})
+            self.logger.warning(
+                "could not send the job again; the message stays in the queue (a receive spent)",
+                extra={"outcome": fate.outcome, "error": fate.refused, "retry_in_seconds": fate.keep_seconds},
+            )
             raise RequeueRefused(fate.refused)
 
     def _run(self, received: Received, invocation: _Invocation) -> Any:
@@ -263,11 +286,18 @@ class Consumer:
                 if definition.validate is not None:
                     definition.validate(envelope.payload)
                 ctx = JobContext(
-                    job_type=envelope.type, idempotency_key=envelope.idempotency_key, attempt=received.attempt,
-                    max_attempts=self.config.retry.max_attempts, tier=self.config.tier,
-                    message_id=received.message_id, logger=self.logger,
-                    lambda_remaining_ms=invocation.remaining_ms, settings=self.config, client=self.client,
-                    time_limit_seconds=definition.time_limit_seconds, margin_ms=invocation.margin_ms,
+                    job_type=envelope.type,
+                    idempotency_key=envelope.idempotency_key,
+                    attempt=received.attempt,
+                    max_attempts=self.config.retry.max_attempts,
+                    tier=self.config.tier,
+                    message_id=received.message_id,
+                    logger=self.logger,
+                    lambda_remaining_ms=invocation.remaining_ms,
+                    settings=self.config,
+                    client=self.client,
+                    time_limit_seconds=definition.time_limit_seconds,
+                    margin_ms=invocation.margin_ms,
                 )
                 run = definition.handler
 
@@ -275,8 +305,11 @@ class Consumer:
                     return run(envelope.payload, ctx)
 
                 if definition.idempotent:
-                    key = {"type": envelope.type, "idempotency_key": envelope.idempotency_key,
-                           "payload": envelope.payload}
+                    key = {
+                        "type": envelope.type,
+                        "idempotency_key": envelope.idempotency_key,
+                        "payload": envelope.payload,
+                    }
                     outcome = self.runner.run(key, execute)
                     result, duplicate = outcome.result, outcome.duplicate
                 else:
@@ -288,8 +321,14 @@ class Consumer:
                 self._fail(received, invocation, exc, definition, started)
                 return None  # dead-lettered: report success so SQS deletes the source copy
 
-    def _fail(self, received: Received, invocation: _Invocation, exc: Exception,
-              definition: JobDefinition | None, started: float) -> None:
+    def _fail(
+        self,
+        received: Received,
+        invocation: _Invocation,
+        exc: Exception,
+        definition: JobDefinition | None,
+        started: float,
+    ) -> None:
         kind = classify(exc, definition.permanent if definition else ())
         error_type, error_message = describe(exc)
         policy = self.config.retry
@@ -304,30 +343,50 @@ class Consumer:
             )
             raise RetryLater(f"{error_type}: {error_message}") from exc
         self._dead_letter(
-            received, invocation,
+            received,
+            invocation,
             reason=DeadLetter.REASON_PERMANENT if kind == PERMANENT else DeadLetter.REASON_RETRIES_EXHAUSTED,
-            error_type=error_type, error_message=error_message, attempts=attempt, outcome="dead_lettered",
+            error_type=error_type,
+            error_message=error_message,
+            attempts=attempt,
+            outcome="dead_lettered",
             started=started,
         )
 
-    def _dead_letter(self, received: Received, invocation: _Invocation, *, reason: str, error_type: str,
-                     error_message: str, attempts: int, outcome: str, started: float | None) -> None:
+    def _dead_letter(
+        self,
+        received: Received,
+        invocation: _Invocation,
+        *,
+        reason: str,
+        error_type: str,
+        error_message: str,
+        attempts: int,
+        outcome: str,
+        started: float | None,
+    ) -> None:
         """Copy the message to the DLQ with its reasons; raise :class:`KeptInQueue` if the DLQ refused it."""
         # Loaded on the first letter only: the happy path's cold start does not pay for it.
         from .deadletter import DeadLetterReason, fit_to_size, merge_attributes, send_to_dlq
 
         now = self.now()
         letter = DeadLetterReason(
-            reason=reason, error_type=error_type, error_message=error_message, attempts=attempts,
-            first_failed_at=received.first_failed_at(now), last_failed_at=now,
-            source_queue=received.source or self.config.queue_url, job_type=received.job_type,
+            reason=reason,
+            error_type=error_type,
+            error_message=error_message,
+            attempts=attempts,
+            first_failed_at=received.first_failed_at(now),
+            last_failed_at=now,
+            source_queue=received.source or self.config.queue_url,
+            job_type=received.job_type,
         )
         attributes, dropped = merge_attributes(received.api_attributes(), letter.attributes())
         attributes, shortened = fit_to_size(received.body, attributes)  # SQS's 1 MiB counts attributes too
         duration = _ms(started) if started is not None else None
         try:
-            dlq_message_id = send_to_dlq(self.client("sqs"), self.config.dlq_url, received.body, attributes,
-                                         received.tenant)
+            dlq_message_id = send_to_dlq(
+                self.client("sqs"), self.config.dlq_url, received.body, attributes, received.tenant
+            )
         except Exception as send_error:
             invocation.metrics.record(received.label, "kept", duration)
             self.logger.error(
@@ -338,9 +397,14 @@ class Consumer:
         invocation.metrics.record(received.label, outcome, duration)
         self.logger.error(
             "job dead-lettered",
-            extra={"reason": reason, "error_type": error_type, "error": error_message,
-                   "dlq_message_id": dlq_message_id, "dropped_reason_attributes": dropped,
-                   "shortened_reason_attributes": shortened},
+            extra={
+                "reason": reason,
+                "error_type": error_type,
+                "error": error_message,
+                "dlq_message_id": dlq_message_id,
+                "dropped_reason_attributes": dropped,
+                "shortened_reason_attributes": shortened,
+            },
         )
 
     # -- helpers -------------------------------------------------------------------------
@@ -352,9 +416,11 @@ class Consumer:
         """One ChangeMessageVisibilityBatch per 10 retried records. A failure here only means
         the message comes back after the queue's visibility timeout instead: logged, not raised."""
         for start in range(0, len(backoffs), SQS_MAX_BATCH_ENTRIES):
-            chunk = backoffs[start:start + SQS_MAX_BATCH_ENTRIES]
-            entries = [{"Id": str(i), "ReceiptHandle": handle, "VisibilityTimeout": delay}
-                       for i, (handle, delay) in enumerate(chunk)]
+            chunk = backoffs[start : start + SQS_MAX_BATCH_ENTRIES]
+            entries = [
+                {"Id": str(i), "ReceiptHandle": handle, "VisibilityTimeout": delay}
+                for i, (handle, delay) in enumerate(chunk)
+            ]
             try:
                 response = self.client("sqs").change_message_visibility_batch(
                     QueueUrl=self.config.queue_url, Entries=entries
@@ -385,9 +451,12 @@ class _LogKeys:
     def __enter__(self) -> None:
         envelope = self.received.envelope
         self.logger.append_keys(
-            tier=self.tier, job_type=envelope.type if envelope else INVALID_JOB_TYPE,
+            tier=self.tier,
+            job_type=envelope.type if envelope else INVALID_JOB_TYPE,
             idempotency_key=envelope.idempotency_key if envelope else None,
-            message_id=self.received.message_id, attempt=self.received.attempt, tenant=self.received.tenant,
+            message_id=self.received.message_id,
+            attempt=self.received.attempt,
+            tenant=self.received.tenant,
         )
 
     def __exit__(self, *_: object) -> None:

@@ -31,8 +31,14 @@ from tiered_jobs.contract.sqs_limits import message_size
 
 #: When original attributes leave no room for all eight, these are kept first.
 _PRIORITY = (
-    DeadLetter.REASON, DeadLetter.ERROR_TYPE, DeadLetter.ERROR_MESSAGE, DeadLetter.ATTEMPTS,
-    DeadLetter.JOB_TYPE, DeadLetter.LAST_FAILED_AT, DeadLetter.FIRST_FAILED_AT, DeadLetter.SOURCE_QUEUE,
+    DeadLetter.REASON,
+    DeadLetter.ERROR_TYPE,
+    DeadLetter.ERROR_MESSAGE,
+    DeadLetter.ATTEMPTS,
+    DeadLetter.JOB_TYPE,
+    DeadLetter.LAST_FAILED_AT,
+    DeadLetter.FIRST_FAILED_AT,
+    DeadLetter.SOURCE_QUEUE,
 )
 
 
@@ -124,8 +130,9 @@ def fit_to_size(
     return fitted, changed
 
 
-def send_to_dlq(sqs: Any, dlq_url: str, body: str, attributes: Mapping[str, dict[str, Any]],
-                group_id: str | None = None) -> str:
+def send_to_dlq(
+    sqs: Any, dlq_url: str, body: str, attributes: Mapping[str, dict[str, Any]], group_id: str | None = None
+) -> str:
     """Send the copy (with the job's tenant as its group, so a native replay keeps it); returns the
     DLQ's message id. Raises whatever SQS raises."""
     extra = {"MessageGroupId": group_id} if group_id else {}

@@ -22,16 +22,30 @@ from collections.abc import Iterator
 from .aws_errors import PERMANENT, TRANSIENT, Kind, kind_of_error
 
 #: Exception class names that are transient wherever they come from (botocore, urllib3, requests).
-TRANSIENT_CLASS_NAMES = frozenset({
-    "EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError",
-    "ProxyConnectionError", "HTTPClientError", "ConnectTimeout", "ReadTimeout", "Timeout",
-    "IdempotencyAlreadyInProgressError",
-})
+TRANSIENT_CLASS_NAMES = frozenset(
+    {
+        "EndpointConnectionError",
+        "ConnectTimeoutError",
+        "ReadTimeoutError",
+        "ConnectionClosedError",
+        "ProxyConnectionError",
+        "HTTPClientError",
+        "ConnectTimeout",
+        "ReadTimeout",
+        "Timeout",
+        "IdempotencyAlreadyInProgressError",
+    }
+)
 
 #: Exception class names that are permanent wherever they come from.
-PERMANENT_CLASS_NAMES = frozenset({
-    "IdempotencyValidationError", "IdempotencyKeyError", "ParamValidationError", "EnvelopeError",
-})
+PERMANENT_CLASS_NAMES = frozenset(
+    {
+        "IdempotencyValidationError",
+        "IdempotencyKeyError",
+        "ParamValidationError",
+        "EnvelopeError",
+    }
+)
 
 
 class JobError(Exception):

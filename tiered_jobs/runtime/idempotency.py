@@ -58,10 +58,14 @@ class IdempotentRunner:
             local_cache_max_items=LOCAL_CACHE_MAX_ITEMS,
         )
         self.persistence = DynamoDBPersistenceLayer(
-            table_name=table_name, boto3_client=dynamodb_client,
-            key_attr=RecordAttributes.KEY, expiry_attr=RecordAttributes.EXPIRATION,
-            in_progress_expiry_attr=RecordAttributes.IN_PROGRESS_EXPIRATION, status_attr=RecordAttributes.STATUS,
-            data_attr=RecordAttributes.DATA, validation_key_attr=RecordAttributes.VALIDATION,
+            table_name=table_name,
+            boto3_client=dynamodb_client,
+            key_attr=RecordAttributes.KEY,
+            expiry_attr=RecordAttributes.EXPIRATION,
+            in_progress_expiry_attr=RecordAttributes.IN_PROGRESS_EXPIRATION,
+            status_attr=RecordAttributes.STATUS,
+            data_attr=RecordAttributes.DATA,
+            validation_key_attr=RecordAttributes.VALIDATION,
         )
         self._ran = threading.local()
 

@@ -23,8 +23,10 @@ def parse_modules(value: str | None) -> list[str]:
     """The module names of ``TIERED_JOBS_JOB_MODULES`` (comma-separated); refused when there are none."""
     modules = [name.strip() for name in (value or "").split(",") if name.strip()]
     if not modules:
-        raise RuntimeError(f"{Env.JOB_MODULES} is not set: the stack sets it to the comma-separated modules "
-                           "that define the jobs (e.g. 'myapp.jobs')")
+        raise RuntimeError(
+            f"{Env.JOB_MODULES} is not set: the stack sets it to the comma-separated modules "
+            "that define the jobs (e.g. 'myapp.jobs')"
+        )
     return modules
 
 

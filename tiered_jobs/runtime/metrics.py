@@ -38,8 +38,16 @@ OUTCOME_METRICS: dict[str, tuple[str, ...]] = {
 }
 #: Every counter, in the order of the EMF document (each is written, 0 included).
 COUNTERS: tuple[str, ...] = (
-    M.PROCESSED, M.SUCCEEDED, M.FAILED, M.RETRIED, M.DEAD_LETTERED, M.DUPLICATE, M.DEFERRED, M.RATE_LIMITED,
-    M.RATE_LIMITER_ERRORS, M.REQUEUE_FAILED,
+    M.PROCESSED,
+    M.SUCCEEDED,
+    M.FAILED,
+    M.RETRIED,
+    M.DEAD_LETTERED,
+    M.DUPLICATE,
+    M.DEFERRED,
+    M.RATE_LIMITED,
+    M.RATE_LIMITER_ERRORS,
+    M.REQUEUE_FAILED,
 )
 
 
@@ -52,8 +60,9 @@ class BatchMetrics:
         self._retry_delays: dict[str, list[float]] = defaultdict(list)
         self._ages: dict[str, list[float]] = defaultdict(list)
 
-    def record(self, job_type: str, outcome: str, duration_ms: float | None = None,
-               retry_delay_seconds: float | None = None) -> None:
+    def record(
+        self, job_type: str, outcome: str, duration_ms: float | None = None, retry_delay_seconds: float | None = None
+    ) -> None:
         counts = self._counts[job_type]
         for name in OUTCOME_METRICS[outcome]:
             counts[name] += 1

@@ -86,8 +86,7 @@ class TokenBucket:
     """One bucket item. Keeps the last ``tat`` it saw (it only grows) to guess the write's case,
     and how far ahead of the clock other consumers' claims had pushed it (the *lead*)."""
 
-    def __init__(self, dynamodb: Any, table: str, key: str, limit: RateLimit,
-                 clock: Callable[[], float] = time.time):
+    def __init__(self, dynamodb: Any, table: str, key: str, limit: RateLimit, clock: Callable[[], float] = time.time):
         self.dynamodb = dynamodb
         self.table = table
         self.key = key
@@ -152,9 +151,12 @@ class TokenBucket:
     def _read(self) -> int | None:
         """The bucket's ``tat`` (an eventually consistent read: a stale value only costs a failed
         condition, which returns the current one)."""
-        item = self.dynamodb.get_item(TableName=self.table, Key={KEY_ATTRIBUTE: {"S": self.key}},
-                                      ProjectionExpression="#tat", ExpressionAttributeNames={"#tat": TAT_ATTRIBUTE},
-                                      ).get("Item")
+        item = self.dynamodb.get_item(
+            TableName=self.table,
+            Key={KEY_ATTRIBUTE: {"S": self.key}},
+            ProjectionExpression="#tat",
+            ExpressionAttributeNames={"#tat": TAT_ATTRIBUTE},
+        ).get("Item")
         return int(item[TAT_ATTRIBUTE]["N"]) if item and TAT_ATTRIBUTE in item else None
 
     def _turn(self, tat_us: int, now_us: int) -> float:
@@ -174,7 +176,8 @@ class TokenBucket:
                 ConditionExpression="#tat BETWEEN :now AND :latest",
                 ExpressionAttributeNames={"#tat": TAT_ATTRIBUTE},
                 ExpressionAttributeValues={
-                    ":claim": {"N": str(n * self.interval_us)}, ":now": {"N": str(now_us)},
+                    ":claim": {"N": str(n * self.interval_us)},
+                    ":now": {"N": str(now_us)},
                     ":latest": {"N": str(horizon_us - (n - 1) * self.interval_us)},
                 },
             )
@@ -184,8 +187,10 @@ class TokenBucket:
                 UpdateExpression="SET #tat = :tat",
                 ConditionExpression="attribute_not_exists(#tat) OR #tat < :now",
                 ExpressionAttributeNames={"#tat": TAT_ATTRIBUTE},
-                ExpressionAttributeValues={":tat": {"N": str(now_us + n * self.interval_us)},
-                                           ":now": {"N": str(now_us)}},
+                ExpressionAttributeValues={
+                    ":tat": {"N": str(now_us + n * self.interval_us)},
+                    ":now": {"N": str(now_us)},
+                },
             )
         return int(response["Attributes"][TAT_ATTRIBUTE]["N"])
 
@@ -265,9 +270,16 @@ class RateLimiter:
     (:mod:`tiered_jobs.runtime.requeue`), with the deferred ones, so each record's fate is decided once.
     """
 
-    def __init__(self, limits: RateLimits, tier: str, table: str, *,
-                 client: Callable[[str], Any], clock: Callable[[], float] = time.time,
-                 rand: Callable[[], float] = random.random):
+    def __init__(
+        self,
+        limits: RateLimits,
+        tier: str,
+        table: str,
+        *,
+        client: Callable[[str], Any],
+        clock: Callable[[], float] = time.time,
+        rand: Callable[[], float] = random.random,
+    ):
         self.limits = limits
         self.tier = tier
         self.table = table
@@ -279,8 +291,9 @@ class RateLimiter:
     def bucket(self, spec: Bucket) -> TokenBucket:
         found = self._buckets.get(spec.key)
         if found is None:
-            found = self._buckets[spec.key] = TokenBucket(self.client("dynamodb"), self.table, spec.key,
-                                                          spec.limit, self.clock)
+            found = self._buckets[spec.key] = TokenBucket(
+                self.client("dynamodb"), self.table, spec.key, spec.limit, self.clock
+            )
         return found
 
     def admit(self, records: Sequence[LimitedRecord], remaining_seconds: float) -> Gate:
@@ -300,14 +313,15 @@ class RateLimiter:
                 low, high = LIMITER_ERROR_HOLD_SECONDS
                 for record in members:
                     gate.verdicts[record.message_id] = Verdict(
-                        hold_seconds=math.ceil(low + (high - low) * self.rand()), limiter_error=repr(exc))
+                        hold_seconds=math.ceil(low + (high - low) * self.rand()), limiter_error=repr(exc)
+                    )
                 continue
             gate.writes += claim.writes
             gate.reads += claim.reads
             for record, start in zip(members, claim.starts, strict=False):
                 gate.verdicts[record.message_id] = Verdict(start=start)
             now = self.clock()
-            for position, record in enumerate(members[claim.granted:]):
+            for position, record in enumerate(members[claim.granted :]):
                 turn = claim.next_turn + position / spec.limit.per_second
                 if claim.conflicted and turn <= now + wait:
                     # the batch lost its one write, not its tokens: back at once, to claim again
@@ -319,8 +333,9 @@ class RateLimiter:
         return gate
 
 
-def from_config(limits: RateLimits | None, tier: str, table: str | None,
-                client: Callable[[str], Any], **options: Any) -> RateLimiter | None:
+def from_config(
+    limits: RateLimits | None, tier: str, table: str | None, client: Callable[[str], Any], **options: Any
+) -> RateLimiter | None:
     """The tier's limiter, or ``None`` when the tier has no rate limit."""
     if limits is None or not limits.enabled or not table:
         return None

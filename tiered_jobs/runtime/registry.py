@@ -96,11 +96,15 @@ class JobContext:
         """Raise :class:`JobTimeout` (transient: retried with backoff) when no time is left."""
         if self.remaining_time_ms() > 0:
             return
-        if self.time_limit_seconds is not None and \
-                self._started_ms - self.lambda_remaining_ms() >= self.time_limit_seconds * 1000:
+        if (
+            self.time_limit_seconds is not None
+            and self._started_ms - self.lambda_remaining_ms() >= self.time_limit_seconds * 1000
+        ):
             raise JobTimeout(f"{self.job_type} ran past its time limit of {self.time_limit_seconds:g} s")
-        raise JobTimeout(f"{self.job_type} ran out of the invocation's time "
-                         f"(less than {self.margin_ms} ms left of the function's timeout)")
+        raise JobTimeout(
+            f"{self.job_type} ran out of the invocation's time "
+            f"(less than {self.margin_ms} ms left of the function's timeout)"
+        )
 
 
 @dataclass(frozen=True)
@@ -132,17 +136,24 @@ class JobRegistry:
         if not JOB_TYPE_PATTERN.match(job_type):
             raise ValueError(f"job type {job_type!r} must match {JOB_TYPE_PATTERN.pattern}")
         if time_limit_seconds is not None and not (
-            isinstance(time_limit_seconds, (int, float)) and not isinstance(time_limit_seconds, bool)
+            isinstance(time_limit_seconds, (int, float))
+            and not isinstance(time_limit_seconds, bool)
             and 0 < time_limit_seconds <= MAX_TIME_LIMIT_SECONDS
         ):
-            raise ValueError(f"job type {job_type!r}: time_limit_seconds must be a number of seconds in "
-                             f"(0, {MAX_TIME_LIMIT_SECONDS}] (Lambda's longest timeout), got {time_limit_seconds!r}")
+            raise ValueError(
+                f"job type {job_type!r}: time_limit_seconds must be a number of seconds in "
+                f"(0, {MAX_TIME_LIMIT_SECONDS}] (Lambda's longest timeout), got {time_limit_seconds!r}"
+            )
 
         def register(handler: Handler) -> Handler:
             if job_type in self._jobs:
                 raise ValueError(f"job type {job_type!r} is registered twice")
             self._jobs[job_type] = JobDefinition(
-                job_type, handler, with_payload_schema(job_type, validate), tuple(permanent), idempotent,
+                job_type,
+                handler,
+                with_payload_schema(job_type, validate),
+                tuple(permanent),
+                idempotent,
                 time_limit_seconds,
             )
             return handler

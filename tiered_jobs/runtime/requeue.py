@@ -59,7 +59,8 @@ class Copy:
             Attributes.ENQUEUED_AT: {"DataType": "String", "StringValue": iso(record.enqueued_at)},
         }
         first_failed = record.carried.first_failed_at or (
-            record.first_received_at if record.receive_count > 1 else None)
+            record.first_received_at if record.receive_count > 1 else None
+        )
         if first_failed is not None:
             state[Attributes.FIRST_FAILED_AT] = {"DataType": "String", "StringValue": iso(first_failed)}
         room = SQS_MAX_MESSAGE_ATTRIBUTES - len(kept)
@@ -73,8 +74,12 @@ class Copy:
         attributes = self.attributes()
         if attributes is None:
             return None
-        entry: dict[str, Any] = {"Id": entry_id, "MessageBody": self.record.body,
-                                 "DelaySeconds": self.delay_seconds, "MessageAttributes": attributes}
+        entry: dict[str, Any] = {
+            "Id": entry_id,
+            "MessageBody": self.record.body,
+            "DelaySeconds": self.delay_seconds,
+            "MessageAttributes": attributes,
+        }
         if self.record.tenant:
             entry["MessageGroupId"] = self.record.tenant
         return entry
@@ -90,13 +95,16 @@ def requeue(sqs: Any, queue_url: str, copies: Sequence[Copy]) -> dict[str, str |
     for index, copy in enumerate(copies):
         entry = copy.entry(str(index))
         if entry is None:
-            outcome[copy.record.message_id] = (f"no room for the {Attributes.PRIOR_ATTEMPTS} attribute: the "
-                                               f"message has {SQS_MAX_MESSAGE_ATTRIBUTES} attributes already")
+            outcome[copy.record.message_id] = (
+                f"no room for the {Attributes.PRIOR_ATTEMPTS} attribute: the "
+                f"message has {SQS_MAX_MESSAGE_ATTRIBUTES} attributes already"
+            )
             continue
         size = message_size(entry["MessageBody"], entry["MessageAttributes"])
         if size > SQS_MAX_MESSAGE_BYTES:
-            outcome[copy.record.message_id] = (f"the copy would be {size} bytes, over SQS's "
-                                               f"{SQS_MAX_MESSAGE_BYTES}-byte limit")
+            outcome[copy.record.message_id] = (
+                f"the copy would be {size} bytes, over SQS's {SQS_MAX_MESSAGE_BYTES}-byte limit"
+            )
             continue
         entries.append((copy, entry))
     for batch in pack_batches(entries, lambda item: message_size(item[1]["MessageBody"], item[1]["MessageAttributes"])):

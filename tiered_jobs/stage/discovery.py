@@ -79,8 +79,9 @@ def from_ssm(stage: str, *, ssm: Any = None) -> Deployment:
 
         ssm = boto3.client("ssm")
     where = f"SSM parameters of stage {stage!r} in {ssm.meta.region_name}"
-    head = get_parameters(ssm, [Ssm.tiers(stage), Ssm.routes(stage), Ssm.replay_function_name(stage),
-                                Ssm.idempotency_table_name(stage)])
+    head = get_parameters(
+        ssm, [Ssm.tiers(stage), Ssm.routes(stage), Ssm.replay_function_name(stage), Ssm.idempotency_table_name(stage)]
+    )
     if Ssm.tiers(stage) not in head:
         raise DiscoveryError(
             f"SSM parameter {Ssm.tiers(stage)} not found: is stage {stage!r} deployed in this account "
@@ -188,7 +189,7 @@ def queue_urls_in_env(environ: Mapping[str, str]) -> dict[str, str]:
     """``{tier: url}`` from every ``TIERED_JOBS_QUEUE_URL_<TIER>`` variable (``BULK_EU`` is tier ``bulk-eu``)."""
     prefix = Env.tier_var(Env.QUEUE_URL, "")
     return {
-        name[len(prefix):].lower().replace("_", "-"): value
+        name[len(prefix) :].lower().replace("_", "-"): value
         for name, value in environ.items()
         if name.startswith(prefix) and len(name) > len(prefix) and value
     }
@@ -207,7 +208,7 @@ def get_parameters(ssm: Any, names: list[str]) -> dict[str, str]:
     ``GetParameters`` call: every reader of a stage's parameters goes through here, so none re-learns that limit."""
     found: dict[str, str] = {}
     for start in range(0, len(names), _SSM_MAX_NAMES):
-        response = ssm.get_parameters(Names=names[start:start + _SSM_MAX_NAMES])
+        response = ssm.get_parameters(Names=names[start : start + _SSM_MAX_NAMES])
         found.update({item["Name"]: item["Value"] for item in response.get("Parameters", [])})
     return found
 

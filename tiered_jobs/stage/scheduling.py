@@ -89,8 +89,11 @@ def from_ssm(stage: str, *, ssm: Any = None) -> SchedulingTarget:
         group_name=head[names[Names.SSM_GROUP_NAME]],
         role_arn=head[names[Names.SSM_ROLE_ARN]],
         dlq_arn=head[names[Names.SSM_DLQ_ARN]],
-        queue_arns={tier: arns[Ssm.tier(stage, tier, Ssm.TIER_QUEUE_ARN)] for tier in tiers
-                    if Ssm.tier(stage, tier, Ssm.TIER_QUEUE_ARN) in arns},
+        queue_arns={
+            tier: arns[Ssm.tier(stage, tier, Ssm.TIER_QUEUE_ARN)]
+            for tier in tiers
+            if Ssm.tier(stage, tier, Ssm.TIER_QUEUE_ARN) in arns
+        },
     )
 
 
@@ -105,8 +108,11 @@ def from_outputs(outputs: Mapping[str, str], tiers: list[str], where: str) -> Sc
         group_name=outputs[Names.OUTPUT_GROUP_NAME],
         role_arn=outputs[Names.OUTPUT_ROLE_ARN],
         dlq_arn=outputs[Names.OUTPUT_DLQ_ARN],
-        queue_arns={tier: outputs[Outputs.tier(tier, Outputs.QUEUE_ARN)] for tier in tiers
-                    if Outputs.tier(tier, Outputs.QUEUE_ARN) in outputs},
+        queue_arns={
+            tier: outputs[Outputs.tier(tier, Outputs.QUEUE_ARN)]
+            for tier in tiers
+            if Outputs.tier(tier, Outputs.QUEUE_ARN) in outputs
+        },
     )
 
 
@@ -145,8 +151,11 @@ def from_env(environ: Mapping[str, str] | None = None) -> SchedulingTarget:
         group_name=environ[Names.ENV_GROUP_NAME],
         role_arn=environ[Names.ENV_ROLE_ARN],
         dlq_arn=environ[Names.ENV_DLQ_ARN],
-        queue_arns={name[len(prefix):].lower().replace("_", "-"): value for name, value in environ.items()
-                    if name.startswith(prefix) and len(name) > len(prefix) and value},
+        queue_arns={
+            name[len(prefix) :].lower().replace("_", "-"): value
+            for name, value in environ.items()
+            if name.startswith(prefix) and len(name) > len(prefix) and value
+        },
     )
 
 
@@ -158,8 +167,10 @@ def fire_time_problem(at: Any, now: datetime) -> str | None:
     if not isinstance(at, datetime):
         return f"at must be a datetime with a time zone, got {type(at).__name__}"
     if at.tzinfo is None or at.utcoffset() is None:
-        return (f"at {at.isoformat()} is a naive datetime: give it a time zone "
-                "(e.g. datetime(..., tzinfo=timezone.utc) or ZoneInfo('Europe/Paris'))")
+        return (
+            f"at {at.isoformat()} is a naive datetime: give it a time zone "
+            "(e.g. datetime(..., tzinfo=timezone.utc) or ZoneInfo('Europe/Paris'))"
+        )
     if at <= now:
         return f"at {at.isoformat()} is not in the future (now {now.isoformat(timespec='seconds')})"
     if at.astimezone(timezone.utc).year > LATEST_YEAR:
@@ -207,14 +218,19 @@ class Cancellation:
 class OneTimeJobs:
     """Creates and cancels the one-time schedules of a stage (``scheduler`` is a boto3 client)."""
 
-    def __init__(self, target: SchedulingTarget, scheduler: Any,
-                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)):
+    def __init__(
+        self,
+        target: SchedulingTarget,
+        scheduler: Any,
+        clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    ):
         self.target = target
         self.scheduler = scheduler
         self._clock = clock
 
-    def create(self, *, job_type: str, idempotency_key: str, tier: str, fire_at: datetime, body: str,
-               tenant: str | None = None) -> Scheduled:
+    def create(
+        self, *, job_type: str, idempotency_key: str, tier: str, fire_at: datetime, body: str, tenant: str | None = None
+    ) -> Scheduled:
         """``fire_at`` is rounded up to a whole minute (:func:`on_a_whole_minute`); the result reports that time.
 
         ``tenant``: the job's tenant, sent as the message's ``MessageGroupId`` (SQS fair queues), as the
@@ -229,8 +245,10 @@ class OneTimeJobs:
             "RoleArn": self.target.role_arn,
             "Input": body,
             "DeadLetterConfig": {"Arn": self.target.dlq_arn},
-            "RetryPolicy": {"MaximumEventAgeInSeconds": RETRY_MAX_EVENT_AGE_SECONDS,
-                            "MaximumRetryAttempts": RETRY_MAX_ATTEMPTS},
+            "RetryPolicy": {
+                "MaximumEventAgeInSeconds": RETRY_MAX_EVENT_AGE_SECONDS,
+                "MaximumRetryAttempts": RETRY_MAX_ATTEMPTS,
+            },
         }
         if tenant is not None:
             target["SqsParameters"] = {"MessageGroupId": tenant}
@@ -353,8 +371,9 @@ def describe(schedule: Mapping[str, Any], target: SchedulingTarget | None, now: 
     )
 
 
-def one_time_job(scheduler: Any, group_name: str, job_type: str, idempotency_key: str,
-                 now: datetime | None = None) -> ScheduledJob | None:
+def one_time_job(
+    scheduler: Any, group_name: str, job_type: str, idempotency_key: str, now: datetime | None = None
+) -> ScheduledJob | None:
     """The job's one-time schedule in the stage's group, found by its name (one ``GetSchedule``, no
     listing: the name comes from the type and key); ``None`` when there is none (never scheduled,
     cancelled, or fired and deleted by Scheduler). One that fired but lingers has no ``next_fire``."""
@@ -388,4 +407,3 @@ def as_utc_datetime(value: Any) -> datetime | None:
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
     return datetime.fromtimestamp(float(value), timezone.utc)
-

@@ -17,18 +17,34 @@ INVALID_ADDRESSES = ("not-an-address", "bob@", "@example.com")
 
 def emails(demo: Demo) -> None:
     demo.console.rule("2. E-mails, three with invalid addresses (transactional)")
-    jobs = [{"job_type": "notifications.send_email", "idempotency_key": f"mail-{i}",
-             "payload": {"to": f"user{i}@example.com", "subject": "Your receipt"}} for i in range(8)]
-    bad: list[dict[str, Any]] = [{"job_type": "notifications.send_email", "idempotency_key": f"bad-mail-{i}",
-            "payload": {"to": address, "subject": "Your receipt"}} for i, address in enumerate(INVALID_ADDRESSES)]
+    jobs = [
+        {
+            "job_type": "notifications.send_email",
+            "idempotency_key": f"mail-{i}",
+            "payload": {"to": f"user{i}@example.com", "subject": "Your receipt"},
+        }
+        for i in range(8)
+    ]
+    bad: list[dict[str, Any]] = [
+        {
+            "job_type": "notifications.send_email",
+            "idempotency_key": f"bad-mail-{i}",
+            "payload": {"to": address, "subject": "Your receipt"},
+        }
+        for i, address in enumerate(INVALID_ADDRESSES)
+    ]
     demo.publisher.publish_batch(jobs)
     try:
         demo.publisher.publish_batch(bad)
         refused = ""
     except InvalidJobError as error:
         refused = str(error)
-    demo.expect("e-mails", "the publisher refused the invalid addresses by the payload schema, sending nothing",
-                refused.count("payload field 'to' must match") == len(bad), refused[:120])
+    demo.expect(
+        "e-mails",
+        "the publisher refused the invalid addresses by the payload schema, sending nothing",
+        refused.count("payload field 'to' must match") == len(bad),
+        refused[:120],
+    )
     # A publisher that skips the schema (raw SendMessage from another language) still gets them in:
     sqs = demo.session.clients("sqs")
     for job in bad:
@@ -37,13 +53,18 @@ def emails(demo: Demo) -> None:
     demo.wait_for(lambda: demo.drained("transactional") and demo.dlq_depth("transactional") >= 3, 20)
     letters = peek_dlq(demo, "transactional")
     reasons = sorted((m[DeadLetter.REASON], m[DeadLetter.ATTEMPTS], m[DeadLetter.ERROR_TYPE]) for m in letters)
-    demo.expect("e-mails", "the 3 invalid addresses were dead-lettered on their first attempt, reason permanent",
-                reasons == [("permanent", "1", "PayloadValidationError")] * 3, f"{reasons}")
+    demo.expect(
+        "e-mails",
+        "the 3 invalid addresses were dead-lettered on their first attempt, reason permanent",
+        reasons == [("permanent", "1", "PayloadValidationError")] * 3,
+        f"{reasons}",
+    )
 
 
 def peek_dlq(demo: Demo, tier: str) -> list[dict[str, str]]:
     """The DLQ letters' DeadLetter.* attributes (received and released at once)."""
     sqs, url = demo.session.clients("sqs"), demo.tier(tier).dlq_url
-    letters = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"],
-                                  VisibilityTimeout=0).get("Messages", [])
+    letters = sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], VisibilityTimeout=0
+    ).get("Messages", [])
     return [{k: v.get("StringValue") for k, v in m.get("MessageAttributes", {}).items()} for m in letters]

@@ -15,8 +15,16 @@ def payments_with_duplicates(demo: Demo) -> None:
     demo.pay("pay", 12, copies=lambda i: 3 if i % 3 == 0 else 2)
     demo.wait_for(lambda: demo.drained("critical") and demo.balances() == demo.expected_balances, 30)
     balances = demo.balances()
-    demo.expect("payments", "every balance is exactly the sum of its unique payments",
-                balances == demo.expected_balances, json.dumps(balances))
+    demo.expect(
+        "payments",
+        "every balance is exactly the sum of its unique payments",
+        balances == demo.expected_balances,
+        json.dumps(balances),
+    )
     duplicates = job_total(demo.session, "critical", Metrics.DUPLICATE)
-    demo.expect("payments", "duplicates were recognised, not re-applied", duplicates >= 16,
-                f"{duplicates} duplicate deliveries absorbed")
+    demo.expect(
+        "payments",
+        "duplicates were recognised, not re-applied",
+        duplicates >= 16,
+        f"{duplicates} duplicate deliveries absorbed",
+    )

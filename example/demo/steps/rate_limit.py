@@ -19,8 +19,9 @@ RATE_LIMITED_EMAILS = 40
 
 
 def rate_limited_emails(demo: Demo) -> None:
-    demo.console.rule(f"A rate limit: {RATE_LIMITED_EMAILS} e-mails at {EMAIL_RATE}/s (the provider's limit), "
-                      "payments alongside")
+    demo.console.rule(
+        f"A rate limit: {RATE_LIMITED_EMAILS} e-mails at {EMAIL_RATE}/s (the provider's limit), payments alongside"
+    )
     sent = job_total(demo.session, "transactional", Metrics.SUCCEEDED, "notifications.send_email")
     mark = demo.latency_mark("critical")
     started = time.monotonic()
@@ -39,18 +40,32 @@ def rate_limited_emails(demo: Demo) -> None:
     payments_seconds = time.monotonic() - started
 
     def emails_done() -> bool:
-        return job_total(demo.session, "transactional", Metrics.SUCCEEDED, "notifications.send_email") - sent \
+        return (
+            job_total(demo.session, "transactional", Metrics.SUCCEEDED, "notifications.send_email") - sent
             >= RATE_LIMITED_EMAILS
+        )
 
     finished = demo.wait_for(emails_done, 3 * RATE_LIMITED_EMAILS / EMAIL_RATE)
     elapsed = time.monotonic() - started
     rate = RATE_LIMITED_EMAILS / elapsed
     held = job_total(demo.session, "transactional", Metrics.RATE_LIMITED, "notifications.send_email")
     demo.figures[f"e-mails at a {EMAIL_RATE}/s limit"] = (
-        f"{RATE_LIMITED_EMAILS} in {elapsed:.1f} s = {rate:.2f}/s ({held} re-sent with a delay)")
-    demo.expect("rate limit", f"all {RATE_LIMITED_EMAILS} e-mails were delivered, none failed",
-                finished and demo.dlq_depth("transactional") == len(INVALID_ADDRESSES))
-    demo.expect("rate limit", f"e-mails went out no faster than {EMAIL_RATE}/s (+20 %)",
-                rate <= EMAIL_RATE * 1.2, f"{rate:.2f}/s over {elapsed:.1f} s")
-    demo.expect("rate limit", "payments published with them were done within 5 s (no limit on them)",
-                payments_done and payments_seconds < 5, f"{payments_seconds:.1f} s")
+        f"{RATE_LIMITED_EMAILS} in {elapsed:.1f} s = {rate:.2f}/s ({held} re-sent with a delay)"
+    )
+    demo.expect(
+        "rate limit",
+        f"all {RATE_LIMITED_EMAILS} e-mails were delivered, none failed",
+        finished and demo.dlq_depth("transactional") == len(INVALID_ADDRESSES),
+    )
+    demo.expect(
+        "rate limit",
+        f"e-mails went out no faster than {EMAIL_RATE}/s (+20 %)",
+        rate <= EMAIL_RATE * 1.2,
+        f"{rate:.2f}/s over {elapsed:.1f} s",
+    )
+    demo.expect(
+        "rate limit",
+        "payments published with them were done within 5 s (no limit on them)",
+        payments_done and payments_seconds < 5,
+        f"{payments_seconds:.1f} s",
+    )

@@ -29,21 +29,30 @@ def effect(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
     table = ctx.resource(TABLE)
     counter, amount = payload["counter"], payload["amount"]
     try:
-        ctx.client("dynamodb").transact_write_items(TransactItems=[
-            {"Update": {
-                "TableName": table,
-                "Key": {"id": {"S": counter}},
-                "UpdateExpression": "ADD #total :amount",
-                "ExpressionAttributeNames": {"#total": "total"},
-                "ExpressionAttributeValues": {":amount": {"N": str(amount)}},
-            }},
-            {"Put": {
-                "TableName": table,
-                "Item": {"id": {"S": marker_key(ctx.job_type, ctx.idempotency_key)}, "counter": {"S": counter},
-                         "amount": {"N": str(amount)}},
-                "ConditionExpression": "attribute_not_exists(id)",
-            }},
-        ])
+        ctx.client("dynamodb").transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": table,
+                        "Key": {"id": {"S": counter}},
+                        "UpdateExpression": "ADD #total :amount",
+                        "ExpressionAttributeNames": {"#total": "total"},
+                        "ExpressionAttributeValues": {":amount": {"N": str(amount)}},
+                    }
+                },
+                {
+                    "Put": {
+                        "TableName": table,
+                        "Item": {
+                            "id": {"S": marker_key(ctx.job_type, ctx.idempotency_key)},
+                            "counter": {"S": counter},
+                            "amount": {"N": str(amount)},
+                        },
+                        "ConditionExpression": "attribute_not_exists(id)",
+                    }
+                },
+            ]
+        )
     except Exception as exc:
         if _marker_exists(exc):
             return {"counter": counter, "amount": amount, "applied": False}
@@ -58,6 +67,9 @@ def _marker_exists(exc: Exception) -> bool:
         return False
     reasons = response.get("CancellationReasons")
     if reasons:
-        return len(reasons) > 1 and reasons[1].get("Code") == "ConditionalCheckFailed" and \
-            reasons[0].get("Code") in (None, "None")
+        return (
+            len(reasons) > 1
+            and reasons[1].get("Code") == "ConditionalCheckFailed"
+            and reasons[0].get("Code") in (None, "None")
+        )
     return "ConditionalCheckFailed" in response.get("Error", {}).get("Message", "")

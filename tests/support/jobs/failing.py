@@ -16,12 +16,12 @@ from tiered_jobs.runtime import JobContext, PermanentError, TransientError, job
 @job("testjobs.transient")
 def transient(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
     if ctx.attempt <= payload["fail_times"]:
-        raise TransientError(f"testjobs.transient: failing on purpose, attempt {ctx.attempt} of the first "
-                             f"{payload['fail_times']}")
+        raise TransientError(
+            f"testjobs.transient: failing on purpose, attempt {ctx.attempt} of the first {payload['fail_times']}"
+        )
     return {"succeeded_on_attempt": ctx.attempt}
 
 
 @job("testjobs.permanent")
 def permanent(payload: dict[str, Any], ctx: JobContext) -> None:
-    raise PermanentError(f"testjobs.permanent: {payload.get('reason', 'refused on purpose')} "
-                         f"(attempt {ctx.attempt})")
+    raise PermanentError(f"testjobs.permanent: {payload.get('reason', 'refused on purpose')} (attempt {ctx.attempt})")

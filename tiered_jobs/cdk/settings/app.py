@@ -38,7 +38,28 @@ if TYPE_CHECKING:
 
 #: Retention periods CloudWatch Logs accepts (days).
 LOG_RETENTION_DAYS: tuple[int, ...] = (
-    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
 )
 #: Lambda runtimes the AWS-managed Powertools layer is published for (and the consumer supports).
 RUNTIMES: tuple[str, ...] = ("python3.10", "python3.11", "python3.12", "python3.13", "python3.14")
@@ -48,6 +69,7 @@ CREATE_REGISTRY = "create_registry"
 
 _VERSION = re.compile(r"^(latest|\d+\.\d+\.\d+)$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
 
 @dataclass(frozen=True)
 class AppSettings:
@@ -106,8 +128,9 @@ class AppSettings:
         return tiers_of(resource.job_types, Routes(self.routes))
 
     @classmethod
-    def from_context(cls, raw: Mapping[str, Any] | None, *, stage: str | None = None,
-                     source: str | None = None) -> AppSettings:
+    def from_context(
+        cls, raw: Mapping[str, Any] | None, *, stage: str | None = None, source: str | None = None
+    ) -> AppSettings:
         """Validate the object under ``tiered_jobs`` in ``cdk.json``; ``stage`` (CLI ``-c stage=``) wins.
 
         ``source`` names where the settings come from in messages (default: ``context 'tiered_jobs'``;
@@ -213,4 +236,3 @@ def with_local_overrides(raw: Mapping[str, Any] | None, overrides: Mapping[str, 
         if isinstance(tiers, Mapping):
             merged["tiers"] = {name: {**(values or {}), **tier_settings} for name, values in tiers.items()}
     return merged
-

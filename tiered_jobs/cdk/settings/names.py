@@ -43,8 +43,14 @@ SCHEDULE_GROUP_NAME_MAX = 64
 #: us-east-2, longer in other partitions): 64 are kept for that ARN.
 SSM_PARAMETER_NAME_MAX = 1011 - 64
 
-_TIER_SSM_KEYS = (Ssm.TIER_QUEUE_URL, Ssm.TIER_QUEUE_ARN, Ssm.TIER_DLQ_URL, Ssm.TIER_DLQ_ARN,
-                  Ssm.TIER_IDEMPOTENCY_TTL, Ssm.TIER_RATE_LIMITS)
+_TIER_SSM_KEYS = (
+    Ssm.TIER_QUEUE_URL,
+    Ssm.TIER_QUEUE_ARN,
+    Ssm.TIER_DLQ_URL,
+    Ssm.TIER_DLQ_ARN,
+    Ssm.TIER_IDEMPOTENCY_TTL,
+    Ssm.TIER_RATE_LIMITS,
+)
 _SCHEDULE_SSM_KEYS = (Schedules.SSM_GROUP_NAME, Schedules.SSM_ROLE_ARN, Schedules.SSM_DLQ_ARN)
 
 
@@ -62,31 +68,44 @@ class DerivedName:
 def derived_names(stage: str, tiers: Iterable[str], resources: Iterable[str] = ()) -> Iterator[DerivedName]:
     """Every name the construct derives from ``stage``, the tier names and the resource names."""
     stage_only = "the stage"
-    yield DerivedName("replay function name (Lambda)", function_name(stage, "replay"),
-                      LAMBDA_FUNCTION_NAME_MAX, stage_only)
+    yield DerivedName(
+        "replay function name (Lambda)", function_name(stage, "replay"), LAMBDA_FUNCTION_NAME_MAX, stage_only
+    )
     yield DerivedName("dashboard name (CloudWatch)", dashboard_name(stage), CLOUDWATCH_DASHBOARD_NAME_MAX, stage_only)
-    yield DerivedName("schedule group name (EventBridge Scheduler)", Schedules.group_name(stage),
-                      SCHEDULE_GROUP_NAME_MAX, stage_only)
-    yield DerivedName("alarm name (CloudWatch)", Schedules.dlq_alarm_name(stage), CLOUDWATCH_ALARM_NAME_MAX,
-                      stage_only)
-    for parameter in (Ssm.tiers(stage), Ssm.routes(stage), Ssm.replay_function_name(stage),
-                      Ssm.idempotency_table_name(stage), Ssm.discard_archive_bucket(stage),
-                      Ssm.publisher_policy_arn(stage), *(Schedules.ssm(stage, key) for key in _SCHEDULE_SSM_KEYS)):
+    yield DerivedName(
+        "schedule group name (EventBridge Scheduler)", Schedules.group_name(stage), SCHEDULE_GROUP_NAME_MAX, stage_only
+    )
+    yield DerivedName("alarm name (CloudWatch)", Schedules.dlq_alarm_name(stage), CLOUDWATCH_ALARM_NAME_MAX, stage_only)
+    for parameter in (
+        Ssm.tiers(stage),
+        Ssm.routes(stage),
+        Ssm.replay_function_name(stage),
+        Ssm.idempotency_table_name(stage),
+        Ssm.discard_archive_bucket(stage),
+        Ssm.publisher_policy_arn(stage),
+        *(Schedules.ssm(stage, key) for key in _SCHEDULE_SSM_KEYS),
+    ):
         yield DerivedName("SSM parameter name", parameter, SSM_PARAMETER_NAME_MAX, stage_only)
     for tier in tiers:
         made_of = f"the stage or the tier {tier!r}"
-        yield DerivedName("consumer function name (Lambda)", consumer_function_name(stage, tier),
-                          LAMBDA_FUNCTION_NAME_MAX, made_of)
+        yield DerivedName(
+            "consumer function name (Lambda)", consumer_function_name(stage, tier), LAMBDA_FUNCTION_NAME_MAX, made_of
+        )
         for dlq in (False, True):
             yield DerivedName("queue name (SQS)", queue_name(stage, tier, dlq=dlq), SQS_QUEUE_NAME_MAX, made_of)
         for kind in Alarms.KINDS:
-            yield DerivedName("alarm name (CloudWatch)", Alarms.name(stage, tier, kind), CLOUDWATCH_ALARM_NAME_MAX,
-                              made_of)
+            yield DerivedName(
+                "alarm name (CloudWatch)", Alarms.name(stage, tier, kind), CLOUDWATCH_ALARM_NAME_MAX, made_of
+            )
         for key in _TIER_SSM_KEYS:
             yield DerivedName("SSM parameter name", Ssm.tier(stage, tier, key), SSM_PARAMETER_NAME_MAX, made_of)
     for resource in resources:
-        yield DerivedName("SSM parameter name", Ssm.resource(stage, resource), SSM_PARAMETER_NAME_MAX,
-                          f"the stage or the resource {resource!r}")
+        yield DerivedName(
+            "SSM parameter name",
+            Ssm.resource(stage, resource),
+            SSM_PARAMETER_NAME_MAX,
+            f"the stage or the resource {resource!r}",
+        )
 
 
 def check_names(where: str, stage: str, tiers: Iterable[str], resources: Iterable[str] = ()) -> None:

@@ -40,8 +40,7 @@ def parse(merged: Mapping[str, Any], tier: Mapping[str, Any]) -> dict[str, Any]:
     raw_types = {} if raw_types is None else raw_types
     if not isinstance(raw_types, Mapping):
         raise ValueError(
-            f"rate_limits must be an object {{job type glob: {{\"per_second\": ..., \"burst\": ...}}}}, "
-            f"got {raw_types!r}"
+            f'rate_limits must be an object {{job type glob: {{"per_second": ..., "burst": ...}}}}, got {raw_types!r}'
         )
     job_types = {pattern: RateLimit.parse(value, f"rate_limits[{pattern!r}]") for pattern, value in raw_types.items()}
 
@@ -65,8 +64,12 @@ def parse(merged: Mapping[str, Any], tier: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError(str(exc)) from None
     for name, limit in limits.buckets().items():
         _check_full_batch(name, limit, tier["batch_size"], max_wait, longest)
-    return {"rate_limit_per_second": per_second, "rate_limit_burst": tier_limit.burst if tier_limit else None,
-            "rate_limits": job_types, "rate_limit_max_wait_seconds": max_wait if limits.enabled else None}
+    return {
+        "rate_limit_per_second": per_second,
+        "rate_limit_burst": tier_limit.burst if tier_limit else None,
+        "rate_limits": job_types,
+        "rate_limit_max_wait_seconds": max_wait if limits.enabled else None,
+    }
 
 
 def _check_full_batch(name: str, limit: RateLimit, batch_size: int, wait: float, longest: float) -> None:
@@ -77,12 +80,13 @@ def _check_full_batch(name: str, limit: RateLimit, batch_size: int, wait: float,
         return
     where = "rate_limit_per_second / rate_limit_burst" if name == "tier" else f"rate_limits[{name[5:]!r}]"
     needed_wait = (batch_size - limit.burst) / limit.per_second
-    fixes = [f"raise the burst to {batch_size - math.floor(wait * limit.per_second + 1e-9)}",
-             f"lower batch_size to {admitted}"]
+    fixes = [
+        f"raise the burst to {batch_size - math.floor(wait * limit.per_second + 1e-9)}",
+        f"lower batch_size to {admitted}",
+    ]
     if needed_wait <= longest:
         fixes.append(f"raise rate_limit_max_wait_seconds to {math.ceil(needed_wait)}")
     raise ValueError(
         f"{where}: {limit.describe()} admits at most {admitted} job(s) within rate_limit_max_wait_seconds "
-        f"{wait:g}, fewer than a batch of {batch_size}, so every batch would be partly re-sent; "
-        + ", or ".join(fixes)
+        f"{wait:g}, fewer than a batch of {batch_size}, so every batch would be partly re-sent; " + ", or ".join(fixes)
     )

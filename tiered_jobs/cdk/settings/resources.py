@@ -22,8 +22,10 @@ _ARN = {
     TABLE: re.compile(r"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/[A-Za-z0-9_.-]{3,255}$"),
     QUEUE: re.compile(r"^arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,80}(\.fifo)?$"),
 }
-_ARN_EXAMPLE = {TABLE: "arn:aws:dynamodb:eu-west-1:123456789012:table/invoices",
-                QUEUE: "arn:aws:sqs:eu-west-1:123456789012:audit"}
+_ARN_EXAMPLE = {
+    TABLE: "arn:aws:dynamodb:eu-west-1:123456789012:table/invoices",
+    QUEUE: "arn:aws:sqs:eu-west-1:123456789012:audit",
+}
 _ATTRIBUTE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
 #: A customer-managed KMS key by its key ARN (an alias ARN authorizes nothing in an IAM policy).
 _KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]{1,2000}$")
@@ -87,8 +89,7 @@ def tiers_of(job_types: tuple[str, ...], routes: Routes) -> frozenset[str]:
 
 def build_resources(raw: Any, routes: Routes, where: str) -> tuple[ResourceSettings, ...]:
     if not isinstance(raw, Mapping):
-        raise SettingsError(f"{where}: resources must be an object {{name: {{resource}}}}, "
-                            f"e.g. {_RESOURCE_EXAMPLE}")
+        raise SettingsError(f"{where}: resources must be an object {{name: {{resource}}}}, e.g. {_RESOURCE_EXAMPLE}")
     return tuple(_build_resource(name, value, routes) for name, value in raw.items())
 
 
@@ -107,13 +108,19 @@ def _build_resource(name: Any, raw: Any, routes: Routes) -> ResourceSettings:
         raise SettingsError(f"{where}: kind {kind!r} is not supported; use one of {', '.join(ACCESS)}")
     access = raw.get("access", ACCESS[kind][0])
     if access not in ACCESS[kind]:
-        raise SettingsError(f"{where}: access {access!r} does not apply to a {kind}; use one of "
-                            f"{', '.join(ACCESS[kind])} or remove 'access' for {ACCESS[kind][0]!r}")
+        raise SettingsError(
+            f"{where}: access {access!r} does not apply to a {kind}; use one of "
+            f"{', '.join(ACCESS[kind])} or remove 'access' for {ACCESS[kind][0]!r}"
+        )
     job_types = raw.get("job_types")
-    if not isinstance(job_types, (list, tuple)) or not job_types or \
-            any(not isinstance(glob, str) or not glob for glob in job_types):
-        raise SettingsError(f"{where}: job_types must be a non-empty list of job-type globs, "
-                            f"e.g. ['invoices.send'] or ['invoices.*']")
+    if (
+        not isinstance(job_types, (list, tuple))
+        or not job_types
+        or any(not isinstance(glob, str) or not glob for glob in job_types)
+    ):
+        raise SettingsError(
+            f"{where}: job_types must be a non-empty list of job-type globs, e.g. ['invoices.send'] or ['invoices.*']"
+        )
     arn = raw.get("arn")
     keys = {key: raw.get(key) for key in ("partition_key", "sort_key")}
     if arn is not None:
@@ -121,15 +128,20 @@ def _build_resource(name: Any, raw: Any, routes: Routes) -> ResourceSettings:
             raise SettingsError(f"{where}: arn {arn!r} is not the ARN of an existing {kind}, e.g. {_ARN_EXAMPLE[kind]}")
         given = [key for key, value in keys.items() if value is not None]
         if given:
-            raise SettingsError(f"{where}: {', '.join(given)} describe a table this stack creates; an existing "
-                                f"one (arn) keeps its own keys: remove {', '.join(given)} or the arn")
+            raise SettingsError(
+                f"{where}: {', '.join(given)} describe a table this stack creates; an existing "
+                f"one (arn) keeps its own keys: remove {', '.join(given)} or the arn"
+            )
     elif kind == QUEUE:
-        raise SettingsError(f"{where}: a queue must be an existing one, named by its arn "
-                            f"(the stack creates only tables for jobs)")
+        raise SettingsError(
+            f"{where}: a queue must be an existing one, named by its arn (the stack creates only tables for jobs)"
+        )
     else:
         if keys["partition_key"] is None:
-            raise SettingsError(f"{where}: a table this stack creates needs a partition_key "
-                                f"(e.g. 'partition_key': 'invoice_id'), or name an existing table by its arn")
+            raise SettingsError(
+                f"{where}: a table this stack creates needs a partition_key "
+                f"(e.g. 'partition_key': 'invoice_id'), or name an existing table by its arn"
+            )
         for key, value in keys.items():
             if value is not None and (not isinstance(value, str) or not _ATTRIBUTE_NAME.match(value)):
                 raise SettingsError(f"{where}: {key} {value!r} is not a DynamoDB attribute name")
@@ -140,8 +152,16 @@ def _build_resource(name: Any, raw: Any, routes: Routes) -> ResourceSettings:
             f"{where}: no route carries job_types {', '.join(map(repr, job_types))}, so no tier would use it; "
             f"add a route for them or fix job_types"
         )
-    return ResourceSettings(name=name, kind=kind, job_types=job_types, access=access, arn=arn,
-                            kms_key_arn=kms_key_arn, indexes=indexes, **keys)
+    return ResourceSettings(
+        name=name,
+        kind=kind,
+        job_types=job_types,
+        access=access,
+        arn=arn,
+        kms_key_arn=kms_key_arn,
+        indexes=indexes,
+        **keys,
+    )
 
 
 def _existing_only(raw: Mapping[str, Any], kind: str, arn: Any, where: str) -> tuple[str | None, tuple[str, ...]]:
@@ -150,22 +170,35 @@ def _existing_only(raw: Mapping[str, Any], kind: str, arn: Any, where: str) -> t
     if arn is None:
         given = [key for key, value in (("kms_key_arn", kms_key_arn), ("indexes", indexes)) if value is not None]
         if given:
-            raise SettingsError(f"{where}: {', '.join(given)} describe an existing table or queue (named by "
-                                f"its arn); a table this stack creates is encrypted with an AWS-managed key and "
-                                f"has no indexes: remove {', '.join(given)} or add the arn")
+            raise SettingsError(
+                f"{where}: {', '.join(given)} describe an existing table or queue (named by "
+                f"its arn); a table this stack creates is encrypted with an AWS-managed key and "
+                f"has no indexes: remove {', '.join(given)} or add the arn"
+            )
     if kms_key_arn is not None and (not isinstance(kms_key_arn, str) or not _KMS_KEY_ARN.match(kms_key_arn)):
-        raise SettingsError(f"{where}: kms_key_arn {kms_key_arn!r} is not a KMS key ARN (an alias's is not "
-                            f"enough: IAM grants on the key), e.g. {_KMS_KEY_EXAMPLE}")
+        raise SettingsError(
+            f"{where}: kms_key_arn {kms_key_arn!r} is not a KMS key ARN (an alias's is not "
+            f"enough: IAM grants on the key), e.g. {_KMS_KEY_EXAMPLE}"
+        )
     if indexes is None:
         return kms_key_arn, ()
     if kind != TABLE:
         raise SettingsError(f"{where}: indexes apply to a table, not a {kind}; remove indexes")
-    if not isinstance(indexes, (list, tuple)) or not indexes or any(
-            not isinstance(index, str) or not (index == ALL_INDEXES or _INDEX_NAME.match(index)) for index in indexes):
-        raise SettingsError(f"{where}: indexes must be a non-empty list of the table's index names (3-255 of "
-                            f"letters, digits, '_', '-', '.'), or [{ALL_INDEXES!r}] for all of them, "
-                            f"e.g. ['by_customer'], got {indexes!r}")
+    if (
+        not isinstance(indexes, (list, tuple))
+        or not indexes
+        or any(
+            not isinstance(index, str) or not (index == ALL_INDEXES or _INDEX_NAME.match(index)) for index in indexes
+        )
+    ):
+        raise SettingsError(
+            f"{where}: indexes must be a non-empty list of the table's index names (3-255 of "
+            f"letters, digits, '_', '-', '.'), or [{ALL_INDEXES!r}] for all of them, "
+            f"e.g. ['by_customer'], got {indexes!r}"
+        )
     if ALL_INDEXES in indexes and len(indexes) > 1:
-        raise SettingsError(f"{where}: indexes {list(indexes)!r}: {ALL_INDEXES!r} already means every index; "
-                            f"give [{ALL_INDEXES!r}] or the names")
+        raise SettingsError(
+            f"{where}: indexes {list(indexes)!r}: {ALL_INDEXES!r} already means every index; "
+            f"give [{ALL_INDEXES!r}] or the names"
+        )
     return kms_key_arn, tuple(dict.fromkeys(indexes))

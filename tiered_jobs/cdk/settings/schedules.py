@@ -74,7 +74,8 @@ def _build_schedule(name: Any, raw: Any, routes: Routes, tier_names: list[str]) 
         if isinstance(parsed, cron.At):
             raise cron.ScheduleExpressionError(
                 "at() is a one-time schedule; declare periodic jobs with cron() or rate(), "
-                "and publish one-time jobs with publish(..., at=...)")
+                "and publish one-time jobs with publish(..., at=...)"
+            )
         timezone_name = raw.get("timezone", "UTC")
         zone = cron.zone(timezone_name)
     except cron.ScheduleExpressionError as error:
@@ -94,13 +95,28 @@ def _build_schedule(name: Any, raw: Any, routes: Routes, tier_names: list[str]) 
         try:
             tier = routes.tier_for(job_type)
         except UnknownRouteError as error:
-            raise SettingsError(f"{where}: job type {job_type!r} is unroutable ({error}); add a route for it "
-                                f"or set this schedule's 'tier'") from None
+            raise SettingsError(
+                f"{where}: job type {job_type!r} is unroutable ({error}); add a route for it "
+                f"or set this schedule's 'tier'"
+            ) from None
     assert tier is not None  # periodic_problems refused a job type that is not a string
     window = raw.get("flexible_window_minutes")
     if window is not None:
-        window = read_int(raw, "flexible_window_minutes", 15, where, minimum=_FLEXIBLE_WINDOW_MINUTES[0],
-                          maximum=_FLEXIBLE_WINDOW_MINUTES[1], unit=" minutes (Scheduler's limits)")
-    return ScheduleSettings(name=name, expression=expression, job_type=job_type, tier=tier, payload=dict(payload),
-                            timezone=timezone_name, flexible_window_minutes=window)
-
+        window = read_int(
+            raw,
+            "flexible_window_minutes",
+            15,
+            where,
+            minimum=_FLEXIBLE_WINDOW_MINUTES[0],
+            maximum=_FLEXIBLE_WINDOW_MINUTES[1],
+            unit=" minutes (Scheduler's limits)",
+        )
+    return ScheduleSettings(
+        name=name,
+        expression=expression,
+        job_type=job_type,
+        tier=tier,
+        payload=dict(payload),
+        timezone=timezone_name,
+        flexible_window_minutes=window,
+    )

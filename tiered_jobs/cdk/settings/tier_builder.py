@@ -64,8 +64,12 @@ def build_tier(name: Any, raw: Any) -> TierSettings:
     v["timeout_seconds"] = num("timeout_seconds", 1, _LAMBDA_MAX_TIMEOUT, " s (Lambda's limit)")
     v["memory_mb"] = num("memory_mb", _LAMBDA_MEMORY[0], _LAMBDA_MEMORY[1], " MB (Lambda's limits)")
     if merged.get("time_budget_margin_ms") is not None:  # below the timeout, or no record would ever start
-        v["time_budget_margin_ms"] = num("time_budget_margin_ms", 1, v["timeout_seconds"] * 1000 - 1,
-                                         f" ms (less than timeout_seconds {v['timeout_seconds']} s)")
+        v["time_budget_margin_ms"] = num(
+            "time_budget_margin_ms",
+            1,
+            v["timeout_seconds"] * 1000 - 1,
+            f" ms (less than timeout_seconds {v['timeout_seconds']} s)",
+        )
     v["batch_size"] = num("batch_size", 1, _ESM_MAX_BATCH)
     v["batching_window_seconds"] = num("batching_window_seconds", 0, _ESM_MAX_WINDOW, " s")
     if v["batch_size"] > 10 and v["batching_window_seconds"] == 0:
@@ -84,10 +88,12 @@ def build_tier(name: Any, raw: Any) -> TierSettings:
         )
     v["retention_days"] = num("retention_days", *_SQS_RETENTION_DAYS, " days (SQS's limits)")
     v["dlq_retention_days"] = num("dlq_retention_days", *_SQS_RETENTION_DAYS, " days (SQS's limits)")
-    v["idempotency_ttl_seconds"] = None if merged.get("idempotency_ttl_seconds") is None else num(
-        "idempotency_ttl_seconds", 1)
-    v["allow_short_idempotency_window"] = read_bool(merged, "allow_short_idempotency_window",
-                                                    base.allow_short_idempotency_window, where)
+    v["idempotency_ttl_seconds"] = (
+        None if merged.get("idempotency_ttl_seconds") is None else num("idempotency_ttl_seconds", 1)
+    )
+    v["allow_short_idempotency_window"] = read_bool(
+        merged, "allow_short_idempotency_window", base.allow_short_idempotency_window, where
+    )
     v["dlq_alarm_threshold"] = num("dlq_alarm_threshold", 0)
     v["oldest_message_age_alarm_seconds"] = num("oldest_message_age_alarm_seconds", 1)
     v["failure_rate_alarm_percent"] = _percent(merged, "failure_rate_alarm_percent", base, where)
@@ -107,4 +113,3 @@ def _percent(raw: Mapping[str, Any], key: str, base: TierSettings, where: str) -
     if not 0 < value <= 100:
         raise SettingsError(f"{where}: {key} {value} must be a percentage in (0, 100]")
     return value
-

@@ -120,18 +120,29 @@ TIER_PRESETS: dict[str, dict[str, Any]] = {
     # Money moves here: small batches (one slow job delays few others), no batching window,
     # more concurrency and memory, page on the first dead letter and on a one-minute backlog.
     "critical": {
-        "batch_size": 5, "batching_window_seconds": 0, "max_concurrency": 20, "memory_mb": 512,
-        "dlq_alarm_threshold": 0, "oldest_message_age_alarm_seconds": 60,
+        "batch_size": 5,
+        "batching_window_seconds": 0,
+        "max_concurrency": 20,
+        "memory_mb": 512,
+        "dlq_alarm_threshold": 0,
+        "oldest_message_age_alarm_seconds": 60,
     },
     # User-facing side effects (e-mails, notifications): default batches, five minutes of backlog.
     "transactional": {
-        "batch_size": 10, "batching_window_seconds": 0, "max_concurrency": 10,
-        "dlq_alarm_threshold": 10, "oldest_message_age_alarm_seconds": 300,
+        "batch_size": 10,
+        "batching_window_seconds": 0,
+        "max_concurrency": 10,
+        "dlq_alarm_threshold": 10,
+        "oldest_message_age_alarm_seconds": 300,
     },
     # Throughput over latency: wait up to 5 s to fill batches, few consumers, an hour of backlog is fine.
     "bulk": {
-        "batch_size": 10, "batching_window_seconds": 5, "max_concurrency": 5, "timeout_seconds": 60,
-        "dlq_alarm_threshold": 10, "oldest_message_age_alarm_seconds": 3600,
+        "batch_size": 10,
+        "batching_window_seconds": 5,
+        "max_concurrency": 5,
+        "timeout_seconds": 60,
+        "dlq_alarm_threshold": 10,
+        "oldest_message_age_alarm_seconds": 3600,
     },
 }
 

@@ -40,8 +40,16 @@ def reject_unknown(raw: Mapping[str, Any], allowed: tuple[str, ...], where: str)
         )
 
 
-def read_int(raw: Mapping[str, Any], key: str, default: int, where: str, *, minimum: int,
-             maximum: int | None = None, unit: str = "") -> int:
+def read_int(
+    raw: Mapping[str, Any],
+    key: str,
+    default: int,
+    where: str,
+    *,
+    minimum: int,
+    maximum: int | None = None,
+    unit: str = "",
+) -> int:
     value = raw.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int):
         raise SettingsError(f"{where}: {key} must be a whole number, got {value!r}; e.g. {key}: {default}")
@@ -72,12 +80,12 @@ def read_choice(raw: Mapping[str, Any], key: str, default: str, choices: tuple[s
     return value
 
 
-def read_optional_str(raw: Mapping[str, Any], key: str, where: str, pattern: re.Pattern[str],
-                      example: str) -> str | None:
+def read_optional_str(
+    raw: Mapping[str, Any], key: str, where: str, pattern: re.Pattern[str], example: str
+) -> str | None:
     value = raw.get(key)
     if value is None:
         return None
     if not isinstance(value, str) or not pattern.match(value):
         raise SettingsError(f"{where}: {key} {value!r} is invalid; use {example} or remove the key")
     return value
-
