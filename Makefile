@@ -30,6 +30,7 @@ node_modules/.installed: package.json package-lock.json
 # Lint, format and types (settings in pyproject.toml): what a reviewer reads first, under a minute.
 check: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 # Everything CI runs: check, then the whole suite.
