@@ -15,7 +15,8 @@ import pytest
 
 from example.jobs.payments import TABLE
 from tests.runtime.test_aws_errors import ConflictingDynamoDB
-from tests.runtime.test_consumer import Faulty, SimulatedCrash, attrs
+from tests.runtime.test_consumer import attrs
+from tests.support.crash_stories import a_crash_after_the_effect_keeps_it_once
 from tiered_jobs.contract.names import DeadLetter, Env
 from tiered_jobs.runtime.consumer import Consumer
 from tiered_jobs.runtime.registry import registry
@@ -43,25 +44,17 @@ def test_a_payment_and_a_debit_move_the_balance_once_each(tier):
     assert tier.receive() == [] and tier.dlq_messages() == []
 
 
-def test_a_crash_after_the_payment_keeps_it_exactly_once(tier, lambda_context):
+def test_a_crash_after_the_payment_keeps_it_exactly_once(tier):
     """The process dies after the balance transaction and before the idempotency record completes;
     the job runs again, and its marker (not the idempotency store) stops the second application."""
-
-    def crash_on_completion(kwargs):
-        if kwargs.get("TableName") == tier.idempotency_table:
-            raise SimulatedCrash()
-
-    crashing = tier.consumer(
-        client={"sqs": tier.sqs, "dynamodb": Faulty(tier.dynamodb, update_item=crash_on_completion)}.__getitem__
+    a_crash_after_the_effect_keeps_it_once(
+        tier,
+        "payments.update_balance",
+        {"account_id": "acc-9", "amount": 42},
+        "pay-crash",
+        effect=lambda: tier.balance("acc-9"),
+        expected=42,
     )
-    tier.publish("payments.update_balance", {"account_id": "acc-9", "amount": 42}, "pay-crash")
-    with pytest.raises(SimulatedCrash):
-        tier.run_batch(crashing, context=lambda_context(remaining_ms=1))
-    assert tier.balance("acc-9") == 42
-    tier.make_visible()
-    assert tier.run_batch(tier.consumer()) == {"batchItemFailures": []}
-    assert tier.balance("acc-9") == 42
-    assert tier.receive() == [] and tier.dlq_messages() == []
 
 
 def test_a_payment_whose_transaction_conflicts_is_retried_not_taken_for_applied(tier):

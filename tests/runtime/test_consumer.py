@@ -9,6 +9,7 @@ from datetime import datetime
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.support.crash_stories import a_crash_after_the_effect_keeps_it_once
 from tiered_jobs.contract.names import DeadLetter, Metrics
 from tiered_jobs.runtime.errors import PermanentError, TransientError
 from tiered_jobs.runtime.registry import JobRegistry
@@ -106,31 +107,17 @@ def test_same_key_with_another_payload_is_a_permanent_conflict(tier):
 # --- crash safety ------------------------------------------------------------------------
 
 
-class SimulatedCrash(BaseException):
-    """The Lambda dies: nothing in the handler can catch it."""
-
-
-def test_crash_after_side_effect_keeps_the_effect_exactly_once(tier, lambda_context):
+def test_crash_after_side_effect_keeps_the_effect_exactly_once(tier):
     """The process dies after the job's transaction and before the idempotency record
     completes. The message returns; the transaction's marker stops a second application."""
-
-    def crash_on_completion(kwargs):
-        if kwargs.get("TableName") == tier.idempotency_table:
-            raise SimulatedCrash()
-
-    crashing = tier.consumer(
-        client={"sqs": tier.sqs, "dynamodb": Faulty(tier.dynamodb, update_item=crash_on_completion)}.__getitem__
+    a_crash_after_the_effect_keeps_it_once(
+        tier,
+        "testjobs.effect",
+        {"counter": "acc-9", "amount": 42},
+        "pay-crash",
+        effect=lambda: tier.counter("acc-9"),
+        expected=42,
     )
-    tier.publish("testjobs.effect", {"counter": "acc-9", "amount": 42}, "pay-crash")
-    # remaining time 1 ms: the in-progress record expires by the next attempt, as after a real timeout
-    with pytest.raises(SimulatedCrash):
-        tier.run_batch(crashing, context=lambda_context(remaining_ms=1))
-    assert tier.counter("acc-9") == 42
-    tier.make_visible()  # the visibility timeout passes
-    response = tier.run_batch(tier.consumer())
-    assert response["batchItemFailures"] == []
-    assert tier.counter("acc-9") == 42
-    assert tier.receive() == [] and tier.dlq_messages() == []
 
 
 def test_record_still_in_progress_elsewhere_is_retried_not_failed(tier, lambda_context):
