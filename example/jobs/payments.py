@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tiered_jobs.runtime import JobContext, job
+from tiered_jobs.runtime import JobContext, cancelled_only_by_condition, job
 
 #: The table of balances, as ``cdk.json`` declares it under ``resources`` (bound to this job type).
 TABLE = "accounts"
@@ -57,23 +57,8 @@ def update_balance(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
             ]
         )
     except Exception as exc:
-        if _marker_exists(exc):
+        if cancelled_only_by_condition(exc, item=1):
             ctx.logger.info("payment already applied; nothing to do", extra={"marker": marker})
             return {"account_id": account_id, "amount": amount, "applied": False, "already_applied": True}
         raise
     return {"account_id": account_id, "amount": amount, "applied": True}
-
-
-def _marker_exists(exc: Exception) -> bool:
-    """The transaction was cancelled because the marker (item 2) exists."""
-    response = getattr(exc, "response", None)
-    if not isinstance(response, dict) or response.get("Error", {}).get("Code") != "TransactionCanceledException":
-        return False
-    reasons = response.get("CancellationReasons")
-    if reasons:
-        return (
-            len(reasons) > 1
-            and reasons[1].get("Code") == "ConditionalCheckFailed"
-            and reasons[0].get("Code") in (None, "None")
-        )
-    return "ConditionalCheckFailed" in response.get("Error", {}).get("Message", "")

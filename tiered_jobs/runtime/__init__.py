@@ -8,7 +8,8 @@ What job modules use::
     def create(payload: dict, ctx: JobContext) -> dict: ...
 """
 
+from .aws_errors import cancelled_only_by_condition
 from .errors import JobError, PermanentError, TransientError
 from .registry import JobContext, job
 
-__all__ = ["JobContext", "JobError", "PermanentError", "TransientError", "job"]
+__all__ = ["JobContext", "JobError", "PermanentError", "TransientError", "cancelled_only_by_condition", "job"]

@@ -457,6 +457,25 @@ def reason_codes(response: Mapping[str, Any]) -> list[str]:
     return [part.strip() for part in match.group(1).split(",")] if match else []
 
 
+def cancelled_only_by_condition(exc: BaseException, item: int) -> bool:
+    """Whether ``exc`` is a ``TransactWriteItems`` cancelled by item ``item``'s condition alone.
+
+    For a job whose side effect and its own "applied" marker are written in one transaction (the
+    marker's ``attribute_not_exists`` condition as item ``item``): True means the job already took
+    effect, so there is nothing to do. Any other reason (a conflict, throttling, another item's
+    condition) is not that: the job must fail and be retried, never read it as applied.
+    """
+    response = getattr(exc, "response", None)
+    if not isinstance(response, Mapping) or response.get("Error", {}).get("Code") != "TransactionCanceledException":
+        return False
+    codes = reason_codes(response)
+    if not codes:  # no reasons at all: only the message can say
+        return "ConditionalCheckFailed" in str(response.get("Error", {}).get("Message", ""))
+    return len(codes) > item and all(
+        code == ("ConditionalCheckFailed" if index == item else "None") for index, code in enumerate(codes)
+    )
+
+
 def transaction_kind(response: Mapping[str, Any]) -> Kind:
     """Transient when any reason is (a conflict or throttling; unknown reasons too); else
     permanent when any reason is; transient when DynamoDB gave no reason at all."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tiered_jobs.runtime import JobContext, job
+from tiered_jobs.runtime import JobContext, cancelled_only_by_condition, job
 
 #: The counters' table, as a consumer is given it under ``resources``.
 TABLE = "testjobs_counters"
@@ -54,22 +54,7 @@ def effect(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
             ]
         )
     except Exception as exc:
-        if _marker_exists(exc):
+        if cancelled_only_by_condition(exc, item=1):
             return {"counter": counter, "amount": amount, "applied": False}
         raise
     return {"counter": counter, "amount": amount, "applied": True}
-
-
-def _marker_exists(exc: Exception) -> bool:
-    """The transaction was cancelled because the marker (its second item) exists, and for no other reason."""
-    response = getattr(exc, "response", None)
-    if not isinstance(response, dict) or response.get("Error", {}).get("Code") != "TransactionCanceledException":
-        return False
-    reasons = response.get("CancellationReasons")
-    if reasons:
-        return (
-            len(reasons) > 1
-            and reasons[1].get("Code") == "ConditionalCheckFailed"
-            and reasons[0].get("Code") in (None, "None")
-        )
-    return "ConditionalCheckFailed" in response.get("Error", {}).get("Message", "")
