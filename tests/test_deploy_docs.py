@@ -123,8 +123,11 @@ def test_everything_retained_is_tagged_and_named_as_teardown_looks_for_it(templa
             assert properties["QueueName"].startswith(queue_name("dev", ""))
         elif resource["Type"] == "AWS::Scheduler::ScheduleGroup":
             assert properties["Name"] == Schedules.group_name("dev")
-        elif resource["Type"] == "AWS::IAM::Role":  # the one-time jobs' role: found by its path, CloudFormation-named
-            assert "RoleName" not in properties and properties["Path"]["Fn::Join"][1][-1] == "/dev/", logical_id
+        elif (
+            resource["Type"] == "AWS::IAM::Role"
+        ):  # the one-time jobs' role: found by its description, CloudFormation-named
+            assert "RoleName" not in properties and "Path" not in properties, logical_id
+            assert properties["Description"]["Fn::Join"][1][0].endswith(" stage dev in "), logical_id
         else:  # CloudFormation names them "<stack name>-<logical id>-<suffix>" (a bucket: lower-cased)
             assert not {"TableName", "LogGroupName", "BucketName"} & set(properties), logical_id
 

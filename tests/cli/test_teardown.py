@@ -74,12 +74,12 @@ def _leave_behind(stage: str, *, tag: dict[str, str] | None = None, stack: str |
 
 
 def _one_time_role(stage: str, tags: dict[str, str], stack: str, region: str = "us-east-1") -> str:
-    """The retained role of the one-time jobs: CloudFormation's name, the construct's path, the policy inline."""
+    """The retained role of the one-time jobs: CloudFormation's name, the construct's description, the policy inline."""
     iam = boto3.client("iam")
     name = f"{stack}-SchedulesOneTimeRoleC2DF5688-{region.replace('-', '')}"[:64]
     iam.create_role(
         RoleName=name,
-        Path=Schedules.one_time_role_path(stage, region),
+        Description=Schedules.one_time_role_description(stage, region),
         AssumeRolePolicyDocument=json.dumps(
             {
                 "Version": "2012-10-17",
@@ -103,7 +103,8 @@ def _one_time_role(stage: str, tags: dict[str, str], stack: str, region: str = "
 def _roles(stage: str, region: str = "us-east-1") -> list[str]:
     return [
         r["RoleName"]
-        for r in boto3.client("iam").list_roles(PathPrefix=Schedules.one_time_role_path(stage, region))["Roles"]
+        for r in boto3.client("iam").list_roles()["Roles"]
+        if r.get("Description") == Schedules.one_time_role_description(stage, region)
     ]
 
 

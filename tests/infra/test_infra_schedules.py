@@ -270,24 +270,43 @@ def test_the_one_time_role_and_the_dlq_live_as_long_as_the_group(synth, plain):
         # deleted with the stack, leaving the retained role unable to send.
         assert _attached(each, role_key) == [] and len(role["Properties"]["Policies"]) == 1
         # CloudFormation's name: a deploy after a destroy makes a new role beside the retained one, never
-        # "already exists"; teardown finds them all by path and stage tag.
-        assert "RoleName" not in role["Properties"]
-        assert role["Properties"]["Path"] == {
-            "Fn::Join": ["", [f"/{PROJECT}/", {"Ref": "AWS::Region"}, f"/{each.stage}/"]]
+        # "already exists"; teardown finds them all by description and stage tag.
+        assert "RoleName" not in role["Properties"] and "Path" not in role["Properties"]
+        assert role["Properties"]["Description"] == {
+            "Fn::Join": [
+                "",
+                [
+                    f"EventBridge Scheduler: {PROJECT} stage {each.stage} in ",
+                    {"Ref": "AWS::Region"},
+                    ", one-time jobs, to any tier queue",
+                ],
+            ]
         }
         assert {"Key": STAGE_TAG, "Value": each.stage} in role["Properties"]["Tags"]
 
 
-def test_the_one_time_roles_path_and_arn_fit_iam_and_scheduler():
-    """The longest stage name in a long region name: IAM's path rule, and Scheduler's ``RoleArn`` rule with it."""
+def test_the_one_time_roles_description_and_arn_fit_iam_and_scheduler():
+    """The longest stage name in a long region name: IAM's description rule, and Scheduler's ``RoleArn``
+    rule for the role's ARN (CloudFormation's name, no path)."""
     import re
 
     session = botocore.session.get_session()
-    path = Schedules.one_time_role_path("s" * 20, "ap-southeast-4")
-    rule = session.get_service_model("iam").shape_for("pathType").metadata
-    assert re.fullmatch(rule["pattern"], path) and len(path) <= rule["max"]
-    arn = f"arn:aws:iam::123456789012:role{path}TieredJobs-{'s' * 20}-SchedulesOneTimeRoleC2DF5688-1A2B3C4D5E6F"
+    description = Schedules.one_time_role_description("s" * 20, "ap-southeast-4")
+    rule = session.get_service_model("iam").shape_for("roleDescriptionType").metadata
+    assert re.fullmatch(rule["pattern"], description) and len(description) <= rule["max"]
+    arn = f"arn:aws:iam::123456789012:role/TieredJobs-{'s' * 20}-SchedulesOneTimeRoleC2DF5688-1A2B3C4D5E6F"
     assert re.fullmatch(session.get_service_model("scheduler").shape_for("RoleArn").metadata["pattern"], arn)
+
+
+def test_the_one_time_role_sets_no_property_that_replaces_it(default_synth):
+    """``Path`` and ``RoleName`` are replacement properties of ``AWS::IAM::Role``: setting either on a
+    deployed stage makes a new role, and every pending one-time job (whose schedule names the old
+    role's ARN) would fire into a role that lost its policy. Its description finds it instead."""
+    roles = default_synth.resources("AWS::IAM::Role")
+    [(logical_id, role)] = [(k, r) for k, r in roles.items() if k.startswith("SchedulesOneTimeRole")]
+    assert logical_id == "SchedulesOneTimeRoleC2DF5688"  # the logical id a deployed stage has
+    assert "Path" not in role["Properties"] and "RoleName" not in role["Properties"]
+    assert role["DeletionPolicy"] == role["UpdateReplacePolicy"] == "Retain"
 
 
 # -- settings validation ----------------------------------------------------------------------

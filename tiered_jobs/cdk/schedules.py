@@ -15,9 +15,10 @@ so are what those jobs need when they fire after a destroy: the one-time role (i
 inline, in the role itself, so they are retained with it), the tier queues and the schedules DLQ.
 The role's name is CloudFormation's, not a fixed one: a deploy after a destroy makes a new role
 beside the retained one (a fixed name would stop it with "already exists"), and the old pending
-jobs keep running with theirs. Its IAM path (``Schedules.one_time_role_path``) and the stage tag
-let ``tiered-jobs teardown`` find every such role. The periodic role is not retained: the periodic
-schedules are deleted with the stack.
+jobs keep running with theirs. Its description (``Schedules.one_time_role_description``) and the
+stage tag let ``tiered-jobs teardown`` find every such role. It sets no IAM path: a path, like a
+name, replaces a deployed role, and the pending jobs would keep a role without its policy. The
+periodic role is not retained: the periodic schedules are deleted with the stack.
 
 Both trust only ``scheduler.amazonaws.com`` acting for this account (``aws:SourceAccount``).
 """
@@ -112,8 +113,7 @@ class ScheduledJobs(Construct):
         self.one_time_role = self._role(
             "OneTimeRole",
             list(queues.values()),
-            f"EventBridge Scheduler: {stage} one-time jobs, to any tier queue",
-            path=Schedules.one_time_role_path(stage, Aws.REGION),
+            Schedules.one_time_role_description(stage, Aws.REGION),
             inline=True,
         )
         # Same lifetime as the group: a pending job fires with this role, even after a destroy.
@@ -153,7 +153,6 @@ class ScheduledJobs(Construct):
         queues: list[sqs.IQueue],
         description: str,
         *,
-        path: str | None = None,
         inline: bool = False,
     ) -> iam.Role:
         """``inline``: the permissions in the role resource itself (retained with it), not an ``AWS::IAM::Policy``."""
@@ -167,7 +166,6 @@ class ScheduledJobs(Construct):
             self,
             construct_id,
             description=description,
-            path=path,
             assumed_by=iam.ServicePrincipal(
                 SCHEDULER_PRINCIPAL, conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
             ),

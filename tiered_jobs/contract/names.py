@@ -416,11 +416,14 @@ class Schedules:
         return f"/{PROJECT}/{stage}/schedules/{key}"
 
     @staticmethod
-    def one_time_role_path(stage: str, region: str) -> str:
-        """IAM path of the one-time jobs' role, ``/tiered-jobs/<region>/<stage>/``: retained with the group, its
-        name is CloudFormation's (a redeploy never collides with it); ``teardown`` lists roles by this path.
-        IAM is global, hence the region: the same stage in two regions of one account are two roles."""
-        return f"/{PROJECT}/{region}/{stage}/"
+    def one_time_role_description(stage: str, region: str) -> str:
+        """Description of the one-time jobs' role: retained with the group, its name is CloudFormation's
+        (a redeploy never collides with it), so ``teardown`` finds it by this text (``ListRoles``
+        returns it; it returns no tags) and then by its stage tag. IAM is global, hence the region: the
+        same stage in two regions of one account are two roles. Not an IAM path: a path (like a name)
+        is a replacement property, and replacing the role of a deployed stage would strand every
+        pending one-time job on the old role."""
+        return f"EventBridge Scheduler: {PROJECT} stage {stage} in {region}, one-time jobs, to any tier queue"
 
     SSM_GROUP_NAME = "group-name"
     SSM_ROLE_ARN = "one-time-role-arn"

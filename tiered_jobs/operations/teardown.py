@@ -211,11 +211,14 @@ def _alarm_keys(kms: Any, stage: str) -> list[Leftover]:
 
 
 def _one_time_roles(iam: Any, stage: str, region: str) -> list[Leftover]:
-    """The roles the stage's one-time jobs ran with (IAM is global: the path names the region)."""
-    path = Schedules.one_time_role_path(stage, region)
+    """The roles the stage's one-time jobs ran with (IAM is global: the description names the region).
+
+    ``ListRoles`` returns each role's description but no tags, so the description picks the
+    candidates (one ``ListRoleTags`` each) among every role of the account."""
+    description = Schedules.one_time_role_description(stage, region)
     found = []
-    for role in _pages(iam, "list_roles", "Roles", PathPrefix=path):
-        if role.get("Path") != path:  # a deeper path is not the construct's
+    for role in _pages(iam, "list_roles", "Roles"):
+        if role.get("Description") != description:
             continue
         tags = {t["Key"]: t["Value"] for t in _pages(iam, "list_role_tags", "Tags", RoleName=role["RoleName"])}
         if _ours(tags, stage):
