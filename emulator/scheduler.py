@@ -101,7 +101,13 @@ class ScheduleRunner(BackgroundLoop):
             for page in scheduler.get_paginator("list_schedules").paginate(GroupName=self.group_name)
             for s in page.get("Schedules", [])
         ]
-        return [scheduler.get_schedule(Name=name, GroupName=self.group_name) for name in names]
+        found = []
+        for name in names:
+            try:
+                found.append(scheduler.get_schedule(Name=name, GroupName=self.group_name))
+            except scheduler.exceptions.ResourceNotFoundException:
+                continue  # deleted since the listing (a one-time schedule that fired, or a cancel): gone
+        return found
 
     def poll_once(self) -> list[Fire]:
         """Send every fire due by now; returns them."""

@@ -46,3 +46,28 @@ def test_a_one_time_jobs_tenant_is_the_fired_messages_group_id(deployment):
         MessageSystemAttributeNames=["MessageGroupId"],
     )["Messages"]
     assert sorted(m["Attributes"].get("MessageGroupId", "-") for m in received) == ["-", "acme"]
+
+
+def test_a_schedule_deleted_between_the_listing_and_its_read_is_gone_not_an_error(aws):
+    """The runner's own thread deletes a fired one-time schedule while another reads the group: a read
+    of a listed schedule may find it gone (ResourceNotFoundException), and that schedule is skipped."""
+    scheduler = boto3.client("scheduler")
+    scheduler.create_schedule_group(Name="g")
+    for name in ("kept", "fired"):
+        scheduler.create_schedule(
+            Name=name,
+            GroupName="g",
+            ScheduleExpression="rate(1 hour)",
+            FlexibleTimeWindow={"Mode": "OFF"},
+            Target={"Arn": "arn:aws:sqs:us-east-1:123456789012:q", "RoleArn": "arn:aws:iam::123456789012:role/r"},
+        )
+    real_get = scheduler.get_schedule
+
+    def get_after_a_delete(**kwargs):
+        if kwargs["Name"] == "fired":
+            scheduler.delete_schedule(Name="fired", GroupName="g")  # the other thread got there first
+        return real_get(**kwargs)
+
+    scheduler.get_schedule = get_after_a_delete
+    runner = ScheduleRunner(lambda service: scheduler, "g")
+    assert [s["Name"] for s in runner.schedules()] == ["kept"]
