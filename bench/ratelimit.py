@@ -191,6 +191,9 @@ def summarize(
         "run_seconds": round(last - first, 2),
         "first_completion_after_seconds": round(first - published, 2),
         "mean_per_second": round(mean, 3),
+        # The limiter's own decisions: the start times it granted, after the burst. Unlike the
+        # completions, they do not drift when a loaded machine runs the jobs late.
+        "granted_per_second": round(_rate(slots or [], burst), 3),
         "mean_including_burst": round((len(done) - 1) / (last - first), 3) if last > first else None,
         "window_seconds": window_seconds,
         "windows_per_second": [round(w, 2) for w in windows],
@@ -221,6 +224,12 @@ def summarize(
         "resend_sqs_calls_per_1000": resend_calls * per_1000,
         "wait_seconds_per_job": round(wait_seconds / max(1, len(done)), 4),
     }
+
+
+def _rate(times: list[float], burst: int) -> float:
+    """Times after the first ``burst`` over the span from the first to the last (0 when too few)."""
+    after = times[min(burst, len(times)) - 1 :] if times else []
+    return (len(after) - 1) / (after[-1] - after[0]) if len(after) > 1 and after[-1] > after[0] else 0.0
 
 
 def _window_starts(first: float, last: float, seconds: float) -> list[float]:
