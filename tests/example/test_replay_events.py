@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from example.app import load_cdk_context
 from tiered_jobs.contract.names import DEFAULT_TIERS
-from tiered_jobs.contract.replay_events import console_events
+from tiered_jobs.contract.replay_events import console_events, routed_glob
 from tiered_jobs.replay import parse_event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,7 +16,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_console_event_files_equal_console_events_and_parse():
     directory = ROOT / "example" / "events" / "replay"
-    expected = {name: event for tier in DEFAULT_TIERS for name, event in console_events(tier).items()}
+    routes = load_cdk_context()["tiered_jobs"]["routes"]
+    expected = {
+        name: event for tier in DEFAULT_TIERS for name, event in console_events(tier, routed_glob(tier, routes)).items()
+    }
     files = {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in directory.glob("*.json")}
     assert files == expected
     for name, event in files.items():

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from tiered_jobs.contract.names import DEFAULT_TIERS, Env
-from tiered_jobs.contract.replay_events import EVENT_FIELDS, console_events
+from tiered_jobs.contract.replay_events import EVENT_FIELDS, console_events, routed_glob
 from tiered_jobs.replay import (
     MAX_MESSAGES_CAP,
     ReplayEventError,
@@ -168,12 +168,23 @@ def test_native_mode_accepts_a_whole_rate_and_a_dry_run():
 def test_console_events_parse_for_every_tier_and_are_named_after_it():
     """The construct's console test events (the example app keeps them as files: tests/example)."""
     for tier in DEFAULT_TIERS:
-        events = console_events(tier, example_job_type="testjobs.*")
+        events = console_events(tier, job_type_glob="testjobs.*")
         assert len(events) == 5
         for name, event in events.items():
             request = parse_event(event, tiers=DEFAULT_TIERS)
             assert name.startswith(tier + "-") and request.tier == tier
         assert parse_event(events[f"{tier}-replay-job-type"], tiers=DEFAULT_TIERS).job_type == "testjobs.*"
+
+
+def test_a_tier_without_a_route_gets_no_job_type_replay_and_the_glob_is_the_apps_own():
+    """The library names no job type: the job-type replay uses a pattern the app routes to the tier."""
+    assert "bulk-replay-job-type" not in console_events("bulk")
+    routes = {"invoices.*": "transactional", "audit.*": "bulk", "audit.exports": "bulk"}
+    assert [routed_glob(tier, routes) for tier in ("critical", "transactional", "bulk")] == [
+        None,
+        "invoices.*",
+        "audit.*",
+    ]
 
 
 def test_tiers_come_from_the_environment():

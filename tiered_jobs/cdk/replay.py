@@ -9,7 +9,7 @@ operations one click in the Lambda console.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aws_cdk import CfnResource, Stack
@@ -19,7 +19,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from tiered_jobs.contract.names import Env, Handlers, function_name
-from tiered_jobs.contract.replay_events import EVENT_FIELDS, console_events
+from tiered_jobs.contract.replay_events import EVENT_FIELDS, console_events, routed_glob
 
 from .discard_archive import DiscardArchive
 from .function import FunctionProps, LambdaPlatform
@@ -40,11 +40,13 @@ def console_schema_name(function: str) -> str:
     return f"_{function}-schema"
 
 
-def console_schema_content(tiers: Sequence[str]) -> dict[str, Any]:
-    """OpenAPI 3 document in the console's format: the events live in ``components.examples``."""
+def console_schema_content(tiers: Sequence[str], routes: Mapping[str, str]) -> dict[str, Any]:
+    """OpenAPI 3 document in the console's format: the events live in ``components.examples``; a
+    tier's job-type replay names a pattern of the app's own routes to it."""
     examples: dict[str, Any] = {}
     for tier in tiers:
-        examples.update({name: {"value": event} for name, event in console_events(tier).items()})
+        events = console_events(tier, routed_glob(tier, routes))
+        examples.update({name: {"value": event} for name, event in events.items()})
     return {
         "openapi": "3.0.0",
         "info": {"version": "1.0.0", "title": "Event"},
@@ -144,7 +146,7 @@ class ReplayFunction(Construct):
             schema_name=console_schema_name(self.function_name),
             type="OpenApi3",
             description=f"Console test events of {self.function_name}",
-            content=json.dumps(console_schema_content(tier_names)),
+            content=json.dumps(console_schema_content(tier_names, settings.routes)),
         )
         if registry is not None:
             schema.add_dependency(registry)

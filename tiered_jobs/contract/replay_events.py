@@ -1,12 +1,14 @@
 """The replay function's event contract and the ready-made console test events.
 
 The replay handler validates events against ``EVENT_FIELDS``; the stack deploys
-``console_events(tier)`` as shareable console test events (this repository's app keeps the same
-events as files for its tiers, ``example/events/replay/*.json``; a test keeps them equal).
+``console_events(tier, routed_glob(tier, routes))`` as shareable console test events (this
+repository's app keeps the same events as files for its tiers, ``example/events/replay/*.json``;
+a test keeps them equal).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 #: ``replay`` moves letters back to the tier's queue; ``inspect`` only reads and groups them;
@@ -54,18 +56,29 @@ RESPONSE_FIELDS = (
 )
 
 
-def console_events(tier: str, example_job_type: str = "payments.*") -> dict[str, dict[str, Any]]:
-    """Named test events an operator picks in the console, for one tier."""
-    return {
+def console_events(tier: str, job_type_glob: str | None = None) -> dict[str, dict[str, Any]]:
+    """Named test events an operator picks in the console, for one tier.
+
+    ``job_type_glob``: a pattern the tier's own routes send to it (``routed_glob``), for the
+    ``replay-job-type`` event; without one that event is left out (the library names no job type).
+    """
+    events: dict[str, dict[str, Any]] = {
         f"{tier}-inspect": {"action": "inspect", "tier": tier, "max_messages": 1000},
         f"{tier}-dry-run": {"action": "replay", "tier": tier, "dry_run": True, "max_messages": 100},
         f"{tier}-replay-all": {"action": "replay", "tier": tier, "dry_run": False, "max_messages": 100},
-        f"{tier}-replay-job-type": {
+    }
+    if job_type_glob is not None:
+        events[f"{tier}-replay-job-type"] = {
             "action": "replay",
             "tier": tier,
             "dry_run": False,
             "max_messages": 100,
-            "job_type": example_job_type,
-        },
-        f"{tier}-discard-dry-run": {"action": "discard", "tier": tier, "dry_run": True, "max_messages": 100},
-    }
+            "job_type": job_type_glob,
+        }
+    events[f"{tier}-discard-dry-run"] = {"action": "discard", "tier": tier, "dry_run": True, "max_messages": 100}
+    return events
+
+
+def routed_glob(tier: str, routes: Mapping[str, str]) -> str | None:
+    """The first (sorted) route pattern that sends job types to ``tier``; None when none does."""
+    return next((pattern for pattern, target in sorted(routes.items()) if target == tier), None)
