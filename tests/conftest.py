@@ -80,3 +80,25 @@ def lambda_context() -> Callable[..., Any]:
 def deployment(aws) -> FakeDeployment:
     """The miniature stack (queues, SSM parameters, outputs) deployed into moto through CloudFormation."""
     return deploy()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest first: the modules marked ``slow``, then ``e2e``, then the rest, each in its collected order.
+
+    ``make test`` hands whole modules to parallel workers in this order; a long module picked up
+    last would run alone at the end (the docs examples, one local mode for every page, take minutes
+    on one worker), so the long ones start first and the short ones fill the gaps.
+    """
+
+    def rank(item: pytest.Item) -> int:
+        return 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("e2e") else 2
+
+    module_rank: dict[str, int] = {}
+    module_order: dict[str, int] = {}
+    for index, item in enumerate(items):
+        module = item.nodeid.split("::", 1)[0]
+        module_rank[module] = min(module_rank.get(module, 2), rank(item))
+        module_order.setdefault(module, index)
+    items.sort(
+        key=lambda item: (module_rank[item.nodeid.split("::", 1)[0]], module_order[item.nodeid.split("::", 1)[0]])
+    )
