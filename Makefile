@@ -37,9 +37,10 @@ check: setup
 test: check
 	$(PYTEST) $(PYTEST_ARGS)
 
-# The inner loop: every test that neither runs the embedded AWS end to end nor the long runs.
+# The inner loop: every test but the end-to-end runs on the embedded AWS, the long runs and the
+# CDK syntheses (the templates are checked by make test).
 quick: setup
-	$(PYTEST) -m "not slow and not e2e" $(PYTEST_ARGS)
+	$(PYTEST) -m "not slow and not e2e and not synth" $(PYTEST_ARGS)
 
 demo: setup
 	$(BIN)/python -m example.demo

@@ -24,6 +24,9 @@ from tiered_jobs.contract.names import (
     stack_name,
 )
 
+# Synthesizes a CDK app (make quick leaves it out).
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 DEPLOY = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# Synthesizes a CDK app (make quick leaves it out).
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[2]
 #: cfn-lint findings we accept, with the reason. Everything else (every error, other warnings) fails.
 ACCEPTED_CFN_LINT = {

@@ -19,6 +19,9 @@ from tiered_jobs.contract.names import (
     function_name,
 )
 
+# Synthesizes a CDK app (make quick leaves it out).
+pytestmark = pytest.mark.synth
+
 #: AWS's four public access switches (``PutPublicAccessBlock``): all on blocks every public ACL and policy.
 PUBLIC_ACCESS_SWITCHES = ("BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets")
 

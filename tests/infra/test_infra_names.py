@@ -18,6 +18,9 @@ from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.cdk.settings import names as limits
 from tiered_jobs.contract.names import RESOURCE_NAME_MAX_CHARS, consumer_function_name
 
+# Synthesizes a CDK app (make quick leaves it out).
+pytestmark = pytest.mark.synth
+
 _SESSION = botocore.session.get_session()
 
 

@@ -18,6 +18,9 @@ from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.contract.names import Alarms, Env, Metrics, Ssm
 from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE, RateLimits
 
+# Synthesizes a CDK app (make quick leaves it out).
+pytestmark = pytest.mark.synth
+
 LIMITED = {
     "critical": {},
     "transactional": {"rate_limits": {"notifications.send_email": {"per_second": 14, "burst": 14}}},

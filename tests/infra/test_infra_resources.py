@@ -20,6 +20,9 @@ from tests.infra.infra_support import (
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.contract.names import Env, Outputs, Ssm
 
+# Synthesizes a CDK app (make quick leaves it out).
+pytestmark = pytest.mark.synth
+
 INVOICES_ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/invoices"
 AUDIT_ARN = "arn:aws:sqs:us-east-1:123456789012:audit"
 CUSTOMERS_ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/customers"

@@ -15,6 +15,9 @@ from tiered_jobs.contract.schedules import (
     RETRY_MAX_EVENT_AGE_SECONDS,
 )
 
+# Synthesizes a CDK app (make quick leaves it out).
+pytestmark = pytest.mark.synth
+
 SCHEDULES = {
     "nightly-report": {
         "expression": "cron(0 3 * * ? *)",

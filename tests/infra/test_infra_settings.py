@@ -14,6 +14,9 @@ from example.app import CDK_JSON, load_cdk_context
 from tests.infra.infra_support import EXAMPLE_ROUTES
 from tiered_jobs.cdk.settings import AppSettings, SettingsError, TierSettings
 
+# Synthesizes a CDK app (make quick leaves it out).
+pytestmark = pytest.mark.synth
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -42,6 +42,9 @@ from tiered_jobs.contract.names import (
 )
 from tiered_jobs.contract.replay_events import console_events
 
+# Synthesizes a CDK app (make quick leaves it out).
+pytestmark = pytest.mark.synth
+
 SETTINGS = AppSettings.from_context(None)
 
 

@@ -23,6 +23,9 @@ from tiered_jobs.contract.names import (
     queue_name,
 )
 
+# Synthesizes a CDK app (make quick leaves it out).
+pytestmark = pytest.mark.synth
+
 SETTINGS = AppSettings.from_context(None)
 DAY = 86_400
 

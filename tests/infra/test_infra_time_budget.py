@@ -9,6 +9,9 @@ from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.contract.names import DEFAULT_TIERS, Env
 from tiered_jobs.runtime.config import TierConfig
 
+# Synthesizes a CDK app (make quick leaves it out).
+pytestmark = pytest.mark.synth
+
 
 def _tier(**values):
     return AppSettings.from_context({"tiers": {"bulk": values}, "routes": {"*": "bulk"}}).tier("bulk")

@@ -26,6 +26,9 @@ from tiered_jobs.cdk.schedules import SCHEDULER_PRINCIPAL
 from tiered_jobs.contract.names import Outputs, Schedules, Ssm
 from tiered_jobs.publisher import Job, Publisher
 
+# Synthesizes a CDK app (make quick leaves it out).
+pytestmark = pytest.mark.synth
+
 #: SQS batch APIs have no IAM action of their own (SQS developer guide, "batch actions").
 BATCH_ACTIONS = {
     "SendMessageBatch": "SendMessage",

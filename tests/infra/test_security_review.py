@@ -18,6 +18,9 @@ from tests.infra.infra_support import (
 )
 from tiered_jobs.contract.names import Env, function_name
 
+# Synthesizes a CDK app (make quick leaves it out).
+pytestmark = pytest.mark.synth
+
 #: Actions AWS only grants on ``*`` (X-Ray has no resource-level permissions).
 WILDCARD_ONLY_ACTIONS = {"xray:PutTelemetryRecords", "xray:PutTraceSegments"}
 

@@ -28,6 +28,9 @@ from tests.infra.infra_support import find_consumer, find_queue
 from tests.infra.template_values import ACCOUNT, Concrete
 from tiered_jobs.contract.names import DEFAULT_TIERS, Alarms
 
+# Synthesizes a CDK app (make quick leaves it out).
+pytestmark = pytest.mark.synth
+
 ALARM_HOPS_PER_ALARM = 2  # AlarmActions and OKActions
 
 

@@ -26,6 +26,9 @@ from tiered_jobs.contract.names import (
     Outputs,
 )
 
+# Synthesizes a CDK app (make quick leaves it out).
+pytestmark = pytest.mark.synth
+
 RESOURCES = {
     "invoices": {
         "kind": "table",
