@@ -20,6 +20,7 @@ from tiered_jobs.contract.names import (
 )
 from tiered_jobs.contract.replay_events import RESPONSE_FIELDS
 from tiered_jobs.contract.sqs_limits import message_size
+from tiered_jobs.contract.times import iso_text
 from tiered_jobs.replay import (
     ReplayEventError,
     ReplayRequest,
@@ -36,8 +37,7 @@ NOW = (datetime.now(timezone.utc) + timedelta(hours=1)).replace(microsecond=6780
 TTL = 18 * 86400
 
 
-def iso(moment: datetime) -> str:
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+iso = iso_text  # the form every time attribute takes (tiered_jobs.contract.times)
 
 
 @dataclass

@@ -32,9 +32,9 @@ from tiered_jobs.contract.names import (
 )
 from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
 from tiered_jobs.contract.sqs_limits import message_size
+from tiered_jobs.contract.times import iso_text as iso
 from tiered_jobs.runtime.errors import TransientError
 from tiered_jobs.runtime.ratelimit import LIMITER_ERROR_HOLD_SECONDS, RateLimiter
-from tiered_jobs.runtime.received import iso
 from tiered_jobs.runtime.registry import JobRegistry
 
 LIMITED, FREE, FAILING, HOG = "t.limited", "t.free", "t.failing", "t.hog"

@@ -26,6 +26,7 @@ from typing import Any
 from .errors import USAGE, TieredJobsError
 from .names import SQS_MAX_MESSAGE_BYTES, SQS_MESSAGE_GROUP_ID_PATTERN
 from .sqs_limits import disallowed_character_problem
+from .times import iso_text
 
 ENVELOPE_VERSION = 1
 JOB_TYPE_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
@@ -78,7 +79,7 @@ class Envelope:
 
 def utc_now_iso() -> str:
     """Now, as ISO 8601 in UTC with a ``Z`` suffix and millisecond precision."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return iso_text(datetime.now(timezone.utc))
 
 
 def _is_iso8601(value: str) -> bool:

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .letters import Letter, iso_text
+from tiered_jobs.contract.times import iso_text
+
+from .letters import Letter
 
 #: Message ids shown per group: enough to open a few in the console, short enough to read.
 SAMPLES_PER_GROUP = 3

@@ -32,6 +32,7 @@ from tiered_jobs.contract.names import (
     Replay,
 )
 from tiered_jobs.contract.sqs_limits import message_size
+from tiered_jobs.contract.times import iso_text, parse_iso
 
 UNKNOWN = DeadLetter.REASON_UNKNOWN
 #: A replayed letter must have at least this much of its idempotency window left: time for the
@@ -65,7 +66,7 @@ class Letter:
         attributes = {name: _sendable(value) for name, value in (message.get("MessageAttributes") or {}).items()}
         text = {name: value.get("StringValue") for name, value in attributes.items()}
         sent_at = datetime.fromtimestamp(int(message["Attributes"]["SentTimestamp"]) / 1000, timezone.utc)
-        last_failed = _iso(text.get(DeadLetter.LAST_FAILED_AT)) or sent_at
+        last_failed = parse_iso(text.get(DeadLetter.LAST_FAILED_AT)) or sent_at
         return cls(
             message_id=message["MessageId"],
             receipt_handle=message["ReceiptHandle"],
@@ -75,7 +76,7 @@ class Letter:
             error_type=text.get(DeadLetter.ERROR_TYPE) or UNKNOWN,
             error_message=text.get(DeadLetter.ERROR_MESSAGE),
             job_type=text.get(DeadLetter.JOB_TYPE) or _job_type_from_body(message["Body"]),
-            first_failed_at=_iso(text.get(DeadLetter.FIRST_FAILED_AT)) or last_failed,
+            first_failed_at=parse_iso(text.get(DeadLetter.FIRST_FAILED_AT)) or last_failed,
             dead_lettered_at=last_failed,
             sent_at=sent_at,
             system_attributes=dict(message["Attributes"]),
@@ -89,7 +90,7 @@ class Letter:
             published = envelope.parse(self.body).published_at
         except envelope.EnvelopeError:
             published = None
-        if published_at := _iso(published):
+        if published_at := parse_iso(published):
             moments.append(published_at)
         return min(moments)
 
@@ -185,18 +186,3 @@ def _job_type_from_body(body: str) -> str:
         return envelope.parse(body).type
     except envelope.EnvelopeError:
         return UNKNOWN
-
-
-def iso_text(moment: datetime) -> str:
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _iso(value: str | None) -> datetime | None:
-    """Parse an ISO 8601 attribute; a missing or garbled one is treated as absent, not fatal."""
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)

@@ -44,11 +44,12 @@ from typing import Any
 
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES
 from tiered_jobs.contract.sqs_limits import pack_batches
+from tiered_jobs.contract.times import iso_text
 
 from .archive import Archive
 from .events import ReplayEventError, ReplayRequest, response, tier_problems
 from .grouping import Groups
-from .letters import Letter, iso_text
+from .letters import Letter
 from .native import start_move_task
 from .tiers import TierQueues
 

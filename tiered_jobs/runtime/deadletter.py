@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from tiered_jobs.contract.names import (
@@ -28,6 +28,7 @@ from tiered_jobs.contract.names import (
     Replay,
 )
 from tiered_jobs.contract.sqs_limits import message_size
+from tiered_jobs.contract.times import iso_text
 
 #: When original attributes leave no room for all eight, these are kept first.
 _PRIORITY = (
@@ -70,15 +71,11 @@ class DeadLetterReason:
             DeadLetter.ERROR_TYPE: truncate(self.error_type, MAX_ERROR_TYPE_CHARS),
             DeadLetter.ERROR_MESSAGE: truncate(self.error_message, DeadLetter.MAX_ERROR_MESSAGE_CHARS),
             DeadLetter.ATTEMPTS: str(self.attempts),
-            DeadLetter.FIRST_FAILED_AT: iso(self.first_failed_at),
-            DeadLetter.LAST_FAILED_AT: iso(self.last_failed_at),
+            DeadLetter.FIRST_FAILED_AT: iso_text(self.first_failed_at),
+            DeadLetter.LAST_FAILED_AT: iso_text(self.last_failed_at),
             DeadLetter.SOURCE_QUEUE: self.source_queue,
             DeadLetter.JOB_TYPE: self.job_type,
         }
-
-
-def iso(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def truncate(text: str, limit: int) -> str:

@@ -34,6 +34,7 @@ from typing import Any
 
 from tiered_jobs.contract import envelope as envelope_rules
 from tiered_jobs.contract.names import Attributes, DeadLetter
+from tiered_jobs.contract.times import parse_iso
 
 #: Job type label for records whose envelope could not be read, or whose type is not registered
 #: (keeps metric dimensions bounded whatever publishers send).
@@ -55,11 +56,11 @@ class Carried:
     def read(cls, attributes: Mapping[str, Any]) -> Carried:
         text = {name: (value or {}).get("stringValue") for name, value in attributes.items()}
         if any(name.startswith(DeadLetter.PREFIX) for name in text):
-            return cls(first_failed_at=_iso(text.get(DeadLetter.FIRST_FAILED_AT)), replayed_natively=True)
+            return cls(first_failed_at=parse_iso(text.get(DeadLetter.FIRST_FAILED_AT)), replayed_natively=True)
         return cls(
             prior_attempts=_count(text.get(Attributes.PRIOR_ATTEMPTS)),
-            enqueued_at=_iso(text.get(Attributes.ENQUEUED_AT)),
-            first_failed_at=_iso(text.get(Attributes.FIRST_FAILED_AT)),
+            enqueued_at=parse_iso(text.get(Attributes.ENQUEUED_AT)),
+            first_failed_at=parse_iso(text.get(Attributes.FIRST_FAILED_AT)),
         )
 
 
@@ -178,11 +179,6 @@ def api_attributes(event_attributes: Mapping[str, Any] | None) -> dict[str, dict
     return result
 
 
-def iso(moment: datetime) -> str:
-    """ISO 8601 in UTC with milliseconds and a ``Z``: the form of every time attribute."""
-    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def by_id(records: Sequence[Received]) -> dict[str, Received]:
     return {record.message_id: record for record in records}
 
@@ -199,14 +195,3 @@ def _epoch_ms(value: Any) -> datetime | None:
         return datetime.fromtimestamp(int(value) / 1000, tz=timezone.utc) if value is not None else None
     except (TypeError, ValueError, OverflowError, OSError):
         return None
-
-
-def _iso(value: str | None) -> datetime | None:
-    """A time attribute; a missing or garbled one is treated as absent, never fatal."""
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)

@@ -35,8 +35,9 @@ from tiered_jobs.contract.names import (
     Replay,
 )
 from tiered_jobs.contract.sqs_limits import message_size, pack_batches
+from tiered_jobs.contract.times import iso_text
 
-from .received import Received, iso
+from .received import Received
 
 #: Prefixes of the attributes a copy never takes from the message it copies (it sets its own ``TieredJobs.*``).
 _NOT_CARRIED = (DeadLetter.PREFIX, Attributes.PREFIX, Replay.PREFIX)
@@ -56,13 +57,13 @@ class Copy:
         state = {
             # The receive that held or deferred the job ran nothing: not one of its attempts.
             Attributes.PRIOR_ATTEMPTS: {"DataType": "Number", "StringValue": str(max(0, record.attempt - 1))},
-            Attributes.ENQUEUED_AT: {"DataType": "String", "StringValue": iso(record.enqueued_at)},
+            Attributes.ENQUEUED_AT: {"DataType": "String", "StringValue": iso_text(record.enqueued_at)},
         }
         first_failed = record.carried.first_failed_at or (
             record.first_received_at if record.receive_count > 1 else None
         )
         if first_failed is not None:
-            state[Attributes.FIRST_FAILED_AT] = {"DataType": "String", "StringValue": iso(first_failed)}
+            state[Attributes.FIRST_FAILED_AT] = {"DataType": "String", "StringValue": iso_text(first_failed)}
         room = SQS_MAX_MESSAGE_ATTRIBUTES - len(kept)
         if room < 1:
             return None
