@@ -28,6 +28,7 @@ from typing import Any
 
 from tiered_jobs.operations.errors import OperatorError
 from tiered_jobs.operations.replays import read_letters
+from tiered_jobs.operations.status import queue_name
 from tiered_jobs.stage import scheduling
 from tiered_jobs.stage.target import Target
 
@@ -171,7 +172,7 @@ def scheduled_runs(
     )
     if found is None or found.next_fire is None:  # none, or fired (Scheduler deletes it some time after)
         return []
-    tiers = {urls.queue_url.rstrip("/").rsplit("/", 1)[-1]: tier for tier, urls in target.deployment().tiers.items()}
+    tiers = {queue_name(urls.queue_url): tier for tier, urls in target.deployment().tiers.items()}
     queue = found.tier or "?"  # the target queue's name, from its ARN
     return [ScheduledRun(found.next_fire, found.name, f"one-time, to the {tiers.get(queue, queue)} queue")]
 
