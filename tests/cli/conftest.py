@@ -57,3 +57,21 @@ def scheduling(deployment):
         },
     )
     return scheduler
+
+
+def create_fired_one_time_schedule(scheduler, name: str, due) -> None:
+    """A one-time schedule whose time has come: Scheduler deletes it only some time after its fire,
+    so it lingers, done, in the group (as ``publish --at`` would have named it)."""
+    scheduler.create_schedule(
+        Name=name,
+        GroupName=GROUP,
+        ScheduleExpression=f"at({due.strftime('%Y-%m-%dT%H:%M:%S')})",
+        ScheduleExpressionTimezone="UTC",
+        FlexibleTimeWindow={"Mode": "OFF"},
+        ActionAfterCompletion="DELETE",
+        Target={
+            "Arn": "arn:aws:sqs:us-east-1:123456789012:q",
+            "RoleArn": "arn:aws:iam::123456789012:role/one-time",
+            "Input": "{}",
+        },
+    )

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.cli.conftest import GROUP
+from tests.cli.conftest import GROUP, create_fired_one_time_schedule
 from tiered_jobs.contract.schedules import one_time_schedule_name
 
 
@@ -46,19 +46,7 @@ def test_cancel_of_a_job_whose_time_has_come_says_it_was_sent(cli, scheduling, d
     """Its schedule lingers after the fire (Scheduler deletes it later): cancel must not claim it."""
     name = one_time_schedule_name("payments.capture", "cap-due")
     due = (datetime.now(timezone.utc) - timedelta(seconds=30)).replace(microsecond=0)
-    scheduling.create_schedule(
-        Name=name,
-        GroupName=GROUP,
-        ScheduleExpression=f"at({due.strftime('%Y-%m-%dT%H:%M:%S')})",
-        ScheduleExpressionTimezone="UTC",
-        FlexibleTimeWindow={"Mode": "OFF"},
-        ActionAfterCompletion="DELETE",
-        Target={
-            "Arn": "arn:aws:sqs:us-east-1:123456789012:q",
-            "RoleArn": "arn:aws:iam::123456789012:role/one-time",
-            "Input": "{}",
-        },
-    )
+    create_fired_one_time_schedule(scheduling, name, due)
     result = cli("cancel", "payments.capture", "cap-due")
     assert result.exit_code == 1 and "Cancelled" not in result.output
     assert "not cancelled" in result.output and "already sent (or is being sent)" in result.output

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import boto3
 import pytest
 
-from tests.cli.conftest import GROUP
+from tests.cli.conftest import create_fired_one_time_schedule
 from tests.cli.test_cli import _dead_letter
 from tiered_jobs.contract.idempotency import RecordAttributes, RecordStatus, record_id
 from tiered_jobs.contract.names import DeadLetter, Ssm, stack_name
@@ -132,19 +132,7 @@ def test_a_pending_at_job_of_that_key_is_shown(cli, scheduling):
 def test_a_one_time_schedule_that_fired_is_no_pending_run(cli, scheduling):
     """Scheduler deletes a fired one-time schedule only some time after: until then it is there, but done."""
     due = (datetime.now(timezone.utc) - timedelta(minutes=2)).replace(microsecond=0)
-    scheduling.create_schedule(
-        Name=one_time_schedule_name("payments.capture", "cap-due"),
-        GroupName=GROUP,
-        ScheduleExpression=f"at({due.strftime('%Y-%m-%dT%H:%M:%S')})",
-        ScheduleExpressionTimezone="UTC",
-        FlexibleTimeWindow={"Mode": "OFF"},
-        ActionAfterCompletion="DELETE",
-        Target={
-            "Arn": "arn:aws:sqs:us-east-1:123456789012:q",
-            "RoleArn": "arn:aws:iam::123456789012:role/one-time",
-            "Input": "{}",
-        },
-    )
+    create_fired_one_time_schedule(scheduling, one_time_schedule_name("payments.capture", "cap-due"), due)
 
     assert json.loads(cli("job", "payments.capture", "cap-due", "--json").stdout)["scheduled_runs"] == []
 
