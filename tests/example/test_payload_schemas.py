@@ -5,13 +5,13 @@ How schemas are found and enforced, on the library's own test jobs: ``tests/test
 
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
 
 import jsonschema
 import pytest
 
+from tests.support.schema_agreement import disagreements
 from tiered_jobs.contract import payloads
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,12 +134,8 @@ def test_agreement_on_every_kind_of_value_for_every_field():
         {"k": 1},
     ]
     for job_type in sorted(VALID):
-        schema = payloads.schema(job_type)
-        checker = jsonschema.Draft202012Validator(schema)
-        base = VALID[job_type][0]
-        for field, value in itertools.product(list(schema["properties"]), values):
-            payload = {**base, field: value}
-            assert (payloads.problems(job_type, payload) == []) == checker.is_valid(payload), (job_type, payload)
+        fields = payloads.schema(job_type)["properties"]
+        assert disagreements(job_type, VALID[job_type][0], fields, values) == [], job_type
 
 
 def test_messages_name_the_field_and_say_what_is_wrong():
