@@ -41,7 +41,7 @@ class Crashing:
         return call
 
 
-def _crash_after_the_effect(tier, job_type: str, payload: dict, key: str, effect: Callable[[], Any]) -> None:
+def _crash_after_the_effect(tier, job_type: str, payload: dict, key: str) -> None:
     """Publish the job, run it, and die after its effect, before its idempotency record completes.
 
     1 ms left: the in-progress record has expired by the next attempt, as after a real timeout."""
@@ -56,7 +56,7 @@ def a_crash_after_the_effect_keeps_it_once(
     tier, job_type: str, payload: dict, key: str, effect: Callable[[], Any], expected: Any
 ) -> None:
     """The message returns after the crash; the job's own guard (not the store) stops a second effect."""
-    _crash_after_the_effect(tier, job_type, payload, key, effect)
+    _crash_after_the_effect(tier, job_type, payload, key)
     assert effect() == expected
     tier.make_visible()  # the visibility timeout passes
     assert tier.run_batch(tier.consumer()) == {"batchItemFailures": []}
@@ -73,7 +73,7 @@ def a_replayed_job_that_took_effect_runs_once(
     The main queue now holds two copies of a job that already took effect: both succeed, the
     effect does not happen again."""
     tiers = {"critical": TierQueues(tier.queue_url, tier.dlq_url, idempotency_ttl_seconds=18 * 86400)}
-    _crash_after_the_effect(tier, job_type, payload, key, effect)
+    _crash_after_the_effect(tier, job_type, payload, key)
     assert effect() == expected
 
     while tier.sqs.receive_message(QueueUrl=tier.queue_url, VisibilityTimeout=0).get("Messages"):
