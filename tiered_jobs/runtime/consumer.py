@@ -12,7 +12,8 @@ in this order, so each job has exactly one live copy whatever features meet:
 3. **run** -- parse errors, unknown types and payload errors are permanent; the job runs under
    idempotency (type + idempotency key). A transient failure with attempts left sets the
    message's visibility to the backoff (with jitter) and reports a batch item failure; a
-   permanent one, or a transient one on the last attempt, copies the message to the tier's DLQ
+   permanent one, or a transient one on the job's last attempt (its own ``max_attempts``, else the
+   tier's: :mod:`~tiered_jobs.runtime.job_policy`), copies the message to the tier's DLQ
    with its ``DeadLetter.*`` reasons, and only once that send succeeded is the record reported
    processed (so SQS deletes the source). A failed DLQ send keeps the message.
 
@@ -36,10 +37,11 @@ from typing import TYPE_CHECKING, Any
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter, Metrics
 
 from . import aws, ratelimit
-from .aws_errors import PERMANENT
+from .backoff import RetryPolicy
 from .config import TierConfig
-from .errors import classify, describe
+from .errors import describe
 from .idempotency import IdempotentRunner
+from .job_policy import TIER_DEFAULTS, decide
 from .metrics import BatchMetrics
 from .received import INVALID_JOB_TYPE, UNREGISTERED_JOB_TYPE, Received, read_batch
 from .registry import JobContext, JobDefinition, JobRegistry
@@ -130,6 +132,8 @@ class Consumer:
             logger = Logger(service=Metrics.SERVICE)
         self.logger = logger
         self._runner: IdempotentRunner | None = None
+        #: Each job type's attempts and backoff on this tier (its own policy over the tier's), once bound.
+        self._retries: dict[str, RetryPolicy] = {}
         #: ``None`` unless the tier has a rate limit (docs/consumer.md, "Rate limits").
         self.limiter = ratelimit.from_config(config.rate_limits, config.tier, config.rate_limit_table, client)
 
@@ -283,13 +287,14 @@ class Consumer:
                     assert received.envelope_error is not None
                     raise received.envelope_error
                 definition = self.registry.get(envelope.type)
+                retry = self._retry_for(definition)  # JobPolicyError (permanent) if the tier cannot honour it
                 if definition.validate is not None:
                     definition.validate(envelope.payload)
                 ctx = JobContext(
                     job_type=envelope.type,
                     idempotency_key=envelope.idempotency_key,
                     attempt=received.attempt,
-                    max_attempts=self.config.retry.max_attempts,
+                    max_attempts=retry.max_attempts,
                     tier=self.config.tier,
                     message_id=received.message_id,
                     logger=self.logger,
@@ -329,12 +334,14 @@ class Consumer:
         definition: JobDefinition | None,
         started: float,
     ) -> None:
-        kind = classify(exc, definition.permanent if definition else ())
+        # Before a job's policy is bound only permanent failures happen (no envelope, an unknown
+        # type, a policy its tier cannot honour): the tier's settings stand in, and are never used.
+        retry = self._retries.get(definition.type, self.config.retry) if definition else self.config.retry
+        decision = decide(exc, received.attempt, definition.policy if definition else TIER_DEFAULTS, retry, self.rand)
         error_type, error_message = describe(exc)
-        policy = self.config.retry
         attempt = received.attempt
-        if kind != PERMANENT and not policy.is_last(attempt):
-            delay = policy.delay(attempt, self.rand)
+        if decision.delay_seconds is not None:
+            delay = decision.delay_seconds
             invocation.backoffs.append((received.receipt_handle, delay))
             invocation.metrics.record(received.label, "retried", _ms(started), retry_delay_seconds=delay)
             self.logger.warning(
@@ -345,7 +352,7 @@ class Consumer:
         self._dead_letter(
             received,
             invocation,
-            reason=DeadLetter.REASON_PERMANENT if kind == PERMANENT else DeadLetter.REASON_RETRIES_EXHAUSTED,
+            reason=decision.reason or DeadLetter.REASON_PERMANENT,
             error_type=error_type,
             error_message=error_message,
             attempts=attempt,
@@ -408,6 +415,16 @@ class Consumer:
         )
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _retry_for(self, definition: JobDefinition) -> RetryPolicy:
+        """The job's attempts and backoff on this tier (checked once per job type and container)."""
+        retry = self._retries.get(definition.type)
+        if retry is None:
+            retry = definition.policy.on_tier(
+                definition.type, self.config.tier, self.config.retry, self.config.receive_limit
+            )
+            self._retries[definition.type] = retry
+        return retry
 
     def _log_keys(self, received: Received) -> _LogKeys:
         return _LogKeys(self.logger, received, self.config.tier)

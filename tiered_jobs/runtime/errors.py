@@ -12,7 +12,12 @@ bug costs a few attempts and never a silently lost job):
   :class:`TransientError` (and :class:`JobTimeout`), an idempotency record still in progress
   elsewhere. Retried with backoff until the attempts run out.
 * anything else is **transient** by default (an unexpected bug gets its retries, then lands in
-  the DLQ with its reason; a job that knows better declares its permanent exceptions).
+  the DLQ with its reason); a job that knows better says so with ``@job(unexpected="permanent")``.
+
+A job's own declarations (``@job(retry_on=..., permanent_on=...)``) come before the general rules,
+and after :class:`PermanentError` / :class:`TransientError`, which a job raises on purpose at the
+place it knows: the most specific declared class wins (the first of the error's classes, in method
+resolution order, that the job names).
 """
 
 from __future__ import annotations
@@ -82,13 +87,24 @@ class IdempotencyConflictError(PermanentError):
     """The idempotency key was used before with a different payload."""
 
 
-def classify(exc: BaseException, permanent: tuple[type[BaseException], ...] = ()) -> Kind:
-    """Permanent or transient, looking through the chain of causes (Powertools wraps errors)."""
+def classify(
+    exc: BaseException,
+    permanent: tuple[type[BaseException], ...] = (),
+    retry: tuple[type[BaseException], ...] = (),
+    unexpected: Kind = TRANSIENT,
+) -> Kind:
+    """Permanent or transient, looking through the chain of causes (Powertools wraps errors).
+
+    ``permanent`` / ``retry``: the job's own exception types; ``unexpected``: the kind of a failure
+    no rule decides (the job's ``unexpected`` policy; transient unless it says otherwise)."""
     for err in _chain(exc):
-        if isinstance(err, PermanentError) or (permanent and isinstance(err, permanent)):
+        if isinstance(err, PermanentError):
             return PERMANENT
         if isinstance(err, TransientError):
             return TRANSIENT
+        declared = _declared(err, permanent, retry)
+        if declared is not None:
+            return declared
         name = type(err).__name__
         if name in PERMANENT_CLASS_NAMES:
             return PERMANENT
@@ -97,7 +113,26 @@ def classify(exc: BaseException, permanent: tuple[type[BaseException], ...] = ()
         kind = _classify_by_status(err)
         if kind is not None:
             return kind
-    return TRANSIENT
+    return unexpected
+
+
+def _declared(
+    err: BaseException, permanent: tuple[type[BaseException], ...], retry: tuple[type[BaseException], ...]
+) -> Kind | None:
+    """The job's own word on ``err``: the most specific of its classes the job names, if any."""
+    if not permanent and not retry:
+        return None
+    for cls in type(err).__mro__:
+        if cls in permanent:
+            return PERMANENT
+        if cls in retry:
+            return TRANSIENT
+    # A virtual subclass (an ABC's register) has no declared class in its MRO: isinstance decides.
+    if permanent and isinstance(err, permanent):
+        return PERMANENT
+    if retry and isinstance(err, retry):
+        return TRANSIENT
+    return None
 
 
 def _classify_by_status(err: BaseException) -> Kind | None:

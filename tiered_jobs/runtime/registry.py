@@ -3,7 +3,7 @@
     from tiered_jobs.runtime.registry import job
     from tiered_jobs.runtime.errors import PermanentError
 
-    @job("invoices.send", validate=check_payload, permanent=(CustomerGone,))
+    @job("invoices.send", validate=check_payload, permanent_on=(CustomerGone,), max_attempts=3)
     def update_balance(payload: dict, ctx: JobContext) -> dict: ...
 
 Handlers take the payload (a dict) and a :class:`JobContext`, and return a result: the
@@ -13,13 +13,15 @@ returns that to duplicates.
 A job finds the AWS resources it declared in ``cdk.json`` (``resources``) with ``ctx.resource(name)``:
 the table name or queue URL its tier's consumer was given.
 
+A job's own retry policy (``max_attempts``, ``retry_schedule_seconds``, ``retry_on``,
+``permanent_on``, ``unexpected``) is checked when it registers: see :mod:`~tiered_jobs.runtime.job_policy`.
+
 A long job calls ``ctx.check_time()`` between steps: it raises :class:`JobTimeout` (transient)
 once the job's ``time_limit_seconds`` or the invocation's time budget is spent.
 """
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +36,7 @@ from .errors import (
     ResourceNotConfiguredError,
     UnknownJobTypeError,
 )
+from .job_policy import TIER_DEFAULTS, JobPolicy
 
 Handler = Callable[[dict[str, Any], "JobContext"], Any]
 #: Lambda's longest timeout: a job limit beyond it could never be reached.
@@ -112,8 +115,8 @@ class JobDefinition:
     type: str
     handler: Handler
     validate: Validator | None = None
-    #: Exceptions of the job that retrying cannot fix (in addition to PermanentError).
-    permanent: tuple[builtins.type[BaseException], ...] = ()  # builtins: the field ``type`` shadows it
+    #: Its retry policy: attempts, backoff, which of its exceptions are retried (its tier's by default).
+    policy: JobPolicy = TIER_DEFAULTS
     #: Run under Powertools idempotency (True for every job with a side effect).
     idempotent: bool = True
     #: ``ctx.check_time()`` raises :class:`JobTimeout` once the job has run this long.
@@ -129,10 +132,16 @@ class JobRegistry:
         job_type: str,
         *,
         validate: Validator | None = None,
-        permanent: tuple[type[BaseException], ...] = (),
+        permanent_on: tuple[type[BaseException], ...] = (),
+        retry_on: tuple[type[BaseException], ...] = (),
+        max_attempts: int | None = None,
+        retry_schedule_seconds: tuple[int, ...] | list[int] | None = None,
+        unexpected: str = "retry",
         idempotent: bool = True,
         time_limit_seconds: float | None = None,
+        permanent: tuple[type[BaseException], ...] = (),
     ) -> Callable[[Handler], Handler]:
+        """Register a job type. ``permanent`` is the older name of ``permanent_on`` (both are kept)."""
         if not JOB_TYPE_PATTERN.match(job_type):
             raise ValueError(f"job type {job_type!r} must match {JOB_TYPE_PATTERN.pattern}")
         if time_limit_seconds is not None and not (
@@ -144,6 +153,16 @@ class JobRegistry:
                 f"job type {job_type!r}: time_limit_seconds must be a number of seconds in "
                 f"(0, {MAX_TIME_LIMIT_SECONDS}] (Lambda's longest timeout), got {time_limit_seconds!r}"
             )
+        if permanent and permanent_on:
+            raise ValueError(f"@job({job_type!r}): give permanent_on only (permanent is its older name)")
+        policy = JobPolicy.declare(
+            job_type,
+            max_attempts=max_attempts,
+            retry_schedule_seconds=retry_schedule_seconds,
+            retry_on=retry_on,
+            permanent_on=permanent_on or permanent,
+            unexpected=unexpected,
+        )
 
         def register(handler: Handler) -> Handler:
             if job_type in self._jobs:
@@ -152,7 +171,7 @@ class JobRegistry:
                 job_type,
                 handler,
                 with_payload_schema(job_type, validate),
-                tuple(permanent),
+                policy,
                 idempotent,
                 time_limit_seconds,
             )
