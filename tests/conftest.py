@@ -14,8 +14,9 @@ from tests.support.stack import FakeDeployment, deploy
 from tests.support.tier import Tier, create_tier
 from tiered_jobs.runtime.job_modules import load_job_modules
 
-# The example's jobs with their schemas, as its consumer imports them (the package ships none).
-load_job_modules(["example.jobs"])
+# The example's jobs with their schemas, as its consumer imports them (the package ships none); every
+# module now, since the tests list every type (a consumer imports one module per prefix, lazily).
+load_job_modules(["example.jobs"], every_module=True)
 # The library's own test jobs (testjobs.*), registered the same way: the library's tests run on these.
 load_job_modules(["tests.support.jobs"])
 

@@ -1,8 +1,10 @@
 """Lambda entry point of every tier's consumer (``tiered_jobs.handlers.consumer.handler``).
 
 Thin on purpose: build the consumer once per container from the environment, then hand it the
-batch. The jobs register themselves when the modules named by ``TIERED_JOBS_JOB_MODULES``
-(comma-separated, set by the stack) are imported, on the container's first import.
+batch. The job packages named by ``TIERED_JOBS_JOB_MODULES`` (comma-separated, set by the stack) are
+imported at cold start, and each job module (one per job-type prefix) on the first record of its
+prefix (:mod:`tiered_jobs.runtime.job_modules`). A package or module that fails to import never fails
+the container's start: its records fail with the reason, and other prefixes and tiers run.
 """
 
 from __future__ import annotations
@@ -15,14 +17,16 @@ from aws_lambda_powertools import Logger
 from tiered_jobs.contract.names import Env, Metrics
 from tiered_jobs.runtime.config import TierConfig
 from tiered_jobs.runtime.consumer import Consumer
-from tiered_jobs.runtime.job_modules import load_job_modules, parse_modules
+from tiered_jobs.runtime.job_modules import JobModules, parse_modules
 from tiered_jobs.runtime.registry import registry
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 
 
-load_job_modules(parse_modules(os.environ.get(Env.JOB_MODULES)))
+_modules = JobModules.of(registry)
+for _package in parse_modules(os.environ.get(Env.JOB_MODULES)):
+    _modules.add(_package)  # a broken package fails its records (transient, with the reason), not the init
 
 logger = Logger(service=Metrics.SERVICE)
 _consumer: Consumer | None = None

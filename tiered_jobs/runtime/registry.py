@@ -126,6 +126,9 @@ class JobDefinition:
 class JobRegistry:
     def __init__(self) -> None:
         self._jobs: dict[str, JobDefinition] = {}
+        #: Imports the module of a type not registered yet (``job_modules.JobModules``: one module per
+        #: prefix, so a tier imports only what it is sent); it may raise ``JobModuleError`` (transient).
+        self.loader: Callable[[str], None] | None = None
 
     def job(
         self,
@@ -180,6 +183,8 @@ class JobRegistry:
         return register
 
     def get(self, job_type: str) -> JobDefinition:
+        if job_type not in self._jobs and self.loader is not None:
+            self.loader(job_type)  # its module failed to import: that error, not "unknown"
         try:
             return self._jobs[job_type]
         except KeyError:
@@ -190,7 +195,17 @@ class JobRegistry:
     def types(self) -> list[str]:
         return sorted(self._jobs)
 
+    def forget(self, job_types: set[str]) -> None:
+        """Drop types a module registered before its import failed: none of its half-built handlers runs."""
+        for job_type in job_types:
+            self._jobs.pop(job_type, None)
+
     def __contains__(self, job_type: object) -> bool:
+        if job_type not in self._jobs and self.loader is not None and isinstance(job_type, str):
+            try:
+                self.loader(job_type)
+            except Exception:  # noqa: BLE001 -- not registered now; get() raises the loader's reason
+                return False
         return job_type in self._jobs
 
 
