@@ -95,7 +95,7 @@ def test_publish_with_tier_and_delay(cli, deployment):
     ("args", "code", "message"),
     [
         (["--payload", "{not json"], 2, "error: --payload is not valid JSON: Expecting property name"),
-        (["--payload", "[1, 2]"], 2, "'payload' must be a JSON object, got an array"),
+        (["--payload", "[1, 2]"], 2, "--payload must hold a JSON object (the job's payload), got an array"),
         (["--tier", "urgent"], 2, "unknown tier 'urgent'; known tiers: bulk, critical, transactional"),
         (["--delay", "-1"], 2, "delay must be 0 seconds or more, got -1"),
     ],

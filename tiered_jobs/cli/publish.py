@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-import json
+import math
+import sys
+from datetime import datetime, timedelta, timezone
 from typing import Any, Optional
 
 import typer
 from rich.markup import escape
 
+from ..contract.names import SQS_MAX_DELAY_SECONDS
 from ..publisher import Publisher
 from ..stage import scheduling
 from ..stage.target import Target
 from .common import CliError, app, reported_errors, terminal
+from .payload import read_payload
 
 
 @app.command()
@@ -19,7 +23,9 @@ def publish(
     ctx: typer.Context,
     job_type: str = typer.Argument(..., metavar="TYPE", help="Job type, e.g. invoices.send."),
     key: str = typer.Option(..., "--key", "-k", help="Idempotency key (the business id, e.g. pay_123)."),
-    payload: str = typer.Option("{}", "--payload", "-p", help="Payload as a JSON object."),
+    payload: str = typer.Option(
+        "{}", "--payload", "-p", help="Payload as a JSON object, @FILE to read it from a file, or - for stdin."
+    ),
     tier: Optional[str] = typer.Option(None, "--tier", help="Override the routing table."),
     delay: Optional[int] = typer.Option(
         None, "--delay", help="Seconds before the job runs (beyond 900: through a one-time schedule)."
@@ -33,12 +39,10 @@ def publish(
 ) -> None:
     """Publish one job, routed like every other publisher's."""
     with reported_errors():
-        try:
-            data = json.loads(payload)
-        except ValueError as exc:
-            raise CliError(f"--payload is not valid JSON: {exc}", 2) from None
+        data = read_payload(payload, sys.stdin)
         target: Target = ctx.obj
         when = _iso_datetime(at, "--at") if at is not None else None
+        sent = datetime.now(timezone.utc)
         result = _publisher(target).publish(job_type, data, key, tier=tier, delay=delay, at=when, tenant=tenant)
         if result.schedule_name is not None:
             state = "Already scheduled" if result.already_scheduled else "Scheduled"
@@ -52,6 +56,31 @@ def publish(
             f"Published {escape(job_type)} (key {escape(repr(key))}) to tier [bold]{result.tier}[/]: "
             f"message {result.message_id}"
         )
+        until = _sqs_delayed_until(sent, delay, when)
+        if until is not None:
+            terminal().print(
+                f"Delayed by SQS until {until.isoformat().replace('+00:00', 'Z')} "
+                f"(in {math.ceil((until - sent).total_seconds())} s); it cannot be cancelled: only a job due more "
+                f"than {SQS_MAX_DELAY_SECONDS // 60} minutes ahead becomes a one-time schedule, "
+                "which `tiered-jobs cancel` can delete",
+                soft_wrap=True,
+            )
+
+
+def _sqs_delayed_until(sent: datetime, delay: int | None, at: datetime | None) -> datetime | None:
+    """When a job sent with SQS's own delay becomes visible (UTC, whole seconds), or ``None`` if not delayed.
+
+    The publisher sends a job due within 15 minutes with ``DelaySeconds`` (the seconds up to ``at``,
+    rounded up), which no API can take back: the operator is told when it will run, and that it stays.
+    """
+    if at is not None:
+        seconds = math.ceil((at - sent).total_seconds())
+    else:
+        seconds = delay or 0
+    if seconds <= 0:
+        return None
+    until = sent + timedelta(seconds=seconds)
+    return until + timedelta(microseconds=1_000_000 - until.microsecond) if until.microsecond else until
 
 
 def _publisher(target: Target) -> Publisher:
@@ -76,8 +105,6 @@ def scheduling_target(target: Target) -> scheduling.SchedulingTarget:
 
 
 def _iso_datetime(text: str, option: str) -> Any:
-    from datetime import datetime
-
     try:
         return datetime.fromisoformat(text)
     except ValueError:
