@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -102,3 +103,100 @@ def test_a_bad_at_is_refused_with_exit_code_2_and_nothing_scheduled(cli, schedul
     assert result.exit_code == 2 and message in result.output
     assert scheduling.list_schedules(GroupName=GROUP)["Schedules"][0]["Name"] == "nightly-report"
     assert len(scheduling.list_schedules(GroupName=GROUP)["Schedules"]) == 1
+
+
+# -- the table: readable on an 80-column terminal, whole when piped --------------------------------
+
+#: A terminal of 80 columns, as rich detects one (``TTY_COMPATIBLE``), without colours.
+TERMINAL_80 = {"COLUMNS": "80", "TTY_COMPATIBLE": "1", "NO_COLOR": "1", "TERM": "xterm"}
+
+
+def _schedules_output(env: dict[str, str]) -> str:
+    from typer.testing import CliRunner
+
+    from tiered_jobs.cli import app
+
+    result = CliRunner(env=env).invoke(app, ["--stage", "test", "schedules"])
+    assert result.exit_code == 0, result.output
+    return re.sub(r"\x1b\[[0-9;]*m", "", result.stdout)  # a terminal gets bold headings even without colours
+
+
+def _publish_a_one_time_job(cli) -> datetime:
+    at = (datetime.now(timezone.utc) + timedelta(days=3)).replace(second=0, microsecond=0)
+    payload = '{"to": "a@example.com", "subject": "x"}'
+    result = cli("publish", "notifications.send_email", "-k", "trial-end-42", "-p", payload, "--at", at.isoformat())
+    assert result.exit_code == 0, result.output
+    return at
+
+
+def test_schedules_on_80_columns_splits_no_value(cli, scheduling):
+    at = _publish_a_one_time_job(cli)
+
+    output = _schedules_output(TERMINAL_80)
+
+    lines = output.splitlines()
+    assert lines and max(len(line.rstrip()) for line in lines) <= 80, output
+    # every value is whole on one line: a folded cell would leave a piece of it on the next line
+    one_time_name = one_time_schedule_name("notifications.send_email", "trial-end-42")
+    for value in (
+        "analytics.record_event",
+        "notifications.send_email",
+        "transactional",
+        "trial-end-42",
+        at.strftime("%Y-%m-%d %H:%M:%S"),
+        "cron(0 3 * * ? *) Europe/Paris",
+        one_time_name,
+    ):
+        assert any(value in line for line in lines), (value, output)
+    assert not any(line.strip() and line.strip() in one_time_name and line.strip() != one_time_name for line in lines)
+
+
+def test_schedules_on_a_wide_terminal_is_a_table_of_one_line_per_schedule(cli, scheduling):
+    _publish_a_one_time_job(cli)
+
+    output = _schedules_output({**TERMINAL_80, "COLUMNS": "140"})
+
+    rows = [line for line in output.splitlines() if line.startswith("│")]
+    assert len(rows) == 2 and max(len(line) for line in output.splitlines()) <= 140, output
+    assert "│ schedule:nightly-report:… " in rows[0] and "│ trial-end-42 " in rows[1]
+
+
+def test_schedules_piped_prints_every_column_whole_whatever_columns_says(cli, scheduling):
+    at = _publish_a_one_time_job(cli)
+
+    output = _schedules_output({"COLUMNS": "40"})
+
+    [header] = [line for line in output.splitlines() if line.startswith("┃")]
+    assert [cell.strip() for cell in header.split("┃")[1:-1]] == [
+        "Name",
+        "Kind",
+        "Expression",
+        "Time zone",
+        "Job type",
+        "Tier",
+        "Next fire (UTC)",
+        "Key",
+    ]
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in output.splitlines() if line.startswith("│")]
+    assert rows == [
+        [
+            "nightly-report",
+            "periodic",
+            "cron(0 3 * * ? *)",
+            "Europe/Paris",
+            "analytics.record_event",
+            "bulk",
+            rows[0][6],  # the next 03:00 in Paris: its own test above
+            "schedule:nightly-report:<aws.scheduler.scheduled-time>",
+        ],
+        [
+            one_time_schedule_name("notifications.send_email", "trial-end-42"),
+            "one-time",
+            f"at({at.strftime('%Y-%m-%dT%H:%M:%S')})",
+            "UTC",
+            "notifications.send_email",
+            "transactional",
+            at.strftime("%Y-%m-%d %H:%M:%S"),
+            "trial-end-42",
+        ],
+    ]

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import timezone
-
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from ..stage import scheduling
 from ..stage.target import Target
 from .common import app, reported_errors, terminal
 from .publish import scheduling_target
+from .schedules_table import print_schedules
 
 
 @app.command("schedules")
@@ -26,25 +23,6 @@ def schedules_command(
         if as_json:
             terminal().print_json(data={"stage": target.stage, "schedules": [job.to_dict() for job in jobs]})
             return
-        table = Table(title=f"Scheduled jobs · stage {target.stage}")
-        for title in ("Name", "Kind", "Expression", "Time zone", "Job type", "Tier", "Next fire (UTC)", "Key"):
-            table.add_column(title, overflow="fold")
-        for job in jobs:
-            next_fire = (
-                job.next_fire.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-                if job.next_fire
-                else ("disabled" if job.state != "ENABLED" else "–")
-            )
-            table.add_row(
-                job.name,
-                job.kind,
-                job.expression,
-                job.timezone,
-                escape(job.job_type or "?"),
-                job.tier or "?",
-                next_fire,
-                escape(job.idempotency_key or ""),
-            )
-        terminal().print(table)
+        print_schedules(target.stage, jobs)
         if not jobs:
             terminal(stderr=True).print("note: no schedules in this stage")
