@@ -2,9 +2,11 @@
 
 Consumers and the replay function are built by ``LambdaPlatform.function`` so they cannot drift
 apart: same asset (the app's job folder plus the runtime parts of ``tiered_jobs``, staged by
-``tiered_jobs.cdk.packaging.JobsSource`` without Docker), same layer, X-Ray on, JSON logs into an explicit
-log group with retention (no ``log_retention`` prop: that would add a custom-resource Lambda), and
-a role that may write to that log group only instead of the AWS-managed basic execution policy.
+``tiered_jobs.cdk.packaging.JobsSource`` without Docker), same layers (Powertools, and the job
+folder's ``requirements.txt`` packages, installed by ``dependencies.py`` without Docker either),
+X-Ray on, JSON logs into an explicit log group with retention (no ``log_retention`` prop: that
+would add a custom-resource Lambda), and a role that may write to that log group only instead of
+the AWS-managed basic execution policy.
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from aws_cdk import Duration, Stage
+from aws_cdk import AssetHashType, Duration, RemovalPolicy, Stage
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from tiered_jobs.cdk import dependencies
 from tiered_jobs.cdk.packaging import JobsSource, JobsSourceError
+from tiered_jobs.contract.names import LOCAL_OVERRIDES_CONTEXT_KEY
 
 from .nag import acknowledge
 from .settings import RUNTIMES, AppSettings, SettingsError
@@ -35,8 +39,9 @@ def powertools_layer_parameter(architecture: str, runtime: str, version: str) ->
     return f"/aws/service/powertools/python/{architecture}/{runtime}/{version}"
 
 
-def stage_code(scope: Construct, jobs: JobsSource) -> lambda_.Code:
-    """The functions' code asset: ``jobs`` staged into the cloud assembly's folder (same bytes, same hash)."""
+def stage_code(scope: Construct, jobs: JobsSource) -> tuple[lambda_.Code, int]:
+    """The functions' code asset: ``jobs`` staged into the cloud assembly's folder (same bytes, same hash),
+    and its size unzipped."""
     stage = Stage.of(scope)
     if stage is None:
         raise ValueError("the functions' code is staged into the cloud assembly: build the construct inside an App")
@@ -45,7 +50,25 @@ def stage_code(scope: Construct, jobs: JobsSource) -> lambda_.Code:
         staged = jobs.stage(staging)  # checks the job folder's payload schemas first
     except JobsSourceError as error:
         raise SettingsError(str(error)) from None
-    return lambda_.Code.from_asset(str(staged))
+    return lambda_.Code.from_asset(str(staged)), dependencies.tree_size(staged)
+
+
+def package_target(scope: Construct, settings: AppSettings) -> dependencies.Target:
+    """What the job folder's packages are installed for: the functions' runtime and architecture, or,
+    in local mode's synthesis (its context is set), the host interpreter that runs them there."""
+    if scope.node.try_get_context(LOCAL_OVERRIDES_CONTEXT_KEY) is not None:
+        return dependencies.Target.host()
+    return dependencies.Target.lambda_runtime(settings.runtime, settings.architecture)
+
+
+def install_packages(jobs: JobsSource, target: dependencies.Target) -> dependencies.Installed | None:
+    """The job folder's ``requirements.txt`` installed for ``target`` (cached), ``None`` without one."""
+    if jobs.requirements is None:
+        return None
+    try:
+        return dependencies.install(jobs.requirements, target)
+    except dependencies.DependencyError as error:
+        raise SettingsError(str(error)) from None
 
 
 @dataclass(frozen=True)
@@ -69,7 +92,7 @@ class LambdaPlatform(Construct):
         super().__init__(scope, construct_id)
         self._settings = settings
         self.jobs = jobs
-        self.code = stage_code(self, jobs)
+        self.code, code_size = stage_code(self, jobs)
         self.runtime = getattr(lambda_.Runtime, settings.runtime.upper().replace("PYTHON", "PYTHON_").replace(".", "_"))
         self.architecture = (
             lambda_.Architecture.ARM_64 if settings.architecture == "arm64" else lambda_.Architecture.X86_64
@@ -81,6 +104,36 @@ class LambdaPlatform(Construct):
             powertools_layer_parameter(settings.architecture, settings.runtime, settings.powertools_version),
         )
         self.powertools_layer = lambda_.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", layer_arn)
+        self.layers: list[lambda_.ILayerVersion] = [self.powertools_layer]
+        #: The job folder's own packages (``requirements.txt``), or ``None``.
+        self.packages = install_packages(jobs, package_target(self, settings))
+        sizes = {
+            "job folder and runtime": code_size,
+            "Powertools layer (estimate)": dependencies.POWERTOOLS_LAYER_BYTES,
+        }
+        if self.packages is not None:
+            sizes[f"{dependencies.REQUIREMENTS_FILE} packages"] = self.packages.size
+            self.layers.append(self._packages_layer(self.packages))
+        try:
+            dependencies.check_unzipped_size(sizes)
+        except dependencies.DependencyError as error:
+            raise SettingsError(str(error)) from None
+
+    def _packages_layer(self, packages: dependencies.Installed) -> lambda_.LayerVersion:
+        """The job folder's packages as a layer: a code change then uploads only the small code asset."""
+        return lambda_.LayerVersion(
+            self,
+            "PackagesLayer",
+            # The cache key already names the content: CDK need not hash every file of the install.
+            code=lambda_.Code.from_asset(
+                str(packages.directory), asset_hash=packages.key, asset_hash_type=AssetHashType.CUSTOM
+            ),
+            compatible_runtimes=[self.runtime],
+            compatible_architectures=[self.architecture],
+            description=f"Packages of {self.jobs.module}'s {dependencies.REQUIREMENTS_FILE}",
+            # Holds no data: the next synthesis rebuilds it, and a function keeps running on a deleted version.
+            removal_policy=RemovalPolicy.DESTROY,
+        )
 
     def function(self, scope: Construct, construct_id: str, props: FunctionProps) -> lambda_.Function:
         log_group = logs.LogGroup(scope, f"{construct_id}Logs", removal_policy=self._settings.removal_policy)
@@ -102,7 +155,7 @@ class LambdaPlatform(Construct):
             handler=props.handler,
             runtime=self.runtime,
             architecture=self.architecture,
-            layers=[self.powertools_layer],
+            layers=list(self.layers),
             memory_size=props.memory_mb,
             timeout=Duration.seconds(props.timeout_seconds),
             environment=dict(props.environment),

@@ -1,9 +1,10 @@
 """What a function's code asset contains: the app's job folder plus the runtime parts of this package.
 
-No Docker and no pip at synthesis: the jobs are the app's own Python files, and what a function
+No Docker at synthesis: the jobs are the app's own Python files, and what a function
 runs of Tiered Jobs (``RUNTIME_PARTS``: contract, runtime, handlers, replay domain) is copied from
 wherever this package is installed -- a wheel in a virtualenv, or an editable checkout. Third-party
-code (Powertools, boto3) comes from the AWS-managed layer and the Lambda runtime, not the asset.
+code (Powertools, boto3) comes from the AWS-managed layer and the Lambda runtime, not the asset;
+the job folder's own packages (its ``requirements.txt``) go into a layer (``dependencies.py``).
 
 The CDK construct (``tiered_jobs.cdk.JobsCode``) stages the asset with :meth:`JobsSource.stage`;
 local mode uses the same :meth:`JobsSource.files` to watch for changes and to reload code, so both
@@ -16,6 +17,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tiered_jobs.cdk.dependencies import REQUIREMENTS_FILE
 from tiered_jobs.contract import payloads
 from tiered_jobs.contract.errors import USAGE, TieredJobsError
 
@@ -89,6 +91,12 @@ class JobsSource:
     def module_path(self) -> str:
         """Where the folder lands in the asset (``myapp.jobs`` -> ``myapp/jobs``)."""
         return self.module.replace(".", "/")
+
+    @property
+    def requirements(self) -> Path | None:
+        """The job folder's ``requirements.txt`` (its third-party packages, ``dependencies.py``), if it has one."""
+        path = self.directory / REQUIREMENTS_FILE
+        return path if path.is_file() else None
 
     def files(self) -> dict[str, Path]:
         """``{path in the asset: source file}``: the job folder, then the runtime parts of this package."""

@@ -1,0 +1,136 @@
+"""A job folder's ``requirements.txt`` installed for Lambda without Docker: wheels for the target, cached,
+refused in one line when it cannot work (``tiered_jobs.cdk.dependencies``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.packages import (
+    BINARY,
+    EM_AARCH64,
+    EM_X86_64,
+    PURE,
+    REQUIREMENTS,
+    elf_machine,
+    package_cache,
+    shared_objects,
+    write_sdist,
+)
+from tiered_jobs.cdk import dependencies
+from tiered_jobs.cdk.dependencies import DependencyError, Target, cache_key, check_requirements, install
+
+ARM = Target.lambda_runtime("python3.13", "arm64")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return package_cache(tmp_path_factory)
+
+
+def _requirements(tmp_path, text=REQUIREMENTS):
+    path = tmp_path / "requirements.txt"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(("architecture", "machine"), [("arm64", EM_AARCH64), ("x86_64", EM_X86_64)])
+def test_a_binary_package_is_built_for_the_functions_architecture_not_the_hosts(tmp_path, cache, architecture, machine):
+    installed = install(_requirements(tmp_path), Target.lambda_runtime("python3.13", architecture), cache=cache)
+    objects = shared_objects(installed.python_dir)
+    assert objects, f"{BINARY} shipped no extension module"
+    assert {elf_machine(path) for path in objects} == {machine}
+    assert all("cpython-313" in path.name for path in objects)  # the runtime's Python, not this one's 3.11
+    assert not list(installed.python_dir.rglob("*.pyc"))  # bytecode of this Python would be useless there
+
+
+def test_a_pure_python_package_lands_in_the_layers_python_folder(tmp_path, cache):
+    installed = install(_requirements(tmp_path), ARM, cache=cache)
+    assert (installed.python_dir / "humanize" / "__init__.py").is_file()
+    assert not shared_objects(installed.python_dir / "humanize")
+    # Real code: importable from the layer's folder alone (it is not in this environment).
+    probe = "import sys; sys.path.insert(0, sys.argv[1]); import humanize; print(humanize.intcomma(1234567))"
+    result = subprocess.run(
+        [sys.executable, "-I", "-B", "-c", probe, str(installed.python_dir)], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "1,234,567"
+    assert installed.size == dependencies.tree_size(installed.directory) > 0
+
+
+def test_an_unchanged_install_comes_from_the_cache_without_pip(tmp_path, cache, monkeypatch):
+    first = install(_requirements(tmp_path), ARM, cache=cache)
+
+    def no_pip(*args, **kwargs):
+        raise AssertionError(f"pip ran on a cache hit: {args}")
+
+    monkeypatch.setattr(dependencies.subprocess, "run", no_pip)
+    again = install(_requirements(tmp_path), ARM, cache=cache)
+    assert (again.directory, again.key, again.cached) == (first.directory, first.key, True)
+
+
+def test_the_key_changes_with_the_requirements_the_runtime_the_architecture_and_pips_options():
+    key = cache_key(REQUIREMENTS, ARM)
+    assert key == cache_key(REQUIREMENTS, Target.lambda_runtime("python3.13", "arm64"))
+    others = {
+        cache_key(REQUIREMENTS + "idna==3.10\n", ARM),
+        cache_key(REQUIREMENTS, Target.lambda_runtime("python3.12", "arm64")),
+        cache_key(REQUIREMENTS, Target.lambda_runtime("python3.13", "x86_64")),
+        cache_key(REQUIREMENTS, ARM, ["--no-index"]),
+        cache_key(REQUIREMENTS, Target.host()),
+    }
+    assert key not in others and len(others) == 5
+
+
+def test_the_platform_tags_follow_the_runtimes_glibc():
+    assert Target.lambda_runtime("python3.11", "arm64").platforms == ("manylinux2014_aarch64",)
+    assert Target.lambda_runtime("python3.13", "x86_64").platforms == (
+        "manylinux2014_x86_64",
+        "manylinux_2_28_x86_64",
+        "manylinux_2_34_x86_64",
+    )
+
+
+def test_a_package_with_no_wheel_is_refused_in_one_line_and_leaves_no_cache_entry(tmp_path):
+    links = tmp_path / "links"
+    write_sdist(links)
+    cache = tmp_path / "cache"
+    with pytest.raises(DependencyError) as refused:
+        install(
+            _requirements(tmp_path, "onlysource==1.0\n"),
+            ARM,
+            cache=cache,
+            pip_options=["--no-index", f"--find-links={links}"],
+        )
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith(f"{tmp_path / 'requirements.txt'}: no wheel of 'onlysource==1.0' for python3.13 on arm64")
+    assert "a manylinux aarch64 wheel for cp313" in message and "change 'architecture'" in message
+    assert list(cache.iterdir()) == []  # neither an entry nor a scratch folder
+
+
+@pytest.mark.parametrize("line", ["boto3==1.35.0", "botocore", "S3Transfer>=0.10", "Aws_Lambda.Powertools==3.1.0"])
+def test_a_requirement_on_what_the_function_already_has_is_refused_naming_it(tmp_path, line):
+    requirements = _requirements(tmp_path, f"# ours\n{PURE}\n{line}  # pinned\n")
+    with pytest.raises(DependencyError) as refused:
+        install(requirements, ARM, cache=tmp_path / "cache", python="/nonexistent/python")  # refused before pip
+    name = dependencies.normalized(line.split("=")[0].split(">")[0])
+    message = str(refused.value)
+    assert message.startswith(f"{requirements} line 3: {line!r}: {name} is provided by ")
+    assert "remove the line" in message and "\n" not in message
+
+
+def test_names_that_merely_start_like_a_provided_one_are_accepted():
+    check_requirements("boto3-stubs==1.35.0\nbotocore-types\n-r other.txt\n", "requirements.txt")
+
+
+def test_the_size_check_names_each_part_and_the_limit():
+    mb = 1024 * 1024
+    dependencies.check_unzipped_size({"code": 200 * mb, "packages": 50 * mb})  # exactly 250 MB fits
+    with pytest.raises(DependencyError) as refused:
+        dependencies.check_unzipped_size({"code": 1 * mb, "requirements.txt packages": 210 * mb, "Powertools": 45 * mb})
+    assert str(refused.value).startswith(
+        "the functions' code and layers would take 256.0 MB unzipped (code 1.0 MB, requirements.txt packages "
+        "210.0 MB, Powertools 45.0 MB), over Lambda's 250.0 MB limit"
+    )
