@@ -133,12 +133,19 @@ def test_a_job_the_publisher_accepts_always_reaches_the_dlq_with_every_reason_wh
     it, and so does the state of a held or deferred copy."""
     from datetime import datetime, timezone
 
+    from tiered_jobs.contract import letter_traceback
     from tiered_jobs.contract.envelope import MAX_JOB_TYPE_CHARS
     from tiered_jobs.contract.names import SQS_MAX_MESSAGE_ATTRIBUTES, Attributes
     from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES, RUNTIME_ATTRIBUTES_HEADROOM_BYTES, attribute_size
     from tiered_jobs.runtime.deadletter import MAX_ERROR_TYPE_CHARS, DeadLetterReason, fit_to_size
+    from tiered_jobs.runtime.tracebacks import letter_traceback as bounded_traceback
 
     wide = "\U0001f600"  # 4 bytes in UTF-8
+    try:
+        raise ValueError(wide * 5000)
+    except ValueError as exc:
+        largest_traceback = bounded_traceback(exc, bounded_traceback).encode()
+    assert len(largest_traceback.encode()) > letter_traceback.MAX_BYTES - 8  # the cap, filled
     moment = datetime(2026, 12, 31, 23, 59, 59, 999000, tzinfo=timezone.utc)
     longest_arn = "arn:aws-us-gov:sqs:us-gov-west-1:123456789012:" + "q" * 80  # queue names: 80 characters at most
     reasons = DeadLetterReason(
@@ -153,6 +160,7 @@ def test_a_job_the_publisher_accepts_always_reaches_the_dlq_with_every_reason_wh
         last_failed_at=moment,
         source_queue=longest_arn,
         job_type="j" * MAX_JOB_TYPE_CHARS,
+        traceback=largest_traceback,
     ).attributes()
     as_sent = {name: {"DataType": "String", "StringValue": value} for name, value in reasons.items()}
     reasons_bytes = sum(attribute_size(name, value) for name, value in as_sent.items())

@@ -162,6 +162,10 @@ class DeadLetter:
     LAST_FAILED_AT = "DeadLetter.LastFailedAt"
     SOURCE_QUEUE = "DeadLetter.SourceQueue"
     JOB_TYPE = "DeadLetter.JobType"
+    #: Where the job failed: one versioned JSON string (``tiered_jobs.contract.letter_traceback``),
+    #: the innermost frame of the job's own code and the last frames of its traceback, bounded. Only
+    #: on letters of a job that raised (not on ``requeue_failed`` ones), so it is not in :data:`ALL`.
+    TRACEBACK = "DeadLetter.Traceback"
 
     PREFIX = "DeadLetter."
     ALL: tuple[str, ...] = (

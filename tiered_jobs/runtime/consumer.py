@@ -319,8 +319,10 @@ class Consumer:
                     result, duplicate = outcome.result, outcome.duplicate
                 else:
                     result, duplicate = execute(), False
-                invocation.metrics.record(received.label, "duplicate" if duplicate else "succeeded", _ms(started))
-                self.logger.debug("job done", extra={"duplicate": duplicate})
+                duration_ms = _ms(started)
+                invocation.metrics.record(received.label, "duplicate" if duplicate else "succeeded", duration_ms)
+                # Celery's "Task ... succeeded in 0.04s": type, key and attempt are the line's keys.
+                self.logger.info("job succeeded", extra={"duration_ms": round(duration_ms, 3), "duplicate": duplicate})
                 return result
             except Exception as exc:  # noqa: BLE001 -- every failure is classified, none escapes unseen
                 self._fail(received, invocation, exc, definition, started)
@@ -347,6 +349,7 @@ class Consumer:
             self.logger.warning(
                 "job failed, will retry",
                 extra={"error_type": error_type, "error": error_message, "retry_in_seconds": delay},
+                exc_info=exc,  # the traceback, as the log's "exception" field
             )
             raise RetryLater(f"{error_type}: {error_message}") from exc
         self._dead_letter(
@@ -358,6 +361,8 @@ class Consumer:
             attempts=attempt,
             outcome="dead_lettered",
             started=started,
+            failure=exc,
+            handler=definition.handler if definition else None,
         )
 
     def _dead_letter(
@@ -371,10 +376,14 @@ class Consumer:
         attempts: int,
         outcome: str,
         started: float | None,
+        failure: BaseException | None = None,
+        handler: Callable[..., Any] | None = None,
     ) -> None:
-        """Copy the message to the DLQ with its reasons; raise :class:`KeptInQueue` if the DLQ refused it."""
+        """Copy the message to the DLQ with its reasons; raise :class:`KeptInQueue` if the DLQ refused it.
+        ``failure``: what the job raised (its bounded traceback goes with the letter, the whole one to the log)."""
         # Loaded on the first letter only: the happy path's cold start does not pay for it.
         from .deadletter import DeadLetterReason, fit_to_size, merge_attributes, send_to_dlq
+        from .tracebacks import letter_traceback
 
         now = self.now()
         letter = DeadLetterReason(
@@ -386,6 +395,7 @@ class Consumer:
             last_failed_at=now,
             source_queue=received.source or self.config.queue_url,
             job_type=received.job_type,
+            traceback=letter_traceback(failure, handler).encode() if failure is not None else None,
         )
         attributes, dropped = merge_attributes(received.api_attributes(), letter.attributes())
         attributes, shortened = fit_to_size(received.body, attributes)  # SQS's 1 MiB counts attributes too
@@ -399,6 +409,7 @@ class Consumer:
             self.logger.error(
                 "could not dead-letter the job; the message stays in the queue",
                 extra={"error_type": error_type, "error": error_message, "dlq_error": repr(send_error)},
+                exc_info=failure,
             )
             raise KeptInQueue(f"DLQ send failed: {send_error!r}") from send_error
         invocation.metrics.record(received.label, outcome, duration)
@@ -412,6 +423,7 @@ class Consumer:
                 "dropped_reason_attributes": dropped,
                 "shortened_reason_attributes": shortened,
             },
+            exc_info=failure,  # the whole traceback (the letter carries its last frames)
         )
 
     # -- helpers -------------------------------------------------------------------------

@@ -9,7 +9,8 @@ failed send leaves the message where it is.
 
 SQS counts the body and every attribute's name, data type and value toward its 1 MiB limit.
 The copy keeps the body and the original attributes whole (they fitted in the original message);
-when the reasons would overflow, they are shortened: ``DeadLetter.ErrorMessage`` first, then the
+when the reasons would overflow, they are shortened: ``DeadLetter.Traceback`` is dropped first
+(it is JSON: cut, it would not parse), then ``DeadLetter.ErrorMessage`` is shortened, then the
 other reasons are dropped in :data:`_SHRINK_ORDER`.
 """
 
@@ -30,7 +31,9 @@ from tiered_jobs.contract.names import (
 from tiered_jobs.contract.sqs_limits import message_size
 from tiered_jobs.contract.times import iso_text
 
-#: When original attributes leave no room for all eight, these are kept first.
+#: When original attributes leave no room for every reason, these are kept first. The traceback
+#: comes after the moments (the first failure bounds a replay's idempotency window) and before the
+#: source queue (which the letter's own DLQ already names).
 _PRIORITY = (
     DeadLetter.REASON,
     DeadLetter.ERROR_TYPE,
@@ -39,12 +42,15 @@ _PRIORITY = (
     DeadLetter.JOB_TYPE,
     DeadLetter.LAST_FAILED_AT,
     DeadLetter.FIRST_FAILED_AT,
+    DeadLetter.TRACEBACK,
     DeadLetter.SOURCE_QUEUE,
 )
 
 
 #: When the copy would exceed SQS's size limit, reasons give way in this order (the reason itself last).
-_SHRINK_ORDER = (DeadLetter.ERROR_MESSAGE,) + tuple(n for n in reversed(_PRIORITY) if n != DeadLetter.ERROR_MESSAGE)
+_SHRINK_ORDER = (DeadLetter.TRACEBACK, DeadLetter.ERROR_MESSAGE) + tuple(
+    n for n in reversed(_PRIORITY) if n not in (DeadLetter.TRACEBACK, DeadLetter.ERROR_MESSAGE)
+)
 #: A shortened ``ErrorMessage`` keeps at least this many bytes, or is dropped.
 _MIN_SHORTENED_BYTES = 16
 _ELLIPSIS = "…"
@@ -64,8 +70,12 @@ class DeadLetterReason:
     last_failed_at: datetime
     source_queue: str
     job_type: str
+    #: ``DeadLetter.Traceback``'s value (``LetterTraceback.encode()``), bounded by its builder;
+    #: ``None``: nothing raised (``requeue_failed``).
+    traceback: str | None = None
 
     def attributes(self) -> dict[str, str]:
+        traceback = {DeadLetter.TRACEBACK: self.traceback} if self.traceback else {}
         return {
             DeadLetter.REASON: self.reason,
             DeadLetter.ERROR_TYPE: truncate(self.error_type, MAX_ERROR_TYPE_CHARS),
@@ -75,6 +85,7 @@ class DeadLetterReason:
             DeadLetter.LAST_FAILED_AT: iso_text(self.last_failed_at),
             DeadLetter.SOURCE_QUEUE: self.source_queue,
             DeadLetter.JOB_TYPE: self.job_type,
+            **traceback,
         }
 
 
@@ -91,6 +102,8 @@ def merge_attributes(
     merged = {k: v for k, v in original.items() if not k.startswith(_NOT_KEPT)}
     dropped: list[str] = []
     for name in _PRIORITY:
+        if name not in dead_letter:
+            continue  # an optional reason this letter does not have (its traceback)
         if len(merged) < SQS_MAX_MESSAGE_ATTRIBUTES:
             merged[name] = {"DataType": "String", "StringValue": dead_letter[name]}
         else:
