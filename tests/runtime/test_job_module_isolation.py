@@ -235,3 +235,22 @@ def test_the_consumers_cold_start_survives_a_broken_module(tmp_path, imports_eve
             "reports.build JobModuleError from SyntaxError",
             "['appjobs.ledger']",  # never a module no record asked for
         ]
+
+
+def test_the_replay_function_imports_no_job_module(tmp_path):
+    """Replay moves letters; it never runs a job, so a broken job package cannot stop it (even if its
+    environment named one: the stack gives it none)."""
+    package = tmp_path / "appjobs"
+    package.mkdir()
+    (package / "__init__.py").write_text(SYNTAX_ERROR)
+    out = _fresh(
+        """
+        import sys
+        import tiered_jobs.handlers.replay
+        import tiered_jobs.runtime.aws  # what its handler loads on the first invocation
+        print(sorted(name for name in sys.modules if name.startswith("appjobs")))
+        """,
+        tmp_path,
+        "appjobs",
+    )
+    assert out == "[]"
