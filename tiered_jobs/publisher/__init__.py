@@ -48,6 +48,7 @@ __all__ = [
     "ResendPolicy",
     "cancel",
     "configure",
+    "configured",
     "default_publisher",
     "publish",
     "publish_batch",
@@ -84,6 +85,13 @@ def default_publisher() -> Publisher:
                     "or call tiered_jobs.publisher.configure(Publisher(...))"
                 )
         return _default
+
+
+def configured() -> Publisher | None:
+    """The publisher :func:`configure` set or :func:`default_publisher` built (``None``: none yet).
+
+    So that whoever swaps it for a while (``tiered_jobs.testing.eager``) can put it back."""
+    return _default
 
 
 def configure(publisher: Publisher | None) -> None:
