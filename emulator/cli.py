@@ -142,6 +142,8 @@ def up(
         named = f" --stack-name {name}" if name != stack_name(deployment.stage) else ""
         cli = f"{command_prefix()} --stage {deployment.stage}{named}"
         console.print(f"[bold]ready[/bold]: {deployment.stack_name} at {endpoint.url}")
+        for change in deployment.assembly.profile_changes:  # the defaults it sped up; the app's own values stay
+            console.print(f"local profile: {escape(change)}", soft_wrap=True)
         console.print("In another terminal:")
         for line in endpoint.export_lines():
             console.print(f"  {line}", soft_wrap=True)

@@ -26,6 +26,7 @@ from emulator.logs import function_log_groups
 from emulator.server import ACCOUNT_ID, DEFAULT_REGION, Endpoint
 from emulator.template import Resolver
 from tiered_jobs.cdk.packaging import JobsSource
+from tiered_jobs.cdk.settings.local import METADATA_KEY as LOCAL_PROFILE_METADATA_KEY
 from tiered_jobs.contract.names import LOCAL_OVERRIDES_CONTEXT_KEY, TEMPLATE_METADATA_KEY, Alarms, Outputs, Ssm
 
 #: This repository's checkout: its own app (``app.py``, ``cdk.json``, ``functions/``) is the default one.
@@ -38,11 +39,11 @@ class LocalAppError(CdkAppError):
 
 
 #: Tier settings of the local profile: seconds instead of minutes, shallow concurrency for a laptop.
-#: Every value passes the stack's own guardrails (visibility = 6 x timeout + window; redrive = attempts).
+#: They replace defaults only: a value the app sets is kept (``tiered_jobs/cdk/settings/local.py``),
+#: and so is the number of attempts (not a speed: a job's own ``max_attempts`` is at most its tier's).
+#: Every value passes the stack's own guardrails (visibility = 6 x timeout + window).
 LOCAL_TIER_SETTINGS: dict[str, Any] = {
     "retry_schedule_seconds": [1, 2, 3],
-    "max_attempts": 4,
-    "retry_jitter": 0.2,
     # 5 s timeout -> 30 s visibility (+ window): a crashed batch returns in half a minute.
     "timeout_seconds": 5,
     # Lambda's smallest maximum concurrency; each unit is a worker process here.
@@ -88,6 +89,16 @@ class Assembly(StackArtifact):
         """The stage its ``TieredJobs`` was built for (the template's ``Metadata.TieredJobs``)."""
         stage: str = self.template["Metadata"][TEMPLATE_METADATA_KEY]["stage"]
         return stage
+
+    @property
+    def profile_changes(self) -> list[str]:
+        """What the local profile changed, one line per tier and setting (``tier critical: timeout_seconds
+        30 -> 5``), as its ``TieredJobs`` recorded it; values the app set are kept, so never listed."""
+        changes = self.template["Metadata"][TEMPLATE_METADATA_KEY].get(LOCAL_PROFILE_METADATA_KEY, [])
+        return [
+            f"tier {change['tier']}: {change['setting']} {_shown(change['from'])} -> {_shown(change['to'])}"
+            for change in changes
+        ]
 
     @classmethod
     def read(cls, directory: Path, app_directory: Path = REPO_ROOT, stack: str | None = None) -> Assembly:
@@ -149,6 +160,10 @@ class Assembly(StackArtifact):
                 path: Path = self.directory / asset["source"]["path"]
                 return path
         raise KeyError(f"no asset uploaded as {object_key}")
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, list) else str(value)
 
 
 def app_environment(app: CdkApp, environ: Mapping[str, str] = os.environ) -> dict[str, str]:

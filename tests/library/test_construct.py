@@ -223,6 +223,29 @@ def test_local_modes_overrides_apply_to_settings_given_in_code(tmp_path, jobs):
     assert tiered.settings.tier("critical").timeout_seconds == 5
 
 
+def test_local_modes_profile_keeps_what_the_app_set_and_the_template_lists_what_it_changed(tmp_path, jobs):
+    """Local mode prints the list (emulator/deploy.py ``Assembly.profile_changes``); a real synthesis has none."""
+    from types import SimpleNamespace
+
+    from emulator.deploy import Assembly, local_overrides
+
+    app = _app(tmp_path, **{LOCAL_OVERRIDES_CONTEXT_KEY: local_overrides()})
+    stack = cdk.Stack(app, "Billing")
+    own = {"critical": {"timeout_seconds": 20, "max_attempts": 2}}
+    tiered = TieredJobs(stack, "Jobs", jobs=jobs, tiers=own, routes={"*": "critical"})
+    critical = tiered.settings.tier("critical")
+    assert (critical.timeout_seconds, critical.max_attempts, critical.max_concurrency) == (20, 2, 2)
+    template = _template(app, stack)
+    assert Assembly.profile_changes.fget(SimpleNamespace(template=template)) == [  # type: ignore[attr-defined]
+        "tier critical: retry_schedule_seconds [5, 30, 120, 600] -> [1, 2, 3]",
+        "tier critical: max_concurrency 20 -> 2",
+    ]
+    deployed = _app(tmp_path / "aws")
+    real = cdk.Stack(deployed, "Billing")
+    TieredJobs(real, "Jobs", jobs=jobs, tiers={"critical": {}}, routes={"*": "critical"})
+    assert "local_profile" not in _template(deployed, real)["Metadata"][TEMPLATE_METADATA_KEY]
+
+
 def test_a_job_folder_that_cannot_become_code_fails_when_declared(tmp_path):
     (tmp_path / "loose").mkdir()
     with pytest.raises(ValueError, match="has no __init__.py"):

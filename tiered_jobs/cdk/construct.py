@@ -32,6 +32,7 @@ from constructs import Construct
 
 from tiered_jobs.cdk.packaging import JobsSource
 from tiered_jobs.contract.names import (
+    CONTEXT_KEY,
     LOCAL_OVERRIDES_CONTEXT_KEY,
     RETAINED_RESOURCE_TYPES,
     STAGE_TAG,
@@ -48,6 +49,8 @@ from .replay import ReplayFunction
 from .resources import JobResources
 from .schedules import ScheduledJobs
 from .settings import AppSettings, SettingsError, with_local_overrides
+from .settings.local import METADATA_KEY as LOCAL_PROFILE_METADATA_KEY
+from .settings.local import local_profile_changes
 from .shared import (
     IDEMPOTENCY_PARTITION_KEY,
     IDEMPOTENCY_TTL_ATTRIBUTE,
@@ -116,14 +119,18 @@ class TieredJobs(Construct):
                 f"stack {stack.node.id!r} already holds TieredJobs {others[0].node.path!r}; use one per stack "
                 f"(their outputs and SSM names are per stage): put a second stage in a stack of its own"
             )
+        local = self.node.try_get_context(LOCAL_OVERRIDES_CONTEXT_KEY)
         if settings is None:
-            raw = with_local_overrides(raw_settings, self.node.try_get_context(LOCAL_OVERRIDES_CONTEXT_KEY))
+            raw = with_local_overrides(raw_settings, local)
             settings = AppSettings.from_context(raw, source=f"TieredJobs({construct_id!r})")
+            profile_changes = local_profile_changes(raw_settings, local)
         elif raw_settings:
             raise SettingsError(
                 f"TieredJobs({construct_id!r}): give settings= or keyword settings "
                 f"({', '.join(sorted(raw_settings))}), not both"
             )
+        else:  # an app that applied local mode's overrides to its cdk.json settings itself, as this repository's
+            profile_changes = local_profile_changes(self.node.try_get_context(CONTEXT_KEY), local, settings.tiers)
         if not settings.routes:
             raise SettingsError(
                 f"TieredJobs({construct_id!r}): routes: none given, so no job type would reach a tier; route each "
@@ -134,8 +141,12 @@ class TieredJobs(Construct):
         self.settings = settings
         stage = settings.stage
         source = jobs.source()
-        # Local mode finds the stacks that hold Tiered Jobs in any app's assembly by this.
-        stack.add_metadata(TEMPLATE_METADATA_KEY, jobs_metadata(stage, source))
+        # Local mode finds the stacks that hold Tiered Jobs in any app's assembly by this, and prints
+        # what its profile changed (the list is there in local mode only).
+        metadata = jobs_metadata(stage, source)
+        if profile_changes:
+            metadata[LOCAL_PROFILE_METADATA_KEY] = [change.to_dict() for change in profile_changes]
+        stack.add_metadata(TEMPLATE_METADATA_KEY, metadata)
         # What a deletion leaves behind stays findable by stage (`tiered-jobs teardown`).
         Tags.of(self).add(STAGE_TAG, stage, include_resource_types=list(RETAINED_RESOURCE_TYPES))
         platform = LambdaPlatform(self, "Platform", settings=settings, jobs=source)

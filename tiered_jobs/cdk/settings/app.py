@@ -18,6 +18,7 @@ from tiered_jobs.contract.names import (
 )
 from tiered_jobs.contract.routing import Routes
 
+from .local import profiled_tier, raw_tiers
 from .names import check_names
 from .resources import ResourceSettings, build_resources, tiers_of
 from .schedules import ScheduleSettings, build_schedules
@@ -219,8 +220,9 @@ def with_local_overrides(raw: Mapping[str, Any] | None, overrides: Mapping[str, 
     """The raw settings with local mode's overrides (context ``LOCAL_OVERRIDES_CONTEXT_KEY``) applied.
 
     ``overrides["settings"]`` replace top-level keys (``stage``, ``disposable``, ``runtime``...);
-    ``overrides["tier_settings"]`` are merged into every tier (the default tiers when none are
-    named), each tier keeping its other values. The result is validated like any other settings.
+    ``overrides["tier_settings"]`` (the local profile) fill, in every tier (the default tiers when
+    none are named), only what the tier leaves unset: a value the user wrote is kept
+    (``settings/local.py``). The result is validated like any other settings.
     """
     merged = dict(raw or {})
     if not overrides:
@@ -232,7 +234,7 @@ def with_local_overrides(raw: Mapping[str, Any] | None, overrides: Mapping[str, 
     merged.update(overrides.get("settings") or {})
     tier_settings = overrides.get("tier_settings") or {}
     if tier_settings:
-        tiers = merged.get("tiers") or {name: {} for name in DEFAULT_TIERS}
+        tiers = raw_tiers(merged)
         if isinstance(tiers, Mapping):
-            merged["tiers"] = {name: {**(values or {}), **tier_settings} for name, values in tiers.items()}
+            merged["tiers"] = {name: profiled_tier(name, values, tier_settings) for name, values in tiers.items()}
     return merged
