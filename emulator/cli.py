@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
 
+from emulator.seed import SEED_ENV, seed_file
 from emulator.server import ENDPOINT_ENV
 from tiered_jobs.cdk.packaging import PACKAGE_DIR, SCHEMAS_DIR, JobsSource
 from tiered_jobs.contract.names import Env, function_name, stack_name
@@ -77,6 +78,12 @@ def up(
         Path("."), "--app-dir", help="Your CDK app's folder: its command runs there, cdk.json is there."
     ),
     stack: Optional[str] = typer.Option(None, "--stack", help="The app's stack that uses TieredJobs, if several do."),
+    seed: Optional[Path] = typer.Option(
+        None,
+        "--seed",
+        envvar=SEED_ENV,
+        help="Python file run after the deploy to put test data back (default: the app folder's local-seed.py).",
+    ),
 ) -> None:
     """Deploy the app's stack that uses TieredJobs (this folder's, or --app-dir's) and keep it and its
     consumers running until Ctrl-C; publish from anywhere."""
@@ -96,6 +103,10 @@ def up(
         cdk_app = CdkApp.load(app_dir, app_command)
     except CdkAppError as exc:
         raise typer.BadParameter(str(exc), param_hint="--app / --app-dir") from None
+    try:
+        seed_path = seed_file(cdk_app.directory, seed)
+    except FileNotFoundError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--seed") from None
     names: dict[str, str] = {}  # function name -> what its lines are prefixed with
 
     def on_line(function_name: str, line: str) -> None:
@@ -163,6 +174,8 @@ def up(
         )
         if reload and session.code_source is not None:
             console.print(f"Edit {_watched(session.code_source)}: the next batches run the new code.", soft_wrap=True)
+        if seed_path is not None:
+            _seed(seed_path, session, cdk_app.directory, console)
         web = _start_console(session, console_port, console) if web_console else None
         console.print("Press Ctrl-C to stop (everything is in memory and goes away).", soft_wrap=True)
 
@@ -205,6 +218,30 @@ def up(
         session.stop()
         signal.signal(signal.SIGTERM, on_sigterm)
     console.print("stopped.")
+
+
+def _seed(path: Path, session: LocalSession, app_directory: Path, out: Console) -> None:
+    """Run the seed with the stage's environment; its failure is printed, and ``up`` carries on."""
+    from emulator.seed import run_seed
+
+    deployment, endpoint = session.deployment, session.endpoint
+    assert deployment is not None and endpoint is not None, "the session is started"
+    environment = {**endpoint.client_env(), Env.STAGE: deployment.stage}
+    schemas = session.code_source.directory / SCHEMAS_DIR if session.code_source is not None else None
+    if schemas is not None and schemas.is_dir():
+        environment[Env.SCHEMA_DIRS] = str(schemas)
+    out.print(f"seed: running {shown(path)} ...", soft_wrap=True)
+    run = run_seed(path, environment, app_directory)
+    for line in run.output.splitlines():
+        out.print(f"[dim]seed |[/dim] {escape(line)}", soft_wrap=True)
+    if run.ok:
+        out.print(f"seed: {shown(path)} done in {run.seconds:.1f} s", soft_wrap=True)
+    else:
+        out.print(
+            f"[bold red]seed failed[/bold red]: {shown(path)} exited with {run.returncode} (its output is above); "
+            "local mode keeps running without that data: fix the seed and restart",
+            soft_wrap=True,
+        )
 
 
 def _example_publish(session: LocalSession) -> str:
