@@ -167,14 +167,20 @@ def test_show_of_a_letter_that_is_not_there_says_so(cli, deployment):
     assert _one_error_line(result) == "error: not found in the critical DLQ: nope (nothing else in the DLQ)"
 
 
-def test_inspect_masks_the_error_message_in_the_table_and_in_json(cli, deployment):
-    _dead_letter(deployment, "critical", "k1", error_message="payload field 'amount' must be positive")
+def test_inspect_masks_the_values_and_names_the_field_in_the_table_and_in_json(cli, deployment):
+    _dead_letter(deployment, "critical", "k1", error_message="payload field 'amount' must be >= 1, got -5")
+    _dead_letter(deployment, "critical", "k2", error_message="payload field 'amount' must be >= 1, got -7")
+    _dead_letter(deployment, "critical", "k3", error_message="payload field 'items.3.qty' must be >= 1, got 0")
 
     table = cli("dlq", "inspect", "critical")
     as_json = json.loads(cli("dlq", "inspect", "critical", "--json").stdout)
 
-    assert "payload field '<value>' must be positive" in table.stdout and "'amount'" not in table.stdout
-    assert as_json["groups"][0]["error_message"] == "payload field '<value>' must be positive"
+    pattern = "payload field 'amount' must be >= <n>, got <n>"
+    assert pattern in table.stdout and "-5" not in table.stdout
+    assert [(g["error_message"], g["count"]) for g in as_json["groups"]] == [
+        (pattern, 2),
+        ("payload field 'items.<n>.qty' must be >= <n>, got <n>", 1),
+    ]
 
 
 # -- tables that fit ----------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any, Optional
 import typer
 from rich.markup import escape
 
+from ..contract.names import DeadLetter
 from ..operations.display import format_duration
 from ..operations.replays import Via, run_replay
 from ..stage.target import Target
@@ -204,14 +205,20 @@ def _print_letter(letter: dict[str, Any]) -> None:
         ("Reason", "reason"),
         ("Error type", "error_type"),
         ("Error message", "error_message"),
+        ("Failed at", "frame"),
         ("First failed", "first_failed_at"),
         ("Dead-lettered", "dead_lettered_at"),
         ("Sent to the DLQ", "sent_at"),
     ):
         console.print(f"[bold]{label}:[/] {escape(str(letter.get(key)))}", soft_wrap=True)
+    if letter.get("traceback"):  # where the job failed: its last frames, innermost last
+        console.print("[bold]Traceback:[/]")
+        console.print(escape(letter["traceback"].rstrip("\n")), soft_wrap=True, highlight=False)
     console.print("[bold]Message attributes:[/]")
     for name, value in sorted(letter["message_attributes"].items()):
         shown = value.get("StringValue", value.get("BinaryValue"))
+        if name == DeadLetter.TRACEBACK and letter.get("traceback"):
+            shown = "(the traceback above)"
         console.print(f"  {escape(name)} ({value['DataType']}): {escape(str(shown))}", soft_wrap=True)
     console.print(
         "[bold]SQS attributes:[/] " + escape(", ".join(f"{k}={v}" for k, v in sorted(letter["attributes"].items()))),

@@ -21,11 +21,13 @@ def _group_layouts() -> list[list[tuple[str, Callable[[dict[str, Any]], str]]]]:
     error_type = ("Error type", lambda g: g["error_type"])
     reason = ("Reason", lambda g: g.get("reason") or "")
     message = ("Error message", lambda g: g.get("error_message") or "")
+    frame = ("Failed at", lambda g: g.get("frame") or "")
     first = ("First failed", lambda g: _minute(g.get("oldest")))
     last = ("Dead-lettered", lambda g: _minute(g.get("newest")))
     last_short = ("Dead-lettered", lambda g: _minute(g.get("newest"))[5:])  # MM-DD HH:MM
     return [
-        [count, job_type, error_type, reason, message, first, last],
+        [count, job_type, error_type, reason, message, frame, first, last],
+        [count, job_type, error_type, reason, message, frame, last_short],
         [count, job_type, error_type, reason, message, last_short],
         [count, job_type, error_type, message, last_short],
         [count, job_type, error_type, message],
@@ -79,6 +81,7 @@ def print_groups(groups: list[dict[str, Any]]) -> None:
             details = (
                 f"{escape(group['error_type'])} · {group.get('reason') or ''} · "
                 f"dead-lettered {_minute(group.get('newest'))}\n{escape(group.get('error_message') or '')}"
+                + (f"\nat {escape(group['frame'])}" if group.get("frame") else "")
             )
             console.print(Padding(details, (0, 0, 0, 4)))
         return

@@ -168,7 +168,13 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
         samples = {}
         for index, group in enumerate(answer["groups"]):
             samples[index] = [
-                {"message_id": letter.message_id, "body": letter.body, "reasons": lookup.reasons_of(letter.attributes)}
+                {
+                    "message_id": letter.message_id,
+                    "body": letter.body,
+                    "reasons": lookup.reasons_of(letter.attributes),
+                    "frame": letter.frame,
+                    "traceback": letter.traceback.text if letter.traceback is not None else None,
+                }
                 for mid in group["sample_message_ids"]
                 if (letter := letters.get(mid))
             ]

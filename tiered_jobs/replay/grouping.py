@@ -1,7 +1,13 @@
 """Group dead letters by what went wrong, so 500 letters read as 3 problems.
 
 Error messages carry ids ("account 123 not found", "account 456 not found"); normalising them
-replaces the variable parts with placeholders so the same failure lands in one group.
+replaces the variable parts with placeholders so the same failure lands in one group. What names
+the failure stays: a payload field (``payload field 'amount' must be positive``, the contract's
+schema errors) and a ``KeyError``'s key (``'qty'``) keep their names: a field path's list indexes
+(``items.3.qty``) become ``<n>``, and a key that looks like an id (``'acc-42'``) is still masked.
+
+Letters are also grouped by where the job failed (``DeadLetter.Traceback``'s frame, the innermost
+line of the job's own code): the same ``KeyError: 'qty'`` raised at two lines is two bugs.
 """
 
 from __future__ import annotations
@@ -31,15 +37,39 @@ _PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"[-+]?\b\d+(?:\.\d+)?\b"), "<n>"),
 )
 _SPACES = re.compile(r"\s+")
+#: A field the message names (``payload field 'a.b'``, ``missing required field 'a'``): a name, not a value.
+_FIELD = re.compile(r"\bfield '([^']*)'")
+#: A ``KeyError``'s message: the missing key, quoted (``'qty'``).
+_KEY = re.compile(r"'([A-Za-z_][\w.-]*)'")
+#: A path segment that is a list index (``items.3.qty``).
+_INDEX = re.compile(r"(?<![^.])\d+(?![^.])")
 
 
-def normalise_message(message: str | None) -> str | None:
-    """``"account 123 not found"`` -> ``"account <n> not found"``; ``None`` stays ``None``."""
+def normalise_message(message: str | None, error_type: str | None = None) -> str | None:
+    """``"account 123 not found"`` -> ``"account <n> not found"``; ``None`` stays ``None``. Field
+    names, and a ``KeyError``'s key (``error_type``), are kept (see the module's docstring)."""
     if message is None:
         return None
-    for pattern, placeholder in _PLACEHOLDERS:
-        message = pattern.sub(placeholder, message)
-    return _SPACES.sub(" ", message).strip()
+    if error_type == "KeyError" and (key := _KEY.fullmatch(message.strip())):
+        return f"'{_masked(key.group(1), _PLACEHOLDERS[2:])}'"  # a name; an id-like key still masked
+    parts: list[str] = []
+    rest = 0
+    for named in _FIELD.finditer(message):
+        parts += [_masked(message[rest : named.start()]), f"field '{_name(named.group(1))}'"]
+        rest = named.end()
+    parts.append(_masked(message[rest:]))
+    return _SPACES.sub(" ", "".join(parts)).strip()
+
+
+def _masked(text: str, placeholders: tuple[tuple[re.Pattern[str], str], ...] = _PLACEHOLDERS) -> str:
+    for pattern, placeholder in placeholders:
+        text = pattern.sub(placeholder, text)
+    return text
+
+
+def _name(path: str) -> str:
+    """A field's or key's name as written, its list indexes as ``<n>``."""
+    return _INDEX.sub("<n>", path)
 
 
 @dataclass
@@ -48,6 +78,8 @@ class _Group:
     error_type: str
     reason: str
     error_message: str | None
+    #: Where the job failed (``path:line in function``), when its letters say.
+    frame: str | None
     count: int = 0
     outside_window: int = 0
     oldest: datetime | None = None
@@ -68,6 +100,7 @@ class _Group:
             "error_type": self.error_type,
             "reason": self.reason,
             "error_message": self.error_message,
+            "frame": self.frame,
             "count": self.count,
             "outside_window": self.outside_window,
             "oldest": iso_text(self.oldest) if self.oldest else None,
@@ -77,17 +110,17 @@ class _Group:
 
 
 class Groups:
-    """Letters grouped by job type, error type, reason and normalised error message."""
+    """Letters grouped by job type, error type, reason, normalised error message and failing frame."""
 
     def __init__(self) -> None:
-        self._groups: dict[tuple[str, str, str, str | None], _Group] = {}
+        self._groups: dict[tuple[str, str, str, str | None, str | None], _Group] = {}
 
     def add(self, letters: Iterable[Letter], outside_window: Iterable[str] = ()) -> None:
         """``outside_window``: ids of the letters older than the tier's idempotency window."""
         outside = set(outside_window)
         for letter in letters:
-            message = normalise_message(letter.error_message)
-            key = (letter.job_type, letter.error_type, letter.reason, message)
+            message = normalise_message(letter.error_message, letter.error_type)
+            key = (letter.job_type, letter.error_type, letter.reason, message, letter.frame)
             group = self._groups.get(key)
             if group is None:
                 group = self._groups[key] = _Group(*key)
@@ -95,5 +128,7 @@ class Groups:
 
     def to_list(self) -> list[dict[str, Any]]:
         """Biggest group first; ties by job type and error type, so the output is stable."""
-        ordered = sorted(self._groups.values(), key=lambda g: (-g.count, g.job_type, g.error_type, g.reason))
+        ordered = sorted(
+            self._groups.values(), key=lambda g: (-g.count, g.job_type, g.error_type, g.reason, g.frame or "")
+        )
         return [group.to_dict() for group in ordered]

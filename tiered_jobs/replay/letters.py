@@ -24,6 +24,7 @@ from functools import cached_property
 from typing import Any
 
 from tiered_jobs.contract import envelope
+from tiered_jobs.contract.letter_traceback import LetterTraceback
 from tiered_jobs.contract.names import (
     SQS_MAX_MESSAGE_ATTRIBUTES,
     SQS_MAX_MESSAGE_BYTES,
@@ -83,6 +84,17 @@ class Letter:
         )
 
     @cached_property
+    def traceback(self) -> LetterTraceback | None:
+        """Where the job failed (``DeadLetter.Traceback``); ``None`` for a letter without one (an older
+        letter, one of SQS's redrive, a ``requeue_failed`` one)."""
+        return LetterTraceback.decode(self.attributes.get(DeadLetter.TRACEBACK, {}).get("StringValue"))
+
+    @property
+    def frame(self) -> str | None:
+        """``path:line in function`` of the job's own code that raised, when the letter says."""
+        return self.traceback.frame if self.traceback is not None else None
+
+    @cached_property
     def earliest_known_at(self) -> datetime:
         """The earliest moment this job is known to have existed (see "The idempotency window")."""
         moments = [self.first_failed_at, self.sent_at]
@@ -106,6 +118,7 @@ class Letter:
         ``at`` (``recorded_at``): when it was archived (discard) or read (show).
         ``message_attributes`` holds every attribute as SQS returned it (``DeadLetter.*``
         included); a ``BinaryValue`` is base64. ``error_message`` is the real one, not masked.
+        ``frame`` and ``traceback``: where the job failed (``None`` when the letter does not say).
         """
         return {
             "tier": tier,
@@ -115,6 +128,8 @@ class Letter:
             "reason": self.reason,
             "error_type": self.error_type,
             "error_message": self.error_message,
+            "frame": self.frame,
+            "traceback": self.traceback.text if self.traceback is not None else None,
             "first_failed_at": iso_text(self.first_failed_at),
             "dead_lettered_at": iso_text(self.dead_lettered_at),
             "sent_at": iso_text(self.sent_at),
