@@ -25,6 +25,7 @@ from emulator.esm import FunctionConfig, MappingConfig
 from emulator.logs import function_log_groups
 from emulator.server import ACCOUNT_ID, DEFAULT_REGION, Endpoint
 from emulator.template import Resolver
+from tiered_jobs.cdk.dependencies import LAYER_PYTHON_DIR
 from tiered_jobs.cdk.packaging import JobsSource
 from tiered_jobs.cdk.settings.local import METADATA_KEY as LOCAL_PROFILE_METADATA_KEY
 from tiered_jobs.contract.names import LOCAL_OVERRIDES_CONTEXT_KEY, TEMPLATE_METADATA_KEY, Alarms, Outputs, Ssm
@@ -326,7 +327,9 @@ def _stack_resources(cloudformation: Any, name: str) -> list[dict[str, Any]]:
     return [s for page in paginator.paginate(StackName=name) for s in page["StackResourceSummaries"]]
 
 
-def read_function(lambda_client: Any, name: str, code_root: str, log_group: str = "") -> FunctionConfig:
+def read_function(
+    lambda_client: Any, name: str, code_root: str, log_group: str = "", layer_paths: tuple[str, ...] = ()
+) -> FunctionConfig:
     """A deployed function's configuration, as ``GetFunctionConfiguration`` reports it now (moto's
     has no ``LoggingConfig``: the log group comes from the template, see :func:`describe`)."""
     config = lambda_client.get_function_configuration(FunctionName=name)
@@ -340,17 +343,29 @@ def read_function(lambda_client: Any, name: str, code_root: str, log_group: str 
         region=config["FunctionArn"].split(":")[3],
         code_root=code_root,
         log_group=log_group,
+        layer_paths=layer_paths,
     )
 
 
 def _function_config(
     lambda_client: Any, name: str, assembly: Assembly, physical_ids: Mapping[str, str]
 ) -> FunctionConfig:
-    """The function, with its code asset (the directory uploaded for its ``Code.S3Key``) as code root."""
+    """The function, with its code asset (the directory uploaded for its ``Code.S3Key``) as code root
+    and the ``python`` folder of each layer of the stack's own (the job folder's packages: the
+    Powertools layer is this environment's installed Powertools)."""
+    resources = assembly.template["Resources"]
     logical_id = next(lid for lid, pid in physical_ids.items() if pid == name)
-    s3_key = assembly.template["Resources"][logical_id]["Properties"]["Code"]["S3Key"]
+    properties = resources[logical_id]["Properties"]
     log_group = function_log_groups(assembly.template, physical_ids).get(name, "")
-    return read_function(lambda_client, name, str(assembly.asset_directory(s3_key)), log_group)
+    layers = tuple(
+        str(assembly.asset_directory(resources[layer["Ref"]]["Properties"]["Content"]["S3Key"]) / LAYER_PYTHON_DIR)
+        for layer in properties.get("Layers", [])
+        if isinstance(layer, dict)
+        and resources.get(layer.get("Ref", ""), {}).get("Type") == "AWS::Lambda::LayerVersion"
+    )
+    return read_function(
+        lambda_client, name, str(assembly.asset_directory(properties["Code"]["S3Key"])), log_group, layers
+    )
 
 
 def describe(

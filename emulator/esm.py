@@ -51,6 +51,9 @@ class FunctionConfig:
     code_root: str
     #: The CloudWatch Logs group its output goes to (``LoggingConfig.LogGroup``; ``""``: ``/aws/lambda/<name>``).
     log_group: str = ""
+    #: The ``python`` folders of its layers that local mode has (the job folder's packages), which play
+    #: ``/opt/python``: on the path after the code, before the interpreter's own packages, as on Lambda.
+    layer_paths: tuple[str, ...] = ()
 
     @property
     def log_group_name(self) -> str:

@@ -116,7 +116,7 @@ class WorkerInvoker:
         env = lambda_environment(function, self._endpoint, self.log_stream)
         env["PATH"] = os.environ.get("PATH", os.defpath)
         self._process = subprocess.Popen(
-            [self._python, "-I", worker.__file__, function.code_root, function.handler],
+            [self._python, "-I", worker.__file__, function.code_root, function.handler, *function.layer_paths],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -2,10 +2,11 @@
 
 :class:`CodeWatcher` polls the modification times of the files that make up the Lambda asset
 (``JobsSource.files``: the app's job folder and the runtime parts of ``tiered_jobs``) about once
-a second: no dependency, no inotify. On a change the session (:meth:`LocalSession.reload_code`)
-stages the asset afresh (``JobsSource.stage``, the same staging ``cdk synth`` does), uploads it
-with ``UpdateFunctionCode`` (a new ``CodeSha256``, as
-``cdk deploy`` of a code change does), and gives every mapping the new code: the execution
+a second: no dependency, no inotify; the job folder's ``requirements.txt`` is one of them. On a
+change the session (:meth:`LocalSession.reload_code`) stages the asset afresh
+(``JobsSource.stage``, the same staging ``cdk synth`` does), installs the requirements for this
+interpreter when they changed (:func:`host_packages`), uploads the code with ``UpdateFunctionCode``
+(a new ``CodeSha256``, as ``cdk deploy`` of a code change does), and gives every mapping the new code: the execution
 environments built on the old code are retired before their next batch and new ones start, so a
 batch already running finishes on the code it started with. Queues, tables, letters and alarms
 are untouched: nothing is redeployed.
@@ -17,6 +18,7 @@ import logging
 from collections.abc import Callable
 
 from emulator.background import BackgroundLoop
+from tiered_jobs.cdk.dependencies import Target, install
 from tiered_jobs.cdk.packaging import JobsSource
 
 log = logging.getLogger(__name__)
@@ -36,6 +38,15 @@ def snapshot(source: JobsSource) -> Snapshot:
             continue
         result[relative] = (stat.st_mtime_ns, stat.st_size)
     return result
+
+
+def host_packages(source: JobsSource) -> tuple[str, ...]:
+    """The job folder's ``requirements.txt`` installed for this interpreter, as the functions' layer
+    paths (none without the file). Cached as local mode's synthesis caches it: a reload that did not
+    touch the file runs no pip; one that did installs first, and a failed install keeps the old code."""
+    if source.requirements is None:
+        return ()
+    return (str(install(source.requirements, Target.host()).python_dir),)
 
 
 def changed_files(before: Snapshot, after: Snapshot) -> list[str]:

@@ -42,7 +42,7 @@ from emulator.esm import EventSourceRuntime, FunctionConfig, Invocation, Mapping
 from emulator.invokers import WorkerInvoker, worker_factory
 from emulator.logs import LogShipper
 from emulator.metrics import MetricStore
-from emulator.reload import CodeWatcher
+from emulator.reload import CodeWatcher, host_packages
 from emulator.scheduler import ScheduleRunner
 from emulator.server import ACCOUNT_ID, EmbeddedAws, Endpoint
 from emulator.sqs_metrics import (
@@ -249,7 +249,9 @@ class LocalSession:
             )
             mapping = self.runtime.by_function(function_name)
             current = mapping.mapping.function
-            function = read_function(lambda_client, function_name, current.code_root, current.log_group)
+            function = read_function(
+                lambda_client, function_name, current.code_root, current.log_group, current.layer_paths
+            )
             mapping.update_function(function)
             self.functions[function_name] = function
             return function
@@ -263,12 +265,13 @@ class LocalSession:
             number = len(self.code_versions) + 2  # version 1 is the deployed asset
             assert self._code_source is not None
             root = self._code_source.stage(self._workdir / "code" / f"v{number}")  # what `cdk synth` would ship now
+            layers = host_packages(self._code_source)  # requirements.txt as it is now (cached when unchanged)
             archive = zip_directory(root)
             lambda_client = self.clients("lambda")
             sha = ""
             for name, function in list(self.functions.items()):
                 sha = lambda_client.update_function_code(FunctionName=name, ZipFile=archive)["CodeSha256"]
-                updated = replace(function, code_root=str(root))
+                updated = replace(function, code_root=str(root), layer_paths=layers)
                 self.functions[name] = updated
                 if any(mapping.name == name for mapping in self.runtime.mappings):
                     self.runtime.by_function(name).update_function(updated)

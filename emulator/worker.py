@@ -2,8 +2,9 @@
 
 Standard library only, because it runs with the function's code asset first on ``sys.path`` (as
 Lambda puts ``/var/task`` first), and the asset's ``tiered_jobs`` package must win over the
-repository's. The parent starts it with ``python -I <this file> <code root> <handler>`` and the
-function's environment, then speaks JSON lines:
+repository's. The parent starts it with ``python -I <this file> <code root> <handler> [<layer>...]``
+(each layer's ``python`` folder comes right after the code, as ``/opt/python`` does on Lambda) and
+the function's environment, then speaks JSON lines:
 
 * the worker answers ``{"ready": true}`` once the handler module is imported (the cold start),
   or ``{"error": {...}}`` when the import fails (Lambda's ``Runtime.ImportModuleError``);
@@ -82,12 +83,12 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
     }
 
 
-def main(code_root: str, handler_name: str) -> None:
+def main(code_root: str, handler_name: str, *layers: str) -> None:
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # the function's stdout joins its log stream
     sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", closefd=False)
     sys.stderr.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # typeshed's TextIO; it is a TextIOWrapper
-    sys.path.insert(0, code_root)
+    sys.path[0:0] = [code_root, *layers]
 
     def send(message: dict[str, Any]) -> None:
         try:
@@ -125,4 +126,4 @@ def main(code_root: str, handler_name: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], *sys.argv[3:])
