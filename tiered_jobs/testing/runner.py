@@ -124,7 +124,9 @@ class JobRunner:
         rand: Callable[[], float] = lambda: 0.5,
         logger: Any = None,
     ):
-        load_job_modules(modules)
+        modules = list(modules)
+        if modules:  # the default registry's loader, as the consumer's handler installs it
+            load_job_modules(modules)
         self.registry = registry
         self.tier = tier
         self.retry = RetryPolicy(max_attempts, tuple(retry_schedule_seconds), jitter)
