@@ -83,6 +83,10 @@ class FunctionProps:
     environment: Mapping[str, str] = field(default_factory=dict)
     #: ``None``: no reservation (the function shares the account's unreserved pool).
     reserved_concurrency: int | None = None
+    #: Python's level name (``INFO``...): Lambda's application log level, which Powertools obeys over
+    #: its own ``POWERTOOLS_LOG_LEVEL`` (a JSON-format function left at Lambda's default drops DEBUG).
+    #: ``None``: Lambda's default (INFO).
+    log_level: str | None = None
 
 
 class LambdaPlatform(Construct):
@@ -163,6 +167,7 @@ class LambdaPlatform(Construct):
             role=role,
             log_group=log_group,
             logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=_application_log_level(props.log_level),
             tracing=lambda_.Tracing.ACTIVE,
         )
         acknowledge(
@@ -178,3 +183,10 @@ class LambdaPlatform(Construct):
             acknowledge(function, "AwsSolutions-L1", reason)
             acknowledge(function, "Serverless-LambdaLatestVersion", reason)
         return function
+
+
+def _application_log_level(level: str | None) -> lambda_.ApplicationLogLevel | None:
+    """Lambda's name for Python's level (``WARNING`` is ``WARN`` there)."""
+    if level is None:
+        return None
+    return lambda_.ApplicationLogLevel["WARN" if level == "WARNING" else level]

@@ -116,7 +116,7 @@ class Tier(Construct):
             Env.JOB_MODULES: props.platform.jobs.module,
             Env.POWERTOOLS_SERVICE_NAME: Metrics.SERVICE,
             Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,
-            Env.POWERTOOLS_LOG_LEVEL: "INFO",
+            Env.POWERTOOLS_LOG_LEVEL: tier.log_level,
         }
         environment.update({Env.resource_var(resource.name): resource.value for resource in props.resources})
         if tier.limits is not None:
@@ -135,6 +135,7 @@ class Tier(Construct):
                 memory_mb=tier.memory_mb,
                 environment=environment,
                 reserved_concurrency=tier.reserved_concurrency,
+                log_level=tier.log_level,
             ),
         )
         acknowledge(

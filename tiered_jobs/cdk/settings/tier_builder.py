@@ -10,8 +10,8 @@ from typing import Any
 from tiered_jobs.contract.names import SQS_MAX_VISIBILITY_SECONDS, TIER_NAME_PATTERN
 
 from .rate_limits import parse as parse_rate_limits
-from .tiers import TIER_PRESETS, TierSettings, check_guardrails
-from .values import SettingsError, read_bool, read_int, read_number, reject_unknown
+from .tiers import LOG_LEVELS, TIER_PRESETS, TierSettings, check_guardrails
+from .values import SettingsError, read_bool, read_choice, read_int, read_number, reject_unknown
 
 # Service limits used by the checks below.
 _LAMBDA_MAX_TIMEOUT = 900
@@ -99,6 +99,7 @@ def build_tier(name: Any, raw: Any) -> TierSettings:
     v["failure_rate_alarm_percent"] = _percent(merged, "failure_rate_alarm_percent", base, where)
     v["failure_rate_min_jobs"] = num("failure_rate_min_jobs", 1)
     v["duration_alarm_percent_of_timeout"] = _percent(merged, "duration_alarm_percent_of_timeout", base, where)
+    v["log_level"] = read_choice(merged, "log_level", base.log_level, LOG_LEVELS, where)
     try:
         v.update(parse_rate_limits(merged, v))
     except ValueError as exc:

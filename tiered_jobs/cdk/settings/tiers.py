@@ -13,6 +13,9 @@ from tiered_jobs.contract.tiers import DEFAULT_DLQ_RETENTION_DAYS, DEFAULT_RETEN
 
 from .values import SettingsError
 
+#: The levels a tier's ``log_level`` may take (Python's names, as Powertools reads them).
+LOG_LEVELS: tuple[str, ...] = ("DEBUG", "INFO", "WARNING", "ERROR")
+
 
 @dataclass(frozen=True)
 class TierSettings:
@@ -72,6 +75,9 @@ class TierSettings:
     rate_limits: Mapping[str, RateLimit] = field(default_factory=dict)
     #: Longest wait for tokens inside one invocation (``None`` in cdk.json: min(10, timeout / 2)).
     rate_limit_max_wait_seconds: float | None = None
+    #: The consumer's log level (one of :data:`LOG_LEVELS`): INFO logs a line per finished job,
+    #: WARNING only retries and failures, DEBUG everything Powertools says.
+    log_level: str = "INFO"
 
     def __post_init__(self) -> None:
         if self.idempotency_ttl_seconds is None:
