@@ -1,4 +1,5 @@
-"""Consumer cold start vs the bare Powertools recipe, each in fresh interpreters (alternating runs)."""
+"""Consumer cold start vs the bare Powertools recipe, each in fresh interpreters (alternating runs);
+and with a job folder that brings a typical set of packages (``requirements.txt``) against the same recipe."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from typing import Any
 from tests.support.tier import create_tier, env_for
 
 ROOT = Path(__file__).resolve().parent.parent
+#: A typical team's job folder: an HTTP client, models, a payment API (the imports of TYPICAL_IMPORTS).
+TYPICAL_REQUIREMENTS = "httpx==0.28.1\npydantic==2.11.7\nstripe==12.4.0\n"
 
 
-def measure(runs: int = 15) -> dict[str, Any]:
+def measure(runs: int = 15, variants: tuple[str, str] = ("ours", "bare"), layer: str = "") -> dict[str, Any]:
     """``runs`` pairs of fresh interpreters, alternating which side goes first, after one pair
     that only warms the OS file cache. The ratio is the median of the per-pair ratios: a pair
     runs back to back, so the machine's drift cancels out."""
@@ -25,24 +28,45 @@ def measure(runs: int = 15) -> dict[str, Any]:
         tier = create_tier("coldstart", endpoint_url=endpoint.url)
         env = {**os.environ, **endpoint.client_env(), **env_for(tier), "PYTHONDONTWRITEBYTECODE": "1"}
         env.pop("AWS_SESSION_TOKEN", None)
-        samples: dict[str, list[dict]] = {"ours": [], "bare": []}
-        for variant in ("ours", "bare"):
-            _child(variant, "warm-up", env)
+        samples: dict[str, list[dict]] = {variant: [] for variant in variants}
+        for variant in variants:
+            _child(variant, "warm-up", env, layer)
         for run in range(runs):
-            for variant in ("bare", "ours") if run % 2 else ("ours", "bare"):
-                samples[variant].append(_child(variant, f"{run}", env))
-    summary = {v: {k: statistics.median(s[k] for s in runs_) for k in runs_[0]} for v, runs_ in samples.items()}
+            for variant in variants[::-1] if run % 2 else variants:
+                samples[variant].append(_child(variant, f"{run}", env, layer))
+    summary: dict[str, Any] = {
+        v: {k: statistics.median(s[k] for s in runs_) for k in runs_[0]} for v, runs_ in samples.items()
+    }
+    ours, bare = variants
     summary["ratio_total"] = statistics.median(
-        o["total_ms"] / b["total_ms"] for o, b in zip(samples["ours"], samples["bare"], strict=True)
+        o["total_ms"] / b["total_ms"] for o, b in zip(samples[ours], samples[bare], strict=True)
     )
-    summary["extra_modules"] = summary["ours"]["modules"] - summary["bare"]["modules"]
+    summary["extra_modules"] = summary[ours]["modules"] - summary[bare]["modules"]
     summary["runs"] = runs
     return summary
 
 
-def _child(variant: str, run_id: str, env: dict[str, str]) -> dict:
+def measure_with_packages(runs: int = 15) -> dict[str, Any]:
+    """The consumer whose job folder imports ``TYPICAL_REQUIREMENTS`` (installed for this interpreter, as
+    local mode does, from the same cache) against the bare recipe; with the layer's size for Lambda."""
+    import tempfile
+
+    from tiered_jobs.cdk import dependencies
+
+    with tempfile.TemporaryDirectory() as folder:
+        requirements = Path(folder) / dependencies.REQUIREMENTS_FILE
+        requirements.write_text(TYPICAL_REQUIREMENTS)
+        host = dependencies.install(requirements, dependencies.Target.host())
+        lambda_layer = dependencies.install(requirements, dependencies.Target.lambda_runtime("python3.13", "arm64"))
+    summary = measure(runs, ("packages", "bare"), str(host.python_dir))
+    summary["requirements"] = TYPICAL_REQUIREMENTS.split()
+    summary["layer_unzipped_mb_arm64"] = round(lambda_layer.size / 1024 / 1024, 1)
+    return summary
+
+
+def _child(variant: str, run_id: str, env: dict[str, str], layer: str = "") -> dict:
     result = subprocess.run(
-        [sys.executable, "-m", "bench.coldstart_child", variant, run_id],
+        [sys.executable, "-m", "bench.coldstart_child", variant, run_id, *([layer] if variant == "packages" else [])],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -1,7 +1,9 @@
 """One cold start in a fresh interpreter: import a handler, process one batch, report figures.
 
-Run by ``bench.coldstart`` as ``python -m bench.coldstart_child ours|bare <run id>`` with the
-function's environment and ``AWS_ENDPOINT_URL`` pointing at a moto server. The event is built
+Run by ``bench.coldstart`` as ``python -m bench.coldstart_child ours|bare|packages <run id> [<layer>]``
+with the function's environment and ``AWS_ENDPOINT_URL`` pointing at a moto server. ``packages`` is
+ours with a job folder that imports a typical set of its own packages (``TYPICAL_IMPORTS``) from
+``<layer>``, the folder a job folder's ``requirements.txt`` was installed into. The event is built
 with the standard library only, before the clock starts, so neither side pays for the other.
 """
 
@@ -11,6 +13,8 @@ import time
 import uuid
 
 BATCH = 10
+#: What a job module of a typical team imports (bench.coldstart.TYPICAL_REQUIREMENTS installs them).
+TYPICAL_IMPORTS = ("httpx", "pydantic", "stripe")
 
 
 def main() -> None:
@@ -55,7 +59,14 @@ def main() -> None:
 
     before = set(sys.modules)
     started = time.perf_counter()
-    if variant == "ours":
+    if variant == "packages":
+        import importlib
+
+        sys.path[1:1] = [sys.argv[3]]  # after the code, as Lambda puts /opt/python
+        for name in TYPICAL_IMPORTS:  # what the job folder's modules import at the top
+            importlib.import_module(name)
+        from tiered_jobs.handlers.consumer import handler
+    elif variant == "ours":
         from tiered_jobs.handlers.consumer import handler
     else:
         from bench.bare_recipe import handler
