@@ -96,3 +96,11 @@ def test_inspect_groups_the_same_message_apart_by_its_failing_frame(cli, deploym
     release_at = f"tests/cli/test_dlq_traceback.py:{_line(release, 'return -payload')} in release"
     assert groups == {(reserve_at, "'qty'"): 3, (release_at, "'qty'"): 1, (None, "'qty'"): 1}
     assert "Failed at" in table and reserve_at in table and release_at in table
+
+
+def test_letters_without_frames_get_no_failed_at_column(cli, deployment):
+    _letter(deployment, "o-1", None)
+
+    table = cli("dlq", "inspect", "critical").stdout
+
+    assert "'qty'" in table and "Failed at" not in table

@@ -43,7 +43,9 @@ def _groups_table(groups: list[dict[str, Any]], width: int | None) -> tuple[Tabl
     """
     from rich.cells import cell_len
 
-    for layout in _group_layouts():
+    with_frames = any(group.get("frame") for group in groups)  # letters of older consumers have none
+    for full_layout in _group_layouts():
+        layout = [column for column in full_layout if with_frames or column[0] != "Failed at"]
         rows = [[escape(cell(group)) for _, cell in layout] for group in groups]
         table = Table()
         natural = minimum = len(layout) + 1  # the vertical borders

@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 from .names import SQS_MAX_BATCH_ENTRIES, SQS_MAX_MESSAGE_BYTES
 
 #: Bytes of a job's message the publisher leaves to the runtime's own attributes: the
-#: ``DeadLetter.*`` reasons of its letter (at most about 5 KiB, the 1 024-character error message
-#: included) and the ``TieredJobs.*`` state of a held or deferred copy (under 200 bytes). A job
+#: ``DeadLetter.*`` reasons of its letter (at most 7 732 bytes, the 1 024-character error message
+#: and the 2 KiB traceback included) and the ``TieredJobs.*`` state of a held or deferred copy (under 200 bytes). A job
 #: whose body fits in :data:`MAX_JOB_MESSAGE_BYTES` therefore always reaches the DLQ with every
 #: reason whole, and its copies always fit.
 RUNTIME_ATTRIBUTES_HEADROOM_BYTES = 8 * 1024
