@@ -158,6 +158,9 @@ def test_an_envelope_error_has_a_traceback_but_no_frame_of_job_code(tier):
     where = LetterTraceback.decode(_letter_attributes(tier)[DeadLetter.TRACEBACK])
     assert where is not None and where.frame is None  # no job code ran
     assert "EnvelopeError" in where.text
+    (dead,) = logs.lines("job dead-lettered")  # a permanent failure: its log line has the traceback too
+    assert dead["reason"] == DeadLetter.REASON_PERMANENT and dead["exception_name"] == "EnvelopeError"
+    assert dead["exception"].startswith("Traceback (most recent call last):")
 
 
 def test_frames_are_named_relative_to_the_longest_import_path(monkeypatch):
