@@ -170,3 +170,22 @@ def test_frames_are_named_relative_to_the_longest_import_path(monkeypatch):
     assert short_path("/opt/python/httpx/_client.py") == "httpx/_client.py"
     assert short_path("/var/task/app/jobs/orders.py") == "app/jobs/orders.py"
     assert short_path("/var/taskforce/x.py") == "/var/taskforce/x.py"
+
+
+def test_a_message_with_characters_sqs_refuses_still_makes_a_value_sqs_accepts():
+    from tiered_jobs.contract.sqs_limits import first_disallowed_character
+    from tiered_jobs.runtime.tracebacks import letter_traceback
+
+    def job(payload, ctx):
+        raise ValueError("bad \udcff byte, \x00 and \ufffe, é kept")
+
+    try:
+        job({}, None)
+    except ValueError as exc:
+        value = letter_traceback(exc, job).encode()
+    assert first_disallowed_character(value) is None
+    assert value.isascii()  # escaped, since a raw lone surrogate would be refused
+    decoded = LetterTraceback.decode(value)
+    assert decoded is not None
+    assert decoded.text.rstrip().endswith("ValueError: bad \udcff byte, \x00 and \ufffe, é kept")
+    assert len(value.encode()) <= MAX_BYTES

@@ -24,6 +24,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from .sqs_limits import first_disallowed_character
+
 #: The shape this module writes.
 VERSION = 1
 #: Largest ``DeadLetter.Traceback`` value (UTF-8 bytes). About ten frames with their source lines;
@@ -40,10 +42,15 @@ class LetterTraceback:
     text: str
 
     def encode(self) -> str:
-        """The attribute's value (compact JSON, non-ASCII kept as is: SQS counts UTF-8 bytes)."""
-        return json.dumps(
-            {"v": VERSION, "frame": self.frame, "traceback": self.text}, ensure_ascii=False, separators=(",", ":")
-        )
+        """The attribute's value: compact JSON, non-ASCII kept as is (SQS counts UTF-8 bytes, and
+        ``\\u00e9`` is 6 of them), unless the text holds a character SQS refuses in an attribute (a lone
+        surrogate, U+FFFE): then every non-ASCII character is escaped. JSON escapes control
+        characters either way, so a message with a NUL byte still makes a letter SQS accepts."""
+        value = {"v": VERSION, "frame": self.frame, "traceback": self.text}
+        encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        if first_disallowed_character(encoded) is not None:
+            encoded = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+        return encoded
 
     @classmethod
     def decode(cls, value: str | None) -> LetterTraceback | None:
