@@ -8,8 +8,8 @@ to the search path *before* the import, so a module that checks a payload while 
 A caller that imported the module by hand and skipped its schemas would run payloads no schema
 checked: the bug this function exists to make impossible.
 
-**One module per prefix, imported lazily.** Job type ``payments.update_balance`` lives in module
-``<job package>.payments``, imported when the registry is first asked for a ``payments.*`` type. A
+**One module per prefix, imported lazily.** Job type ``orders.ship`` lives in module
+``<job package>.orders``, imported when the registry is first asked for an ``orders.*`` type. A
 tier's consumer is only ever given the types routed to it, so it imports only their modules: a
 module that fails to import (a syntax error, a missing dependency, any exception while it loads)
 stops its own job types and nothing else, on no other tier and no other prefix of the same batch.
