@@ -184,7 +184,8 @@ def test_a_message_with_characters_sqs_refuses_still_makes_a_value_sqs_accepts()
     except ValueError as exc:
         value = letter_traceback(exc, job).encode()
     assert first_disallowed_character(value) is None
-    assert value.isascii()  # escaped, since a raw lone surrogate would be refused
+    assert "\\udcff" in value and "\\ufffe" in value  # escaped, since raw they would be refused
+    assert "é" in value  # kept: 2 bytes of SQS's size, where its escape would take 6
     decoded = LetterTraceback.decode(value)
     assert decoded is not None
     assert decoded.text.rstrip().endswith("ValueError: bad \udcff byte, \x00 and \ufffe, é kept")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .sqs_limits import first_disallowed_character
+from .sqs_limits import sqs_safe_text
 
 #: The shape this module writes.
 VERSION = 1
@@ -43,14 +43,12 @@ class LetterTraceback:
 
     def encode(self) -> str:
         """The attribute's value: compact JSON, non-ASCII kept as is (SQS counts UTF-8 bytes, and
-        ``\\u00e9`` is 6 of them), unless the text holds a character SQS refuses in an attribute (a lone
-        surrogate, U+FFFE): then every non-ASCII character is escaped. JSON escapes control
-        characters either way, so a message with a NUL byte still makes a letter SQS accepts."""
+        ``\\u00e9`` is 6 of them). JSON escapes control characters (a NUL byte) itself; the characters
+        SQS refuses that JSON leaves raw (a lone surrogate, U+FFFE) are escaped by
+        :func:`~tiered_jobs.contract.sqs_limits.sqs_safe_text`, the rule every letter attribute
+        follows, and decode to the same text."""
         value = {"v": VERSION, "frame": self.frame, "traceback": self.text}
-        encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        if first_disallowed_character(encoded) is not None:
-            encoded = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
-        return encoded
+        return sqs_safe_text(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
     @classmethod
     def decode(cls, value: str | None) -> LetterTraceback | None:

@@ -6,7 +6,9 @@ Both rules come from the SQS API reference (``SendMessage`` / ``SendMessageBatch
 - **Characters**: a message body, and every ``String``/``Number`` attribute value, may hold only
   ``#x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD | #x10000-#x10FFFF``. Anything else makes SQS
   refuse that message with ``InvalidMessageContents`` (in a batch: that entry only, the others
-  are sent).
+  are sent). The attribute rule is ``MessageAttributeValue``'s: "For string data types, the
+  ``Value`` attribute has the same restrictions on the content as the message body". What the
+  runtime writes itself (a letter's reasons) goes through :func:`sqs_safe_text`.
 - **Size**: a message is its body's UTF-8 bytes plus, for every attribute, its name, its data
   type and its value (UTF-8 bytes of a string value, the raw bytes of a binary one). One message
   and one ``SendMessageBatch`` call (the sum of its messages) may each be at most 1 MiB;
@@ -52,6 +54,19 @@ def first_disallowed_character(text: str) -> tuple[int, str] | None:
     if found is None:
         return None
     return found.start(), f"U+{ord(found.group()):04X}"
+
+
+def sqs_safe_text(text: str) -> str:
+    """``text`` with each character SQS refuses written as a ``\\uXXXX`` escape; text SQS accepts is
+    returned unchanged.
+
+    For a value the runtime did not choose (a job's exception message, a type from a payload): a
+    refused character would make SQS refuse the whole letter, and the job would stay in its queue
+    until the redrive moved it without reasons. Every refused character is in the Basic
+    Multilingual Plane, so four hex digits always do; the escape is JSON's, so a JSON text passed
+    through stays valid and decodes to the same value (the letter's traceback relies on it).
+    """
+    return _DISALLOWED.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def disallowed_character_problem(text: str, where: str) -> str | None:

@@ -28,7 +28,7 @@ from tiered_jobs.contract.names import (
     DeadLetter,
     Replay,
 )
-from tiered_jobs.contract.sqs_limits import message_size
+from tiered_jobs.contract.sqs_limits import message_size, sqs_safe_text
 from tiered_jobs.contract.times import iso_text
 
 #: When original attributes leave no room for every reason, these are kept first. The traceback
@@ -75,11 +75,15 @@ class DeadLetterReason:
     traceback: str | None = None
 
     def attributes(self) -> dict[str, str]:
+        """The reasons as SQS will accept them: every value passes :func:`sqs_safe_text` (an exception's
+        message or a payload's type may hold a NUL byte or a lone surrogate, and one such character
+        would make SQS refuse the whole letter), escaped before it is cut, so a cap in characters
+        stays a cap in bytes."""
         traceback = {DeadLetter.TRACEBACK: self.traceback} if self.traceback else {}
-        return {
+        reasons = {
             DeadLetter.REASON: self.reason,
-            DeadLetter.ERROR_TYPE: truncate(self.error_type, MAX_ERROR_TYPE_CHARS),
-            DeadLetter.ERROR_MESSAGE: truncate(self.error_message, DeadLetter.MAX_ERROR_MESSAGE_CHARS),
+            DeadLetter.ERROR_TYPE: truncate(sqs_safe_text(self.error_type), MAX_ERROR_TYPE_CHARS),
+            DeadLetter.ERROR_MESSAGE: truncate(sqs_safe_text(self.error_message), DeadLetter.MAX_ERROR_MESSAGE_CHARS),
             DeadLetter.ATTEMPTS: str(self.attempts),
             DeadLetter.FIRST_FAILED_AT: iso_text(self.first_failed_at),
             DeadLetter.LAST_FAILED_AT: iso_text(self.last_failed_at),
@@ -87,6 +91,7 @@ class DeadLetterReason:
             DeadLetter.JOB_TYPE: self.job_type,
             **traceback,
         }
+        return {name: sqs_safe_text(value) for name, value in reasons.items()}
 
 
 def truncate(text: str, limit: int) -> str:
