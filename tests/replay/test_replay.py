@@ -176,6 +176,7 @@ def test_replay_moves_the_body_byte_for_byte_keeps_user_attributes_and_marks_the
         "archive": None,
         "archive_error": None,
         "letters": [],
+        "outcomes": None,  # the event named no message_ids
     }
     [moved] = dlq.take_all(dlq.queue_url)
     assert moved["Body"] == body
@@ -378,6 +379,7 @@ def test_inspect_consumes_nothing_and_groups_by_normalised_error(dlq):
         "oldest": iso(first - timedelta(minutes=13)),
         "newest": iso(NOW),
         "sample_message_ids": [a, b],
+        "message_ids": [a, b],
     }
     assert groups[("testjobs.effect", "TimeoutError")]["error_message"] == "no answer after <n> s"
     assert groups[("testjobs.effect", "TimeoutError")]["sample_message_ids"] == [c]
@@ -395,6 +397,7 @@ def test_inspect_keeps_at_most_three_samples(dlq):
     [group] = dlq.run({"action": "inspect"})["groups"]
 
     assert (group["count"], group["sample_message_ids"], group["error_message"]) == (5, ids[:3], "order <id> failed")
+    assert group["message_ids"] == ids  # every letter, for `dlq inspect --ids`
 
 
 def test_a_letter_seen_again_is_not_counted_twice(dlq):

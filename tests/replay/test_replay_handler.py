@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -93,6 +94,37 @@ def test_the_handler_stops_at_once_when_the_budget_is_already_spent(deployed):
     assert (response["moved"], response["stopped_because"], response["left_in_dlq"]) == (0, "time_budget", 1)
 
 
+def test_the_handler_replays_the_letters_named_by_message_ids_and_says_what_became_of_each(deployed):
+    sqs = boto3.client("sqs", region_name=REGION)
+    ids = [sqs.send_message(QueueUrl=deployed["bulk"].dlq_url, MessageBody=body)["MessageId"] for body in "abc"]
+
+    response = handler({"tier": "bulk", "message_ids": [ids[1], "not-in-the-dlq"]}, invocation_context())
+
+    assert response["outcomes"] == {ids[1]: "moved", "not-in-the-dlq": "not_found"}
+    assert (response["moved"], response["left_in_dlq"]) == (1, 2)
+    assert [m["Body"] for m in sqs.receive_message(QueueUrl=deployed["bulk"].queue_url)["Messages"]] == ["b"]
+
+
+@pytest.mark.parametrize(
+    ("event", "problem"),
+    [
+        ({"message_ids": "m1"}, "'message_ids' must be a list of 1-100 message ids"),
+        ({"message_ids": [7]}, "'message_ids' must be a list of 1-100 message ids"),
+        (
+            {"message_ids": ["m1"], "mode": "native", "allow_outside_idempotency_window": True},
+            "'mode': 'native' moves every letter and cannot filter: remove 'message_ids' or use 'mode': 'batch'",
+        ),
+    ],
+)
+def test_the_handler_refuses_message_ids_it_cannot_honour_and_moves_nothing(deployed, event, problem):
+    sqs = boto3.client("sqs", region_name=REGION)
+    sqs.send_message(QueueUrl=deployed["bulk"].dlq_url, MessageBody="kept")
+
+    with pytest.raises(ReplayEventError, match=re.escape(problem)):
+        handler({"tier": "bulk", **event}, invocation_context())
+    assert sqs.receive_message(QueueUrl=deployed["bulk"].queue_url).get("Messages") is None
+
+
 def test_a_bad_event_raises_so_the_console_shows_every_problem(deployed):
     with pytest.raises(ReplayEventError) as caught:
         handler({"tier": "gold", "max_messages": 0}, invocation_context())
@@ -172,6 +204,7 @@ def test_native_mode_starts_an_sqs_move_task_from_the_dlq_to_the_tier_queue():
         "archive": None,
         "archive_error": None,
         "letters": [],
+        "outcomes": None,  # native mode cannot select letters
     }
 
 

@@ -53,6 +53,20 @@ RESPONSE_FIELDS = (
     "archive",
     "archive_error",
     "letters",
+    "outcomes",
+)
+
+#: ``outcomes`` (only when the event names ``message_ids``): what became of each named letter.
+OUTCOMES = (
+    "moved",  # replay: SQS accepted the copy into the tier's queue (then it was deleted from the DLQ)
+    "would_move",  # replay, dry run
+    "refused_outside_window",  # replay (and its dry run): older than the idempotency window, left in the DLQ
+    "discarded",  # discard: archived, then deleted
+    "would_discard",  # discard, dry run
+    "failed",  # replay or discard: matched, but its send, archive or delete failed; still in the DLQ
+    "found",  # inspect, show: read (nothing removed)
+    "not_matched",  # in the DLQ, but another filter (or max_messages) left it out
+    "not_found",  # not seen in the DLQ by this run (see stopped_because)
 )
 
 

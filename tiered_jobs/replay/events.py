@@ -150,6 +150,7 @@ def response(request: ReplayRequest, **fields: Any) -> dict[str, Any]:
         "archive": None,
         "archive_error": None,
         "letters": [],
+        "outcomes": None,
     }
     base.update(fields)
     return base

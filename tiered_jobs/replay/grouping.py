@@ -85,12 +85,15 @@ class _Group:
     oldest: datetime | None = None
     newest: datetime | None = None
     samples: list[str] = field(default_factory=list)
+    #: Every letter of the group, in the order read: what an operator names to show, replay or discard one.
+    message_ids: list[str] = field(default_factory=list)
 
     def add(self, letter: Letter, outside_window: bool) -> None:
         self.count += 1
         self.outside_window += outside_window
         self.oldest = min(filter(None, (self.oldest, letter.first_failed_at)))
         self.newest = max(filter(None, (self.newest, letter.dead_lettered_at)))
+        self.message_ids.append(letter.message_id)
         if len(self.samples) < SAMPLES_PER_GROUP:
             self.samples.append(letter.message_id)
 
@@ -106,6 +109,7 @@ class _Group:
             "oldest": iso_text(self.oldest) if self.oldest else None,
             "newest": iso_text(self.newest) if self.newest else None,
             "sample_message_ids": list(self.samples),
+            "message_ids": list(self.message_ids),
         }
 
 

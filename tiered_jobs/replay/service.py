@@ -193,6 +193,10 @@ class _Scan:
         self.matched = self.moved = self.failed = self.discarded = 0
         self.outside_window = self.refused_outside_window = 0
         self.archive_error: str | None = None
+        #: What became of each letter the event named (``OUTCOMES``); ``not_found`` until this run sees it.
+        self.outcomes: dict[str, str] | None = (
+            dict.fromkeys(request.message_ids, "not_found") if request.message_ids else None
+        )
 
     def run(self) -> dict[str, Any]:
         try:
@@ -216,6 +220,7 @@ class _Scan:
             archive=self.archive.location if self.archive is not None and self.discarding else None,
             archive_error=self.archive_error,
             letters=self.letters,
+            outcomes=self.outcomes,
         )
 
     # -- the loop ---------------------------------------------------------------------------
@@ -256,6 +261,7 @@ class _Scan:
         matching = [letter for letter in letters if self._matches(letter)]
         ttl = self.queues.idempotency_ttl_seconds
         outside = {letter.message_id for letter in matching if letter.outside_window(ttl, self.started)}
+        refused: list[Letter] = []
         if self.guard_window:
             refused = [letter for letter in matching if letter.message_id in outside]
             if refused:
@@ -270,6 +276,9 @@ class _Scan:
             matching = [letter for letter in matching if letter.message_id not in outside]
             self.outside_window += len(refused)
         taken = matching[:left]
+        self._record(letters, "not_matched")
+        self._record(refused, "refused_outside_window")
+        self._record(taken, self._taken_outcome())
         self.matched += len(taken)
         self.outside_window += sum(letter.message_id in outside for letter in taken)
         self.groups.add(taken, outside)
@@ -281,6 +290,21 @@ class _Scan:
             self._move(taken)
         if self.discarding and taken:
             self._discard(taken)
+
+    def _taken_outcome(self) -> str:
+        """A matched letter's outcome before any send or delete: one that must move or go starts as failed."""
+        if self.moving or self.discarding:
+            return "failed"
+        if self.request.action == "replay":
+            return "would_move"
+        return "would_discard" if self.request.action == "discard" else "found"
+
+    def _record(self, letters: list[Letter], outcome: str) -> None:
+        """Note ``outcome`` for the letters the event named (a later note of the same run wins)."""
+        if self.outcomes is not None:
+            for letter in letters:
+                if letter.message_id in self.outcomes:
+                    self.outcomes[letter.message_id] = outcome
 
     def _matches(self, letter: Letter) -> bool:
         r = self.request
@@ -358,6 +382,7 @@ class _Scan:
         accepted = [by_entry[ok["Id"]] for ok in sent.get("Successful", [])]
         self.failed += len(letters) - len(accepted)
         self.moved += len(accepted)
+        self._record(accepted, "moved")
         # Sent but not deleted: a later run replays it again, a duplicate idempotency absorbs.
         self._delete(accepted, "sent but not deleted from the DLQ")
 
@@ -376,13 +401,14 @@ class _Scan:
             self.failed += len(letters)
             return
         deleted = self._delete(letters, "archived but not deleted from the DLQ (a later discard archives it again)")
-        self.discarded += deleted
-        self.failed += len(letters) - deleted
+        self._record(deleted, "discarded")
+        self.discarded += len(deleted)
+        self.failed += len(letters) - len(deleted)
 
-    def _delete(self, letters: list[Letter], failure_note: str) -> int:
-        """Delete ``letters`` from the DLQ; returns how many SQS deleted (the others stay, logged)."""
+    def _delete(self, letters: list[Letter], failure_note: str) -> list[Letter]:
+        """Delete ``letters`` from the DLQ; returns those SQS deleted (the others stay, logged)."""
         if not letters:
-            return 0
+            return []
         deleted = self.sqs.delete_message_batch(
             QueueUrl=self.queues.dlq_url,
             Entries=[{"Id": str(i), "ReceiptHandle": letter.receipt_handle} for i, letter in enumerate(letters)],
@@ -397,7 +423,7 @@ class _Scan:
                 failure.get("Code"),
                 failure.get("Message"),
             )
-        return len(deleted.get("Successful", []))
+        return [letters[int(ok["Id"])] for ok in deleted.get("Successful", [])]
 
     def _release_held(self) -> None:
         """Make every held letter visible again; best effort (a failure is logged: the hold expires anyway)."""
