@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from emulator import moto_patches
+from emulator import moto_patches, synth_cache
 from emulator.cdk_app import DEFAULT_ACCOUNT_ENV, DEFAULT_REGION_ENV, CdkApp, CdkAppError, StackArtifact, stacks
 from emulator.esm import FunctionConfig, MappingConfig
 from emulator.logs import function_log_groups
@@ -191,7 +191,8 @@ def synthesize(
     pick the stack that uses TieredJobs (``stack``: by name, when several do)."""
     app = app if app is not None else CdkApp.load(REPO_ROOT)
     overrides = dict(overrides if overrides is not None else local_overrides())
-    app.synth(
+    synth_cache.synth(
+        app,
         outdir,
         context={LOCAL_OVERRIDES_CONTEXT_KEY: overrides},
         account=ACCOUNT_ID,

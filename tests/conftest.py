@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from emulator import synth_cache
 from tests.support.context import lambda_context as make_lambda_context
 from tests.support.stack import FakeDeployment, deploy
 from tests.support.tier import Tier, create_tier
@@ -83,23 +86,48 @@ def deployment(aws) -> FakeDeployment:
     return deploy()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Longest first: the modules marked ``slow``, then ``e2e``, then the rest, each in its collected order.
+def pytest_configure(config: pytest.Config) -> None:
+    """One synthesis cache for the whole run (``emulator/synth_cache.py``), made by the controller
+    before its workers start, so they inherit it; removed when the run ends. A developer's own
+    ``TIERED_JOBS_SYNTH_CACHE`` is left alone."""
+    if hasattr(config, "workerinput") or synth_cache.CACHE_ENV in os.environ:
+        return
+    folder = tempfile.mkdtemp(prefix="tiered-jobs-synth-")
+    os.environ[synth_cache.CACHE_ENV] = folder
+    config.add_cleanup(lambda: (shutil.rmtree(folder, ignore_errors=True), os.environ.pop(synth_cache.CACHE_ENV, None)))
 
-    ``make test`` hands whole modules to parallel workers in this order; a long module picked up
-    last would run alone at the end (the docs examples, one local mode for every page, take minutes
-    on one worker), so the long ones start first and the short ones fill the gaps.
+
+#: The session-wide syntheses of tests/infra (``default_synth``, ``custom_synth``): every module that
+#: reads one runs on the same worker, so each is synthesized once per run, not once per worker.
+SHARED_SYNTH_FIXTURES = frozenset({"default_synth", "custom_synth"})
+SHARED_SYNTH_GROUP = "tests/infra: the shared syntheses"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Groups for the workers, longest first.
+
+    ``make test`` (``--dist loadgroup``) hands each group whole to one parallel worker: a module,
+    so its shared local session starts once; or every module that reads one of the infra tests'
+    shared syntheses, so each is made once (a synthesis is seconds of CPU; per worker, it was made
+    up to four times). The groups go in this order: those holding a ``slow`` test, then ``e2e``,
+    then the rest, each in its collected order. A long group picked up last would run alone at the
+    end (the docs examples, one local mode for every page, take minutes on one worker), so the long
+    ones start first and the short ones fill the gaps.
     """
+
+    def module(item: pytest.Item) -> str:
+        return item.nodeid.split("::", 1)[0]
 
     def rank(item: pytest.Item) -> int:
         return 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("e2e") else 2
 
-    module_rank: dict[str, int] = {}
-    module_order: dict[str, int] = {}
+    shared = {module(item) for item in items if SHARED_SYNTH_FIXTURES.intersection(getattr(item, "fixturenames", ()))}
+    group = {module(item): SHARED_SYNTH_GROUP if module(item) in shared else module(item) for item in items}
+    group_rank: dict[str, int] = {}
+    group_order: dict[str, int] = {}
     for index, item in enumerate(items):
-        module = item.nodeid.split("::", 1)[0]
-        module_rank[module] = min(module_rank.get(module, 2), rank(item))
-        module_order.setdefault(module, index)
-    items.sort(
-        key=lambda item: (module_rank[item.nodeid.split("::", 1)[0]], module_order[item.nodeid.split("::", 1)[0]])
-    )
+        name = group[module(item)]
+        group_rank[name] = min(group_rank.get(name, 2), rank(item))
+        group_order.setdefault(name, index)
+        item.add_marker(pytest.mark.xdist_group(name))
+    items.sort(key=lambda item: (group_rank[group[module(item)]], group_order[group[module(item)]]))

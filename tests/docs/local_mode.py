@@ -26,6 +26,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from emulator import synth_cache
 from tests.docs.blocks import CONSOLE, PYTHON, ROOT, SHELL, Block, output_problems, prompts
 
 #: A ``background`` command has this long to print its first line (or to fail), then must still
@@ -96,6 +97,9 @@ def base_environment() -> dict[str, str]:
     # A documented `tiered-jobs console` listens on a free port, never the documented 8321: a
     # developer's own console (or `make up`) may hold it while the suite runs.
     env["TIERED_JOBS_CONSOLE_PORT"] = str(free_port())
+    # The run's synthesis cache (tests/conftest.py) reaches `up` too: its synthesis is the suite's.
+    if synth_cache.CACHE_ENV in os.environ:
+        env[synth_cache.CACHE_ENV] = os.environ[synth_cache.CACHE_ENV]
     # Nothing leaves 127.0.0.1: a request to anywhere else goes to a proxy that is not there, and fails.
     env.update({"HTTP_PROXY": NOWHERE, "HTTPS_PROXY": NOWHERE, "NO_PROXY": "127.0.0.1,localhost"})
     return env

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from emulator import synth_cache
 from emulator.cdk_app import CdkApp, CdkAppError, stacks
 from emulator.deploy import REPO_ROOT, Assembly, LocalAppError, app_environment, local_overrides, synthesize
 from emulator.server import ACCOUNT_ID, DEFAULT_REGION
@@ -79,6 +80,8 @@ def app_dir(tmp_path, monkeypatch) -> Path:
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
+    # These tests watch the app run: a copy from the run's synthesis cache would show another test's run.
+    monkeypatch.delenv(synth_cache.CACHE_ENV, raising=False)
     (home / ".cdk.json").write_text(json.dumps({"context": {"user": "home", "lookup": "home", "flag": "home"}}))
     folder = tmp_path / "app"
     folder.mkdir()
