@@ -16,7 +16,7 @@ from ..operations.display import format_duration
 from ..operations.replays import Via, run_replay
 from ..stage.target import Target
 from .common import CliError, dlq_app, reported_errors, terminal
-from .groups import print_groups
+from .groups import print_groups, print_message_ids
 
 _VIA_HELP = "Run the replay code here (direct) or invoke the deployed replay function (lambda)."
 _STOPPED = {
@@ -38,6 +38,7 @@ def dlq_inspect(
     ctx: typer.Context,
     tier: str = typer.Argument(..., help="The tier whose DLQ to read."),
     max_messages: int = typer.Option(100, "--max", help="Read at most this many letters."),
+    ids: bool = typer.Option(False, "--ids", help="Also list every letter's message id, by group."),
     as_json: bool = typer.Option(False, "--json", help="Print the replay function's JSON response."),
     via: Via = typer.Option(Via.auto, "--via", help=_VIA_HELP),
 ) -> None:
@@ -53,6 +54,8 @@ def dlq_inspect(
         )
         _print_outside_window(answer)
         print_groups(answer["groups"])
+        if ids:
+            print_message_ids(answer["groups"])
 
 
 @dlq_app.command("replay")
@@ -60,6 +63,9 @@ def dlq_replay(
     ctx: typer.Context,
     tier: str = typer.Argument(..., help="The tier whose DLQ to move back to its queue."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Count what would move; move nothing."),
+    message_ids: Optional[list[str]] = typer.Option(
+        None, "--message-id", help="Only this letter (repeat the option for several; `dlq inspect --ids` lists them)."
+    ),
     job_type: Optional[str] = typer.Option(None, "--job-type", help=_JOB_TYPE_HELP),
     error_type: Optional[str] = typer.Option(None, "--error-type", help=_ERROR_TYPE_HELP),
     older_than: int = typer.Option(0, "--older-than", help=_OLDER_THAN_HELP),
@@ -85,6 +91,8 @@ def dlq_replay(
             "older_than_seconds": older_than,
             "max_per_second": max_per_second,
         }
+        if message_ids:
+            event["message_ids"] = list(message_ids)
         if allow_outside_window:
             event["allow_outside_idempotency_window"] = True
         answer = _replay(ctx.obj, event, via)
@@ -107,6 +115,7 @@ def dlq_replay(
             print_groups(answer["groups"])
         if answer["failed"]:
             raise CliError(f"{answer['failed']} letter(s) could not be sent and stay in the DLQ: run the replay again")
+        _refuse_not_found(answer, tier)
 
 
 @dlq_app.command("discard")
@@ -171,6 +180,7 @@ def dlq_discard(
                 f"{answer['failed']} archived letter(s) could not be deleted and stay in the DLQ: "
                 "run the discard again (the archive may then hold them twice)"
             )
+        _refuse_not_found(answer, tier)
 
 
 @dlq_app.command("show")
@@ -231,6 +241,24 @@ def _print_letter(letter: dict[str, Any]) -> None:
         body = letter["body"]
     console.print(escape(body), soft_wrap=True, highlight=False)
     console.print()
+
+
+def _refuse_not_found(answer: dict[str, Any], tier: str) -> None:
+    """Exit 1 naming every ``--message-id`` the run did not act on: never a silent no-op.
+
+    The letters found were handled as asked; one left out by another filter is named with the others.
+    Those refused for their age were already explained by ``_print_outside_window`` and are named too.
+    """
+    outcomes: dict[str, str] = answer.get("outcomes") or {}
+    missing = sorted(mid for mid, outcome in outcomes.items() if outcome == "not_found")
+    left_out = sorted(mid for mid, outcome in outcomes.items() if outcome in ("not_matched", "refused_outside_window"))
+    problems = []
+    if missing:
+        problems.append(f"not found in the {tier} DLQ: {', '.join(missing)} ({_stopped(answer)})")
+    if left_out:
+        problems.append(f"left in the {tier} DLQ by the other filters or their age: {', '.join(left_out)}")
+    if problems:
+        raise CliError("; ".join(problems))
 
 
 def _stopped(answer: dict[str, Any]) -> str:

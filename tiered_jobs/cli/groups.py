@@ -93,6 +93,24 @@ def print_groups(groups: list[dict[str, Any]]) -> None:
     console.print(table)
 
 
+def print_message_ids(groups: list[dict[str, Any]]) -> None:
+    """Each group's letters by message id, one per line under a heading naming the group.
+
+    A message id is 36 characters (SQS's UUID): on a line of its own, indented by 2, it is never
+    wrapped or cut at 80 columns, and it can be copied whole into ``dlq show | replay | discard
+    --message-id``. A function deployed before groups carried every id answers only its samples.
+    """
+    console = terminal()
+    for group in groups:
+        ids = group.get("message_ids", group.get("sample_message_ids") or [])
+        sampled = "" if "message_ids" in group else f", {len(ids)} sample(s) shown"
+        console.print(
+            f"[bold]{group['count']} x {escape(group['job_type'])} · {escape(group['error_type'])}[/]{sampled}"
+        )
+        for message_id in ids:
+            console.print(f"  {escape(message_id)}", soft_wrap=True, highlight=False)
+
+
 def _minute(iso: str | None) -> str:
     """``2026-11-29T08:13:00.000Z`` -> ``2026-11-29 08:13`` (UTC): enough to tell groups apart."""
     return iso[:16].replace("T", " ") if iso else ""
