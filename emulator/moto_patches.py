@@ -92,6 +92,13 @@ Gaps, in deployment order:
     CloudWatch takes dimensions as a set; :func:`cloudwatch_dimensions_as_a_set` orders them by
     name, then value, so the sort makes them one.
 
+16. **moto's ``ListMetrics`` lists a metric once per datapoint.** Its test of "already listed"
+    (``are_dimensions_same``) requires every dimension of one series to equal every dimension of
+    the other, true only for a single dimension: a series of ``Stage, Tier, JobType`` was listed
+    once per datapoint, so ``status``'s job types took a page per 500 datapoints, and each page
+    compared every datapoint with every one listed. :func:`cloudwatch_list_metrics_by_series`
+    compares dimensions as a set, so a series is listed once, as CloudWatch does.
+
 moto never evaluates alarms, publishes no SQS or Lambda metrics and extracts no EMF from logs:
 ``emulator.metrics`` and ``emulator.alarms`` emulate those services' parts.
 """
@@ -461,6 +468,27 @@ def cloudwatch_dimensions_as_a_set() -> None:
 
     less_than.ordered_by_tiered_jobs = True  # type: ignore[attr-defined]
     Dimension.__lt__ = less_than  # type: ignore[method-assign]
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 16: ListMetrics lists a series once
+
+
+def cloudwatch_list_metrics_by_series() -> None:
+    """Make moto's "same dimensions" test of ``ListMetrics`` compare them as sets (idempotent)."""
+    from moto.cloudwatch import models
+
+    if getattr(models.are_dimensions_same, "by_tiered_jobs", False):
+        return
+
+    def are_dimensions_same(metric_dimensions: list[Any], dimensions: list[Any]) -> bool:
+        def pairs(items: list[Any]) -> set[tuple[str, str]]:
+            return {(item.name, item.value) for item in items}
+
+        return len(metric_dimensions) == len(dimensions) and pairs(metric_dimensions) == pairs(dimensions)
+
+    are_dimensions_same.by_tiered_jobs = True  # type: ignore[attr-defined]
+    models.are_dimensions_same = are_dimensions_same
 
 
 # --------------------------------------------------------------------------------------------

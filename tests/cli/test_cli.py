@@ -190,7 +190,7 @@ def test_status_shows_depths_dlq_age_and_alarms(cli, deployment):
         "mean_retry_delay_seconds": None,
         "p50_ms": None,
         "p99_ms": None,
-        "completed_per_second": 0.0,
+        "counts": {label: {"completed": 0, "failed": 0, "retried": 0, "held": 0} for label in ("1m", "5m", "60m")},
     }
 
 
@@ -223,7 +223,7 @@ def test_status_json_holds_the_job_figures_the_console_shows(cli, deployment):
     bulk = {row["tier"]: row for row in json.loads(cli("status", "--json").stdout)["tiers"]}["bulk"]
 
     assert (bulk["succeeded"], bulk["failed"], bulk["retried"]) == (96.0, 4.0, 7.0)
-    assert bulk["completed_per_second"] == 6.0 / 300  # the last 5 minutes only
+    assert bulk["counts"]["5m"] == {"completed": 6, "failed": 0, "retried": 7, "held": 0}  # the last 5 minutes only
 
 
 def _throttled(tier: str, count: float, minutes_ago: float, stage: str = "test") -> None:
@@ -297,8 +297,8 @@ def test_status_piped_prints_every_column_whole_on_a_narrow_terminal_setting(dep
 
 
 def test_status_reads_every_cloudwatch_figure_of_every_tier_in_one_call(cli, deployment, monkeypatch):
-    """Its documented budget (tiered_jobs/cli/status.py): 2n + 4 calls for n tiers, one GetMetricData
-    (the current rates among its figures: no GetMetricStatistics per tier)."""
+    """Its documented budget (tiered_jobs/cli/status.py): 2n + 5 calls for n tiers, one ListMetrics (the
+    job types), one GetMetricData (the live counts among its figures: no GetMetricStatistics per tier)."""
     from tiered_jobs.stage.target import Target
 
     calls: list[str] = []
@@ -317,8 +317,11 @@ def test_status_reads_every_cloudwatch_figure_of_every_tier_in_one_call(cli, dep
     assert cli("status").exit_code == 0
     tiers = len(deployment.queue_urls)
     assert calls.count("GetMetricData") == 1 and calls.count("GetQueueAttributes") == 2 * tiers
-    assert "GetMetricStatistics" not in calls
-    assert len(calls) == 2 * tiers + 4, calls
+    assert calls.count("ListMetrics") == 1 and "GetMetricStatistics" not in calls
+    # +1 GetParameters: the mappings' UUIDs (paused tiers); this fake stage names none, a real one adds a
+    # GetEventSourceMapping per tier (docs/cli.md counts them).
+    assert calls.count("GetEventSourceMapping") == 0
+    assert len(calls) == 2 * tiers + 6, " ".join(calls)
 
 
 def test_status_without_cloudwatch_rights_still_shows_the_queues(cli, deployment, monkeypatch):

@@ -38,7 +38,7 @@ def test_publish_refuses_a_tenant_sqs_would_refuse(cli, deployment):
     assert "'tenant' must be 1-128 characters" in result.stderr
 
 
-def test_status_shows_the_configured_and_the_current_rate(cli, deployment):
+def test_status_shows_the_configured_rate_and_the_jobs_completed(cli, deployment):
     limits = RateLimits(RateLimit(5, 5), {"analytics.*": RateLimit(2, 2)})
     boto3.client("ssm").put_parameter(
         Name=Ssm.tier("test", "bulk", Ssm.TIER_RATE_LIMITS), Value=limits.to_json(), Type="String"
@@ -62,13 +62,18 @@ def test_status_shows_the_configured_and_the_current_rate(cli, deployment):
     result = cli("status")
     assert result.exit_code == 0, result.output
     bulk = next(line for line in result.stdout.splitlines() if "bulk" in line and "/s" in line)
-    assert "5/s (burst 5); analytics.*: 2/s (burst 2)" in bulk and "2.00" in bulk  # 600 in 5 minutes
-    critical = next(line for line in result.stdout.splitlines() if "critical" in line and "none" in line)
-    assert "0.00" in critical
+    assert "5/s (burst 5); analytics.*: 2/s (burst 2)" in bulk
+    assert any("critical" in line and "none" in line for line in result.stdout.splitlines())
+    # Counts, not a rate: 600 jobs 2 minutes ago are in the 5 and 60 minutes, not in the last one.
+    jobs = next(line for line in result.stdout.splitlines() if line.split()[:1] == ["bulk"] and "/" in line)
+    assert jobs.split()[1] == "0/600/600"
 
-    rows = json.loads(cli("status", "--json").stdout)["rates"]
+    as_json = json.loads(cli("status", "--json").stdout)
+    rows = as_json["rates"]
     assert rows["bulk"]["rate_limit"]["tier"] == {"per_second": 5, "burst": 5}
-    assert rows["bulk"]["completed_per_second"] == 2.0 and rows["critical"]["rate_limit"] is None
+    assert rows["critical"]["rate_limit"] is None and "completed_per_second" not in rows["bulk"]
+    bulk_counts = next(row["counts"] for row in as_json["tiers"] if row["tier"] == "bulk")
+    assert (bulk_counts["1m"]["completed"], bulk_counts["5m"]["completed"]) == (0, 600)
 
 
 def test_rate_limits_of_more_tiers_than_one_call_takes_are_all_read(aws):

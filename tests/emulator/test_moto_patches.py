@@ -316,3 +316,26 @@ def test_get_metric_data_takes_a_metrics_dimensions_as_a_set(aws, tier):
             EndTime=now + timedelta(minutes=1),
         )
         assert answer["MetricDataResults"][0]["Values"] == [2.0], dimensions
+
+
+def test_list_metrics_lists_a_series_once_whatever_its_datapoints(aws):
+    """A series of three dimensions put four times, in two orders, is one metric (moto listed four)."""
+    from datetime import datetime, timezone
+
+    import boto3
+
+    moto_patches.cloudwatch_list_metrics_by_series()
+    cloudwatch = boto3.client("cloudwatch")
+    one = [{"Name": "Stage", "Value": "local"}, {"Name": "Tier", "Value": "bulk"}, {"Name": "JobType", "Value": "a.b"}]
+    other = [{**one[2], "Value": "a.c"}, one[0], one[1]]
+    for dimensions in (one, one[::-1], one, other):
+        cloudwatch.put_metric_data(
+            Namespace="N",
+            MetricData=[
+                {"MetricName": "M", "Value": 1.0, "Timestamp": datetime.now(timezone.utc), "Dimensions": dimensions}
+            ],
+        )
+
+    listed = cloudwatch.list_metrics(Namespace="N", MetricName="M")["Metrics"]
+
+    assert sorted(next(d["Value"] for d in m["Dimensions"] if d["Name"] == "JobType") for m in listed) == ["a.b", "a.c"]

@@ -1,17 +1,20 @@
-"""``tiered-jobs status``: every tier's status as a table or JSON, and each tier's rate limit.
+"""``tiered-jobs status``: every tier's status as a table or JSON, the live job counts per tier and
+job type, and each tier's rate limit.
 
 The status is :func:`tiered_jobs.operations.status.read_status`, the read the console's Tiers page
 and the emulator's live view show too; this module only renders it, and adds the configured rate
 limits: they change with a deploy, not with traffic, so they are no part of what a console refresh reads.
 
 Its AWS calls, for ``n`` tiers: the discovery (one ``DescribeStacks``, or the SSM look-ups), the
-status read (``2n`` ``GetQueueAttributes``, one ``DescribeAlarms`` page per 100 alarms, **one**
-``GetMetricData`` for every CloudWatch figure of every tier, the current rates among them) and one
-``GetParameters`` per 10 tiers (rate limits): ``2n + 4`` with a stack (up to 10 tiers), 10 for three.
+status read (``2n`` ``GetQueueAttributes``, one ``DescribeAlarms`` page per 100 alarms, one
+``ListMetrics`` page per 500 series (the job types), **one** ``GetMetricData`` for every CloudWatch
+figure of every tier and job type, the live counts among them) and one ``GetParameters`` per 10
+tiers (rate limits): ``2n + 5`` with a stack (up to 10 tiers), 11 for three.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import typer
@@ -20,9 +23,10 @@ from rich.table import Table
 
 from ..operations.display import alarm_summary, format_duration
 from ..operations.errors import client_error_text
-from ..operations.status import RECENT_SECONDS, StageStatus, read_status
+from ..operations.status import StageStatus, read_status
 from ..stage.target import Target
 from .common import app, reported_errors, terminal
+from .counts_table import jobs_table
 
 
 @app.command()
@@ -30,11 +34,12 @@ def status(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
-    """Per tier: messages waiting, in flight and delayed, DLQ depth, oldest message age, throttles, alarms."""
+    """Per tier: messages waiting, in flight and delayed, DLQ depth, oldest message age, throttles, alarms;
+    jobs completed, failed, retried and held in the last 1, 5 and 60 minutes, per tier and job type."""
     with reported_errors():
         target: Target = ctx.obj
         deployment = target.deployment()
-        read = read_status(target.stage, deployment.tiers, target.client, source=deployment.source)
+        read = read_status(target.stage, deployment.tiers, target.client, source=deployment.source, by_job_type=True)
         notes = list(read.notes)
         rates = _rates(target, read, notes)
         if as_json:
@@ -43,6 +48,7 @@ def status(
                     "stage": read.stage,
                     "source": read.source,
                     "tiers": [row.to_dict() for row in read.tiers],
+                    "job_types": [asdict(row) for row in read.job_types],
                     "rates": rates,
                 }
             )
@@ -67,13 +73,14 @@ def status(
                 alarm_summary(row.alarms),
             )
         _print_full_width(table)
+        _print_full_width(jobs_table(read))
         _print_rates(rates)
         for note in notes:
             terminal(stderr=True).print(f"note: {escape(note)}")
 
 
 def _rates(target: Target, read: StageStatus, notes: list[str]) -> dict[str, dict[str, Any]]:
-    """Per tier: the configured rate limit (``None``: not limited) and completed jobs per second."""
+    """Per tier: the configured rate limit (``None``: not limited)."""
     from botocore.exceptions import ClientError
 
     from ..operations import rates
@@ -87,7 +94,6 @@ def _rates(target: Target, read: StageStatus, notes: list[str]) -> dict[str, dic
         row.tier: {
             "rate_limit": limits[row.tier].to_dict() if row.tier in limits else None,
             "rate_limit_text": limits[row.tier].describe() if row.tier in limits else "none",
-            "completed_per_second": row.completed_per_second,
         }
         for row in read.tiers
     }
@@ -108,11 +114,10 @@ def _print_rates(rates: dict[str, dict[str, Any]]) -> None:
     from rich import box
 
     table = Table(title="Rates", box=box.SIMPLE_HEAD)
-    for title in ("Tier", "Rate limit", f"Completed/s (last {RECENT_SECONDS // 60} min)"):
-        table.add_column(title, justify="right" if title.startswith("Completed") else "left")
+    for title in ("Tier", "Rate limit"):
+        table.add_column(title)
     for tier, rate in rates.items():
-        done = rate["completed_per_second"]
-        table.add_row(tier, escape(rate["rate_limit_text"]), "–" if done is None else f"{done:.2f}")
+        table.add_row(tier, escape(rate["rate_limit_text"]))
     terminal().print(table)
 
 

@@ -2,9 +2,8 @@
 
 The SSM parameter ``/tiered-jobs/<stage>/tiers/<tier>/rate-limits`` the stack writes for every
 rate-limited tier (a tier without it is not limited), read as discovery reads every parameter of a
-stage. The current rate, completed jobs per second, is a figure of the tier's status
-(:attr:`tiered_jobs.operations.status.TierStatus.completed_per_second`), read in the same
-``GetMetricData`` call as the others.
+stage. What the limit does is in the tier's live counts (:mod:`tiered_jobs.operations.counts`): jobs
+completed and held over the last 1, 5 and 60 minutes, read in the status's ``GetMetricData`` call.
 """
 
 from __future__ import annotations

@@ -20,8 +20,13 @@ caller's, done once):
     quota, a reservation). A throttled batch returns to its queue having spent one receive of each
     of its messages toward the redrive count.
   - the consumer's own metrics (``TieredJobs``, dimensions ``service, Stage, Tier``) over the last
-    :data:`WINDOW_SECONDS`: jobs succeeded, failed for good, retried, the mean retry delay, the
-    duration p50/p99; and the jobs completed in the last :data:`RECENT_SECONDS`, the current rate.
+    :data:`WINDOW_SECONDS`: the mean retry delay, the duration p50/p99; and the live counts
+    (:mod:`tiered_jobs.operations.counts`): jobs completed, failed for good, retried and held over
+    the last 1, 5 and 60 minutes, the hour's totals among them. Four queries per tier, and with
+    ``by_job_type`` four per job type, in the same call.
+
+With ``by_job_type`` the read adds **one** ``ListMetrics`` (a page per 500 series), before that
+call: it finds the job types of the last 3 hours, which no deployment lists (a route is a pattern).
 
 Queue counts are the core of the read; alarms and CloudWatch figures are extras: a role without
 their permission still sees its queues, with a note saying what could not be read.
@@ -36,6 +41,7 @@ from typing import Any
 
 from ..contract.names import Alarms, Metrics, consumer_function_name
 from ..contract.tiers import TierQueues
+from . import counts as live
 from .errors import client_error_text
 
 #: CloudWatch namespace and dimension of SQS's own metrics.
@@ -55,7 +61,7 @@ THROTTLES = "Throttles"
 
 #: The window of the job figures (succeeded, failed, retried, retry delay, durations).
 WINDOW_SECONDS = 3600
-#: The window of what is happening now: throttles, and completed jobs per second.
+#: The window of what is happening now: throttles.
 RECENT_SECONDS = 300
 #: How far back the age is looked for: SQS publishes it every minute while a queue is active, and
 #: stops for a queue inactive for hours; a datapoint older than this says nothing about now.
@@ -65,11 +71,9 @@ MINUTE = 60
 #: Queries one ``GetMetricData`` call takes at most.
 MAX_QUERIES = 500
 
-#: (figure, metric, statistic) of the consumer's own metrics, each over :data:`WINDOW_SECONDS`.
+#: (figure, metric, statistic) of the consumer's own metrics, each over :data:`WINDOW_SECONDS`; the
+#: hour's succeeded, failed and retried jobs are the live counts' 60 minutes.
 _JOB_FIGURES: tuple[tuple[str, str, str], ...] = (
-    ("succeeded", Metrics.SUCCEEDED, "Sum"),
-    ("failed", Metrics.FAILED, "Sum"),
-    ("retried", Metrics.RETRIED, "Sum"),
     ("mean_retry_delay_seconds", Metrics.RETRY_DELAY, "Average"),
     ("p50_ms", Metrics.DURATION, "p50"),
     ("p99_ms", Metrics.DURATION, "p99"),
@@ -101,8 +105,8 @@ class TierStatus:
     mean_retry_delay_seconds: float | None = None
     p50_ms: float | None = None
     p99_ms: float | None = None
-    #: Jobs completed per second over the last :data:`RECENT_SECONDS` (0: none).
-    completed_per_second: float | None = None
+    #: ``{"1m" | "5m" | "60m": WindowCounts}``: jobs completed, failed, retried, held (``None``: not read).
+    counts: dict[str, live.WindowCounts] | None = None
 
     @property
     def success_rate(self) -> float | None:
@@ -127,6 +131,8 @@ class StageStatus:
     tiers: list[TierStatus]
     #: Figures that could not be read (e.g. no CloudWatch permission): shown as notes, never fatal.
     notes: list[str] = field(default_factory=list)
+    #: The live counts per job type, by tier then type (read with ``by_job_type`` only).
+    job_types: list[live.JobTypeCounts] = field(default_factory=list)
 
     def tier(self, name: str) -> TierStatus:
         return next(status for status in self.tiers if status.tier == name)
@@ -139,9 +145,11 @@ def read_status(
     *,
     source: str,
     now: datetime | None = None,
+    by_job_type: bool = False,
 ) -> StageStatus:
     """Every tier's status, in the calls the module's docstring counts. ``client(service)`` is a boto3
-    client (an operator's ``Target.client``, the emulator session's ``clients``)."""
+    client (an operator's ``Target.client``, the emulator session's ``clients``). ``by_job_type``
+    adds the live counts of each job type (one ``ListMetrics`` more)."""
     from botocore.exceptions import ClientError
 
     sqs = client("sqs")
@@ -158,10 +166,13 @@ def read_status(
     except ClientError as exc:
         states = {}
         notes.append(f"alarm states unavailable ({client_error_text(exc)})")
+    types: list[tuple[str, str]] = []
     try:
-        figures = metric_figures(cloudwatch, stage, tiers, now=now)
+        if by_job_type:
+            types = live.job_types(cloudwatch, stage, tiers)
+        figures, by_type = metric_figures(cloudwatch, stage, tiers, now=now, job_types=types)
     except ClientError as exc:
-        figures = {}
+        figures, by_type = {}, []
         notes.append(f"CloudWatch figures unavailable ({client_error_text(exc)})")
     rows = [
         TierStatus(
@@ -175,7 +186,7 @@ def read_status(
         )
         for name in tiers
     ]
-    return StageStatus(stage, source, rows, notes)
+    return StageStatus(stage, source, rows, notes, by_type)
 
 
 def queue_name(queue_url: str) -> str:
@@ -204,25 +215,27 @@ def tier_alarms(states: Mapping[str, str], stage: str, tier: str) -> dict[str, s
 
 
 def metric_figures(
-    cloudwatch: Any, stage: str, tiers: Mapping[str, TierQueues], *, now: datetime | None = None
-) -> dict[str, dict[str, float | None]]:
-    """``{tier: {TierStatus field: value}}``: every CloudWatch figure of every tier, in one
-    ``GetMetricData`` call (see the module's docstring)."""
+    cloudwatch: Any,
+    stage: str,
+    tiers: Mapping[str, TierQueues],
+    *,
+    now: datetime | None = None,
+    job_types: list[tuple[str, str]] | None = None,
+) -> tuple[dict[str, dict[str, Any]], list[live.JobTypeCounts]]:
+    """``{tier: {TierStatus field: value}}`` and the live counts of each ``(tier, job type)``: every
+    CloudWatch figure of every tier, in one ``GetMetricData`` call (see the module's docstring)."""
     if not tiers:
-        return {}
+        return {}, []
     # Whole minutes, the current one included: the periods line up with the datapoints, so a
     # refresh a few seconds later reads the same figures.
     end = (now or datetime.now(timezone.utc)).replace(second=0, microsecond=0) + timedelta(minutes=1)
     queries: list[dict[str, Any]] = []
+    types = job_types or []
     for index, (name, urls) in enumerate(tiers.items()):
-        ours = [
-            {"Name": Metrics.DIM_SERVICE, "Value": Metrics.SERVICE},
-            {"Name": Metrics.DIM_STAGE, "Value": stage},
-            {"Name": Metrics.DIM_TIER, "Value": name},
-        ]
+        ours = live.tier_dimensions(stage, name)
         for figure, metric, stat in _JOB_FIGURES:
             queries.append(_query(f"t{index}_{figure}", Metrics.NAMESPACE, metric, ours, WINDOW_SECONDS, stat))
-        queries.append(_query(f"t{index}_recent", Metrics.NAMESPACE, Metrics.SUCCEEDED, ours, MINUTE, "Sum"))
+        queries.extend(live.count_queries(f"t{index}_count", ours))
         queries.append(
             _query(
                 f"t{index}_age",
@@ -243,27 +256,34 @@ def metric_figures(
                 "Sum",
             )
         )
+    for index, (tier, job_type) in enumerate(types):
+        queries.extend(live.count_queries(f"j{index}_count", live.job_type_dimensions(stage, tier, job_type)))
     points = _datapoints(cloudwatch, queries, end - timedelta(seconds=max(WINDOW_SECONDS, AGE_LOOKBACK_SECONDS)), end)
     recent, aged = end - timedelta(seconds=RECENT_SECONDS), end - timedelta(seconds=AGE_LOOKBACK_SECONDS)
-    figures: dict[str, dict[str, float | None]] = {}
+    figures: dict[str, dict[str, Any]] = {}
     for index, name in enumerate(tiers):
 
         def found(figure: str, index: int = index) -> list[tuple[datetime, float]]:
             return sorted(points.get(f"t{index}_{figure}", []), reverse=True)  # newest first
 
-        row: dict[str, float | None] = {}
-        for figure, _, stat in _JOB_FIGURES:
+        row: dict[str, Any] = {}
+        for figure, _, _ in _JOB_FIGURES:  # a statistic over the whole window: the latest period's
             values = [value for _, value in found(figure)]
-            if stat == "Sum":
-                row[figure] = sum(values) if values else None
-            else:  # a statistic over the whole window: the latest period's
-                row[figure] = values[0] if values else None
-        row["completed_per_second"] = sum(value for stamp, value in found("recent") if stamp >= recent) / RECENT_SECONDS
+            row[figure] = values[0] if values else None
+        # The hour's totals are the counts' 60 minutes; None without a datapoint, as before.
+        for figure, count in (("succeeded", "completed"), ("failed", "failed"), ("retried", "retried")):
+            values = [value for _, value in found(f"count_{count}")]
+            row[figure] = sum(values) if values else None
+        row["counts"] = live.window_counts(points, f"t{index}_count", end)
         row["throttles"] = sum(value for stamp, value in found("throttles") if stamp >= recent)
         ages = [value for stamp, value in found("age") if stamp >= aged]
         row["oldest_age_seconds"] = ages[0] if ages else None
         figures[name] = row
-    return figures
+    by_type = [
+        live.JobTypeCounts(tier, job_type, live.window_counts(points, f"j{index}_count", end))
+        for index, (tier, job_type) in enumerate(types)
+    ]
+    return figures, by_type
 
 
 def _query(
