@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from ..contract.names import DeadLetter
 from ..operations.display import format_duration
-from ..operations.replays import Via, run_replay
+from ..operations.replays import Via, default_archive_path, run_replay
 from ..stage.target import Target
 from .common import CliError, dlq_app, reported_errors, terminal
 from .groups import print_groups, print_message_ids
@@ -153,7 +153,7 @@ def dlq_discard(
         }
         if message_ids:
             event["message_ids"] = list(message_ids)
-        path = archive or Path(f"tiered-jobs-discarded-{target.stage}-{tier}.jsonl")
+        path = archive or default_archive_path(target.stage, tier)
         answer = _replay(target, event, via, archive_path=path)
         if as_json:
             terminal().print_json(data=answer)

@@ -39,6 +39,12 @@ class Via(str, Enum):
     function = "lambda"
 
 
+def default_archive_path(stage: str, tier: str) -> Path:
+    """Where a discard run here archives its letters unless told: one JSON-lines file per stage and tier,
+    in the current directory (the CLI's ``dlq discard`` and the console's Discard alike)."""
+    return Path(f"tiered-jobs-discarded-{stage}-{tier}.jsonl")
+
+
 @contextmanager
 def no_progress(description: str, total: int) -> Iterator[Callable[[int], None]]:
     yield lambda matched: None
