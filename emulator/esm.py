@@ -12,6 +12,12 @@ poller owns one execution environment (see :mod:`emulator.invokers`) and loops:
 
 Because each poller invokes synchronously, at most ``maximum_concurrency`` invocations of a
 mapping run at once: the same bound Lambda's ``ScalingConfig.MaximumConcurrency`` gives.
+
+The mapping's ``Enabled`` state and its ``MaximumConcurrency`` can change while it runs
+(``UpdateEventSourceMapping``: a paused tier, a lowered concurrency): each poller reads them
+(``control``) before every receive, so a disabled mapping receives nothing (a batch in flight
+finishes, as on Lambda) and a lowered concurrency idles the pollers above it. A concurrency raised
+above the one deployed takes effect at the next start.
 """
 
 from __future__ import annotations
@@ -34,6 +40,16 @@ log = logging.getLogger(__name__)
 DEFAULT_POLL_WAIT_SECONDS = 1
 #: How many recent end-to-end latencies each mapping keeps (for the live view and benchmarks).
 LATENCY_WINDOW = 2000
+#: How often an idle poller (mapping disabled, or above the maximum concurrency) reads the mapping again.
+CONTROL_WAIT_SECONDS = 0.2
+
+
+@dataclass(frozen=True)
+class MappingControl:
+    """What ``UpdateEventSourceMapping`` may change while a mapping runs."""
+
+    enabled: bool = True
+    maximum_concurrency: int | None = None
 
 
 @dataclass(frozen=True)
@@ -247,8 +263,10 @@ class MappingRuntime:
         *,
         poll_wait_seconds: int = DEFAULT_POLL_WAIT_SECONDS,
         listener: InvocationListener | None = None,
+        control: Callable[[], MappingControl] | None = None,
     ):
         self.mapping = mapping
+        self._control = control
         self.stats = MappingStats()
         self._invoker_factory = invoker_factory
         self._sqs = sqs_client
@@ -273,7 +291,9 @@ class MappingRuntime:
             raise RuntimeError(f"mapping of {self.name} is already running")
         self._stop.clear()
         for index in range(self.mapping.maximum_concurrency):
-            thread = threading.Thread(target=self._poll_forever, name=f"esm-{self.name}-{index}", daemon=True)
+            thread = threading.Thread(
+                target=self._poll_forever, args=(index,), name=f"esm-{self.name}-{index}", daemon=True
+            )
             self._threads.append(thread)
             thread.start()
 
@@ -291,11 +311,26 @@ class MappingRuntime:
         if alive:
             raise RuntimeError(f"pollers did not stop in time: {', '.join(alive)}")
 
-    def _poll_forever(self) -> None:
+    def may_poll(self, index: int) -> bool:
+        """Whether poller ``index`` may receive now: the mapping is enabled and ``index`` is within its concurrency."""
+        if self._control is None:
+            return True
+        try:
+            control = self._control()
+        except Exception as exc:  # noqa: BLE001 - unreadable state: keep the last behaviour Lambda would, polling
+            log.warning("%s: mapping state unreadable: %s", self.name, exc)
+            return True
+        concurrency = control.maximum_concurrency or self.mapping.maximum_concurrency
+        return control.enabled and index < concurrency
+
+    def _poll_forever(self, index: int = 0) -> None:
         invoker: Invoker | None = None
         built_for: FunctionConfig | None = None
         try:
             while not self._stop.is_set():
+                if not self.may_poll(index):
+                    self._stop.wait(CONTROL_WAIT_SECONDS)
+                    continue
                 try:
                     messages = self._receive_batch()
                 except Exception as exc:  # noqa: BLE001 - the endpoint went away or throttled: back off, keep going

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from emulator import lambda_invoke, moto_patches
+from emulator import lambda_invoke, mapping_state, moto_patches
 from emulator.alarms import AlarmEvaluator
 from emulator.cdk_app import CdkApp
 from emulator.deploy import (
@@ -177,9 +177,19 @@ class LocalSession:
             self.log_shipper = LogShipper(self.clients("logs"))
             self.log_shipper.start()
             factory = worker_factory(self.endpoint, self._log_line)
+            # From here moto only stores the mappings' state (pause, resume, concurrency); the runtime polls.
+            uuids = mapping_state.hand_over(
+                self.clients, self.deployment.stack_name, assembly.template, ACCOUNT_ID, endpoint.region
+            )
             self.runtime = EventSourceRuntime(
                 [
-                    MappingRuntime(tier.mapping, factory, self.clients("sqs"), listener=self.metrics.invocation)
+                    MappingRuntime(
+                        tier.mapping,
+                        factory,
+                        self.clients("sqs"),
+                        listener=self.metrics.invocation,
+                        control=mapping_state.control(uuids[tier.consumer.arn], ACCOUNT_ID, endpoint.region),
+                    )
                     for tier in self.deployment.tiers.values()
                 ]
             )

@@ -117,6 +117,7 @@ def json_problems(block: Block) -> list[str]:
     envelope (the contract), a payload schema (the contract's validator), or a replay event."""
     from tiered_jobs.contract import envelope, payloads, schedules
     from tiered_jobs.replay import ReplayEventError, parse_event
+    from tiered_jobs.replay.pause import PAUSE_ACTIONS, PAUSE_EVENT_FIELDS
 
     try:
         value = parse_json(block.runnable)
@@ -142,6 +143,9 @@ def json_problems(block: Block) -> list[str]:
             payloads._check_supported(value, block.where)
         except payloads.SchemaError as exc:
             return [f"{block.where}: {exc}"]
+    elif isinstance(value, dict) and value.get("action") in PAUSE_ACTIONS:
+        unknown = sorted(set(value) - set(PAUSE_EVENT_FIELDS))
+        return [f"{block.where}: a {value['action']} event has no field(s) {unknown}"] if unknown else []
     elif isinstance(value, dict) and "tier" in value:
         try:
             parse_event(value)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from emulator.server import ACCOUNT_ID
 from emulator.session import LocalSession
 from example.jobs.payments import TABLE as PAYMENTS_TABLE
 from tests.emulator.local_support import balance, child_pids, depth, port_is_free, wait_until
@@ -74,7 +75,11 @@ def test_deployment_is_read_back_from_the_deployed_resources(session):
 
     clients = session.clients
     mappings = clients("lambda").list_event_source_mappings()["EventSourceMappings"]
-    assert {m["State"] for m in mappings} == {"Disabled"}  # moto's own: would run Docker
+    assert {m["State"] for m in mappings} == {"Enabled"}  # as the template says (emulator.mapping_state)
+    from moto.sqs.models import sqs_backends
+
+    queues = sqs_backends[ACCOUNT_ID][session.endpoint.region].queues.values()
+    assert [q.name for q in queues if q.lambda_event_source_mappings] == []  # moto's SQS would run Docker
     alarms = clients("cloudwatch").describe_alarms(AlarmNamePrefix=Alarms.prefix("local"), MaxRecords=100)
     names = {alarm["AlarmName"] for alarm in alarms["MetricAlarms"]}
     assert names == {Alarms.name("local", tier, kind) for tier in deployment.tiers for kind in Alarms.KINDS} | {

@@ -212,10 +212,12 @@ def evaluate(statements: Sequence[Mapping[str, Any]], request: Request, account_
 # -- the template's policies --------------------------------------------------------------
 
 #: Resource types a hop may target: their resource policy type, and the policy's property naming them.
-TARGET_POLICIES = {
+TARGET_POLICIES: dict[str, tuple[str | None, str]] = {
     "AWS::SNS::Topic": ("AWS::SNS::TopicPolicy", "Topics"),
     "AWS::SQS::Queue": ("AWS::SQS::QueuePolicy", "Queues"),
     "AWS::S3::Bucket": ("AWS::S3::BucketPolicy", "Bucket"),  # one bucket per policy, not a list
+    # A mapping has no resource policy: the caller's identity policy alone decides.
+    "AWS::Lambda::EventSourceMapping": (None, ""),
 }
 
 
@@ -229,6 +231,8 @@ class Policies:
     def resource_policy(self, target: str) -> list[Mapping[str, Any]]:
         policy_type, refs = TARGET_POLICIES[self.t.type_of(target)]
         statements: list[Mapping[str, Any]] = []
+        if policy_type is None:
+            return statements
         for _, props in self.t.resources(policy_type):
             if any(self.t.logical_id(ref) == target for ref in _as_list(props[refs])):
                 statements += self.t.value(props["PolicyDocument"])["Statement"]
@@ -490,6 +494,34 @@ def discarded_letters(t: Concrete, function: Mapping[str, Any]) -> list[str]:
     ]
 
 
+#: What the replay function's pause and resume call on a tier's mapping (``tiered_jobs.replay.pause``).
+MAPPING_ACTIONS = (
+    "lambda:GetEventSourceMapping",
+    "lambda:UpdateEventSourceMapping",
+    "lambda:ListTags",
+    "lambda:TagResource",
+    "lambda:UntagResource",
+)
+
+
+def mapping_hops(t: Concrete) -> Iterator[Hop]:
+    """The replay function pauses and resumes the mappings its environment names (by UUID), with its role."""
+    for logical_id, props in t.resources("AWS::Lambda::Function"):
+        raw = t.value(props.get("Environment", {}).get("Variables", {})).get(Env.REPLAY_MAPPINGS)
+        if raw is None:
+            continue
+        for tier, uuid in sorted(json.loads(raw).items()):
+            mapping = next((m for m, _ in t.resources("AWS::Lambda::EventSourceMapping") if t.ref(m) == uuid), uuid)
+            caller = _role_of(t, logical_id) or logical_id
+            yield Hop(
+                f"AWS::Lambda::Function {logical_id} ({Env.REPLAY_MAPPINGS} {tier}) as {caller}",
+                RoleCaller(caller, "lambda.amazonaws.com"),
+                mapping,
+                MAPPING_ACTIONS,
+                (),
+            )
+
+
 #: Every kind of service-to-service hop; a new kind is one line.
 HOPS: tuple[HopSource, ...] = (
     # Alarm actions: CloudWatch publishes to the topic (and uses its key).
@@ -542,6 +574,8 @@ HOPS: tuple[HopSource, ...] = (
         actions=("s3:PutObject",),
         subresources=discarded_letters,
     ),
+    # The replay function's pause and resume: its role updates and tags its stage's mappings.
+    mapping_hops,
     # EventBridge Scheduler writes a fire it could not deliver to the schedule's DLQ, with the schedule's role.
     role_hops(
         "AWS::Scheduler::Schedule",

@@ -44,6 +44,7 @@ ARN_FORMAT = {
     "AWS::KMS::Key": "arn:{p}:kms:{r}:{a}:key/{n}",
     "AWS::CloudWatch::Alarm": "arn:{p}:cloudwatch:{r}:{a}:alarm:{n}",
     "AWS::Lambda::Function": "arn:{p}:lambda:{r}:{a}:function:{n}",
+    "AWS::Lambda::EventSourceMapping": "arn:{p}:lambda:{r}:{a}:event-source-mapping:{n}",
     "AWS::IAM::Role": "arn:{p}:iam::{a}:role/{n}",
     "AWS::IAM::ManagedPolicy": "arn:{p}:iam::{a}:policy/{n}",
     "AWS::SSM::Parameter": "arn:{p}:ssm:{r}:{a}:parameter/{n}",

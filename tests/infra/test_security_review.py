@@ -91,11 +91,14 @@ def _archive(synth) -> str:
     return bucket
 
 
-def test_replay_reaches_only_the_queues_it_serves_its_logs_and_its_archive(default_synth):
+def test_replay_reaches_only_the_queues_it_serves_its_logs_its_archive_and_its_stages_mappings(default_synth):
     key = logical_id(default_synth, "AWS::Lambda::Function", FunctionName=function_name("dev", "replay"))
     queues = set(default_synth.resources("AWS::SQS::Queue"))
     bucket = _archive(default_synth)
-    _assert_allow_list(default_synth, key, queues | {_log_group(default_synth, key), bucket})
+    # Pause and resume: the stage's mappings, named by an ARN built from the account, region and partition.
+    mappings = set(default_synth.resources("AWS::Lambda::EventSourceMapping"))
+    pseudo = {"AWS::AccountId", "AWS::Partition", "AWS::Region"}
+    _assert_allow_list(default_synth, key, queues | {_log_group(default_synth, key), bucket} | mappings | pseudo)
     on_bucket = [s for s in policy_statements(default_synth, key) if bucket in referenced_ids(s["Resource"])]
     assert [(_actions(s), s["Resource"]) for s in on_bucket] == [
         (["s3:PutObject"], {"Fn::Join": ["", [{"Fn::GetAtt": [bucket, "Arn"]}, "/discarded/dev/*"]]})

@@ -15,6 +15,7 @@ import pytest
 from tests.infra.hops import (
     ESM_QUEUE_ACTIONS,
     HOPS,
+    MAPPING_ACTIONS,
     Hop,
     Request,
     RoleCaller,
@@ -65,8 +66,8 @@ def test_every_service_to_service_hop_is_allowed(request, synth_name):
     tiers = len(synth.resources("AWS::Lambda::EventSourceMapping"))
     assert kinds["AWS::CloudWatch::Alarm"] == ALARM_HOPS_PER_ALARM * alarms
     assert kinds["AWS::Lambda::EventSourceMapping"] == tiers  # consumers read their queue
-    # ...dead-letter into their DLQ and send copies to their queue; replay archives per tier
-    assert kinds["AWS::Lambda::Function"] == 3 * tiers
+    # ...dead-letter into their DLQ and send copies to their queue; replay archives per tier and pauses its mapping
+    assert kinds["AWS::Lambda::Function"] == 4 * tiers
     assert kinds.get("AWS::SNS::Subscription", 0) == len(synth.resources("AWS::SNS::Subscription"))
     # Each schedule sends to its queue and, a fire undeliverable, to its DLQ (the stack's schedules all have one).
     assert kinds.get("AWS::Scheduler::Schedule", 0) == 2 * len(synth.resources("AWS::Scheduler::Schedule"))
@@ -481,3 +482,24 @@ def test_hops_describe_what_they_walk(default_synth):
     assert alarm_hop.caller.principal == "cloudwatch.amazonaws.com"
     assert alarm_hop.caller.source_arn.startswith(f"arn:aws:cloudwatch:us-east-1:{ACCOUNT}:alarm:tiered-jobs-dev-")
     assert alarm_hop.target == _topic(default_synth.raw)
+
+
+def test_the_replay_function_may_pause_each_tiers_mapping_and_without_its_statement_may_not(default_synth):
+    hops, problems = walk(default_synth.raw)
+    mapping_hops = [hop for hop in hops if "TIERED_JOBS_REPLAY_MAPPINGS" in hop.description]
+    mappings = {lid for lid, _ in Concrete(default_synth.raw).resources("AWS::Lambda::EventSourceMapping")}
+    assert {hop.target for hop in mapping_hops} == mappings and problems == []
+
+    broken = copy.deepcopy(default_synth.raw)
+    for resource in broken["Resources"].values():
+        if resource["Type"] == "AWS::IAM::Policy":
+            statements = resource["Properties"]["PolicyDocument"]["Statement"]
+            statements[:] = [s for s in statements if "lambda:UpdateEventSourceMapping" not in _as_list(s["Action"])]
+    _, problems = walk(broken)
+    # Every action on every mapping, and nothing else, is refused without that statement.
+    assert len(problems) == len(mappings) * len(MAPPING_ACTIONS)
+    assert all("TIERED_JOBS_REPLAY_MAPPINGS" in p for p in problems)
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]

@@ -293,6 +293,13 @@ class TieredJobs(Construct):
                 tier.consumer.function_name,
                 f"{tier.name} tier: consumer function name",
             )
+            publish(
+                Outputs.tier(tier.name, "MappingUuid"),
+                Ssm.tier(stage, tier.name, Ssm.TIER_MAPPING_UUID),
+                tier.mapping_uuid,
+                f"{tier.name} tier: its event source mapping's UUID (pause, resume, status)",
+                output=False,
+            )
             # The replay (and the CLI's direct mode) refuse letters older than this window.
             publish(
                 Outputs.tier(tier.name, "IdempotencyTtlSeconds"),

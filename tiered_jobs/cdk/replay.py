@@ -1,7 +1,8 @@
 """The replay function: moves dead letters back to their main queue, per tier, on demand.
 
 It may read and delete from every tier's DLQ, send to every tier's main queue, drive SQS's
-native message move tasks on the DLQs, and write discarded letters to the stage's discard archive
+native message move tasks on the DLQs, pause and resume its stage's event source mappings (by
+ARN), and write discarded letters to the stage's discard archive
 (``DiscardArchive``); nothing else. Optional shareable console test events make the usual
 operations one click in the Lambda console.
 """
@@ -33,6 +34,14 @@ REPLAY_TIMEOUT_SECONDS = 300
 REPLAY_MEMORY_MB = 256
 #: SQS's native redrive (``StartMessageMoveTask``) on the DLQs.
 MESSAGE_MOVE_ACTIONS = ("sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks", "sqs:CancelMessageMoveTask")
+#: Pausing and resuming a tier (``tiered_jobs.replay.pause``): read its mapping, flip it, tag who and when.
+MAPPING_ACTIONS = (
+    "lambda:GetEventSourceMapping",
+    "lambda:UpdateEventSourceMapping",
+    "lambda:ListTags",
+    "lambda:TagResource",
+    "lambda:UntagResource",
+)
 
 
 def console_schema_name(function: str) -> str:
@@ -107,6 +116,7 @@ class ReplayFunction(Construct):
                     Env.STAGE: settings.stage,
                     Env.REPLAY_TIERS: Stack.of(self).to_json_string(replay_tiers),
                     Env.DISCARD_ARCHIVE_BUCKET: self.archive.bucket_name,
+                    Env.REPLAY_MAPPINGS: Stack.of(self).to_json_string({t.name: t.mapping_uuid for t in tiers}),
                 },
             ),
         )
@@ -115,6 +125,10 @@ class ReplayFunction(Construct):
             tier.queue.grant_send_messages(self.function)
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=list(MESSAGE_MOVE_ACTIONS), resources=[t.dlq.queue_arn for t in tiers])
+        )
+        # Its pause and resume actions: its own stage's mappings only, by ARN (never the consumers' IAM).
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=list(MAPPING_ACTIONS), resources=[t.mapping_arn for t in tiers])
         )
         assert self.function.role is not None  # the function made its own role
         self.archive.allow_writes(self.function.role)

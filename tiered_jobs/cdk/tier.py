@@ -156,15 +156,18 @@ class Tier(Construct):
             "itself move failed jobs to the tier's DLQ.",
         )
         # The event source grants consume on the main queue; the consumer also dead-letters itself.
-        self.consumer.add_event_source(
-            event_sources.SqsEventSource(
-                self.queue,
-                batch_size=tier.batch_size,
-                max_batching_window=Duration.seconds(tier.batching_window_seconds),
-                max_concurrency=tier.max_concurrency,
-                report_batch_item_failures=True,
-            )
+        source = event_sources.SqsEventSource(
+            self.queue,
+            batch_size=tier.batch_size,
+            max_batching_window=Duration.seconds(tier.batching_window_seconds),
+            max_concurrency=tier.max_concurrency,
+            report_batch_item_failures=True,
         )
+        self.consumer.add_event_source(source)
+        # Pause and resume update this mapping (and only it): operators and the replay function are
+        # granted it by ARN, and find it by its UUID (an SSM parameter of the tier).
+        self.mapping_uuid = source.event_source_mapping_id
+        self.mapping_arn = source.event_source_mapping_arn
         self.dlq.grant_send_messages(self.consumer)
         # A job held by the rate limit or deferred by the time budget goes back as a fresh copy, so it
         # never spends a receive toward the redrive (tiered_jobs/runtime/requeue.py).

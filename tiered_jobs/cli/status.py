@@ -42,6 +42,7 @@ def status(
         read = read_status(target.stage, deployment.tiers, target.client, source=deployment.source, by_job_type=True)
         notes = list(read.notes)
         rates = _rates(target, read, notes)
+        paused = _paused(target, read, deployment.tiers, notes)
         if as_json:
             terminal().print_json(
                 data={
@@ -50,6 +51,7 @@ def status(
                     "tiers": [row.to_dict() for row in read.tiers],
                     "job_types": [asdict(row) for row in read.job_types],
                     "rates": rates,
+                    "paused": paused,
                 }
             )
             return
@@ -73,6 +75,8 @@ def status(
                 alarm_summary(row.alarms),
             )
         _print_full_width(table)
+        for state in paused.values():
+            terminal().print(f"[bold yellow]{escape(state['line'])}[/]")
         _print_full_width(jobs_table(read))
         _print_rates(rates)
         for note in notes:
@@ -97,6 +101,30 @@ def _rates(target: Target, read: StageStatus, notes: list[str]) -> dict[str, dic
         }
         for row in read.tiers
     }
+
+
+def _paused(target: Target, read: StageStatus, tiers: Any, notes: list[str]) -> dict[str, dict[str, Any]]:
+    """``{tier: its mapping's state and the status line}`` of the paused tiers (an extra, like the rates)."""
+    from botocore.exceptions import ClientError
+
+    from ..operations import pausing
+
+    try:
+        states = pausing.read_pauses(target.stage, [row.tier for row in read.tiers], target.client)
+        return {
+            tier: {
+                **state.to_dict(),
+                "retention_seconds": (retention := pausing.retention_seconds(target.client, tiers[tier].queue_url)),
+                "line": pausing.paused_line(
+                    state, oldest_age_seconds=read.tier(tier).oldest_age_seconds, retention=retention
+                ),
+            }
+            for tier, state in states.items()
+            if state.paused
+        }
+    except ClientError as exc:
+        notes.append(f"paused tiers unknown ({client_error_text(exc)})")
+        return {}
 
 
 def _print_full_width(table: Table) -> None:

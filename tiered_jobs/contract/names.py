@@ -102,6 +102,8 @@ class Env:
     REPLAY_TIERS = "TIERED_JOBS_REPLAY_TIERS"
     #: Replay function: the S3 bucket its ``discard`` action archives letters to (unset: no Lambda discard).
     DISCARD_ARCHIVE_BUCKET = "TIERED_JOBS_DISCARD_ARCHIVE_BUCKET"
+    #: Replay function: JSON object ``{tier: event source mapping UUID}`` (its ``pause`` and ``resume`` actions).
+    REPLAY_MAPPINGS = "TIERED_JOBS_REPLAY_MAPPINGS"
     #: Publisher: the routing table as a JSON object ``{job type glob: tier}`` (with the
     #: per-tier queue URLs ``tier_var(QUEUE_URL, tier)``, configures a publisher without AWS look-ups).
     ROUTES = "TIERED_JOBS_ROUTES"
@@ -282,6 +284,8 @@ class Ssm:
     TIER_IDEMPOTENCY_TTL = "idempotency-ttl-seconds"
     #: JSON of the tier's rate limits (``tiered_jobs.contract.rate_limits``); only on rate-limited tiers.
     TIER_RATE_LIMITS = "rate-limits"
+    #: The UUID of the tier's event source mapping (``pause`` and ``resume`` update it, ``status`` reads it).
+    TIER_MAPPING_UUID = "mapping-uuid"
 
     @staticmethod
     def replay_function_name(stage: str) -> str:

@@ -11,6 +11,7 @@ from functools import cache
 from typing import Any
 
 from tiered_jobs.replay import archive_from_env, parse_event, run, tiers_from_env
+from tiered_jobs.replay.pause import PAUSE_ACTIONS, handle_event, mappings_from_env
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -18,6 +19,14 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         aws,  # boto3 loads on the first invocation, not at import
     )
 
+    if event.get("action") in PAUSE_ACTIONS:  # the tier's mapping, not its letters
+        import os
+
+        from tiered_jobs.contract.names import Env
+
+        mappings = mappings_from_env(os.environ.get(Env.REPLAY_MAPPINGS))
+        _logger().info("tier mapping change requested", extra={"request": dict(event)})  # who paused what, and when
+        return handle_event(event, mappings, aws.client("lambda"))
     tiers = tiers_from_env()
     request = parse_event(event, tiers=tiers)
     _logger().info("replay requested", extra={"request": asdict(request)})  # who moved what, and when

@@ -1,0 +1,97 @@
+"""Pause and resume a tier on local mode: a paused tier's jobs wait in its queue, unreceived; after the
+resume each is received and run once. Paused by ``tiered-jobs pause`` and resumed by the replay
+function's ``resume`` action, so both faces are driven end to end."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from emulator.deploy import LOCAL_STAGE
+from emulator.esm import DEFAULT_POLL_WAIT_SECONDS
+from emulator.session import LocalSession
+from tests.emulator.local_support import balance, depth, wait_until
+from tiered_jobs.cli import app
+from tiered_jobs.operations import pausing
+from tiered_jobs.publisher import Publisher
+from tiered_jobs.replay.pause import TAG_PAUSED_AT, TAG_PAUSED_BY
+
+pytestmark = pytest.mark.e2e
+
+ACCOUNT = "acc_paused"
+JOBS = 12
+
+
+@pytest.fixture(scope="module")
+def session():
+    local = LocalSession().start()
+    yield local
+    local.stop()
+
+
+def _cli(session, *args: str) -> str:
+    result = CliRunner(env={"COLUMNS": "250"}).invoke(
+        app, ["--stage", LOCAL_STAGE, "--endpoint-url", session.endpoint.url, *args]
+    )
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _invoke_replay(session, event: dict) -> dict:
+    answer = session.clients("lambda").invoke(FunctionName=session.deployment.replay.name, Payload=json.dumps(event))
+    body = json.loads(answer["Payload"].read())
+    assert "FunctionError" not in answer, body
+    return body
+
+
+def test_jobs_published_while_paused_wait_unreceived_and_after_resume_each_runs_once(session):
+    tier = session.deployment.tiers["critical"]
+    mapping = session.runtime.by_function(tier.consumer.name)
+    publisher = Publisher.from_stage(LOCAL_STAGE, ssm=session.clients("ssm"), sqs=session.clients("sqs"))
+
+    said = _cli(session, "pause", "critical")
+    assert "Paused tier critical" in said
+    # A long poll already waiting when the pause lands still returns (Lambda's "Disabling"): publish after it.
+    time.sleep(DEFAULT_POLL_WAIT_SECONDS + 0.5)
+    received_before = mapping.stats.snapshot()["records"]
+    for n in range(JOBS):
+        publisher.publish("payments.update_balance", {"account_id": ACCOUNT, "amount": 1}, f"paused-{n}")
+    time.sleep(3.0)  # three long polls' worth: a running mapping would have taken them all by now
+
+    assert mapping.stats.snapshot()["records"] == received_before  # not one receive spent
+    assert depth(session, tier.queue_url) == JOBS and balance(session, ACCOUNT) == 0
+    status = _cli(session, "status")
+    assert "critical: paused since" in status and "(cli)" in status and "retention" in status
+    state = pausing.read_pauses(LOCAL_STAGE, ["critical"], session.clients)["critical"]
+    assert state.paused and state.paused_by and state.paused_by.endswith("(cli)") and state.paused_at
+    again = _cli(session, "pause", "critical")  # a second pause keeps the first record
+    assert "already paused" in again and state.paused_at in again
+
+    resumed = _invoke_replay(session, {"action": "resume", "tier": "critical"})
+    assert resumed["outcome"] == "resumed" and not resumed["paused"]
+
+    wait_until(lambda: balance(session, ACCOUNT) == JOBS and depth(session, tier.queue_url) == 0, 60, "the jobs run")
+    assert mapping.stats.snapshot()["records"] - received_before == JOBS  # each received once: run once
+    assert depth(session, tier.dlq_url) == 0
+    arn = session.clients("lambda").get_event_source_mapping(UUID=state.uuid)["EventSourceMappingArn"]
+    tags = session.clients("lambda").list_tags(Resource=arn)["Tags"]
+    assert TAG_PAUSED_BY not in tags and TAG_PAUSED_AT not in tags  # a resume leaves no record behind
+    assert "paused since" not in _cli(session, "status")
+
+
+def test_the_replay_function_pauses_a_tier_naming_who_asked_and_refuses_an_unknown_tier(session):
+    paused = _invoke_replay(session, {"action": "pause", "tier": "bulk", "by": "ops@example.com"})
+    try:
+        assert paused["outcome"] == "paused" and paused["paused_by"] == "ops@example.com"
+        state = pausing.read_pauses(LOCAL_STAGE, ["bulk"], session.clients)["bulk"]
+        assert state.paused and state.paused_by == "ops@example.com"
+    finally:
+        _invoke_replay(session, {"action": "resume", "tier": "bulk"})
+    answer = session.clients("lambda").invoke(
+        FunctionName=session.deployment.replay.name, Payload=json.dumps({"action": "pause", "tier": "nope"})
+    )
+    assert answer.get("FunctionError")
+    assert "'tier' must be one of" in answer["Payload"].read().decode()

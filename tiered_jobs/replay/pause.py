@@ -1,0 +1,152 @@
+"""Pause and resume a tier: disable or enable its event source mapping, and record who did it and when.
+
+A paused tier keeps accepting jobs (its queue is untouched); only Lambda's poller stops receiving,
+so a held job spends no receive and no attempt, and SQS's retention keeps counting. The mapping's
+own ``State`` is the truth; the record of who paused it and since when lives on the mapping too,
+as two tags, so pausing needs no store of our own and a resume that removes them leaves nothing behind.
+
+It lives here, in the room the replay function, the CLI and the console share, so the three
+pause a tier the same way (the replay function's ``{"action": "pause", "tier": ...}`` event).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from tiered_jobs.contract.errors import USAGE, TieredJobsError
+from tiered_jobs.contract.times import iso_text
+
+#: The replay function's actions on a tier's mapping (its letters' actions are ``replay_events.ACTIONS``).
+PAUSE_ACTIONS = ("pause", "resume")
+#: Fields a pause or resume event may carry: ``by`` names the operator when the caller knows better
+#: than the function (which sees no caller identity; CloudTrail does).
+PAUSE_EVENT_FIELDS = ("action", "tier", "by")
+#: Tags on the mapping: who paused it, and when (ISO 8601, UTC).
+TAG_PAUSED_BY = "tiered-jobs:paused-by"
+TAG_PAUSED_AT = "tiered-jobs:paused-at"
+#: A tag value's limit (Lambda: 256 characters).
+MAX_TAG_VALUE = 256
+
+
+class PauseError(TieredJobsError, ValueError):
+    """A pause or resume the caller asked wrongly (unknown tier, unknown field)."""
+
+    code = USAGE
+
+
+@dataclass(frozen=True)
+class MappingState:
+    """A tier's mapping, read now. ``paused`` is the mapping's state, whoever disabled it."""
+
+    tier: str
+    uuid: str
+    #: Lambda's ``State``: ``Enabled``, ``Disabled``, or a transition (``Enabling``, ``Disabling``, ``Updating``).
+    state: str
+    paused_by: str | None = None
+    paused_at: str | None = None
+    #: What the action did (``paused``, ``resumed``, ``already paused``, ``already running``); empty on a read.
+    outcome: str = ""
+    #: Set when the tier was paused but its record could not be written (e.g. no ``lambda:TagResource``).
+    note: str | None = None
+
+    @property
+    def paused(self) -> bool:
+        return self.state in ("Disabled", "Disabling")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "paused": self.paused}
+
+
+def read_mapping(lambda_client: Any, tier: str, uuid: str) -> MappingState:
+    """One ``GetEventSourceMapping``, and one ``ListTags`` when the tier is paused (the record is read only then)."""
+    mapping = lambda_client.get_event_source_mapping(UUID=uuid)
+    paused = mapping.get("State") in ("Disabled", "Disabling")
+    tags = lambda_client.list_tags(Resource=mapping["EventSourceMappingArn"]).get("Tags", {}) if paused else {}
+    return MappingState(
+        tier=tier,
+        uuid=uuid,
+        state=str(mapping.get("State", "")),
+        paused_by=tags.get(TAG_PAUSED_BY) if paused else None,
+        paused_at=tags.get(TAG_PAUSED_AT) if paused else None,
+    )
+
+
+def pause(lambda_client: Any, tier: str, uuid: str, *, by: str, now: datetime | None = None) -> MappingState:
+    """Disable the mapping, then record who and when. Pausing a paused tier keeps its first record:
+    "paused since" means since it stopped taking work."""
+    current = read_mapping(lambda_client, tier, uuid)
+    if current.paused:
+        return _with(current, outcome="already paused")
+    mapping = lambda_client.update_event_source_mapping(UUID=uuid, Enabled=False)
+    at = iso_text(now or datetime.now(timezone.utc))
+    who = by[:MAX_TAG_VALUE] or "unknown"
+    note = None
+    try:
+        lambda_client.tag_resource(
+            Resource=mapping["EventSourceMappingArn"], Tags={TAG_PAUSED_BY: who, TAG_PAUSED_AT: at}
+        )
+    except Exception as exc:  # noqa: BLE001 - the tier is paused either way: say what is missing, never undo it
+        note = f"paused, but who and when were not recorded: {exc}"
+        who, at = "", ""
+    return MappingState(
+        tier=tier,
+        uuid=uuid,
+        state=str(mapping.get("State", "Disabling")),
+        paused_by=who or None,
+        paused_at=at or None,
+        outcome="paused",
+        note=note,
+    )
+
+
+def resume(lambda_client: Any, tier: str, uuid: str) -> MappingState:
+    """Enable the mapping and remove the pause record (a mapping disabled some other way is resumed too)."""
+    current = read_mapping(lambda_client, tier, uuid)
+    if current.state in ("Enabled", "Enabling"):
+        return _with(current, outcome="already running")
+    mapping = lambda_client.update_event_source_mapping(UUID=uuid, Enabled=True)
+    note = None
+    try:
+        lambda_client.untag_resource(Resource=mapping["EventSourceMappingArn"], TagKeys=[TAG_PAUSED_BY, TAG_PAUSED_AT])
+    except Exception as exc:  # noqa: BLE001 - running again is what matters; a stale record is only shown while paused
+        note = f"resumed, but the pause record was not removed: {exc}"
+    return MappingState(tier=tier, uuid=uuid, state=str(mapping.get("State", "Enabling")), outcome="resumed", note=note)
+
+
+def handle_event(event: Mapping[str, Any], mappings: Mapping[str, str], lambda_client: Any) -> dict[str, Any]:
+    """The replay function's ``pause`` / ``resume`` event -> the mapping's state after it."""
+    problems = [f"unknown field {key!r}" for key in event if key not in PAUSE_EVENT_FIELDS]
+    tier = event.get("tier")
+    if not isinstance(tier, str) or tier not in mappings:
+        problems.append(f"'tier' must be one of {', '.join(sorted(mappings)) or '(none)'}, got {tier!r}")
+    by = event.get("by", "the replay function")
+    if not isinstance(by, str):
+        problems.append(f"'by' must be a string, got {by!r}")
+    if problems:
+        allowed = ", ".join(PAUSE_EVENT_FIELDS)
+        raise PauseError(
+            f"invalid {event.get('action')} event: " + "; ".join(problems) + f". Allowed fields: {allowed}"
+        )
+    assert isinstance(tier, str) and isinstance(by, str)
+    if event["action"] == "pause":
+        return pause(lambda_client, tier, mappings[tier], by=by).to_dict()
+    return resume(lambda_client, tier, mappings[tier]).to_dict()
+
+
+def mappings_from_env(raw: str | None) -> dict[str, str]:
+    """``{tier: mapping UUID}`` from ``Env.REPLAY_MAPPINGS`` (unset: a stack without pause)."""
+    import json
+
+    if not raw:
+        return {}
+    table = json.loads(raw)
+    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+        raise RuntimeError(f"replay mappings must be a JSON object {{tier: mapping UUID}}, got {raw[:200]!r}")
+    return table
+
+
+def _with(state: MappingState, *, outcome: str) -> MappingState:
+    return MappingState(**{**asdict(state), "outcome": outcome})
