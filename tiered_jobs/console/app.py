@@ -27,6 +27,7 @@ from starlette.staticfiles import StaticFiles
 
 from tiered_jobs.operations import lookup
 from tiered_jobs.operations import status as stage_status
+from tiered_jobs.operations.counts import COUNTERS, WINDOWS, WindowCounts
 from tiered_jobs.operations.display import format_duration
 from tiered_jobs.operations.errors import OperatorError, explain
 from tiered_jobs.operations.replays import Via, read_letters, run_replay
@@ -103,10 +104,11 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
     security = security or Security()
     target = target if isinstance(target, CountedTarget) else counted(target)
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
-    env.filters.update(duration=format_duration, number=_number, percent=_percent, ms=_ms)
+    env.filters.update(duration=format_duration, number=_number, percent=_percent, ms=_ms, windows=_windows)
     env.globals.update(
         htmx=HTMX_FILE,
         refresh_seconds=REFRESH_SECONDS,
+        counted=list(COUNTERS),
         csrf_field=CSRF_FIELD,
         csrf_header=CSRF_HEADER,
         csrf_token=security.csrf_token,
@@ -151,6 +153,16 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
         return {
             "snapshot": stage_status.read_status(
                 target.stage, deployment.tiers, target.client, source=deployment.source
+            )
+        }
+
+    def job_types(request: Request) -> dict[str, Any]:
+        # The Tiers page's read plus one ListMetrics (the job types of the last 3 hours), their counts
+        # in the same single GetMetricData (operations/counts.py).
+        deployment = target.deployment()
+        return {
+            "snapshot": stage_status.read_status(
+                target.stage, deployment.tiers, target.client, source=deployment.source, by_job_type=True
             )
         }
 
@@ -231,6 +243,8 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
     routes = [
         Route("/", guarded("tiers.html", tiers)),
         Route("/fragments/tiers", guarded("_tiers.html", tiers)),
+        Route("/job-types", guarded("job_types.html", job_types)),
+        Route("/fragments/job-types", guarded("_job_types.html", job_types)),
         Route("/dlq", guarded("dlq.html", dlq, reads_letters=True)),
         Route("/job", guarded("job.html", job, reads_letters=True)),
         Route("/replay", guarded("replay.html", replay_form)),
@@ -291,6 +305,13 @@ def _banner(exc: Exception) -> str:
 
 def _number(value: float | None) -> str:
     return "–" if value is None else f"{value:,.0f}"
+
+
+def _windows(counts: dict[str, WindowCounts] | None, count: str) -> str:
+    """One count over the windows, ``3 / 43 / 1,204`` (``–``: CloudWatch could not be read)."""
+    if counts is None:
+        return "–"
+    return " / ".join(f"{getattr(counts[label], count):,}" for label in WINDOWS)
 
 
 def _percent(value: float | None) -> str:
