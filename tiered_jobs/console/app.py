@@ -25,7 +25,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from tiered_jobs.operations import lookup
+from tiered_jobs.operations import lookup, pausing
 from tiered_jobs.operations import status as stage_status
 from tiered_jobs.operations.counts import COUNTERS, WINDOWS, WindowCounts
 from tiered_jobs.operations.display import format_duration
@@ -46,6 +46,9 @@ REFRESH_SECONDS = 5
 DLQ_PAGE_LETTERS = 50
 #: The replay form's default bound.
 DEFAULT_REPLAY_MAX = 100
+#: How often the Tiers page reads which tiers are paused: a pause changes rarely, so it is read apart
+#: from the table (whose calls per refresh stay as documented) and less often.
+PAUSE_REFRESH_SECONDS = 30
 
 
 @dataclass
@@ -108,6 +111,7 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
     env.globals.update(
         htmx=HTMX_FILE,
         refresh_seconds=REFRESH_SECONDS,
+        pause_refresh_seconds=PAUSE_REFRESH_SECONDS,
         counted=list(COUNTERS),
         csrf_field=CSRF_FIELD,
         csrf_header=CSRF_HEADER,
@@ -240,8 +244,52 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
 
         return await run_in_threadpool(guarded("_replay_result.html", work), request)
 
+    def pauses(request: Request) -> dict[str, Any]:
+        # One GetParameters (the mappings' UUIDs) and one GetEventSourceMapping per tier; a paused tier
+        # adds its ListTags and its queue's retention (docs/console.md).
+        deployment = target.deployment()
+        states = pausing.read_pauses(target.stage, deployment.tiers, target.client)
+        return {
+            "tiers": list(deployment.tiers),
+            "states": states,
+            "lines": {
+                tier: pausing.paused_line(
+                    state,
+                    oldest_age_seconds=None,
+                    retention=pausing.retention_seconds(target.client, deployment.tiers[tier].queue_url),
+                )
+                for tier, state in states.items()
+                if state.paused
+            },
+        }
+
+    async def pause_action(request: Request) -> Response:
+        """``/tiers/{pause|resume}/{check|run}``: check shows what the action does and a confirm button; run does it."""
+        form = await request.form()
+        if (refused := _action_refusal(security, request, str(form.get(CSRF_FIELD) or ""))) is not None:
+            return refused
+        action, step = request.path_params["action"], request.path_params["step"]
+        tier = str(form.get("tier") or "").strip()
+
+        def work(_: Request) -> dict[str, Any]:
+            target.deployment().tier(tier)  # an unknown tier is a banner naming the known ones
+            done = None
+            if step == "run":
+                done = (
+                    pausing.pause_tier(target.stage, tier, target.client, via="console")
+                    if action == "pause"
+                    else pausing.resume_tier(target.stage, tier, target.client)
+                )
+            return {"action": action, "tier": tier, "done": done}
+
+        from starlette.concurrency import run_in_threadpool
+
+        return await run_in_threadpool(guarded("_pause_result.html", work), request)
+
     routes = [
         Route("/", guarded("tiers.html", tiers)),
+        Route("/fragments/pauses", guarded("_pauses.html", pauses)),
+        Route("/tiers/{action:str}/{step:str}", pause_action, methods=["POST"]),
         Route("/fragments/tiers", guarded("_tiers.html", tiers)),
         Route("/job-types", guarded("job_types.html", job_types)),
         Route("/fragments/job-types", guarded("_job_types.html", job_types)),
@@ -264,6 +312,24 @@ class _GuardMiddleware(Guard):
 
     def __init__(self, app: Any, security: Security):
         super().__init__(app, security)
+
+
+def _action_refusal(security: Security, request: Request, form_token: str) -> Response | None:
+    """``403`` for an action this console must not take: read-only, another site, a wrong CSRF token or origin."""
+    if security.read_only:
+        return PlainTextResponse("This console is read-only: no action is allowed.", status_code=403)
+    if (refused := _cross_site_refusal(request)) is not None:
+        return refused
+    if not security.csrf_ok(request.headers.get(CSRF_HEADER) or form_token):
+        return PlainTextResponse("Refused: missing or wrong CSRF token (reload the page).", status_code=403)
+    if not security.origin_ok(request.headers.get("origin"), request.headers.get("host")):
+        return PlainTextResponse("Refused: a request from another origin (see --origin).", status_code=403)
+    if request.path_params.get("action") not in ("pause", "resume") or request.path_params.get("step") not in (
+        "check",
+        "run",
+    ):
+        return PlainTextResponse("Not found.", status_code=404)
+    return None
 
 
 def _cross_site_refusal(request: Request) -> Response | None:
