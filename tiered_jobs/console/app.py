@@ -33,6 +33,7 @@ from tiered_jobs.operations.errors import OperatorError, explain
 from tiered_jobs.operations.replays import Via, read_letters, run_replay
 from tiered_jobs.stage.target import Target
 
+from .letter_actions import letter_routes
 from .security import CSRF_FIELD, CSRF_HEADER, Guard, Security, cross_site
 
 logger = logging.getLogger(__name__)
@@ -298,6 +299,7 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
         Route("/replay", guarded("replay.html", replay_form)),
         Route("/replay/dry-run", replay_action, methods=["POST"]),
         Route("/replay/run", replay_action, methods=["POST"]),
+        *letter_routes(target, security, guarded),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]
     app = Starlette(routes=routes)
