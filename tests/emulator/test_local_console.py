@@ -4,7 +4,8 @@
   replay function through the local runtime; unknown functions get Lambda's own 404.
 * In headless Chromium (Debian's ``chromium``, driven by the pinned ``playwright``): the Tiers page
   shows the published depths and refreshes in place, a dry run leaves the DLQ unchanged, confirming
-  a replay empties it and the balances come out right, a read-only console has no replay button and
+  a replay empties it and the balances come out right, the Job types page counts the jobs the
+  consumer ran, a read-only console has no replay button and
   a console off loopback refuses requests without its token. The same tests take screenshots:
   into the test's temporary folder, or into the folder ``TIERED_JOBS_SCREENSHOTS`` names
   (``TIERED_JOBS_SCREENSHOTS=docs/img`` refreshes the ones shown in the README and docs).
@@ -323,6 +324,31 @@ def test_dry_run_then_confirm_from_the_browser(paused, browser, console, screens
         expected[account] += amount
     wait_until(lambda: {a: balance(session, a) for a in expected} == expected, 30, "balances after the replay")
     session.runtime.stop()
+
+
+def test_job_types_page_counts_the_jobs_the_consumer_ran(session, browser, console, screenshots):
+    """From the Tiers page's link to the Job types page, whose counts refresh in place as the
+    consumer's EMF reaches the embedded CloudWatch."""
+    sqs = session.clients("sqs")
+    for i in range(3):
+        sqs.send_message(
+            QueueUrl=session.deployment.tiers["bulk"].queue_url,
+            MessageBody=build("demo.flaky", {"fail_times": 0}, f"counted-{i}").to_json(),
+        )
+    page = browser.new_page()
+    page.goto(console().url)
+    page.click('a[href="/job-types"]')
+
+    assert page.url.endswith("/job-types")
+    # The hour's completed demo.flaky jobs, over the tiers that ran one: at least the 3 published.
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('tr.job-type[data-job-type="demo.flaky"] td.count-completed')]
+              .map(cell => Number(cell.innerText.split('/').pop().replace(/,/g, '')))
+              .reduce((sum, n) => sum + n, 0) >= 3""",
+        timeout=30_000,
+    )
+    page.screenshot(path=str(screenshots / "console-job-types.png"), full_page=True)
+    page.close()
 
 
 def test_read_only_console_has_no_replay_button(session, browser, console):
