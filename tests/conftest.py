@@ -15,6 +15,7 @@ from emulator import synth_cache
 from tests.support.context import lambda_context as make_lambda_context
 from tests.support.stack import FakeDeployment, deploy
 from tests.support.tier import Tier, create_tier
+from tiered_jobs.replay import service as replay_service
 from tiered_jobs.runtime.job_modules import load_job_modules
 
 # The example's jobs with their schemas, as its consumer imports them (the package ships none); every
@@ -39,6 +40,19 @@ def _aws_test_environment(monkeypatch):
     monkeypatch.setenv("AWS_REGION", REGION)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+
+
+#: The replay scan's long poll as shipped (``_short_polls_on_moto`` shortens it for the suite).
+SHIPPED_RECEIVE_WAIT_SECONDS = replay_service.RECEIVE_WAIT_SECONDS
+
+
+@pytest.fixture(autouse=True)
+def _short_polls_on_moto(monkeypatch):
+    """moto answers a short poll with every visible message, so the suite's DLQ scans (the CLI's,
+    the console's, lookups) need not wait a second for each empty answer. On SQS an empty short
+    poll may miss messages: the scan ships with a long poll, which
+    ``tests/replay/test_replay.py::test_the_scan_long_polls_so_an_empty_answer_means_empty`` holds."""
+    monkeypatch.setattr(replay_service, "RECEIVE_WAIT_SECONDS", 0)
 
 
 @pytest.fixture

@@ -147,6 +147,25 @@ def user_attributes(message: dict) -> dict[str, dict]:
 # -- replay -------------------------------------------------------------------------------------
 
 
+def test_the_scan_long_polls_so_an_empty_answer_means_empty(dlq, monkeypatch):
+    """A short poll samples a subset of SQS's servers and may answer empty while letters wait; any
+    wait makes SQS query them all. The suite shortens the wait on moto (tests/conftest.py): as
+    shipped, every receive of a scan waits."""
+    from tests.conftest import SHIPPED_RECEIVE_WAIT_SECONDS
+    from tiered_jobs.replay import service
+
+    monkeypatch.setattr(service, "RECEIVE_WAIT_SECONDS", SHIPPED_RECEIVE_WAIT_SECONDS)
+    waits: list[int] = []
+
+    def receive_message(**kwargs: Any) -> dict:
+        waits.append(kwargs["WaitTimeSeconds"])
+        return {}
+
+    request = parse_event({"tier": "critical", "dry_run": True}, tiers=dlq.tiers)
+    run(request, sqs=Wrapper(dlq.sqs, receive_message=receive_message), tiers=dlq.tiers, now=lambda: NOW)
+    assert waits and all(wait == SHIPPED_RECEIVE_WAIT_SECONDS >= 1 for wait in waits)
+
+
 def test_replay_moves_the_body_byte_for_byte_keeps_user_attributes_and_marks_the_replay(dlq):
     body = '{"type": "testjobs.ok",\n  "idempotency_key": "pay-é-1",\t"payload": {"memo": "café ☕ 日本  "}}  '
     mine = {

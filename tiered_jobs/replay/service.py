@@ -77,7 +77,7 @@ def run(
     now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
     on_progress: Callable[[int], None] | None = None,
     on_letters: Callable[[list[Letter]], None] | None = None,
-    wait_seconds: int = RECEIVE_WAIT_SECONDS,
+    wait_seconds: int | None = None,
     safety_margin_ms: int = SAFETY_MARGIN_MS,
     archive: Archive | None = None,
 ) -> dict[str, Any]:
@@ -111,7 +111,9 @@ def run(
         now=now,
         on_progress=on_progress,
         on_letters=on_letters,
-        wait_seconds=wait_seconds,
+        # Read when the run starts, not when this module loads: a test on an emulated SQS (which
+        # answers a short poll completely) may set the module's value to 0.
+        wait_seconds=RECEIVE_WAIT_SECONDS if wait_seconds is None else wait_seconds,
         safety_margin_ms=safety_margin_ms,
         archive=archive,
     ).run()
