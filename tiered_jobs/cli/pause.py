@@ -35,6 +35,7 @@ def resume_command(ctx: typer.Context, tier: str = typer.Argument(..., help="The
 
 def _report(state: MappingState) -> None:
     out = terminal()
+    out.soft_wrap = True  # one line each, never wrapped at 80 columns when piped
     if state.outcome == "paused":
         out.print(
             f"Paused tier {escape(state.tier)}: jobs keep queueing and spend no attempt; "

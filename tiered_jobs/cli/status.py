@@ -76,7 +76,7 @@ def status(
             )
         _print_full_width(table)
         for state in paused.values():
-            terminal().print(f"[bold yellow]{escape(state['line'])}[/]")
+            terminal().print(f"[bold yellow]{escape(state['line'])}[/]", soft_wrap=True)
         _print_full_width(jobs_table(read))
         _print_rates(rates)
         for note in notes:
