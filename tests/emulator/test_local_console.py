@@ -74,8 +74,9 @@ def _target(session) -> Target:
     )
 
 
-def _dead_letter_payment(session, key: str, account: str, amount: int) -> None:
-    """A payment dead-lettered as the consumer does it (envelope + ``DeadLetter.*``), e.g. after a bad deploy."""
+def _dead_letter_payment(session, key: str, account: str, amount: int) -> str:
+    """A payment dead-lettered as the consumer does it (envelope + ``DeadLetter.*``), e.g. after a bad deploy;
+    returns the letter's message id."""
     tier = session.deployment.tiers["critical"]
     reasons = {
         DeadLetter.REASON: DeadLetter.REASON_PERMANENT,
@@ -87,11 +88,13 @@ def _dead_letter_payment(session, key: str, account: str, amount: int) -> None:
         DeadLetter.LAST_FAILED_AT: "2026-11-29T08:00:01.000Z",
         DeadLetter.SOURCE_QUEUE: tier.queue_url,
     }
-    session.clients("sqs").send_message(
+    sent = session.clients("sqs").send_message(
         QueueUrl=tier.dlq_url,
         MessageBody=build("payments.update_balance", {"account_id": account, "amount": amount}, key).to_json(),
         MessageAttributes={n: {"DataType": "String", "StringValue": v} for n, v in reasons.items()},
     )
+    message_id: str = sent["MessageId"]
+    return message_id
 
 
 def _drain(session, url: str) -> None:
@@ -349,6 +352,36 @@ def test_job_types_page_counts_the_jobs_the_consumer_ran(session, browser, conso
     )
     page.screenshot(path=str(screenshots / "console-job-types.png"), full_page=True)
     page.close()
+
+
+def test_retry_and_discard_one_letter_from_the_browser(paused, browser, console, tmp_path, monkeypatch):
+    session = paused
+    tier = session.deployment.tiers["critical"]
+    monkeypatch.chdir(tmp_path)  # where the console's Discard archives, as the CLI's would
+    retried = _dead_letter_payment(session, "one-1", "acc_one", 5)
+    doomed = _dead_letter_payment(session, "one-2", "acc_one", 7)
+    _dead_letter_payment(session, "one-3", "acc_one", 9)
+    page = browser.new_page()
+    page.goto(console().url + "dlq?tier=critical")
+
+    page.click(f'button[data-letter="{retried}"][data-action="retry"]')
+    page.wait_for_selector('section.letter-result[data-outcome="would_move"]')
+    assert (depth(session, tier.dlq_url), depth(session, tier.queue_url)) == (3, 0)  # the dry run moved nothing
+    page.click("#confirm-retry")
+    page.wait_for_selector('section.letter-result[data-outcome="moved"]')
+    assert (depth(session, tier.dlq_url), depth(session, tier.queue_url)) == (2, 1)
+
+    page.click(f'button[data-letter="{doomed}"][data-action="discard"]')
+    page.wait_for_selector('section.letter-result[data-outcome="would_discard"]')
+    assert depth(session, tier.dlq_url) == 2
+    page.click("#confirm-discard")
+    page.wait_for_selector('section.letter-result[data-outcome="discarded"]')
+    assert depth(session, tier.dlq_url) == 1
+    archive = tmp_path / f"tiered-jobs-discarded-{session.deployment.stage}-critical.jsonl"
+    assert [json.loads(line)["message_id"] for line in archive.read_text(encoding="utf-8").splitlines()] == [doomed]
+    page.close()
+    _drain(session, tier.dlq_url)
+    _drain(session, tier.queue_url)
 
 
 def test_read_only_console_has_no_replay_button(session, browser, console):
