@@ -219,11 +219,11 @@ def test_the_installed_wheel_is_the_package_and_runs_the_cli(fresh_venv):
 
 def test_a_publisher_only_install_has_no_cdk_and_the_construct_says_how_to_get_it(fresh_venv):
     """Services that only publish install the wheel without the ``cdk`` extra: no aws-cdk-lib comes with it,
-    and importing the construct library says which command adds it."""
+    and importing the construct says which command adds it."""
     for module in ("aws_cdk", "constructs", "cdk_nag"):
         absent = run_outside(fresh_venv, "python", "-c", f"import {module}")
         assert absent.returncode != 0 and "ModuleNotFoundError" in absent.stderr, module
-    construct = run_outside(fresh_venv, "python", "-c", "import tiered_jobs.cdk")
+    construct = run_outside(fresh_venv, "python", "-c", "from tiered_jobs.cdk import TieredJobs")
     assert construct.returncode != 0
     assert "tiered_jobs.cdk needs the CDK" in construct.stderr and "pip install 'tiered-jobs[cdk]'" in construct.stderr
     # The runtime a job imports and the publisher a service imports need no CDK.
