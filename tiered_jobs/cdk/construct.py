@@ -62,7 +62,8 @@ from .tier import Tier, TierProps
 
 @dataclass(frozen=True)
 class JobsCode:
-    """The app's job folder: a Python package whose ``__init__.py`` imports its job modules.
+    """The app's job folder: a Python package with one module per job-type prefix (``orders.ship``
+    lives in ``<package>.orders``), which each consumer imports on its first job of that prefix.
 
     ``path`` is relative to the app's folder (where ``cdk synth`` runs) or absolute. ``module`` is
     the name the consumer imports it by (default: the folder's name, e.g. ``jobs`` for
