@@ -34,9 +34,11 @@ def consumer_runtime(
     rate_limits: Any = None,
     rate_limit_table: str | None = None,
     on_invoke: Callable[[dict, Any], None] | None = None,
+    job_packages: tuple[str, ...] = ("example.jobs",),
 ):
     """A started-ready ``MappingRuntime`` for ``tier``; ``handler`` replaces the consumer (baselines);
-    ``on_invoke(event, invocation)`` sees every invocation (the invariant run records the crashed ones)."""
+    ``on_invoke(event, invocation)`` sees every invocation (the invariant run records the crashed ones);
+    ``job_packages`` are the job folders' packages the consumer imports (the invariant adds its own)."""
     from aws_lambda_powertools import Logger
 
     from emulator.esm import (
@@ -51,7 +53,7 @@ def consumer_runtime(
     from tiered_jobs.runtime.job_modules import load_job_modules
     from tiered_jobs.runtime.registry import registry
 
-    load_job_modules(["example.jobs"])  # registers the example's jobs, its schemas first, as its consumer does
+    load_job_modules(job_packages)  # registers the example's jobs, its schemas first, as its consumer does
 
     # The time budget's margin: 10 % of the invocation, as the stack derives it from the timeout (without
     # its 2 s floor, which the invariant's 1.5 s invocations could not leave room for).

@@ -65,6 +65,23 @@ class Outcome:
     outcomes: dict[str, int] = field(default_factory=dict)
     #: Messages moved back by the replays (``batch``, ``native``).
     replayed: dict[str, int] = field(default_factory=dict)
+    #: Jobs that must end dead-lettered (poison, ``capped.*``), by the reason their letter must give.
+    expected_dead_letters: dict[str, int] = field(default_factory=dict)
+    #: Of those, jobs without a final letter of their own failure (its traceback ends with what the
+    #: job raises), or with one giving another reason or attempts their job's policy rules out
+    #: (fewer than its ``max_attempts``, or as many as the tier's: the job's own policy ignored).
+    #: A duplicate delivery's letter (the same key run at once elsewhere: idempotency's "in
+    #: progress") is not the job's own failure, and is not judged here.
+    letters_off_their_job_policy: int = 0
+    #: Letters the consumer wrote for a job that raised without a ``DeadLetter.Traceback`` that
+    #: parses as version 1 (``{"v": 1, "frame", "traceback"}``, a traceback text, a frame or null).
+    letters_without_a_traceback: int = 0
+    #: Final letters of a job's own failure whose failing frame is not the expected one (the job's
+    #: line for ``capped.*``; none for poison, refused before any job code ran), and letters of a job
+    #: module's failed import whose traceback does not name that module's file.
+    letters_naming_the_wrong_frame: int = 0
+    #: Letters whose job failed because its module did not import (``JobModuleError``).
+    import_failure_letters: int = 0
 
     def holds(self) -> bool:
         return (
@@ -77,6 +94,9 @@ class Outcome:
             and self.letters_without_reason == self.letters_without_reason_after_a_crash
             and self.letters_missing_some_reasons == 0
             and self.copies_without_their_tenant == 0
+            and self.letters_off_their_job_policy == 0
+            and self.letters_without_a_traceback == 0
+            and self.letters_naming_the_wrong_frame == 0
         )
 
     def not_exercised(self) -> list[str]:
@@ -132,6 +152,7 @@ def check(
     }
     reasons: Counter[str] = Counter()
     dlq_keys: set[str] = set()
+    finals: dict[str, list[dict[str, Any]]] = defaultdict(list)  # key -> its letters left at the end
     missing_reason = 0
     for letter in seen.letters:
         attrs = letter.get("MessageAttributes", {})
@@ -140,11 +161,15 @@ def check(
         if DeadLetter.REASON not in attrs and reason != DeadLetter.REASON_UNKNOWN:
             missing_reason += 1
         try:
-            dlq_keys.add(json.loads(letter["Body"])["idempotency_key"])
+            key = json.loads(letter["Body"])["idempotency_key"]
         except (ValueError, KeyError):
             missing_reason += 1
+            continue
+        dlq_keys.add(key)
+        finals[key].append(letter)
     applied = set(seen.applications) | markers
     poison = {k for k, job in catalogue.items() if job["poison"]}
+    must_die = {k for k, job in catalogue.items() if job.get("dead_letter")}
     expected_balance: dict[str, int] = defaultdict(int)
     for key in applied & set(catalogue):
         expected_balance[catalogue[key]["account_id"]] += catalogue[key]["amount"]
@@ -156,6 +181,8 @@ def check(
     dead_lettered = (dlq_keys - applied) & set(catalogue)
     without_reason = [a for a in seen.dlq_arrivals if DeadLetter.REASON not in a.attributes]
     ours = [a for a in seen.dlq_arrivals if DeadLetter.REASON in a.attributes]
+    import_failures = [a for a in ours if a.attributes.get(DeadLetter.ERROR_TYPE) == _IMPORT_ERROR_TYPE]
+    own = {k: [x for x in finals.get(k, []) if _its_own_failure(catalogue[k], x)] for k in must_die}
     tenants = {key: job["tenant"] for key, job in catalogue.items() if job.get("tenant")}
     return Outcome(
         expected=len(catalogue),
@@ -163,7 +190,7 @@ def check(
         lost=len(set(catalogue) - applied - dlq_keys),
         duplicated=sum(1 for n in seen.applications.values() if n > 1),
         dead_lettered=len(dead_lettered),
-        unexpected=len((applied - set(catalogue)) | (applied & poison) | (dlq_keys - set(catalogue))),
+        unexpected=len((applied - set(catalogue)) | (applied & must_die) | (dlq_keys - set(catalogue))),
         poison=len(poison),
         balances_ok=not mismatches,
         balances_checked=len(balances),
@@ -183,7 +210,80 @@ def check(
         copies=sum(1 for a in seen.queue_arrivals if Attributes.PRIOR_ATTEMPTS in a.attributes),
         outcomes=dict(seen.outcomes),
         replayed=dict(seen.replayed),
+        expected_dead_letters=dict(Counter(catalogue[k]["dead_letter"] for k in must_die)),
+        letters_off_their_job_policy=sum(not _as_its_policy_says(catalogue[k], own[k]) for k in must_die),
+        letters_without_a_traceback=sum(_traceback(a.attributes) is None for a in ours if _raised(a.attributes)),
+        letters_naming_the_wrong_frame=sum(
+            not _frame_as_expected(catalogue[k], letter) for k in must_die for letter in own[k]
+        )
+        + sum(IMPORTED_FILE not in (_traceback(a.attributes) or {}).get("traceback", "") for a in import_failures),
+        import_failure_letters=len(import_failures),
     )
+
+
+#: The file of the job module whose import fails in the run (its letters' tracebacks must name it).
+IMPORTED_FILE = "fragile.py"
+#: The frame a ``capped.*`` letter must name: the job's own line (``path:line in function``), not the
+#: library's nor the test harness's.
+CAPPED_FRAME = ("bench/invariant/jobs/capped.py:", " in _refuse")
+_IMPORT_ERROR_TYPE = "JobModuleError"
+
+
+def _attributes_of(letter: dict[str, Any]) -> dict[str, str | None]:
+    return {name: value.get("StringValue") for name, value in letter.get("MessageAttributes", {}).items()}
+
+
+def _raised(attributes: dict[str, str | None]) -> bool:
+    """A letter the consumer wrote for a job that raised (not ``requeue_failed``: nothing ran)."""
+    reason = attributes.get(DeadLetter.REASON)
+    return reason is not None and reason != DeadLetter.REASON_REQUEUE_FAILED
+
+
+def _traceback(attributes: dict[str, str | None]) -> dict[str, Any] | None:
+    """The letter's ``DeadLetter.Traceback`` as version 1 (parsed here, not by the library's reader,
+    which reads any value), or ``None`` when it is missing or not that shape."""
+    try:
+        data = json.loads(attributes.get(DeadLetter.TRACEBACK) or "")
+    except ValueError:
+        return None
+    if not (isinstance(data, dict) and data.get("v") == 1):
+        return None
+    text, frame = data.get("traceback"), data.get("frame")
+    readable = isinstance(text, str) and text.strip() and (frame is None or isinstance(frame, str))
+    return data if readable else None
+
+
+def _its_own_failure(job: dict[str, Any], letter: dict[str, Any]) -> bool:
+    """The letter is of what the job itself raises: its traceback's last line says so."""
+    data = _traceback(_attributes_of(letter)) or {}
+    lines = [line for line in data.get("traceback", "").splitlines() if line.strip()]
+    return bool(lines) and job["raises"] in lines[-1]
+
+
+def _frame_as_expected(job: dict[str, Any], letter: dict[str, Any]) -> bool:
+    frame = (_traceback(_attributes_of(letter)) or {}).get("frame")
+    if job["poison"]:  # refused by its payload's schema: no job code ran
+        return frame is None
+    return isinstance(frame, str) and frame.startswith(CAPPED_FRAME[0]) and frame.endswith(CAPPED_FRAME[1])
+
+
+def _as_its_policy_says(job: dict[str, Any], letters: list[dict[str, Any]]) -> bool:
+    """The job has a final letter of its own failure, and each gives its expected reason and attempts
+    within its policy's range."""
+    if not letters:
+        return False
+    low, high = job.get("attempts", (1, None))
+    for letter in letters:
+        attributes = _attributes_of(letter)
+        try:
+            attempts = int(attributes.get(DeadLetter.ATTEMPTS) or "")
+        except ValueError:
+            return False
+        if attributes.get(DeadLetter.REASON) != job["dead_letter"] or attempts < low:
+            return False
+        if high is not None and attempts > high:
+            return False
+    return True
 
 
 def marker_key_of(marker: str) -> str:

@@ -56,6 +56,13 @@ class FaultPlan:
     delayed_fraction: float = 0.05
     #: Scheduled times of a periodic job, each fire delivered twice (Scheduler is at-least-once).
     schedule_fires: int = 3
+    #: Jobs of ``capped.update_balance``, a type with its own retry policy that never succeeds: half
+    #: exhaust its two attempts, half raise a bug its policy makes permanent (``bench/invariant/jobs``).
+    capped_fraction: float = 0.02
+    #: Jobs of ``fragile.update_balance``, whose module fails to import for the run's first
+    #: ``broken_module_seconds`` (then retried by the consumer after its interval, and fixed).
+    fragile_fraction: float = 0.05
+    broken_module_seconds: float = 30.0
     # -- features ----------------------------------------------------------------------------
     #: The job type's rate limit (jobs per second across the tier's consumers; ``None``: off).
     rate_limit_per_second: float | None = 60.0
@@ -102,6 +109,9 @@ class FaultPlan:
                 "tenant_fraction",
                 "delayed_fraction",
                 "schedule_fires",
+                "capped_fraction",
+                "fragile_fraction",
+                "broken_module_seconds",
             )
         }
         return cls(

@@ -10,6 +10,13 @@ moto's server by the real consumer, with every feature on at once:
 * some jobs belong to a **tenant** (the message's group), some are **delayed**;
 * a **periodic schedule** fires at a few scheduled times, each fire delivered twice;
 * while jobs still flow, a **batch replay** and a **native replay** move the DLQ back;
+* a second job type with **its own retry policy** (fewer attempts, its own backoff, unexpected
+  errors permanent) never succeeds, so each of its letters is predicted: reason, attempts and the
+  **failing frame** its traceback names (``bench/invariant/jobs/capped.py``);
+* a third job type's **module fails to import** for the run's first seconds (``fragile.py``), then
+  loads: its jobs retry, some are dead-lettered with the import's reason and replayed, each is
+  applied once;
+* every letter the consumer writes for a job that raised must carry a **traceback** that parses;
 
 and faults injected through wrapped clients (:class:`~bench.invariant.plan.FaultPlan`): crashes
 after the side effect and before the ack, transient job errors, idempotency-table throttling,
@@ -26,9 +33,11 @@ from collections import Counter
 from typing import Any
 
 from bench.runtime import depth, drain
-from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES
+from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter
 
 from .checker import Observed, Outcome, check, marker_key_of
+from .jobs import CAPPED_TYPE, FRAGILE_TYPE
+from .jobs import PACKAGE as INVARIANT_JOBS
 from .plan import FaultPlan, SimulatedCrash, Wrapped, client_error
 from .taps import FateTap, QueueTap
 
@@ -117,15 +126,38 @@ class _Run:
     def _catalogue(self, jobs: int, account_count: int) -> dict[str, dict[str, Any]]:
         from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES
 
+        from .jobs.capped import MAX_ATTEMPTS as CAPPED_ATTEMPTS
+
         rng, plan = self.plan.random(), self.plan
         catalogue: dict[str, dict[str, Any]] = {}
         for i in range(jobs):
-            poison = rng.random() < plan.poison_fraction
+            kind = rng.random()
+            job_type = (
+                CAPPED_TYPE
+                if kind < plan.capped_fraction
+                else FRAGILE_TYPE
+                if kind < plan.capped_fraction + plan.fragile_fraction
+                else JOB_TYPE
+            )
+            poison = job_type == JOB_TYPE and rng.random() < plan.poison_fraction
             job: dict[str, Any] = {
+                "type": job_type,
                 "account_id": f"acc-{i % account_count:04d}",
                 "amount": 0 if poison else rng.randint(1, 100),
                 "poison": poison,
             }
+            if poison:  # refused by its payload's schema on its first attempt
+                job["dead_letter"], job["raises"] = DeadLetter.REASON_PERMANENT, "PayloadValidationError"
+            if job_type == CAPPED_TYPE:  # its policy decides its letter: see bench/invariant/jobs/capped.py
+                job["refuse"] = "retry" if rng.random() < 0.5 else "bug"
+                if job["refuse"] == "retry":  # its own last attempt, never the tier's (a crash may add one)
+                    job["dead_letter"] = DeadLetter.REASON_RETRIES_EXHAUSTED
+                    job["attempts"] = (CAPPED_ATTEMPTS, self.max_attempts - 1)
+                    job["raises"] = "TransientError: capped: refused on purpose"
+                else:  # a KeyError its policy makes permanent: not retried to the job's last attempt
+                    job["dead_letter"] = DeadLetter.REASON_PERMANENT
+                    job["attempts"] = (1, self.max_attempts - 1)
+                    job["raises"] = "KeyError: 'missing_field'"
             if rng.random() < plan.big_body_fraction:  # a memo that fills the message to the publisher's limit
                 job["memo_bytes"] = MAX_JOB_MESSAGE_BYTES - 300
             if rng.random() < plan.tenant_fraction:
@@ -138,6 +170,7 @@ class _Run:
 
             scheduled_time = f"2026-12-0{fire + 1}T00:00:00Z"
             catalogue[periodic_idempotency_key(SCHEDULE, scheduled_time)] = {
+                "type": JOB_TYPE,
                 "account_id": "acc-interest",
                 "amount": 7,
                 "poison": False,
@@ -149,6 +182,8 @@ class _Run:
     def payload(self, key: str) -> dict[str, Any]:
         job = self.catalogue[key]
         payload: dict[str, Any] = {"account_id": job["account_id"], "amount": job["amount"]}
+        if "refuse" in job:
+            payload["refuse"] = job["refuse"]
         if "memo_bytes" in job:
             payload["memo"] = "m" * (job["memo_bytes"] - len(json.dumps(payload)) - 200)
         return payload
@@ -230,7 +265,10 @@ class _Run:
         from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
         from tiered_jobs.runtime.backoff import RetryPolicy
 
+        from .jobs import BREAKAGE, break_fragile_for
+
         plan, tier = self.plan, self.tier
+        break_fragile_for(plan.broken_module_seconds)
 
         # (moto's DynamoDB is not thread-safe; the embedded server serializes its requests: moto_patches.)
         def environment_clients() -> dict[str, Any]:
@@ -256,6 +294,7 @@ class _Run:
             rate_limits=limits,
             rate_limit_table=self.bucket_table if limits else None,
             on_invoke=self.on_invoke,
+            job_packages=("example.jobs", INVARIANT_JOBS),
         )
         with QueueTap(_name(tier.dlq_url), _name(tier.queue_url)) as queues, FateTap() as fates:
             runtime.start()
@@ -268,6 +307,8 @@ class _Run:
                 drain(tier, drain_timeout)
             finally:
                 runtime.stop(timeout=60)
+                if BREAKAGE.failed_imports:
+                    plan.injected["job_module_import_failure"] += BREAKAGE.failed_imports
             seen = Observed(
                 applications=self.applications,
                 items=_scan(tier.dynamodb, tier.payments_table),
@@ -291,7 +332,8 @@ class _Run:
         jobs = [key for key, job in catalogue.items() if "fires" not in job]
         copies = [key for key in jobs for _ in range(3 if rng.random() < self.plan.three_copies_fraction else 2)]
         rng.shuffle(copies)
-        publisher = Publisher({TIER: tier.queue_url}, Routes({"payments.*": TIER}), sqs=tier.sqs)
+        routes = Routes({"payments.*": TIER, "capped.*": TIER, "fragile.*": TIER})
+        publisher = Publisher({TIER: tier.queue_url}, routes, sqs=tier.sqs)
         halves = [copies[0::2], copies[1::2]]
         publishing = threading.Event()
         publishing.set()
@@ -304,7 +346,7 @@ class _Run:
                 publisher.publish_batch(
                     [
                         Job(
-                            JOB_TYPE,
+                            catalogue[k]["type"],
                             self.payload(k),
                             k,
                             tenant=catalogue[k].get("tenant"),

@@ -7,15 +7,27 @@ transient errors, throttling (idempotency and limiter tables), refused copies, p
 crashing replay injected (``bench/invariant/``), as two shards of 500 run at once in two processes
 (each its own embedded AWS, tables and seed; the outcomes add up). ``python -m bench invariant``
 runs 10 000.
+
+Beside the payments, two job types of the run's own (``bench/invariant/jobs/``): ``capped.*`` has its
+own retry policy (2 attempts of the tier's 5, its own backoff, unexpected errors permanent) and never
+succeeds, so each of its letters is predicted (reason, attempts, the failing frame); ``fragile.*``
+lives in a module that fails to import for the first 30 s, then loads, and each of its jobs is still
+applied exactly once. Every letter the consumer writes for a job that raised must carry a traceback
+that parses (``DeadLetter.Traceback``, version 1).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+from collections import Counter
 
 import pytest
 
 from bench.invariant import FaultPlan, Outcome, run, run_shards
+from bench.invariant.checker import Observed, check
+from bench.invariant.taps import Arrival
+from tiered_jobs.contract.names import DeadLetter
 
 pytestmark = pytest.mark.slow
 
@@ -36,14 +48,22 @@ def test_nothing_lost_nothing_applied_twice_with_every_feature_on():
     assert outcome.balances_ok, report
     assert outcome.applied + outcome.dead_lettered == outcome.expected == 1000 + 2 * FaultPlan.schedule_fires, report
     assert outcome.dead_letters_without_reason_or_unknown == 0, report
-    # Every poison job is dead-lettered with a reason, and nothing else is (the faults are transient).
-    assert outcome.dead_lettered == outcome.poison > 0, report
+    # Every poison job and every capped.* job is dead-lettered with its reason, and nothing else is (the
+    # faults are transient; the jobs of the module that failed to import ran once it loaded).
+    assert outcome.dead_lettered == sum(outcome.expected_dead_letters.values()), report
+    assert outcome.poison > 0 and outcome.expected_dead_letters.get("retries_exhausted", 0) > 0, report
+    assert outcome.expected_dead_letters["permanent"] > outcome.poison, report  # capped.*'s bugs too
+    # ...as the job's own policy says (its reason and attempts), naming the frame that raised.
+    assert outcome.letters_off_their_job_policy == 0, report
+    assert outcome.letters_naming_the_wrong_frame == 0, report
+    assert outcome.letters_without_a_traceback == 0, report
+    assert outcome.import_failure_letters > 0, report
     # No letter without a reason but those SQS's redrive moved after a crash, counted exactly; and every
     # letter the consumer wrote has all its reasons (the publisher leaves them room).
     assert outcome.letters_without_reason == outcome.letters_without_reason_after_a_crash, report
     assert outcome.letters_missing_some_reasons == 0, report
     assert outcome.copies_without_their_tenant == 0 and outcome.copies > 0, report
-    assert set(outcome.dead_letter_reasons) <= {"permanent"}, report
+    assert set(outcome.dead_letter_reasons) <= {"permanent", "retries_exhausted"}, report
     # The faults and the features really happened (a run without them would prove nothing).
     for fault in (
         "crash_before_idempotency_completes",
@@ -54,6 +74,7 @@ def test_nothing_lost_nothing_applied_twice_with_every_feature_on():
         "copy_refused",
         "slow_job",
         "replay_crash_between_send_and_delete",
+        "job_module_import_failure",
     ):
         assert outcome.faults_injected.get(fault, 0) > 0, (fault, report)
     assert outcome.not_exercised() == [], report
@@ -106,3 +127,87 @@ def test_shard_outcomes_add_up_and_a_failing_shard_fails_the_whole():
     assert (total.expected, total.applied, total.dead_letter_reasons, total.holds()) == (20, 18, {"permanent": 4}, True)
     assert not base_outcome().plus(base_outcome(balances_ok=False)).holds()
     assert not base_outcome().plus(base_outcome(lost=1, applied=8)).holds()
+
+
+def _letter(key: str, **reasons: str) -> dict:
+    """A letter with every reason (placeholders but for ``reasons``, named without ``DeadLetter.``)."""
+    given = {f"DeadLetter.{name}": value for name, value in reasons.items()}
+    values = {**{name: "x" for name in DeadLetter.ALL}, **given}
+    attributes = {name: {"DataType": "String", "StringValue": value} for name, value in values.items()}
+    return {"Body": json.dumps({"idempotency_key": key}), "MessageAttributes": attributes}
+
+
+def _traceback(frame: str | None, last_line: str) -> str:
+    text = f'Traceback (most recent call last):\n  File "x.py", line 1, in f\n{last_line}\n'
+    return json.dumps({"v": 1, "frame": frame, "traceback": text})
+
+
+CAPPED_LINE = "bench/invariant/jobs/capped.py:31 in _refuse"
+RETRY_RAISES = "TransientError: capped: refused on purpose"
+
+
+def _checked(letters: list[dict]) -> Outcome:
+    """The checker over one capped job (retried, 2 attempts of the tier's 5) whose final letters are ``letters``."""
+    catalogue = {
+        "c-1": {
+            "account_id": "a",
+            "amount": 1,
+            "poison": False,
+            "dead_letter": "retries_exhausted",
+            "attempts": (2, 4),
+            "raises": RETRY_RAISES,
+        }
+    }
+    arrivals = [Arrival("dlq", str(i), letter["Body"], _attributes(letter), None) for i, letter in enumerate(letters)]
+    seen = Observed(Counter(), [], letters, arrivals, [], set(), Counter(), Counter())
+    return check(catalogue, seen, {}, 1, 0.1)
+
+
+def _attributes(letter: dict) -> dict:
+    return {name: value["StringValue"] for name, value in letter["MessageAttributes"].items()}
+
+
+def _capped_letter(reason="retries_exhausted", attempts="2", frame=CAPPED_LINE, raises=RETRY_RAISES) -> dict:
+    last = f"tiered_jobs.runtime.errors.{raises} (attempt {attempts} of 2)"
+    tb = _traceback(frame, last)
+    return _letter("c-1", Reason=reason, Attempts=attempts, ErrorType="TransientError", Traceback=tb)
+
+
+def test_the_checker_counts_a_letter_off_its_job_policy_a_wrong_frame_and_a_missing_traceback():
+    assert _checked([_capped_letter()]).holds()
+    # The tier's attempts instead of the job's own, or the job's own too soon: its policy was ignored.
+    assert _checked([_capped_letter(attempts="5")]).letters_off_their_job_policy == 1
+    assert _checked([_capped_letter(attempts="1")]).letters_off_their_job_policy == 1
+    assert _checked([_capped_letter(reason="permanent")]).letters_off_their_job_policy == 1
+    # No letter of the job's own failure (a duplicate delivery's does not stand in for it).
+    other = _capped_letter(raises="IdempotencyAlreadyInProgressError: in progress")
+    assert _checked([other]).letters_off_their_job_policy == 1
+    assert _checked([other, _capped_letter()]).holds()
+    # The failing frame is the library's, not the job's line.
+    wrong = _capped_letter(frame="tiered_jobs/runtime/consumer.py:310 in execute")
+    assert _checked([wrong]).letters_naming_the_wrong_frame == 1
+    # A traceback that does not parse as version 1, or none at all.
+    unreadable = _capped_letter()
+    unreadable["MessageAttributes"]["DeadLetter.Traceback"]["StringValue"] = "Traceback (most recent call last):"
+    assert _checked([unreadable]).letters_without_a_traceback == 1
+    bare = _capped_letter()
+    del bare["MessageAttributes"]["DeadLetter.Traceback"]
+    assert _checked([bare]).letters_without_a_traceback == 1
+    for counter in ("letters_off_their_job_policy", "letters_naming_the_wrong_frame", "letters_without_a_traceback"):
+        assert not base_outcome(**{counter: 1}).holds()
+
+
+def test_the_checker_counts_an_import_failure_letter_whose_traceback_does_not_name_the_module():
+    def import_failure(text: str) -> dict:
+        letter = _letter("c-1", Reason="retries_exhausted", ErrorType="JobModuleError")
+        letter["MessageAttributes"]["DeadLetter.Traceback"] = {
+            "DataType": "String",
+            "StringValue": _traceback(None, f"JobModuleError: {text}"),
+        }
+        return letter
+
+    named = import_failure("job module 'jobs.fragile' failed to import (ModuleNotFoundError at fragile.py:21)")
+    outcome = _checked([_capped_letter(), named])
+    assert (outcome.import_failure_letters, outcome.letters_naming_the_wrong_frame) == (1, 0)
+    unnamed = _checked([_capped_letter(), import_failure("job module failed to import")])
+    assert (unnamed.import_failure_letters, unnamed.letters_naming_the_wrong_frame) == (1, 1)
