@@ -1,8 +1,11 @@
-"""The console's cost per refresh: AWS calls (botocore's event hooks) and render time of the Tiers table.
+"""The console's cost per refresh: AWS calls (botocore's event hooks) and render time of the Tiers
+table and of the Job types table.
 
 Three tiers with messages in their queues and DLQs on moto's server (HTTP on 127.0.0.1, as a real
-endpoint), the console served by uvicorn from a thread, ``GET /fragments/tiers`` (what htmx polls)
-timed end to end. ``python -m bench.console`` prints the figures.
+endpoint), an hour of the consumer's counters (one datapoint a minute) for each tier and for
+:data:`JOB_TYPES` job types, the console served by uvicorn from a thread, ``GET /fragments/tiers``
+and ``GET /fragments/job-types`` (what htmx polls) timed end to end. ``python -m bench.console``
+prints the figures.
 """
 
 from __future__ import annotations
@@ -18,6 +21,28 @@ from tiered_jobs.contract.routing import Routes
 from tiered_jobs.stage import discovery
 
 STAGE = "bench"
+#: Job types with an hour of counts (spread over the tiers).
+JOB_TYPES = 20
+
+
+def _an_hour_of_counts(cloudwatch: Any, tiers: list[str]) -> None:
+    """What the consumer's EMF becomes: every counter, one datapoint a minute, per tier and per job type."""
+    from datetime import datetime, timedelta, timezone
+
+    from tiered_jobs.operations import counts
+
+    now = datetime.now(timezone.utc)
+    series = [counts.tier_dimensions(STAGE, tier) for tier in tiers] + [
+        counts.job_type_dimensions(STAGE, tiers[n % len(tiers)], f"bench.type_{n:02d}") for n in range(JOB_TYPES)
+    ]
+    data = [
+        {"MetricName": metric, "Value": 1.0, "Timestamp": now - timedelta(minutes=minute), "Dimensions": dimensions}
+        for dimensions in series
+        for minute in range(60)
+        for metric in counts.COUNTERS.values()
+    ]
+    for first in range(0, len(data), 1000):
+        cloudwatch.put_metric_data(Namespace=counts.Metrics.NAMESPACE, MetricData=data[first : first + 1000])
 
 
 def measure(refreshes: int = 20) -> dict[str, Any]:
@@ -46,21 +71,32 @@ def measure(refreshes: int = 20) -> dict[str, Any]:
                 sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "{}"} for i in range(5)])
             tiers[tier] = discovery.TierQueues(*urls)
         target._deployment = discovery.Deployment(tiers=tiers, routes=Routes({}), source="bench", stage=STAGE)
+        _an_hour_of_counts(target.client("cloudwatch"), list(tiers))
         console = start_in_thread(target, Security())
         try:
-            calls, times = [], []
-            for _ in range(refreshes + 1):
-                started = time.perf_counter()
-                with urllib.request.urlopen(console.url + "fragments/tiers", timeout=30) as answer:
-                    html = answer.read().decode()
-                times.append((time.perf_counter() - started) * 1000)
-                calls.append(int(html.split("refreshed with ", 1)[1].split(" AWS calls", 1)[0]))
+            tiers_page = _refreshes(console.url + "fragments/tiers", refreshes)
+            job_types_page = _refreshes(console.url + "fragments/job-types", refreshes)
         finally:
             console.stop()
-    calls, times = calls[1:], times[1:]  # the first one warms the clients up
     return {
         "tiers": len(DEFAULT_TIERS),
         "refreshes": refreshes,
+        **tiers_page,
+        "job_types": JOB_TYPES,
+        **{f"job_types_{name}": value for name, value in job_types_page.items()},
+    }
+
+
+def _refreshes(url: str, refreshes: int) -> dict[str, Any]:
+    calls, times = [], []
+    for _ in range(refreshes + 1):
+        started = time.perf_counter()
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            html = answer.read().decode()
+        times.append((time.perf_counter() - started) * 1000)
+        calls.append(int(html.split("refreshed with ", 1)[1].split(" AWS calls", 1)[0]))
+    calls, times = calls[1:], times[1:]  # the first one warms the clients up
+    return {
         "calls_per_refresh": max(calls),
         "render_ms_median": round(statistics.median(times), 1),
         "render_ms_max": round(max(times), 1),
@@ -72,5 +108,7 @@ if __name__ == "__main__":
     print(
         f"console, {figures['tiers']} tiers, {figures['refreshes']} refreshes of the Tiers table: "
         f"{figures['calls_per_refresh']} AWS calls per refresh, render {figures['render_ms_median']} ms median "
-        f"({figures['render_ms_max']} ms max)"
+        f"({figures['render_ms_max']} ms max); the Job types table ({figures['job_types']} job types): "
+        f"{figures['job_types_calls_per_refresh']} AWS calls per refresh, render "
+        f"{figures['job_types_render_ms_median']} ms median ({figures['job_types_render_ms_max']} ms max)"
     )

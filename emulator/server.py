@@ -78,6 +78,7 @@ class EmbeddedAws:
         from .moto_patches import (
             cloudwatch_dimensions_as_a_set,
             cloudwatch_list_metrics_by_series,
+            cloudwatch_metric_data_by_series,
             cloudwatch_percentiles,
             moto_server_module_list_once,
             serialize_dynamodb_requests,
@@ -92,6 +93,7 @@ class EmbeddedAws:
         cloudwatch_percentiles()  # GetMetricData's pNN statistics (moto_patches, gap 8)
         cloudwatch_dimensions_as_a_set()  # GetMetricData's dimensions in any order (moto_patches, gap 15)
         cloudwatch_list_metrics_by_series()  # ListMetrics lists a series once (moto_patches, gap 16)
+        cloudwatch_metric_data_by_series()  # GetMetricData in time linear in the datapoints (moto_patches, gap 17)
         sqs_message_move_tasks()  # the native replay's StartMessageMoveTask (moto_patches, gap 11)
         sqs_thread_safe_message_groups()  # receives of grouped messages from many threads (moto_patches, gap 12)
         moto_server_module_list_once()  # the dispatcher's folder listing on every request (moto_patches, gap 13)
