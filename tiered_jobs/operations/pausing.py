@@ -90,14 +90,19 @@ def paused_line(
     retention: int | None,
     now: datetime | None = None,
 ) -> str:
-    """``critical: paused since 2026-12-02 05:50 UTC (12m), by arn:...; oldest job 11m old of 4d retention``."""
+    """``critical: paused since 2026-12-02 05:50 UTC (12m), by arn:...; oldest job 11m old of 4d retention ...``;
+    ``oldest_age_seconds`` ``None``: the age is unknown, so the line names the retention alone."""
     since = parse_iso(state.paused_at)
     when = "since an unknown time"
     if since is not None:
         ago = ((now or datetime.now(timezone.utc)) - since).total_seconds()
         when = f"since {since:%Y-%m-%d %H:%M} UTC ({format_duration(max(0.0, ago))})"
     line = f"{state.tier}: paused {when}, by {state.paused_by or 'unknown (not paused by tiered-jobs)'}"
-    if retention is not None:
-        age = "no job waiting" if not oldest_age_seconds else f"oldest job {format_duration(oldest_age_seconds)} old"
-        line += f"; {age} of {format_duration(retention)} retention (SQS deletes a job older than that, paused or not)"
-    return line
+    if retention is None:
+        return line
+    kept = format_duration(retention)
+    if oldest_age_seconds is None:  # not read (the console's pause line) or no datapoint: the clock, not the age
+        return f"{line}; SQS deletes a job older than its {kept} retention, paused or not"
+    if not oldest_age_seconds:
+        return f"{line}; no job waiting ({kept} retention)"
+    return f"{line}; oldest job {format_duration(oldest_age_seconds)} old of {kept} retention (SQS deletes it then)"
