@@ -39,8 +39,9 @@ def counted_jobs(deployment):
     from emulator import moto_patches
 
     moto_patches.cloudwatch_list_metrics_by_series()  # as CloudWatch lists series (the emulator's gap 16)
-    if datetime.now(timezone.utc).second >= 55:  # the read must see the current minute's datapoints in it
-        time.sleep(6)
+    second = datetime.now(timezone.utc).second
+    if second >= 45:  # the reads (a console started first included) must fall in the datapoints' minute
+        time.sleep(61 - second)
     now = datetime.now(timezone.utc)
     boto3.client("cloudwatch").put_metric_data(
         Namespace=Metrics.NAMESPACE,
