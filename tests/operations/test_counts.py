@@ -166,3 +166,23 @@ def test_job_types_are_listed_page_by_page(deployment, now):
     found = live.job_types(cloudwatch, stage, ["bulk"])
 
     assert len(found) == 520 and found[0] == ("bulk", "many.type_0000") and len(pages) == 2
+
+
+def test_without_list_metrics_the_tiers_still_count(deployment, now, monkeypatch):
+    """A role without cloudwatch:ListMetrics: no job types, a note naming why, the tiers' counts read."""
+    from botocore.exceptions import ClientError
+
+    put(deployment.stage, "bulk", Metrics.SUCCEEDED, now)
+
+    def denied(*_, **__):
+        raise ClientError({"Error": {"Code": "AccessDenied", "Message": "not allowed"}}, "ListMetrics")
+
+    monkeypatch.setattr(live, "job_types", denied)
+
+    read = stage_status.read_status(
+        deployment.stage, _target(deployment).deployment().tiers, boto3.client, source="t", now=now, by_job_type=True
+    )
+
+    assert read.job_types == [] and read.tier("bulk").counts["5m"] == WindowCounts(completed=111)
+    assert [note for note in read.notes if note.startswith("job types unavailable (")] == read.notes
+    assert "AccessDenied" in read.notes[0] or "not allowed" in read.notes[0]

@@ -167,9 +167,12 @@ def read_status(
         states = {}
         notes.append(f"alarm states unavailable ({client_error_text(exc)})")
     types: list[tuple[str, str]] = []
-    try:
-        if by_job_type:
+    if by_job_type:
+        try:  # its own permission (cloudwatch:ListMetrics): without it the tiers' figures still show
             types = live.job_types(cloudwatch, stage, tiers)
+        except ClientError as exc:
+            notes.append(f"job types unavailable ({client_error_text(exc)})")
+    try:
         figures, by_type = metric_figures(cloudwatch, stage, tiers, now=now, job_types=types)
     except ClientError as exc:
         figures, by_type = {}, []
