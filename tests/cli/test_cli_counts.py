@@ -122,7 +122,17 @@ def test_status_piped_and_as_json_keeps_the_counts_exact(counted_jobs):
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(0, "0"), (9_999, "9999"), (10_000, "10.0k"), (12_345, "12.3k"), (123_456, "123k"), (2_500_000, "2.5M")],
+    [
+        (0, "0"),
+        (9_999, "9999"),
+        (10_000, "10.0k"),
+        (12_345, "12.3k"),
+        (99_960, "100k"),
+        (123_456, "123k"),
+        (999_999, "1.0M"),
+        (2_500_000, "2.5M"),
+        (150_000_000, "150M"),
+    ],
 )
 def test_a_count_past_four_digits_is_shortened(value, text):
     assert short(value) == text

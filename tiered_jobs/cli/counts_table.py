@@ -46,8 +46,6 @@ def short(value: int) -> str:
     """``999`` -> ``999``, ``12345`` -> ``12.3k``, ``123456`` -> ``123k``, ``2500000`` -> ``2.5M``."""
     if value < 10_000:
         return str(value)
-    for size, unit in ((1_000_000, "M"), (1_000, "k")):
-        if value >= size:
-            scaled = value / size
-            return f"{scaled:.1f}{unit}" if scaled < 100 else f"{scaled:.0f}{unit}"
-    return str(value)
+    # Past 999.5k the rounding would print 1000k: that is 1.0M.
+    scaled, unit = (value / 1_000, "k") if value < 999_500 else (value / 1_000_000, "M")
+    return f"{scaled:.1f}{unit}" if scaled < 99.95 else f"{scaled:.0f}{unit}"
