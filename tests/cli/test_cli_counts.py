@@ -15,6 +15,7 @@ from tests.cli.test_cli_schedules import TERMINAL_80
 from tiered_jobs.cli.counts_table import short
 from tiered_jobs.contract.names import Metrics
 from tiered_jobs.operations import counts as live
+from tiered_jobs.operations.counts import JobTypeCounts, WindowCounts
 
 #: (tier, job type or None for the tier's own series, metric, value, minutes ago).
 DATA = (
@@ -136,3 +137,26 @@ def test_status_piped_and_as_json_keeps_the_counts_exact(counted_jobs):
 )
 def test_a_count_past_four_digits_is_shortened(value, text):
     assert short(value) == text
+
+
+def test_on_a_narrow_terminal_a_name_folds_and_no_count_is_cut():
+    """Every count at its widest (four digits in every window): the names give way, never a count."""
+    from rich.console import Console
+
+    from tiered_jobs.cli.counts_table import jobs_table
+    from tiered_jobs.operations.status import StageStatus, TierStatus
+
+    widest = {label: WindowCounts(9_999, 9_999, 9_999, 9_999) for label in live.WINDOWS}
+    read = StageStatus(
+        "s",
+        "src",
+        [TierStatus("transactional", 0, 0, 0, 0, counts=widest)],
+        job_types=[JobTypeCounts("transactional", "notifications.send_welcome_email_later", widest)],
+    )
+    console = Console(width=80, force_terminal=False, record=True)
+    console.print(jobs_table(read))
+    lines = console.export_text().splitlines()
+
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    assert sum(line.count("9999/9999/9999") for line in lines) == 8 and "…" not in "".join(lines)
+    assert "".join(line.split()[0] for line in lines[5:] if line.strip()).count("notifications") == 1

@@ -22,17 +22,23 @@ INDENT = "  "
 def jobs_table(read: StageStatus) -> Table:
     """Rows: each tier (bold), then its job types, indented; a tier without counts shows ``–``."""
     windows = " / ".join(label.removesuffix("m") for label in WINDOWS)
-    table = Table(title=f"Jobs · last {windows} min", box=box.SIMPLE_HEAD)
-    table.add_column("Tier / job type", no_wrap=True)
-    for count in COUNTERS:
-        table.add_column(count.capitalize(), justify="right", no_wrap=True)
     by_tier: dict[str, list[JobTypeCounts]] = {}
     for row in read.job_types:
         by_tier.setdefault(row.tier, []).append(row)
+    rows: list[tuple[str, list[str]]] = []
     for tier in read.tiers:
-        table.add_row(f"[bold]{escape(tier.tier)}[/]", *_cells(tier.counts))
-        for job_type in by_tier.get(tier.tier, []):
-            table.add_row(INDENT + escape(job_type.job_type), *_cells(job_type.counts))
+        rows.append((f"[bold]{escape(tier.tier)}[/]", _cells(tier.counts)))
+        rows.extend(
+            (INDENT + escape(job_type.job_type), _cells(job_type.counts)) for job_type in by_tier.get(tier.tier, [])
+        )
+    table = Table(title=f"Jobs · last {windows} min", box=box.SIMPLE_HEAD)
+    # A count is never cut: when the terminal is too narrow, the names fold instead.
+    table.add_column("Tier / job type", overflow="fold")
+    for index, count in enumerate(COUNTERS):
+        widest = max([len(cells[index]) for _, cells in rows], default=1)
+        table.add_column(count.capitalize(), justify="right", no_wrap=True, min_width=widest)
+    for name, cells in rows:
+        table.add_row(name, *cells)
     return table
 
 
