@@ -20,9 +20,10 @@ from tiered_jobs.operations.display import alarm_summary, format_duration
 from tiered_jobs.operations.status import StageStatus, TierStatus
 
 #: How often a live view reads the status again: the console's pace. Each read's ``GetMetricData``
-#: has moto scan every datapoint it holds for every minute of the hour, in the process that also
-#: serves the stack (measured during the demo on a busy 2-core machine: 0.1 s at its start, 1 to 3.5 s
-#: once its jobs had run): read every second or two, the view alone would keep that server busy.
+#: runs in the process that also serves the stack; it once scanned every datapoint moto holds for
+#: every minute of the hour (1 to 3.5 s a read once the demo's jobs had run, on a busy 2-core
+#: machine), and is linear in them since moto_patches' gap 17, but a read every second or two would
+#: still compete with the stack for nothing a person can follow.
 REFRESH_SECONDS = 5.0
 
 
