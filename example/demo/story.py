@@ -5,6 +5,7 @@
 2. e-mails, three with invalid addresses -> the publisher refuses them (payload schema); sent raw
    anyway, as a publisher skipping the schema would, they are dead-lettered at once (``permanent``);
 3. transient outages (``demo.flaky``) -> retried with backoff (1 s, 2 s) then succeed;
+   a paused tier: jobs published meanwhile wait unreceived, then run once on resume;
 4. an analytics flood on the bulk tier -> the critical tier's latency stays low (measured);
    a rate limit: e-mails held to their provider's rate (5/s here) while payments go through at once;
 5. a bad deploy (the critical consumer pointed at a missing ledger table) -> payments are
@@ -34,6 +35,7 @@ from example.demo.steps.emails import emails
 from example.demo.steps.flood import flood
 from example.demo.steps.incident import bad_deploy_and_replay
 from example.demo.steps.outages import transient_outages
+from example.demo.steps.pause import pause_and_resume
 from example.demo.steps.payments import payments_with_duplicates
 from example.demo.steps.rate_limit import rate_limited_emails
 from example.demo.steps.schedules import scheduled_jobs
@@ -44,6 +46,7 @@ STEPS: tuple[Callable[[Demo], None], ...] = (
     payments_with_duplicates,  # 1.
     emails,  # 2.
     transient_outages,  # 3.
+    pause_and_resume,  # 3, its second half
     flood,  # 4.
     rate_limited_emails,  # 4, its second half
     bad_deploy_and_replay,  # 5. and 6.

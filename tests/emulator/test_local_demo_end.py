@@ -122,6 +122,7 @@ def test_the_story_is_its_steps_in_order():
         "payments_with_duplicates",
         "emails",
         "transient_outages",
+        "pause_and_resume",
         "flood",
         "rate_limited_emails",
         "bad_deploy_and_replay",
