@@ -11,7 +11,7 @@ import json
 import pytest
 
 from tiered_jobs.contract.names import DEFAULT_TIERS, Env
-from tiered_jobs.contract.replay_events import EVENT_FIELDS, console_events, routed_glob
+from tiered_jobs.contract.replay_events import EVENT_FIELDS, PAUSE_ACTIONS, console_events, routed_glob
 from tiered_jobs.replay import (
     MAX_MESSAGES_CAP,
     ReplayEventError,
@@ -169,8 +169,11 @@ def test_console_events_parse_for_every_tier_and_are_named_after_it():
     """The construct's console test events (the example app keeps them as files: tests/example)."""
     for tier in DEFAULT_TIERS:
         events = console_events(tier, job_type_glob="testjobs.*")
-        assert len(events) == 5
+        assert len(events) == 7
         for name, event in events.items():
+            if event["action"] in PAUSE_ACTIONS:  # its mapping's: tiered_jobs.replay.pause reads these
+                assert event == {"action": event["action"], "tier": tier} and name == f"{tier}-{event['action']}"
+                continue
             request = parse_event(event, tiers=DEFAULT_TIERS)
             assert name.startswith(tier + "-") and request.tier == tier
         assert parse_event(events[f"{tier}-replay-job-type"], tiers=DEFAULT_TIERS).job_type == "testjobs.*"

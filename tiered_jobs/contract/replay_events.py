@@ -14,6 +14,12 @@ from typing import Any
 #: ``replay`` moves letters back to the tier's queue; ``inspect`` only reads and groups them;
 #: ``discard`` archives letters, then deletes them; ``show`` returns chosen letters in full.
 ACTIONS = ("replay", "inspect", "discard", "show")
+#: The actions on a tier's event source mapping rather than its letters (``tiered_jobs.replay.pause``):
+#: ``pause`` disables it, ``resume`` enables it.
+PAUSE_ACTIONS = ("pause", "resume")
+#: Every field a pause or resume event may carry: ``by`` names the operator when the caller knows better
+#: than the function (which sees no caller identity; CloudTrail does).
+PAUSE_EVENT_FIELDS = ("action", "tier", "by")
 #: ``batch``: the function moves letters itself (filters, ``Replay.*`` attributes, rate limit);
 #: ``native``: it starts SQS's own ``StartMessageMoveTask`` (every letter, unfiltered, as is).
 MODES = ("batch", "native")
@@ -90,6 +96,8 @@ def console_events(tier: str, job_type_glob: str | None = None) -> dict[str, dic
             "job_type": job_type_glob,
         }
     events[f"{tier}-discard-dry-run"] = {"action": "discard", "tier": tier, "dry_run": True, "max_messages": 100}
+    events[f"{tier}-pause"] = {"action": "pause", "tier": tier}
+    events[f"{tier}-resume"] = {"action": "resume", "tier": tier}
     return events
 
 

@@ -17,13 +17,23 @@ from datetime import datetime, timezone
 from typing import Any
 
 from tiered_jobs.contract.errors import USAGE, TieredJobsError
+from tiered_jobs.contract.replay_events import PAUSE_ACTIONS, PAUSE_EVENT_FIELDS
 from tiered_jobs.contract.times import iso_text
 
-#: The replay function's actions on a tier's mapping (its letters' actions are ``replay_events.ACTIONS``).
-PAUSE_ACTIONS = ("pause", "resume")
-#: Fields a pause or resume event may carry: ``by`` names the operator when the caller knows better
-#: than the function (which sees no caller identity; CloudTrail does).
-PAUSE_EVENT_FIELDS = ("action", "tier", "by")
+__all__ = [
+    "PAUSE_ACTIONS",
+    "PAUSE_EVENT_FIELDS",
+    "TAG_PAUSED_AT",
+    "TAG_PAUSED_BY",
+    "MappingState",
+    "PauseError",
+    "handle_event",
+    "mappings_from_env",
+    "pause",
+    "read_mapping",
+    "resume",
+]
+
 #: Tags on the mapping: who paused it, and when (ISO 8601, UTC).
 TAG_PAUSED_BY = "tiered-jobs:paused-by"
 TAG_PAUSED_AT = "tiered-jobs:paused-at"
