@@ -1,0 +1,45 @@
+"""The local runtime honours what ``UpdateEventSourceMapping`` changes while a mapping runs: a disabled
+mapping receives nothing (its messages wait, no receive spent), and a lowered maximum concurrency idles
+the pollers above it."""
+
+from __future__ import annotations
+
+import time
+
+from emulator.esm import DEFAULT_POLL_WAIT_SECONDS, MappingControl, MappingRuntime
+from emulator.invokers import in_process_factory
+from tests.emulator.local_support import wait_until
+from tests.emulator.test_local_esm import busy_queue, mapping, queue, sqs  # noqa: F401 - fixtures
+
+
+def test_a_disabled_mapping_receives_nothing_until_it_is_enabled(sqs, busy_queue):  # noqa: F811
+    """A visibility timeout (``busy_queue``): a job received is not received again meanwhile."""
+    for n in range(4):
+        sqs.send_message(QueueUrl=busy_queue[0], MessageBody=f"job-{n}")
+    control = {"now": MappingControl(enabled=False)}
+    runtime = MappingRuntime(mapping(busy_queue), in_process_factory(), sqs, control=lambda: control["now"])
+    runtime.start()
+    try:
+        time.sleep(DEFAULT_POLL_WAIT_SECONDS + 0.5)
+        assert runtime.stats.snapshot()["records"] == 0
+        counts = sqs.get_queue_attributes(QueueUrl=busy_queue[0], AttributeNames=["ApproximateNumberOfMessages"])
+        assert counts["Attributes"]["ApproximateNumberOfMessages"] == "4"
+
+        control["now"] = MappingControl(enabled=True)
+        wait_until(lambda: runtime.stats.snapshot()["deleted"] >= 4, 10, "the four jobs, once enabled")
+        assert runtime.stats.snapshot()["records"] == 4  # each received once
+    finally:
+        runtime.stop(10)
+
+
+def test_a_lowered_maximum_concurrency_idles_the_pollers_above_it(queue):  # noqa: F811
+    control = {"now": MappingControl(enabled=True, maximum_concurrency=2)}
+    runtime = MappingRuntime(
+        mapping(queue, maximum_concurrency=5), in_process_factory(), None, control=lambda: control["now"]
+    )
+    assert [runtime.may_poll(i) for i in range(5)] == [True, True, False, False, False]
+    control["now"] = MappingControl(enabled=True)  # no ScalingConfig: the deployed concurrency
+    assert all(runtime.may_poll(i) for i in range(5))
+    control["now"] = MappingControl(enabled=False, maximum_concurrency=5)
+    assert not any(runtime.may_poll(i) for i in range(5))
+    assert MappingRuntime(mapping(queue), in_process_factory(), None).may_poll(7)  # no control: as deployed
