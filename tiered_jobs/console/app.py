@@ -112,8 +112,8 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
     env.globals.update(
         htmx=HTMX_FILE,
         refresh_seconds=REFRESH_SECONDS,
-        pause_refresh_seconds=PAUSE_REFRESH_SECONDS,
         counted=list(COUNTERS),
+        pause_refresh_seconds=PAUSE_REFRESH_SECONDS,
         csrf_field=CSRF_FIELD,
         csrf_header=CSRF_HEADER,
         csrf_token=security.csrf_token,
@@ -267,7 +267,7 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
     async def pause_action(request: Request) -> Response:
         """``/tiers/{pause|resume}/{check|run}``: check shows what the action does and a confirm button; run does it."""
         form = await request.form()
-        if (refused := _action_refusal(security, request, str(form.get(CSRF_FIELD) or ""))) is not None:
+        if (refused := _pause_refusal(security, request, str(form.get(CSRF_FIELD) or ""))) is not None:
             return refused
         action, step = request.path_params["action"], request.path_params["step"]
         tier = str(form.get("tier") or "").strip()
@@ -316,8 +316,9 @@ class _GuardMiddleware(Guard):
         super().__init__(app, security)
 
 
-def _action_refusal(security: Security, request: Request, form_token: str) -> Response | None:
-    """``403`` for an action this console must not take: read-only, another site, a wrong CSRF token or origin."""
+def _pause_refusal(security: Security, request: Request, form_token: str) -> Response | None:
+    """``403`` for a pause or resume this console must not take (read-only, another site, a wrong CSRF token or
+    origin, as for a replay); ``404`` for an action or step the route does not know."""
     if security.read_only:
         return PlainTextResponse("This console is read-only: no action is allowed.", status_code=403)
     if (refused := _cross_site_refusal(request)) is not None:
