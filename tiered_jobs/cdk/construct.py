@@ -42,6 +42,7 @@ from tiered_jobs.contract.names import (
 )
 from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE
 
+from .circuit_breaker import CircuitBreakers
 from .dashboard import Dashboard, dashboard_name
 from .function import LambdaPlatform
 from .publishers import PublisherPolicy
@@ -192,6 +193,10 @@ class TieredJobs(Construct):
         }
         tiers = list(self.tiers.values())
         self.replay = ReplayFunction(self, "Replay", settings=settings, platform=platform, tiers=tiers)
+        # The tiers with a circuit breaker: its alarms act through the replay function (it may update the mappings).
+        self.circuit_breakers = CircuitBreakers(
+            self, "CircuitBreakers", stage=stage, tiers=tiers, function=self.replay.function, topic=self.alarm_topic
+        )
         self.scheduled_jobs = ScheduledJobs(
             self, "Schedules", settings=settings, tiers=tiers, alarm_topic=self.alarm_topic
         )

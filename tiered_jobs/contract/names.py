@@ -368,8 +368,12 @@ class Alarms:
     KINDS: tuple[str, ...] = (DLQ_DEPTH, OLDEST_MESSAGE_AGE, FAILURE_RATE, DURATION, ERRORS, THROTTLES, JOB_AGE)
     #: A rate-limited tier's alarm on its limiter's table (not in ``KINDS``: other tiers have none).
     RATE_LIMITER = "rate-limiter"
+    #: A tier with a circuit breaker: the alarm that opens it (pages), and the one whose first
+    #: minute of succeeded jobs closes it after the probe (never pages: it only signals).
+    CIRCUIT_BREAKER = "circuit-breaker"
+    CIRCUIT_PROBE = "circuit-probe"
     #: Every kind a tier may have.
-    ALL_KINDS: tuple[str, ...] = (*KINDS, RATE_LIMITER)
+    ALL_KINDS: tuple[str, ...] = (*KINDS, RATE_LIMITER, CIRCUIT_BREAKER)
 
     @staticmethod
     def prefix(stage: str) -> str:

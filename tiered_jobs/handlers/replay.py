@@ -11,6 +11,7 @@ from functools import cache
 from typing import Any
 
 from tiered_jobs.replay import archive_from_env, parse_event, run, tiers_from_env
+from tiered_jobs.replay.breaker import handle_alarm, is_alarm_event
 from tiered_jobs.replay.pause import PAUSE_ACTIONS, handle_event, mappings_from_env
 
 
@@ -19,6 +20,19 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         aws,  # boto3 loads on the first invocation, not at import
     )
 
+    if is_alarm_event(event):  # a circuit breaker's alarm changed state (CloudWatch's Lambda action)
+        import os
+
+        from tiered_jobs.contract.names import Env
+
+        _logger().info("circuit breaker alarm", extra={"alarm": event.get("alarmData")})
+        return handle_alarm(
+            event,
+            stage=os.environ[Env.STAGE],
+            mappings=mappings_from_env(os.environ.get(Env.REPLAY_MAPPINGS)),
+            lambda_client=aws.client("lambda"),
+            cloudwatch=aws.client("cloudwatch"),
+        )
     if event.get("action") in PAUSE_ACTIONS:  # the tier's mapping, not its letters
         import os
 

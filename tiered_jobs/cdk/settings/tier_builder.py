@@ -99,6 +99,11 @@ def build_tier(name: Any, raw: Any) -> TierSettings:
     v["failure_rate_alarm_percent"] = _percent(merged, "failure_rate_alarm_percent", base, where)
     v["failure_rate_min_jobs"] = num("failure_rate_min_jobs", 1)
     v["duration_alarm_percent_of_timeout"] = _percent(merged, "duration_alarm_percent_of_timeout", base, where)
+    if merged.get("circuit_breaker_percent") is not None:
+        v["circuit_breaker_percent"] = _percent(merged, "circuit_breaker_percent", base, where)
+    v["circuit_breaker_min_jobs"] = num("circuit_breaker_min_jobs", 1)
+    # CloudWatch alarms on standard-resolution metrics (the consumer's EMF) take whole minutes.
+    v["circuit_breaker_minutes"] = num("circuit_breaker_minutes", 1, 60, " minutes (one alarm period)")
     v["log_level"] = read_choice(merged, "log_level", base.log_level, LOG_LEVELS, where)
     try:
         v.update(parse_rate_limits(merged, v))

@@ -67,6 +67,13 @@ class TierSettings:
     failure_rate_min_jobs: int = 20
     #: Alarm when the consumer's p99 duration exceeds this share of its timeout.
     duration_alarm_percent_of_timeout: float = 80.0
+    #: The circuit breaker (``None``: off): stop taking the tier's work while more than this share (%)
+    #: of its attempts failed transiently (``JobsRetried`` / ``JobsProcessed``) over the window.
+    circuit_breaker_percent: float | None = None
+    #: ...and only once at least this many attempts ran in the window (below it the share is 0).
+    circuit_breaker_min_jobs: int = 10
+    #: The window (one alarm period): also how long the breaker stays open before its probe.
+    circuit_breaker_minutes: int = 1
     #: Tier-wide rate limit: jobs per second across every consumer of the tier (``None``: no limit).
     rate_limit_per_second: float | None = None
     #: Jobs the tier-wide bucket saves up while idle (``None`` in cdk.json: one second's worth).

@@ -1,0 +1,123 @@
+"""The circuit breaker on the template: off by default; on a tier that sets it, its two alarms, their
+Lambda actions on the replay function with a permission per alarm (least privilege), one page on each
+change of the opening alarm, the probe alarm only signalling, and the right to reset that alarm only."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.infra.infra_support import logical_id, policy_statements, synthesize_once
+from tests.infra.template_values import Concrete
+from tiered_jobs.cdk.settings import AppSettings, SettingsError
+from tiered_jobs.contract.names import Alarms, Metrics, function_name
+
+pytestmark = pytest.mark.synth
+
+BREAKER = {"circuit_breaker_percent": 40, "circuit_breaker_min_jobs": 25, "circuit_breaker_minutes": 2}
+
+
+@pytest.fixture(scope="module")
+def breaker_synth(tmp_path_factory):
+    return synthesize_once(
+        tmp_path_factory, "circuit-breaker", tiers={"critical": {}, "transactional": {}, "bulk": BREAKER}
+    )
+
+
+def _alarm(synth, tier: str, kind: str) -> tuple[str, dict]:
+    key = logical_id(synth, "AWS::CloudWatch::Alarm", AlarmName=Alarms.name(synth.stage, tier, kind))
+    return key, synth.raw["Resources"][key]["Properties"]
+
+
+def _replay(synth) -> str:
+    return logical_id(synth, "AWS::Lambda::Function", FunctionName=function_name(synth.stage, "replay"))
+
+
+def test_off_by_default(default_synth):
+    names = {a["Properties"]["AlarmName"] for a in default_synth.resources("AWS::CloudWatch::Alarm").values()}
+    assert not {n for n in names if "circuit" in n}
+    assert not default_synth.resources("AWS::Lambda::Permission")
+    statements = policy_statements(default_synth, _replay(default_synth))
+    assert not [s for s in statements if "cloudwatch:SetAlarmState" in str(s["Action"])]
+
+
+def test_the_opening_alarm_is_the_transient_failure_share_over_the_window_with_a_minimum_volume(breaker_synth):
+    _, alarm = _alarm(breaker_synth, "bulk", Alarms.CIRCUIT_BREAKER)
+    returned = next(q for q in alarm["Metrics"] if q.get("ReturnData", True))
+    assert returned["Expression"] == "IF(attempts >= 25, 100 * FILL(retried, 0) / attempts, 0)"
+    stats = {q["Id"]: q["MetricStat"] for q in alarm["Metrics"] if "MetricStat" in q}
+    assert {i: (s["Metric"]["MetricName"], s["Period"], s["Stat"]) for i, s in stats.items()} == {
+        "attempts": (Metrics.PROCESSED, 120, "Sum"),
+        "retried": (Metrics.RETRIED, 120, "Sum"),
+    }
+    assert {d["Name"]: d["Value"] for d in stats["attempts"]["Metric"]["Dimensions"]} == {
+        Metrics.DIM_SERVICE: Metrics.SERVICE,
+        Metrics.DIM_STAGE: breaker_synth.stage,
+        Metrics.DIM_TIER: "bulk",
+    }
+    assert (alarm["Threshold"], alarm["ComparisonOperator"], alarm["EvaluationPeriods"]) == (
+        40,
+        "GreaterThanThreshold",
+        1,
+    )
+    # No attempt while it is open: no datapoint, which must read as OK so that the probe starts.
+    assert alarm["TreatMissingData"] == "notBreaching"
+
+
+def test_only_the_tier_that_sets_it_has_a_breaker(breaker_synth):
+    names = {a["Properties"]["AlarmName"] for a in breaker_synth.resources("AWS::CloudWatch::Alarm").values()}
+    circuit = {n for n in names if "circuit" in n}
+    assert circuit == {
+        Alarms.name(breaker_synth.stage, "bulk", k) for k in (Alarms.CIRCUIT_BREAKER, Alarms.CIRCUIT_PROBE)
+    }
+
+
+def test_actions_page_once_per_change_and_invoke_the_replay_function(breaker_synth):
+    t = Concrete(breaker_synth.raw)
+    replay, topic = (
+        {"Fn::GetAtt": [_replay(breaker_synth), "Arn"]},
+        next(iter(breaker_synth.resources("AWS::SNS::Topic"))),
+    )
+    _, breaker = _alarm(breaker_synth, "bulk", Alarms.CIRCUIT_BREAKER)
+    assert breaker["AlarmActions"] == [{"Ref": topic}, replay]  # opens: one page
+    assert breaker["OKActions"] == [{"Ref": topic}, replay]  # the probe starts: one page
+    _, probe = _alarm(breaker_synth, "bulk", Alarms.CIRCUIT_PROBE)
+    assert probe["AlarmActions"] == [replay]  # never pages
+    assert "OKActions" not in probe
+    assert (probe["MetricName"], probe["Period"], probe["Threshold"]) == (Metrics.SUCCEEDED, 60, 0)
+    assert t.value(probe["AlarmName"]) == Alarms.name(breaker_synth.stage, "bulk", Alarms.CIRCUIT_PROBE)
+
+
+def test_each_alarm_may_invoke_the_replay_function_and_nothing_else_may(breaker_synth):
+    permissions = list(breaker_synth.resources("AWS::Lambda::Permission").values())
+    alarms = {_alarm(breaker_synth, "bulk", k)[0] for k in (Alarms.CIRCUIT_BREAKER, Alarms.CIRCUIT_PROBE)}
+    assert {p["Properties"]["SourceArn"]["Fn::GetAtt"][0] for p in permissions} == alarms
+    for permission in permissions:
+        props = permission["Properties"]
+        assert props["Principal"] == "lambda.alarms.cloudwatch.amazonaws.com"
+        assert props["Action"] == "lambda:InvokeFunction"
+        assert props["FunctionName"] == {"Fn::GetAtt": [_replay(breaker_synth), "Arn"]}
+        assert props["SourceAccount"] == {"Ref": "AWS::AccountId"}
+
+
+def test_the_replay_function_may_reset_the_probe_alarm_only(breaker_synth):
+    t = Concrete(breaker_synth.raw)
+    granted = [s for s in policy_statements(breaker_synth, _replay(breaker_synth)) if "cloudwatch:" in str(s["Action"])]
+    assert len(granted) == 1 and granted[0]["Action"] == "cloudwatch:SetAlarmState"
+    assert t.value(granted[0]["Resource"]).endswith(
+        f":alarm:{Alarms.name(breaker_synth.stage, 'bulk', Alarms.CIRCUIT_PROBE)}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"circuit_breaker_percent": 0}, "circuit_breaker_percent 0.0 must be a percentage"),
+        ({"circuit_breaker_percent": 101}, "circuit_breaker_percent 101.0 must be a percentage"),
+        ({"circuit_breaker_percent": 50, "circuit_breaker_minutes": 0}, "circuit_breaker_minutes 0 is out of range"),
+        ({"circuit_breaker_percent": 50, "circuit_breaker_min_jobs": 0}, "circuit_breaker_min_jobs 0 is out of range"),
+        ({"circuit_breaker_percnt": 50}, "circuit_breaker_percnt"),
+    ],
+)
+def test_bad_settings_name_the_setting(setting, message):
+    with pytest.raises(SettingsError, match=message):
+        AppSettings.from_context({"tiers": {"bulk": setting}, "routes": {"*": "bulk"}})

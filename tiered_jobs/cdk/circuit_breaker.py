@@ -1,0 +1,115 @@
+"""A tier's circuit breaker: two alarms whose Lambda actions invoke the replay function.
+
+With partial batch responses Lambda does not slow its polling when records fail, so during a
+downstream outage every job would spend its attempts at full speed and the DLQ would flood. The
+breaker is made of AWS parts only, never a polling loop of ours: CloudWatch evaluates the alarms,
+and its Lambda alarm action invokes the replay function, which already may update its stage's
+mappings (``tiered_jobs.replay.breaker`` decides what each change of state does).
+
+* ``circuit-breaker``: the share of the tier's attempts that failed transiently
+  (``JobsRetried`` / ``JobsProcessed``) over ``circuit_breaker_minutes``, 0 below
+  ``circuit_breaker_min_jobs`` attempts. ALARM opens the breaker, OK (a window without
+  datapoints, since nothing is received) starts the probe. It also notifies the alarm topic,
+  on ALARM and on OK, like every alarm: one page when it opens, one when it probes.
+* ``circuit-probe``: ``JobsSucceeded`` > 0 over a minute. Its ALARM while the breaker is
+  half-open closes it. It never pages: in a healthy tier it sits in ALARM, it is only a signal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from tiered_jobs.contract.names import Alarms, Metrics
+
+from .alarms import AlarmSpec, page_on
+from .tier import Tier
+
+
+def breaker_spec(tier: Tier) -> AlarmSpec:
+    """The opening alarm's metric math, from the tier's settings (``circuit_breaker_percent`` must be set)."""
+    settings = tier.settings
+    assert settings.circuit_breaker_percent is not None
+    window = Duration.minutes(settings.circuit_breaker_minutes)
+    attempts = tier.metrics.job(Metrics.PROCESSED, period=window)
+    retried = tier.metrics.job(Metrics.RETRIED, period=window)
+    share = cloudwatch.MathExpression(
+        # FILL: a window with attempts but no retry is 0 %, not "no data".
+        expression=f"IF(attempts >= {settings.circuit_breaker_min_jobs}, 100 * FILL(retried, 0) / attempts, 0)",
+        using_metrics={"attempts": attempts, "retried": retried},
+        label=f"{tier.name} transient failure share (%)",
+        period=window,
+    )
+    return AlarmSpec(
+        share,
+        settings.circuit_breaker_percent,
+        f"Circuit breaker of the {tier.name} tier: more than {settings.circuit_breaker_percent:g} % of its "
+        f"attempts failed and will be retried over {settings.circuit_breaker_minutes} minute(s), with at least "
+        f"{settings.circuit_breaker_min_jobs} attempts. ALARM: the tier is paused (by 'circuit breaker'), its jobs "
+        f"wait in the queue with their attempts. OK: a probe runs at concurrency 2, and the tier's concurrency "
+        f"comes back when its jobs succeed. Check the downstream the tier's jobs call.",
+    )
+
+
+class CircuitBreakers(Construct):
+    """The breaker alarms of every tier that has ``circuit_breaker_percent``, acting through ``function``."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stage: str,
+        tiers: Sequence[Tier],
+        function: lambda_.IFunction,
+        topic: sns.ITopic,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.alarms: dict[str, dict[str, cloudwatch.Alarm]] = {}
+        action = cw_actions.LambdaAction(function)
+        for tier in tiers:
+            if tier.settings.circuit_breaker_percent is None:
+                continue
+            breaker = page_on(
+                self,
+                f"{tier.name}-breaker",
+                breaker_spec(tier),
+                alarm_name=Alarms.name(stage, tier.name, Alarms.CIRCUIT_BREAKER),
+                topic=topic,
+            )
+            breaker.add_alarm_action(action)
+            breaker.add_ok_action(action)
+            probe = tier.metrics.job(Metrics.SUCCEEDED, period=Duration.minutes(1)).create_alarm(
+                self,
+                f"{tier.name}-probe",
+                alarm_name=Alarms.name(stage, tier.name, Alarms.CIRCUIT_PROBE),
+                alarm_description=(
+                    f"Closes the {tier.name} tier's half-open circuit breaker when the probe's jobs succeed "
+                    f"(ALARM: jobs succeeded in the last minute). A signal, never a page."
+                ),
+                threshold=0,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+            probe.add_alarm_action(action)
+            # Going half-open sets the probe alarm to OK, so that the probe's first succeeded minute
+            # is a change of state (an alarm acts only on a change). Its ARN is written from its name:
+            # a reference would make the alarm, the function and its policy depend on each other.
+            probe_arn = Stack.of(self).format_arn(
+                service="cloudwatch",
+                resource="alarm",
+                resource_name=Alarms.name(stage, tier.name, Alarms.CIRCUIT_PROBE),
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            function.add_to_role_policy(
+                iam.PolicyStatement(actions=["cloudwatch:SetAlarmState"], resources=[probe_arn])
+            )
+            self.alarms[tier.name] = {Alarms.CIRCUIT_BREAKER: breaker, Alarms.CIRCUIT_PROBE: probe}

@@ -1,0 +1,119 @@
+"""The circuit breaker: a tier's CloudWatch alarms drive its event source mapping, nothing polls.
+
+A tier with ``circuit_breaker_percent`` has two alarms whose actions invoke the replay function
+(CloudWatch's Lambda alarm action):
+
+* ``circuit-breaker`` (over ``JobsRetried`` / ``JobsProcessed``, with a minimum volume) goes to
+  ALARM: the breaker **opens**. The mapping is disabled exactly as a pause does, recorded as
+  paused by :data:`BREAKER_BY`: Lambda stops receiving, so queued jobs keep their attempts (a held
+  job is never received, so never an attempt).
+* With the mapping disabled no datapoint arrives, so after one window the same alarm returns to OK
+  (missing data is not breaching): the breaker goes **half-open**. The mapping is enabled with
+  ``MaximumConcurrency`` :data:`PROBE_CONCURRENCY` (the least Lambda allows) and the probe alarm is
+  set to OK, so that its next minute with a succeeded job is a change of state.
+* ``circuit-probe`` (``JobsSucceeded`` > 0 over a minute) goes to ALARM while half-open: the probe's
+  jobs succeed, the breaker **closes**: the maximum concurrency the mapping had when it opened is
+  restored. If the downstream still fails, ``circuit-breaker`` opens again instead.
+
+The breaker's state lives on the mapping (its ``State`` and tags), like a pause. An operator's
+pause is never undone: the breaker only resumes a mapping it disabled itself, and never opens one
+already disabled by someone else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from tiered_jobs.contract.names import Alarms
+from tiered_jobs.contract.times import iso_text
+
+from .pause import TAG_PAUSED_AT, TAG_PAUSED_BY, PauseError
+
+__all__ = ["BREAKER_BY", "PROBE_CONCURRENCY", "TAG_CIRCUIT", "TAG_RESTORE", "handle_alarm", "is_alarm_event"]
+
+#: Who paused a tier the breaker opened (the pause record's ``by``).
+BREAKER_BY = "circuit breaker"
+#: The probe's maximum concurrency: the event source mapping's minimum, the smallest trickle Lambda allows.
+PROBE_CONCURRENCY = 2
+#: The breaker's state on the mapping while it is not closed: ``open`` or ``half-open``.
+TAG_CIRCUIT = "tiered-jobs:circuit"
+#: The maximum concurrency to restore when it closes ("" when the mapping had none).
+TAG_RESTORE = "tiered-jobs:circuit-restore"
+
+
+def is_alarm_event(event: Mapping[str, Any]) -> bool:
+    """CloudWatch's Lambda alarm action: ``{"source": "aws.cloudwatch", "alarmArn": ..., "alarmData": ...}``."""
+    return event.get("source") == "aws.cloudwatch" and isinstance(event.get("alarmData"), Mapping)
+
+
+def handle_alarm(
+    event: Mapping[str, Any],
+    *,
+    stage: str,
+    mappings: Mapping[str, str],
+    lambda_client: Any,
+    cloudwatch: Any,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """One alarm's change of state -> what the breaker did to the tier's mapping (``outcome``)."""
+    data = event["alarmData"]
+    name, state = data.get("alarmName"), (data.get("state") or {}).get("value")
+    found = [
+        (tier, kind)
+        for tier in mappings
+        for kind in (Alarms.CIRCUIT_BREAKER, Alarms.CIRCUIT_PROBE)
+        if Alarms.name(stage, tier, kind) == name
+    ]
+    if not found:
+        raise PauseError(f"alarm {name!r} is not a circuit breaker alarm of the {stage} stage's tiers")
+    tier, kind = found[0]
+    uuid = mappings[tier]
+    mapping = lambda_client.get_event_source_mapping(UUID=uuid)
+    arn = mapping["EventSourceMappingArn"]
+    tags = lambda_client.list_tags(Resource=arn).get("Tags", {})
+    enabled = mapping.get("State") in ("Enabled", "Enabling", "Updating")
+    circuit = tags.get(TAG_CIRCUIT, "")
+    result = {"tier": tier, "alarm": name, "state": state}
+    if kind == Alarms.CIRCUIT_BREAKER and state == "ALARM":
+        if not enabled:
+            # Disabled already: by the breaker (nothing to do) or by an operator (never taken over).
+            opened = tags.get(TAG_PAUSED_BY) == BREAKER_BY
+            return {**result, "outcome": "already open" if opened else "paused by an operator: left alone"}
+        restore = (
+            tags.get(TAG_RESTORE, "")
+            if circuit == "half-open"
+            else str((mapping.get("ScalingConfig") or {}).get("MaximumConcurrency", ""))
+        )
+        lambda_client.update_event_source_mapping(UUID=uuid, Enabled=False)
+        at = iso_text(now or datetime.now(timezone.utc))
+        lambda_client.tag_resource(
+            Resource=arn,
+            Tags={TAG_PAUSED_BY: BREAKER_BY, TAG_PAUSED_AT: at, TAG_CIRCUIT: "open", TAG_RESTORE: restore},
+        )
+        return {**result, "outcome": "opened"}
+    if kind == Alarms.CIRCUIT_BREAKER and state == "OK":
+        if enabled or tags.get(TAG_PAUSED_BY) != BREAKER_BY:
+            return {**result, "outcome": "not open"}
+        # Before the probe starts: its first succeeded minute must be a change of state.
+        cloudwatch.set_alarm_state(
+            AlarmName=Alarms.name(stage, tier, Alarms.CIRCUIT_PROBE),
+            StateValue="OK",
+            StateReason="The circuit breaker is half-open: waiting for the probe's jobs to succeed.",
+        )
+        lambda_client.update_event_source_mapping(
+            UUID=uuid, Enabled=True, ScalingConfig={"MaximumConcurrency": PROBE_CONCURRENCY}
+        )
+        lambda_client.untag_resource(Resource=arn, TagKeys=[TAG_PAUSED_BY, TAG_PAUSED_AT])
+        lambda_client.tag_resource(Resource=arn, Tags={TAG_CIRCUIT: "half-open"})
+        return {**result, "outcome": "half-open"}
+    if kind == Alarms.CIRCUIT_PROBE and state == "ALARM" and enabled and circuit == "half-open":
+        restore = tags.get(TAG_RESTORE, "")
+        # A mapping that had no maximum concurrency gets Lambda's own ceiling back (an empty ScalingConfig).
+        lambda_client.update_event_source_mapping(
+            UUID=uuid, ScalingConfig={"MaximumConcurrency": int(restore)} if restore else {}
+        )
+        lambda_client.untag_resource(Resource=arn, TagKeys=[TAG_CIRCUIT, TAG_RESTORE])
+        return {**result, "outcome": "closed"}
+    return {**result, "outcome": "nothing to do"}
