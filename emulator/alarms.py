@@ -11,7 +11,8 @@ last period:
   is evaluated on those values.
 
 A change of state is written with ``SetAlarmState`` and published to the alarm's SNS actions,
-as CloudWatch does; the reason says ``[local emulation]`` so nobody mistakes it for AWS.
+or sent to its Lambda actions (an asynchronous invoke with CloudWatch's event), as CloudWatch does;
+the reason says ``[local emulation]`` so nobody mistakes it for AWS.
 An alarm with ``EvaluationPeriods`` N > 1 (the rate limiter's: 3) fires when each of its last N
 periods breaches (``DatapointsToAlarm`` = N, as the stack's alarms use); live SQS queue attributes
 have no history, so those alarms see only their current value. No ``Throttles`` locally (nothing
@@ -117,6 +118,25 @@ def decide(alarm: Mapping[str, Any], value: float | None) -> str:
         )
         return state
     return "ALARM" if _COMPARISONS[alarm["ComparisonOperator"]](value, alarm["Threshold"]) else "OK"
+
+
+def lambda_action_event(alarm: Mapping[str, Any], state: str, reason: str, now: datetime) -> dict[str, Any]:
+    """The event CloudWatch's Lambda alarm action sends (``source`` ``aws.cloudwatch``, the change in ``alarmData``)."""
+    arn = alarm["AlarmArn"]
+    at = now.isoformat(timespec="milliseconds")
+    return {
+        "source": "aws.cloudwatch",
+        "alarmArn": arn,
+        "accountId": arn.split(":")[4],
+        "time": at,
+        "region": arn.split(":")[3],
+        "alarmData": {
+            "alarmName": alarm["AlarmName"],
+            "state": {"value": state, "reason": reason, "timestamp": at},
+            "previousState": {"value": alarm["StateValue"], "reason": alarm.get("StateReason", "")},
+            "configuration": {"description": alarm.get("AlarmDescription", "")},
+        },
+    }
 
 
 @dataclass(frozen=True)
@@ -269,9 +289,18 @@ class AlarmEvaluator(BackgroundLoop):
             "Emulated": True,
         }
         actions = {"ALARM": "AlarmActions", "OK": "OKActions", "INSUFFICIENT_DATA": "InsufficientDataActions"}[state]
-        for topic_arn in alarm.get(actions, []):
+        for action_arn in alarm.get(actions, []):
+            if action_arn.split(":")[2] == "lambda":
+                # CloudWatch's Lambda action: an asynchronous invoke with the alarm's change as the event
+                # (lambda_invoke routes it to the local runtime, as ``aws lambda invoke`` is).
+                self._clients("lambda").invoke(
+                    FunctionName=action_arn,
+                    InvocationType="Event",
+                    Payload=json.dumps(lambda_action_event(alarm, state, reason, now)).encode(),
+                )
+                continue
             self._clients("sns").publish(
-                TopicArn=topic_arn,
+                TopicArn=action_arn,
                 Subject=f'{state}: "{alarm["AlarmName"]}" (local emulation)'[:100],
                 Message=json.dumps(message),
             )
