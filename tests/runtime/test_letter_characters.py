@@ -100,6 +100,7 @@ def _letters(tier) -> dict[str, dict[str, str]]:
         ("chars.raise", "nul \\u0000, bell \\u0007, lone \\udcff, \\ufffe and \\uffff; é and 😀 kept"),
         ("chars.key", repr(MESSAGE)),  # a KeyError's message is its key's repr: Python escaped it already
     ],
+    ids=["ValueError", "KeyError"],  # plain ids: a worker cannot report a test id it cannot encode
 )
 def test_a_job_raising_characters_sqs_refuses_is_dead_lettered_with_its_reasons(tier, job_type, written):
     logs = CapturedLogs()
