@@ -97,7 +97,7 @@ def classify(
 
     ``permanent`` / ``retry``: the job's own exception types; ``unexpected``: the kind of a failure
     no rule decides (the job's ``unexpected`` policy; transient unless it says otherwise)."""
-    for err in _chain(exc):
+    for err in exception_chain(exc):
         if isinstance(err, PermanentError):
             return PERMANENT
         if isinstance(err, TransientError):
@@ -156,7 +156,8 @@ def _classify_by_status(err: BaseException) -> Kind | None:
     return None
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
+def exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, then what caused it (``raise ... from``) or what it was raised while handling, each once."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
@@ -168,7 +169,7 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 def describe(exc: BaseException) -> tuple[str, str]:
     """``(error type, message)`` for a dead letter: the innermost meaningful cause."""
     chosen = exc
-    for err in _chain(exc):
+    for err in exception_chain(exc):
         chosen = err
         if not type(err).__module__.startswith("aws_lambda_powertools"):
             break

@@ -31,6 +31,8 @@ from typing import Any
 
 from tiered_jobs.contract.letter_traceback import MAX_BYTES, LetterTraceback, encoded_bytes
 
+from .errors import exception_chain
+
 #: Frames kept per exception of the chain before the byte cap applies (a deep recursion has a
 #: thousand; its last ones say where it went wrong).
 MAX_FRAMES = 12
@@ -78,7 +80,7 @@ def failing_frame(exc: BaseException, roots: tuple[str, ...]) -> str | None:
     causes (the job's own frame may be in the exception a wrapper raised from)."""
     if not roots:
         return None
-    for err in _chain(exc):
+    for err in exception_chain(exc):
         found = None
         for filename, lineno, name in _frames(err.__traceback__):
             if filename.startswith(roots):
@@ -117,15 +119,6 @@ def _frames(tb: TracebackType | None) -> Iterator[tuple[str, int, str]]:
         code = tb.tb_frame.f_code
         yield os.path.abspath(code.co_filename), tb.tb_lineno, code.co_name
         tb = tb.tb_next
-
-
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
 
 
 def _shorten_paths(summary: traceback.TracebackException) -> None:
