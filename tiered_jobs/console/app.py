@@ -33,8 +33,9 @@ from tiered_jobs.operations.errors import OperatorError, explain
 from tiered_jobs.operations.replays import Via, read_letters, run_replay
 from tiered_jobs.stage.target import Target
 
+from . import refusals
 from .letter_actions import letter_routes
-from .security import CSRF_FIELD, CSRF_HEADER, Guard, Security, cross_site
+from .security import CSRF_FIELD, CSRF_HEADER, Guard, Security
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
         """
 
         def endpoint(request: Request) -> Response:
-            if reads_letters and (refused := _cross_site_refusal(request)) is not None:
+            if reads_letters and (refused := refusals.cross_site_refusal(request)) is not None:
                 return refused
             fragment = request.headers.get("hx-request") == "true"
             with target.counter.measure() as measured:
@@ -218,19 +219,9 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
         }
 
     async def replay_action(request: Request) -> Response:
-        if security.read_only:
-            return PlainTextResponse("This console is read-only: no action is allowed.", status_code=403)
-        if (refused := _cross_site_refusal(request)) is not None:
+        if (refused := refusals.action_refusal(security, request, await _form_token(request))) is not None:
             return refused
         form = await request.form()
-        if not security.csrf_ok(request.headers.get(CSRF_HEADER) or str(form.get(CSRF_FIELD) or "")):
-            return PlainTextResponse("Refused: missing or wrong CSRF token (reload the page).", status_code=403)
-        if not security.origin_ok(request.headers.get("origin"), request.headers.get("host")):
-            return PlainTextResponse(
-                "Refused: a request from another origin. Behind a reverse proxy, start the console with "
-                "--origin <the address you open it at>, or have the proxy pass the Host header on.",
-                status_code=403,
-            )
         dry_run = request.url.path.endswith("/dry-run")
         fields = {
             name: str(form.get(name) or "").strip()
@@ -316,35 +307,21 @@ class _GuardMiddleware(Guard):
         super().__init__(app, security)
 
 
+async def _form_token(request: Request) -> str:
+    """The CSRF token a form posted (``""`` without one); a header may carry it instead."""
+    return str((await request.form()).get(CSRF_FIELD) or "")
+
+
 def _pause_refusal(security: Security, request: Request, form_token: str) -> Response | None:
-    """``403`` for a pause or resume this console must not take (read-only, another site, a wrong CSRF token or
-    origin, as for a replay); ``404`` for an action or step the route does not know."""
-    if security.read_only:
-        return PlainTextResponse("This console is read-only: no action is allowed.", status_code=403)
-    if (refused := _cross_site_refusal(request)) is not None:
+    """What :func:`refusals.action_refusal` refuses; ``404`` for an action or step the route does not know."""
+    if (refused := refusals.action_refusal(security, request, form_token)) is not None:
         return refused
-    if not security.csrf_ok(request.headers.get(CSRF_HEADER) or form_token):
-        return PlainTextResponse("Refused: missing or wrong CSRF token (reload the page).", status_code=403)
-    if not security.origin_ok(request.headers.get("origin"), request.headers.get("host")):
-        return PlainTextResponse("Refused: a request from another origin (see --origin).", status_code=403)
     if request.path_params.get("action") not in ("pause", "resume") or request.path_params.get("step") not in (
         "check",
         "run",
     ):
         return PlainTextResponse("Not found.", status_code=404)
     return None
-
-
-def _cross_site_refusal(request: Request) -> Response | None:
-    """``403`` for a request another web site made the browser send (``Sec-Fetch-Site``), else ``None``."""
-    site = cross_site(request.headers)
-    if site is None:
-        return None
-    return PlainTextResponse(
-        f"Refused: a request from another site (Sec-Fetch-Site: {site}). This page reads dead letters, and every "
-        f"read counts as a receive: open it from the console's own pages, or type its address.",
-        status_code=403,
-    )
 
 
 def _replay_event(fields: dict[str, str], dry_run: bool) -> dict[str, Any]:

@@ -8,8 +8,8 @@ keeps its body (its idempotency key) byte for byte, and a discarded one is archi
 it is deleted, here to the CLI's default file (``default_archive_path``) in the directory the
 console was started from.
 
-Every POST passes :func:`action_refusal` first: read-only, another site, the CSRF token and the
-origin, before any AWS call.
+Every POST passes :func:`~tiered_jobs.console.refusals.action_refusal` first: read-only, another
+site, the CSRF token and the origin, before any AWS call.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from tiered_jobs.operations.errors import OperatorError
 from tiered_jobs.operations.replays import Via, default_archive_path, run_replay
 from tiered_jobs.stage.target import Target
 
-from .security import CSRF_FIELD, CSRF_HEADER, Security, cross_site
+from .refusals import action_refusal
+from .security import CSRF_FIELD, Security
 
 #: What the page can do to one letter, as the replay event's action.
 ACTIONS = {"retry": "replay", "discard": "discard"}
@@ -70,26 +71,3 @@ def letter_routes(target: Target, security: Security, guarded: Guarded) -> list[
         return await run_in_threadpool(guarded("_letter_result.html", work), request)
 
     return [Route("/letters/{action:str}/{step:str}", letter_action, methods=["POST"])]
-
-
-def action_refusal(security: Security, request: Request, form_token: str) -> Response | None:
-    """``403`` for an action this console must not take (read-only, another site, a wrong CSRF token
-    or origin), else ``None``; checked before any AWS call."""
-    if security.read_only:
-        return PlainTextResponse("This console is read-only: no action is allowed.", status_code=403)
-    site = cross_site(request.headers)
-    if site is not None:
-        return PlainTextResponse(
-            f"Refused: a request from another site (Sec-Fetch-Site: {site}). Act on letters from the console's "
-            "own DLQ page.",
-            status_code=403,
-        )
-    if not security.csrf_ok(request.headers.get(CSRF_HEADER) or form_token):
-        return PlainTextResponse("Refused: missing or wrong CSRF token (reload the page).", status_code=403)
-    if not security.origin_ok(request.headers.get("origin"), request.headers.get("host")):
-        return PlainTextResponse(
-            "Refused: a request from another origin. Behind a reverse proxy, start the console with "
-            "--origin <the address you open it at>, or have the proxy pass the Host header on.",
-            status_code=403,
-        )
-    return None
