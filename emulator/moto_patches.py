@@ -234,6 +234,16 @@ def create_held_back(
             name = properties["AlarmName"]
             resolver.physical_ids[logical_id] = name
             resolver.attributes[(logical_id, "Arn")] = f"arn:aws:cloudwatch:{region}:{account_id}:alarm:{name}"
+        elif kind == "AWS::Lambda::Permission":  # an alarm's Lambda action (it names the alarm's ARN)
+            clients("lambda").add_permission(
+                StatementId=logical_id,
+                **{
+                    k: properties[k]
+                    for k in ("FunctionName", "Action", "Principal", "SourceArn", "SourceAccount")
+                    if k in properties
+                },
+            )
+            resolver.physical_ids[logical_id] = logical_id
         elif kind == "AWS::SQS::QueuePolicy":
             for queue_url in properties["Queues"]:
                 clients("sqs").set_queue_attributes(

@@ -1,12 +1,14 @@
 """``demo.flaky`` (any tier): fails on purpose, for demos and tests of retry behaviour.
 
-Payload ``{"fail_times": int, "error": "transient" | "permanent"}``: raises that kind of error
-while the attempt number is at most ``fail_times``, then succeeds. Payload rules:
-``example/jobs/schemas/demo.flaky.schema.json``.
+Payload ``{"fail_times": int, "error": "transient" | "permanent", "down_until": float}``: raises that
+kind of error while the attempt number is at most ``fail_times``, then succeeds. ``down_until`` (a
+UNIX time) plays a downstream outage: every attempt before it fails transiently, whatever its
+number (the circuit breaker's demo and tests). Payload rules: ``example/jobs/schemas/demo.flaky.schema.json``.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from tiered_jobs.runtime import JobContext, PermanentError, TransientError, job
@@ -14,6 +16,8 @@ from tiered_jobs.runtime import JobContext, PermanentError, TransientError, job
 
 @job("demo.flaky")
 def flaky(payload: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
+    if time.time() < payload.get("down_until", 0):
+        raise TransientError(f"demo.flaky: the downstream is down (attempt {ctx.attempt})")
     if ctx.attempt <= payload["fail_times"]:
         if payload.get("error", "transient") == "permanent":
             raise PermanentError(f"demo.flaky: permanent failure on attempt {ctx.attempt}")

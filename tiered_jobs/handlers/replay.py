@@ -25,14 +25,15 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
         from tiered_jobs.contract.names import Env
 
-        _logger().info("circuit breaker alarm", extra={"alarm": event.get("alarmData")})
-        return handle_alarm(
+        result = handle_alarm(
             event,
             stage=os.environ[Env.STAGE],
             mappings=mappings_from_env(os.environ.get(Env.REPLAY_MAPPINGS)),
             lambda_client=aws.client("lambda"),
             cloudwatch=aws.client("cloudwatch"),
         )
+        _logger().info("circuit breaker alarm", extra={"result": result})  # what the breaker did, and why
+        return result
     if event.get("action") in PAUSE_ACTIONS:  # the tier's mapping, not its letters
         import os
 

@@ -1,0 +1,110 @@
+"""The circuit breaker on local mode, against the same downstream outage on two tiers at once.
+
+Both tiers get 4 attempts, 4 s apart; only ``transactional`` has the breaker. ``demo.flaky`` with
+``down_until`` plays a downstream that is down for :data:`OUTAGE_SECONDS`. Without the breaker
+(``bulk``) every job spends its 4 attempts inside the outage and is dead-lettered. With it, the
+first failed attempts open the breaker (its alarm's Lambda action, the replay function, disables the
+mapping), the jobs wait in the queue with their attempts, the window's OK starts the probe at
+concurrency 2, the probe's successes close it, and every job runs once: 0 letters.
+
+Slow by nature: the breaker's window is one CloudWatch minute, and half-open needs a window without
+datapoints (about 75 s in all). The figures are printed (``-s``) for the closing note.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from emulator.session import LocalSession
+from tests.emulator.local_support import depth, wait_until
+from tiered_jobs.contract.names import Alarms, Metrics
+from tiered_jobs.publisher import Publisher
+from tiered_jobs.replay.breaker import TAG_CIRCUIT
+from tiered_jobs.replay.pause import TAG_PAUSED_BY
+
+pytestmark = pytest.mark.e2e
+
+JOBS = 30
+OUTAGE_SECONDS = 20
+RETRIES = {"max_attempts": 4, "retry_schedule_seconds": [4], "retry_jitter": 0}
+BREAKER = {"circuit_breaker_percent": 50, "circuit_breaker_min_jobs": 10, "circuit_breaker_minutes": 1}
+
+
+@pytest.fixture(scope="module")
+def session():
+    tiers = {"critical": {}, "transactional": {**RETRIES, **BREAKER}, "bulk": RETRIES}
+    local = LocalSession(alarm_interval_seconds=0.5, settings={"tiers": tiers}).start()
+    yield local
+    local.stop()
+
+
+def _sum(session, tier: str, metric: str) -> float:
+    dims = {Metrics.DIM_SERVICE: Metrics.SERVICE, Metrics.DIM_STAGE: session.deployment.stage, Metrics.DIM_TIER: tier}
+    return sum(session.metrics.values(Metrics.NAMESPACE, metric, dims, 3600))
+
+
+def _settled(session, tier) -> bool:
+    attributes = session.clients("sqs").get_queue_attributes(
+        QueueUrl=tier.queue_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    return all(int(v) == 0 for v in attributes.values())
+
+
+def test_an_outage_dead_letters_every_job_without_the_breaker_and_none_with_it(session):
+    stage = session.deployment.stage
+    on, off = session.deployment.tiers["transactional"], session.deployment.tiers["bulk"]
+    publisher = Publisher.from_stage(stage, ssm=session.clients("ssm"), sqs=session.clients("sqs"))
+    started = time.time()
+    down_until = started + OUTAGE_SECONDS
+    for n in range(JOBS):
+        for tier in ("transactional", "bulk"):
+            payload = {"fail_times": 0, "down_until": down_until}
+            publisher.publish("demo.flaky", payload, f"outage-{tier}-{n}", tier=tier)
+
+    wait_until(lambda: depth(session, off.dlq_url) == JOBS and _settled(session, off), 60, "bulk's letters")
+    off_drained = time.time()
+    wait_until(
+        lambda: _settled(session, on) and _sum(session, "transactional", Metrics.SUCCEEDED) >= JOBS,
+        150,
+        "the breaker's tier drains",
+    )
+    on_drained = time.time()
+
+    assert depth(session, on.dlq_url) == 0  # 0 letters with the breaker
+    assert _sum(session, "transactional", Metrics.SUCCEEDED) == JOBS  # every job ran once
+    assert _sum(session, "bulk", Metrics.SUCCEEDED) == 0 and _sum(session, "bulk", Metrics.FAILED) == JOBS
+    spent_on = session.runtime.by_function(on.consumer.name).stats.snapshot()["records"]
+    spent_off = session.runtime.by_function(off.consumer.name).stats.snapshot()["records"]
+    assert spent_off == JOBS * RETRIES["max_attempts"]
+    assert spent_on < spent_off  # held jobs spent no attempt while the breaker was open
+
+    # One page when it opened, one when its probe started; closed by the probe alarm, which never pages.
+    changes = [
+        t.new_state
+        for t in session.alarms.transitions
+        if t.alarm_name == Alarms.name(stage, "transactional", Alarms.CIRCUIT_BREAKER)
+    ]
+    assert changes[:2] == ["ALARM", "OK"], changes
+    # The probe's jobs drain at concurrency 2, possibly before the probe alarm's minute closes the breaker.
+    lambda_client, uuid = session.clients("lambda"), _uuid(session, "transactional")
+    arn = lambda_client.get_event_source_mapping(UUID=uuid)["EventSourceMappingArn"]
+    wait_until(lambda: TAG_CIRCUIT not in lambda_client.list_tags(Resource=arn)["Tags"], 30, "the breaker closes")
+    mapping = lambda_client.get_event_source_mapping(UUID=uuid)
+    assert mapping["State"] == "Enabled" and TAG_PAUSED_BY not in lambda_client.list_tags(Resource=arn)["Tags"]
+    # The tier's own concurrency is back (local mode's profile may have lowered the template's).
+    assert mapping["ScalingConfig"] == {"MaximumConcurrency": on.mapping.maximum_concurrency}
+    print(
+        f"\noutage {OUTAGE_SECONDS} s, {JOBS} jobs per tier, {RETRIES['max_attempts']} attempts 4 s apart:"
+        f"\n  breaker off: {depth(session, off.dlq_url)} letters, {spent_off} attempts, "
+        f"settled {off_drained - started:.0f} s after the publish"
+        f"\n  breaker on:  {depth(session, on.dlq_url)} letters, {spent_on} attempts, "
+        f"drained {on_drained - down_until:.0f} s after the downstream recovered; breaker changes {changes}"
+    )
+
+
+def _uuid(session, tier: str) -> str:
+    from tiered_jobs.operations import pausing
+
+    return pausing.read_pauses(session.deployment.stage, [tier], session.clients)[tier].uuid
