@@ -111,6 +111,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(lambda: (shutil.rmtree(folder, ignore_errors=True), os.environ.pop(synth_cache.CACHE_ENV, None)))
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A test's captured output may hold text no UTF-8 encodes (the letters of a job that raised a lone
+    surrogate): a parallel worker could not send such a report and would stop, losing the tests it had
+    left. The output is kept, with those characters escaped."""
+    outcome = yield
+    report = outcome.get_result()
+    report.sections = [
+        (title, text.encode("utf-8", "backslashreplace").decode("utf-8")) for title, text in report.sections
+    ]
+
+
 #: The session-wide syntheses of tests/infra (``default_synth``, ``custom_synth``): every module that
 #: reads one runs on the same worker, so each is synthesized once per run, not once per worker.
 SHARED_SYNTH_FIXTURES = frozenset({"default_synth", "custom_synth"})
