@@ -5,7 +5,8 @@ or a mapping that cannot read its queue only shows on AWS. This walks the synthe
 instead. Each *hop* is one call one principal makes on one resource:
 
 - a **service** (``cloudwatch.amazonaws.com`` for an alarm action) calls a resource that has a
-  resource policy (topic / queue policy) and maybe a KMS key. AWS requires an ``Allow`` in the
+  resource policy (topic / queue policy, a function's ``AWS::Lambda::Permission`` statements) and
+  maybe a KMS key. AWS requires an ``Allow`` in the
   resource policy matching the service principal, the action and the resource, whose conditions
   this call satisfies (``aws:SourceAccount`` = this account, ``aws:SourceArn`` = the caller's ARN,
   TLS), and the key policy must allow the service the key actions the same way;
@@ -218,6 +219,8 @@ TARGET_POLICIES: dict[str, tuple[str | None, str]] = {
     "AWS::S3::Bucket": ("AWS::S3::BucketPolicy", "Bucket"),  # one bucket per policy, not a list
     # A mapping has no resource policy: the caller's identity policy alone decides.
     "AWS::Lambda::EventSourceMapping": (None, ""),
+    # A function's resource policy is the statements its AWS::Lambda::Permission resources add.
+    "AWS::Lambda::Function": ("AWS::Lambda::Permission", "FunctionName"),
 }
 
 
@@ -235,8 +238,28 @@ class Policies:
             return statements
         for _, props in self.t.resources(policy_type):
             if any(self.t.logical_id(ref) == target for ref in _as_list(props[refs])):
-                statements += self.t.value(props["PolicyDocument"])["Statement"]
+                if policy_type == "AWS::Lambda::Permission":
+                    statements.append(self._permission_statement(target, props))
+                else:
+                    statements += self.t.value(props["PolicyDocument"])["Statement"]
         return statements
+
+    def _permission_statement(self, function: str, props: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The statement Lambda adds to the function's policy for one ``AddPermission`` (its conditions
+        are ``ArnLike`` on the source ARN and ``StringEquals`` on the source account, as Lambda writes them)."""
+        principal = str(self.t.value(props["Principal"]))
+        conditions: dict[str, dict[str, Any]] = {}
+        if "SourceArn" in props:
+            conditions["ArnLike"] = {"AWS:SourceArn": self.t.value(props["SourceArn"])}
+        if "SourceAccount" in props:
+            conditions["StringEquals"] = {"AWS:SourceAccount": self.t.value(props["SourceAccount"])}
+        return {
+            "Effect": "Allow",
+            "Principal": {"Service": principal} if principal.endswith(".amazonaws.com") else {"AWS": principal},
+            "Action": self.t.value(props["Action"]),
+            "Resource": self.t.arn(function),
+            **({"Condition": conditions} if conditions else {}),
+        }
 
     def identity_policy(self, role: str) -> list[Mapping[str, Any]]:
         """Inline policies attached to ``role`` and the template's managed policies it names."""
@@ -425,15 +448,27 @@ def service_hops(
     source: Path = (),
     key_actions: Sequence[str] = SEND_KEY_ACTIONS,
     subresources: Subresources | None = None,
+    target_types: Sequence[str] = (),
 ) -> HopSource:
     """``principal`` calls, on behalf of each ``resource_type`` (or the ARN at ``source``), the targets at
-    ``targets`` (or each of their ``subresources``: one hop each)."""
+    ``targets`` (or each of their ``subresources``: one hop each). With ``target_types``, only the targets
+    of those types (an alarm's actions name topics and functions, each called by its own principal);
+    a target that is no resource of the template is kept when the first type is not a function's."""
+
+    def wanted(t: Concrete, target: Any) -> bool:
+        if not target_types:
+            return True
+        if isinstance(target, str) and target in t.resources_by_id:
+            return t.type_of(target) in target_types
+        return target_types[0] != "AWS::Lambda::Function"
 
     def hops(t: Concrete) -> Iterator[Hop]:
         for logical_id, props in t.resources(resource_type):
             source_arn = t.arn(logical_id) if not source else t.value(_at(props, source))
             for path in targets:
                 for value in _as_list(_at(props, path) or []):
+                    if not wanted(t, _target(t, value)):
+                        continue
                     for part in subresources(t, props) if subresources else ("",):
                         yield Hop(
                             f"{resource_type} {logical_id} ({'.'.join(path)}{part}) via {principal}",
@@ -531,6 +566,17 @@ HOPS: tuple[HopSource, ...] = (
         actions=("sns:Publish",),
         targets=(("AlarmActions",), ("OKActions",), ("InsufficientDataActions",)),
         key_actions=("kms:Decrypt", "kms:GenerateDataKey*"),
+        target_types=("AWS::SNS::Topic",),
+    ),
+    # An alarm's Lambda action (the circuit breaker's): CloudWatch invokes the function, which the
+    # function's resource policy (its AWS::Lambda::Permission) must allow for that alarm.
+    service_hops(
+        "AWS::CloudWatch::Alarm",
+        "lambda.alarms.cloudwatch.amazonaws.com",
+        actions=("lambda:InvokeFunction",),
+        targets=(("AlarmActions",), ("OKActions",), ("InsufficientDataActions",)),
+        key_actions=(),
+        target_types=("AWS::Lambda::Function",),
     ),
     # A subscription's delivery DLQ, and SQS subscriptions: SNS sends to the queue for its topic.
     service_hops(

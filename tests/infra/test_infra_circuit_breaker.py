@@ -4,8 +4,11 @@ change of the opening alarm, the probe alarm only signalling, and the right to r
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
+from tests.infra.hops import Hop, ServiceCaller, walk
 from tests.infra.infra_support import logical_id, policy_statements, synthesize_once
 from tests.infra.template_values import Concrete
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
@@ -13,6 +16,7 @@ from tiered_jobs.contract.names import Alarms, Metrics, function_name
 
 pytestmark = pytest.mark.synth
 
+ALARMS_PRINCIPAL = "lambda.alarms.cloudwatch.amazonaws.com"
 BREAKER = {"circuit_breaker_percent": 40, "circuit_breaker_min_jobs": 25, "circuit_breaker_minutes": 2}
 
 
@@ -121,3 +125,35 @@ def test_the_replay_function_may_reset_the_probe_alarm_only(breaker_synth):
 def test_bad_settings_name_the_setting(setting, message):
     with pytest.raises(SettingsError, match=message):
         AppSettings.from_context({"tiers": {"bulk": setting}, "routes": {"*": "bulk"}})
+
+
+def _lambda_action_hops(raw: dict) -> tuple[list[Hop], list[str]]:
+    hops, problems = walk(raw)
+    return [h for h in hops if isinstance(h.caller, ServiceCaller) and h.caller.principal == ALARMS_PRINCIPAL], problems
+
+
+def test_the_hop_walk_lets_each_alarm_invoke_the_replay_function(breaker_synth):
+    hops, problems = _lambda_action_hops(breaker_synth.raw)
+    assert problems == []
+    replay = _replay(breaker_synth)
+    # The opening alarm on ALARM and on OK, the probe alarm on ALARM: each a hop to the replay function.
+    assert sorted((h.target, h.description.split(" (")[1].split(")")[0]) for h in hops) == [
+        (replay, "AlarmActions"),
+        (replay, "AlarmActions"),
+        (replay, "OKActions"),
+    ]
+    assert all(h.actions == ("lambda:InvokeFunction",) for h in hops)
+
+
+def test_the_hop_walk_fails_a_permission_for_another_alarm_or_none(breaker_synth):
+    raw = copy.deepcopy(breaker_synth.raw)
+    breaker, _ = _alarm(breaker_synth, "bulk", Alarms.CIRCUIT_BREAKER)
+    probe, _ = _alarm(breaker_synth, "bulk", Alarms.CIRCUIT_PROBE)
+    permissions = {k: r for k, r in raw["Resources"].items() if r["Type"] == "AWS::Lambda::Permission"}
+    for permission in permissions.values():  # both name the probe alarm: the opening alarm may not invoke
+        permission["Properties"]["SourceArn"] = {"Fn::GetAtt": [probe, "Arn"]}
+    problems = _lambda_action_hops(raw)[1]
+    assert len(problems) == 2 and all(breaker in p and "lambda:InvokeFunction" in p for p in problems), problems
+    for key in permissions:
+        del raw["Resources"][key]
+    assert len(_lambda_action_hops(raw)[1]) == 3  # no permission: no alarm may invoke it
