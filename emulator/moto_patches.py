@@ -19,9 +19,10 @@ Gaps, in deployment order:
 3. **Resource types moto's CloudFormation skips** (``AWS::CloudWatch::Alarm``,
    ``AWS::SQS::QueuePolicy``, ``AWS::SNS::TopicPolicy``, ``AWS::S3::BucketPolicy``; moto warns "No
    Moto CloudFormation support") and the resources that reference them (the dashboard names the
-   alarms' ARNs, which would fail the whole stack): held back from ``CreateStack``, then created by
-   :func:`create_held_back` with ``PutMetricAlarm`` / ``SetQueueAttributes`` / ``SetTopicAttributes`` /
-   ``PutBucketPolicy`` / ``PutDashboard``, their ``Ref`` / ``Fn::GetAtt`` / ``Fn::Join`` / ``Fn::Sub``
+   alarms' ARNs, which would fail the whole stack; an alarm's Lambda permission names its ARN too):
+   held back from ``CreateStack``, then created by :func:`create_held_back` with ``PutMetricAlarm`` /
+   ``SetQueueAttributes`` / ``SetTopicAttributes`` / ``PutBucketPolicy`` / ``PutDashboard`` /
+   ``AddPermission``, their ``Ref`` / ``Fn::GetAtt`` / ``Fn::Join`` / ``Fn::Sub``
    resolved against the deployed stack.
    The list is read from moto's own model registry, so a moto that learns a type stops needing this.
    A bucket policy loses its TLS-only ``Deny`` (``aws:SecureTransport: false``) on the way: moto's

@@ -154,3 +154,14 @@ def test_only_cloudwatchs_alarm_event_is_taken_for_one():
     assert is_alarm_event(alarm("circuit-breaker", "ALARM"))
     assert not is_alarm_event({"action": "pause", "tier": "bulk"})
     assert not is_alarm_event({"source": "aws.cloudwatch", "tier": "bulk"})
+
+
+def test_an_operator_who_pauses_an_open_breaker_takes_the_pause_over_and_its_probe_leaves_it_paused():
+    fake = FakeLambda()
+    run(alarm("circuit-breaker", "ALARM"), fake)
+    taken = pausing.pause(fake, "bulk", UUID, by="ana")
+    assert (taken.outcome, taken.paused_by) == ("paused", "ana")
+
+    assert run(alarm("circuit-breaker", "OK"), fake) == "not open"
+    assert (fake.state, fake.tags[TAG_PAUSED_BY]) == ("Disabled", "ana")
+    assert pausing.pause(fake, "bulk", UUID, by="bo").outcome == "already paused"  # an operator's: kept

@@ -16,8 +16,9 @@ A tier with ``circuit_breaker_percent`` has two alarms whose actions invoke the 
   restored. If the downstream still fails, ``circuit-breaker`` opens again instead.
 
 The breaker's state lives on the mapping (its ``State`` and tags), like a pause. An operator's
-pause is never undone: the breaker only resumes a mapping it disabled itself, and never opens one
-already disabled by someone else.
+pause is never undone: the breaker only resumes a mapping it disabled itself (paused by
+:data:`BREAKER_BY`), and never opens one already disabled by someone else; an operator who pauses a
+tier the breaker opened takes the pause over (``pause.pause``), so its probe leaves it paused.
 """
 
 from __future__ import annotations
@@ -29,12 +30,10 @@ from typing import Any
 from tiered_jobs.contract.names import Alarms
 from tiered_jobs.contract.times import iso_text
 
-from .pause import TAG_PAUSED_AT, TAG_PAUSED_BY, PauseError
+from .pause import BREAKER_BY, TAG_PAUSED_AT, TAG_PAUSED_BY, PauseError
 
 __all__ = ["BREAKER_BY", "PROBE_CONCURRENCY", "TAG_CIRCUIT", "TAG_RESTORE", "handle_alarm", "is_alarm_event"]
 
-#: Who paused a tier the breaker opened (the pause record's ``by``).
-BREAKER_BY = "circuit breaker"
 #: The probe's maximum concurrency: the event source mapping's minimum, the smallest trickle Lambda allows.
 PROBE_CONCURRENCY = 2
 #: The breaker's state on the mapping while it is not closed: ``open`` or ``half-open``.

@@ -21,6 +21,7 @@ from tiered_jobs.contract.replay_events import PAUSE_ACTIONS, PAUSE_EVENT_FIELDS
 from tiered_jobs.contract.times import iso_text
 
 __all__ = [
+    "BREAKER_BY",
     "PAUSE_ACTIONS",
     "PAUSE_EVENT_FIELDS",
     "TAG_PAUSED_AT",
@@ -39,6 +40,9 @@ TAG_PAUSED_BY = "tiered-jobs:paused-by"
 TAG_PAUSED_AT = "tiered-jobs:paused-at"
 #: A tag value's limit (Lambda: 256 characters).
 MAX_TAG_VALUE = 256
+#: Who paused a tier its circuit breaker opened (``tiered_jobs.replay.breaker``): the one pause an
+#: operator's pause takes over, so that the breaker's probe never resumes a tier an operator paused.
+BREAKER_BY = "circuit breaker"
 
 
 class PauseError(TieredJobsError, ValueError):
@@ -88,9 +92,12 @@ def pause(lambda_client: Any, tier: str, uuid: str, *, by: str, now: datetime | 
     """Disable the mapping, then record who and when. Pausing a paused tier keeps its first record:
     "paused since" means since it stopped taking work."""
     current = read_mapping(lambda_client, tier, uuid)
-    if current.paused:
+    if current.paused and current.paused_by != BREAKER_BY:
         return _with(current, outcome="already paused")
-    mapping = lambda_client.update_event_source_mapping(UUID=uuid, Enabled=False)
+    if current.paused:  # opened by the circuit breaker: the operator's record replaces its own
+        mapping = lambda_client.get_event_source_mapping(UUID=uuid)
+    else:
+        mapping = lambda_client.update_event_source_mapping(UUID=uuid, Enabled=False)
     at = iso_text(now or datetime.now(timezone.utc))
     who = by[:MAX_TAG_VALUE] or "unknown"
     note = None
