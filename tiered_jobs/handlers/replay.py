@@ -34,7 +34,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         )
         _logger().info("circuit breaker alarm", extra={"result": result})  # what the breaker did, and why
         return result
-    if event.get("action") in PAUSE_ACTIONS:  # the tier's mapping, not its letters
+    if isinstance(event, dict) and event.get("action") in PAUSE_ACTIONS:  # the tier's mapping, not its letters
         import os
 
         from tiered_jobs.contract.names import Env

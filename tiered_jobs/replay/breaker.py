@@ -42,9 +42,16 @@ TAG_CIRCUIT = "tiered-jobs:circuit"
 TAG_RESTORE = "tiered-jobs:circuit-restore"
 
 
-def is_alarm_event(event: Mapping[str, Any]) -> bool:
-    """CloudWatch's Lambda alarm action: ``{"source": "aws.cloudwatch", "alarmArn": ..., "alarmData": ...}``."""
-    return event.get("source") == "aws.cloudwatch" and isinstance(event.get("alarmData"), Mapping)
+def is_alarm_event(event: Any) -> bool:
+    """CloudWatch's Lambda alarm action: ``{"source": "aws.cloudwatch", "alarmArn": ..., "alarmData": ...}``.
+
+    Any other value (a list, a string: what an operator may type in the console's test event) is
+    not, and goes on to the replay event's own checks, which name what is wrong."""
+    return (
+        isinstance(event, Mapping)
+        and event.get("source") == "aws.cloudwatch"
+        and isinstance(event.get("alarmData"), Mapping)
+    )
 
 
 def handle_alarm(
