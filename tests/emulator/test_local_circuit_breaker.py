@@ -27,7 +27,10 @@ from tiered_jobs.replay.pause import TAG_PAUSED_BY
 pytestmark = pytest.mark.e2e
 
 JOBS = 30
-OUTAGE_SECONDS = 20
+#: Longer than ``bulk``'s 4 attempts take even on a loaded machine (12 s of backoff, then the work), and
+#: shorter than the breaker stays open (a window without datapoints: over a minute), so its probe meets
+#: a downstream that is back.
+OUTAGE_SECONDS = 45
 RETRIES = {"max_attempts": 4, "retry_schedule_seconds": [4], "retry_jitter": 0}
 BREAKER = {"circuit_breaker_percent": 50, "circuit_breaker_min_jobs": 10, "circuit_breaker_minutes": 1}
 
@@ -63,7 +66,7 @@ def test_an_outage_dead_letters_every_job_without_the_breaker_and_none_with_it(s
             payload = {"fail_times": 0, "down_until": down_until}
             publisher.publish("demo.flaky", payload, f"outage-{tier}-{n}", tier=tier)
 
-    wait_until(lambda: depth(session, off.dlq_url) == JOBS and _settled(session, off), 60, "bulk's letters")
+    wait_until(lambda: depth(session, off.dlq_url) == JOBS and _settled(session, off), 120, "bulk's letters")
     off_drained = time.time()
     wait_until(
         lambda: _settled(session, on) and _sum(session, "transactional", Metrics.SUCCEEDED) >= JOBS,
