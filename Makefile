@@ -9,12 +9,11 @@ export AWS_DEFAULT_REGION ?= us-east-1
 
 .PHONY: setup check test quick demo up synth lint bench clean
 
-# The suite runs on parallel workers (pytest-xdist), each group of tests whole on one worker: a
-# module, so its shared local session starts once, or the infra modules that share a synthesis
-# (tests/conftest.py names the groups). Most tests wait on an embedded AWS or a subprocess, so
-# twice as many workers as cores keeps both cores busy (measured: 4 beat 2 and 6 on 2 cores).
+# The suite runs on parallel workers (pytest-xdist), a whole test module per worker so a module's
+# shared local session starts once. Most tests wait on an embedded AWS or a subprocess, so twice
+# as many workers as cores keeps both cores busy (measured: 4 beat 2 and 6 on 2 cores).
 WORKERS ?= 4
-PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup
+PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile
 
 setup: $(VENV)/.installed node_modules/.installed
 

@@ -123,22 +123,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     ]
 
 
-#: The session-wide syntheses of tests/infra (``default_synth``, ``custom_synth``): every module that
-#: reads one runs on the same worker, so each is synthesized once per run, not once per worker.
-SHARED_SYNTH_FIXTURES = frozenset({"default_synth", "custom_synth"})
-SHARED_SYNTH_GROUP = "tests/infra: the shared syntheses"
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Groups for the workers, longest first.
+    """Longest first: the modules marked ``slow``, then ``e2e``, then the rest, each in its collected order.
 
-    ``make test`` (``--dist loadgroup``) hands each group whole to one parallel worker: a module,
-    so its shared local session starts once; or every module that reads one of the infra tests'
-    shared syntheses, so each is made once (a synthesis is seconds of CPU; per worker, it was made
-    up to four times). The groups go in this order: those holding a ``slow`` test, then ``e2e``,
-    then the rest, each in its collected order. A long group picked up last would run alone at the
-    end (the docs examples, one local mode for every page, take minutes on one worker), so the long
-    ones start first and the short ones fill the gaps.
+    ``make test`` hands whole modules to parallel workers in this order; a long module picked up
+    last would run alone at the end (the docs examples, one local mode for every page, take minutes
+    on one worker), so the long ones start first and the short ones fill the gaps. (Grouping several
+    modules on one worker, ``--dist loadgroup``, does not work with this pytest: xdist 3.8 marks a
+    group by rewriting ``item._nodeid``, which pytest 9 no longer reads, so every test would be a
+    group of its own and its module's local session would start on every worker.)
     """
 
     def module(item: pytest.Item) -> str:
@@ -147,13 +140,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def rank(item: pytest.Item) -> int:
         return 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("e2e") else 2
 
-    shared = {module(item) for item in items if SHARED_SYNTH_FIXTURES.intersection(getattr(item, "fixturenames", ()))}
-    group = {module(item): SHARED_SYNTH_GROUP if module(item) in shared else module(item) for item in items}
-    group_rank: dict[str, int] = {}
-    group_order: dict[str, int] = {}
+    module_rank: dict[str, int] = {}
+    module_order: dict[str, int] = {}
     for index, item in enumerate(items):
-        name = group[module(item)]
-        group_rank[name] = min(group_rank.get(name, 2), rank(item))
-        group_order.setdefault(name, index)
-        item.add_marker(pytest.mark.xdist_group(name))
-    items.sort(key=lambda item: (group_rank[group[module(item)]], group_order[group[module(item)]]))
+        module_rank[module(item)] = min(module_rank.get(module(item), 2), rank(item))
+        module_order.setdefault(module(item), index)
+    items.sort(key=lambda item: (module_rank[module(item)], module_order[module(item)]))
