@@ -126,12 +126,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Longest first: the modules marked ``slow``, then ``e2e``, then the rest, each in its collected order.
 
-    ``make test`` hands whole modules to parallel workers in this order; a long module picked up
-    last would run alone at the end (the docs examples, one local mode for every page, take minutes
-    on one worker), so the long ones start first and the short ones fill the gaps. (Grouping several
-    modules on one worker, ``--dist loadgroup``, does not work with this pytest: xdist 3.8 marks a
-    group by rewriting ``item._nodeid``, which pytest 9 no longer reads, so every test would be a
-    group of its own and its module's local session would start on every worker.)
+    ``make test`` hands the tests to parallel workers in this order; a long test picked up last
+    would run alone at the end, so the long ones start first and the short ones fill the gaps.
+    (Grouping several modules on one worker, ``--dist loadgroup``, does not work with this pytest:
+    xdist 3.8 marks a group by rewriting ``item._nodeid``, which pytest 9 no longer reads.)
     """
 
     def module(item: pytest.Item) -> str:
