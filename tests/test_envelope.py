@@ -20,6 +20,8 @@ VALID = [
     {"type": "x", "idempotency_key": "k", "payload": {}, "tenant": "acme"},
     {"type": "x", "idempotency_key": "k", "payload": {}, "tenant": "t" * 128},
     {"type": "x", "idempotency_key": "k", "payload": {}, "tenant": "A-z_0.9:!\"#$%&'()*+,/;<=>?@[\\]^`{|}~"},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "unique_lock": "0123456789abcdef0123456789abcdef"},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "unique_lock": "A-z_" + "9" * 60},
 ]
 INVALID = [
     [],
@@ -47,6 +49,10 @@ INVALID = [
     {"type": "x", "idempotency_key": "k", "payload": {}, "tenant": "acme corp"},
     {"type": "x", "idempotency_key": "k", "payload": {}, "tenant": "café"},
     {"type": "x", "idempotency_key": "k", "payload": {}, "tenant": 7},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "unique_lock": ""},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "unique_lock": "u" * 65},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "unique_lock": "a b"},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "unique_lock": 12},
 ]
 
 

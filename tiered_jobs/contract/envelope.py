@@ -9,10 +9,15 @@ used: this module runs in the consumer's cold start.
      "payload": {...},                         # required JSON object (IDs, not big objects)
      "version": 1,                             # optional, default 1
      "published_at": "2026-11-29T10:00:00Z",   # optional, ISO 8601 with a time zone
-     "tenant": "acme"}                         # optional, 1-128 characters SQS accepts as MessageGroupId
+     "tenant": "acme",                         # optional, 1-128 characters SQS accepts as MessageGroupId
+     "unique_lock": "9f1c..."}                 # optional, the unique-jobs lock this job holds
 
 ``tenant`` names whom the job is for when one tier's queue serves many customers: the publisher
 also sends it as the message's ``MessageGroupId`` (SQS fair queues), the consumer logs it.
+
+``unique_lock`` is the token of the lock a ``publish(..., unique_for=)`` took in the stage's
+unique-jobs table (:mod:`~tiered_jobs.contract.unique`): the consumer releases that lock when the
+job finishes. A job without it costs the consumer no call.
 """
 
 from __future__ import annotations
@@ -27,13 +32,14 @@ from .errors import USAGE, TieredJobsError
 from .names import SQS_MAX_MESSAGE_BYTES, SQS_MESSAGE_GROUP_ID_PATTERN
 from .sqs_limits import disallowed_character_problem
 from .times import iso_text
+from .unique import token_problems
 
 ENVELOPE_VERSION = 1
 JOB_TYPE_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
 MAX_JOB_TYPE_CHARS = 128
 MAX_IDEMPOTENCY_KEY_CHARS = 256
 REQUIRED_FIELDS = ("type", "idempotency_key", "payload")
-OPTIONAL_FIELDS = ("version", "published_at", "tenant")
+OPTIONAL_FIELDS = ("version", "published_at", "tenant", "unique_lock")
 ALLOWED_FIELDS = REQUIRED_FIELDS + OPTIONAL_FIELDS
 
 
@@ -58,6 +64,8 @@ class Envelope:
     version: int = ENVELOPE_VERSION
     published_at: str | None = None
     tenant: str | None = None
+    #: The token of the unique-jobs lock this job holds (``publish(..., unique_for=)``), released when it finishes.
+    unique_lock: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -70,6 +78,8 @@ class Envelope:
             body["published_at"] = self.published_at
         if self.tenant is not None:
             body["tenant"] = self.tenant
+        if self.unique_lock is not None:
+            body["unique_lock"] = self.unique_lock
         return body
 
     def to_json(self) -> str:
@@ -128,6 +138,8 @@ def validate(obj: Any) -> list[str]:
             problems.append(f"'published_at' must be an ISO 8601 date-time with a time zone, got {published_at!r}")
     if "tenant" in obj:
         problems.extend(tenant_problems(obj["tenant"]))
+    if "unique_lock" in obj:
+        problems.extend(token_problems(obj["unique_lock"]))
     return problems
 
 
@@ -196,11 +208,18 @@ def parse(body: str | bytes) -> Envelope:
         version=obj.get("version", ENVELOPE_VERSION),
         published_at=obj.get("published_at"),
         tenant=obj.get("tenant"),
+        unique_lock=obj.get("unique_lock"),
     )
 
 
 def build(
-    job_type: str, payload: Any, idempotency_key: str, *, published_at: str | None = None, tenant: str | None = None
+    job_type: str,
+    payload: Any,
+    idempotency_key: str,
+    *,
+    published_at: str | None = None,
+    tenant: str | None = None,
+    unique_lock: str | None = None,
 ) -> Envelope:
     """Build a valid envelope for publishing, or raise :class:`EnvelopeError` before anything is sent.
 
@@ -216,10 +235,12 @@ def build(
     }
     if tenant is not None:
         obj["tenant"] = tenant
+    if unique_lock is not None:
+        obj["unique_lock"] = unique_lock
     problems = validate(obj) + character_problems(obj)
     if problems:
         raise EnvelopeError(problems)
-    return Envelope(job_type, idempotency_key, payload, ENVELOPE_VERSION, obj["published_at"], tenant)
+    return Envelope(job_type, idempotency_key, payload, ENVELOPE_VERSION, obj["published_at"], tenant, unique_lock)
 
 
 def _json_kind(value: Any) -> str:

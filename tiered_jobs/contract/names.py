@@ -111,6 +111,9 @@ class Env:
     RATE_LIMITS = "TIERED_JOBS_RATE_LIMITS"
     #: Consumer: the DynamoDB table holding the token buckets (set only on rate-limited tiers).
     RATE_LIMIT_TABLE = "TIERED_JOBS_RATE_LIMIT_TABLE"
+    #: Consumer and publisher: the stage's unique-jobs table (``tiered_jobs.contract.unique``): the
+    #: publisher's ``unique_for=`` locks there, the consumer releases a finished job's lock.
+    UNIQUE_TABLE = "TIERED_JOBS_UNIQUE_TABLE"
     #: Consumer: comma-separated modules the handler imports so that their ``@job`` handlers register
     #: (a stack sets its ``JobsCode`` module, e.g. ``myapp.jobs``).
     JOB_MODULES = "TIERED_JOBS_JOB_MODULES"
@@ -296,6 +299,11 @@ class Ssm:
         return f"/{PROJECT}/{stage}/idempotency-table-name"
 
     @staticmethod
+    def unique_table_name(stage: str) -> str:
+        """The unique-jobs table (``publish(..., unique_for=)``): discovery reads it with the other names."""
+        return f"/{PROJECT}/{stage}/unique-table-name"
+
+    @staticmethod
     def resources_path(stage: str) -> str:
         """The folder of the resources' parameters (``GetParametersByPath`` lists them all)."""
         return f"/{PROJECT}/{stage}/resources"
@@ -342,6 +350,7 @@ class Outputs:
 
     REPLAY_FUNCTION_NAME = "ReplayFunctionName"
     IDEMPOTENCY_TABLE_NAME = "IdempotencyTableName"
+    UNIQUE_TABLE_NAME = "UniqueTableName"
     ALARM_TOPIC_ARN = "AlarmTopicArn"
     DASHBOARD_NAME = "DashboardName"
     ROUTES = "Routes"
