@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from importlib import resources
 
 import jsonschema
@@ -22,6 +23,8 @@ VALID = [
     {"type": "x", "idempotency_key": "k", "payload": {}, "tenant": "A-z_0.9:!\"#$%&'()*+,/;<=>?@[\\]^`{|}~"},
     {"type": "x", "idempotency_key": "k", "payload": {}, "unique_lock": "0123456789abcdef0123456789abcdef"},
     {"type": "x", "idempotency_key": "k", "payload": {}, "unique_lock": "A-z_" + "9" * 60},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "expires_at": "2026-11-29T11:00:00Z"},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "expires_at": "2026-11-29T12:00:00.250+01:00"},
 ]
 INVALID = [
     [],
@@ -53,6 +56,7 @@ INVALID = [
     {"type": "x", "idempotency_key": "k", "payload": {}, "unique_lock": "u" * 65},
     {"type": "x", "idempotency_key": "k", "payload": {}, "unique_lock": "a b"},
     {"type": "x", "idempotency_key": "k", "payload": {}, "unique_lock": 12},
+    {"type": "x", "idempotency_key": "k", "payload": {}, "expires_at": 1764414000},
 ]
 
 
@@ -75,6 +79,17 @@ def test_published_at_must_carry_a_time_zone():
     assert validate({"type": "x", "idempotency_key": "k", "payload": {}, "published_at": "yesterday"})
 
 
+def test_expires_at_must_carry_a_time_zone_and_says_when_it_has_passed():
+    for text in ("2026-11-29T11:00:00", "tomorrow"):
+        assert validate({"type": "x", "idempotency_key": "k", "payload": {}, "expires_at": text})
+    job = parse('{"type": "x", "idempotency_key": "k", "payload": {}, "expires_at": "2026-11-29T11:00:00+01:00"}')
+    assert job.deadline() == datetime(2026, 11, 29, 10, tzinfo=timezone.utc)
+    assert not job.expired(datetime(2026, 11, 29, 9, 59, 59, tzinfo=timezone.utc))
+    assert job.expired(datetime(2026, 11, 29, 10, tzinfo=timezone.utc))
+    never = parse('{"type": "x", "idempotency_key": "k", "payload": {}}')
+    assert never.deadline() is None and not never.expired(datetime(2999, 1, 1, tzinfo=timezone.utc))
+
+
 def test_every_problem_is_listed_at_once():
     with pytest.raises(EnvelopeError) as err:
         parse('{"type": 1, "payload": []}')
@@ -88,5 +103,7 @@ def test_every_problem_is_listed_at_once():
 def test_build_round_trips_and_rejects_before_sending():
     envelope = build("demo.flaky", {"fail_times": 0}, "k-1", published_at="2026-11-29T10:00:00Z")
     assert parse(envelope.to_json()) == envelope
+    due = build("demo.flaky", {}, "k-2", published_at="2026-11-29T10:00:00Z", expires_at="2026-11-29T11:00:00Z")
+    assert parse(due.to_json()) == due and json.loads(due.to_json())["expires_at"] == "2026-11-29T11:00:00Z"
     with pytest.raises(EnvelopeError, match="'idempotency_key' must be 1-256 characters"):
         build("demo.flaky", {}, "")

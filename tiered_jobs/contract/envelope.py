@@ -10,7 +10,8 @@ used: this module runs in the consumer's cold start.
      "version": 1,                             # optional, default 1
      "published_at": "2026-11-29T10:00:00Z",   # optional, ISO 8601 with a time zone
      "tenant": "acme",                         # optional, 1-128 characters SQS accepts as MessageGroupId
-     "unique_lock": "9f1c..."}                 # optional, the unique-jobs lock this job holds
+     "unique_lock": "9f1c...",                 # optional, the unique-jobs lock this job holds
+     "expires_at": "2026-11-29T11:00:00Z"}     # optional, ISO 8601 with a time zone: the deadline
 
 ``tenant`` names whom the job is for when one tier's queue serves many customers: the publisher
 also sends it as the message's ``MessageGroupId`` (SQS fair queues), the consumer logs it.
@@ -18,6 +19,12 @@ also sends it as the message's ``MessageGroupId`` (SQS fair queues), the consume
 ``unique_lock`` is the token of the lock a ``publish(..., unique_for=)`` took in the stage's
 unique-jobs table (:mod:`~tiered_jobs.contract.unique`): the consumer releases that lock when the
 job finishes. A job without it costs the consumer no call.
+
+``expires_at`` is the job's deadline: a job not started by then is not run. The consumer drops it
+before it starts (to the discard archive, reason ``expired``), on every copy and replay, since
+copies and replays carry the envelope unchanged. A consumer older than the field refuses such an
+envelope as unknown (``additionalProperties: false``): deploy the stack before publishing with a
+deadline.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ JOB_TYPE_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
 MAX_JOB_TYPE_CHARS = 128
 MAX_IDEMPOTENCY_KEY_CHARS = 256
 REQUIRED_FIELDS = ("type", "idempotency_key", "payload")
-OPTIONAL_FIELDS = ("version", "published_at", "tenant", "unique_lock")
+OPTIONAL_FIELDS = ("version", "published_at", "tenant", "unique_lock", "expires_at")
 ALLOWED_FIELDS = REQUIRED_FIELDS + OPTIONAL_FIELDS
 
 
@@ -66,6 +73,17 @@ class Envelope:
     tenant: str | None = None
     #: The token of the unique-jobs lock this job holds (``publish(..., unique_for=)``), released when it finishes.
     unique_lock: str | None = None
+    #: The deadline (ISO 8601 with a time zone): not started by then, the job is not run.
+    expires_at: str | None = None
+
+    def deadline(self) -> datetime | None:
+        """``expires_at`` as an aware datetime (``None``: the job never expires)."""
+        return _parse_iso(self.expires_at) if self.expires_at is not None else None
+
+    def expired(self, now: datetime) -> bool:
+        """Has the deadline passed at ``now``? (never, without one)."""
+        deadline = self.deadline()
+        return deadline is not None and deadline <= now
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -80,6 +98,8 @@ class Envelope:
             body["tenant"] = self.tenant
         if self.unique_lock is not None:
             body["unique_lock"] = self.unique_lock
+        if self.expires_at is not None:
+            body["expires_at"] = self.expires_at
         return body
 
     def to_json(self) -> str:
@@ -92,12 +112,17 @@ def utc_now_iso() -> str:
     return iso_text(datetime.now(timezone.utc))
 
 
-def _is_iso8601(value: str) -> bool:
+def _parse_iso(value: str) -> datetime | None:
+    """An ISO 8601 date-time with a time zone, or ``None`` when ``value`` is not one."""
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
     except ValueError:
-        return False
-    return parsed.tzinfo is not None
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def _is_iso8601(value: str) -> bool:
+    return _parse_iso(value) is not None
 
 
 def validate(obj: Any) -> list[str]:
@@ -140,6 +165,10 @@ def validate(obj: Any) -> list[str]:
         problems.extend(tenant_problems(obj["tenant"]))
     if "unique_lock" in obj:
         problems.extend(token_problems(obj["unique_lock"]))
+    if "expires_at" in obj:
+        expires_at = obj["expires_at"]
+        if not isinstance(expires_at, str) or not _is_iso8601(expires_at):
+            problems.append(f"'expires_at' must be an ISO 8601 date-time with a time zone, got {expires_at!r}")
     return problems
 
 
@@ -209,6 +238,7 @@ def parse(body: str | bytes) -> Envelope:
         published_at=obj.get("published_at"),
         tenant=obj.get("tenant"),
         unique_lock=obj.get("unique_lock"),
+        expires_at=obj.get("expires_at"),
     )
 
 
@@ -220,6 +250,7 @@ def build(
     published_at: str | None = None,
     tenant: str | None = None,
     unique_lock: str | None = None,
+    expires_at: str | None = None,
 ) -> Envelope:
     """Build a valid envelope for publishing, or raise :class:`EnvelopeError` before anything is sent.
 
@@ -237,10 +268,14 @@ def build(
         obj["tenant"] = tenant
     if unique_lock is not None:
         obj["unique_lock"] = unique_lock
+    if expires_at is not None:
+        obj["expires_at"] = expires_at
     problems = validate(obj) + character_problems(obj)
     if problems:
         raise EnvelopeError(problems)
-    return Envelope(job_type, idempotency_key, payload, ENVELOPE_VERSION, obj["published_at"], tenant, unique_lock)
+    return Envelope(
+        job_type, idempotency_key, payload, ENVELOPE_VERSION, obj["published_at"], tenant, unique_lock, expires_at
+    )
 
 
 def _json_kind(value: Any) -> str:
