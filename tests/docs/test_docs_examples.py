@@ -117,6 +117,7 @@ def json_problems(block: Block) -> list[str]:
     envelope (the contract), a payload schema (the contract's validator), or a replay event."""
     from tiered_jobs.contract import envelope, payloads, schedules
     from tiered_jobs.replay import ReplayEventError, parse_event
+    from tiered_jobs.replay.breaker import PAGE_SOURCE, closed_page
     from tiered_jobs.replay.pause import PAUSE_ACTIONS, PAUSE_EVENT_FIELDS
 
     try:
@@ -143,6 +144,11 @@ def json_problems(block: Block) -> list[str]:
             payloads._check_supported(value, block.where)
         except payloads.SchemaError as exc:
             return [f"{block.where}: {exc}"]
+    elif isinstance(value, dict) and value.get("Source") == PAGE_SOURCE:  # the breaker's closing page
+        expected = json.loads(closed_page(value["Stage"], value["Tier"], "", value["ClosedAt"])[1])
+        fixed = {k: v for k, v in expected.items() if k != "Summary"}  # the summary names a concurrency
+        if set(value) != set(expected) or {k: value[k] for k in fixed} != fixed:
+            return [f"{block.where}: the circuit breaker's closing page reads {expected}"]
     elif isinstance(value, dict) and value.get("action") in PAUSE_ACTIONS:
         unknown = sorted(set(value) - set(PAUSE_EVENT_FIELDS))
         return [f"{block.where}: a {value['action']} event has no field(s) {unknown}"] if unknown else []

@@ -5,7 +5,9 @@ Both tiers get 4 attempts, 4 s apart; only ``transactional`` has the breaker. ``
 (``bulk``) every job spends its 4 attempts inside the outage and is dead-lettered. With it, the
 first failed attempts open the breaker (its alarm's Lambda action, the replay function, disables the
 mapping), the jobs wait in the queue with their attempts, the window's OK starts the probe at
-concurrency 2, the probe's successes close it, and every job runs once: 0 letters.
+concurrency 2, the probe's successes close it, and every job runs once: 0 letters. The on-call
+inbox (an SQS queue on the alarm topic) hears of the breaker's tier exactly twice: when it opens (the
+alarm's ALARM) and when it closes (the replay function's page).
 
 Slow by nature: the breaker's window is one CloudWatch minute, and half-open needs a window without
 datapoints (about 75 s in all). The figures are printed (``-s``) for the closing note.
@@ -13,6 +15,7 @@ datapoints (about 75 s in all). The figures are printed (``-s``) for the closing
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -43,6 +46,30 @@ def session():
     local.stop()
 
 
+@pytest.fixture(scope="module")
+def inbox(session):
+    """An SQS queue subscribed to the alarm topic: what the on-call receives, alarms' pages and the breaker's."""
+    sqs = session.clients("sqs")
+    url = sqs.create_queue(QueueName="breaker-inbox")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    session.clients("sns").subscribe(
+        TopicArn=session.deployment.alarm_topic_arn,
+        Protocol="sqs",
+        Endpoint=arn,
+        Attributes={"RawMessageDelivery": "true"},
+    )
+    return url
+
+
+def _pages(session, inbox: str) -> list[dict]:
+    sqs, pages = session.clients("sqs"), []
+    while messages := sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", []):
+        for message in messages:
+            sqs.delete_message(QueueUrl=inbox, ReceiptHandle=message["ReceiptHandle"])
+            pages.append(json.loads(message["Body"]))
+    return pages
+
+
 def _sum(session, tier: str, metric: str) -> float:
     dims = {Metrics.DIM_SERVICE: Metrics.SERVICE, Metrics.DIM_STAGE: session.deployment.stage, Metrics.DIM_TIER: tier}
     return sum(session.metrics.values(Metrics.NAMESPACE, metric, dims, 3600))
@@ -55,9 +82,10 @@ def _settled(session, tier) -> bool:
     return all(int(v) == 0 for v in attributes.values())
 
 
-def test_an_outage_dead_letters_every_job_without_the_breaker_and_none_with_it(session):
+def test_an_outage_dead_letters_every_job_without_the_breaker_and_none_with_it(session, inbox):
     stage = session.deployment.stage
     on, off = session.deployment.tiers["transactional"], session.deployment.tiers["bulk"]
+    pages: list[dict] = []
     publisher = Publisher.from_stage(stage, ssm=session.clients("ssm"), sqs=session.clients("sqs"))
     started = time.time()
     down_until = started + OUTAGE_SECONDS
@@ -83,7 +111,7 @@ def test_an_outage_dead_letters_every_job_without_the_breaker_and_none_with_it(s
     assert spent_off == JOBS * RETRIES["max_attempts"]
     assert spent_on < spent_off  # held jobs spent no attempt while the breaker was open
 
-    # One page when it opened, one when its probe started; closed by the probe alarm, which never pages.
+    # Opened by its alarm's ALARM, half-open at its OK; closed by the probe alarm.
     changes = [
         t.new_state
         for t in session.alarms.transitions
@@ -98,6 +126,18 @@ def test_an_outage_dead_letters_every_job_without_the_breaker_and_none_with_it(s
     assert mapping["State"] == "Enabled" and TAG_PAUSED_BY not in lambda_client.list_tags(Resource=arn)["Tags"]
     # The tier's own concurrency is back (local mode's profile may have lowered the template's).
     assert mapping["ScalingConfig"] == {"MaximumConcurrency": on.mapping.maximum_concurrency}
+
+    # Exactly two pages about the breaker's tier: it opened (the alarm's), it closed (the replay function's).
+    # Its OK at half-open and the probe alarm page nothing, and no other alarm of the tier fired.
+    wait_until(lambda: len(_read_pages(session, inbox, pages)) >= 2, 15, "the closing page")
+    about = _read_pages(session, inbox, pages)
+    assert [p.get("AlarmName") or p.get("Event") for p in about] == [
+        Alarms.name(stage, "transactional", Alarms.CIRCUIT_BREAKER),
+        "closed",
+    ], about
+    opened, closed = about
+    assert opened["NewStateValue"] == "ALARM"
+    assert closed["FirstCommand"] == f"tiered-jobs --stage {stage} status"
     print(
         f"\noutage {OUTAGE_SECONDS} s, {JOBS} jobs per tier, {RETRIES['max_attempts']} attempts 4 s apart:"
         f"\n  breaker off: {depth(session, off.dlq_url)} letters, {spent_off} attempts, "
@@ -111,3 +151,9 @@ def _uuid(session, tier: str) -> str:
     from tiered_jobs.operations import pausing
 
     return pausing.read_pauses(session.deployment.stage, [tier], session.clients)[tier].uuid
+
+
+def _read_pages(session, inbox: str, pages: list[dict]) -> list[dict]:
+    """Reads the inbox into ``pages``; the pages about the breaker's tier so far, oldest first."""
+    pages.extend(_pages(session, inbox))
+    return [p for p in pages if p.get("Tier") == "transactional" or "-transactional-" in p.get("AlarmName", "")]

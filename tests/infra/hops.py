@@ -622,6 +622,14 @@ HOPS: tuple[HopSource, ...] = (
     ),
     # The replay function's pause and resume: its role updates and tags its stage's mappings.
     mapping_hops,
+    # A circuit breaker that closes pages: the replay function publishes to the alarm topic (and uses its key).
+    role_hops(
+        "AWS::Lambda::Function",
+        "lambda.amazonaws.com",
+        role=(),
+        target=("Environment", "Variables", Env.BREAKER_PAGE_TOPIC),
+        actions=("sns:Publish",),
+    ),
     # EventBridge Scheduler writes a fire it could not deliver to the schedule's DLQ, with the schedule's role.
     role_hops(
         "AWS::Scheduler::Schedule",

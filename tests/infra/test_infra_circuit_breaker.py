@@ -1,6 +1,7 @@
 """The circuit breaker on the template: off by default; on a tier that sets it, its two alarms, their
-Lambda actions on the replay function with a permission per alarm (least privilege), one page on each
-change of the opening alarm, the probe alarm only signalling, and the right to reset that alarm only."""
+Lambda actions on the replay function with a permission per alarm (least privilege), one page when the
+opening alarm fires (none at its OK, the probe's start), the probe alarm only signalling, the right to
+reset that alarm only, and the right to publish the closing page to the alarm topic only."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import copy
 
 import pytest
 
-from tests.infra.hops import Hop, ServiceCaller, walk
+from tests.infra.hops import Hop, RoleCaller, ServiceCaller, walk
 from tests.infra.infra_support import logical_id, policy_statements, synthesize_once
 from tests.infra.template_values import Concrete
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
-from tiered_jobs.contract.names import Alarms, Metrics, function_name
+from tiered_jobs.contract.names import Alarms, Env, Metrics, function_name
 
 pytestmark = pytest.mark.synth
 
@@ -42,6 +43,10 @@ def test_off_by_default(default_synth):
     assert not default_synth.resources("AWS::Lambda::Permission")
     statements = policy_statements(default_synth, _replay(default_synth))
     assert not [s for s in statements if "cloudwatch:SetAlarmState" in str(s["Action"])]
+    # No breaker, no closing page: the replay function may not publish to the alarm topic.
+    assert not [s for s in statements if "sns:" in str(s["Action"])]
+    variables = default_synth.raw["Resources"][_replay(default_synth)]["Properties"]["Environment"]["Variables"]
+    assert Env.BREAKER_PAGE_TOPIC not in variables
 
 
 def test_the_opening_alarm_is_the_transient_failure_share_over_the_window_with_a_minimum_volume(breaker_synth):
@@ -75,7 +80,9 @@ def test_only_the_tier_that_sets_it_has_a_breaker(breaker_synth):
     }
 
 
-def test_actions_page_once_per_change_and_invoke_the_replay_function(breaker_synth):
+def test_it_pages_when_it_opens_not_when_its_probe_starts_and_every_change_invokes_the_replay_function(
+    breaker_synth,
+):
     t = Concrete(breaker_synth.raw)
     replay, topic = (
         {"Fn::GetAtt": [_replay(breaker_synth), "Arn"]},
@@ -83,7 +90,7 @@ def test_actions_page_once_per_change_and_invoke_the_replay_function(breaker_syn
     )
     _, breaker = _alarm(breaker_synth, "bulk", Alarms.CIRCUIT_BREAKER)
     assert breaker["AlarmActions"] == [{"Ref": topic}, replay]  # opens: one page
-    assert breaker["OKActions"] == [{"Ref": topic}, replay]  # the probe starts: one page
+    assert breaker["OKActions"] == [replay]  # the probe starts: no page (the replay function pages at the close)
     _, probe = _alarm(breaker_synth, "bulk", Alarms.CIRCUIT_PROBE)
     assert probe["AlarmActions"] == [replay]  # never pages
     assert "OKActions" not in probe
@@ -110,6 +117,44 @@ def test_the_replay_function_may_reset_the_probe_alarm_only(breaker_synth):
     assert t.value(granted[0]["Resource"]).endswith(
         f":alarm:{Alarms.name(breaker_synth.stage, 'bulk', Alarms.CIRCUIT_PROBE)}"
     )
+
+
+def test_the_replay_function_may_publish_the_closing_page_to_the_alarm_topic_only(breaker_synth):
+    t = Concrete(breaker_synth.raw)
+    topic = next(iter(breaker_synth.resources("AWS::SNS::Topic")))
+    replay = breaker_synth.raw["Resources"][_replay(breaker_synth)]["Properties"]
+    assert replay["Environment"]["Variables"][Env.BREAKER_PAGE_TOPIC] == {"Ref": topic}
+    statements = policy_statements(breaker_synth, _replay(breaker_synth))
+    publish = [s for s in statements if "sns:" in str(s["Action"])]
+    assert [(s["Action"], t.value(s["Resource"])) for s in publish] == [("sns:Publish", t.value({"Ref": topic}))]
+    # The topic is encrypted: its key, for the messages it publishes, and no other key.
+    key = breaker_synth.raw["Resources"][topic]["Properties"]["KmsMasterKeyId"]
+    kms = [s for s in statements if "kms:" in str(s["Action"])]
+    assert [t.value(s["Resource"]) for s in kms] == [t.value(key)]
+    assert set(kms[0]["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey"}
+
+
+def _page_hops(raw: dict) -> tuple[list[Hop], list[str]]:
+    hops, problems = walk(raw)
+    return [h for h in hops if h.actions == ("sns:Publish",) and isinstance(h.caller, RoleCaller)], problems
+
+
+def test_the_hop_walk_lets_the_replay_function_publish_the_closing_page(breaker_synth):
+    hops, problems = _page_hops(breaker_synth.raw)
+    assert problems == []
+    topic = next(iter(breaker_synth.resources("AWS::SNS::Topic")))
+    assert [(h.target, h.key_actions) for h in hops] == [(topic, ("kms:GenerateDataKey", "kms:Decrypt"))]
+
+
+def test_the_hop_walk_fails_a_replay_function_that_may_not_publish_the_page(breaker_synth):
+    raw = copy.deepcopy(breaker_synth.raw)
+    role = raw["Resources"][_replay(breaker_synth)]["Properties"]["Role"]["Fn::GetAtt"][0]
+    for resource in raw["Resources"].values():
+        if resource["Type"] == "AWS::IAM::Policy" and {"Ref": role} in resource["Properties"].get("Roles", []):
+            document = resource["Properties"]["PolicyDocument"]
+            document["Statement"] = [s for s in document["Statement"] if "sns:" not in str(s["Action"])]
+    problems = [p for p in _page_hops(raw)[1] if "sns:Publish" in p]
+    assert len(problems) == 1 and "does not allow" in problems[0], problems
 
 
 @pytest.mark.parametrize(

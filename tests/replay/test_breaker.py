@@ -5,12 +5,20 @@ operator's pause is never undone or taken over."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from tiered_jobs.replay import pause as pausing
-from tiered_jobs.replay.breaker import BREAKER_BY, PROBE_CONCURRENCY, TAG_CIRCUIT, handle_alarm, is_alarm_event
+from tiered_jobs.replay.breaker import (
+    BREAKER_BY,
+    PROBE_CONCURRENCY,
+    TAG_CIRCUIT,
+    TAG_RESTORE,
+    handle_alarm,
+    is_alarm_event,
+)
 from tiered_jobs.replay.pause import TAG_PAUSED_BY, PauseError, read_mapping
 
 UUID = "0f2d6a57-3d2e-4b59-9a53-2f6f7f1d2c10"
@@ -70,9 +78,30 @@ def alarm(kind: str, state: str, tier: str = "bulk") -> dict[str, Any]:
     }
 
 
-def run(event: dict[str, Any], fake: FakeLambda, cloudwatch: FakeCloudWatch | None = None) -> str:
+class Pages:
+    """The alarm topic: the pages the breaker sent, ``(subject, message)``; ``fail`` refuses the next one."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+        self.fail = False
+
+    def __call__(self, subject: str, message: str) -> None:
+        if self.fail:
+            self.fail = False
+            raise RuntimeError("SNS is throttling")
+        self.sent.append((subject, json.loads(message)))
+
+
+def run(
+    event: dict[str, Any], fake: FakeLambda, cloudwatch: FakeCloudWatch | None = None, pages: Pages | None = None
+) -> str:
     result = handle_alarm(
-        event, stage=STAGE, mappings=MAPPINGS, lambda_client=fake, cloudwatch=cloudwatch or FakeCloudWatch()
+        event,
+        stage=STAGE,
+        mappings=MAPPINGS,
+        lambda_client=fake,
+        cloudwatch=cloudwatch or FakeCloudWatch(),
+        page=pages,
     )
     return str(result["outcome"])
 
@@ -165,3 +194,64 @@ def test_an_operator_who_pauses_an_open_breaker_takes_the_pause_over_and_its_pro
     assert run(alarm("circuit-breaker", "OK"), fake) == "not open"
     assert (fake.state, fake.tags[TAG_PAUSED_BY]) == ("Disabled", "ana")
     assert pausing.pause(fake, "bulk", UUID, by="bo").outcome == "already paused"  # an operator's: kept
+
+
+def test_it_pages_once_when_it_closes_with_the_tier_what_happened_and_the_first_command():
+    fake, pages = FakeLambda(maximum_concurrency=7), Pages()
+    # Opening pages by the alarm's own SNS action and half-open not at all: the function sends nothing then.
+    assert run(alarm("circuit-breaker", "ALARM"), fake, pages=pages) == "opened"
+    assert run(alarm("circuit-breaker", "OK"), fake, pages=pages) == "half-open"
+    assert pages.sent == []
+
+    assert run(alarm("circuit-probe", "ALARM"), fake, pages=pages) == "closed"
+    ((subject, message),) = pages.sent
+    assert "bulk" in subject and "CLOSED" in subject and len(subject) <= 100
+    assert (message["Stage"], message["Tier"], message["Event"]) == (STAGE, "bulk", "closed")
+    assert message["FirstCommand"] == f"tiered-jobs --stage {STAGE} status"
+    assert "maximum concurrency of 7" in message["Summary"]  # what was restored, as the mapping now has it
+    assert fake.scaling == {"MaximumConcurrency": 7}
+
+    # A healthy tier's probe alarm (jobs succeed every minute) never pages.
+    run(alarm("circuit-probe", "OK"), fake, pages=pages)
+    assert run(alarm("circuit-probe", "ALARM"), fake, pages=pages) == "nothing to do"
+    assert len(pages.sent) == 1
+
+
+def test_a_probe_that_fails_pages_nothing_until_the_breaker_closes():
+    fake, pages = FakeLambda(maximum_concurrency=None), Pages()
+    for kind, state in (("circuit-breaker", "ALARM"), ("circuit-breaker", "OK"), ("circuit-breaker", "ALARM")):
+        run(alarm(kind, state), fake, pages=pages)  # opened, half-open, opened again (its alarm pages that)
+    assert pages.sent == []
+    run(alarm("circuit-breaker", "OK"), fake, pages=pages)
+    assert run(alarm("circuit-probe", "ALARM"), fake, pages=pages) == "closed"
+    assert [m["Event"] for _, m in pages.sent] == ["closed"]
+    assert "no maximum" in pages.sent[0][1]["Summary"]
+
+
+def test_an_operators_pause_is_never_paged_as_a_closing():
+    fake, pages = FakeLambda(), Pages()
+    pausing.pause(fake, "bulk", UUID, by="ana")
+    for kind, state in (("circuit-breaker", "ALARM"), ("circuit-breaker", "OK"), ("circuit-probe", "ALARM")):
+        run(alarm(kind, state), fake, pages=pages)
+    assert pages.sent == []
+
+
+def test_a_page_that_fails_fails_the_invocation_and_lambdas_retry_closes_and_pages():
+    fake, pages = FakeLambda(maximum_concurrency=5), Pages()
+    run(alarm("circuit-breaker", "ALARM"), fake, pages=pages)
+    run(alarm("circuit-breaker", "OK"), fake, pages=pages)
+    pages.fail = True
+    with pytest.raises(RuntimeError, match="throttling"):
+        run(alarm("circuit-probe", "ALARM"), fake, pages=pages)
+    assert fake.tags[TAG_CIRCUIT] == "half-open" and fake.tags[TAG_RESTORE] == "5"  # still to close
+
+    # Lambda retries an asynchronous invoke that failed (the alarm's action) with the same event.
+    assert run(alarm("circuit-probe", "ALARM"), fake, pages=pages) == "closed"
+    assert (fake.scaling, fake.tags, len(pages.sent)) == ({"MaximumConcurrency": 5}, {}, 1)
+
+
+def test_without_the_topic_it_still_closes():
+    fake = FakeLambda()
+    for kind, state in (("circuit-breaker", "ALARM"), ("circuit-breaker", "OK")):
+        run(alarm(kind, state), fake)
+    assert run(alarm("circuit-probe", "ALARM"), fake) == "closed"

@@ -3,7 +3,8 @@ to do), all paging the alarm topic.
 
 The metrics come from ``TierMetrics``; this module only decides which of them page, from which
 value, and with which words. Every alarm of the stack is made by :func:`page_on`, so each one
-notifies the topic on ALARM and on OK, and treats missing data as "not breaching".
+notifies the topic on ALARM and on OK (but the circuit breaker's, whose closing page is not its OK),
+and treats missing data as "not breaching".
 """
 
 from __future__ import annotations
@@ -91,9 +92,15 @@ def tier_alarm_specs(metrics: TierMetrics) -> dict[str, AlarmSpec]:
 
 
 def page_on(
-    scope: Construct, construct_id: str, spec: AlarmSpec, *, alarm_name: str, topic: sns.ITopic
+    scope: Construct,
+    construct_id: str,
+    spec: AlarmSpec,
+    *,
+    alarm_name: str,
+    topic: sns.ITopic,
+    page_ok: bool = True,
 ) -> cloudwatch.Alarm:
-    """One alarm that notifies ``topic`` when it fires and when it recovers."""
+    """One alarm that notifies ``topic`` when it fires and (unless ``page_ok`` is false) when it recovers."""
     alarm = spec.metric.create_alarm(
         scope,
         construct_id,
@@ -106,7 +113,8 @@ def page_on(
     )
     action = cw_actions.SnsAction(topic)
     alarm.add_alarm_action(action)
-    alarm.add_ok_action(action)
+    if page_ok:
+        alarm.add_ok_action(action)
     return alarm
 
 

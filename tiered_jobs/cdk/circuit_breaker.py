@@ -8,11 +8,15 @@ mappings (``tiered_jobs.replay.breaker`` decides what each change of state does)
 
 * ``circuit-breaker``: the share of the tier's attempts that failed transiently
   (``JobsRetried`` / ``JobsProcessed``) over ``circuit_breaker_minutes``, 0 below
-  ``circuit_breaker_min_jobs`` attempts. ALARM opens the breaker, OK (a window without
-  datapoints, since nothing is received) starts the probe. It also notifies the alarm topic,
-  on ALARM and on OK, like every alarm: one page when it opens, one when it probes.
+  ``circuit_breaker_min_jobs`` attempts. ALARM opens the breaker and pages (the alarm topic);
+  OK (a window without datapoints, since nothing is received) starts the probe, and does not
+  page: it proves only that nothing ran, so it is no news for the on-call.
 * ``circuit-probe``: ``JobsSucceeded`` > 0 over a minute. Its ALARM while the breaker is
-  half-open closes it. It never pages: in a healthy tier it sits in ALARM, it is only a signal.
+  half-open closes it. It never pages itself: in a healthy tier it sits in ALARM, it is only a signal.
+
+The page when it closes is the replay function's (``sns:Publish`` on the alarm topic, granted only
+to a stack with a breaker): only it knows that a probe, not a healthy tier, made the probe alarm fire.
+So there are two pages per outage, one when it opens and one when it closes.
 """
 
 from __future__ import annotations
@@ -23,14 +27,18 @@ from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from tiered_jobs.contract.names import Alarms, Metrics
+from tiered_jobs.contract.names import Alarms, Env, Metrics
 
 from .alarms import AlarmSpec, page_on
 from .tier import Tier
+
+#: What SNS asks of a publisher to a topic encrypted with a customer-managed key.
+PAGE_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
 
 
 def breaker_spec(tier: Tier) -> AlarmSpec:
@@ -53,8 +61,9 @@ def breaker_spec(tier: Tier) -> AlarmSpec:
         f"Circuit breaker of the {tier.name} tier: more than {settings.circuit_breaker_percent:g} % of its "
         f"attempts failed and will be retried over {settings.circuit_breaker_minutes} minute(s), with at least "
         f"{settings.circuit_breaker_min_jobs} attempts. ALARM: the tier is paused (by 'circuit breaker'), its jobs "
-        f"wait in the queue with their attempts. OK: a probe runs at concurrency 2, and the tier's concurrency "
-        f"comes back when its jobs succeed. Check the downstream the tier's jobs call.",
+        f"wait in the queue with their attempts. OK (no page): a probe runs at concurrency 2, and the tier's "
+        f"concurrency comes back when its jobs succeed, with a second page. Check the downstream the tier's jobs "
+        f"call; first run: tiered-jobs --stage {tier.metrics.stage} status",
     )
 
 
@@ -68,21 +77,31 @@ class CircuitBreakers(Construct):
         *,
         stage: str,
         tiers: Sequence[Tier],
-        function: lambda_.IFunction,
+        function: lambda_.Function,
         topic: sns.ITopic,
+        topic_key: kms.IKey,
     ) -> None:
         super().__init__(scope, construct_id)
         self.alarms: dict[str, dict[str, cloudwatch.Alarm]] = {}
         action = cw_actions.LambdaAction(function)
-        for tier in tiers:
-            if tier.settings.circuit_breaker_percent is None:
-                continue
-            breaker = page_on(
+        guarded = [tier for tier in tiers if tier.settings.circuit_breaker_percent is not None]
+        if guarded:
+            # The closing page: the function publishes to the alarm topic and uses its key for that, nothing
+            # else. Named actions rather than ``grant_publish``, whose ``kms:GenerateDataKey*`` is wider than
+            # what SNS asks of a publisher (GenerateDataKey, Decrypt).
+            function.add_environment(Env.BREAKER_PAGE_TOPIC, topic.topic_arn)
+            function.add_to_role_policy(iam.PolicyStatement(actions=["sns:Publish"], resources=[topic.topic_arn]))
+            function.add_to_role_policy(
+                iam.PolicyStatement(actions=list(PAGE_KEY_ACTIONS), resources=[topic_key.key_arn])
+            )
+        for tier in guarded:
+            breaker = page_on(  # opens: the first page; its OK (half-open) is no news, and does not page
                 self,
                 f"{tier.name}-breaker",
                 breaker_spec(tier),
                 alarm_name=Alarms.name(stage, tier.name, Alarms.CIRCUIT_BREAKER),
                 topic=topic,
+                page_ok=False,
             )
             breaker.add_alarm_action(action)
             breaker.add_ok_action(action)

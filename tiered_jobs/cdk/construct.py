@@ -195,7 +195,13 @@ class TieredJobs(Construct):
         self.replay = ReplayFunction(self, "Replay", settings=settings, platform=platform, tiers=tiers)
         # The tiers with a circuit breaker: its alarms act through the replay function (it may update the mappings).
         self.circuit_breakers = CircuitBreakers(
-            self, "CircuitBreakers", stage=stage, tiers=tiers, function=self.replay.function, topic=self.alarm_topic
+            self,
+            "CircuitBreakers",
+            stage=stage,
+            tiers=tiers,
+            function=self.replay.function,
+            topic=self.alarm_topic,
+            topic_key=self._alarm_topic.key,
         )
         self.scheduled_jobs = ScheduledJobs(
             self, "Schedules", settings=settings, tiers=tiers, alarm_topic=self.alarm_topic

@@ -104,6 +104,9 @@ class Env:
     DISCARD_ARCHIVE_BUCKET = "TIERED_JOBS_DISCARD_ARCHIVE_BUCKET"
     #: Replay function: JSON object ``{tier: event source mapping UUID}`` (its ``pause`` and ``resume`` actions).
     REPLAY_MAPPINGS = "TIERED_JOBS_REPLAY_MAPPINGS"
+    #: Replay function: the stage's alarm topic ARN, set only when a tier has a circuit breaker (the
+    #: function pages there when a breaker closes; the opening page is the alarm's own).
+    BREAKER_PAGE_TOPIC = "TIERED_JOBS_BREAKER_PAGE_TOPIC"
     #: Publisher: the routing table as a JSON object ``{job type glob: tier}`` (with the
     #: per-tier queue URLs ``tier_var(QUEUE_URL, tier)``, configures a publisher without AWS look-ups).
     ROUTES = "TIERED_JOBS_ROUTES"

@@ -25,12 +25,18 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
         from tiered_jobs.contract.names import Env
 
+        topic = os.environ.get(Env.BREAKER_PAGE_TOPIC)
+
+        def page(subject: str, message: str) -> object:  # the closing page, on the alarms' own topic
+            return aws.client("sns").publish(TopicArn=topic, Subject=subject, Message=message)
+
         result = handle_alarm(
             event,
             stage=os.environ[Env.STAGE],
             mappings=mappings_from_env(os.environ.get(Env.REPLAY_MAPPINGS)),
             lambda_client=aws.client("lambda"),
             cloudwatch=aws.client("cloudwatch"),
+            page=page if topic else None,
         )
         _logger().info("circuit breaker alarm", extra={"result": result})  # what the breaker did, and why
         return result

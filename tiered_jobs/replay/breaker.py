@@ -13,7 +13,12 @@ A tier with ``circuit_breaker_percent`` has two alarms whose actions invoke the 
   set to OK, so that its next minute with a succeeded job is a change of state.
 * ``circuit-probe`` (``JobsSucceeded`` > 0 over a minute) goes to ALARM while half-open: the probe's
   jobs succeed, the breaker **closes**: the maximum concurrency the mapping had when it opened is
-  restored. If the downstream still fails, ``circuit-breaker`` opens again instead.
+  restored, and one page goes to the stage's alarm topic (:func:`closed_page`). If the downstream
+  still fails, ``circuit-breaker`` opens again instead.
+
+It pages twice per outage: the opening alarm's own ALARM notification, and the closing page this
+module sends. Not at half-open: the window that returns the opening alarm to OK proves only that
+nothing ran, so its OK is no news for the on-call (the template gives that change no SNS action).
 
 The breaker's state lives on the mapping (its ``State`` and tags), like a pause. An operator's
 pause is never undone: the breaker only resumes a mapping it disabled itself (paused by
@@ -23,7 +28,8 @@ tier the breaker opened takes the pause over (``pause.pause``), so its probe lea
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -32,7 +38,17 @@ from tiered_jobs.contract.times import iso_text
 
 from .pause import BREAKER_BY, TAG_PAUSED_AT, TAG_PAUSED_BY, PauseError
 
-__all__ = ["BREAKER_BY", "PROBE_CONCURRENCY", "TAG_CIRCUIT", "TAG_RESTORE", "handle_alarm", "is_alarm_event"]
+__all__ = [
+    "BREAKER_BY",
+    "PAGE_SOURCE",
+    "PROBE_CONCURRENCY",
+    "TAG_CIRCUIT",
+    "TAG_RESTORE",
+    "Pager",
+    "closed_page",
+    "handle_alarm",
+    "is_alarm_event",
+]
 
 #: The probe's maximum concurrency: the event source mapping's minimum, the smallest trickle Lambda allows.
 PROBE_CONCURRENCY = 2
@@ -40,6 +56,36 @@ PROBE_CONCURRENCY = 2
 TAG_CIRCUIT = "tiered-jobs:circuit"
 #: The maximum concurrency to restore when it closes ("" when the mapping had none).
 TAG_RESTORE = "tiered-jobs:circuit-restore"
+#: SNS's limit on a message's subject.
+MAX_SUBJECT = 100
+#: The closing page's ``Source``, which tells it from CloudWatch's notifications on the same topic.
+PAGE_SOURCE = "tiered-jobs circuit breaker"
+
+#: Sends one page: ``(subject, message)`` -> published to the stage's alarm topic.
+Pager = Callable[[str, str], object]
+
+
+def closed_page(stage: str, tier: str, restored: str, at: str) -> tuple[str, str]:
+    """The closing page's subject and message: the tier, what happened, and the first command to run.
+
+    A JSON object like CloudWatch's own notifications on the same topic, so that whatever reads the
+    topic (an e-mail, an HTTPS endpoint) gets one shape; ``Source`` tells it from an alarm's."""
+    concurrency = f"its maximum concurrency of {restored}" if restored else "Lambda's own concurrency (no maximum)"
+    message = {
+        "Source": PAGE_SOURCE,
+        "Stage": stage,
+        "Tier": tier,
+        "Event": "closed",
+        "Summary": (
+            f"The circuit breaker of the {stage} stage's {tier} tier closed at {at}: the probe's jobs succeeded, "
+            f"so the downstream is back, and the tier runs at {concurrency} again. The jobs that waited in its "
+            f"queue during the outage kept their attempts and run now."
+        ),
+        "FirstCommand": f"tiered-jobs --stage {stage} status",
+        "ClosedAt": at,
+    }
+    subject = f"CLOSED: circuit breaker of the {tier} tier ({stage})"[:MAX_SUBJECT]
+    return subject, json.dumps(message)
 
 
 def is_alarm_event(event: Any) -> bool:
@@ -61,9 +107,12 @@ def handle_alarm(
     mappings: Mapping[str, str],
     lambda_client: Any,
     cloudwatch: Any,
+    page: Pager | None = None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """One alarm's change of state -> what the breaker did to the tier's mapping (``outcome``)."""
+    """One alarm's change of state -> what the breaker did to the tier's mapping (``outcome``).
+
+    ``page`` sends the closing page (``None``: a stack without the alarm topic's ARN, no page)."""
     data = event["alarmData"]
     name, state = data.get("alarmName"), (data.get("state") or {}).get("value")
     found = [
@@ -120,6 +169,10 @@ def handle_alarm(
         lambda_client.update_event_source_mapping(
             UUID=uuid, ScalingConfig={"MaximumConcurrency": int(restore)} if restore else {}
         )
+        # Paged before the half-open record goes: a page that fails fails the invocation, and Lambda's
+        # retry of the alarm's asynchronous invoke closes it again (restoring is idempotent) and pages.
+        if page is not None:
+            page(*closed_page(stage, tier, restore, iso_text(now or datetime.now(timezone.utc))))
         lambda_client.untag_resource(Resource=arn, TagKeys=[TAG_CIRCUIT, TAG_RESTORE])
-        return {**result, "outcome": "closed"}
+        return {**result, "outcome": "closed", "paged": page is not None}
     return {**result, "outcome": "nothing to do"}
