@@ -22,6 +22,7 @@ from tiered_jobs.publisher import (
     PublishError,
     ResendPolicy,
 )
+from tiered_jobs.publisher.models import JOB_FIELDS
 
 SCHEMA = json.loads((Path(envelope.__file__).parent / "envelope.schema.json").read_text())
 
@@ -190,9 +191,9 @@ def test_one_bad_job_in_a_batch_sends_nothing_and_every_bad_job_is_named(publish
     assert problems[0].startswith("job #1 payments.capture (key ''): 'idempotency_key' must be 1-256")
     assert problems[1].startswith("job #2 nowhere.to_go (key 'k3'): no route for job type")
     assert problems[2] == (
-        "job #3 has unknown key(s) 'key'; lacks key(s) 'idempotency_key' "
-        "(keys: job_type, payload, idempotency_key, tier, delay, at, tenant)"
+        f"job #3 has unknown key(s) 'key'; lacks key(s) 'idempotency_key' (keys: {', '.join(JOB_FIELDS)})"
     )
+    assert JOB_FIELDS[:7] == ("job_type", "payload", "idempotency_key", "tier", "delay", "at", "tenant")
     assert _nothing_sent(sqs, deployment)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import boto3
 
+from tiered_jobs.contract import unique
 from tiered_jobs.contract.names import (
     DEFAULT_TIERS,
     Outputs,
@@ -41,6 +42,8 @@ class FakeDeployment:
     routes: dict[str, str]
     replay_function_name: str
     idempotency_table: str = ""
+    #: The unique-jobs table (``publish(..., unique_for=)``), key ``lock`` as the construct makes it.
+    unique_table: str = ""
 
 
 def _logical(tier: str, what: str) -> str:
@@ -89,6 +92,19 @@ def template(stage: str, tiers: tuple[str, ...], routes: dict[str, str]) -> dict
         },
     }
     outputs[Outputs.IDEMPOTENCY_TABLE_NAME] = {"Value": {"Ref": "IdempotencyTable"}}
+    resources["UniqueTable"] = {
+        "Type": "AWS::DynamoDB::Table",
+        "Properties": {
+            "AttributeDefinitions": [{"AttributeName": unique.KEY_ATTRIBUTE, "AttributeType": "S"}],
+            "KeySchema": [{"AttributeName": unique.KEY_ATTRIBUTE, "KeyType": "HASH"}],
+            "BillingMode": "PAY_PER_REQUEST",
+        },
+    }
+    outputs[Outputs.UNIQUE_TABLE_NAME] = {"Value": {"Ref": "UniqueTable"}}
+    resources["UniqueTableParameter"] = {
+        "Type": "AWS::SSM::Parameter",
+        "Properties": {"Name": Ssm.unique_table_name(stage), "Type": "String", "Value": {"Ref": "UniqueTable"}},
+    }
     outputs[Outputs.ROUTES] = {"Value": json.dumps(routes)}
     outputs[Outputs.REPLAY_FUNCTION_NAME] = {"Value": function_name(stage, "replay")}
     return {"Resources": resources, "Outputs": outputs}
@@ -113,6 +129,7 @@ def deploy(
         routes=routes,
         replay_function_name=function_name(stage, "replay"),
         idempotency_table=outputs[Outputs.IDEMPOTENCY_TABLE_NAME],
+        unique_table=outputs[Outputs.UNIQUE_TABLE_NAME],
     )
 
 

@@ -8,6 +8,10 @@ local mode share.
 - A **one-time** job (``publish(..., at=...)``) is an ``at()`` schedule named
   :func:`one_time_schedule_name` (from the job type and idempotency key), so publishing it again
   is a no-op and ``cancel(job_type, key)`` can find it.
+- A **debounced** job (``publish(..., debounce=...)``) is the same one-time schedule, moved by each
+  publish of its type and key to that publish's time plus the delay, with its payload: the burst
+  runs once. The run's idempotency key is the publish's key plus the run's minute
+  (:func:`debounced_run_key`), so the next burst runs again.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
+from datetime import datetime, timezone
 from typing import Any
 
-from .envelope import ENVELOPE_VERSION, validate
+from .envelope import ENVELOPE_VERSION, MAX_IDEMPOTENCY_KEY_CHARS, validate
 
 #: Scheduler's context attributes (replaced in the target input at each invocation).
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
@@ -41,6 +46,11 @@ RETRY_MAX_ATTEMPTS = 185
 #: ("Quotas for Amazon EventBridge Scheduler", Scheduler User Guide; botocore's model gives only ``min`` 1).
 #: SQS takes 1 MiB, so a job the publisher sends through a one-time schedule must fit this smaller limit.
 MAX_TARGET_INPUT_BYTES = 262_144
+#: The longest debounce: a run more than 30 days after the last publish is far more likely
+#: seconds mistaken for milliseconds than intended.
+MAX_DEBOUNCE_SECONDS = 30 * 86_400
+#: What a debounced run's key adds to the publish's key: ``@`` and the run's minute, ``2030-01-01T00:05Z``.
+DEBOUNCED_KEY_SUFFIX_CHARS = len("@2030-01-01T00:05Z")
 #: A sample scheduled time, to validate a periodic envelope before any fire.
 SAMPLE_SCHEDULED_TIME = "2030-01-01T00:00:00Z"
 
@@ -107,6 +117,23 @@ def substitute(
         .replace(SCHEDULE_ARN, schedule_arn)
         .replace(EXECUTION_ID, execution_id)
         .replace(ATTEMPT_NUMBER, str(attempt_number))
+    )
+
+
+def debounced_run_key(idempotency_key: str, fire_at: datetime) -> str:
+    """The idempotency key of a debounced burst's run: the publish's key and the run's minute (UTC)."""
+    return f"{idempotency_key}@{fire_at.astimezone(timezone.utc):%Y-%m-%dT%H:%M}Z"
+
+
+def debounced_run_key_problem(idempotency_key: str) -> str | None:
+    """Why ``idempotency_key`` is too long for a debounced run's key (``None`` when it is not)."""
+    longest = MAX_IDEMPOTENCY_KEY_CHARS - DEBOUNCED_KEY_SUFFIX_CHARS
+    if len(idempotency_key) <= longest:
+        return None
+    return (
+        f"with debounce the idempotency key must be at most {longest} characters (its run's key adds "
+        f"'@<minute>', {DEBOUNCED_KEY_SUFFIX_CHARS} characters, within the envelope's {MAX_IDEMPOTENCY_KEY_CHARS}), "
+        f"got {len(idempotency_key)}"
     )
 
 

@@ -7,14 +7,15 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from random import random as _unit_random
 from typing import Any
 
-from ..contract import envelope, payloads
-from ..contract.names import SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES
+from ..contract import envelope, payloads, unique
+from ..contract.names import SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES, Env
 from ..contract.routing import Routes, UnknownRouteError
-from ..contract.schedules import one_time_problems
+from ..contract.schedules import MAX_DEBOUNCE_SECONDS, debounced_run_key, debounced_run_key_problem, one_time_problems
 from ..contract.sqs_limits import (
     MAX_JOB_MESSAGE_BYTES,
     RUNTIME_ATTRIBUTES_HEADROOM_BYTES,
@@ -32,7 +33,9 @@ from .models import (
     as_job,
     delay_in_seconds,
     unserialisable,
+    window_in_seconds,
 )
+from .unique import LockOutcome, UniqueLocks
 
 
 class Publisher:
@@ -56,10 +59,13 @@ class Publisher:
         scheduler: Any = None,
         schedule_beyond_seconds: int = SQS_MAX_DELAY_SECONDS,
         clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+        unique_table: str | None = None,
+        dynamodb: Any = None,
     ):
         """``scheduling``: where one-time jobs go (or a function that looks it up on first need);
         ``scheduler``: an EventBridge Scheduler client; ``schedule_beyond_seconds``: jobs due later
-        than this go through a one-time schedule (0-900; lower it to make every later job cancellable)."""
+        than this go through a one-time schedule (0-900; lower it to make every later job cancellable);
+        ``unique_table``: the stage's unique-jobs table (``unique_for=``), ``dynamodb`` its client."""
         if not queues:
             raise ValueError("a publisher needs the queue URL of at least one tier")
         self.queues = dict(queues)
@@ -76,9 +82,12 @@ class Publisher:
         self._scheduling = scheduling
         self._scheduler = scheduler
         self._clock = clock
+        self.unique_table = unique_table
+        self._dynamodb = dynamodb
 
     @classmethod
     def from_deployment(cls, deployment: discovery.Deployment, **options: Any) -> Publisher:
+        options.setdefault("unique_table", deployment.unique_table_name)
         return cls(deployment.queue_urls(), deployment.routes, **options)
 
     @classmethod
@@ -114,6 +123,14 @@ class Publisher:
         return self._sqs
 
     @property
+    def dynamodb(self) -> Any:
+        if self._dynamodb is None:
+            import boto3
+
+            self._dynamodb = boto3.client("dynamodb")
+        return self._dynamodb
+
+    @property
     def scheduler(self) -> Any:
         if self._scheduler is None:
             import boto3
@@ -134,6 +151,23 @@ class Publisher:
 
     def one_time_jobs(self) -> scheduling.OneTimeJobs:
         return scheduling.OneTimeJobs(self.scheduling_target(), self.scheduler, clock=self._clock)
+
+    def unique_locks(self) -> UniqueLocks:
+        """The stage's unique-jobs table (``DiscoveryError`` if this publisher knows none)."""
+        if not self.unique_table:
+            raise discovery.DiscoveryError(
+                "this publisher knows no unique-jobs table (unique_for=): deploy a stack version with unique jobs "
+                f"and build it with Publisher.from_stage(...), or set {Env.UNIQUE_TABLE} with the environment's "
+                "queue URLs, or pass unique_table="
+            )
+        return UniqueLocks(
+            self.unique_table,
+            self.dynamodb,
+            clock=self._clock,
+            resend=self.resend,
+            sleep=self._sleep,
+            random=self._random,
+        )
 
     def cancel(self, job_type: str, idempotency_key: str) -> bool:
         """Remove a job scheduled for later; ``False`` if none is pending (never scheduled, or already sent:
@@ -157,9 +191,29 @@ class Publisher:
         delay: int | timedelta | None = None,
         at: datetime | None = None,
         tenant: str | None = None,
+        unique_for: int | timedelta | None = None,
+        debounce: int | timedelta | None = None,
     ) -> PublishResult:
-        """Publish one job; raise :class:`InvalidJobError` or :class:`PublishError` if it was not."""
-        return self.publish_batch([Job(job_type, payload, idempotency_key, tier, delay, at, tenant)])[0]
+        """Publish one job; raise :class:`InvalidJobError` or :class:`PublishError` if it was not.
+
+        ``unique_for``: nothing is sent while a job of this type and key sent within that many seconds
+        is pending (the result says ``already_queued``). ``debounce``: the job runs once, that many
+        seconds after the last publish of its type and key, with the last payload."""
+        return self.publish_batch(
+            [
+                Job(
+                    job_type,
+                    payload,
+                    idempotency_key,
+                    tier,
+                    delay,
+                    at,
+                    tenant,
+                    unique_for=unique_for,
+                    debounce=debounce,
+                )
+            ]
+        )[0]
 
     def publish_batch(self, jobs: Iterable[Job | Mapping[str, Any]]) -> list[PublishResult]:
         """Publish many jobs with as few calls as SQS allows; results are in input order.
@@ -173,14 +227,28 @@ class Publisher:
         first_error: Exception | None = None
         later = [item for item in prepared if item.fire_at is not None]
         one_time = self.one_time_jobs() if later else None  # a missing configuration fails before any send
+        to_lock = [item for item in prepared if item.unique_token is not None]
+        if to_lock:  # jobs without unique_for make no call here
+            locks = self.unique_locks()
+            outcomes = locks.acquire(to_lock)
+            for item in to_lock:
+                if not outcomes[item.index].taken:
+                    results[item.index] = _lock_result(item, outcomes[item.index])
+                    first_error = first_error or outcomes[item.index].error
+            prepared_to_send = [item for item in prepared if item.index not in results]
+            later = [item for item in later if item.index not in results]
+        else:
+            prepared_to_send = prepared
         for item in later:
             result, error = self._schedule(one_time, item)
             results[item.index] = result
             first_error = first_error or error
-        for chunk in _chunks([item for item in prepared if item.fire_at is None]):
+        for chunk in _chunks([item for item in prepared_to_send if item.fire_at is None]):
             chunk_results, error = self._send_chunk(chunk)
             results.update(chunk_results)
             first_error = first_error or error
+        if to_lock:  # a job that took its lock but was not sent gives it back: publishing it again must work
+            locks.release([item for item in to_lock if outcomes[item.index].taken and not results[item.index].ok])
         ordered = [results[item.index] for item in prepared]
         if any(not result.ok for result in ordered):
             raise PublishError(ordered) from first_error
@@ -237,10 +305,33 @@ class Publisher:
         except discovery.UnknownTierError as exc:
             problems.append(f"{exc}" if job.tier is not None else f"{exc} (routed by the table)")
         delay_seconds, fire_at = 0, None
+        unique_for = debounce = None
         try:
-            delay_seconds, fire_at = self._timing(job)
+            unique_for = window_in_seconds("unique_for", job.unique_for, unique.MAX_WINDOW_SECONDS)
+            debounce = window_in_seconds("debounce", job.debounce, MAX_DEBOUNCE_SECONDS)
+            if debounce is not None and unique_for is not None:
+                raise ValueError(
+                    "give either unique_for (the first publish wins, later ones are refused) or debounce (the "
+                    "last publish wins, its run moved after it), not both"
+                )
         except ValueError as exc:
             problems.append(str(exc))
+        try:
+            delay_seconds, fire_at = self._timing(job, debounce)
+        except ValueError as exc:
+            problems.append(str(exc))
+        token = unique.new_token() if unique_for is not None else None
+        if built is not None and token is not None:
+            built = replace(built, unique_lock=token)
+        if built is not None and debounce is not None and fire_at is not None:
+            # Each burst's run has a key of its own (its minute): a later burst runs again, even
+            # within the idempotency window.
+            run_key = debounced_run_key(built.idempotency_key, fire_at)
+            key_problem = debounced_run_key_problem(built.idempotency_key)
+            if key_problem:
+                problems.append(key_problem)
+            else:
+                built = replace(built, idempotency_key=run_key)
         body, size = "", 0
         if built is not None and not not_json:
             body = built.to_json()  # what is sent: non-ASCII characters as themselves, not escaped
@@ -260,13 +351,32 @@ class Publisher:
                 problems.extend(one_time_problems(body))
         if problems:
             raise InvalidJobError([f"{job.describe()}: {problem}" for problem in problems])
-        return Prepared(index, job, tier, queue_url, body, size, delay_seconds, fire_at)
+        return Prepared(
+            index,
+            job,
+            tier,
+            queue_url,
+            body,
+            size,
+            delay_seconds,
+            fire_at,
+            unique_token=token,
+            unique_until=self._clock() + timedelta(seconds=unique_for) if unique_for is not None else None,
+            debounced=debounce is not None,
+        )
 
-    def _timing(self, job: Job) -> tuple[int, datetime | None]:
-        """``(SQS delay seconds, None)`` for a job due within ``schedule_beyond_seconds``, else ``(0, fire time)``."""
+    def _timing(self, job: Job, debounce: int | None = None) -> tuple[int, datetime | None]:
+        """``(SQS delay seconds, None)`` for a job due within ``schedule_beyond_seconds``, else ``(0, fire time)``.
+
+        A debounced job is always ``(0, fire time)``: its run is a one-time schedule that each publish
+        moves, so the time is the last publish's plus ``debounce``, rounded up to Scheduler's whole minute."""
         if job.at is not None and job.delay is not None:
             raise ValueError("give either delay or at, not both")
         now = self._clock()
+        if debounce is not None:
+            if job.at is not None or job.delay is not None:
+                raise ValueError("debounce sets the job's time itself (the last publish plus debounce): drop delay/at")
+            return 0, scheduling.on_a_whole_minute(now + timedelta(seconds=debounce))
         if job.at is not None:
             problem = scheduling.fire_time_problem(job.at, now)
             if problem:
@@ -296,7 +406,8 @@ class Publisher:
 
         assert one_time is not None and item.fire_at is not None
         try:
-            done = one_time.create(
+            create = one_time.debounce if item.debounced else one_time.create
+            done = create(
                 job_type=item.job.job_type,
                 idempotency_key=item.job.idempotency_key,
                 tier=item.tier,
@@ -371,7 +482,24 @@ def _entry(entry_id: str, item: Prepared) -> dict[str, Any]:
 
 
 def _result(item: Prepared, attempts: int, **outcome: Any) -> PublishResult:
-    return PublishResult(item.job, item.tier, item.queue_url, attempts=attempts, **outcome)
+    return PublishResult(
+        item.job,
+        item.tier,
+        item.queue_url,
+        attempts=attempts,
+        unique_until=item.unique_until,
+        debounced=item.debounced,
+        **outcome,
+    )
+
+
+def _lock_result(item: Prepared, outcome: LockOutcome) -> PublishResult:
+    """A ``unique_for`` job whose lock was not taken: already queued (``ok``), or the write failed (nothing sent)."""
+    if outcome.already_queued:
+        return PublishResult(item.job, item.tier, item.queue_url, already_queued=True, unique_until=outcome.held_until)
+    return PublishResult(
+        item.job, item.tier, item.queue_url, error_code=outcome.error_code, error_message=outcome.error_message
+    )
 
 
 def _chunks(prepared: list[Prepared]) -> Iterator[list[Prepared]]:

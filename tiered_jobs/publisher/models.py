@@ -29,6 +29,12 @@ class Job:
     #: Whom the job is for: the envelope's ``tenant`` and the message's ``MessageGroupId`` (SQS
     #: fair queues). 1-128 letters, digits or ASCII punctuation.
     tenant: str | None = None
+    #: Seconds (or a ``timedelta``, rounded up): send only if no job of this type and key was sent within
+    #: them and is still pending ("first wins"); otherwise the result says ``already_queued``.
+    unique_for: int | timedelta | None = None
+    #: Seconds (or a ``timedelta``, rounded up): run once, this long after the last publish of this type
+    #: and key, with the last payload ("last wins"); not with ``delay``, ``at`` or ``unique_for``.
+    debounce: int | timedelta | None = None
 
     def describe(self) -> str:
         key = self.idempotency_key
@@ -55,13 +61,27 @@ class PublishResult:
     schedule_name: str | None = None
     fire_at: datetime | None = None
     #: The schedule existed already (an earlier publish of the same job): nothing new was created.
+    #: For a debounced job: its pending run was moved to ``fire_at``, with this payload.
     already_scheduled: bool = False
+    #: ``unique_for``: a job of this type and key is pending (sent within its window): nothing was sent.
+    already_queued: bool = False
+    #: ``unique_for``: when the lock ends at the latest (this job's, or the pending one's when already queued).
+    unique_until: datetime | None = None
+    #: ``debounce``: the job runs from the one-time schedule ``schedule_name`` at ``fire_at``.
+    debounced: bool = False
 
     @property
     def ok(self) -> bool:
-        return self.message_id is not None or self.schedule_name is not None
+        return self.message_id is not None or self.schedule_name is not None or self.already_queued
 
     def describe(self) -> str:
+        if self.already_queued:
+            until = f" (unique until {self.unique_until.isoformat()})" if self.unique_until else ""
+            return f"{self.job.describe()} -> {self.tier}: already queued{until}: nothing sent"
+        if self.debounced and self.schedule_name is not None:
+            moved = ", replacing the pending run's time and payload" if self.already_scheduled else ""
+            when = self.fire_at.isoformat() if self.fire_at else "?"
+            return f"{self.job.describe()} -> {self.tier}: debounced to {when} ({self.schedule_name}{moved})"
         if self.schedule_name is not None:
             state = "already scheduled" if self.already_scheduled else "scheduled"
             when = self.fire_at.isoformat() if self.fire_at else "?"
@@ -111,6 +131,11 @@ class Prepared:
     delay_seconds: int
     #: Set when the job goes through a one-time schedule instead of SQS's delay.
     fire_at: datetime | None = None
+    #: ``unique_for``: the lock's token (in the body's ``unique_lock``) and when its window ends.
+    unique_token: str | None = None
+    unique_until: datetime | None = None
+    #: ``debounce``: the job's run is the one-time schedule of its type and key, moved on each publish.
+    debounced: bool = False
 
 
 JOB_FIELDS = tuple(f.name for f in fields(Job))
@@ -141,6 +166,21 @@ def delay_in_seconds(delay: int | timedelta | None) -> int:
         raise ValueError(f"delay must be whole seconds (int) or a timedelta, got {type(delay).__name__}")
     if seconds < 0:
         raise ValueError(f"delay must be 0 seconds or more, got {seconds}")
+    return seconds
+
+
+def window_in_seconds(name: str, value: int | timedelta | None, maximum: int) -> int | None:
+    """``unique_for`` or ``debounce`` in whole seconds (``None``: not used), or ``ValueError`` naming the setting."""
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        seconds = math.ceil(value.total_seconds())
+    elif isinstance(value, int) and not isinstance(value, bool):
+        seconds = value
+    else:
+        raise ValueError(f"{name} must be whole seconds (int) or a timedelta, got {type(value).__name__}")
+    if not 1 <= seconds <= maximum:
+        raise ValueError(f"{name} must be 1-{maximum} seconds, got {seconds}")
     return seconds
 
 

@@ -61,6 +61,9 @@ class Deployment:
     stage: str | None = field(default=None)
     #: The idempotency table (``tiered-jobs job`` reads a job's record there); ``None`` when the source does not tell.
     idempotency_table_name: str | None = None
+    #: The unique-jobs table (``publish(..., unique_for=)``); ``None`` when the source does not tell
+    #: (a stage deployed before unique jobs).
+    unique_table_name: str | None = None
 
     def tier(self, name: str) -> TierQueues:
         try:
@@ -79,8 +82,15 @@ def from_ssm(stage: str, *, ssm: Any = None) -> Deployment:
 
         ssm = boto3.client("ssm")
     where = f"SSM parameters of stage {stage!r} in {ssm.meta.region_name}"
-    head = get_parameters(
-        ssm, [Ssm.tiers(stage), Ssm.routes(stage), Ssm.replay_function_name(stage), Ssm.idempotency_table_name(stage)]
+    head = get_parameters(  # one call: the unique-jobs table's name costs a publisher that never uses it nothing
+        ssm,
+        [
+            Ssm.tiers(stage),
+            Ssm.routes(stage),
+            Ssm.replay_function_name(stage),
+            Ssm.idempotency_table_name(stage),
+            Ssm.unique_table_name(stage),
+        ],
     )
     if Ssm.tiers(stage) not in head:
         raise DiscoveryError(
@@ -106,6 +116,7 @@ def from_ssm(stage: str, *, ssm: Any = None) -> Deployment:
         replay_function_name=head.get(Ssm.replay_function_name(stage)),
         stage=stage,
         idempotency_table_name=head.get(Ssm.idempotency_table_name(stage)),
+        unique_table_name=head.get(Ssm.unique_table_name(stage)),
     )
 
 
@@ -149,6 +160,7 @@ def from_stack_outputs(stack_name: str, *, cloudformation: Any = None, stage: st
         replay_function_name=outputs.get(Outputs.REPLAY_FUNCTION_NAME),
         stage=stage,
         idempotency_table_name=outputs.get(Outputs.IDEMPOTENCY_TABLE_NAME),
+        unique_table_name=outputs.get(Outputs.UNIQUE_TABLE_NAME),
     )
 
 
@@ -166,7 +178,13 @@ def from_env(environ: Mapping[str, str] | None = None) -> Deployment:
     tiers = {name: TierQueues(url, environ.get(Env.tier_var(Env.DLQ_URL, name))) for name, url in queues.items()}
     routes_json = environ.get(Env.ROUTES)
     routes = Routes({}) if routes_json is None else parse_routes(routes_json, f"${Env.ROUTES}")
-    return Deployment(tiers=tiers, routes=routes, source="environment", stage=environ.get(Env.STAGE))
+    return Deployment(
+        tiers=tiers,
+        routes=routes,
+        source="environment",
+        stage=environ.get(Env.STAGE),
+        unique_table_name=environ.get(Env.UNIQUE_TABLE) or None,
+    )
 
 
 def locate(stage: str, stack_name: str, *, cloudformation: Any, ssm: Any) -> Deployment:

@@ -43,6 +43,8 @@ from ..contract.schedules import (
 LATEST_YEAR = cron.YEARS[1]
 #: ``Description`` of a schedule: at most 512 characters.
 _MAX_DESCRIPTION = 512
+#: How a debounced job's schedule's description starts (the job lookup tells its run by it).
+DEBOUNCED_DESCRIPTION_PREFIX = "debounced: "
 
 
 @dataclass(frozen=True)
@@ -239,6 +241,57 @@ class OneTimeJobs:
         from botocore.exceptions import ClientError
 
         fire_at = on_a_whole_minute(fire_at)
+        request = self._request(job_type, idempotency_key, tier, fire_at, body, tenant)
+        try:
+            self.scheduler.create_schedule(**request)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConflictException":
+                return Scheduled(request["Name"], fire_at, already_scheduled=True)
+            raise
+        return Scheduled(request["Name"], fire_at, already_scheduled=False)
+
+    def debounce(
+        self, *, job_type: str, idempotency_key: str, tier: str, fire_at: datetime, body: str, tenant: str | None = None
+    ) -> Scheduled:
+        """The debounced job's run at ``fire_at`` with ``body``: its schedule created, or, when a publish of the
+        burst made it already, moved there with this body ("last wins"; ``already_scheduled`` then).
+
+        ``CreateSchedule`` first (a burst's first publish is one call), ``UpdateSchedule`` on a conflict
+        (each later one is two): Scheduler has no upsert. The update gives every field again, as
+        ``UpdateSchedule`` replaces the whole schedule. A schedule deleted between the two calls (its run
+        fired and Scheduler removed it) is created again, once.
+        """
+        from botocore.exceptions import ClientError
+
+        fire_at = on_a_whole_minute(fire_at)
+        request = self._request(job_type, idempotency_key, tier, fire_at, body, tenant, debounced=True)
+        for _ in range(2):
+            try:
+                self.scheduler.create_schedule(**request)
+                return Scheduled(request["Name"], fire_at, already_scheduled=False)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "ConflictException":
+                    raise
+            try:
+                self.scheduler.update_schedule(**request, State="ENABLED")
+                return Scheduled(request["Name"], fire_at, already_scheduled=True)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+                    raise
+        raise RuntimeError(f"schedule {request['Name']} was created and deleted twice while being debounced")
+
+    def _request(
+        self,
+        job_type: str,
+        idempotency_key: str,
+        tier: str,
+        fire_at: datetime,
+        body: str,
+        tenant: str | None,
+        *,
+        debounced: bool = False,
+    ) -> dict[str, Any]:
+        """The ``CreateSchedule`` (and ``UpdateSchedule``) arguments of a job's one-time schedule."""
         name = one_time_schedule_name(job_type, idempotency_key)
         target: dict[str, Any] = {
             "Arn": self.target.queue_arn(tier),
@@ -252,22 +305,17 @@ class OneTimeJobs:
         }
         if tenant is not None:
             target["SqsParameters"] = {"MessageGroupId": tenant}
-        try:
-            self.scheduler.create_schedule(
-                Name=name,
-                GroupName=self.target.group_name,
-                ScheduleExpression=cron.At.of(fire_at),
-                ScheduleExpressionTimezone="UTC",
-                FlexibleTimeWindow={"Mode": "OFF"},
-                ActionAfterCompletion="DELETE",
-                Description=f"{job_type} key {idempotency_key}"[:_MAX_DESCRIPTION],
-                Target=target,
-            )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConflictException":
-                return Scheduled(name, fire_at, already_scheduled=True)
-            raise
-        return Scheduled(name, fire_at, already_scheduled=False)
+        description = f"{DEBOUNCED_DESCRIPTION_PREFIX if debounced else ''}{job_type} key {idempotency_key}"
+        return {
+            "Name": name,
+            "GroupName": self.target.group_name,
+            "ScheduleExpression": cron.At.of(fire_at),
+            "ScheduleExpressionTimezone": "UTC",
+            "FlexibleTimeWindow": {"Mode": "OFF"},
+            "ActionAfterCompletion": "DELETE",
+            "Description": description[:_MAX_DESCRIPTION],
+            "Target": target,
+        }
 
     def cancel(self, job_type: str, idempotency_key: str) -> bool:
         """Delete the pending job; ``False`` when nothing was cancelled (see :meth:`cancellation`)."""
