@@ -193,6 +193,10 @@ class DeadLetter:
     #: The job was held or deferred on its queue's last receive and SQS refused its re-sent copy:
     #: returning it would let the redrive move it without reasons, so it is dead-lettered with this.
     REASON_REQUEUE_FAILED = "requeue_failed"
+    #: The job's deadline (envelope ``expires_at``) passed before it started, or it was cancelled,
+    #: and the discard archive could not take it: the DLQ keeps it instead (never lost, never run).
+    REASON_EXPIRED = "expired"
+    REASON_CANCELLED = "cancelled"
     #: What tools report for a letter without reasons (moved by SQS redrive: crash / timeout).
     REASON_UNKNOWN = "unknown"
     #: Longest ``DeadLetter.ErrorMessage`` kept (characters); longer ones are cut with an ellipsis.
@@ -268,6 +272,11 @@ class Metrics:
     #: Seconds from when the job entered its tier queue (``Attributes.ENQUEUED_AT``) to when the
     #: consumer decided its fate (ran, held or deferred it): survives the copies, unlike SQS's age.
     JOB_AGE = "JobAge"
+    #: Jobs dropped unstarted because their deadline (envelope ``expires_at``) had passed: archived,
+    #: never an attempt, never a failure.
+    EXPIRED = "JobsExpired"
+    #: Jobs dropped unstarted because they were cancelled (``tiered-jobs cancel``): archived, never a failure.
+    CANCELLED = "JobsCancelled"
 
 
 class Ssm:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger
 
 from tiered_jobs.contract.names import Env, Metrics
+from tiered_jobs.runtime import aws
 from tiered_jobs.runtime.config import TierConfig
 from tiered_jobs.runtime.consumer import Consumer
 from tiered_jobs.runtime.job_modules import JobModules, parse_modules
@@ -35,5 +36,13 @@ _consumer: Consumer | None = None
 def handler(event: dict[str, Any], context: Any) -> PartialItemFailureResponse:
     global _consumer
     if _consumer is None:
-        _consumer = Consumer(TierConfig.from_env(), registry, logger=logger)
+        config = TierConfig.from_env()
+        _consumer = Consumer(config, registry, logger=logger, archive=lambda: _archive(config.tier))
     return _consumer.handle(event, context)
+
+
+def _archive(tier: str) -> Any:
+    """The stage's discard archive, built on the first job that expires or is cancelled (no S3 client before)."""
+    from tiered_jobs.replay.archive import archive_from_env
+
+    return archive_from_env(tier, aws.client("s3"))

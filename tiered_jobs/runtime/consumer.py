@@ -3,6 +3,10 @@
 Every record is read once (:mod:`~tiered_jobs.runtime.received`), then its fate is decided once,
 in this order, so each job has exactly one live copy whatever features meet:
 
+0. **expired** -- its envelope's deadline (``expires_at``) has passed: it is written to the discard
+   archive with reason ``expired`` and acknowledged, before the rate limit sees it. Copies and
+   replays carry the envelope, so the deadline holds on every one of them. Not an attempt, never a
+   failure; without an archive (or when it refuses) the job is dead-lettered with that reason;
 1. **held** -- the rate limit has no token for it within the wait bound (or its table failed): it
    is sent again as a copy with a delay (:mod:`~tiered_jobs.runtime.requeue`) and acknowledged,
    before anything runs. A held record is never deferred, so it is never queued twice;
@@ -15,7 +19,9 @@ in this order, so each job has exactly one live copy whatever features meet:
    permanent one, or a transient one on the job's last attempt (its own ``max_attempts``, else the
    tier's: :mod:`~tiered_jobs.runtime.job_policy`), copies the message to the tier's DLQ
    with its ``DeadLetter.*`` reasons, and only once that send succeeded is the record reported
-   processed (so SQS deletes the source). A failed DLQ send keeps the message.
+   processed (so SQS deletes the source). A failed DLQ send keeps the message. A job someone
+   cancelled is found by the same idempotent write (its record holds an end marker:
+   :mod:`tiered_jobs.contract.job_ends`) and archived with reason ``cancelled``, unrun.
 
 A held or deferred record whose copy SQS refused stays in the queue as a batch item failure
 (that receive is spent), except on the queue's last receive (``maxReceiveCount``), where SQS would
@@ -32,9 +38,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from tiered_jobs.contract import job_ends
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter, Metrics
+from tiered_jobs.contract.times import iso_text
 
 from . import aws, ratelimit
 from .backoff import RetryPolicy
@@ -70,6 +78,15 @@ class KeptInQueue(Exception):
 
 class RequeueRefused(Exception):
     """The record was held or deferred and SQS refused its copy: the message stays in the queue."""
+
+
+class Archive(Protocol):
+    """Where a job that ends unrun is kept (``tiered_jobs.replay.archive.S3Archive``, injected by the handler)."""
+
+    location: str
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        """Store ``records`` durably, or raise."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +136,10 @@ class Consumer:
         rand: Callable[[], float] = random.random,
         now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
         sleep: Callable[[float], None] = time.sleep,
+        archive: Callable[[], Archive | None] = lambda: None,
     ):
+        """``archive``: builds, on the first job that ends unrun, where such jobs are kept (``None``: nowhere,
+        so they are dead-lettered with their reason instead)."""
         self.config = config
         self.registry = registry
         self.client = client
@@ -132,6 +152,9 @@ class Consumer:
             logger = Logger(service=Metrics.SERVICE)
         self.logger = logger
         self._runner: IdempotentRunner | None = None
+        self._archive_factory = archive
+        self._archive: Archive | None = None
+        self._archive_built = False
         #: Each job type's attempts and backoff on this tier (its own policy over the tier's), once bound.
         self._retries: dict[str, RetryPolicy] = {}
         #: ``None`` unless the tier has a rate limit (docs/consumer.md, "Rate limits").
@@ -187,10 +210,13 @@ class Consumer:
     def _admit(self, invocation: _Invocation) -> None:
         """Claim the batch's tokens; send the held records back as copies, before anything runs."""
         assert self.limiter is not None
+        now = self.now()
         runnable = [
             record
             for record in invocation.records.values()
-            if record.envelope is not None and record.envelope.type in self.registry
+            if record.envelope is not None
+            and record.envelope.type in self.registry
+            and not record.envelope.expired(now)  # dropped in process(), never given a token
         ]
         gate = invocation.gate = self.limiter.admit(runnable, invocation.remaining_ms() / 1000)
         for error in gate.errors:
@@ -219,6 +245,9 @@ class Consumer:
 
     def process(self, record: Any, invocation: _Invocation) -> Any:
         received = invocation.records[record.message_id]
+        envelope = received.envelope
+        if envelope is not None and received.message_id not in invocation.fates and envelope.expired(self.now()):
+            return self._end_expired(received, invocation)
         wait = 0.0
         if received.message_id not in invocation.fates:
             if invocation.gate is not None:
@@ -235,7 +264,12 @@ class Consumer:
     def _defer_from(self, first: Received, invocation: _Invocation) -> None:
         """The time budget is spent: send this record and every later one not yet decided again, once."""
         later = invocation.order[invocation.order.index(first.message_id) :]
-        undecided = [invocation.records[mid] for mid in later if mid not in invocation.fates]
+        now = self.now()
+        undecided = [
+            record
+            for record in (invocation.records[mid] for mid in later if mid not in invocation.fates)
+            if record.envelope is None or not record.envelope.expired(now)  # dropped, never copied
+        ]
         invocation.deferred += len(undecided)
         self._send_copies(invocation, [(record, "deferred", DEFERRED_DELAY_SECONDS) for record in undecided])
 
@@ -303,6 +337,7 @@ class Consumer:
                     client=self.client,
                     time_limit_seconds=definition.time_limit_seconds,
                     margin_ms=invocation.margin_ms,
+                    cancel_check=self._cancel_check(envelope.type, envelope.idempotency_key, definition.idempotent),
                 )
                 run = definition.handler
 
@@ -317,6 +352,9 @@ class Consumer:
                     }
                     outcome = self.runner.run(key, execute)
                     result, duplicate = outcome.result, outcome.duplicate
+                    ended = job_ends.marker_kind(result) if duplicate else None
+                    if ended is not None:  # cancelled (or expired) before it started: its record says so
+                        return self._end(received, invocation, ended, _ended_detail(ended, result), started)
                 else:
                     result, duplicate = execute(), False
                 duration_ms = _ms(started)
@@ -426,6 +464,70 @@ class Consumer:
             exc_info=failure,  # the whole traceback (the letter carries its last frames)
         )
 
+    # -- jobs that end unrun ---------------------------------------------------------------
+
+    def _end_expired(self, received: Received, invocation: _Invocation) -> None:
+        """The job's deadline has passed: mark its record (so ``tiered-jobs job`` says so), archive it, drop it."""
+        envelope = received.envelope
+        assert envelope is not None and envelope.expires_at is not None
+        detail = f"not started by its deadline {envelope.expires_at}"
+        if envelope.type in self.registry and self.registry.get(envelope.type).idempotent:
+            try:
+                self.runner.mark_ended(
+                    envelope.type, envelope.idempotency_key, job_ends.EXPIRED, at=iso_text(self.now()), detail=detail
+                )
+            except Exception as exc:  # noqa: BLE001 -- the marker only informs; the job is dropped all the same
+                with self._log_keys(received):
+                    self.logger.warning("could not mark the expired job's record", extra={"error": repr(exc)})
+        return self._end(received, invocation, job_ends.EXPIRED, detail, None)
+
+    def _end(self, received: Received, invocation: _Invocation, kind: str, detail: str, started: float | None) -> None:
+        """Archive a job that ends unrun (``expired`` / ``cancelled``), then let SQS delete it; without an
+        archive that takes it, dead-letter it with that reason: never dropped without being kept."""
+        from .ended import archive_record  # loaded on the first such job: the happy path never pays for it
+
+        invocation.metrics.age(received.label, received.age_seconds(self.now()))
+        with self._log_keys(received):
+            record = archive_record(received, tier=self.config.tier, reason=kind, detail=detail, at=self.now())
+            archive = self._ended_archive()
+            problem = "no discard archive is configured" if archive is None else None
+            if archive is not None:
+                try:
+                    archive.write([record])
+                except Exception as exc:  # noqa: BLE001 -- kept in the DLQ instead, below
+                    problem = f"the discard archive refused it ({exc!r})"
+            if problem is None:
+                assert archive is not None
+                invocation.metrics.record(received.label, kind)
+                self.logger.info(
+                    f"job {kind}: archived, not run",
+                    extra={"outcome": kind, "detail": detail, "archive": archive.location},
+                )
+                return None
+            self.logger.warning(f"job {kind}, but {problem}: dead-lettered instead", extra={"detail": detail})
+            self._dead_letter(
+                received,
+                invocation,
+                reason=kind,
+                error_type="JobExpired" if kind == job_ends.EXPIRED else "JobCancelled",
+                error_message=f"{detail}; {problem}",
+                attempts=max(0, received.attempt - 1),
+                outcome=kind,
+                started=started,
+            )
+            return None
+
+    def _ended_archive(self) -> Archive | None:
+        if not self._archive_built:
+            self._archive, self._archive_built = self._archive_factory(), True
+        return self._archive
+
+    def _cancel_check(self, job_type: str, key: str, idempotent: bool) -> Callable[[], bool]:
+        """``ctx.cancelled()``: one read of the job's record, only when the job asks."""
+        if not idempotent:
+            return lambda: False  # no record to read: a job without idempotency cannot be cancelled
+        return lambda: self.runner.cancel_requested(job_type, key)
+
     # -- helpers -------------------------------------------------------------------------
 
     def _retry_for(self, definition: JobDefinition) -> RetryPolicy:
@@ -490,6 +592,11 @@ class _LogKeys:
 
     def __exit__(self, *_: object) -> None:
         self.logger.remove_keys(list(self.KEYS))
+
+
+def _ended_detail(kind: str, marker: dict[str, Any]) -> str:
+    detail = str(marker.get("detail") or "")
+    return f"{kind} at {marker.get('at')}" + (f": {detail}" if detail else "")
 
 
 def _ms(started: float) -> float:

@@ -6,21 +6,29 @@
 * The local cache answers duplicates inside one container without a DynamoDB call.
 * The stored result is :func:`tiered_jobs.runtime.results.storable`'s bounded, JSON-safe form.
 * Built on first use (the persistence layer and its client are not created at import).
+* A job that ended without running (cancelled, expired: :mod:`tiered_jobs.contract.job_ends`)
+  has an end marker as its stored result, found by the same conditional write every job makes;
+  the marker holds no payload hash, so it is accepted whatever the payload of the job finding it.
 """
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tiered_jobs.contract import job_ends
 from tiered_jobs.contract.idempotency import (
     EVENT_KEY_JMESPATH,
     HASH_FUNCTION,
     KEY_PREFIX,
     PAYLOAD_VALIDATION_JMESPATH,
     RecordAttributes,
+    RecordStatus,
+    record_id,
 )
 
 from .errors import IdempotencyConflictError
@@ -57,7 +65,17 @@ class IdempotentRunner:
             use_local_cache=True,
             local_cache_max_items=LOCAL_CACHE_MAX_ITEMS,
         )
-        self.persistence = DynamoDBPersistenceLayer(
+        self.table_name = table_name
+        self.ttl_seconds = ttl_seconds
+        self.dynamodb = dynamodb_client
+
+        class _MarkerAwareLayer(DynamoDBPersistenceLayer):
+            def _validate_payload(self, data_payload: Any, stored_data_record: Any) -> None:
+                if stored_data_record.payload_hash is None and job_ends.marker_kind(_stored(stored_data_record)):
+                    return  # an end marker: the canceller never knew the payload, and the job ends whatever it is
+                super()._validate_payload(data_payload, stored_data_record)
+
+        self.persistence = _MarkerAwareLayer(
             table_name=table_name,
             boto3_client=dynamodb_client,
             key_attr=RecordAttributes.KEY,
@@ -103,3 +121,52 @@ class IdempotentRunner:
                 f"{envelope.get('type')!r} with a different payload"
             ) from exc
         return Outcome(result=result, duplicate=not self._ran.value)
+
+    def mark_ended(self, job_type: str, idempotency_key: str, kind: str, *, at: str, detail: str = "") -> bool:
+        """Write the job's end marker where it has no live record (one conditional ``PutItem``);
+        ``False`` when a record was there (the job ran, runs, or ended already: it is left as it is)."""
+        now = time.time()
+        try:
+            self.dynamodb.put_item(
+                TableName=self.table_name,
+                Item=job_ends.marker_item(
+                    job_type, idempotency_key, kind, at=at, now=now, ttl_seconds=self.ttl_seconds, detail=detail
+                ),
+                ConditionExpression=job_ends.WRITE_CONDITION,
+                ExpressionAttributeNames=job_ends.WRITE_NAMES,
+                ExpressionAttributeValues=job_ends.write_values(now),
+            )
+        except Exception as exc:
+            if getattr(exc, "response", {}).get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def cancel_requested(self, job_type: str, idempotency_key: str) -> bool:
+        """Has someone cancelled this job since it started? One consistent ``GetItem`` of its record."""
+        item = self.dynamodb.get_item(
+            TableName=self.table_name,
+            Key={RecordAttributes.KEY: {"S": record_id(job_type, idempotency_key)}},
+            ConsistentRead=True,
+        ).get("Item")
+        if not item:
+            return False
+        if job_ends.CANCEL_REQUESTED in item:
+            return True
+        status = item.get(RecordAttributes.STATUS, {}).get("S")
+        data = item.get(RecordAttributes.DATA, {}).get("S")
+        return status == RecordStatus.COMPLETED and job_ends.marker_kind(_json(data)) == job_ends.CANCELLED
+
+
+def _stored(record: Any) -> Any:
+    """A Powertools data record's stored result, decoded (``None`` when it has none)."""
+    return _json(getattr(record, "response_data", None))
+
+
+def _json(text: str | None) -> Any:
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None

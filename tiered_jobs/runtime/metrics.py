@@ -35,6 +35,10 @@ OUTCOME_METRICS: dict[str, tuple[str, ...]] = {
     "requeue_kept": (M.REQUEUE_FAILED,),
     # ...or, on its last receive, goes to the DLQ with reason ``requeue_failed`` (never silently).
     "requeue_dead_lettered": (M.FAILED, M.DEAD_LETTERED, M.REQUEUE_FAILED),
+    # Ended unrun (its deadline passed, or it was cancelled) and kept in the discard archive: not an
+    # attempt, never a failure (kept in the DLQ instead when the archive refused it).
+    "expired": (M.EXPIRED,),
+    "cancelled": (M.CANCELLED,),
 }
 #: Every counter, in the order of the EMF document (each is written, 0 included).
 COUNTERS: tuple[str, ...] = (
@@ -48,6 +52,8 @@ COUNTERS: tuple[str, ...] = (
     M.RATE_LIMITED,
     M.RATE_LIMITER_ERRORS,
     M.REQUEUE_FAILED,
+    M.EXPIRED,
+    M.CANCELLED,
 )
 
 

@@ -63,6 +63,8 @@ class JobContext:
     time_limit_seconds: float | None = None
     #: What the consumer keeps of the invocation for itself (backoffs, metrics, the answer).
     margin_ms: int = 0
+    #: Answers :meth:`cancelled` (the consumer reads the job's idempotency record; tests pass their own).
+    cancel_check: Callable[[], bool] = field(default=lambda: False, repr=False)
     _started_ms: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -94,6 +96,12 @@ class JobContext:
         if self.time_limit_seconds is not None:
             left = min(left, self.time_limit_seconds * 1000 - (self._started_ms - now))
         return max(0, int(left))
+
+    def cancelled(self) -> bool:
+        """Has someone cancelled this job since it started (``tiered-jobs cancel``)? One read of its
+        idempotency record per call, so a long job asks between steps, not in a tight loop. Nothing
+        stops a job that does not ask: what it does on ``True`` (stop, undo, finish) is its own choice."""
+        return self.cancel_check()
 
     def check_time(self) -> None:
         """Raise :class:`JobTimeout` (transient: retried with backoff) when no time is left."""
