@@ -43,6 +43,9 @@ class TierConfig:
     #: stack's guardrail makes it equal to). On that receive a record the consumer returned would
     #: be moved to the DLQ by SQS without reasons, so the consumer never returns one then.
     max_receive_count: int | None = None
+    #: The stage's unique-jobs table: a finished job whose envelope carries ``unique_lock`` releases its
+    #: lock there (``None``: a stack before unique jobs; such a lock ends with its window).
+    unique_table: str | None = None
 
     @property
     def receive_limit(self) -> int:
@@ -87,4 +90,5 @@ class TierConfig:
             rate_limits=rate_limits,
             rate_limit_table=env.get(Env.RATE_LIMIT_TABLE) or None,
             max_receive_count=max_receive_count,
+            unique_table=env.get(Env.UNIQUE_TABLE) or None,
         )

@@ -28,6 +28,10 @@ A held or deferred record whose copy SQS refused stays in the queue as a batch i
 move it to the DLQ without reasons: there the consumer dead-letters it itself, with reason
 ``requeue_failed``. docs/consumer.md's receive ledger lists every path with its test.
 
+A job published with ``unique_for=`` carries its lock's token (``unique_lock``): when it finishes
+(succeeded, answered as a duplicate, or dead-lettered) the lock is released
+(:mod:`~tiered_jobs.runtime.unique`); a job without it makes no call for it.
+
 The batch answer is always a partial batch response, even when every record failed.
 """
 
@@ -361,6 +365,7 @@ class Consumer:
                 invocation.metrics.record(received.label, "duplicate" if duplicate else "succeeded", duration_ms)
                 # Celery's "Task ... succeeded in 0.04s": type, key and attempt are the line's keys.
                 self.logger.info("job succeeded", extra={"duration_ms": round(duration_ms, 3), "duplicate": duplicate})
+                self._release_unique(received)
                 return result
             except Exception as exc:  # noqa: BLE001 -- every failure is classified, none escapes unseen
                 self._fail(received, invocation, exc, definition, started)
@@ -463,6 +468,7 @@ class Consumer:
             },
             exc_info=failure,  # the whole traceback (the letter carries its last frames)
         )
+        self._release_unique(received)  # the job has finished: a new one of its type and key may be queued
 
     # -- jobs that end unrun ---------------------------------------------------------------
 
@@ -529,6 +535,16 @@ class Consumer:
         return lambda: self.runner.cancel_requested(job_type, key)
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _release_unique(self, received: Received) -> None:
+        """A finished job gives back its unique lock: only a job that holds one makes the call."""
+        envelope = received.envelope
+        if envelope is None or envelope.unique_lock is None:
+            return
+        from .unique import release  # loaded on the first unique job only
+
+        if release(self.client("dynamodb"), self.config.unique_table, envelope, self.logger):
+            self.logger.info("unique lock released", extra={"unique_lock": envelope.unique_lock})
 
     def _retry_for(self, definition: JobDefinition) -> RetryPolicy:
         """The job's attempts and backoff on this tier (checked once per job type and container)."""
