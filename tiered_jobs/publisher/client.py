@@ -23,7 +23,8 @@ from ..contract.sqs_limits import (
     message_size,
     pack_batches,
 )
-from ..stage import discovery, scheduling
+from ..stage import cancelling, discovery, scheduling
+from .deadline import deadline_text
 from .errors import InvalidJobError, PublishError
 from .models import (
     Job,
@@ -61,11 +62,14 @@ class Publisher:
         clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
         unique_table: str | None = None,
         dynamodb: Any = None,
+        cancel_marks: cancelling.MarkTarget | Callable[[], cancelling.MarkTarget] | None = None,
     ):
         """``scheduling``: where one-time jobs go (or a function that looks it up on first need);
         ``scheduler``: an EventBridge Scheduler client; ``schedule_beyond_seconds``: jobs due later
         than this go through a one-time schedule (0-900; lower it to make every later job cancellable);
-        ``unique_table``: the stage's unique-jobs table (``unique_for=``), ``dynamodb`` its client."""
+        ``unique_table``: the stage's unique-jobs table (``unique_for=``), ``dynamodb`` its client;
+        ``cancel_marks``: where :meth:`cancel` writes a queued job's cancel marker (or a function that
+        looks it up on first need; ``None``: only scheduled jobs can be cancelled)."""
         if not queues:
             raise ValueError("a publisher needs the queue URL of at least one tier")
         self.queues = dict(queues)
@@ -83,6 +87,7 @@ class Publisher:
         self._scheduler = scheduler
         self._clock = clock
         self.unique_table = unique_table
+        self._cancel_marks = cancel_marks
         self._dynamodb = dynamodb
 
     @classmethod
@@ -94,7 +99,10 @@ class Publisher:
     def from_stage(cls, stage: str, *, ssm: Any = None, sqs: Any = None, **options: Any) -> Publisher:
         """From the SSM parameters the stack writes for ``stage`` (needs ``ssm:GetParameters``)."""
         options.setdefault("scheduling", lambda: scheduling.from_ssm(stage, ssm=ssm))
-        return cls.from_deployment(discovery.from_ssm(stage, ssm=ssm), sqs=sqs, **options)
+        deployment = discovery.from_ssm(stage, ssm=ssm)
+        # A queued job's cancel needs the tiers' idempotency windows: read on the first cancel only.
+        options.setdefault("cancel_marks", lambda: cancelling.from_ssm(stage, deployment, ssm=ssm))
+        return cls.from_deployment(deployment, sqs=sqs, **options)
 
     @classmethod
     def from_stack_outputs(
@@ -169,17 +177,52 @@ class Publisher:
             random=self._random,
         )
 
-    def cancel(self, job_type: str, idempotency_key: str) -> bool:
-        """Remove a job scheduled for later; ``False`` if none is pending (never scheduled, or already sent:
-        once the minute of its time has begun it may have fired, so it is not cancelled, see :meth:`cancellation`).
+    def cancel(self, job_type: str, idempotency_key: str, *, tier: str | None = None) -> bool:
+        """Cancel a pending job: ``True`` when it will not start (see :meth:`cancellation` for what was found).
 
-        Jobs sent with SQS's own delay (15 minutes or less) cannot be cancelled.
+        A job scheduled for later loses its one-time schedule; a queued or SQS-delayed one (or one that
+        comes back by replay) is archived unrun by the consumer, through a cancel marker in its
+        idempotency record (``tiered_jobs.stage.cancelling``). ``tier``: the tier it was published to,
+        when not the routing table's (its idempotency window is the marker's).
         """
-        return self.cancellation(job_type, idempotency_key).cancelled
+        return self.cancellation(job_type, idempotency_key, tier=tier).cancelled
 
-    def cancellation(self, job_type: str, idempotency_key: str) -> scheduling.Cancellation:
-        """:meth:`cancel`, saying what it found: ``cancelled``, ``not found`` or ``already sent``."""
-        return self.one_time_jobs().cancellation(job_type, idempotency_key)
+    def cancellation(
+        self, job_type: str, idempotency_key: str, *, tier: str | None = None
+    ) -> cancelling.JobCancellation:
+        """:meth:`cancel`, saying what it found (``JobCancellation.outcome``)."""
+        scheduled: scheduling.Cancellation | None = None
+        try:
+            if self._scheduling is not None:
+                scheduled = self.one_time_jobs().cancellation(job_type, idempotency_key)
+        except discovery.DiscoveryError:
+            if self._cancel_marks is None:
+                raise
+        if scheduled is not None and scheduled.cancelled:
+            return cancelling.JobCancellation("cancelled", fire_at=scheduled.fire_at)
+        if self._cancel_marks is None:
+            if scheduled is None:
+                raise discovery.DiscoveryError(
+                    "this publisher can cancel nothing: it knows neither the stage's schedules nor its "
+                    "idempotency table; build it with Publisher.from_stage(...)"
+                )
+            return cancelling.JobCancellation(scheduled.outcome, fire_at=scheduled.fire_at)
+        if callable(self._cancel_marks):
+            self._cancel_marks = self._cancel_marks()
+        marked = cancelling.mark_cancelled(
+            self.dynamodb,
+            self._cancel_marks,
+            self.tier_for(job_type, tier),
+            job_type,
+            idempotency_key,
+            now=lambda: self._clock().timestamp(),
+        )
+        return cancelling.JobCancellation(
+            marked.outcome,
+            fire_at=scheduled.fire_at if scheduled is not None else None,
+            until=marked.until,
+            record_expires=marked.record_expires,
+        )
 
     def publish(
         self,
@@ -193,12 +236,16 @@ class Publisher:
         tenant: str | None = None,
         unique_for: int | timedelta | None = None,
         debounce: int | timedelta | None = None,
+        expires_at: datetime | None = None,
+        expires_in: int | timedelta | None = None,
     ) -> PublishResult:
         """Publish one job; raise :class:`InvalidJobError` or :class:`PublishError` if it was not.
 
         ``unique_for``: nothing is sent while a job of this type and key sent within that many seconds
         is pending (the result says ``already_queued``). ``debounce``: the job runs once, that many
-        seconds after the last publish of its type and key, with the last payload."""
+        seconds after the last publish of its type and key, with the last payload. ``expires_at`` /
+        ``expires_in``: the job's deadline (a moment, or seconds after it is due); not started by then,
+        it is archived unrun (reason ``expired``), never a failure."""
         return self.publish_batch(
             [
                 Job(
@@ -211,6 +258,8 @@ class Publisher:
                     tenant,
                     unique_for=unique_for,
                     debounce=debounce,
+                    expires_at=expires_at,
+                    expires_in=expires_in,
                 )
             ]
         )[0]
@@ -320,6 +369,15 @@ class Publisher:
             delay_seconds, fire_at = self._timing(job, debounce)
         except ValueError as exc:
             problems.append(str(exc))
+        deadline = None
+        try:  # counted from when the job is due; refused when it could never be met (publisher/deadline.py)
+            now = self._clock()
+            due = fire_at or now + timedelta(seconds=delay_seconds)
+            deadline = deadline_text(job.expires_at, job.expires_in, due=due, now=now)
+        except ValueError as exc:
+            problems.append(str(exc))
+        if built is not None and deadline is not None:
+            built = replace(built, expires_at=deadline)
         token = unique.new_token() if unique_for is not None else None
         if built is not None and token is not None:
             built = replace(built, unique_lock=token)

@@ -35,6 +35,10 @@ class Job:
     #: Seconds (or a ``timedelta``, rounded up): run once, this long after the last publish of this type
     #: and key, with the last payload ("last wins"); not with ``delay``, ``at`` or ``unique_for``.
     debounce: int | timedelta | None = None
+    #: The job's deadline (an aware datetime): not started by then, it is archived unrun (``expired``).
+    expires_at: datetime | None = None
+    #: The deadline as seconds (or a ``timedelta``) after the job is due; not with ``expires_at``.
+    expires_in: int | timedelta | None = None
 
     def describe(self) -> str:
         key = self.idempotency_key
