@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .common import terminal
+from .common import print_fitted, terminal
 
 #: Narrowest the error message column gets before less important columns make room for it.
 ERROR_MESSAGE_MIN_WIDTH = 24
@@ -71,26 +72,24 @@ def _groups_table(groups: list[dict[str, Any]], width: int | None) -> tuple[Tabl
 
 def print_groups(groups: list[dict[str, Any]]) -> None:
     """On a terminal, fit its width; elsewhere (a pipe, a file, CI) print every column at full width."""
-    if not groups:
-        return
-    console = terminal()
-    fitted = _groups_table(groups, console.width if console.is_terminal else None)
-    if fitted is None:  # narrower than the leanest table: one block per group, wrapped at spaces only
-        from rich.padding import Padding
+    if groups:
+        print_fitted(
+            terminal(), lambda width: _groups_table(groups, width), lambda console: _group_blocks(console, groups)
+        )
 
-        for group in groups:
-            console.print(f"[bold]{group['count']} x {escape(group['job_type'])}[/]")
-            details = (
-                f"{escape(group['error_type'])} · {group.get('reason') or ''} · "
-                f"dead-lettered {_minute(group.get('newest'))}\n{escape(group.get('error_message') or '')}"
-                + (f"\nat {escape(group['frame'])}" if group.get("frame") else "")
-            )
-            console.print(Padding(details, (0, 0, 0, 4)))
-        return
-    table, natural = fitted
-    if not console.is_terminal:
-        console.width = max(console.width, natural)
-    console.print(table)
+
+def _group_blocks(console: Console, groups: list[dict[str, Any]]) -> None:
+    """Narrower than the leanest table: one block per group, wrapped at spaces only."""
+    from rich.padding import Padding
+
+    for group in groups:
+        console.print(f"[bold]{group['count']} x {escape(group['job_type'])}[/]")
+        details = (
+            f"{escape(group['error_type'])} · {group.get('reason') or ''} · "
+            f"dead-lettered {_minute(group.get('newest'))}\n{escape(group.get('error_message') or '')}"
+            + (f"\nat {escape(group['frame'])}" if group.get("frame") else "")
+        )
+        console.print(Padding(details, (0, 0, 0, 4)))
 
 
 def print_message_ids(groups: list[dict[str, Any]]) -> None:

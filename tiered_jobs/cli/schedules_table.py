@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import timezone
 
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from ..contract.schedules import SCHEDULED_TIME
 from ..stage.scheduling import ScheduledJob
-from .common import terminal
+from .common import print_fitted, terminal
 
 Column = tuple[str, Callable[[ScheduledJob], str]]
 
@@ -89,21 +90,20 @@ def schedules_table(stage: str, jobs: Sequence[ScheduledJob], width: int | None)
 
 def print_schedules(stage: str, jobs: Sequence[ScheduledJob]) -> None:
     """On a terminal, fit its width; elsewhere (a pipe, a file, CI) the fullest table at full width."""
-    console = terminal()
-    fitted = schedules_table(stage, jobs, console.width if console.is_terminal else None)
-    if fitted is None:  # narrower than the leanest table: one block per schedule, wrapped at spaces only
-        from rich.padding import Padding
+    print_fitted(
+        terminal(), lambda width: schedules_table(stage, jobs, width), lambda console: _blocks(console, stage, jobs)
+    )
 
-        console.print(f"[bold]Scheduled jobs · stage {escape(stage)}[/]")
-        for job in jobs:
-            console.print(f"[bold]{escape(job.job_type or '?')}[/] → {escape(job.tier or '?')}")
-            details = (
-                f"next fire {_next_fire(job)} UTC · {escape(_schedule(job))}\n"
-                f"{job.kind} schedule {escape(job.name)}\nkey {escape(job.idempotency_key or '')}"
-            )
-            console.print(Padding(details, (0, 0, 0, 4)))
-        return
-    table, natural = fitted
-    if not console.is_terminal:
-        console.width = max(console.width, natural)
-    console.print(table)
+
+def _blocks(console: Console, stage: str, jobs: Sequence[ScheduledJob]) -> None:
+    """Narrower than the leanest table: one block per schedule, wrapped at spaces only."""
+    from rich.padding import Padding
+
+    console.print(f"[bold]Scheduled jobs · stage {escape(stage)}[/]")
+    for job in jobs:
+        console.print(f"[bold]{escape(job.job_type or '?')}[/] → {escape(job.tier or '?')}")
+        details = (
+            f"next fire {_next_fire(job)} UTC · {escape(_schedule(job))}\n"
+            f"{job.kind} schedule {escape(job.name)}\nkey {escape(job.idempotency_key or '')}"
+        )
+        console.print(Padding(details, (0, 0, 0, 4)))
