@@ -219,6 +219,8 @@ TARGET_POLICIES: dict[str, tuple[str | None, str]] = {
     "AWS::S3::Bucket": ("AWS::S3::BucketPolicy", "Bucket"),  # one bucket per policy, not a list
     # A mapping has no resource policy: the caller's identity policy alone decides.
     "AWS::Lambda::EventSourceMapping": (None, ""),
+    # Nor has a table of this template (DynamoDB's resource policies are not used).
+    "AWS::DynamoDB::Table": (None, ""),
     # A function's resource policy is the statements its AWS::Lambda::Permission resources add.
     "AWS::Lambda::Function": ("AWS::Lambda::Permission", "FunctionName"),
 }
@@ -610,6 +612,14 @@ HOPS: tuple[HopSource, ...] = (
         role=(),
         target=("Environment", "Variables", Env.QUEUE_URL),
         actions=("sqs:SendMessage",),
+    ),
+    # A consumer releases a finished unique job's lock: a conditional DeleteItem on the unique jobs' table.
+    role_hops(
+        "AWS::Lambda::Function",
+        "lambda.amazonaws.com",
+        role=(),
+        target=("Environment", "Variables", Env.UNIQUE_TABLE),
+        actions=("dynamodb:DeleteItem",),
     ),
     # The replay function's discard archives letters: PutObject under its stage's prefix, one object per batch.
     role_hops(

@@ -208,7 +208,12 @@ def test_the_one_publisher_policy_creates_only_one_time_schedules_and_passes_onl
     (policy,) = _resources(synth, "AWS::IAM::ManagedPolicy").values()  # the stage's one publisher policy
     statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
     create, pass_role = statements["CreateAndCancelOneTimeJobs"], statements["PassTheOneTimeRoleToScheduler"]
-    assert sorted(create["Action"]) == ["scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule"]
+    assert sorted(create["Action"]) == [
+        "scheduler:CreateSchedule",
+        "scheduler:DeleteSchedule",
+        "scheduler:GetSchedule",
+        "scheduler:UpdateSchedule",  # a debounced job's run, moved by each publish
+    ]
     assert create["Resource"]["Fn::Join"][1][-1] == ":schedule/tiered-jobs-sched/once-*"
     (one_time,) = [k for k in _resources(synth, "AWS::IAM::Role") if k.startswith("SchedulesOneTimeRole")]
     assert pass_role["Action"] == "iam:PassRole"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -24,7 +25,7 @@ from tests.infra.template_values import Concrete
 from tiered_jobs.cdk.publishers import publisher_parameter_names
 from tiered_jobs.cdk.schedules import SCHEDULER_PRINCIPAL
 from tiered_jobs.contract.names import Outputs, Schedules, Ssm
-from tiered_jobs.publisher import Job, Publisher
+from tiered_jobs.publisher import Job, Publisher, PublishError
 
 # Synthesizes a CDK app (make quick leaves it out).
 pytestmark = pytest.mark.synth
@@ -40,6 +41,14 @@ BATCH_ACTIONS = {
 def _iam_action(service: str, operation: str) -> str:
     return f"{service}:{BATCH_ACTIONS.get(operation, operation)}"
 
+
+#: A transaction is authorized by the actions of its parts (DynamoDB developer guide, "IAM with transactions").
+TRANSACTION_PARTS = {
+    "Put": "PutItem",
+    "Delete": "DeleteItem",
+    "Update": "UpdateItem",
+    "ConditionCheck": "ConditionCheckItem",
+}
 
 #: The only condition the policy may set: ``iam:PassRole`` of the one-time role, to Scheduler only.
 PASSED_TO_SCHEDULER = {"StringEquals": {"iam:PassedToService": SCHEDULER_PRINCIPAL}}
@@ -62,6 +71,11 @@ class CallRecorder:
         service = model.service_model.signing_name
         action = _iam_action(service, model.name)
         self.operations.append(f"{service}:{model.name}")
+        if service == "dynamodb" and model.name == "TransactWriteItems":
+            for item in params["TransactItems"]:
+                ((part, request),) = item.items()
+                self.calls.add((f"dynamodb:{TRANSACTION_PARTS[part]}", self._table(request["TableName"]), None))
+            return
         for resource in self._resources(service, params):
             self.calls.add((action, resource, None))
         if service == "scheduler" and "RoleArn" in params.get("Target", {}):
@@ -77,7 +91,12 @@ class CallRecorder:
         if service == "scheduler":
             group = params.get("GroupName", "default")
             return [f"arn:aws:scheduler:{self.region}:{self.account}:schedule/{group}/{params['Name']}"]
+        if service == "dynamodb":
+            return [self._table(params["TableName"])]
         raise AssertionError(f"the publisher called {service}: decide its resources and its place in the policy")
+
+    def _table(self, name: str) -> str:
+        return f"arn:aws:dynamodb:{self.region}:{self.account}:table/{name}"
 
 
 def _policy(synth) -> dict[str, Any]:
@@ -114,6 +133,14 @@ def stage_in_moto(aws, default_synth) -> Concrete:
         boto3.client("scheduler", region_name=t.region).create_schedule_group(Name=props["Name"])
     for _, props in t.resources("AWS::SSM::Parameter"):
         ssm.put_parameter(Name=t.value(props["Name"]), Value=str(t.value(props["Value"])), Type="String")
+    dynamodb = boto3.client("dynamodb", region_name=t.region)
+    for table, props in t.resources("AWS::DynamoDB::Table"):
+        dynamodb.create_table(
+            TableName=t.name(table),
+            KeySchema=props["KeySchema"],
+            AttributeDefinitions=props["AttributeDefinitions"],
+            BillingMode="PAY_PER_REQUEST",
+        )
     return t
 
 
@@ -123,8 +150,9 @@ def test_publisher_policy_allows_exactly_the_publishers_calls(default_synth, sta
     sqs = recorder.attach(boto3.client("sqs", region_name=t.region))
     ssm = recorder.attach(boto3.client("ssm", region_name=t.region))
     scheduler = recorder.attach(boto3.client("scheduler", region_name=t.region))
+    dynamodb = recorder.attach(boto3.client("dynamodb", region_name=t.region))
 
-    publisher = Publisher.from_stage("dev", ssm=ssm, sqs=sqs, scheduler=scheduler)
+    publisher = Publisher.from_stage("dev", ssm=ssm, sqs=sqs, scheduler=scheduler, dynamodb=dynamodb)
     tiers = sorted(publisher.queues)
     assert tiers == ["bulk", "critical", "transactional"]
     # One job type per tier, through the stack's routes (types the publisher does not know are still sent).
@@ -141,12 +169,26 @@ def test_publisher_policy_allows_exactly_the_publishers_calls(default_synth, sta
     )
     assert later.schedule_name and not later.already_scheduled
     assert publisher.cancel(jobs[0].job_type, "policy-later") is True
+    # Unique jobs: a lock alone, locks in a transaction; a job that could not be sent gives its lock back.
+    assert publisher.publish(jobs[0].job_type, {}, "policy-unique", unique_for=60).message_id
+    assert all(r.ok for r in publisher.publish_batch([replace(job, unique_for=60) for job in jobs]))
+    # A debounced job: its run created, then moved.
+    for n in range(2):
+        assert publisher.publish(jobs[0].job_type, {"n": n}, "policy-debounce", debounce=60).debounced
+    # Its queue gone (deleted by a client of the test's own), a unique job is not sent and gives its lock back.
+    boto3.client("sqs", region_name=t.region).delete_queue(QueueUrl=publisher.queues[tiers[0]])
+    with pytest.raises(PublishError):
+        publisher.publish(jobs[0].job_type, {}, "policy-unsent", unique_for=60)
     assert {
         "sqs:SendMessageBatch",
         "ssm:GetParameters",
         "scheduler:CreateSchedule",
         "scheduler:GetSchedule",
         "scheduler:DeleteSchedule",
+        "scheduler:UpdateSchedule",
+        "dynamodb:PutItem",
+        "dynamodb:TransactWriteItems",
+        "dynamodb:DeleteItem",
     } <= set(recorder.operations)
 
     allowed = _allowed(t, _policy(default_synth))
@@ -167,9 +209,12 @@ def test_publisher_policy_names_the_tier_queues_and_never_a_dlq(default_synth):
         "sqs:SendMessage",
         "ssm:GetParameters",
         "scheduler:CreateSchedule",
+        "scheduler:UpdateSchedule",
         "scheduler:GetSchedule",
         "scheduler:DeleteSchedule",
         "iam:PassRole",
+        "dynamodb:PutItem",
+        "dynamodb:DeleteItem",
     }
     # The queues use SQS-managed encryption: no kms:GenerateDataKey needed (or granted).
     for queue in default_synth.resources("AWS::SQS::Queue").values():

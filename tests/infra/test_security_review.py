@@ -62,6 +62,7 @@ def _assert_allow_list(synth, function_key: str, allowed: set[str]) -> None:
 
 @pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])
 def test_each_consumer_reaches_only_its_queues_the_idempotency_table_and_its_logs(request, synth_name):
+    """...and the unique jobs' table, where it only deletes a finished job's lock (test_infra_unique.py)."""
     synth = request.getfixturevalue(synth_name)
     routed_to_payments = {"dev": {"critical"}, "qa": {"transactional"}}
     tiers = [
@@ -76,6 +77,7 @@ def test_each_consumer_reaches_only_its_queues_the_idempotency_table_and_its_log
             find_queue(synth, synth.stage, tier)[0],
             find_queue(synth, synth.stage, tier, dlq=True)[0],
             _table(synth, "id"),
+            _table(synth, "lock"),
             _log_group(synth, key),
         }
         env = consumer["Properties"]["Environment"]["Variables"]

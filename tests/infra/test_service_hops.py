@@ -66,8 +66,12 @@ def test_every_service_to_service_hop_is_allowed(request, synth_name):
     tiers = len(synth.resources("AWS::Lambda::EventSourceMapping"))
     assert kinds["AWS::CloudWatch::Alarm"] == ALARM_HOPS_PER_ALARM * alarms
     assert kinds["AWS::Lambda::EventSourceMapping"] == tiers  # consumers read their queue
-    # ...dead-letter into their DLQ and send copies to their queue; replay archives per tier and pauses its mapping
-    assert kinds["AWS::Lambda::Function"] == 4 * tiers
+    # ...dead-letter into their DLQ, send copies to their queue and release unique jobs' locks; replay archives
+    # per tier and pauses its mapping
+    assert kinds["AWS::Lambda::Function"] == 5 * tiers
+    unique = [h for h in hops if "(Environment.Variables.TIERED_JOBS_UNIQUE_TABLE)" in h.description]
+    assert len(unique) == tiers and {h.actions for h in unique} == {("dynamodb:DeleteItem",)}
+    assert {synth.raw["Resources"][h.target]["Type"] for h in unique} == {"AWS::DynamoDB::Table"}
     assert kinds.get("AWS::SNS::Subscription", 0) == len(synth.resources("AWS::SNS::Subscription"))
     # Each schedule sends to its queue and, a fire undeliverable, to its DLQ (the stack's schedules all have one).
     assert kinds.get("AWS::Scheduler::Schedule", 0) == 2 * len(synth.resources("AWS::Scheduler::Schedule"))

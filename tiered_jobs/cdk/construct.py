@@ -31,6 +31,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from tiered_jobs.cdk.packaging import JobsSource
+from tiered_jobs.contract import unique
 from tiered_jobs.contract.names import (
     CONTEXT_KEY,
     LOCAL_OVERRIDES_CONTEXT_KEY,
@@ -159,6 +160,16 @@ class TieredJobs(Construct):
             partition_key=IDEMPOTENCY_PARTITION_KEY,
             ttl_attribute=IDEMPOTENCY_TTL_ATTRIBUTE,
         ).table
+        # Unique jobs' locks (``publish(..., unique_for=)``): always there, as publishers choose per job; an
+        # on-demand table costs nothing until a job uses it. TTL only keeps it small: the publisher's
+        # condition, not TTL's late deletion, ends a lock's window.
+        self.unique = DataTable(
+            self,
+            "Unique",
+            settings=settings,
+            partition_key=unique.KEY_ATTRIBUTE,
+            ttl_attribute=unique.EXPIRES_ATTRIBUTE,
+        ).table
         # What the jobs declared under ``resources`` (tables, queues), each for the tiers running them.
         self.job_resources = JobResources(self, "Resources", settings=settings)
         self._alarm_topic = AlarmTopic(self, "AlarmTopic", settings=settings)
@@ -187,6 +198,7 @@ class TieredJobs(Construct):
                     alarm_topic=self.alarm_topic,
                     resources=self.job_resources.for_tier(tier.name),
                     rate_limit_table=self.rate_limits,
+                    unique_table=self.unique,
                 ),
             )
             for tier in settings.tiers
@@ -216,6 +228,7 @@ class TieredJobs(Construct):
             queues=self.queues,
             parameters={**self.parameters, **self.scheduled_jobs.parameters},
             scheduled_jobs=self.scheduled_jobs,
+            unique_table=self.unique,
         )
         self.publisher_policy: iam.ManagedPolicy = self._publishers.policy
         self._publish(
@@ -244,8 +257,8 @@ class TieredJobs(Construct):
 
     @property
     def tables(self) -> Mapping[str, dynamodb.ITable]:
-        """``idempotency``, ``rate_limits`` (when a tier is limited) and every table under ``resources``."""
-        tables: dict[str, dynamodb.ITable] = {"idempotency": self.idempotency}
+        """``idempotency``, ``unique``, ``rate_limits`` (when a tier is limited) and every table under ``resources``."""
+        tables: dict[str, dynamodb.ITable] = {"idempotency": self.idempotency, "unique": self.unique}
         if self.rate_limits is not None:
             tables["rate_limits"] = self.rate_limits
         tables.update(self.job_resources.tables)
@@ -331,6 +344,12 @@ class TieredJobs(Construct):
             Ssm.idempotency_table_name(stage),
             self.idempotency.table_name,
             "Idempotency table name",
+        )
+        publish(
+            Outputs.UNIQUE_TABLE_NAME,
+            Ssm.unique_table_name(stage),
+            self.unique.table_name,
+            "Unique jobs' locks table name (publish(..., unique_for=))",
         )
         publish(
             Outputs.DISCARD_ARCHIVE_BUCKET,

@@ -7,14 +7,18 @@ It allows exactly what ``tiered_jobs.publisher`` calls when built with ``Publish
   and on those ``tiered_jobs.stage.scheduling.from_ssm`` reads the first time a job needs a schedule;
 - ``sqs:SendMessage`` (which also authorizes ``SendMessageBatch``) on the tier queues, not the
   DLQs. The queues use SQS-managed encryption, so no KMS permission is needed;
-- for jobs due later than SQS can delay (``at=``, long delays) and ``cancel``: the statements of
-  ``ScheduledJobs.publisher_statements`` (one-time schedules only, and passing the one-time role).
+- for jobs due later than SQS can delay (``at=``, long delays), debounced jobs and ``cancel``: the
+  statements of ``ScheduledJobs.publisher_statements`` (one-time schedules only, and passing the one-time role);
+- for unique jobs (``unique_for=``): ``dynamodb:PutItem`` on the unique jobs' table (the conditional
+  write that takes a lock, alone or in a ``TransactWriteItems``, which needs no action of its own) and
+  ``dynamodb:DeleteItem`` (a job not sent gives its lock back).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
@@ -27,6 +31,9 @@ from .schedules import ScheduledJobs
 #: IAM actions of a publisher. ``SendMessageBatch`` has no action of its own: ``sqs:SendMessage`` covers it.
 SEND_ACTIONS = ("sqs:SendMessage",)
 READ_ACTIONS = ("ssm:GetParameters",)
+#: Taking a unique job's lock (``PutItem`` on a condition; a transaction of puts needs the same action)
+#: and giving it back when the job could not be sent.
+UNIQUE_LOCK_ACTIONS = ("dynamodb:PutItem", "dynamodb:DeleteItem")
 
 
 def publisher_parameter_names(stage: str, tier_names: Sequence[str]) -> list[str]:
@@ -36,6 +43,7 @@ def publisher_parameter_names(stage: str, tier_names: Sequence[str]) -> list[str
         Ssm.routes(stage),
         Ssm.replay_function_name(stage),
         Ssm.idempotency_table_name(stage),
+        Ssm.unique_table_name(stage),
         *(Ssm.tier(stage, tier, key) for tier in tier_names for key in (Ssm.TIER_QUEUE_URL, Ssm.TIER_DLQ_URL)),
     ]
     scheduling = [
@@ -60,8 +68,10 @@ class PublisherPolicy(Construct):
         queues: Mapping[str, sqs.IQueue],
         parameters: Mapping[str, ssm.IStringParameter],
         scheduled_jobs: ScheduledJobs,
+        unique_table: dynamodb.ITable,
     ) -> None:
         super().__init__(scope, construct_id)
+        self._unique_table = unique_table
         self._queues = dict(queues)
         self._parameters = [parameters[name] for name in publisher_parameter_names(stage, list(queues))]
         self._scheduled_jobs = scheduled_jobs
@@ -88,4 +98,9 @@ class PublisherPolicy(Construct):
                 resources=[parameter.parameter_arn for parameter in self._parameters],
             ),
             *self._scheduled_jobs.publisher_statements(),
+            iam.PolicyStatement(
+                sid="LockAndUnlockUniqueJobs",
+                actions=list(UNIQUE_LOCK_ACTIONS),
+                resources=[self._unique_table.table_arn],
+            ),
         ]

@@ -50,9 +50,15 @@ from .settings import AppSettings
 from .tier import Tier
 
 SCHEDULER_PRINCIPAL = "scheduler.amazonaws.com"
-#: What a publisher calls on its one-time schedules: create (``at=``, long delays), and cancel: read its time
-#: (a job whose time has come is not cancelled), then delete it.
-ONE_TIME_ACTIONS = ("scheduler:CreateSchedule", "scheduler:GetSchedule", "scheduler:DeleteSchedule")
+#: What a publisher calls on its one-time schedules: create (``at=``, long delays), move a debounced job's
+#: run (``debounce=``: update on a conflict), and cancel: read its time (a job whose time has come is not
+#: cancelled), then delete it.
+ONE_TIME_ACTIONS = (
+    "scheduler:CreateSchedule",
+    "scheduler:UpdateSchedule",
+    "scheduler:GetSchedule",
+    "scheduler:DeleteSchedule",
+)
 #: Dead-letter events wait here for 14 days (SQS's longest retention).
 DLQ_RETENTION = Duration.days(14)
 

@@ -37,6 +37,9 @@ from .nag import acknowledge
 from .resources import JobResource
 from .settings import AppSettings, TierSettings
 
+#: What a consumer does in the unique jobs' table: delete a finished job's lock, on its token's condition.
+UNIQUE_RELEASE_ACTIONS = ("dynamodb:DeleteItem",)
+
 
 @dataclass(frozen=True)
 class TierProps:
@@ -49,6 +52,8 @@ class TierProps:
     resources: Sequence[JobResource] = ()
     #: The token buckets' table; required when the tier has a rate limit.
     rate_limit_table: dynamodb.ITable | None = None
+    #: The unique jobs' locks: the consumer releases a finished job's lock there (``None``: it has none).
+    unique_table: dynamodb.ITable | None = None
 
 
 class Tier(Construct):
@@ -124,6 +129,8 @@ class Tier(Construct):
                 raise ValueError(f"tier {tier.name!r} has a rate limit: TierProps needs rate_limit_table")
             environment[Env.RATE_LIMITS] = tier.limits.to_json()
             environment[Env.RATE_LIMIT_TABLE] = props.rate_limit_table.table_name
+        if props.unique_table is not None:
+            environment[Env.UNIQUE_TABLE] = props.unique_table.table_name
         self.consumer = props.platform.function(
             self,
             "Consumer",
@@ -175,6 +182,11 @@ class Tier(Construct):
         props.idempotency_table.grant_read_write_data(self.consumer)
         for resource in props.resources:
             resource.grant(self.consumer)
+        if props.unique_table is not None:
+            # Releasing a finished job's lock is all the consumer does there (a conditional delete).
+            self.consumer.add_to_role_policy(
+                iam.PolicyStatement(actions=list(UNIQUE_RELEASE_ACTIONS), resources=[props.unique_table.table_arn])
+            )
         self._rate_limit(props)
 
         self.metrics = TierMetrics(stage=stage, tier=tier, queue=self.queue, dlq=self.dlq, consumer=self.consumer)
