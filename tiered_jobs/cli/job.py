@@ -19,7 +19,7 @@ def job(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """What happened to one job: its idempotency record, its dead letters, its scheduled runs."""
-    from ..operations.lookup import lookup_job
+    from ..operations.lookup import QUEUED, lookup_job
 
     with reported_errors():
         found = lookup_job(ctx.obj, job_type, key, max_letters=max_letters)
@@ -28,9 +28,12 @@ def job(
             return
         out = terminal()
         out.print(f"[bold]{escape(job_type)}[/] key {escape(repr(key))}")
-        out.print(
-            f"  state: [bold]{found.record.state.replace('_', ' ')}[/] — {escape(found.record.detail)}", soft_wrap=True
-        )
+        detail = found.record.detail
+        if found.state == QUEUED:  # the record knows nothing yet: the lock says a publish is pending
+            detail = "published with unique_for and not finished: publishing it again is refused as already queued"
+        out.print(f"  state: [bold]{escape(found.describe_state())}[/] — {escape(detail)}", soft_wrap=True)
+        if found.unique_until is not None and found.state != QUEUED:
+            out.print(f"  unique until {found.unique_until.isoformat()} (publishing it again is refused until then)")
         if found.record.result is not None:
             out.print(f"  result: {escape(json.dumps(found.record.result))}", soft_wrap=True)
         read = ", ".join(f"{tier} {count}" for tier, count in found.letters_read.items())

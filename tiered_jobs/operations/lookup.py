@@ -10,6 +10,10 @@ Three independent sources, each read once:
 * the **dead-letter queues**: every non-empty DLQ of the stage is read (at most
   ``max_letters`` letters each, held while read, then visible again) for letters whose envelope
   has this type and key, with their ``DeadLetter.*`` reasons.
+* the **unique lock** (``GetItem`` on the stage's unique jobs' table): a job published with
+  ``unique_for=`` that has not finished holds it until its window ends; a job with no live
+  idempotency record but a lock is ``queued (unique until ...)``, the one state the lookup can call
+  pending, because the lock says a publish happened and the job has not finished;
 * the **one-time schedule**: a job published for later (``at=``, or a delay past SQS's 15 minutes)
   waits in the stage's EventBridge Scheduler group under a name made from its type and key
   (:func:`tiered_jobs.stage.scheduling.one_time_job`), so one ``GetSchedule`` finds its pending run,
@@ -36,11 +40,15 @@ from ..contract import envelope
 from ..contract.idempotency import RecordAttributes, RecordStatus, record_id
 from ..contract.names import DeadLetter, Schedules, Ssm
 from ..contract.routing import UnknownRouteError
+from ..contract.unique import KEY_ATTRIBUTE as LOCK_KEY_ATTRIBUTE
+from ..contract.unique import held_until, lock_key
 
 #: Letters read per DLQ when looking for a job (a bound on the calls: one receive per 10 letters).
 DEFAULT_MAX_LETTERS = 1000
 
 IN_PROGRESS = "in_progress"
+#: Not a state of the record: a unique lock (``unique_for=``) says the job was published and has not finished.
+QUEUED = "queued"
 COMPLETED = "completed"
 UNKNOWN = "unknown"
 
@@ -92,11 +100,28 @@ class JobLookup:
     scheduled: list[ScheduledRun] | None
     #: Sources that could not be read (missing permission...): shown, never fatal.
     notes: list[str] = field(default_factory=list)
+    #: ``unique_for``: when the job's lock ends (``None``: it holds none, or it could not be read).
+    unique_until: datetime | None = None
+
+    @property
+    def state(self) -> str:
+        """The record's state, or ``queued`` when the record knows nothing and a unique lock says it was published."""
+        if self.record.state == UNKNOWN and self.unique_until is not None:
+            return QUEUED
+        return self.record.state
+
+    def describe_state(self) -> str:
+        if self.state == QUEUED:
+            assert self.unique_until is not None
+            return f"queued (unique until {_iso(self.unique_until.timestamp())})"
+        return self.state.replace("_", " ")
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "job_type": self.job_type,
             "key": self.key,
+            "state": self.state,
+            "unique_until": _iso(self.unique_until.timestamp()) if self.unique_until else None,
             "record": {
                 **self.record.__dict__,
                 "expires_at": _iso(self.record.expires_at),
@@ -156,7 +181,31 @@ def lookup_job(
     except ClientError as exc:
         scheduled = None
         notes.append(f"the scheduled runs could not be read ({_error_text(exc)})")
-    return JobLookup(job_type, key, record, letters, read, scheduled, notes)
+    unique_until = None
+    try:
+        unique_until = unique_lock_until(target, job_type, key, now=now)
+    except ClientError as exc:
+        notes.append(f"the unique lock could not be read ({_error_text(exc)})")
+    return JobLookup(job_type, key, record, letters, read, scheduled, notes, unique_until=unique_until)
+
+
+def unique_lock_until(
+    target: Target, job_type: str, key: str, *, now: Callable[[], float] = time.time
+) -> datetime | None:
+    """When the job's unique lock ends (one ``GetItem``); ``None`` when it holds none, or the stage has no table."""
+    table = target.deployment().unique_table_name
+    if not table:  # a stage deployed before unique jobs
+        return None
+    item = (
+        target.client("dynamodb")
+        .get_item(
+            TableName=table,
+            Key={LOCK_KEY_ATTRIBUTE: {"S": lock_key(job_type, key)}},
+            ConsistentRead=True,
+        )
+        .get("Item")
+    )
+    return held_until(item, datetime.fromtimestamp(now(), timezone.utc))
 
 
 def scheduled_runs(
@@ -174,7 +223,13 @@ def scheduled_runs(
         return []
     tiers = {queue_name(urls.queue_url): tier for tier, urls in target.deployment().tiers.items()}
     queue = found.tier or "?"  # the target queue's name, from its ARN
-    return [ScheduledRun(found.next_fire, found.name, f"one-time, to the {tiers.get(queue, queue)} queue")]
+    detail = f"one-time, to the {tiers.get(queue, queue)} queue"
+    if found.idempotency_key and found.idempotency_key.startswith(f"{key}@"):  # debounced_run_key
+        detail = (
+            f"debounced: the burst's one run, with the last payload published (run key {found.idempotency_key}), "
+            f"to the {tiers.get(queue, queue)} queue"
+        )
+    return [ScheduledRun(found.next_fire, found.name, detail)]
 
 
 def read_record(target: Target, job_type: str, key: str, *, now: Callable[[], float] = time.time) -> RecordState:
