@@ -68,9 +68,13 @@ def consumer_of(tier, counter: CallCounter, unique_table: str | None = TABLE, **
 
 def lock_of(tier, key: str, job_type: str = "testjobs.ok") -> dict | None:
     """Read with a client of its own: the consumer's is counted."""
-    return boto3.client("dynamodb", region_name=tier.dynamodb.meta.region_name).get_item(
-        TableName=TABLE, Key={unique.KEY_ATTRIBUTE: {"S": unique.lock_key(job_type, key)}}, ConsistentRead=True
-    ).get("Item")
+    return (
+        boto3.client("dynamodb", region_name=tier.dynamodb.meta.region_name)
+        .get_item(
+            TableName=TABLE, Key={unique.KEY_ATTRIBUTE: {"S": unique.lock_key(job_type, key)}}, ConsistentRead=True
+        )
+        .get("Item")
+    )
 
 
 def test_a_job_that_succeeds_releases_its_lock_and_the_next_publish_is_sent(tier, publisher, counter):
@@ -138,3 +142,28 @@ def test_a_release_that_fails_never_fails_the_job(tier, publisher, counter):
     response = tier.run_batch(consumer_of(tier, counter, unique_table="no-such-table"))
     assert response == {"batchItemFailures": []}  # processed: the lock ends with its window
     assert counter.by_table("no-such-table") == {"DeleteItem": 1}
+
+
+def test_a_job_archived_unrun_releases_its_lock(tier, publisher, counter, clock):
+    """An expired (or cancelled) job will not run: a new one of its type and key may be queued."""
+    from tiered_jobs.replay.archive import S3Archive
+
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="discard-archive")
+    publisher.publish(
+        "testjobs.ok", {"label": "late"}, "u-expired", unique_for=3600, expires_at=clock.now + timedelta(seconds=5)
+    )
+    clients = {"sqs": tier.sqs, "dynamodb": counter.attach(tier.dynamodb)}
+    consumer = Consumer(
+        replace(tier.config(), unique_table=TABLE),
+        registry,
+        client=clients.__getitem__,
+        now=lambda: clock.now + timedelta(minutes=1),  # past its deadline
+        archive=lambda: S3Archive("discard-archive", "discarded/test/critical/", s3),
+    )
+
+    assert tier.run_batch(consumer) == {"batchItemFailures": []}
+
+    assert s3.list_objects_v2(Bucket="discard-archive")["KeyCount"] == 1  # archived, not run
+    assert lock_of(tier, "u-expired") is None
+    assert publisher.publish("testjobs.ok", {"label": "again"}, "u-expired", unique_for=3600).message_id

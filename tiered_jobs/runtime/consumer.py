@@ -29,7 +29,7 @@ move it to the DLQ without reasons: there the consumer dead-letters it itself, w
 ``requeue_failed``. docs/consumer.md's receive ledger lists every path with its test.
 
 A job published with ``unique_for=`` carries its lock's token (``unique_lock``): when it finishes
-(succeeded, answered as a duplicate, or dead-lettered) the lock is released
+(succeeded, answered as a duplicate, dead-lettered, or archived unrun: expired, cancelled) the lock is released
 (:mod:`~tiered_jobs.runtime.unique`); a job without it makes no call for it.
 
 The batch answer is always a partial batch response, even when every record failed.
@@ -509,6 +509,7 @@ class Consumer:
                     f"job {kind}: archived, not run",
                     extra={"outcome": kind, "detail": detail, "archive": archive.location},
                 )
+                self._release_unique(received)  # it will not run: a new one of its type and key may be queued
                 return None
             self.logger.warning(f"job {kind}, but {problem}: dead-lettered instead", extra={"detail": detail})
             self._dead_letter(
