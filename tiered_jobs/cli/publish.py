@@ -1,4 +1,5 @@
-"""``tiered-jobs publish`` and ``cancel``: one job, routed like every other publisher's."""
+"""``tiered-jobs publish`` and ``cancel``: one job, routed like every other publisher's (``cancel`` with a
+type glob and no key: every queued job matching a filter, :mod:`tiered_jobs.operations.bulk_cancel`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,8 @@ from typing import Any, Optional
 import typer
 from rich.markup import escape
 
-from ..contract.names import SQS_MAX_DELAY_SECONDS
 from ..publisher import Publisher
-from ..stage import scheduling
+from ..stage import cancelling, scheduling
 from ..stage.target import Target
 from .common import CliError, app, reported_errors, terminal
 from .payload import read_payload
@@ -36,14 +36,31 @@ def publish(
     tenant: Optional[str] = typer.Option(
         None, "--tenant", help="Tenant the job is for: sent as its MessageGroupId (SQS fair queues)."
     ),
+    expires_in: Optional[int] = typer.Option(
+        None, "--expires-in", help="Deadline: seconds after the job is due; not started by then, it is not run."
+    ),
+    expires_at: Optional[str] = typer.Option(
+        None, "--expires-at", help="Deadline as ISO 8601 with a time zone; not started by then, it is not run."
+    ),
 ) -> None:
     """Publish one job, routed like every other publisher's."""
     with reported_errors():
         data = read_payload(payload, sys.stdin)
         target: Target = ctx.obj
         when = _iso_datetime(at, "--at") if at is not None else None
+        deadline = _iso_datetime(expires_at, "--expires-at") if expires_at is not None else None
         sent = datetime.now(timezone.utc)
-        result = _publisher(target).publish(job_type, data, key, tier=tier, delay=delay, at=when, tenant=tenant)
+        result = _publisher(target).publish(
+            job_type,
+            data,
+            key,
+            tier=tier,
+            delay=delay,
+            at=when,
+            tenant=tenant,
+            expires_at=deadline,
+            expires_in=expires_in,
+        )
         if result.schedule_name is not None:
             state = "Already scheduled" if result.already_scheduled else "Scheduled"
             terminal().print(
@@ -60,9 +77,9 @@ def publish(
         if until is not None:
             terminal().print(
                 f"Delayed by SQS until {until.isoformat().replace('+00:00', 'Z')} "
-                f"(in {math.ceil((until - sent).total_seconds())} s); it cannot be cancelled: only a job due more "
-                f"than {SQS_MAX_DELAY_SECONDS // 60} minutes ahead becomes a one-time schedule, "
-                "which `tiered-jobs cancel` can delete",
+                f"(in {math.ceil((until - sent).total_seconds())} s); cancel with: "
+                f"tiered-jobs cancel {escape(job_type)} {escape(key)} (a cancel marker: SQS keeps the message, "
+                "the consumer archives it unrun)",
                 soft_wrap=True,
             )
 
@@ -91,6 +108,8 @@ def _publisher(target: Target) -> Publisher:
         sqs=target.client("sqs"),
         scheduler=target.client("scheduler"),
         scheduling=lambda: scheduling_target(target),
+        dynamodb=target.client("dynamodb"),
+        cancel_marks=lambda: cancelling.from_ssm(target.stage, deployment, ssm=target.client("ssm")),
     )
 
 
@@ -111,23 +130,72 @@ def _iso_datetime(text: str, option: str) -> Any:
         raise CliError(f"{option} {text!r} is not an ISO 8601 date-time (e.g. 2030-05-01T09:00:00+02:00)", 2) from None
 
 
+#: What a cancel may find that leaves nothing to cancel: an error line and exit code 1, so a script can tell.
+_NOT_CANCELLED = ("already done", "already expired", "not found", "already sent")
+
+
 @app.command()
 def cancel(
     ctx: typer.Context,
-    job_type: str = typer.Argument(..., metavar="TYPE", help="The job type it was published with."),
-    key: str = typer.Argument(..., metavar="KEY", help="Its idempotency key."),
+    job_type: str = typer.Argument(..., metavar="TYPE", help="The job type (with no KEY: a glob, e.g. 'invoices.*')."),
+    key: Optional[str] = typer.Argument(None, metavar="[KEY]", help="Its idempotency key (none: cancel by filter)."),
+    tier: Optional[str] = typer.Option(None, "--tier", help="The tier it went to, when not the routing table's."),
+    tenant: Optional[str] = typer.Option(None, "--tenant", help="By filter: only this tenant's jobs."),
+    published_before: Optional[str] = typer.Option(
+        None, "--published-before", help="By filter: only jobs published before this ISO 8601 time (with a zone)."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="By filter: list what would be cancelled; write nothing."),
+    max_messages: int = typer.Option(1000, "--max-messages", help="By filter: messages read per tier, at most."),
+    as_json: bool = typer.Option(False, "--json", help="By filter: print JSON."),
 ) -> None:
-    """Cancel a job published for later (one-time schedule) whose time has not come; jobs delayed by SQS
-    itself cannot be."""
+    """Cancel a pending job: a one-time schedule is deleted; a queued, SQS-delayed or replayed one is archived
+    unrun by the consumer (a cancel marker, kept for the tier's idempotency window). Without KEY, every
+    queued job whose type matches TYPE (and --tenant, --published-before) is cancelled."""
     with reported_errors():
-        found = _publisher(ctx.obj).cancellation(job_type, key)
-        if found.cancelled:
-            terminal().print(f"Cancelled {escape(job_type)} (key {escape(repr(key))}): it will not run.")
-        elif found.outcome == "already sent":
-            when = found.fire_at.isoformat() if found.fire_at else "?"
-            raise CliError(
-                f"not cancelled: scheduled job {job_type} (key {key!r}) was due at {when}, so it was "
-                "already sent (or is being sent); its schedule stays until EventBridge Scheduler deletes it"
-            )
-        else:
-            raise CliError(f"no pending scheduled job {job_type} (key {key!r}): never scheduled, or already sent")
+        if key is None:
+            _cancel_by_filter(ctx.obj, job_type, tier, tenant, published_before, dry_run, max_messages, as_json)
+            return
+        if tenant is not None or published_before is not None or dry_run:
+            raise CliError("--tenant, --published-before and --dry-run filter a bulk cancel: give TYPE without KEY", 2)
+        found = _publisher(ctx.obj).cancellation(job_type, key, tier=tier)
+        if found.outcome in _NOT_CANCELLED:
+            raise CliError(found.describe(job_type, key))
+        terminal().print(escape(found.describe(job_type, key)), soft_wrap=True)
+
+
+def _cancel_by_filter(
+    target: Target,
+    glob: str,
+    tier: str | None,
+    tenant: str | None,
+    published_before: str | None,
+    dry_run: bool,
+    max_messages: int,
+    as_json: bool,
+) -> None:
+    from ..operations.bulk_cancel import bulk_cancel
+
+    before = _iso_datetime(published_before, "--published-before") if published_before is not None else None
+    if before is not None and before.tzinfo is None:
+        raise CliError(f"--published-before {published_before!r} needs a time zone (e.g. ...T09:00:00Z)", 2)
+    found = bulk_cancel(
+        target, glob, tenant=tenant, published_before=before, tier=tier, dry_run=dry_run, max_messages=max_messages
+    )
+    if as_json:
+        terminal().print_json(data=found.to_dict())
+        return
+    out = terminal()
+    verb = "would cancel" if dry_run else "cancelled"
+    for match in found.matches:
+        state = "" if match.outcome is None else f" ({match.outcome})"
+        out.print(
+            f"  {match.tier}: {escape(match.job_type)} key {escape(repr(match.key))}"
+            f"{' tenant ' + escape(match.tenant) if match.tenant else ''}{state}",
+            soft_wrap=True,
+        )
+    read = ", ".join(f"{name} {count}" for name, count in found.read.items()) or "none"
+    summary = found.to_dict()
+    count = len(found.matches) if dry_run else summary["cancelled"]
+    out.print(f"{'Dry run: ' if dry_run else ''}{verb} {count} job(s) (messages read: {read})", soft_wrap=True)
+    if found.recopied:
+        out.print(f"{found.recopied} message(s) were on their last receive and were sent again as copies")
