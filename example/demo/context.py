@@ -43,6 +43,8 @@ class Demo:
     expectations: list[Expectation] = field(default_factory=list)
     figures: dict[str, str] = field(default_factory=dict)
     expected_balances: dict[str, int] = field(default_factory=dict)
+    #: What a step leaves for a later one, by name (the circuit breaker opens in one step, closes in another).
+    handoffs: dict[str, Any] = field(default_factory=dict)
     inbox: Inbox = field(init=False)
 
     def __post_init__(self) -> None:

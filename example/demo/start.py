@@ -12,15 +12,21 @@ from typing import Any
 from rich.console import Console
 
 from emulator.session import LocalSession
+from example.demo.steps import breaker
 from example.demo.steps.rate_limit import RATE_LIMITS
 from example.demo.steps.schedules import DEMO_SCHEDULES
 from tiered_jobs.cdk.packaging import SCHEMAS_DIR
 from tiered_jobs.contract import payloads
 
-#: The demo's stack: cdk.json's tiers, the transactional one with the e-mail provider's limit, and the
-#: periodic job. Each step that needs a setting owns it; this only gathers them.
+#: The demo's stack: cdk.json's tiers, the transactional one with the e-mail provider's limit, the bulk
+#: one with a circuit breaker, and the periodic job. Each step that needs a setting owns it; this only
+#: gathers them.
 DEMO_SETTINGS: dict[str, Any] = {
-    "tiers": {"critical": {}, "bulk": {}, "transactional": {"rate_limits": RATE_LIMITS}},
+    "tiers": {
+        "critical": {},
+        "bulk": {**breaker.BREAKER, **breaker.RETRIES},
+        "transactional": {"rate_limits": RATE_LIMITS},
+    },
     "schedules": DEMO_SCHEDULES,
 }
 

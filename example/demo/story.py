@@ -1,20 +1,26 @@
 """``python -m example.demo`` (``make demo``): this repository's app, its whole story on the embedded AWS
 (about two minutes), as the list of its steps in order; each step is a module of ``steps/``.
 
+0. a downstream outage begins under the bulk tier, whose circuit breaker is on (it opens within
+   seconds, and closes a CloudWatch minute later: 3. and 8.);
 1. payments, each published two or three times -> every balance ends exactly right;
 2. e-mails, three with invalid addresses -> the publisher refuses them (payload schema); sent raw
    anyway, as a publisher skipping the schema would, they are dead-lettered at once (``permanent``);
 3. transient outages (``demo.flaky``) -> retried with backoff (1 s, 2 s) then succeed;
    a paused tier: jobs published meanwhile wait unreceived, then run once on resume;
-4. an analytics flood on the bulk tier -> the critical tier's latency stays low (measured);
-   a rate limit: e-mails held to their provider's rate (5/s here) while payments go through at once;
+   the bulk tier's downstream, down since the story began (0.) -> its circuit breaker opened:
+   "paused since …, by circuit breaker", the jobs wait with their attempts;
+4. a rate limit: e-mails held to their provider's rate (5/s here) while payments go through at once;
 5. a bad deploy (the critical consumer pointed at a missing ledger table) -> payments are
    dead-lettered, the critical DLQ alarm goes to ALARM and pages the on-call inbox;
 6. inspect (the replay function) -> fix (roll the configuration back) -> replay -> the same
    payments apply exactly once, the DLQ empties and the alarm returns to OK;
 7. scheduled jobs (EventBridge Scheduler, fired by the local emulation): a periodic job declared
    in the settings fires, one of its fires delivered twice runs once, and a job published for a
-   few seconds later fires on time while a cancelled one never runs.
+   few seconds later fires on time while a cancelled one never runs;
+8. the downstream is back: the breaker's probe succeeds and closes it -> every job ran once, 0
+   letters, and the on-call was paged twice (opened, closed);
+9. an analytics flood on the bulk tier -> the critical tier's latency stays low (measured).
 
 Every step checks what it claims, and so does the end (``end.py``): the final table's alarms are
 checked against the only alarms the story may leave in ALARM; any other alarm in ALARM (or without
@@ -31,6 +37,7 @@ from rich.console import Console
 from example.demo import end, start
 from example.demo.context import Demo
 from example.demo.live import live_tiers, repainting
+from example.demo.steps.breaker import breaker_closes, breaker_opened, outage_begins
 from example.demo.steps.emails import emails
 from example.demo.steps.flood import flood
 from example.demo.steps.incident import bad_deploy_and_replay
@@ -42,15 +49,21 @@ from example.demo.steps.schedules import scheduled_jobs
 
 #: The story, in order. Later steps count on earlier ones (the rate limit finds step 2's letters in
 #: the DLQ, the replay restores balances every payment so far added up), so the order is the story's.
+#: The breaker waits a CloudWatch minute without attempts before it probes: the steps between the
+#: outage's start and the breaker's closing run meanwhile (none uses the bulk tier), and the bulk
+#: flood comes after it closes (a flood in the breaker's window would water down its share of retries).
 STEPS: tuple[Callable[[Demo], None], ...] = (
+    outage_begins,  # 0.
     payments_with_duplicates,  # 1.
     emails,  # 2.
     transient_outages,  # 3.
     pause_and_resume,  # 3, its second half
-    flood,  # 4.
-    rate_limited_emails,  # 4, its second half
+    breaker_opened,  # 3, its third
+    rate_limited_emails,  # 4.
     bad_deploy_and_replay,  # 5. and 6.
     scheduled_jobs,  # 7.
+    breaker_closes,  # 8.
+    flood,  # 9.
 )
 
 

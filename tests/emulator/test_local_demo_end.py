@@ -119,12 +119,15 @@ def test_the_steps_run_in_order_and_a_broken_one_is_a_failed_expectation(monkeyp
 
 def test_the_story_is_its_steps_in_order():
     assert [step.__name__ for step in story.STEPS] == [
+        "outage_begins",
         "payments_with_duplicates",
         "emails",
         "transient_outages",
         "pause_and_resume",
-        "flood",
+        "breaker_opened",
         "rate_limited_emails",
         "bad_deploy_and_replay",
         "scheduled_jobs",
+        "breaker_closes",
+        "flood",
     ]

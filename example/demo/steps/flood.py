@@ -1,4 +1,4 @@
-"""4. An analytics flood on the bulk tier: the critical tier's end-to-end latency, measured by small
+"""9. An analytics flood on the bulk tier: the critical tier's end-to-end latency, measured by small
 payments published one by one, quiet and during the flood, stays low (the tiers share nothing)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ PROBES = 10
 
 
 def flood(demo: Demo) -> None:
-    demo.console.rule(f"4. An analytics flood of {FLOOD_EVENTS} events on the bulk tier, critical keeps going")
+    demo.console.rule(f"9. An analytics flood of {FLOOD_EVENTS} events on the bulk tier, critical keeps going")
     baseline = probe_critical(demo, "probe-quiet")
     flooding = threading.Thread(
         target=demo.publisher.publish_batch,

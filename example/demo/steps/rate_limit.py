@@ -1,4 +1,4 @@
-"""A rate limit (after step 4): e-mails held to their provider's rate on the transactional tier
+"""4. A rate limit: e-mails held to their provider's rate on the transactional tier
 while payments published with them go through at once. The limit is the demo stack's own setting
 (:data:`RATE_LIMITS`, deployed by ``example/demo/start.py``)."""
 
@@ -20,7 +20,7 @@ RATE_LIMITED_EMAILS = 40
 
 def rate_limited_emails(demo: Demo) -> None:
     demo.console.rule(
-        f"A rate limit: {RATE_LIMITED_EMAILS} e-mails at {EMAIL_RATE}/s (the provider's limit), payments alongside"
+        f"4. A rate limit: {RATE_LIMITED_EMAILS} e-mails at {EMAIL_RATE}/s (the provider's limit), payments alongside"
     )
     sent = job_total(demo.session, "transactional", Metrics.SUCCEEDED, "notifications.send_email")
     mark = demo.latency_mark("critical")
