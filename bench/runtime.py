@@ -35,10 +35,12 @@ def consumer_runtime(
     rate_limit_table: str | None = None,
     on_invoke: Callable[[dict, Any], None] | None = None,
     job_packages: tuple[str, ...] = ("example.jobs",),
+    control: Callable[[], Any] | None = None,
 ):
     """A started-ready ``MappingRuntime`` for ``tier``; ``handler`` replaces the consumer (baselines);
     ``on_invoke(event, invocation)`` sees every invocation (the invariant run records the crashed ones);
-    ``job_packages`` are the job folders' packages the consumer imports (the invariant adds its own)."""
+    ``job_packages`` are the job folders' packages the consumer imports (the invariant adds its own);
+    ``control`` reads the mapping's state before every receive (the invariant run pauses it)."""
     from aws_lambda_powertools import Logger
 
     from emulator.esm import (
@@ -125,7 +127,7 @@ def consumer_runtime(
         batching_window_seconds=0,
         maximum_concurrency=concurrency,
     )
-    return MappingRuntime(mapping, Environment, esm_sqs, listener=listener)
+    return MappingRuntime(mapping, Environment, esm_sqs, listener=listener, control=control)
 
 
 def depth(tier, url: str | None = None) -> int:

@@ -82,6 +82,13 @@ class Outcome:
     letters_naming_the_wrong_frame: int = 0
     #: Letters whose job failed because its module did not import (``JobModuleError``).
     import_failure_letters: int = 0
+    #: An operator's pauses of the tier mid-run, how long it stayed paused, the messages published to it
+    #: meanwhile, and those its mapping received while paused (a batch already in flight when the pause
+    #: landed aside): none may be.
+    pauses: int = 0
+    paused_seconds: float = 0.0
+    published_while_paused: int = 0
+    received_while_paused: int = 0
 
     def holds(self) -> bool:
         return (
@@ -97,6 +104,7 @@ class Outcome:
             and self.letters_off_their_job_policy == 0
             and self.letters_without_a_traceback == 0
             and self.letters_naming_the_wrong_frame == 0
+            and self.received_while_paused == 0
         )
 
     def not_exercised(self) -> list[str]:
@@ -139,6 +147,8 @@ class Observed:
     crashed_message_ids: set[str]
     outcomes: Counter[str]
     replayed: Counter[str]
+    #: The operator's pauses: ``pauses``, ``paused_seconds``, ``published_while_paused``, ``received_while_paused``.
+    pause: dict[str, Any] = field(default_factory=dict)
 
 
 def check(
@@ -218,6 +228,7 @@ def check(
         )
         + sum(IMPORTED_FILE not in (_traceback(a.attributes) or {}).get("traceback", "") for a in import_failures),
         import_failure_letters=len(import_failures),
+        **seen.pause,
     )
 
 

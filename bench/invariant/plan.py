@@ -70,9 +70,17 @@ class FaultPlan:
     rate_limit_max_wait_seconds: float = 0.25
     #: Replays while jobs still flow: a batch replay, then a native one (``StartMessageMoveTask``).
     mid_run_replays: bool = True
+    #: An operator pauses the tier ``pause_after_seconds`` into the publishing, for ``pause_seconds``
+    #: (its mapping disabled, as ``tiered-jobs pause`` does), while jobs are still published; then
+    #: resumes it (``None``: no pause).
+    pause_after_seconds: float | None = 4.0
+    pause_seconds: float = 3.0
     #: Sabotage, to show the checker can fail: the payment's marker condition is dropped (run it
     #: with POWERTOOLS_IDEMPOTENCY_DISABLED=true and duplicates must be counted).
     drop_marker_condition: bool = False
+    #: Sabotage, to show the checker can fail: the pollers never read the mapping's state, so the
+    #: operator's pause is not honoured and its receives must be counted.
+    ignore_pause: bool = False
     enabled: bool = True
     _rng: random.Random = field(init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -120,6 +128,7 @@ class FaultPlan:
                 "replay_crashes_between_send_and_delete": False,
                 "rate_limit_per_second": None,
                 "mid_run_replays": False,
+                "pause_after_seconds": None,
                 **changes,
             }
         )

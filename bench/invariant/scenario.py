@@ -10,6 +10,9 @@ moto's server by the real consumer, with every feature on at once:
 * some jobs belong to a **tenant** (the message's group), some are **delayed**;
 * a **periodic schedule** fires at a few scheduled times, each fire delivered twice;
 * while jobs still flow, a **batch replay** and a **native replay** move the DLQ back;
+* an operator **pauses the tier** for a few seconds while jobs are still published (its event
+  source mapping in moto disabled by ``tiered_jobs.replay.pause``, as ``tiered-jobs pause`` does;
+  the pollers read it before every receive), then resumes it: nothing is received meanwhile;
 * a second job type with **its own retry policy** (fewer attempts, its own backoff, unexpected
   errors permanent) never succeeds, so each of its letters is predicted: reason, attempts and the
   **failing frame** its traceback names (``bench/invariant/jobs/capped.py``);
@@ -44,6 +47,9 @@ from .taps import FateTap, QueueTap
 TIER = "critical"
 JOB_TYPE = "payments.update_balance"
 SCHEDULE = "interest"
+#: How long after a pause lands a poller may still begin a receive: it read the mapping's state just
+#: before (the runtime reads it before each receive, and an idle poller every 0.2 s).
+PAUSE_LANDS_SECONDS = 0.5
 
 
 def run_shards(jobs: int, shards: int, account_count: int = 100, log=print, processes: int = 1) -> Outcome:
@@ -109,7 +115,7 @@ class _Run:
         # few slow jobs run them out of the time budget (its margin: 10 %, 400 ms).
         self.max_attempts, self.remaining_ms = 5, 4000
         # A fresh name per run: moto's server shares its state with everything else in this process.
-        name = f"invariant-{plan.seed}-{time.monotonic_ns() % 10**6}"
+        name = self.name = f"invariant-{plan.seed}-{time.monotonic_ns() % 10**6}"
         # A visibility timeout above the invocation's time (no batch comes back while it still runs).
         self.tier = create_tier(name, visibility_timeout=6, max_receive_count=self.max_attempts)
         self.bucket_table = create_rate_limit_table(self.tier.dynamodb, f"{name}-buckets")
@@ -120,6 +126,10 @@ class _Run:
         #: receipt handle -> message id of every message the mapping received (to name a crashed ack's records).
         self._ids_by_handle: dict[str, str] = {}
         self._lock = threading.Lock()
+        #: The operator's pause: when it landed (``None``: running), and what it counted (``Outcome``'s fields).
+        self._paused_at: float | None = None
+        self.pause = {"pauses": 0, "paused_seconds": 0.0, "published_while_paused": 0, "received_while_paused": 0}
+        self._receiving = threading.local()  # when this poller's receive began
 
     # -- the jobs --------------------------------------------------------------------------
 
@@ -241,6 +251,8 @@ class _Run:
         }
 
     def esm_sqs_before(self, op: str, kwargs: dict) -> None:
+        if op == "receive_message":
+            self._receiving.began = time.monotonic()
         if op == "delete_message_batch" and self.plan.roll("crash_before_ack", self.plan.crash_before_ack):
             with self._lock:  # the records of this ack come back: their next receives follow a crash
                 self.crashed.update(self._ids_by_handle.get(e["ReceiptHandle"], "") for e in kwargs["Entries"])
@@ -248,8 +260,14 @@ class _Run:
 
     def esm_sqs_after(self, op: str, kwargs: dict, result: Any) -> None:
         if op == "receive_message":
+            messages = result.get("Messages", [])
             with self._lock:
-                self._ids_by_handle.update({m["ReceiptHandle"]: m["MessageId"] for m in result.get("Messages", [])})
+                self._ids_by_handle.update({m["ReceiptHandle"]: m["MessageId"] for m in messages})
+                # A receive begun after the pause landed must not happen (one begun just before may still
+                # return messages, as on Lambda: a poller reads the mapping's state before each receive).
+                paused_at = self._paused_at
+                if paused_at is not None and self._receiving.began > paused_at + PAUSE_LANDS_SECONDS:
+                    self.pause["received_while_paused"] += len(messages)
 
     def on_invoke(self, event: dict, invocation: Any) -> None:
         if invocation.error is not None:
@@ -277,6 +295,13 @@ class _Run:
                 "dynamodb": Wrapped(boto3.client("dynamodb"), self.dynamodb_before, self.dynamodb_after),
             }
 
+        control = None
+        if plan.pause_after_seconds is not None:  # a real mapping to pause, in moto's Lambda
+            from bench.runtime import REGION
+
+            from .mapping import create_mapping
+
+            self.mapping_uuid, control = create_mapping(self.name, tier.queue_arn, REGION)
         limits = None
         if plan.rate_limit_per_second is not None:
             limits = RateLimits(
@@ -295,6 +320,7 @@ class _Run:
             rate_limit_table=self.bucket_table if limits else None,
             on_invoke=self.on_invoke,
             job_packages=("example.jobs", INVARIANT_JOBS),
+            control=None if plan.ignore_pause else control,
         )
         with QueueTap(_name(tier.dlq_url), _name(tier.queue_url)) as queues, FateTap() as fates:
             runtime.start()
@@ -318,6 +344,7 @@ class _Run:
                 crashed_message_ids=self.crashed,
                 outcomes=fates.outcomes,
                 replayed=self.replayed,
+                pause=dict(self.pause),
             )
         return check(self.catalogue, seen, dict(plan.injected), published, time.monotonic() - started)
 
@@ -334,13 +361,15 @@ class _Run:
         rng.shuffle(copies)
         routes = Routes({"payments.*": TIER, "capped.*": TIER, "fragile.*": TIER})
         publisher = Publisher({TIER: tier.queue_url}, routes, sqs=tier.sqs)
+        # A wave kept for the operator's pause: published while the tier is paused.
+        while_paused, copies = (copies[:50], copies[50:]) if self.plan.pause_after_seconds is not None else ([], copies)
         halves = [copies[0::2], copies[1::2]]
         publishing = threading.Event()
         publishing.set()
 
-        def publish(part: list[str]) -> None:
+        def publish(part: list[str], *, waves: bool = True) -> None:
             for start in range(0, len(part), 50):
-                while depth(tier) > 300:
+                while waves and depth(tier) > 300:
                     time.sleep(1.0)  # GetQueueAttributes walks every message on moto: ask seldom
                 chunk = part[start : start + 50]
                 publisher.publish_batch(
@@ -385,8 +414,33 @@ class _Run:
                 if depth(tier, tier.dlq_url):
                     self._replay(mode)
 
+        def pause_meanwhile() -> None:  # an operator pauses the tier, jobs are published, the operator resumes
+            from bench.runtime import REGION
+            from tiered_jobs.replay.pause import pause, resume
+
+            from .mapping import lambda_client
+
+            assert self.plan.pause_after_seconds is not None
+            time.sleep(self.plan.pause_after_seconds)
+            lam = lambda_client(REGION)
+            paused = pause(lam, TIER, self.mapping_uuid, by="operator (invariant run)")
+            assert paused.paused, paused
+            started = time.monotonic()
+            with self._lock:
+                self._paused_at = started
+            publish(while_paused, waves=False)
+            time.sleep(max(0.0, self.plan.pause_seconds - (time.monotonic() - started)))
+            with self._lock:
+                self._paused_at = None
+            resume(lam, TIER, self.mapping_uuid)
+            self.pause["pauses"] += 1
+            self.pause["paused_seconds"] += round(time.monotonic() - started, 1)
+            self.pause["published_while_paused"] += len(while_paused)
+
         threads = [threading.Thread(target=publish, args=(half,)) for half in halves]
         threads.append(threading.Thread(target=fire_schedule))
+        if self.plan.pause_after_seconds is not None:
+            threads.append(threading.Thread(target=pause_meanwhile))
         replays = threading.Thread(target=replay_meanwhile)
         for thread in [*threads, replays]:
             thread.start()

@@ -13,7 +13,9 @@ own retry policy (2 attempts of the tier's 5, its own backoff, unexpected errors
 succeeds, so each of its letters is predicted (reason, attempts, the failing frame); ``fragile.*``
 lives in a module that fails to import for the first 30 s, then loads, and each of its jobs is still
 applied exactly once. Every letter the consumer writes for a job that raised must carry a traceback
-that parses (``DeadLetter.Traceback``, version 1).
+that parses (``DeadLetter.Traceback``, version 1). An operator pauses the tier for a few seconds
+mid-run (its event source mapping, as ``tiered-jobs pause`` disables it) while a wave of jobs is
+published, then resumes it: nothing is received while it is paused, and the wave runs once after.
 """
 
 from __future__ import annotations
@@ -79,7 +81,19 @@ def test_nothing_lost_nothing_applied_twice_with_every_feature_on():
         assert outcome.faults_injected.get(fault, 0) > 0, (fault, report)
     assert outcome.not_exercised() == [], report
     assert outcome.replayed.get("batch", 0) > 0 and outcome.replayed.get("native", 0) > 0, report
+    # Each shard's operator paused the tier while jobs were published to it: none received meanwhile.
+    assert outcome.pauses == 2 and outcome.published_while_paused > 0, report
+    assert outcome.received_while_paused == 0, report
     assert outcome.holds(), report
+
+
+def test_the_checker_catches_a_pause_not_honoured():
+    """The checker can fail: pollers that never read the mapping's state receive while the tier is paused."""
+    plan = FaultPlan.quiet(pause_after_seconds=1.0, pause_seconds=2.5, ignore_pause=True)
+    outcome = run(jobs=40, account_count=10, plan=plan, log=lambda *_: None)
+    assert outcome.pauses == 1 and outcome.published_while_paused > 0, outcome.as_dict()
+    assert outcome.received_while_paused > 0 and not outcome.holds(), outcome.as_dict()
+    assert outcome.lost == 0  # received too soon, not lost
 
 
 @pytest.mark.filterwarnings("ignore:Disabling idempotency")
@@ -97,6 +111,7 @@ def test_the_checker_counts_a_letter_without_reason_that_no_crash_explains():
     assert base_outcome(letters_without_reason=2, letters_without_reason_after_a_crash=2).holds()
     assert not base_outcome(letters_missing_some_reasons=1).holds()
     assert not base_outcome(copies_without_their_tenant=1).holds()
+    assert not base_outcome(pauses=1, received_while_paused=1).holds()
     assert base_outcome(outcomes={"succeeded": 3}).not_exercised()[:1] == ["duplicate"]
 
 
