@@ -133,10 +133,16 @@ class ReplayFunction(Construct):
         assert self.function.role is not None  # the function made its own role
         self.archive.allow_writes(self.function.role)
         for rule, reason in (
-            ("Serverless-LambdaDLQ", "Invoked synchronously by operators (console, CLI); errors return to the caller."),
+            (
+                "Serverless-LambdaDLQ",
+                "Invoked synchronously by operators (console, CLI): errors return to the caller. A circuit "
+                "breaker's alarm invokes it asynchronously with CloudWatch's event, which a queue could not replay "
+                "usefully: Lambda retries it twice, and the alarm's next change of state invokes it again.",
+            ),
             (
                 "Serverless-LambdaAsyncFailureDestination",
-                "Invoked synchronously by operators; nothing is asynchronous.",
+                "Operators invoke it synchronously; a circuit breaker's alarm asynchronously, retried by Lambda "
+                "and logged (its decisions are idempotent on the mapping's state and tags).",
             ),
         ):
             acknowledge(self.function, rule, reason)
