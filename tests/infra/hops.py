@@ -523,11 +523,13 @@ def access_log_objects(t: Concrete, bucket: Mapping[str, Any]) -> list[str]:
 
 
 def discarded_letters(t: Concrete, function: Mapping[str, Any]) -> list[str]:
-    """An object the replay function's ``discard`` writes, per tier it serves (``S3Archive``'s key layout)."""
+    """An object the replay function's ``discard`` writes, per tier it serves, or a consumer writes for a job
+    that ended unrun (expired, cancelled), under its own tier (``S3Archive``'s key layout)."""
     variables = t.value(function["Environment"]["Variables"])
+    tiers = json.loads(variables[Env.REPLAY_TIERS]) if Env.REPLAY_TIERS in variables else [variables[Env.TIER]]
     return [
         f"/{discard_archive_prefix(variables[Env.STAGE], tier)}20261130T031853.000000Z-0a1b2c3d.jsonl"
-        for tier in sorted(json.loads(variables[Env.REPLAY_TIERS]))
+        for tier in sorted(tiers)
     ]
 
 
@@ -621,7 +623,8 @@ HOPS: tuple[HopSource, ...] = (
         target=("Environment", "Variables", Env.UNIQUE_TABLE),
         actions=("dynamodb:DeleteItem",),
     ),
-    # The replay function's discard archives letters: PutObject under its stage's prefix, one object per batch.
+    # The replay function's discard archives letters: PutObject under its stage's prefix, one object per batch;
+    # a consumer archives a job that ended unrun (expired, cancelled) the same way, under its tier's prefix.
     role_hops(
         "AWS::Lambda::Function",
         "lambda.amazonaws.com",

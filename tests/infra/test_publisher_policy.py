@@ -24,6 +24,7 @@ from tests.infra.infra_support import logical_id
 from tests.infra.template_values import Concrete
 from tiered_jobs.cdk.publishers import publisher_parameter_names
 from tiered_jobs.cdk.schedules import SCHEDULER_PRINCIPAL
+from tiered_jobs.contract.idempotency import record_id
 from tiered_jobs.contract.names import Outputs, Schedules, Ssm
 from tiered_jobs.publisher import Job, Publisher, PublishError
 
@@ -97,6 +98,14 @@ class CallRecorder:
 
     def _table(self, name: str) -> str:
         return f"arn:aws:dynamodb:{self.region}:{self.account}:table/{name}"
+
+
+def _idempotency_table(t: Concrete) -> str:
+    """The logical id of the idempotency table (Powertools' key ``id``, as the construct makes it)."""
+    (table,) = [
+        key for key, props in t.resources("AWS::DynamoDB::Table") if props["KeySchema"][0]["AttributeName"] == "id"
+    ]
+    return table
 
 
 def _policy(synth) -> dict[str, Any]:
@@ -175,6 +184,12 @@ def test_publisher_policy_allows_exactly_the_publishers_calls(default_synth, sta
     # A debounced job: its run created, then moved.
     for n in range(2):
         assert publisher.publish(jobs[0].job_type, {"n": n}, "policy-debounce", debounce=60).debounced
+    # A queued job's cancel writes its marker; a running one's asks it to stop (its record, by the test's own client).
+    assert publisher.cancellation(jobs[0].job_type, "policy-single").outcome == "marked"
+    running = {"id": {"S": record_id(jobs[1].job_type, "policy-running")}, "status": {"S": "INPROGRESS"}}
+    running["expiration"] = {"N": str(int(datetime.now(timezone.utc).timestamp()) + 600)}
+    boto3.client("dynamodb", region_name=t.region).put_item(TableName=t.name(_idempotency_table(t)), Item=running)
+    assert publisher.cancellation(jobs[1].job_type, "policy-running").outcome == "running"
     # Its queue gone (deleted by a client of the test's own), a unique job is not sent and gives its lock back.
     boto3.client("sqs", region_name=t.region).delete_queue(QueueUrl=publisher.queues[tiers[0]])
     with pytest.raises(PublishError):
@@ -189,6 +204,7 @@ def test_publisher_policy_allows_exactly_the_publishers_calls(default_synth, sta
         "dynamodb:PutItem",
         "dynamodb:TransactWriteItems",
         "dynamodb:DeleteItem",
+        "dynamodb:UpdateItem",
     } <= set(recorder.operations)
 
     allowed = _allowed(t, _policy(default_synth))
@@ -215,6 +231,7 @@ def test_publisher_policy_names_the_tier_queues_and_never_a_dlq(default_synth):
         "iam:PassRole",
         "dynamodb:PutItem",
         "dynamodb:DeleteItem",
+        "dynamodb:UpdateItem",
     }
     # The queues use SQS-managed encryption: no kms:GenerateDataKey needed (or granted).
     for queue in default_synth.resources("AWS::SQS::Queue").values():

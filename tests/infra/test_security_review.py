@@ -79,12 +79,17 @@ def test_each_consumer_reaches_only_its_queues_the_idempotency_table_and_its_log
             _table(synth, "id"),
             _table(synth, "lock"),
             _log_group(synth, key),
+            _archive(synth),  # PutObject of the jobs that end unrun, under its tier's prefix (below)
         }
         env = consumer["Properties"]["Environment"]["Variables"]
         if Env.resource_var(PAYMENTS_TABLE) in env:
             allowed.add(_table(synth, "account_id"))
         _assert_allow_list(synth, key, allowed)
         assert (Env.resource_var(PAYMENTS_TABLE) in env) == (tier in routed_to_payments[synth.stage])
+        on_bucket = [s for s in policy_statements(synth, key) if _archive(synth) in referenced_ids(s["Resource"])]
+        assert [(s["Action"], s["Resource"]["Fn::Join"][1][1]) for s in on_bucket] == [
+            ("s3:PutObject", f"/discarded/{synth.stage}/{tier}/*")
+        ]
 
 
 def _archive(synth) -> str:
@@ -108,20 +113,28 @@ def test_replay_reaches_only_the_queues_it_serves_its_logs_its_archive_and_its_s
 
 
 @pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])
-def test_only_the_replay_function_may_reach_the_archive_bucket_and_no_role_its_access_logs(request, synth_name):
+def test_only_the_replay_function_and_the_consumers_may_reach_the_archive_bucket_and_no_role_its_access_logs(
+    request, synth_name
+):
+    """The consumers only write there (the jobs that end unrun: test above); nobody else reaches it."""
     synth = request.getfixturevalue(synth_name)
     bucket = _archive(synth)
     (log_bucket,) = set(synth.resources("AWS::S3::Bucket")) - {bucket}
-    replay_role = synth.raw["Resources"][
-        logical_id(synth, "AWS::Lambda::Function", FunctionName=function_name(synth.stage, "replay"))
-    ]["Properties"]["Role"]
+    functions = synth.resources("AWS::Lambda::Function").values()
+    roles = {
+        f["Properties"]["Role"]["Fn::GetAtt"][0]
+        for f in functions
+        if f["Properties"]["FunctionName"] == function_name(synth.stage, "replay")
+        or "TIERED_JOBS_TIER" in f["Properties"].get("Environment", {}).get("Variables", {})
+    }
     reaching = []
     for policy in (*synth.resources("AWS::IAM::Policy").values(), *synth.resources("AWS::IAM::ManagedPolicy").values()):
         if bucket in referenced_ids(policy["Properties"]["PolicyDocument"]):
-            assert policy["Properties"]["Roles"] == [{"Ref": replay_role["Fn::GetAtt"][0]}]
-            reaching.append(policy)
+            ((role,),) = [[r["Ref"] for r in policy["Properties"]["Roles"]]]
+            assert role in roles
+            reaching.append(role)
         assert log_bucket not in referenced_ids(policy["Properties"]["PolicyDocument"])  # S3 delivers; nobody else
-    assert reaching
+    assert set(reaching) == roles
 
 
 @pytest.mark.parametrize(

@@ -66,9 +66,9 @@ def test_every_service_to_service_hop_is_allowed(request, synth_name):
     tiers = len(synth.resources("AWS::Lambda::EventSourceMapping"))
     assert kinds["AWS::CloudWatch::Alarm"] == ALARM_HOPS_PER_ALARM * alarms
     assert kinds["AWS::Lambda::EventSourceMapping"] == tiers  # consumers read their queue
-    # ...dead-letter into their DLQ, send copies to their queue and release unique jobs' locks; replay archives
-    # per tier and pauses its mapping
-    assert kinds["AWS::Lambda::Function"] == 5 * tiers
+    # ...dead-letter into their DLQ, send copies to their queue, release unique jobs' locks and archive the jobs
+    # that end unrun; replay archives per tier and pauses its mapping
+    assert kinds["AWS::Lambda::Function"] == 6 * tiers
     unique = [h for h in hops if "(Environment.Variables.TIERED_JOBS_UNIQUE_TABLE)" in h.description]
     assert len(unique) == tiers and {h.actions for h in unique} == {("dynamodb:DeleteItem",)}
     assert {synth.raw["Resources"][h.target]["Type"] for h in unique} == {"AWS::DynamoDB::Table"}
@@ -309,9 +309,13 @@ def test_the_replay_function_may_archive_each_tiers_letters_over_tls(request, sy
     hops, problems = walk(synth.raw)
     archive = [h for h in hops if h.actions == ("s3:PutObject",) and isinstance(h.caller, RoleCaller)]
     tiers = len(synth.resources("AWS::Lambda::EventSourceMapping"))
-    assert len(archive) == tiers and {h.target for h in archive} == {_bucket(synth.raw)}
+    assert len(archive) == 2 * tiers and {h.target for h in archive} == {_bucket(synth.raw)}
     assert all(h.subresource.startswith(f"/discarded/{synth.stage}/") for h in archive)
-    assert all(h.caller.role.startswith("ReplayFunctionRole") for h in archive)
+    replay = [h for h in archive if h.caller.role.startswith("ReplayFunctionRole")]
+    # ...and each consumer its own tier's jobs that end unrun (expired, cancelled), with its own role
+    consumers = [h for h in archive if h not in replay]
+    assert len(replay) == len(consumers) == tiers
+    assert all(h.caller.role.startswith("Tier") and "ConsumerRole" in h.caller.role for h in consumers)
     assert problems == []
     (deny,) = _bucket_policy(synth.raw)["Statement"]
     assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
@@ -323,8 +327,9 @@ def test_an_unconditional_deny_on_the_bucket_blocks_the_archive(default_synth):
         {"Sid": "DenyAll", "Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "s3:*", "Resource": "*"}
     )
     problems = walk(raw)[1]
-    assert len(problems) == len(DEFAULT_TIERS)
-    assert all("denies role ReplayFunctionRole" in p and "s3:PutObject (statement DenyAll)" in p for p in problems)
+    assert len(problems) == 2 * len(DEFAULT_TIERS)  # the replay function's and the consumers'
+    assert all("s3:PutObject (statement DenyAll)" in p for p in problems)
+    assert sum("denies role ReplayFunctionRole" in p for p in problems) == len(DEFAULT_TIERS)
 
 
 def test_a_grant_on_another_stages_prefix_does_not_count(default_synth):
@@ -336,7 +341,7 @@ def test_a_grant_on_another_stages_prefix_does_not_count(default_synth):
             if statement.get("Action") == "s3:PutObject":
                 statement["Resource"]["Fn::Join"][1][1] = "/discarded/prod/*"
     problems = walk(raw)[1]
-    assert len(problems) == len(DEFAULT_TIERS) == len(_archive_problems(problems))
+    assert len(problems) == 2 * len(DEFAULT_TIERS) == len(_archive_problems(problems))
     assert all("the role's policy does not allow" in p for p in problems)
 
 

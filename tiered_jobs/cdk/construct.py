@@ -38,6 +38,7 @@ from tiered_jobs.contract.names import (
     RETAINED_RESOURCE_TYPES,
     STAGE_TAG,
     TEMPLATE_METADATA_KEY,
+    Env,
     Outputs,
     Ssm,
 )
@@ -205,6 +206,12 @@ class TieredJobs(Construct):
         }
         tiers = list(self.tiers.values())
         self.replay = ReplayFunction(self, "Replay", settings=settings, platform=platform, tiers=tiers)
+        # A job that ends unrun (expired, cancelled) is kept by its consumer in the discard archive before
+        # its message is deleted: PutObject under the stage's prefix, as the replay's discard.
+        for tier in tiers:
+            assert tier.consumer.role is not None  # LambdaPlatform gives every function its own role
+            self.replay.archive.allow_writes(tier.consumer.role, tier.name)
+            tier.consumer.add_environment(Env.DISCARD_ARCHIVE_BUCKET, self.replay.archive.bucket_name)
         # The tiers with a circuit breaker: its alarms act through the replay function (it may update the mappings).
         self.circuit_breakers = CircuitBreakers(
             self,
@@ -229,6 +236,7 @@ class TieredJobs(Construct):
             parameters={**self.parameters, **self.scheduled_jobs.parameters},
             scheduled_jobs=self.scheduled_jobs,
             unique_table=self.unique,
+            idempotency_table=self.idempotency,
         )
         self.publisher_policy: iam.ManagedPolicy = self._publishers.policy
         self._publish(

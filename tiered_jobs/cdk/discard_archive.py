@@ -82,9 +82,10 @@ class DiscardArchive(Construct):
     def bucket_name(self) -> str:
         return self.bucket.bucket_name
 
-    def allow_writes(self, role: iam.IRole) -> None:
-        """``s3:PutObject`` under ``discarded/<stage>/`` and nothing else: no read, list, delete or tagging."""
-        objects = f"{discard_archive_prefix(self.stage)}*"
+    def allow_writes(self, role: iam.IRole, tier: str | None = None) -> None:
+        """``s3:PutObject`` under ``discarded/<stage>/`` (``tier``: under its own ``discarded/<stage>/<tier>/``, for
+        a consumer archiving the jobs that end unrun) and nothing else: no read, list, delete or tagging."""
+        objects = f"{discard_archive_prefix(self.stage, tier)}*"
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=list(ARCHIVE_WRITE_ACTIONS), resources=[self.bucket.arn_for_objects(objects)])
         )
@@ -94,6 +95,7 @@ class DiscardArchive(Construct):
         acknowledge(
             role,
             f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{objects}]",
-            "Each discard writes a new object per batch (discarded/<stage>/<tier>/<time>-<id>.jsonl): the wildcard "
-            "covers only new keys under this stage's prefix, for PutObject alone.",
+            "Each discard (and each job a consumer drops unrun) writes a new object (discarded/<stage>/<tier>/"
+            "<time>-<id>.jsonl): the wildcard covers only new keys under this stage's (or tier's) prefix, for "
+            "PutObject alone.",
         )

@@ -9,6 +9,9 @@ It allows exactly what ``tiered_jobs.publisher`` calls when built with ``Publish
   DLQs. The queues use SQS-managed encryption, so no KMS permission is needed;
 - for jobs due later than SQS can delay (``at=``, long delays), debounced jobs and ``cancel``: the
   statements of ``ScheduledJobs.publisher_statements`` (one-time schedules only, and passing the one-time role);
+- for ``cancel`` of a queued job: ``dynamodb:PutItem`` (its cancel marker, on a condition) and
+  ``dynamodb:UpdateItem`` (a running job asked to stop) on the idempotency table, and
+  ``ssm:GetParameters`` on the tiers' ``idempotency-ttl-seconds`` (the marker's window), read on the first cancel;
 - for unique jobs (``unique_for=``): ``dynamodb:PutItem`` on the unique jobs' table (the conditional
   write that takes a lock, alone or in a ``TransactWriteItems``, which needs no action of its own) and
   ``dynamodb:DeleteItem`` (a job not sent gives its lock back).
@@ -34,6 +37,8 @@ READ_ACTIONS = ("ssm:GetParameters",)
 #: Taking a unique job's lock (``PutItem`` on a condition; a transaction of puts needs the same action)
 #: and giving it back when the job could not be sent.
 UNIQUE_LOCK_ACTIONS = ("dynamodb:PutItem", "dynamodb:DeleteItem")
+#: Cancelling a queued job: its marker (a conditional ``PutItem``), or a running job's stop request (``UpdateItem``).
+CANCEL_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem")
 
 
 def publisher_parameter_names(stage: str, tier_names: Sequence[str]) -> list[str]:
@@ -53,7 +58,8 @@ def publisher_parameter_names(stage: str, tier_names: Sequence[str]) -> list[str
         ),
         *(Ssm.tier(stage, tier, Ssm.TIER_QUEUE_ARN) for tier in tier_names),
     ]
-    return discovery + scheduling
+    cancelling = [Ssm.tier(stage, tier, Ssm.TIER_IDEMPOTENCY_TTL) for tier in tier_names]
+    return discovery + scheduling + cancelling
 
 
 class PublisherPolicy(Construct):
@@ -69,8 +75,10 @@ class PublisherPolicy(Construct):
         parameters: Mapping[str, ssm.IStringParameter],
         scheduled_jobs: ScheduledJobs,
         unique_table: dynamodb.ITable,
+        idempotency_table: dynamodb.ITable,
     ) -> None:
         super().__init__(scope, construct_id)
+        self._idempotency_table = idempotency_table
         self._unique_table = unique_table
         self._queues = dict(queues)
         self._parameters = [parameters[name] for name in publisher_parameter_names(stage, list(queues))]
@@ -102,5 +110,10 @@ class PublisherPolicy(Construct):
                 sid="LockAndUnlockUniqueJobs",
                 actions=list(UNIQUE_LOCK_ACTIONS),
                 resources=[self._unique_table.table_arn],
+            ),
+            iam.PolicyStatement(
+                sid="CancelQueuedJobs",
+                actions=list(CANCEL_ACTIONS),
+                resources=[self._idempotency_table.table_arn],
             ),
         ]
