@@ -191,6 +191,7 @@ def test_replay_moves_the_body_byte_for_byte_keeps_user_attributes_and_marks_the
         "idempotency_ttl_seconds": TTL,
         "outside_window": 0,
         "refused_outside_window": 0,
+        "left_expired": 0,
         "discarded": 0,
         "archive": None,
         "archive_error": None,

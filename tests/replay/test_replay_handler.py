@@ -200,6 +200,7 @@ def test_native_mode_starts_an_sqs_move_task_from_the_dlq_to_the_tier_queue():
         "idempotency_ttl_seconds": None,
         "outside_window": 0,
         "refused_outside_window": 0,
+        "left_expired": 0,
         "discarded": 0,
         "archive": None,
         "archive_error": None,

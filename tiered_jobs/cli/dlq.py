@@ -76,6 +76,11 @@ def dlq_replay(
         "--allow-outside-window",
         help="Also move letters older than the tier's idempotency window (their jobs may run again).",
     ),
+    include_expired: bool = typer.Option(
+        False,
+        "--include-expired",
+        help="Also move letters whose job's deadline (expires_at) has passed (the consumer archives them unrun).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the replay function's JSON response."),
     via: Via = typer.Option(Via.auto, "--via", help=_VIA_HELP),
 ) -> None:
@@ -95,6 +100,8 @@ def dlq_replay(
             event["message_ids"] = list(message_ids)
         if allow_outside_window:
             event["allow_outside_idempotency_window"] = True
+        if include_expired:
+            event["include_expired"] = True
         answer = _replay(ctx.obj, event, via)
         if as_json:
             terminal().print_json(data=answer)
@@ -112,6 +119,12 @@ def dlq_replay(
                     f"({stopped})."
                 )
             _print_outside_window(answer)
+            if answer.get("left_expired"):
+                terminal().print(
+                    f"{answer['left_expired']} letter(s) whose job's deadline has passed were left in the DLQ: "
+                    "their jobs would not run. Discard them, or replay with --include-expired.",
+                    soft_wrap=True,
+                )
             print_groups(answer["groups"])
         if answer["failed"]:
             raise CliError(f"{answer['failed']} letter(s) could not be sent and stay in the DLQ: run the replay again")
@@ -251,7 +264,9 @@ def _refuse_not_found(answer: dict[str, Any], tier: str) -> None:
     """
     outcomes: dict[str, str] = answer.get("outcomes") or {}
     missing = sorted(mid for mid, outcome in outcomes.items() if outcome == "not_found")
-    left_out = sorted(mid for mid, outcome in outcomes.items() if outcome in ("not_matched", "refused_outside_window"))
+    left_out = sorted(
+        mid for mid, outcome in outcomes.items() if outcome in ("not_matched", "refused_outside_window", "left_expired")
+    )
     problems = []
     if missing:
         problems.append(f"not found in the {tier} DLQ: {', '.join(missing)} ({_stopped(answer)})")

@@ -37,6 +37,7 @@ EVENT_FIELDS: dict[str, Any] = {
     "max_per_second": None,
     "message_ids": None,
     "allow_outside_idempotency_window": False,
+    "include_expired": False,
 }
 
 #: Keys of the replay response (``task_handle``: the native mode's SQS move task, else null).
@@ -55,6 +56,7 @@ RESPONSE_FIELDS = (
     "idempotency_ttl_seconds",
     "outside_window",
     "refused_outside_window",
+    "left_expired",
     "discarded",
     "archive",
     "archive_error",
@@ -67,6 +69,7 @@ OUTCOMES = (
     "moved",  # replay: SQS accepted the copy into the tier's queue (then it was deleted from the DLQ)
     "would_move",  # replay, dry run
     "refused_outside_window",  # replay (and its dry run): older than the idempotency window, left in the DLQ
+    "left_expired",  # replay (and its dry run): its job's deadline (expires_at) has passed, left in the DLQ
     "discarded",  # discard: archived, then deleted
     "would_discard",  # discard, dry run
     "failed",  # replay or discard: matched, but its send, archive or delete failed; still in the DLQ

@@ -44,6 +44,8 @@ _FIELD_HELP = {
     "(required by 'show'; default: any)",
     "allow_outside_idempotency_window": "true | false (default false): 'replay' also moves letters older than "
     "the tier's idempotency window",
+    "include_expired": "true | false (default false): 'replay' also moves letters whose job's deadline "
+    "(expires_at) has passed (the consumer archives them unrun)",
 }
 
 
@@ -72,6 +74,7 @@ class ReplayRequest:
     max_per_second: float | None = EVENT_FIELDS["max_per_second"]
     message_ids: tuple[str, ...] | None = EVENT_FIELDS["message_ids"]
     allow_outside_idempotency_window: bool = EVENT_FIELDS["allow_outside_idempotency_window"]
+    include_expired: bool = EVENT_FIELDS["include_expired"]
 
     @property
     def has_filters(self) -> bool:
@@ -118,6 +121,11 @@ def parse_event(event: Any, *, tiers: Iterable[str] | None = None) -> ReplayRequ
         problems.append(f"'allow_outside_idempotency_window' must be true or false, got {_kind(allow)}")
     elif allow and action != "replay":
         problems.append("'allow_outside_idempotency_window' applies to 'action': 'replay' only")
+    include_expired = values["include_expired"]
+    if not isinstance(include_expired, bool):
+        problems.append(f"'include_expired' must be true or false, got {_kind(include_expired)}")
+    elif include_expired and action != "replay":
+        problems.append("'include_expired' applies to 'action': 'replay' only")
 
     if mode == "native":
         problems += _native_problems(event, values)
@@ -146,6 +154,7 @@ def response(request: ReplayRequest, **fields: Any) -> dict[str, Any]:
         "idempotency_ttl_seconds": None,
         "outside_window": 0,
         "refused_outside_window": 0,
+        "left_expired": 0,
         "discarded": 0,
         "archive": None,
         "archive_error": None,

@@ -25,7 +25,9 @@ Replay sends before it deletes, and deletes only what SQS confirmed as sent. A c
 the two leaves the letter in the main queue *and* in the DLQ: at most a duplicate, which the
 consumer's idempotency (keyed by the envelope's key, not the message id) absorbs, as long as
 the consumer still remembers the job: a replay therefore refuses, unless told otherwise, the
-letters older than the tier's idempotency window (see ``letters``). Sends are packed by count
+letters older than the tier's idempotency window (see ``letters``). It also leaves, unless told
+``include_expired``, the letters whose job's deadline (the envelope's ``expires_at``) has passed:
+the consumer would only archive them unrun; they are counted (``left_expired``) and stay. Sends are packed by count
 (10) and by size (1 MiB in all, SQS's rule in ``tiered_jobs.contract.sqs_limits``).
 
 Discard archives each batch (the injected :class:`~.archive.Archive` returns only once it is
@@ -42,6 +44,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from tiered_jobs.contract import envelope
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES
 from tiered_jobs.contract.sqs_limits import pack_batches
 from tiered_jobs.contract.times import iso_text
@@ -64,6 +67,14 @@ SAFETY_MARGIN_MS = 10_000
 HOLD_MARGIN_SECONDS = 30
 #: Hold when the run has no time budget (the CLI): letters seen again after it are skipped.
 DEFAULT_HOLD_SECONDS = 300
+
+
+def _expired(letter: Letter, now: datetime) -> bool:
+    """Has the letter's job passed its deadline (the envelope's ``expires_at``)? Never when the body is no envelope."""
+    try:
+        return envelope.parse(letter.body).expired(now)
+    except envelope.EnvelopeError:
+        return False
 
 
 def run(
@@ -193,7 +204,7 @@ class _Scan:
         self.groups = Groups()
         self.letters: list[dict[str, Any]] = []
         self.matched = self.moved = self.failed = self.discarded = 0
-        self.outside_window = self.refused_outside_window = 0
+        self.outside_window = self.refused_outside_window = self.left_expired = 0
         self.archive_error: str | None = None
         #: What became of each letter the event named (``OUTCOMES``); ``not_found`` until this run sees it.
         self.outcomes: dict[str, str] | None = (
@@ -218,6 +229,7 @@ class _Scan:
             idempotency_ttl_seconds=self.queues.idempotency_ttl_seconds,
             outside_window=self.outside_window,
             refused_outside_window=self.refused_outside_window,
+            left_expired=self.left_expired,
             discarded=self.discarded,
             archive=self.archive.location if self.archive is not None and self.discarding else None,
             archive_error=self.archive_error,
@@ -277,9 +289,21 @@ class _Scan:
             self.groups.add(refused, outside)
             matching = [letter for letter in matching if letter.message_id not in outside]
             self.outside_window += len(refused)
+        expired: list[Letter] = []
+        if self.request.action == "replay" and not self.request.include_expired:
+            expired = [letter for letter in matching if _expired(letter, self.started)]
+            if expired:
+                logger.info(
+                    "replay: %d letter(s) whose job's deadline has passed stay in the DLQ: %s",
+                    len(expired),
+                    ", ".join(letter.message_id for letter in expired),
+                )
+            self.left_expired += len(expired)
+            matching = [letter for letter in matching if letter not in expired]
         taken = matching[:left]
         self._record(letters, "not_matched")
         self._record(refused, "refused_outside_window")
+        self._record(expired, "left_expired")
         self._record(taken, self._taken_outcome())
         self.matched += len(taken)
         self.outside_window += sum(letter.message_id in outside for letter in taken)
