@@ -9,13 +9,14 @@ export AWS_DEFAULT_REGION ?= us-east-1
 
 .PHONY: setup check test quick demo up synth lint bench clean
 
-# The suite runs on parallel workers (pytest-xdist), test by test: a module's shared local session
-# then starts on each worker that takes one of its tests, but its long tests (the docs pages, the
-# local-mode runs) spread over the workers instead of queueing on one. Measured from a fresh clone
-# on 2 cores: 11 min test by test, 18 min module by module (--dist loadfile). Most tests wait on an
-# embedded AWS or a subprocess, so twice as many workers as cores keeps both cores busy.
+# The suite runs on parallel workers (pytest-xdist), test by test, the longest modules first
+# (tests/conftest.py orders them). --maxschedchunk 1 hands each worker its next test only when it
+# is ready for one: by default xdist first gives every worker a quarter of a quarter of the suite
+# in one consecutive block, so the first worker took every long test and ran them alone while the
+# others sat idle for minutes at the end. Most tests wait on an embedded AWS or a subprocess, so
+# twice as many workers as cores keeps both cores busy.
 WORKERS ?= 4
-PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist load
+PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist load --maxschedchunk 1
 
 setup: $(VENV)/.installed node_modules/.installed
 
