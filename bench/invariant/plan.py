@@ -78,7 +78,7 @@ class FaultPlan:
     #: Sabotage, to show the checker can fail: the payment's marker condition is dropped (run it
     #: with POWERTOOLS_IDEMPOTENCY_DISABLED=true and duplicates must be counted).
     drop_marker_condition: bool = False
-    #: Sabotage, to show the checker can fail: the pollers never read the mapping's state, so the
+    #: Sabotage, to show the checker can fail: the pollers ignore the mapping's state they read, so the
     #: operator's pause is not honoured and its receives must be counted.
     ignore_pause: bool = False
     enabled: bool = True

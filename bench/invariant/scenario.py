@@ -33,6 +33,7 @@ import json
 import threading
 import time
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from bench.runtime import depth, drain
@@ -47,9 +48,6 @@ from .taps import FateTap, QueueTap
 TIER = "critical"
 JOB_TYPE = "payments.update_balance"
 SCHEDULE = "interest"
-#: How long after a pause lands a poller may still begin a receive: it read the mapping's state just
-#: before (the runtime reads it before each receive, and an idle poller every 0.2 s).
-PAUSE_LANDS_SECONDS = 0.5
 
 
 def run_shards(jobs: int, shards: int, account_count: int = 100, log=print, processes: int = 1) -> Outcome:
@@ -129,7 +127,7 @@ class _Run:
         #: The operator's pause: when it landed (``None``: running), and what it counted (``Outcome``'s fields).
         self._paused_at: float | None = None
         self.pause = {"pauses": 0, "paused_seconds": 0.0, "published_while_paused": 0, "received_while_paused": 0}
-        self._receiving = threading.local()  # when this poller's receive began
+        self._polling = threading.local()  # when this poller last read the mapping's state
 
     # -- the jobs --------------------------------------------------------------------------
 
@@ -251,8 +249,6 @@ class _Run:
         }
 
     def esm_sqs_before(self, op: str, kwargs: dict) -> None:
-        if op == "receive_message":
-            self._receiving.began = time.monotonic()
         if op == "delete_message_batch" and self.plan.roll("crash_before_ack", self.plan.crash_before_ack):
             with self._lock:  # the records of this ack come back: their next receives follow a crash
                 self.crashed.update(self._ids_by_handle.get(e["ReceiptHandle"], "") for e in kwargs["Entries"])
@@ -263,10 +259,10 @@ class _Run:
             messages = result.get("Messages", [])
             with self._lock:
                 self._ids_by_handle.update({m["ReceiptHandle"]: m["MessageId"] for m in messages})
-                # A receive begun after the pause landed must not happen (one begun just before may still
-                # return messages, as on Lambda: a poller reads the mapping's state before each receive).
+                # A receive after a read of the mapping's state that found it paused must not happen; one
+                # after a read just before the pause landed may, as on Lambda (a batch already on its way).
                 paused_at = self._paused_at
-                if paused_at is not None and self._receiving.began > paused_at + PAUSE_LANDS_SECONDS:
+                if paused_at is not None and getattr(self._polling, "read_at", 0.0) > paused_at:
                     self.pause["received_while_paused"] += len(messages)
 
     def on_invoke(self, event: dict, invocation: Any) -> None:
@@ -301,7 +297,13 @@ class _Run:
 
             from .mapping import create_mapping
 
-            self.mapping_uuid, control = create_mapping(self.name, tier.queue_arn, REGION)
+            self.mapping_uuid, read = create_mapping(self.name, tier.queue_arn, REGION)
+
+            def control() -> Any:  # the poller reads the mapping's state before each receive: note when
+                state = read()
+                self._polling.read_at = time.monotonic()
+                return replace(state, enabled=True) if plan.ignore_pause else state
+
         limits = None
         if plan.rate_limit_per_second is not None:
             limits = RateLimits(
@@ -320,7 +322,7 @@ class _Run:
             rate_limit_table=self.bucket_table if limits else None,
             on_invoke=self.on_invoke,
             job_packages=("example.jobs", INVARIANT_JOBS),
-            control=None if plan.ignore_pause else control,
+            control=control,
         )
         with QueueTap(_name(tier.dlq_url), _name(tier.queue_url)) as queues, FateTap() as fates:
             runtime.start()
