@@ -36,11 +36,13 @@ def consumer_runtime(
     on_invoke: Callable[[dict, Any], None] | None = None,
     job_packages: tuple[str, ...] = ("example.jobs",),
     control: Callable[[], Any] | None = None,
+    archive: Callable[[], Any] | None = None,
 ):
     """A started-ready ``MappingRuntime`` for ``tier``; ``handler`` replaces the consumer (baselines);
     ``on_invoke(event, invocation)`` sees every invocation (the invariant run records the crashed ones);
     ``job_packages`` are the job folders' packages the consumer imports (the invariant adds its own);
-    ``control`` reads the mapping's state before every receive (the invariant run pauses it)."""
+    ``control`` reads the mapping's state before every receive (the invariant run pauses it); ``archive``
+    builds where the jobs that end unrun (expired, cancelled) are kept (``None``: none, they are dead-lettered)."""
     from aws_lambda_powertools import Logger
 
     from emulator.esm import (
@@ -97,7 +99,11 @@ def consumer_runtime(
             self.handle = (
                 handler
                 or Consumer(
-                    config, registry, client=own.__getitem__, logger=Logger(service="bench", level="CRITICAL")
+                    config,
+                    registry,
+                    client=own.__getitem__,
+                    logger=Logger(service="bench", level="CRITICAL"),
+                    archive=archive or (lambda: None),
                 ).handle
             )
 

@@ -29,6 +29,8 @@ EXERCISED = (
     "rate_limited",
     "limiter_error",
     "requeue_kept",
+    "expired",
+    "cancelled",
 )
 
 
@@ -89,6 +91,10 @@ class Outcome:
     paused_seconds: float = 0.0
     published_while_paused: int = 0
     received_while_paused: int = 0
+    #: Jobs that must end unrun (expired, cancelled), by reason; and those the discard archive holds with
+    #: that reason, never applied, never dead-lettered (``lost`` counts one archived under no reason).
+    expected_ended: dict[str, int] = field(default_factory=dict)
+    ended: int = 0
 
     def holds(self) -> bool:
         return (
@@ -96,7 +102,7 @@ class Outcome:
             and self.duplicated == 0
             and self.unexpected == 0
             and self.balances_ok
-            and self.applied + self.dead_lettered == self.expected
+            and self.applied + self.dead_lettered + self.ended == self.expected
             and self.dead_letters_without_reason_or_unknown == 0
             and self.letters_without_reason == self.letters_without_reason_after_a_crash
             and self.letters_missing_some_reasons == 0
@@ -149,6 +155,8 @@ class Observed:
     replayed: Counter[str]
     #: The operator's pauses: ``pauses``, ``paused_seconds``, ``published_while_paused``, ``received_while_paused``.
     pause: dict[str, Any] = field(default_factory=dict)
+    #: ``{idempotency key: reasons}`` of the jobs the discard archive holds (ended unrun).
+    archived: dict[str, set[str]] = field(default_factory=dict)
 
 
 def check(
@@ -180,6 +188,9 @@ def check(
     applied = set(seen.applications) | markers
     poison = {k for k, job in catalogue.items() if job["poison"]}
     must_die = {k for k, job in catalogue.items() if job.get("dead_letter")}
+    must_end = {k: job["ends"] for k, job in catalogue.items() if job.get("ends")}
+    ended = {k for k, reason in must_end.items() if seen.archived.get(k) == {reason}}
+    archived_wrongly = {k for k, reasons in seen.archived.items() if reasons != {must_end.get(k)}}
     expected_balance: dict[str, int] = defaultdict(int)
     for key in applied & set(catalogue):
         expected_balance[catalogue[key]["account_id"]] += catalogue[key]["amount"]
@@ -197,10 +208,16 @@ def check(
     return Outcome(
         expected=len(catalogue),
         applied=len(applied & set(catalogue)),
-        lost=len(set(catalogue) - applied - dlq_keys),
+        lost=len(set(catalogue) - applied - dlq_keys - ended),
         duplicated=sum(1 for n in seen.applications.values() if n > 1),
         dead_lettered=len(dead_lettered),
-        unexpected=len((applied - set(catalogue)) | (applied & must_die) | (dlq_keys - set(catalogue))),
+        unexpected=len(
+            (applied - set(catalogue))
+            | (applied & must_die)
+            | (dlq_keys - set(catalogue))
+            | ((applied | dlq_keys) & set(must_end))
+            | archived_wrongly
+        ),
         poison=len(poison),
         balances_ok=not mismatches,
         balances_checked=len(balances),
@@ -228,6 +245,8 @@ def check(
         )
         + sum(IMPORTED_FILE not in (_traceback(a.attributes) or {}).get("traceback", "") for a in import_failures),
         import_failure_letters=len(import_failures),
+        expected_ended=dict(Counter(must_end.values())),
+        ended=len(ended - applied - dlq_keys),
         **seen.pause,
     )
 

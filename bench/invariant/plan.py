@@ -63,6 +63,11 @@ class FaultPlan:
     #: ``broken_module_seconds`` (then retried by the consumer after its interval, and fixed).
     fragile_fraction: float = 0.05
     broken_module_seconds: float = 30.0
+    #: Jobs whose deadline (the envelope's ``expires_at``) has passed when they arrive (a publisher whose
+    #: clock is behind), and jobs an operator cancels before they are published: each copy must be
+    #: archived unrun with its reason, never applied, never a letter.
+    expired_fraction: float = 0.01
+    cancelled_fraction: float = 0.01
     # -- features ----------------------------------------------------------------------------
     #: The job type's rate limit (jobs per second across the tier's consumers; ``None``: off).
     rate_limit_per_second: float | None = 60.0
@@ -120,6 +125,8 @@ class FaultPlan:
                 "capped_fraction",
                 "fragile_fraction",
                 "broken_module_seconds",
+                "expired_fraction",
+                "cancelled_fraction",
             )
         }
         return cls(

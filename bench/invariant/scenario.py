@@ -20,6 +20,9 @@ moto's server by the real consumer, with every feature on at once:
   loads: its jobs retry, some are dead-lettered with the import's reason and replayed, each is
   applied once;
 * every letter the consumer writes for a job that raised must carry a **traceback** that parses;
+* some jobs arrive past their **deadline** (the envelope's ``expires_at``), and an operator
+  **cancels** some before they are published (their cancel markers in the idempotency table): every
+  copy of each is archived unrun in the discard archive with its reason, never applied, never a letter;
 
 and faults injected through wrapped clients (:class:`~bench.invariant.plan.FaultPlan`): crashes
 after the side effect and before the ack, transient job errors, idempotency-table throttling,
@@ -34,6 +37,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import replace
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from bench.runtime import depth, drain
@@ -154,6 +158,12 @@ class _Run:
                 "amount": 0 if poison else rng.randint(1, 100),
                 "poison": poison,
             }
+            if job_type == JOB_TYPE and not poison:
+                ends = rng.random()
+                if ends < plan.expired_fraction:
+                    job["ends"] = "expired"
+                elif ends < plan.expired_fraction + plan.cancelled_fraction:
+                    job["ends"] = "cancelled"
             if poison:  # refused by its payload's schema on its first attempt
                 job["dead_letter"], job["raises"] = DeadLetter.REASON_PERMANENT, "PayloadValidationError"
             if job_type == CAPPED_TYPE:  # its policy decides its letter: see bench/invariant/jobs/capped.py
@@ -283,6 +293,13 @@ class _Run:
 
         plan, tier = self.plan, self.tier
         break_fragile_for(plan.broken_module_seconds)
+        # The discard archive, where the consumers keep the jobs that end unrun (expired, cancelled).
+        from tiered_jobs.contract.names import discard_archive_prefix
+        from tiered_jobs.replay.archive import S3Archive
+
+        s3 = boto3.client("s3")
+        s3.create_bucket(Bucket=f"{self.name}-archive")
+        archive = S3Archive(f"{self.name}-archive", discard_archive_prefix("bench", TIER), s3)
 
         # (moto's DynamoDB is not thread-safe; the embedded server serializes its requests: moto_patches.)
         def environment_clients() -> dict[str, Any]:
@@ -323,6 +340,7 @@ class _Run:
             on_invoke=self.on_invoke,
             job_packages=("example.jobs", INVARIANT_JOBS),
             control=control,
+            archive=lambda: archive,
         )
         with QueueTap(_name(tier.dlq_url), _name(tier.queue_url)) as queues, FateTap() as fates:
             runtime.start()
@@ -347,6 +365,7 @@ class _Run:
                 outcomes=fates.outcomes,
                 replayed=self.replayed,
                 pause=dict(self.pause),
+                archived=_archived(s3, archive.bucket),
             )
         return check(self.catalogue, seen, dict(plan.injected), published, time.monotonic() - started)
 
@@ -355,6 +374,7 @@ class _Run:
         from tiered_jobs.contract import envelope
         from tiered_jobs.contract.routing import Routes
         from tiered_jobs.contract.schedules import SCHEDULED_TIME, periodic_input, substitute
+        from tiered_jobs.contract.times import iso_text
         from tiered_jobs.publisher import Job, Publisher
 
         tier, rng, catalogue = self.tier, self.plan.random(), self.catalogue
@@ -363,6 +383,9 @@ class _Run:
         rng.shuffle(copies)
         routes = Routes({"payments.*": TIER, "capped.*": TIER, "fragile.*": TIER})
         publisher = Publisher({TIER: tier.queue_url}, routes, sqs=tier.sqs)
+        self._cancel_before_publishing()
+        # A publisher whose clock is behind: its jobs' deadline has passed when they arrive (ours refuses it).
+        passed = iso_text(datetime.now(timezone.utc) - timedelta(minutes=10))
         # A wave kept for the operator's pause: published while the tier is paused.
         while_paused, copies = (copies[:50], copies[50:]) if self.plan.pause_after_seconds is not None else ([], copies)
         halves = [copies[0::2], copies[1::2]]
@@ -384,17 +407,19 @@ class _Run:
                             delay=catalogue[k].get("delay"),
                         )
                         for k in chunk
-                        if not catalogue[k]["poison"]
+                        if not catalogue[k]["poison"] and catalogue[k].get("ends") != "expired"
                     ]
                 )
                 # The publisher refuses a poison payload (its schema); a publisher in another language
                 # that skips the schema still gets it in, and the consumer must dead-letter it.
                 for k in chunk:
-                    if catalogue[k]["poison"]:
+                    if catalogue[k]["poison"] or catalogue[k].get("ends") == "expired":
                         tenant = catalogue[k].get("tenant")
+                        deadline = passed if catalogue[k].get("ends") == "expired" else None
+                        body = envelope.build(JOB_TYPE, self.payload(k), k, tenant=tenant, expires_at=deadline)
                         tier.sqs.send_message(
                             QueueUrl=tier.queue_url,
-                            MessageBody=envelope.build(JOB_TYPE, self.payload(k), k, tenant=tenant).to_json(),
+                            MessageBody=body.to_json(),
                             **({"MessageGroupId": tenant} if tenant else {}),
                         )
 
@@ -451,6 +476,16 @@ class _Run:
         publishing.clear()
         replays.join()
         return len(copies) + sum(job.get("fires", 0) for job in catalogue.values())
+
+    def _cancel_before_publishing(self) -> None:
+        """An operator cancels some jobs before they are published: their markers wait in the idempotency table."""
+        from tiered_jobs.runtime.config import TierConfig
+        from tiered_jobs.stage.cancelling import MarkTarget, mark_cancelled
+
+        marks = MarkTarget(self.tier.idempotency_table, {TIER: TierConfig.idempotency_ttl_seconds})
+        for key, job in self.catalogue.items():
+            if job.get("ends") == "cancelled":
+                assert mark_cancelled(self.tier.dynamodb, marks, TIER, job["type"], key).outcome == "marked"
 
     # -- replays ---------------------------------------------------------------------------
 
@@ -509,6 +544,17 @@ def _scan(dynamodb: Any, table: str) -> list[dict]:
         if "LastEvaluatedKey" not in page:
             return items
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _archived(s3: Any, bucket: str) -> dict[str, set[str]]:
+    """``{idempotency key: reasons}`` of every job the discard archive holds (one object per job dropped)."""
+    found: dict[str, set[str]] = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for item in page.get("Contents", []):
+            for line in s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read().splitlines():
+                record = json.loads(line)
+                found.setdefault(json.loads(record["body"])["idempotency_key"], set()).add(record["reason"])
+    return found
 
 
 def _read_all(sqs: Any, url: str) -> list[dict]:

@@ -16,6 +16,8 @@ applied exactly once. Every letter the consumer writes for a job that raised mus
 that parses (``DeadLetter.Traceback``, version 1). An operator pauses the tier for a few seconds
 mid-run (its event source mapping, as ``tiered-jobs pause`` disables it) while a wave of jobs is
 published, then resumes it: nothing is received while it is paused, and the wave runs once after.
+Some jobs arrive past their deadline (``expires_at``) and some are cancelled before they are published:
+each is archived unrun with its reason (``expired``, ``cancelled``), counted neither lost nor applied.
 """
 
 from __future__ import annotations
@@ -48,7 +50,12 @@ def test_nothing_lost_nothing_applied_twice_with_every_feature_on():
     assert outcome.duplicated == 0, report
     assert outcome.unexpected == 0, report
     assert outcome.balances_ok, report
-    assert outcome.applied + outcome.dead_lettered == outcome.expected == 1000 + 2 * FaultPlan.schedule_fires, report
+    expected = 1000 + 2 * FaultPlan.schedule_fires
+    assert outcome.applied + outcome.dead_lettered + outcome.ended == outcome.expected == expected, report
+    # The jobs past their deadline and those cancelled before their publish: each archived unrun with its
+    # reason, never applied, never a letter.
+    assert set(outcome.expected_ended) == {"expired", "cancelled"}, report
+    assert outcome.ended == sum(outcome.expected_ended.values()), report
     assert outcome.dead_letters_without_reason_or_unknown == 0, report
     # Every poison job and every capped.* job is dead-lettered with its reason, and nothing else is (the
     # faults are transient; the jobs of the module that failed to import ran once it loaded).
@@ -210,6 +217,25 @@ def test_the_checker_counts_a_letter_off_its_job_policy_a_wrong_frame_and_a_miss
     assert _checked([bare]).letters_without_a_traceback == 1
     for counter in ("letters_off_their_job_policy", "letters_naming_the_wrong_frame", "letters_without_a_traceback"):
         assert not base_outcome(**{counter: 1}).holds()
+
+
+def test_the_checker_counts_an_ended_job_applied_dead_lettered_or_not_archived_with_its_reason():
+    catalogue = {
+        "e-1": {"account_id": "a", "amount": 1, "poison": False, "ends": "expired"},
+        "c-1": {"account_id": "a", "amount": 2, "poison": False, "ends": "cancelled"},
+    }
+
+    def checked(archived: dict, applications: Counter | None = None) -> Outcome:
+        seen = Observed(applications or Counter(), [], [], [], [], set(), Counter(), Counter(), archived=archived)
+        return check(catalogue, seen, {}, 4, 0.1)
+
+    good = checked({"e-1": {"expired"}, "c-1": {"cancelled"}})
+    assert (good.ended, good.lost, good.unexpected, good.holds()) == (2, 0, 0, True)
+    assert good.expected_ended == {"expired": 1, "cancelled": 1}
+    assert checked({"e-1": {"expired"}}).lost == 1  # the cancelled job is nowhere
+    assert checked({"e-1": {"cancelled"}, "c-1": {"cancelled"}}).unexpected == 1  # archived for the wrong reason
+    applied = checked({"e-1": {"expired"}, "c-1": {"cancelled"}}, Counter({"c-1": 1}))
+    assert applied.unexpected == 1 and not applied.holds()
 
 
 def test_the_checker_counts_an_import_failure_letter_whose_traceback_does_not_name_the_module():
