@@ -33,6 +33,7 @@ def figures(quick: bool) -> dict[str, Any]:
         consume,
         consumer_calls,
         cost,
+        job_ends,
         publisher_calls,
         ratelimit,
         replay_calls,
@@ -52,6 +53,8 @@ def figures(quick: bool) -> dict[str, Any]:
         ("cold_start_with_packages", lambda: coldstart.measure_with_packages(1 if quick else 7)),
         ("asset", asset.measure),
         ("console", lambda: console_bench.measure(5 if quick else 20)),
+        # Expiring and cancelled jobs, against the base path (calls and dollars per 1 000 / 1 M jobs).
+        ("job_ends", lambda: job_ends.measure(n // 5)),
         # The figure: 200 jobs published at once, 5 jobs/s, 20 consumers (quick: 40 at 10/s).
         ("rate_limit", lambda: ratelimit.measure(40, 10.0, 1, 4, window_seconds=1) if quick else ratelimit.measure()),
     ):
@@ -100,7 +103,19 @@ def table(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
     dup_calls = sum(idem["duplicate_per_1000"].values())
     new_calls = sum(idem["new_per_1000"].values())
     get_items = idem["new_per_1000"].get("GetItem", 0) + idem["duplicate_per_1000"].get("GetItem", 0)
+    ends = m["job_ends"]["consumer_calls_per_1000"]
     return [
+        (
+            "consumer calls / 1 000 expired or cancelled jobs (archived unrun)",
+            f"expired {_ops(ends['expired'])}; cancelled {_ops(ends['cancelled'])}",
+            f"run: {_ops(ends['base'])}",
+            "no UpdateItem, 1 PutObject each",
+            all(
+                "dynamodb:UpdateItem" not in ends[k] and ends[k].get("s3:PutObject") == 1000
+                for k in ("expired", "cancelled")
+            )
+            and ends["with_a_deadline_run_in_time"] == ends["base"],
+        ),
         (
             "SQS requests / 1 000 published jobs",
             f"{m['publisher']['ours_per_1000']:.0f}",
