@@ -90,6 +90,26 @@ def test_job_lookup_page(deployment, serve):
     assert "<strong>unknown</strong>" in page.text and "pending" not in page.text.lower()
 
 
+def test_job_lookup_page_shows_a_cancelled_and_an_expired_job(deployment, serve):
+    from tiered_jobs.contract import job_ends
+    from tiered_jobs.stage.cancelling import MarkTarget, mark_cancelled
+
+    dynamodb = boto3.client("dynamodb")
+    marks = MarkTarget(deployment.idempotency_table, {"critical": 600})
+    assert mark_cancelled(dynamodb, marks, "critical", "payments.update_balance", "pay_8").outcome == "marked"
+    expired = job_ends.marker_item(
+        "payments.update_balance", "pay_9", job_ends.EXPIRED, at="2030-05-01T12:00:00.000Z", now=1_900_000_000,
+        ttl_seconds=600, detail="not started by its deadline 2030-05-01T11:59:00.000Z",
+    )  # fmt: skip
+    dynamodb.put_item(TableName=deployment.idempotency_table, Item=expired)
+    console = serve()
+
+    cancelled = get(console.url + "job", params={"type": "payments.update_balance", "key": "pay_8"})
+    assert "<strong>cancelled</strong>" in cancelled.text and "archived unrun" in cancelled.text
+    late = get(console.url + "job", params={"type": "payments.update_balance", "key": "pay_9"})
+    assert "<strong>expired</strong>" in late.text and "2030-05-01T11:59:00.000Z" in late.text
+
+
 def test_job_lookup_page_shows_the_pending_one_time_run(deployment, serve):
     from datetime import datetime, timedelta, timezone
 
