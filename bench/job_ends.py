@@ -59,8 +59,8 @@ def _measure(jobs: int) -> dict[str, Any]:
 
     def consume(bodies: list[str]) -> dict[str, float]:
         """Run ``bodies`` through a fresh consumer (no local cache); its DynamoDB and S3 calls per 1 000 jobs."""
-        consumer = Consumer(tier.config(), registry, client=clients.__getitem__)
-        consumer._archive_factory = lambda: S3Archive(BUCKET, "discarded/bench/critical/", s3)
+        archive = S3Archive(BUCKET, "discarded/bench/critical/", s3)
+        consumer = Consumer(tier.config(), registry, client=clients.__getitem__, archive=lambda: archive)
         for body in bodies:
             tier.send_raw(body)
         counter.reset()
