@@ -31,6 +31,8 @@ class FakeLambda:
     """A mapping's state, scaling and tags as Lambda keeps them."""
 
     def __init__(self, maximum_concurrency: int | None = 10):
+        #: Calls that fail once, as an invocation that dies there would (``update_event_source_mapping``...).
+        self.failing: set[str] = set()
         self.state: str = "Enabled"
         self.tags: dict[str, str] = {}
         self.scaling: dict[str, int] = (
@@ -41,7 +43,13 @@ class FakeLambda:
         assert UUID == MAPPINGS["bulk"]
         return {"UUID": UUID, "State": self.state, "EventSourceMappingArn": ARN, "ScalingConfig": dict(self.scaling)}
 
+    def _dies(self, call: str) -> None:
+        if call in self.failing:
+            self.failing.discard(call)
+            raise RuntimeError(f"the invocation died in {call}")
+
     def update_event_source_mapping(self, UUID: str, **change: Any) -> dict[str, Any]:
+        self._dies("update_event_source_mapping")
         if "Enabled" in change:
             self.state = "Enabled" if change["Enabled"] else "Disabled"
         if "ScalingConfig" in change:
@@ -52,9 +60,11 @@ class FakeLambda:
         return {"Tags": dict(self.tags)}
 
     def tag_resource(self, Resource: str, Tags: dict[str, str]) -> None:
+        self._dies("tag_resource")
         self.tags.update(Tags)
 
     def untag_resource(self, Resource: str, TagKeys: list[str]) -> None:
+        self._dies("untag_resource")
         for key in TagKeys:
             self.tags.pop(key, None)
 
@@ -255,3 +265,39 @@ def test_without_the_topic_it_still_closes():
     for kind, state in (("circuit-breaker", "ALARM"), ("circuit-breaker", "OK")):
         run(alarm(kind, state), fake)
     assert run(alarm("circuit-probe", "ALARM"), fake) == "closed"
+
+
+@pytest.mark.parametrize("dies_in", ["tag_resource", "update_event_source_mapping"])
+def test_an_opening_that_dies_midway_is_opened_by_lambdas_retry_never_left_as_an_operators_pause(dies_in):
+    fake = FakeLambda(maximum_concurrency=8)
+    fake.failing = {dies_in}
+    with pytest.raises(RuntimeError):
+        run(alarm("circuit-breaker", "ALARM"), fake)
+    assert fake.state == "Enabled"  # never disabled without the breaker's record
+    assert run(alarm("circuit-breaker", "ALARM"), fake) == "opened"  # Lambda retries the alarm's invoke
+    assert read_mapping(fake, "bulk", UUID).paused_by == BREAKER_BY and fake.tags[TAG_RESTORE] == "8"
+
+
+@pytest.mark.parametrize("dies_in", ["tag_resource", "update_event_source_mapping", "untag_resource"])
+def test_a_half_open_that_dies_midway_still_probes_and_closes(dies_in):
+    fake = FakeLambda(maximum_concurrency=8)
+    run(alarm("circuit-breaker", "ALARM"), fake)
+    fake.failing = {dies_in}
+    with pytest.raises(RuntimeError):
+        run(alarm("circuit-breaker", "OK"), fake)
+    if fake.state != "Enabled":  # died before the probe started: the retry starts it
+        assert run(alarm("circuit-breaker", "OK"), fake) == "half-open"
+    assert (fake.state, fake.scaling, fake.tags[TAG_CIRCUIT]) == ("Enabled", {"MaximumConcurrency": 2}, "half-open")
+    assert run(alarm("circuit-probe", "ALARM"), fake) == "closed"
+    assert (fake.scaling, fake.tags) == ({"MaximumConcurrency": 8}, {})
+
+
+def test_reopening_from_a_probe_that_died_before_disabling_keeps_the_first_concurrency():
+    fake = FakeLambda(maximum_concurrency=8)
+    for kind, state in (("circuit-breaker", "ALARM"), ("circuit-breaker", "OK")):
+        run(alarm(kind, state), fake)  # the probe runs at 2
+    fake.failing = {"update_event_source_mapping"}
+    with pytest.raises(RuntimeError):
+        run(alarm("circuit-breaker", "ALARM"), fake)  # the probe failed too; died before disabling
+    assert run(alarm("circuit-breaker", "ALARM"), fake) == "opened"
+    assert fake.tags[TAG_RESTORE] == "8"  # not the probe's 2

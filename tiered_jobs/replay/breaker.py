@@ -136,21 +136,31 @@ def handle_alarm(
             # Disabled already: by the breaker (nothing to do) or by an operator (never taken over).
             opened = tags.get(TAG_PAUSED_BY) == BREAKER_BY
             return {**result, "outcome": "already open" if opened else "paused by an operator: left alone"}
+        # The concurrency from before the first opening: kept while the breaker is not closed (a probe
+        # runs at 2; an invocation that died before disabling left it open on an enabled mapping).
         restore = (
             tags.get(TAG_RESTORE, "")
-            if circuit == "half-open"
+            if circuit in ("open", "half-open") and TAG_RESTORE in tags
             else str((mapping.get("ScalingConfig") or {}).get("MaximumConcurrency", ""))
         )
-        lambda_client.update_event_source_mapping(UUID=uuid, Enabled=False)
         at = iso_text(now or datetime.now(timezone.utc))
+        # Recorded before it is disabled. An invocation that dies in between leaves an enabled mapping whose
+        # record nobody reads (a pause record counts on a disabled mapping only), and Lambda's retry opens it;
+        # the other order would leave a disabled mapping without the breaker's record: an operator's pause
+        # as far as the breaker can tell, which it would never resume.
         lambda_client.tag_resource(
             Resource=arn,
             Tags={TAG_PAUSED_BY: BREAKER_BY, TAG_PAUSED_AT: at, TAG_CIRCUIT: "open", TAG_RESTORE: restore},
         )
+        lambda_client.update_event_source_mapping(UUID=uuid, Enabled=False)
         return {**result, "outcome": "opened"}
     if kind == Alarms.CIRCUIT_BREAKER and state == "OK":
         if enabled or tags.get(TAG_PAUSED_BY) != BREAKER_BY:
             return {**result, "outcome": "not open"}
+        # Half-open is recorded first, while the mapping is still disabled and paused by the breaker: an
+        # invocation that dies before enabling it is retried from here; once enabled, the probe alarm
+        # (which only acts on a half-open breaker) closes it.
+        lambda_client.tag_resource(Resource=arn, Tags={TAG_CIRCUIT: "half-open"})
         # Before the probe starts: its first succeeded minute must be a change of state.
         cloudwatch.set_alarm_state(
             AlarmName=Alarms.name(stage, tier, Alarms.CIRCUIT_PROBE),
@@ -161,7 +171,6 @@ def handle_alarm(
             UUID=uuid, Enabled=True, ScalingConfig={"MaximumConcurrency": PROBE_CONCURRENCY}
         )
         lambda_client.untag_resource(Resource=arn, TagKeys=[TAG_PAUSED_BY, TAG_PAUSED_AT])
-        lambda_client.tag_resource(Resource=arn, Tags={TAG_CIRCUIT: "half-open"})
         return {**result, "outcome": "half-open"}
     if kind == Alarms.CIRCUIT_PROBE and state == "ALARM" and enabled and circuit == "half-open":
         restore = tags.get(TAG_RESTORE, "")
@@ -173,6 +182,8 @@ def handle_alarm(
         # retry of the alarm's asynchronous invoke closes it again (restoring is idempotent) and pages.
         if page is not None:
             page(*closed_page(stage, tier, restore, iso_text(now or datetime.now(timezone.utc))))
-        lambda_client.untag_resource(Resource=arn, TagKeys=[TAG_CIRCUIT, TAG_RESTORE])
+        # With the pause record, should a half-open invocation have died before removing it (it is read
+        # on a disabled mapping only, but an enabled one should carry none).
+        lambda_client.untag_resource(Resource=arn, TagKeys=[TAG_CIRCUIT, TAG_RESTORE, TAG_PAUSED_BY, TAG_PAUSED_AT])
         return {**result, "outcome": "closed", "paged": page is not None}
     return {**result, "outcome": "nothing to do"}
