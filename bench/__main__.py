@@ -37,6 +37,7 @@ def figures(quick: bool) -> dict[str, Any]:
         publisher_calls,
         ratelimit,
         replay_calls,
+        unique_debounce,
     )
     from bench import console as console_bench
     from example.app import load_cdk_context
@@ -55,6 +56,8 @@ def figures(quick: bool) -> dict[str, Any]:
         ("console", lambda: console_bench.measure(5 if quick else 20)),
         # Expiring and cancelled jobs, against the base path (calls and dollars per 1 000 / 1 M jobs).
         ("job_ends", lambda: job_ends.measure(n // 5)),
+        # Unique jobs' locks (alone, in batches, released) and debounced bursts, when used.
+        ("unique_debounce", lambda: unique_debounce.measure(n)),
         # The issue's figure: 200 jobs published at once, 5 jobs/s, 20 consumers (quick: 40 at 10/s).
         ("rate_limit", lambda: ratelimit.measure(40, 10.0, 1, 4, window_seconds=1) if quick else ratelimit.measure()),
     ):
@@ -123,6 +126,7 @@ def table(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
             "<= 100",
             m["publisher"]["ours_per_1000"] <= 100,
         ),
+        *_unique_debounce_rows(m),
         (
             "SQS requests / 1 000 consumed jobs (no failures)",
             f"{consume['clean']['sqs_requests_per_1000']:.0f}",
@@ -229,6 +233,41 @@ def table(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
             f"render {m['console']['render_ms_median']:.0f} ms median, {m['console']['render_ms_max']:.0f} ms max",
             "<= 10",
             m["console"]["calls_per_refresh"] <= 10,
+        ),
+    ]
+
+
+def _unique_debounce_rows(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
+    u = m["unique_debounce"]
+    single, new = u["unique_single_per_1000"], u["unique_batch_new_per_1000"]
+    mixed, released = u["unique_batch_10pct_queued_per_1000"], u["unique_release_per_1000_finished"]
+    usd = u["unique_usd_per_million_jobs"]
+    d = u["debounce"]
+    return [
+        (
+            "unique jobs: DynamoDB calls / 1 000 jobs",
+            f"one by one {_ops(single)}; a batch {_ops(new)} (10 % already queued: {_ops(mixed)}); "
+            f"consumed {_ops(released)}",
+            "without unique_for: 0 (tests count it)",
+            "1 write per job alone, 1 call per 100 in a batch",
+            single.get("PutItem") == 1000
+            and new.get("TransactWriteItems", 0) <= 10
+            and released.get("DeleteItem") == 1000,
+        ),
+        (
+            "  unique jobs' cost / 1 M jobs",
+            f"${usd['lock_one_by_one'] + usd['release'] + usd['release_lambda_time']:.3f} one by one, "
+            f"${usd['lock_in_batches'] + usd['release'] + usd['release_lambda_time']:.3f} in batches",
+            _ops(usd, money=True) + f"; base path ${m['cost']['usd_per_million_jobs']:.3f}",
+            "stated",
+            True,
+        ),
+        (
+            f"debounce: Scheduler calls / 1 000 publishes (bursts of {d['burst']})",
+            f"{_ops(d['scheduler_calls_per_1000_publishes'])}; {d['runs_per_1000_publishes']:.0f} runs",
+            f"${d['usd_per_million_publishes']:.3f} / 1 M publishes (Scheduler invocations); no SQS call",
+            "1 run per burst",
+            d["runs_per_1000_publishes"] * d["burst"] == 1000,
         ),
     ]
 
