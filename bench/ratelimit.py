@@ -10,7 +10,9 @@ outside the consumer). Reported:
 * failures: dead letters, batch item failures, invocation errors (the target is none);
 * what the limiter costs: its DynamoDB calls (``UpdateItem`` on the bucket table, failed
   conditions included; ``GetItem`` on a container's first claim), per batch and per 1 000 jobs,
-  and the SQS calls of the held jobs' re-sends, per 1 000 jobs.
+  the SQS calls of the held jobs' re-sends, per 1 000 jobs, and the time the consumers slept
+  for a turn (what the consumer asked ``Gate.wait_seconds`` and slept: billed Lambda time);
+* how many held copies came back and ran at their reserved turn without a second claim.
 
 moto's server handles one DynamoDB request at a time (``moto_patches``, gap 7): concurrent claims
 are serialized there as DynamoDB serializes writes to one item; the unit tests cover the
@@ -44,18 +46,19 @@ def measure(
     per_second: float = 5.0,
     burst: int = 1,
     concurrency: int = 20,
-    max_wait_seconds: float = 10.0,
+    max_wait_seconds: float | None = None,
     batch_size: int = 10,
     window_seconds: float = WINDOW_SECONDS,
 ) -> dict[str, Any]:
     import boto3
 
     from emulator.server import EmbeddedAws, client_environment
-    from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
+    from tiered_jobs.contract.rate_limits import DEFAULT_MAX_WAIT_SECONDS, RateLimit, RateLimits
     from tiered_jobs.runtime import ratelimit as limiter
     from tiered_jobs.runtime.backoff import RetryPolicy
 
-    limits = RateLimits(RateLimit(per_second, burst), {}, max_wait_seconds)
+    wait_bound = DEFAULT_MAX_WAIT_SECONDS if max_wait_seconds is None else max_wait_seconds
+    limits = RateLimits(RateLimit(per_second, burst), {}, wait_bound)
     with EmbeddedAws() as endpoint, client_environment(endpoint):
         retry = RetryPolicy(max_attempts=3, schedule=(1,), jitter=0.0)
         tier = create_tier("ratelimit", endpoint_url=endpoint.url, max_receive_count=retry.max_attempts)
@@ -65,18 +68,30 @@ def measure(
         waits: list[float] = []
         slots: list[float] = []
         conflicts: list[int] = []
+        turns_used: list[int] = []
         lock = threading.Lock()
-        claim = limiter.TokenBucket.claim
+        claim, wait_seconds, admit = limiter.TokenBucket.claim, limiter.Gate.wait_seconds, limiter.RateLimiter.admit
 
         def observed_claim(bucket, wanted: int, max_wait_seconds: float):
-            """The limiter's own claim; the bench only notes how long its jobs will wait (billed time)."""
+            """The limiter's own claim; the bench notes the starts it granted (run now or held with their turn)."""
             granted = claim(bucket, wanted, max_wait_seconds)
-            now = time.time()
             with lock:
-                waits.extend(max(0.0, start - now) for start in granted.starts)
                 slots.extend(granted.starts)
                 conflicts.append(granted.conflicted)
             return granted
+
+        def observed_wait(gate, message_id: str) -> float:
+            """What the consumer sleeps before a job's turn: billed Lambda time."""
+            seconds = wait_seconds(gate, message_id)
+            with lock:
+                waits.append(seconds)
+            return seconds
+
+        def observed_admit(rate_limiter, records, remaining_seconds: float):
+            gate = admit(rate_limiter, records, remaining_seconds)
+            with lock:
+                turns_used.append(gate.turns_used)
+            return gate
 
         def completed(params: dict, **_: Any) -> None:
             if params.get("TableName") == tier.idempotency_table:
@@ -99,6 +114,8 @@ def measure(
             rate_limit_table=table,
         )
         limiter.TokenBucket.claim = observed_claim
+        limiter.Gate.wait_seconds = observed_wait
+        limiter.RateLimiter.admit = observed_admit
         published = time.time()
         for batch in chunks(analytics_bodies(jobs, prefix="limited"), 10):
             tier.sqs.send_message_batch(
@@ -110,6 +127,8 @@ def measure(
         finally:
             runtime.stop(timeout=60)
             limiter.TokenBucket.claim = claim
+            limiter.Gate.wait_seconds = wait_seconds
+            limiter.RateLimiter.admit = admit
         dead_letters = int(
             tier.sqs.get_queue_attributes(QueueUrl=tier.dlq_url, AttributeNames=["ApproximateNumberOfMessages"])[
                 "Attributes"
@@ -133,6 +152,8 @@ def measure(
         wait_seconds=sum(waits),
         slots=sorted(slots),
         conflicts=sum(conflicts),
+        turns_used=sum(turns_used),
+        max_wait_seconds=wait_bound,
     )
 
 
@@ -152,6 +173,8 @@ def summarize(
     wait_seconds: float = 0.0,
     slots: list[float] | None = None,
     conflicts: int = 0,
+    turns_used: int = 0,
+    max_wait_seconds: float | None = None,
 ) -> dict[str, Any]:
     """The figures of one run from its completion times (epoch seconds, sorted).
 
@@ -223,6 +246,10 @@ def summarize(
         "limiter_conflicts_per_1000": round(conflicts * per_1000, 1),
         "resend_sqs_calls_per_1000": resend_calls * per_1000,
         "wait_seconds_per_job": round(wait_seconds / max(1, len(done)), 4),
+        "max_wait_seconds": max_wait_seconds,
+        # held copies that came back and ran at their reserved turn, with no claim of their own
+        "turns_used": turns_used,
+        "records_per_invocation": round(stats["records"] / batches, 2),
     }
 
 

@@ -21,9 +21,15 @@ def test_forty_jobs_at_ten_per_second_hold_the_rate_and_none_fail():
     assert result["mean_per_second"] <= 12.0 and result["windows_per_second"], result
     # by any moment, no more jobs completed than the bucket allowed (burst + rate x elapsed)
     assert result["most_jobs_ahead_of_the_limit"] <= 1e-6, result
-    # at most one conditional write per batch; a read only on each container's first claim
-    assert result["limiter_writes_per_batch"] <= 1, result
+    # one conditional write per claiming batch, a second only after a lost condition; a read only on
+    # each container's first claim
+    writes = result["limiter_writes_per_1000"] * result["jobs"] / 1000
+    conflicts = result["limiter_conflicts_per_1000"] * result["jobs"] / 1000
+    assert writes <= result["batches"] + conflicts, result
     assert result["limiter_reads_per_1000"] * result["jobs"] / 1000 <= result["consumers"], result
+    # jobs held beyond the wait bound came back with their turn and ran without a second claim;
+    # the consumers hardly slept (waiting is what a held copy saves)
+    assert result["turns_used"] > 0 and result["wait_seconds_per_job"] < 0.5, result
 
 
 def _figures(done: list[float], slots: list[float]) -> dict:

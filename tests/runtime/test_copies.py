@@ -34,7 +34,7 @@ from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
 from tiered_jobs.contract.sqs_limits import message_size
 from tiered_jobs.contract.times import iso_text as iso
 from tiered_jobs.runtime.errors import TransientError
-from tiered_jobs.runtime.ratelimit import LIMITER_ERROR_HOLD_SECONDS, RateLimiter
+from tiered_jobs.runtime.ratelimit import LIMITER_ERROR_HOLD_SECONDS, RESERVE_SECONDS, RateLimiter, turn_text
 from tiered_jobs.runtime.registry import JobRegistry
 
 LIMITED, FREE, FAILING, HOG = "t.limited", "t.free", "t.failing", "t.hog"
@@ -160,6 +160,8 @@ def test_a_copy_is_the_job_without_its_letters_history_and_keeps_its_tenant(tier
         Attributes.PRIOR_ATTEMPTS: {"DataType": "Number", "StringValue": "0"},
         Attributes.ENQUEUED_AT: {"DataType": "String", "StringValue": iso(sent_at)},
         Attributes.FIRST_FAILED_AT: {"DataType": "String", "StringValue": first_failed},
+        # its token, claimed for a second later (1 job/s): the copy runs then without claiming again
+        Attributes.TURN: {"DataType": "String", "StringValue": turn_text(f"critical#type:{LIMITED}", clock() + 1)},
     }
 
 
@@ -308,8 +310,9 @@ def test_the_first_failure_and_the_enqueue_time_survive_a_hold(tier, capsys):
     clock = FakeTime()
     held = limited(tier, tier.consumer(registry=jobs, max_attempts=3), clock, sqs=sqs)
     held.limiter.limits = RateLimits(None, {FAILING: RateLimit(1, 1)}, max_wait_seconds=0.0)
-    held.limiter.bucket(held.limiter.limits.bucket_for("critical", FAILING)).last_tat_us = int((clock() + 60) * 1e6)
-    assert tier.run_messages(held, messages) == {"batchItemFailures": []}  # held: no token for a minute
+    reserved_ahead = clock() + RESERVE_SECONDS + 60  # no token within what a claim may reserve
+    held.limiter.bucket(held.limiter.limits.bucket_for("critical", FAILING)).last_tat_us = int(reserved_ahead * 1e6)
+    assert tier.run_messages(held, messages) == {"batchItemFailures": []}  # held: no token for 16 minutes
     ((copy,),) = [call["Entries"] for call in sqs.of("send_message_batch")]
     assert copy["MessageAttributes"][Attributes.PRIOR_ATTEMPTS]["StringValue"] == "1"
     assert copy["MessageAttributes"][Attributes.FIRST_FAILED_AT]["StringValue"] == iso(first_receive)

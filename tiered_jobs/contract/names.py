@@ -222,7 +222,11 @@ class Attributes:
     #: String, ISO 8601: when the job first failed (``DeadLetter.FirstFailedAt`` of its letter),
     #: carried across holds, deferrals and batch replays.
     FIRST_FAILED_AT = "TieredJobs.FirstFailedAt"
-    ALL: tuple[str, ...] = (PRIOR_ATTEMPTS, ENQUEUED_AT, FIRST_FAILED_AT)
+    #: String, ``<start µs since the epoch> <bucket key>``: the start the rate limit reserved for a
+    #: job it held (its token is spent), so the copy runs then without claiming again. Honoured on
+    #: the copy's first receive only: a retry, a replay or a sweep's copy claims afresh.
+    TURN = "TieredJobs.Turn"
+    ALL: tuple[str, ...] = (PRIOR_ATTEMPTS, ENQUEUED_AT, FIRST_FAILED_AT, TURN)
 
 
 class Replay:

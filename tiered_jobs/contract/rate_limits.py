@@ -28,7 +28,8 @@ MIN_PER_SECOND = 1 / 900
 MAX_PER_SECOND = 1000.0
 MAX_BURST = 10_000
 #: Default bound on the wait inside one invocation (also capped at half the consumer's timeout).
-DEFAULT_MAX_WAIT_SECONDS = 10.0
+#: A job whose turn is further away is held in SQS with its token, where waiting is not billed.
+DEFAULT_MAX_WAIT_SECONDS = 1.0
 #: The bucket table's partition key (the stack creates the table, the consumer writes its items).
 BUCKET_KEY_ATTRIBUTE = "bucket"
 TIER_BUCKET = "tier"

@@ -9,7 +9,8 @@ in this order, so each job has exactly one live copy whatever features meet:
    failure; without an archive (or when it refuses) the job is dead-lettered with that reason;
 1. **held** -- the rate limit has no token for it within the wait bound (or its table failed): it
    is sent again as a copy with a delay (:mod:`~tiered_jobs.runtime.requeue`) and acknowledged,
-   before anything runs. A held record is never deferred, so it is never queued twice;
+   before anything runs; a token claimed for later goes with the copy as its turn. A held record
+   is never deferred, so it is never queued twice;
 2. **deferred** -- less than the tier's safety margin remains of the invocation (Celery's
    ``soft_time_limit``): this record and every later one not held are sent again as copies at
    once, and acknowledged. A deferral is not an attempt and spends no receive;
@@ -232,14 +233,23 @@ class Consumer:
                 (record, "limiter_error" if verdict.limiter_error else "rate_limited", verdict.hold_seconds or 0)
                 for record, verdict in held
             ],
+            turns=gate.turn,
         )
 
-    def _send_copies(self, invocation: _Invocation, decided: list[tuple[Received, str, int]]) -> None:
-        """Send the copies of records decided not to run now; their fates say what SQS took."""
+    def _send_copies(
+        self,
+        invocation: _Invocation,
+        decided: list[tuple[Received, str, int]],
+        turns: Callable[[str], str | None] = lambda _: None,
+    ) -> None:
+        """Send the copies of records decided not to run now; their fates say what SQS took.
+        ``turns`` gives a held job's reserved turn, which its copy carries."""
         if not decided:
             return
         refused = requeue(
-            self.client("sqs"), self.config.queue_url, [Copy(record, delay) for record, _, delay in decided]
+            self.client("sqs"),
+            self.config.queue_url,
+            [Copy(record, delay, turns(record.message_id)) for record, _, delay in decided],
         )
         for record, outcome, delay in decided:
             keep = max(1, delay) if outcome != "deferred" else KEPT_DEFERRED_VISIBILITY_SECONDS

@@ -15,22 +15,31 @@ pair says, in one number, and a claim can be written without reading the item fi
 * the bucket is idle (``tat < now`` or no item yet): ``SET tat = now + n*T`` on condition
   ``attribute_not_exists(tat) OR tat < now``.
 
-Per bucket and batch: **at most one conditional write, and no read** after the container's first
-claim. The case and the number of jobs are guessed from the last ``tat`` this container saw (the
-first claim reads it: ``GetItem``, eventually consistent, half a read unit). ``tat`` only grows,
-so the guess errs one way only: the bucket may be further ahead than the container knows. When
-it is (another consumer claimed meanwhile), the condition fails, the batch claims nothing and
-DynamoDB returns the item as it is (``ReturnValuesOnConditionCheckFailure``): that ``tat`` gives
-the held jobs their turn, and the container's next guess. When the last ``tat`` seen already
-leaves no token within the wait bound, the batch is held without any call.
+Per bucket and batch: **one conditional write, a second only when the first lost its condition
+(with the exact ``tat`` DynamoDB returned), and no read** after the container's first claim; a
+batch of copies that carry their turns makes none. The case and the number of jobs are guessed
+from the last ``tat`` this container saw (the first claim reads it: ``GetItem``, eventually
+consistent, half a read unit). ``tat`` only grows, so the guess errs one way only: the bucket may
+be further ahead than the container knows. When it is (another consumer claimed meanwhile), the
+condition fails, the claim gets nothing and DynamoDB returns the item as it is
+(``ReturnValuesOnConditionCheckFailure``): that ``tat`` is the container's next guess, and the
+batch's second write is made on it. When the last ``tat`` seen already leaves no token within
+what a claim may reserve, the batch is held without any call.
 
-**Claims reserve the future.** One write claims as many of the batch's jobs as can start within
-the wait bound; the consumer then sleeps until each job's own start time, so jobs leave at the
-rate, spread evenly. The jobs that could not be claimed are *held*: the consumer sends them back
-to the tier's queue as copies (:mod:`tiered_jobs.runtime.requeue`) with ``DelaySeconds`` (when
-their turn would come, at most 900 s), carrying the attempts they had spent, and acknowledges the
-originals. A fresh message has a fresh receive count, so a held job never spends an attempt
-toward the redrive count and never comes near the DLQ.
+**Claims reserve the future; waiting is a hold, not a sleep.** One write claims the batch's jobs
+up to :data:`RESERVE_SECONDS` ahead (SQS's longest delay). A claimed job whose start is within the
+wait bound (``max_wait_seconds``, about a second) runs in this invocation, the consumer sleeping
+until its start; every later one is *held with its turn*: the consumer sends it back to the tier's
+queue as a copy (:mod:`tiered_jobs.runtime.requeue`) delayed until that start (whole seconds,
+rounded up, so never early) and carrying the turn (``TieredJobs.Turn``); the copy then runs on its
+first receive without claiming again. A second of Lambda time costs more than a copy and its
+return (at 256 MB, about $3.3 per million jobs against about $0.2), so a job waits in SQS, where
+waiting is free, not in a billed invocation. Jobs no claim could cover (the bucket is
+``RESERVE_SECONDS`` ahead, or the write lost its condition twice) are held too, without a turn,
+until about when it would come. A copy keeps the attempts the job had spent and has a fresh
+receive count, so a held job never spends an attempt toward the redrive count and never comes near
+the DLQ. A copy received more than :data:`TURN_GRACE_SECONDS` after its turn (its tier was paused,
+its consumers stalled) forfeits it and claims again, so a stall never releases a burst of old turns.
 
 **When the limiter fails** (its table throttles past botocore's retries, answers 5xx, or the role
 lacks a permission), the records of that bucket are held a few seconds (:data:`LIMITER_ERROR_HOLD_SECONDS`)
@@ -57,7 +66,32 @@ from tiered_jobs.contract.rate_limits import Bucket, RateLimit, RateLimits
 TAT_ATTRIBUTE = "tat"
 #: Waiting never takes more than this share of the invocation's remaining time.
 WAIT_SHARE_OF_REMAINING = 0.5
+#: How far ahead a claim reserves tokens for the jobs it holds: SQS's longest message delay, so a
+#: held job's copy can be delayed to its own turn.
+RESERVE_SECONDS = float(SQS_MAX_DELAY_SECONDS)
+#: A copy received this long after its reserved turn forfeits it and claims a token again. A copy
+#: is delayed to the whole second after its turn and the event source mapping receives it within
+#: moments, so only a stall (a paused tier, saturated consumers) makes it later; honouring old
+#: turns then would run many of them at once.
+TURN_GRACE_SECONDS = 3.0
 _US = 1_000_000
+
+
+def turn_text(bucket_key: str, start: float) -> str:
+    """A reserved turn as a held job's copy carries it (``TieredJobs.Turn``)."""
+    return f"{round(start * _US)} {bucket_key}"
+
+
+def read_turn(text: str | None, bucket_key: str) -> float | None:
+    """The start (epoch seconds) a copy's ``TieredJobs.Turn`` reserved in ``bucket_key``; ``None``
+    when there is none, it is malformed, or it was reserved in another bucket (the tier's limits
+    changed since: claim again)."""
+    if not text:
+        return None
+    start, _, key = text.partition(" ")
+    if key != bucket_key or not start.isdigit():
+        return None
+    return int(start) / _US
 
 
 @dataclass(frozen=True)
@@ -224,6 +258,11 @@ class LimitedRecord(Protocol):
     @property
     def job_type(self) -> str: ...
 
+    @property
+    def reserved_turn(self) -> str | None:
+        """The turn a held job's copy carries (``TieredJobs.Turn``), on its first receive only."""
+        ...
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -234,6 +273,8 @@ class Verdict:
     hold_seconds: int | None = None
     #: Held because the limiter's table failed, and how (``None``: held for its turn).
     limiter_error: str | None = None
+    #: Held with its token claimed: the turn its copy carries (``None``: it claims when it returns).
+    turn: str | None = None
 
     @property
     def held(self) -> bool:
@@ -249,11 +290,18 @@ class Gate:
     reads: int = 0
     #: One line per bucket whose claim failed with an error other than a lost condition.
     errors: list[str] = field(default_factory=list)
+    #: Records that came with a reserved turn and used it (no claim).
+    turns_used: int = 0
     clock: Callable[[], float] = time.time
 
     def held(self, message_id: str) -> Verdict | None:
         verdict = self.verdicts.get(message_id)
         return verdict if verdict is not None and verdict.held else None
+
+    def turn(self, message_id: str) -> str | None:
+        """The reserved turn a held record's copy carries (``None``: none)."""
+        verdict = self.verdicts.get(message_id)
+        return verdict.turn if verdict is not None else None
 
     def wait_seconds(self, message_id: str) -> float:
         """How long a record that runs must still wait for its turn (0 when it is not limited)."""
@@ -299,15 +347,23 @@ class RateLimiter:
     def admit(self, records: Sequence[LimitedRecord], remaining_seconds: float) -> Gate:
         """Claim the records' tokens; ``records`` are those that would run a job (valid, registered)."""
         gate = Gate(clock=self.clock)
+        wait = max(0.0, min(self.limits.max_wait_seconds, remaining_seconds * WAIT_SHARE_OF_REMAINING))
+        now = self.clock()
         groups: dict[str, tuple[Bucket, list[LimitedRecord]]] = {}
         for record in records:
             spec = self.limits.bucket_for(self.tier, record.job_type)
-            if spec is not None:
-                groups.setdefault(spec.key, (spec, []))[1].append(record)
-        wait = max(0.0, min(self.limits.max_wait_seconds, remaining_seconds * WAIT_SHARE_OF_REMAINING))
+            if spec is None:
+                continue
+            turn = read_turn(record.reserved_turn, spec.key)
+            if turn is not None and turn >= now - TURN_GRACE_SECONDS:
+                # its token was claimed when it was held: run at its turn (held again if early)
+                gate.verdicts[record.message_id] = _at(spec.key, turn, now, wait)
+                gate.turns_used += 1
+                continue
+            groups.setdefault(spec.key, (spec, []))[1].append(record)
         for spec, members in groups.values():
             try:
-                claim = self.bucket(spec).claim(len(members), wait)
+                claim = self._claim(gate, spec, len(members))
             except Exception as exc:  # noqa: BLE001 -- a limiter outage is not a job failure: hold, never fail
                 gate.errors.append(f"{spec.key}: {exc!r}")
                 low, high = LIMITER_ERROR_HOLD_SECONDS
@@ -316,21 +372,42 @@ class RateLimiter:
                         hold_seconds=math.ceil(low + (high - low) * self.rand()), limiter_error=repr(exc)
                     )
                 continue
-            gate.writes += claim.writes
-            gate.reads += claim.reads
-            for record, start in zip(members, claim.starts, strict=False):
-                gate.verdicts[record.message_id] = Verdict(start=start)
             now = self.clock()
+            for record, start in zip(members, claim.starts, strict=False):
+                gate.verdicts[record.message_id] = _at(spec.key, start, now, wait)
             for position, record in enumerate(members[claim.granted :]):
                 turn = claim.next_turn + position / spec.limit.per_second
-                if claim.conflicted and turn <= now + wait:
-                    # the batch lost its one write, not its tokens: back at once, to claim again
+                if claim.conflicted and turn <= now + RESERVE_SECONDS:
+                    # the batch lost both writes, not its tokens: back at once, to claim again
                     # on the state the failure returned
                     delay = 0
                 else:
                     delay = min(SQS_MAX_DELAY_SECONDS, max(1, math.ceil(turn - now)))
                 gate.verdicts[record.message_id] = Verdict(hold_seconds=delay)
         return gate
+
+    def _claim(self, gate: Gate, spec: Bucket, wanted: int) -> Claim:
+        """Claim up to ``RESERVE_SECONDS`` ahead. A lost condition returned the exact ``tat``, so one
+        more write, on it, almost always lands: cheaper than sending the batch back to claim again
+        (a copy, a receive and a delete per ten jobs, and the write anyway)."""
+        bucket = self.bucket(spec)
+        claim = bucket.claim(wanted, RESERVE_SECONDS)
+        gate.writes += claim.writes
+        gate.reads += claim.reads
+        if claim.conflicted and claim.next_turn <= self.clock() + RESERVE_SECONDS:
+            claim = bucket.claim(wanted, RESERVE_SECONDS)
+            gate.writes += claim.writes
+            gate.reads += claim.reads
+        return claim
+
+
+def _at(bucket_key: str, start: float, now: float, wait: float) -> Verdict:
+    """A claimed job: run at ``start`` if it comes within the wait bound, else held until then with
+    its turn (the delay rounded up: a copy is never visible before its turn)."""
+    if start <= now + wait:
+        return Verdict(start=start)
+    delay = min(SQS_MAX_DELAY_SECONDS, math.ceil(start - now))
+    return Verdict(hold_seconds=delay, turn=turn_text(bucket_key, start))
 
 
 def from_config(

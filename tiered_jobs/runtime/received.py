@@ -49,6 +49,8 @@ class Carried:
     prior_attempts: int = 0
     enqueued_at: datetime | None = None
     first_failed_at: datetime | None = None
+    #: The turn the rate limit reserved when it held the job (``TieredJobs.Turn``, as sent).
+    turn: str | None = None
     #: A letter moved back by native replay: a new run of the job.
     replayed_natively: bool = False
 
@@ -61,6 +63,7 @@ class Carried:
             prior_attempts=_count(text.get(Attributes.PRIOR_ATTEMPTS)),
             enqueued_at=parse_iso(text.get(Attributes.ENQUEUED_AT)),
             first_failed_at=parse_iso(text.get(Attributes.FIRST_FAILED_AT)),
+            turn=text.get(Attributes.TURN),
         )
 
 
@@ -93,6 +96,12 @@ class Received:
     def attempt(self) -> int:
         """This receive's attempt number: the attempts earlier copies spent plus this message's receives."""
         return self.carried.prior_attempts + self.receive_count
+
+    @property
+    def reserved_turn(self) -> str | None:
+        """The rate limit's reserved turn, on the copy's first receive only: a message received
+        again (a retry, a crash) has had its turn, and claims a token like any other."""
+        return self.carried.turn if self.receive_count == 1 else None
 
     @property
     def enqueued_at(self) -> datetime:

@@ -8,7 +8,8 @@ deferred by the time budget -- is sent again as a **copy** (a new message: recei
 a delay, and the original is acknowledged. The copy carries what the job had
 (:mod:`tiered_jobs.runtime.received`): the attempts it spent, when it entered the queue and when
 it first failed, as ``TieredJobs.*`` attributes; the receive that found it held or deferred ran
-nothing, so it is not one of its attempts.
+nothing, so it is not one of its attempts. A job the rate limit held with a token reserved for
+later carries that turn too, so its copy runs then without a second claim.
 
 A copy is the job, nothing of its history as a letter: the publisher's attributes are kept, the
 ``DeadLetter.*``, ``Replay.*`` and old ``TieredJobs.*`` ones are not, and its ``MessageGroupId``
@@ -49,6 +50,8 @@ class Copy:
 
     record: Received
     delay_seconds: int
+    #: A held job's reserved turn (``TieredJobs.Turn``): the copy runs then without claiming again.
+    turn: str | None = None
 
     def attributes(self) -> dict[str, dict[str, Any]] | None:
         """The copy's attributes; ``None`` when SQS's 10 attributes leave no room for the attempts."""
@@ -64,6 +67,9 @@ class Copy:
         )
         if first_failed is not None:
             state[Attributes.FIRST_FAILED_AT] = {"DataType": "String", "StringValue": iso_text(first_failed)}
+        if self.turn is not None:
+            # Last: without room for it the copy only claims a token again when it returns.
+            state[Attributes.TURN] = {"DataType": "String", "StringValue": self.turn}
         room = SQS_MAX_MESSAGE_ATTRIBUTES - len(kept)
         if room < 1:
             return None

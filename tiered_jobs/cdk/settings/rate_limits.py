@@ -2,13 +2,12 @@
 
 ``rate_limit_per_second`` / ``rate_limit_burst`` set the tier-wide bucket, ``rate_limits`` one
 bucket per job-type glob, ``rate_limit_max_wait_seconds`` how long a consumer may wait for
-tokens. Each problem raises ``ValueError`` with a message naming the key and the fix; the
-settings model adds the tier.
+tokens inside an invocation (beyond it, a job is held in SQS with its token). Each problem
+raises ``ValueError`` with a message naming the key and the fix; the settings model adds the tier.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -62,31 +61,11 @@ def parse(merged: Mapping[str, Any], tier: Mapping[str, Any]) -> dict[str, Any]:
         limits = RateLimits(tier_limit, job_types, max_wait)
     except ValueError as exc:
         raise ValueError(str(exc)) from None
-    for name, limit in limits.buckets().items():
-        _check_full_batch(name, limit, tier["batch_size"], max_wait, longest)
+    # A batch larger than what the wait bound admits is no longer refused: the jobs beyond it are
+    # held in SQS with their tokens (a copy each, far cheaper than billed waiting).
     return {
         "rate_limit_per_second": per_second,
         "rate_limit_burst": tier_limit.burst if tier_limit else None,
         "rate_limits": job_types,
         "rate_limit_max_wait_seconds": max_wait if limits.enabled else None,
     }
-
-
-def _check_full_batch(name: str, limit: RateLimit, batch_size: int, wait: float, longest: float) -> None:
-    """A full batch must fit a full bucket within the wait bound; otherwise every batch is partly
-    re-sent even when nothing else runs, and those re-sends cost SQS calls for nothing."""
-    admitted = limit.admitted_within(wait)
-    if admitted >= batch_size:
-        return
-    where = "rate_limit_per_second / rate_limit_burst" if name == "tier" else f"rate_limits[{name[5:]!r}]"
-    needed_wait = (batch_size - limit.burst) / limit.per_second
-    fixes = [
-        f"raise the burst to {batch_size - math.floor(wait * limit.per_second + 1e-9)}",
-        f"lower batch_size to {admitted}",
-    ]
-    if needed_wait <= longest:
-        fixes.append(f"raise rate_limit_max_wait_seconds to {math.ceil(needed_wait)}")
-    raise ValueError(
-        f"{where}: {limit.describe()} admits at most {admitted} job(s) within rate_limit_max_wait_seconds "
-        f"{wait:g}, fewer than a batch of {batch_size}, so every batch would be partly re-sent; " + ", or ".join(fixes)
-    )
