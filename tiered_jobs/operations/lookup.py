@@ -3,8 +3,10 @@
 Three independent sources, each read once:
 
 * the **idempotency record** (``GetItem`` on the stage's idempotency table, the id from
-  :func:`tiered_jobs.contract.idempotency.record_id`): in progress (until when), completed (with
-  its stored result), or unknown. *Unknown* means no live record: never published, not consumed
+  :func:`tiered_jobs.contract.idempotency.record_id`): in progress (until when, and whether a
+  cancel asked it to stop), completed (with its stored result), cancelled or expired (the record
+  holds an end marker: :mod:`tiered_jobs.contract.job_ends`; the job was archived unrun), or unknown.
+  *Unknown* means no live record: never published, not consumed
   yet, failed without completing, or its idempotency window has passed. It is never "pending":
   the table cannot tell a job waiting in a queue from one that never existed.
 * the **dead-letter queues**: every non-empty DLQ of the stage is read (at most
@@ -36,7 +38,7 @@ from tiered_jobs.operations.status import queue_name
 from tiered_jobs.stage import scheduling
 from tiered_jobs.stage.target import Target
 
-from ..contract import envelope
+from ..contract import envelope, job_ends
 from ..contract.idempotency import RecordAttributes, RecordStatus, record_id
 from ..contract.names import DeadLetter, Schedules, Ssm
 from ..contract.routing import UnknownRouteError
@@ -50,6 +52,8 @@ IN_PROGRESS = "in_progress"
 #: Not a state of the record: a unique lock (``unique_for=``) says the job was published and has not finished.
 QUEUED = "queued"
 COMPLETED = "completed"
+CANCELLED = job_ends.CANCELLED
+EXPIRED = job_ends.EXPIRED
 UNKNOWN = "unknown"
 
 
@@ -57,7 +61,7 @@ UNKNOWN = "unknown"
 class RecordState:
     """The job's idempotency record, read now."""
 
-    state: str  # IN_PROGRESS | COMPLETED | UNKNOWN
+    state: str  # IN_PROGRESS | COMPLETED | CANCELLED | EXPIRED | UNKNOWN
     #: A sentence for people ("completed; result stored until ...").
     detail: str
     record_id: str
@@ -275,10 +279,16 @@ def read_record(target: Target, job_type: str, key: str, *, now: Callable[[], fl
             )
         else:
             detail = f"in progress: an attempt is running (until {_iso(until)} at the latest)"
+        asked = item.get(job_ends.CANCEL_REQUESTED, {}).get("S")
+        if asked:
+            detail += f"; a cancel asked it to stop at {asked} (the job sees it if it calls ctx.cancelled())"
         return RecordState(IN_PROGRESS, detail, rid, expires_at=expires, in_progress_until=until)
     if status == RecordStatus.COMPLETED:
-        completed = _completed_at(target, job_type, expires)
         result = _json(item.get(RecordAttributes.DATA, {}).get("S"))
+        ended = job_ends.marker_kind(result)
+        if ended is not None:
+            return _ended(ended, result, rid, expires)
+        completed = _completed_at(target, job_type, expires)
         when = f" at {_iso(completed)}" if completed is not None else ""
         return RecordState(
             COMPLETED,
@@ -289,6 +299,21 @@ def read_record(target: Target, job_type: str, key: str, *, now: Callable[[], fl
             result=result,
         )
     return RecordState(UNKNOWN, f"a record with an unexpected status {status!r}", rid, expires_at=expires)
+
+
+def _ended(kind: str, marker: dict[str, Any], rid: str, expires: float | None) -> RecordState:
+    """A job that ended unrun: its marker says when; the consumer archived every copy that came."""
+    if kind == job_ends.CANCELLED:
+        detail = (
+            f"cancelled at {marker.get('at')}: not run; a copy that arrives (queued, delayed, replayed or published "
+            f"again) until {_iso(expires)} is archived unrun (reason cancelled)"
+        )
+    else:
+        detail = (
+            f"expired: not started by its deadline ({marker.get('detail') or 'its expires_at'}), archived unrun at "
+            f"{marker.get('at')} (reason expired); the record is kept until {_iso(expires)}"
+        )
+    return RecordState(kind, detail, rid, expires_at=expires)
 
 
 def _completed_at(target: Target, job_type: str, expires: float | None) -> float | None:
