@@ -63,6 +63,8 @@ class Outcome:
     copies_without_their_tenant: int = 0
     #: The consumer's own copies (held or deferred jobs) the main queue took in.
     copies: int = 0
+    #: ...of which held with their turn (``TieredJobs.Turn``: the token claimed when they were held).
+    copies_with_a_turn: int = 0
     #: The consumer's outcomes, by receive-ledger row.
     outcomes: dict[str, int] = field(default_factory=dict)
     #: Messages moved back by the replays (``batch``, ``native``).
@@ -95,6 +97,11 @@ class Outcome:
     #: that reason, never applied, never dead-lettered (``lost`` counts one archived under no reason).
     expected_ended: dict[str, int] = field(default_factory=dict)
     ended: int = 0
+    #: Jobs published with ``unique_for=``; their copies refused as already queued (nothing sent); and the
+    #: locks left at the end, when every job has finished: none may be (each finished job released its own).
+    unique_jobs: int = 0
+    unique_copies_refused: int = 0
+    unique_locks_left: int = 0
 
     def holds(self) -> bool:
         return (
@@ -111,6 +118,7 @@ class Outcome:
             and self.letters_without_a_traceback == 0
             and self.letters_naming_the_wrong_frame == 0
             and self.received_while_paused == 0
+            and self.unique_locks_left == 0
         )
 
     def not_exercised(self) -> list[str]:
@@ -157,6 +165,9 @@ class Observed:
     pause: dict[str, Any] = field(default_factory=dict)
     #: ``{idempotency key: reasons}`` of the jobs the discard archive holds (ended unrun).
     archived: dict[str, set[str]] = field(default_factory=dict)
+    #: Copies of unique jobs the publisher refused as already queued, and the locks' table's items at the end.
+    unique_refused: int = 0
+    unique_locks: list[dict[str, Any]] = field(default_factory=list)
 
 
 def check(
@@ -235,6 +246,7 @@ def check(
             1 for a in seen.queue_arrivals if (key := _key(a.body)) in tenants and a.group_id != tenants[key]
         ),
         copies=sum(1 for a in seen.queue_arrivals if Attributes.PRIOR_ATTEMPTS in a.attributes),
+        copies_with_a_turn=sum(1 for a in seen.queue_arrivals if Attributes.TURN in a.attributes),
         outcomes=dict(seen.outcomes),
         replayed=dict(seen.replayed),
         expected_dead_letters=dict(Counter(catalogue[k]["dead_letter"] for k in must_die)),
@@ -247,6 +259,9 @@ def check(
         import_failure_letters=len(import_failures),
         expected_ended=dict(Counter(must_end.values())),
         ended=len(ended - applied - dlq_keys),
+        unique_jobs=sum(1 for job in catalogue.values() if job.get("unique")),
+        unique_copies_refused=seen.unique_refused,
+        unique_locks_left=len(seen.unique_locks),
         **seen.pause,
     )
 

@@ -68,10 +68,15 @@ class FaultPlan:
     #: archived unrun with its reason, never applied, never a letter.
     expired_fraction: float = 0.01
     cancelled_fraction: float = 0.01
+    #: Jobs published with ``unique_for=`` (a window longer than the run): a copy published while the first
+    #: is pending is refused as already queued, nothing sent; each is applied once and its lock released.
+    unique_fraction: float = 0.05
     # -- features ----------------------------------------------------------------------------
     #: The job type's rate limit (jobs per second across the tier's consumers; ``None``: off).
     rate_limit_per_second: float | None = 60.0
-    rate_limit_burst: int = 20
+    #: A small burst: the consumers' batches arriving together push the bucket past the wait bound,
+    #: so jobs are held with their turns (``TieredJobs.Turn``) and run from their copies.
+    rate_limit_burst: int = 2
     rate_limit_max_wait_seconds: float = 0.25
     #: Replays while jobs still flow: a batch replay, then a native one (``StartMessageMoveTask``).
     mid_run_replays: bool = True
@@ -127,6 +132,7 @@ class FaultPlan:
                 "broken_module_seconds",
                 "expired_fraction",
                 "cancelled_fraction",
+                "unique_fraction",
             )
         }
         return cls(

@@ -72,6 +72,7 @@ def test_nothing_lost_nothing_applied_twice_with_every_feature_on():
     assert outcome.letters_without_reason == outcome.letters_without_reason_after_a_crash, report
     assert outcome.letters_missing_some_reasons == 0, report
     assert outcome.copies_without_their_tenant == 0 and outcome.copies > 0, report
+    assert outcome.copies_with_a_turn > 0, report  # held jobs went back with their tokens, and none was lost
     assert set(outcome.dead_letter_reasons) <= {"permanent", "retries_exhausted"}, report
     # The faults and the features really happened (a run without them would prove nothing).
     for fault in (
@@ -91,6 +92,10 @@ def test_nothing_lost_nothing_applied_twice_with_every_feature_on():
     # Each shard's operator paused the tier while jobs were published to it: none received meanwhile.
     assert outcome.pauses == 2 and outcome.published_while_paused > 0, report
     assert outcome.received_while_paused == 0, report
+    # Unique jobs: copies published while the first was pending were refused (not sent), and every lock was
+    # released by its job's end, through the crashes, retries, letters and replays it met.
+    assert outcome.unique_jobs > 0 and outcome.unique_copies_refused > 0, report
+    assert outcome.unique_locks_left == 0, report
     assert outcome.holds(), report
 
 
