@@ -37,12 +37,14 @@ def consumer_runtime(
     job_packages: tuple[str, ...] = ("example.jobs",),
     control: Callable[[], Any] | None = None,
     archive: Callable[[], Any] | None = None,
+    unique_table: str | None = None,
 ):
     """A started-ready ``MappingRuntime`` for ``tier``; ``handler`` replaces the consumer (baselines);
     ``on_invoke(event, invocation)`` sees every invocation (the invariant run records the crashed ones);
     ``job_packages`` are the job folders' packages the consumer imports (the invariant adds its own);
     ``control`` reads the mapping's state before every receive (the invariant run pauses it); ``archive``
-    builds where the jobs that end unrun (expired, cancelled) are kept (``None``: none, they are dead-lettered)."""
+    builds where the jobs that end unrun (expired, cancelled) are kept (``None``: none, they are dead-lettered);
+    ``unique_table``: where unique jobs' locks are released (``None``: a stack before unique jobs)."""
     from aws_lambda_powertools import Logger
 
     from emulator.esm import (
@@ -73,6 +75,7 @@ def consumer_runtime(
         rate_limits=rate_limits,
         rate_limit_table=rate_limit_table,
         max_receive_count=tier.max_receive_count,
+        unique_table=unique_table,
     )
     function = FunctionConfig(
         name=FUNCTION_NAME,

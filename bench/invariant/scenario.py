@@ -20,6 +20,9 @@ moto's server by the real consumer, with every feature on at once:
   loads: its jobs retry, some are dead-lettered with the import's reason and replayed, each is
   applied once;
 * every letter the consumer writes for a job that raised must carry a **traceback** that parses;
+* some jobs are **unique while pending** (``unique_for=``): a copy published while the first is
+  pending is refused as already queued (nothing sent), each is applied once, and its lock is
+  released when it finishes, whatever crash, retry, letter or replay it went through;
 * some jobs arrive past their **deadline** (the envelope's ``expires_at``), and an operator
   **cancels** some before they are published (their cancel markers in the idempotency table): every
   copy of each is archived unrun in the discard archive with its reason, never applied, never a letter;
@@ -51,6 +54,8 @@ from .taps import FateTap, QueueTap
 
 TIER = "critical"
 JOB_TYPE = "payments.update_balance"
+#: Longer than any run: a unique job's lock ends when it finishes, never by its window here.
+UNIQUE_WINDOW_SECONDS = 3600
 SCHEDULE = "interest"
 
 
@@ -132,6 +137,9 @@ class _Run:
         self._paused_at: float | None = None
         self.pause = {"pauses": 0, "paused_seconds": 0.0, "published_while_paused": 0, "received_while_paused": 0}
         self._polling = threading.local()  # when this poller last read the mapping's state
+        #: The unique jobs' locks (created with the run's tables) and the copies refused as already queued.
+        self.unique_table = ""
+        self.unique_refused = 0
 
     # -- the jobs --------------------------------------------------------------------------
 
@@ -164,6 +172,8 @@ class _Run:
                     job["ends"] = "expired"
                 elif ends < plan.expired_fraction + plan.cancelled_fraction:
                     job["ends"] = "cancelled"
+                elif ends < plan.expired_fraction + plan.cancelled_fraction + plan.unique_fraction:
+                    job["unique"] = True
             if poison:  # refused by its payload's schema on its first attempt
                 job["dead_letter"], job["raises"] = DeadLetter.REASON_PERMANENT, "PayloadValidationError"
             if job_type == CAPPED_TYPE:  # its policy decides its letter: see bench/invariant/jobs/capped.py
@@ -299,6 +309,7 @@ class _Run:
 
         s3 = boto3.client("s3")
         s3.create_bucket(Bucket=f"{self.name}-archive")
+        self.unique_table = _create_unique_table(tier.dynamodb, f"{self.name}-unique")
         archive = S3Archive(f"{self.name}-archive", discard_archive_prefix("bench", TIER), s3)
 
         # (moto's DynamoDB is not thread-safe; the embedded server serializes its requests: moto_patches.)
@@ -341,6 +352,7 @@ class _Run:
             job_packages=("example.jobs", INVARIANT_JOBS),
             control=control,
             archive=lambda: archive,
+            unique_table=self.unique_table,
         )
         with QueueTap(_name(tier.dlq_url), _name(tier.queue_url)) as queues, FateTap() as fates:
             runtime.start()
@@ -366,6 +378,8 @@ class _Run:
                 replayed=self.replayed,
                 pause=dict(self.pause),
                 archived=_archived(s3, archive.bucket),
+                unique_refused=self.unique_refused,
+                unique_locks=_scan(tier.dynamodb, self.unique_table),
             )
         return check(self.catalogue, seen, dict(plan.injected), published, time.monotonic() - started)
 
@@ -382,7 +396,9 @@ class _Run:
         copies = [key for key in jobs for _ in range(3 if rng.random() < self.plan.three_copies_fraction else 2)]
         rng.shuffle(copies)
         routes = Routes({"payments.*": TIER, "capped.*": TIER, "fragile.*": TIER})
-        publisher = Publisher({TIER: tier.queue_url}, routes, sqs=tier.sqs)
+        publisher = Publisher(
+            {TIER: tier.queue_url}, routes, sqs=tier.sqs, dynamodb=tier.dynamodb, unique_table=self.unique_table
+        )
         self._cancel_before_publishing()
         # A publisher whose clock is behind: its jobs' deadline has passed when they arrive (ours refuses it).
         passed = iso_text(datetime.now(timezone.utc) - timedelta(minutes=10))
@@ -397,7 +413,7 @@ class _Run:
                 while waves and depth(tier) > 300:
                     time.sleep(1.0)  # GetQueueAttributes walks every message on moto: ask seldom
                 chunk = part[start : start + 50]
-                publisher.publish_batch(
+                results = publisher.publish_batch(
                     [
                         Job(
                             catalogue[k]["type"],
@@ -405,11 +421,14 @@ class _Run:
                             k,
                             tenant=catalogue[k].get("tenant"),
                             delay=catalogue[k].get("delay"),
+                            unique_for=UNIQUE_WINDOW_SECONDS if catalogue[k].get("unique") else None,
                         )
                         for k in chunk
                         if not catalogue[k]["poison"] and catalogue[k].get("ends") != "expired"
                     ]
                 )
+                with self._lock:  # a unique job's copy while the first is pending: nothing was sent
+                    self.unique_refused += sum(1 for result in results if result.already_queued)
                 # The publisher refuses a poison payload (its schema); a publisher in another language
                 # that skips the schema still gets it in, and the consumer must dead-letter it.
                 for k in chunk:
@@ -475,7 +494,7 @@ class _Run:
             thread.join()
         publishing.clear()
         replays.join()
-        return len(copies) + sum(job.get("fires", 0) for job in catalogue.values())
+        return len(copies) - self.unique_refused + sum(job.get("fires", 0) for job in catalogue.values())
 
     def _cancel_before_publishing(self) -> None:
         """An operator cancels some jobs before they are published: their markers wait in the idempotency table."""
@@ -544,6 +563,19 @@ def _scan(dynamodb: Any, table: str) -> list[dict]:
         if "LastEvaluatedKey" not in page:
             return items
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _create_unique_table(dynamodb: Any, name: str) -> str:
+    """The unique jobs' locks, shaped as the stack makes them (partition key ``lock``)."""
+    from tiered_jobs.contract.unique import KEY_ATTRIBUTE
+
+    dynamodb.create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": KEY_ATTRIBUTE, "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": KEY_ATTRIBUTE, "KeyType": "HASH"}],
+    )
+    return name
 
 
 def _archived(s3: Any, bucket: str) -> dict[str, set[str]]:
