@@ -133,6 +133,9 @@ def test_a_sweep_never_hands_the_redrive_a_job_on_its_last_receive(cli, deployme
     assert sqs.receive_message(QueueUrl=deployment.dlq_urls["critical"]).get("Messages", []) == []
 
 
-def test_cancel_options_that_filter_need_a_glob_without_key(cli):
+def test_cancel_options_that_filter_need_a_glob_without_key_and_an_unroutable_type_is_refused(cli, deployment):
     result = cli("cancel", "payments.capture", "k", "--dry-run")
     assert result.exit_code == 2 and "give TYPE without KEY" in result.output
+    unroutable = cli("cancel", "billing.invoice", "k")
+    assert unroutable.exit_code == 2 and "no route for job type 'billing.invoice'" in unroutable.output
+    assert marker(deployment, "billing.invoice", "k") is None
