@@ -37,6 +37,7 @@ def figures(quick: bool) -> dict[str, Any]:
         publisher_calls,
         ratelimit,
         replay_calls,
+        scaling,
         unique_debounce,
     )
     from bench import console as console_bench
@@ -95,7 +96,14 @@ def figures(quick: bool) -> dict[str, Any]:
         resends_per_job=limited["held_and_resent"] / limited["jobs"],
         wait_seconds_per_job=limited["wait_seconds_per_job"],
         memory_mb=memory,
+        records_per_invocation=limited["records_per_invocation"],
     )
+    # How cost grows with the work: from the calls counted above and the declared model (no new run).
+    max_concurrency = next(t.max_concurrency for t in settings.tiers if t.name == "transactional")
+    measured["scaling"] = {
+        "max_concurrency": max_concurrency,
+        "rows": scaling.table(scaling.Counted.from_bench(measured, memory), max_concurrency),
+    }
     return measured
 
 
@@ -274,6 +282,8 @@ def _unique_debounce_rows(m: dict[str, Any]) -> list[tuple[str, str, str, str, b
 
 def _rate_rows(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
     r, c = m["rate_limit"], m["rate_limit_cost"]
+    unlimited = m["cost"]["usd_per_million_jobs"]
+    limited_ratio = (unlimited + c["usd_per_million_jobs"]) / unlimited
     low, high = r["band"]
     target = f"{low:g}-{high:g} jobs/s, never ahead, 0 failed"
     return [
@@ -298,7 +308,13 @@ def _rate_rows(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
             "<= 1 write per batch",
             r["limiter_writes_per_batch"] <= 1,
         ),
-        ("  limiter cost / 1 M jobs", f"${c['usd_per_million_jobs']:.3f}", _ops(c["parts"], money=True), "", True),
+        (
+            "  limiter cost / 1 M jobs",
+            f"${c['usd_per_million_jobs']:.3f} ({limited_ratio:.2f}x the unlimited ${unlimited:.3f})",
+            _ops(c["parts"], money=True) + f"; {r['max_wait_seconds']:g} s wait bound, {r['turns_used']} turns used",
+            "<= 1.25x",
+            limited_ratio <= 1.25,
+        ),
     ]
 
 
@@ -354,7 +370,13 @@ def main(argv: list[str] | None = None) -> int:
     rows = table(measured)
     print_table(rows)
     out = args.out or RESULTS / ("quick.json" if args.quick else "latest.json")
-    out.with_suffix(".md").write_text(markdown(rows))
+    from bench import scaling
+
+    out.with_suffix(".md").write_text(
+        markdown(rows)
+        + "\nCost per 1 M jobs as the work grows, and what caps 10 M jobs a day (bench/scaling.py):\n\n"
+        + scaling.markdown(measured["scaling"]["rows"], measured["scaling"]["max_concurrency"])
+    )
     out.write_text(
         json.dumps(
             {

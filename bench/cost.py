@@ -98,14 +98,25 @@ def per_million_jobs(
 
 
 def rate_limiter_per_million_jobs(
-    *, reads_per_job: float, writes_per_job: float, resends_per_job: float, wait_seconds_per_job: float, memory_mb: int
+    *,
+    reads_per_job: float,
+    writes_per_job: float,
+    resends_per_job: float,
+    wait_seconds_per_job: float,
+    memory_mb: int,
+    records_per_invocation: float = 10.0,
 ) -> dict[str, Any]:
     """What the rate limiter adds per 1 M jobs: its DynamoDB calls (failed conditions are billed
     writes too), the SQS calls of held jobs (the re-send batch, and receiving and deleting the
-    copy when it returns: three requests per ten held jobs), the Lambda time its calls take (at
-    most one write per claim, a read on a container's first), and the Lambda time spent waiting
-    for a turn (billed like any other)."""
+    copy when it returns: three requests per ten held jobs), the Lambda time its calls take (one
+    write per claim, a second after a lost condition, a read on a container's first), the Lambda
+    a held job's copy costs when it returns (its share of an invocation at the run's records per
+    invocation, its record's work, its share of the re-send call), and the Lambda time spent
+    waiting for a turn (billed like any other)."""
     jobs = 1_000_000
+    gb_second = memory_mb / 1024 * PRICES["lambda_arm64_per_gb_second"]
+    copy_invocations = resends_per_job * jobs / max(1.0, records_per_invocation)
+    copy_ms = PER_RECORD_MS + LATENCY_MS["sqs"] / 10
     parts = {
         "dynamodb_buckets": jobs
         / 1e6
@@ -121,7 +132,10 @@ def rate_limiter_per_million_jobs(
         * memory_mb
         / 1024
         * PRICES["lambda_arm64_per_gb_second"],
-        "lambda_waiting": jobs * wait_seconds_per_job * memory_mb / 1024 * PRICES["lambda_arm64_per_gb_second"],
+        "lambda_copies": copy_invocations
+        * (PRICES["lambda_per_million_requests"] / 1e6 + PER_INVOCATION_MS / 1000 * gb_second)
+        + resends_per_job * jobs * copy_ms / 1000 * gb_second,
+        "lambda_waiting": jobs * wait_seconds_per_job * gb_second,
     }
     return {
         "usd_per_million_jobs": round(sum(parts.values()), 4),
@@ -132,5 +146,6 @@ def rate_limiter_per_million_jobs(
             "resends_per_job": resends_per_job,
             "wait_seconds_per_job": round(wait_seconds_per_job, 4),
             "memory_mb": memory_mb,
+            "records_per_invocation": round(records_per_invocation, 2),
         },
     }
