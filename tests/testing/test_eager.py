@@ -92,3 +92,16 @@ def test_an_existing_publisher_gets_its_transport_back():
 def test_eager_takes_routes_or_a_publisher():
     with pytest.raises(ValueError, match="either routes"), eager():
         pass
+
+
+def test_unique_and_debounced_jobs_run_at_once_without_a_table_or_a_schedule(recorded):
+    """Eager mode has neither a unique jobs' table nor Scheduler: each publish runs its job, which has
+    finished (its lock released) before the next publish, and a debounced one runs at once."""
+    with eager(routes=ROUTES) as jobs:
+        first = publish("testjobs.ok", {"label": "one"}, "u-1", unique_for=600)
+        second = publish("testjobs.ok", {"label": "one"}, "u-1", unique_for=600)
+        burst = publish("testjobs.ok", {"label": "three"}, "d-1", debounce=60)
+    assert first.ok and second.ok and not second.already_queued
+    assert burst.debounced and burst.fire_at is not None
+    assert [payload["label"] for _, payload in recorded] == ["one", "three"]  # the second: a duplicate
+    assert [run.outcome for run in jobs.runs] == ["succeeded", "duplicate", "succeeded"]

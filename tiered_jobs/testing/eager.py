@@ -10,8 +10,10 @@
 Only the publisher's transport is swapped: everything ``publish`` checks before sending (the
 envelope, the payload's schema, routing, the tier, the message size, a delay SQS accepts) still
 applies, and a job is then run by a :class:`~tiered_jobs.testing.runner.JobRunner` (the consumer's
-own steps) instead of going to SQS. A job due later (``delay``, ``at``) runs at once, as Celery's
-eager mode does. A failed job raises :class:`~tiered_jobs.testing.runner.JobFailed` from ``publish``
+own steps) instead of going to SQS. A job due later (``delay``, ``at``, ``debounce``) runs at once, as
+Celery's eager mode does; a ``unique_for`` job takes no lock: it has finished before its publish
+returns, so it would have released it already. A failed job raises
+:class:`~tiered_jobs.testing.runner.JobFailed` from ``publish``
 (after every job of the call has run), unless ``raise_failures=False``: then look at ``runs``.
 
 One attempt per publish: a job that fails transiently is not retried in place (its run says
@@ -29,6 +31,8 @@ from typing import Any
 from tiered_jobs.contract import envelope as envelope_rules
 from tiered_jobs.contract.routing import Routes
 from tiered_jobs.publisher import Publisher, configure, configured
+from tiered_jobs.publisher.models import Prepared
+from tiered_jobs.publisher.unique import LockOutcome
 from tiered_jobs.stage.scheduling import Scheduled
 
 from .runner import JobFailed, JobRun, JobRunner
@@ -83,6 +87,19 @@ class _OneTimeJobs:
             schedule_name=f"eager-{run.job_type}-{run.idempotency_key}", fire_at=fire_at, already_scheduled=False
         )
 
+    #: A debounced job's run, at once: each publish of a burst runs (a test sees every payload).
+    debounce = create
+
+
+class _UniqueLocks:
+    """``unique_for`` in eager mode: every lock is free, as the job before it finished within its publish."""
+
+    def acquire(self, items: list[Prepared]) -> dict[int, LockOutcome]:
+        return {item.index: LockOutcome(taken=True) for item in items}
+
+    def release(self, items: list[Prepared]) -> None:
+        return None
+
 
 @contextmanager
 def eager(
@@ -107,18 +124,20 @@ def eager(
         table = routes if isinstance(routes, Routes) else Routes(routes or {})
         publisher = Publisher({tier: f"{EAGER_QUEUE_PREFIX}{tier}" for tier in sorted(table.tiers())}, table)
     previous = configured()
-    saved = {name: publisher.__dict__.get(name) for name in ("_sqs", "one_time_jobs")}
+    saved = {name: publisher.__dict__.get(name) for name in ("_sqs", "one_time_jobs", "unique_locks")}
     publisher._sqs = _Transport(jobs, publisher.queues)
     publisher.one_time_jobs = lambda: _OneTimeJobs(jobs)  # type: ignore[method-assign,assignment,return-value]
+    publisher.unique_locks = lambda: _UniqueLocks()  # type: ignore[method-assign,assignment,return-value]
     if made:
         configure(publisher)
     try:
         yield jobs
     finally:
         publisher._sqs = saved["_sqs"]
-        if saved["one_time_jobs"] is None:
-            del publisher.one_time_jobs
-        else:
-            publisher.one_time_jobs = saved["one_time_jobs"]  # type: ignore[method-assign]
+        for name in ("one_time_jobs", "unique_locks"):
+            if saved[name] is None:
+                delattr(publisher, name)
+            else:
+                setattr(publisher, name, saved[name])
         if made:
             configure(previous)
