@@ -23,6 +23,9 @@ JOB_METRICS = (
     Metrics.DEAD_LETTERED,
     Metrics.DUPLICATE,
     Metrics.RATE_LIMITED,
+    # Ended unrun, archived (their deadline passed, or they were cancelled): never failures, so no alarm.
+    Metrics.EXPIRED,
+    Metrics.CANCELLED,
 )
 #: Retries are expected (a transient error, then success): their own widget, and no alarm.
 RETRY_METRICS = (Metrics.RETRIED,)
