@@ -16,6 +16,10 @@ What a publish guarantees:
 - **Later**: ``at=`` (an aware datetime) or a ``delay`` beyond SQS's 15 minutes becomes a
   one-time EventBridge Scheduler schedule (``tiered_jobs.stage.scheduling``), cancellable with
   :meth:`Publisher.cancel`; within 15 minutes SQS's own message delay is used.
+- **Once while pending** (``unique_for=``): a job of a type and key already pending is not sent
+  again (the result says ``already_queued``), one conditional write per job in the stage's unique
+  jobs' table (``publisher/unique.py``); **debounced** (``debounce=``): a burst of publishes runs
+  once, after the last, with its payload (the job's one-time schedule, moved by each publish).
 - **Never a silent drop**: entries SQS reports failed are retried (only those, exponential
   backoff with full jitter); senders' faults are not retried. If anything still failed,
   :class:`PublishError` names every such job and carries every entry's :class:`PublishResult`.
