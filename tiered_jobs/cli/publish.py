@@ -42,6 +42,12 @@ def publish(
     expires_at: Optional[str] = typer.Option(
         None, "--expires-at", help="Deadline as ISO 8601 with a time zone; not started by then, it is not run."
     ),
+    unique_for: Optional[int] = typer.Option(
+        None, "--unique-for", help="Seconds: not sent while a job of this type and key is pending (first wins)."
+    ),
+    debounce: Optional[int] = typer.Option(
+        None, "--debounce", help="Seconds: run once, this long after the last publish of this type and key (last wins)."
+    ),
 ) -> None:
     """Publish one job, routed like every other publisher's."""
     with reported_errors():
@@ -60,7 +66,25 @@ def publish(
             tenant=tenant,
             expires_at=deadline,
             expires_in=expires_in,
+            unique_for=unique_for,
+            debounce=debounce,
         )
+        if result.already_queued:
+            lock_end = result.unique_until.isoformat().replace("+00:00", "Z") if result.unique_until else "?"
+            terminal().print(
+                f"Already queued: {escape(job_type)} (key {escape(repr(key))}) is pending, unique until {lock_end}: "
+                "nothing sent"
+            )
+            return
+        if result.debounced:
+            moved = "moved the pending run" if result.already_scheduled else "a new run"
+            terminal().print(
+                f"Debounced: {escape(job_type)} (key {escape(repr(key))}) runs on tier [bold]{result.tier}[/] at "
+                f"{result.fire_at.isoformat() if result.fire_at else '?'} with this payload ({moved}; one-time "
+                f"schedule {result.schedule_name}; a later publish of the key moves it again)",
+                soft_wrap=True,
+            )
+            return
         if result.schedule_name is not None:
             state = "Already scheduled" if result.already_scheduled else "Scheduled"
             terminal().print(
