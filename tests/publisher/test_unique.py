@@ -249,3 +249,21 @@ def test_discovery_reads_the_table_name_in_the_same_call_as_the_other_names(depl
     found = from_ssm(deployment.stage, ssm=counting.attach(ssm))
     assert found.unique_table_name == deployment.unique_table
     assert counting.by_operation("ssm") == {"GetParameters": 2}  # as before: the names, then the tiers' queues
+
+
+def test_after_commit_takes_the_lock_when_it_sends_and_a_rollback_takes_none(unique_publisher, deployment, dynamodb):
+    from tiered_jobs.publisher.after_commit import AfterCommitBuffer
+
+    rolled_back = AfterCommitBuffer(unique_publisher)
+    rolled_back.add("payments.capture", {}, "order-1", unique_for=600)
+    assert rolled_back.discard() == 1
+    assert _lock(dynamodb, deployment.unique_table, "payments.capture", "order-1") is None  # validated, not locked
+
+    with AfterCommitBuffer(unique_publisher) as jobs:
+        jobs.add("payments.capture", {}, "order-1", unique_for=600)
+    again = AfterCommitBuffer(unique_publisher)
+    again.add("payments.capture", {}, "order-1", unique_for=600)
+    (result,) = again.flush()
+
+    assert result.already_queued
+    assert len(received_bodies(deployment.queue_urls["critical"])) == 1

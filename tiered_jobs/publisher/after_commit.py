@@ -47,9 +47,23 @@ class AfterCommitBuffer:
         tier: str | None = None,
         delay: int | timedelta | None = None,
         tenant: str | None = None,
+        unique_for: int | timedelta | None = None,
+        debounce: int | timedelta | None = None,
     ) -> Job:
-        """Validate a job now and hold it; raises :class:`~tiered_jobs.publisher.InvalidJobError`."""
-        job = Job(job_type, payload, idempotency_key, tier=tier, delay=delay, tenant=tenant)
+        """Validate a job now and hold it; raises :class:`~tiered_jobs.publisher.InvalidJobError`.
+
+        A ``unique_for`` job's lock is taken when it is sent, at :meth:`flush`: a rolled-back
+        transaction leaves none behind."""
+        job = Job(
+            job_type,
+            payload,
+            idempotency_key,
+            tier=tier,
+            delay=delay,
+            tenant=tenant,
+            unique_for=unique_for,
+            debounce=debounce,
+        )
         self.publisher.validate(job)
         self._jobs.append(job)
         return job
