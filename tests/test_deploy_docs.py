@@ -151,12 +151,22 @@ def test_readme_and_deploy_doc_show_the_real_commands():
 
 
 def test_the_benchmark_table_lives_in_docs_in_the_bench_format():
+    from bench import scaling
     from bench.__main__ import markdown
 
     assert "<!-- bench:start -->" not in README
-    table = [line for line in _block(BENCHMARKS, "bench").splitlines() if line.startswith("|")]
-    assert table[:2] == markdown([]).splitlines()[:2]
-    assert all(len(line.split("|")) == 7 and line.split("|")[5].strip() in ("yes", "**no**") for line in table[2:])
+    # The block holds the figures' table, then the scaling table (``bench/scaling.py``), as the bench writes them.
+    tables: list[list[str]] = [[]]
+    for line in _block(BENCHMARKS, "bench").splitlines():
+        if line.startswith("|"):
+            tables[-1].append(line)
+        elif tables[-1]:
+            tables.append([])
+    figures, scaled = [table for table in tables if table]
+    assert figures[:2] == markdown([]).splitlines()[:2]
+    assert all(len(line.split("|")) == 7 and line.split("|")[5].strip() in ("yes", "**no**") for line in figures[2:])
+    assert scaled[:2] == scaling.markdown([]).splitlines()[:2]
+    assert len(scaled) == 2 + len(scaling.BATCH_SIZES) * len(scaling.DURATIONS_MS)
 
 
 # -- the install line --------------------------------------------------------------------------

@@ -93,7 +93,7 @@ def test_it_exposes_what_users_wire_and_keeps_the_documented_output_names(tmp_pa
     tiered = TieredJobs(stack, "Jobs", jobs=jobs, stage="billing", routes=ROUTES, resources=RESOURCES)
     tiers = ["critical", "transactional", "bulk"]
     assert list(tiered.queues) == list(tiered.dlqs) == list(tiered.tiers) == tiers
-    assert set(tiered.tables) == {"idempotency", "invoices"}
+    assert set(tiered.tables) == {"idempotency", "unique", "invoices"}
     assert _resolved(stack, tiered.tables["invoices"].table_name) == {
         "Ref": stack.get_logical_id(tiered.tables["invoices"].node.default_child)
     }
@@ -155,10 +155,14 @@ def test_grant_publish_gives_a_role_exactly_the_publisher_policy_and_nag_stays_c
         {a for s in granted for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
     )
     assert actions_granted == [
+        "dynamodb:DeleteItem",  # a unique job's lock given back when its send failed
+        "dynamodb:PutItem",  # a unique job's lock; a queued job's cancel marker
+        "dynamodb:UpdateItem",  # a running job asked to stop
         "iam:PassRole",
         "scheduler:CreateSchedule",
         "scheduler:DeleteSchedule",
         "scheduler:GetSchedule",
+        "scheduler:UpdateSchedule",  # a debounced job's schedule moved to its last publish
         "sqs:SendMessage",
         "ssm:GetParameters",
     ]
