@@ -7,7 +7,6 @@ at creation, so no test waits a minute) and a cron job in a half-hour-offset tim
 from __future__ import annotations
 
 import json
-import statistics
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -118,7 +117,10 @@ def test_a_one_time_job_fires_at_its_time_and_deletes_its_schedule(session, late
     wait_until(lambda: fires_of(session, result.schedule_name), (at - asked).total_seconds() + 30, "the one-time fire")
     (fire,) = fires_of(session, result.schedule_name)
     assert fire.scheduled_time == at
-    assert 0 <= fire.lag_seconds < 2.0, fire.lag_seconds  # Scheduler itself documents 60 s precision
+    # The local firing precision (Scheduler itself documents 60 s): checked on the fire this test caused, so
+    # it holds on whichever parallel worker, with its own session, runs it.
+    assert 0 <= fire.lag_seconds < 2.0, fire.lag_seconds
+    print(f"local firing lag: {fire.lag_seconds * 1000:.0f} ms")
     names = {s["Name"] for s in session.scheduler.schedules()}
     assert result.schedule_name not in names  # ActionAfterCompletion=DELETE
     assert fires_of(session, cancelled.schedule_name) == []
@@ -154,17 +156,3 @@ def test_an_undeliverable_fire_is_dead_lettered_and_pages(session, inbox_states=
     )
     assert name.startswith(Alarms.prefix(session.deployment.stage))
     scheduler.delete_schedule(Name="to-nowhere", GroupName=group)
-
-
-def test_local_firing_precision(session):
-    """Fires that fell due while the runner ran (not caught up after deployment, not re-delivered by hand)."""
-    lags = [
-        fire.lag_seconds
-        for fire in session.scheduler.fires
-        if fire.error is None and fire.schedule_name.startswith("once-")
-    ]
-    assert lags and max(lags) < 2.0
-    print(
-        f"local firing lag over {len(lags)} fire(s): p50 {statistics.median(lags) * 1000:.0f} ms, "
-        f"max {max(lags) * 1000:.0f} ms"
-    )
