@@ -197,9 +197,15 @@ def test_denied_account_settings_and_an_unknown_quota_are_not_readable(aws):
         expected_params={"ServiceCode": "lambda", "QuotaCode": "L-B99A9384"},
     )
     stub.add_response("list_service_quotas", {"Quotas": []}, {"ServiceCode": "scheduler"})
-    stub.add_response("list_service_quotas", {"Quotas": [IN_FLIGHT]}, {"ServiceCode": "sqs"})
+    stub.add_client_error(  # what moto's server answers for a call it does not implement
+        "list_service_quotas", "500", "<!doctype html><title>500</title>", 500, expected_params={"ServiceCode": "sqs"}
+    )
     checks = _by_name(aws.diagnose())
     assert checks["Lambda concurrency"][0].status == doctor.UNREADABLE
+    # the tiers' own figure is still said, beside why the account's is missing
+    assert "may run 35 consumers (critical 20, standard 10, bulk 5)" in checks["Lambda concurrency"][0].detail
+    assert "AccessDeniedException" in checks["Lambda concurrency"][0].detail
+    assert checks["SQS messages in flight"][0].detail == ("not served by this endpoint (HTTP 500, ListServiceQuotas)")
     assert "lambda:GetAccountSettings" in checks["Lambda concurrency"][0].fix
     assert checks["Lambda quota (Service Quotas)"][0].status == doctor.UNREADABLE
     assert checks["Scheduler schedules"][0].detail == "no scheduler quota named like 'number of schedules'"

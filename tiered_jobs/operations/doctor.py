@@ -92,16 +92,19 @@ def diagnose(stage: str, tiers: Iterable[str], client: Clients) -> Report:
     try:
         limits = client("lambda").get_account_settings()["AccountLimit"]
     except ClientError as exc:
+        shared = [t for t in concurrency if t.reserved is None]
         checks.append(
             Check(
                 "Lambda concurrency",
                 UNREADABLE,
-                client_error_text(exc),
+                f"the tiers sharing the account's pool may run {sum(t.max_concurrency or 0 for t in shared)} "
+                f"consumers ({_caps(shared)}); the account's limit: {_reason(exc)}",
                 "grant lambda:GetAccountSettings to see whether the tiers fit the account",
             )
         )
     else:
         checks.extend(account_checks(concurrency, limits))
+    checks.extend(reservation_checks(concurrency))
     checks.append(_lambda_quota(client))
     checks.append(_schedules_quota(client))
     checks.append(_in_flight_quota(client, concurrency))
@@ -129,7 +132,7 @@ def account_checks(tiers: list[TierConcurrency], limits: dict[str, Any]) -> list
     shared = [t for t in tiers if t.reserved is None]
     uncapped = [t.tier for t in shared if t.max_concurrency is None]
     demand = sum(t.max_concurrency or 0 for t in shared)
-    names = ", ".join(f"{t.tier} {t.max_concurrency}" for t in shared if t.max_concurrency is not None)
+    names = _caps(shared)
     if uncapped:
         checks.append(
             Check(
@@ -160,6 +163,22 @@ def account_checks(tiers: list[TierConcurrency], limits: dict[str, Any]) -> list
                 "unreserved, the account's other functions besides",
             )
         )
+    reserved = sum(t.reserved or 0 for t in tiers)
+    if reserved and total - UNRESERVED_MINIMUM < reserved:
+        checks.append(
+            Check(
+                "Reservations",
+                FAIL,
+                f"the tiers reserve {reserved} of {total}; Lambda keeps {UNRESERVED_MINIMUM} unreserved",
+                "lower the tiers' reserved_concurrency or raise the account's quota",
+            )
+        )
+    return checks
+
+
+def reservation_checks(tiers: list[TierConcurrency]) -> list[Check]:
+    """Each reserving tier's reservation against its mapping's maximum (no account figure needed)."""
+    checks = []
     for tier in tiers:
         if tier.reserved is None:
             continue
@@ -191,16 +210,6 @@ def account_checks(tiers: list[TierConcurrency], limits: dict[str, Any]) -> list
                     f"reserved concurrency {tier.reserved} covers its maximum {tier.max_concurrency}",
                 )
             )
-    reserved = sum(t.reserved or 0 for t in tiers)
-    if reserved and total - UNRESERVED_MINIMUM < reserved:
-        checks.append(
-            Check(
-                "Reservations",
-                FAIL,
-                f"the tiers reserve {reserved} of {total}; Lambda keeps {UNRESERVED_MINIMUM} unreserved",
-                "lower the tiers' reserved_concurrency or raise the account's quota",
-            )
-        )
     return checks
 
 
@@ -230,7 +239,7 @@ def _tiers(stage: str, tiers: list[str], client: Clients, checks: list[Check]) -
                 Check(
                     f"Tier {tier}",
                     UNREADABLE,
-                    client_error_text(exc),
+                    _reason(exc),
                     "grant lambda:GetEventSourceMapping and lambda:GetFunctionConcurrency",
                 )
             )
@@ -295,7 +304,7 @@ def _get_quota(client: Clients, service: str, code: str) -> dict[str, Any] | str
     try:
         return dict(client("service-quotas").get_service_quota(ServiceCode=service, QuotaCode=code)["Quota"])
     except ClientError as exc:
-        return client_error_text(exc)
+        return _reason(exc)
     except BotoCoreError as exc:
         return str(exc)
 
@@ -310,10 +319,23 @@ def _named_quota(client: Clients, service: str, name: str) -> dict[str, Any] | s
                 if name in str(quota.get("QuotaName", "")).lower():
                     return dict(quota)
     except ClientError as exc:
-        return client_error_text(exc)
+        return _reason(exc)
     except BotoCoreError as exc:
         return str(exc)
     return f"no {service} quota named like {name!r}"
+
+
+def _caps(tiers: list[TierConcurrency]) -> str:
+    return ", ".join(f"{t.tier} {t.max_concurrency}" for t in tiers if t.max_concurrency is not None)
+
+
+def _reason(exc: Any) -> str:
+    """Why a read failed, in one line: an endpoint that does not serve the call (the local mode's moto
+    answers an HTML page) is said so, not quoted."""
+    error = exc.response.get("Error", {})
+    if "<" in str(error.get("Message", "")) or str(error.get("Code", "")).isdigit():
+        return f"not served by this endpoint (HTTP {error.get('Code', '?')}, {exc.operation_name})"
+    return client_error_text(exc)
 
 
 def _quota_fix(action: str) -> str:
