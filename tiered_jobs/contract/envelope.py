@@ -22,9 +22,13 @@ job finishes. A job without it costs the consumer no call.
 
 ``expires_at`` is the job's deadline: a job not started by then is not run. The consumer drops it
 before it starts (to the discard archive, reason ``expired``), on every copy and replay, since
-copies and replays carry the envelope unchanged. A consumer older than the field refuses such an
-envelope as unknown (``additionalProperties: false``): deploy the stack before publishing with a
-deadline.
+copies and replays carry the envelope unchanged. Deploy the stack before publishing with a deadline.
+
+**Compatibility** (:func:`newer_than_known`, docs/upgrading.md): a release may add optional
+top-level fields, or raise ``version``. Validation (and so publishing) refuses what this release
+does not know (``additionalProperties: false`` in the schema), but :func:`parse` tells an envelope
+from a newer release (:class:`EnvelopeTooNew`: a consumer holds it for a newer consumer) from a
+malformed one (:class:`EnvelopeError`: permanent).
 """
 
 from __future__ import annotations
@@ -51,7 +55,8 @@ ALLOWED_FIELDS = REQUIRED_FIELDS + OPTIONAL_FIELDS
 
 
 class EnvelopeError(TieredJobsError, ValueError):
-    """A message body that is not a valid envelope v1. Always permanent: retrying won't fix it.
+    """A message body that is not a valid envelope v1. Permanent (retrying won't fix it), except
+    :class:`EnvelopeTooNew`.
 
     ``problems`` lists every rule broken, each as one readable sentence.
     """
@@ -61,6 +66,15 @@ class EnvelopeError(TieredJobsError, ValueError):
     def __init__(self, problems: list[str]):
         self.problems = list(problems)
         super().__init__("invalid job envelope: " + "; ".join(self.problems))
+
+
+class EnvelopeTooNew(EnvelopeError):
+    """A well-formed envelope from a newer producer: a ``version`` above :data:`ENVELOPE_VERSION`,
+    or top-level fields this release does not know (see :func:`newer_than_known`).
+
+    Publishing refuses it like any invalid envelope; a consumer holds the job for a newer consumer
+    instead of dead-lettering it as permanent (``tiered_jobs.runtime.too_new``).
+    """
 
 
 @dataclass(frozen=True)
@@ -172,6 +186,29 @@ def validate(obj: Any) -> list[str]:
     return problems
 
 
+def newer_than_known(obj: Any) -> bool:
+    """Is ``obj`` an envelope a newer release wrote, rather than a malformed one?
+
+    The compatibility rule (docs/upgrading.md): a new release may add optional top-level fields,
+    and may raise ``version`` for a change old consumers must not guess at. So a JSON object is
+    *newer than this release* when its ``version`` is an integer above :data:`ENVELOPE_VERSION`,
+    or when it has top-level fields this release does not know, and every field this release does
+    know keeps its rules (``type``, ``idempotency_key`` and ``payload`` present and well-formed).
+    Anything else -- not JSON, a field missing or of the wrong type, a version below 1 -- is
+    malformed, and stays permanent.
+    """
+    if not isinstance(obj, dict):
+        return False
+    version = obj.get("version", ENVELOPE_VERSION)
+    if isinstance(version, bool) or not isinstance(version, int) or version < ENVELOPE_VERSION:
+        return False
+    unknown = set(obj) - set(ALLOWED_FIELDS)
+    if version == ENVELOPE_VERSION and not unknown:
+        return False
+    known = {name: value for name, value in obj.items() if name in ALLOWED_FIELDS and name != "version"}
+    return not validate(known)
+
+
 def character_problems(obj: Any, path: str = "", _open: frozenset[int] = frozenset()) -> list[str]:
     """Every string of ``obj`` (keys included) that holds a character SQS refuses, by field and position.
 
@@ -229,7 +266,7 @@ def parse(body: str | bytes) -> Envelope:
         raise EnvelopeError([f"the body is not JSON ({exc})"]) from None
     problems = validate(obj)
     if problems:
-        raise EnvelopeError(problems)
+        raise (EnvelopeTooNew if newer_than_known(obj) else EnvelopeError)(problems)
     return Envelope(
         type=obj["type"],
         idempotency_key=obj["idempotency_key"],

@@ -197,6 +197,9 @@ class DeadLetter:
     #: and the discard archive could not take it: the DLQ keeps it instead (never lost, never run).
     REASON_EXPIRED = "expired"
     REASON_CANCELLED = "cancelled"
+    #: The job's envelope is newer than its consumer (a rolled-back consumer met a newer producer's
+    #: job) and it was held past the bound: deploy the newer consumer, then replay it.
+    REASON_ENVELOPE_TOO_NEW = "envelope_too_new"
     #: What tools report for a letter without reasons (moved by SQS redrive: crash / timeout).
     REASON_UNKNOWN = "unknown"
     #: Longest ``DeadLetter.ErrorMessage`` kept (characters); longer ones are cut with an ellipsis.
@@ -281,6 +284,9 @@ class Metrics:
     EXPIRED = "JobsExpired"
     #: Jobs dropped unstarted because they were cancelled (``tiered-jobs cancel``): archived, never a failure.
     CANCELLED = "JobsCancelled"
+    #: Records whose envelope is newer than their consumer: held for a newer one (never an attempt),
+    #: or dead-lettered with reason ``envelope_too_new`` once held past the bound.
+    TOO_NEW = "JobsEnvelopeTooNew"
 
 
 class Ssm:

@@ -12,6 +12,12 @@ from tiered_jobs.contract.tiers import DEFAULT_IDEMPOTENCY_TTL_SECONDS
 
 from .backoff import RetryPolicy
 
+#: A job from a newer producer waits for a newer consumer in SQS's longest delay (900 s)...
+TOO_NEW_HOLD_SECONDS = 900
+#: ...for a day at most: a rollback is undone or rolled forward within it, and past it the job is
+#: dead-lettered with its reason instead of being held (and billed) for ever.
+TOO_NEW_MAX_AGE_SECONDS = 86_400
+
 #: Without the stack's value (tests, a hand-made environment): stop starting records 2 s before the end.
 DEFAULT_TIME_BUDGET_MARGIN_MS = 2_000
 
@@ -46,6 +52,10 @@ class TierConfig:
     #: The stage's unique-jobs table: a finished job whose envelope carries ``unique_lock`` releases its
     #: lock there (``None``: a stack before unique jobs; such a lock ends with its window).
     unique_table: str | None = None
+    #: A job whose envelope is newer than this consumer is held this long between receives, and at
+    #: most until it is this old, then dead-lettered (:mod:`~tiered_jobs.runtime.too_new`).
+    too_new_hold_seconds: int = TOO_NEW_HOLD_SECONDS
+    too_new_max_age_seconds: int = TOO_NEW_MAX_AGE_SECONDS
 
     @property
     def receive_limit(self) -> int:

@@ -3,6 +3,10 @@
 Every record is read once (:mod:`~tiered_jobs.runtime.received`), then its fate is decided once,
 in this order, so each job has exactly one live copy whatever features meet:
 
+-1. **too new** -- its envelope is well formed but newer than this consumer (a rollback met a newer
+   producer's job: :mod:`~tiered_jobs.runtime.too_new`): held as a copy for a newer consumer, like
+   a rate-limited job, before anything else sees it; past the holds' bound, dead-lettered with
+   reason ``envelope_too_new``;
 0. **expired** -- its envelope's deadline (``expires_at``) has passed: it is written to the discard
    archive with reason ``expired`` and acknowledged, before the rate limit sees it. Copies and
    replays carry the envelope, so the deadline holds on every one of them. Not an attempt, never a
@@ -46,10 +50,11 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tiered_jobs.contract import job_ends
+from tiered_jobs.contract.envelope import EnvelopeTooNew
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter, Metrics
 from tiered_jobs.contract.times import iso_text
 
-from . import aws, ratelimit
+from . import aws, ratelimit, too_new
 from .backoff import RetryPolicy
 from .config import TierConfig
 from .errors import describe
@@ -191,6 +196,7 @@ class Consumer:
         self.runner.register_lambda_context(context)
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
         try:
+            self._hold_too_new(invocation)
             if self.limiter is not None:
                 self._admit(invocation)
             return process_partial_response(
@@ -211,6 +217,17 @@ class Consumer:
                         "remaining_ms": invocation.remaining_ms(),
                     },
                 )
+
+    def _hold_too_new(self, invocation: _Invocation) -> None:
+        """Envelopes newer than this consumer, within their bound: held as copies for a newer consumer,
+        before the rate limit or the time budget sees them (:mod:`~tiered_jobs.runtime.too_new`)."""
+        now, bound = self.now(), self.config.too_new_max_age_seconds
+        held = [
+            (record, too_new.HELD, self.config.too_new_hold_seconds)
+            for record in invocation.records.values()
+            if too_new.too_new(record) is not None and not too_new.past_the_bound(record, now, bound)
+        ]
+        self._send_copies(invocation, held)
 
     def _admit(self, invocation: _Invocation) -> None:
         """Claim the batch's tokens; send the held records back as copies, before anything runs."""
@@ -260,6 +277,9 @@ class Consumer:
     def process(self, record: Any, invocation: _Invocation) -> Any:
         received = invocation.records[record.message_id]
         envelope = received.envelope
+        newer = too_new.too_new(received)
+        if newer is not None and received.message_id not in invocation.fates:
+            return self._dead_letter_too_new(received, newer, invocation)  # held past the bound
         if envelope is not None and received.message_id not in invocation.fates and envelope.expired(self.now()):
             return self._end_expired(received, invocation)
         wait = 0.0
@@ -294,6 +314,12 @@ class Consumer:
         metrics.age(received.label, received.age_seconds(self.now()))
         with self._log_keys(received):
             if fate.refused is None:
+                if fate.outcome == too_new.HELD:
+                    self.logger.warning(
+                        "envelope newer than this consumer: held for a newer one",
+                        extra={"outcome": fate.outcome, "error": str(received.envelope_error)},
+                    )
+                    return None
                 self.logger.info(
                     "held by the rate limit: sent again with a delay"
                     if fate.outcome != "deferred"
@@ -481,6 +507,22 @@ class Consumer:
         self._release_unique(received)  # the job has finished: a new one of its type and key may be queued
 
     # -- jobs that end unrun ---------------------------------------------------------------
+
+    def _dead_letter_too_new(self, received: Received, error: EnvelopeTooNew, invocation: _Invocation) -> None:
+        """A job from a newer producer held past its bound: the DLQ keeps it for a replay after the upgrade."""
+        now, bound = self.now(), self.config.too_new_max_age_seconds
+        invocation.metrics.age(received.label, received.age_seconds(now))
+        with self._log_keys(received):
+            self._dead_letter(
+                received,
+                invocation,
+                reason=DeadLetter.REASON_ENVELOPE_TOO_NEW,
+                error_type="EnvelopeTooNew",
+                error_message=too_new.letter_message(error, received.age_seconds(now), bound),
+                attempts=max(0, received.attempt - 1),  # the receives that held it ran nothing
+                outcome=too_new.DEAD_LETTERED,
+                started=None,
+            )
 
     def _end_expired(self, received: Received, invocation: _Invocation) -> None:
         """The job's deadline has passed: mark its record (so ``tiered-jobs job`` says so), archive it, drop it."""

@@ -39,6 +39,10 @@ OUTCOME_METRICS: dict[str, tuple[str, ...]] = {
     # attempt, never a failure (kept in the DLQ instead when the archive refused it).
     "expired": (M.EXPIRED,),
     "cancelled": (M.CANCELLED,),
+    # Its envelope is newer than this consumer: held as a copy for a newer one, not an attempt...
+    "envelope_too_new": (M.TOO_NEW,),
+    # ...or, held past the bound, dead-lettered with reason ``envelope_too_new`` (to replay after the upgrade).
+    "too_new_dead_lettered": (M.FAILED, M.DEAD_LETTERED, M.TOO_NEW),
 }
 #: Every counter, in the order of the EMF document (each is written, 0 included).
 COUNTERS: tuple[str, ...] = (
@@ -54,6 +58,7 @@ COUNTERS: tuple[str, ...] = (
     M.REQUEUE_FAILED,
     M.EXPIRED,
     M.CANCELLED,
+    M.TOO_NEW,
 )
 
 
