@@ -205,7 +205,10 @@ def test_denied_account_settings_and_an_unknown_quota_are_not_readable(aws):
     # the tiers' own figure is still said, beside why the account's is missing
     assert "may run 35 consumers (critical 20, standard 10, bulk 5)" in checks["Lambda concurrency"][0].detail
     assert "AccessDeniedException" in checks["Lambda concurrency"][0].detail
-    assert checks["SQS messages in flight"][0].detail == ("not served by this endpoint (HTTP 500, ListServiceQuotas)")
+    assert checks["SQS messages in flight"][0].detail == "not served by this endpoint (HTTP 500, ListServiceQuotas)"
+    # a grant fixes a denial only: a quota the endpoint or region lacks needs nothing
+    assert checks["SQS messages in flight"][0].fix.startswith("none needed")
+    assert checks["Lambda quota (Service Quotas)"][0].fix.startswith("none needed")
     assert "lambda:GetAccountSettings" in checks["Lambda concurrency"][0].fix
     assert checks["Lambda quota (Service Quotas)"][0].status == doctor.UNREADABLE
     assert checks["Scheduler schedules"][0].detail == "no scheduler quota named like 'number of schedules'"

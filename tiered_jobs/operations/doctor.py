@@ -261,7 +261,7 @@ def _lambda_quota(client: Clients) -> Check:
     service, code = LAMBDA_CONCURRENCY_QUOTA
     quota = _get_quota(client, service, code)
     if isinstance(quota, str):
-        return Check("Lambda quota (Service Quotas)", UNREADABLE, quota, _quota_fix("GetServiceQuota"))
+        return Check("Lambda quota (Service Quotas)", UNREADABLE, quota, _quota_fix("GetServiceQuota", quota))
     return Check("Lambda quota (Service Quotas)", OK, f"{quota['QuotaName']}: {quota['Value']:.0f}")
 
 
@@ -270,7 +270,7 @@ def _schedules_quota(client: Clients) -> Check:
     job holds one schedule of the account's quota in the region, shared with other applications."""
     quota = _named_quota(client, *SCHEDULES_QUOTA)
     if isinstance(quota, str):
-        return Check("Scheduler schedules", UNREADABLE, quota, _quota_fix("ListServiceQuotas"))
+        return Check("Scheduler schedules", UNREADABLE, quota, _quota_fix("ListServiceQuotas", quota))
     return Check(
         "Scheduler schedules",
         OK,
@@ -283,7 +283,7 @@ def _in_flight_quota(client: Clients, tiers: list[TierConcurrency]) -> Check:
     receives return nothing and the tier stalls."""
     quota = _named_quota(client, *SQS_IN_FLIGHT_QUOTA)
     if isinstance(quota, str):
-        return Check("SQS messages in flight", UNREADABLE, quota, _quota_fix("ListServiceQuotas"))
+        return Check("SQS messages in flight", UNREADABLE, quota, _quota_fix("ListServiceQuotas", quota))
     limit = int(quota["Value"])
     over = [t for t in tiers if (t.max_concurrency or 0) * t.batch_size > limit]
     if over:
@@ -338,5 +338,11 @@ def _reason(exc: Any) -> str:
     return client_error_text(exc)
 
 
-def _quota_fix(action: str) -> str:
-    return f"grant servicequotas:{action} to read it (optional: nothing else depends on it)"
+#: Error codes of a call the caller's policies refuse: only then is a grant the fix.
+DENIED_CODES = ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation")
+
+
+def _quota_fix(action: str, reason: str) -> str:
+    if reason.split(":", 1)[0] in DENIED_CODES:
+        return f"grant servicequotas:{action} to read it (optional: nothing else depends on it)"
+    return "none needed: this endpoint or region does not offer it (the other checks stand)"
