@@ -266,3 +266,14 @@ def test_the_command_prints_a_table_and_exits_0_when_nothing_fails(cli):
     assert result.exit_code == 0, result.output
     for text in ("Check", "Status", "Fix", "Tiers' concurrency", "not readable"):
         assert text in result.stdout
+
+
+def test_account_settings_the_endpoint_does_not_serve_need_no_grant(aws):
+    """The local mode's moto answers GetAccountSettings with an HTML 404: no right would help."""
+    aws.stage(TIERS)
+    aws.stubs["lambda"].add_client_error("get_account_settings", "404", "<!doctype html>", 404, expected_params={})
+    aws.quotas()
+    (check,) = _by_name(aws.diagnose())["Lambda concurrency"]
+    assert check.status == doctor.UNREADABLE
+    assert check.detail.endswith("not served by this endpoint (HTTP 404, GetAccountSettings)")
+    assert check.fix.startswith("none needed")

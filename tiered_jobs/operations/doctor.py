@@ -93,13 +93,14 @@ def diagnose(stage: str, tiers: Iterable[str], client: Clients) -> Report:
         limits = client("lambda").get_account_settings()["AccountLimit"]
     except ClientError as exc:
         shared = [t for t in concurrency if t.reserved is None]
+        reason = _reason(exc)
         checks.append(
             Check(
                 "Lambda concurrency",
                 UNREADABLE,
                 f"the tiers sharing the account's pool may run {sum(t.max_concurrency or 0 for t in shared)} "
-                f"consumers ({_caps(shared)}); the account's limit: {_reason(exc)}",
-                "grant lambda:GetAccountSettings to see whether the tiers fit the account",
+                f"consumers ({_caps(shared)}); the account's limit: {reason}",
+                _fix_if_denied(reason, "grant lambda:GetAccountSettings to see whether the tiers fit the account"),
             )
         )
     else:
@@ -343,6 +344,11 @@ DENIED_CODES = ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation"
 
 
 def _quota_fix(action: str, reason: str) -> str:
+    return _fix_if_denied(reason, f"grant servicequotas:{action} to read it (optional: nothing else depends on it)")
+
+
+def _fix_if_denied(reason: str, grant: str) -> str:
+    """``grant`` when the read was refused; otherwise no right would help."""
     if reason.split(":", 1)[0] in DENIED_CODES:
-        return f"grant servicequotas:{action} to read it (optional: nothing else depends on it)"
+        return grant
     return "none needed: this endpoint or region does not offer it (the other checks stand)"
