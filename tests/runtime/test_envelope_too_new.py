@@ -154,3 +154,16 @@ def test_the_bound_is_the_jobs_age_not_this_messages(tier):
     assert tier.run_batch(consumer) == {"batchItemFailures": []}
     (letter,) = tier.dlq_messages()
     assert reasons(letter)[DeadLetter.REASON] == DeadLetter.REASON_ENVELOPE_TOO_NEW
+
+
+def test_a_held_copy_keeps_the_tenant_of_the_envelope_it_cannot_read(tier):
+    """Lambda does not always deliver a standard queue's group id: the copy takes the envelope's tenant."""
+    sqs = Recording(tier.sqs)
+    consumer = tier.consumer(client={"sqs": sqs, "dynamodb": tier.dynamodb}.__getitem__)
+    tier.send_raw(newer("for-acme", version=2, tenant="acme"))
+    messages = tier.receive_for_batch()
+    for message in messages:
+        message["Attributes"].pop("MessageGroupId", None)
+    assert tier.run_messages(consumer, messages) == {"batchItemFailures": []}
+    (call,) = sqs.of("send_message_batch")
+    assert [entry.get("MessageGroupId") for entry in call["Entries"]] == ["acme"]

@@ -76,6 +76,11 @@ class EnvelopeTooNew(EnvelopeError):
     instead of dead-lettering it as permanent (``tiered_jobs.runtime.too_new``).
     """
 
+    def __init__(self, problems: list[str], tenant: str | None = None):
+        super().__init__(problems)
+        #: The envelope's ``tenant`` (a field this release reads): its held copies' ``MessageGroupId``.
+        self.tenant = tenant
+
 
 @dataclass(frozen=True)
 class Envelope:
@@ -266,7 +271,9 @@ def parse(body: str | bytes) -> Envelope:
         raise EnvelopeError([f"the body is not JSON ({exc})"]) from None
     problems = validate(obj)
     if problems:
-        raise (EnvelopeTooNew if newer_than_known(obj) else EnvelopeError)(problems)
+        if newer_than_known(obj):  # every known field, tenant included, keeps its rules
+            raise EnvelopeTooNew(problems, obj.get("tenant"))
+        raise EnvelopeError(problems)
     return Envelope(
         type=obj["type"],
         idempotency_key=obj["idempotency_key"],

@@ -179,6 +179,8 @@ class Letter:
         """The envelope's ``tenant``: the replayed copy's ``MessageGroupId`` (a fair queue's tenant)."""
         try:
             return envelope.parse(self.body).tenant
+        except envelope.EnvelopeTooNew as newer:  # a newer producer's job keeps its tenant too
+            return newer.tenant
         except envelope.EnvelopeError:
             return None
 

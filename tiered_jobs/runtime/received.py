@@ -112,6 +112,8 @@ class Received:
         """The envelope's tenant, else the group SQS delivered: the ``MessageGroupId`` of every copy."""
         if self.envelope is not None and self.envelope.tenant is not None:
             return self.envelope.tenant
+        if isinstance(self.envelope_error, envelope_rules.EnvelopeTooNew) and self.envelope_error.tenant:
+            return self.envelope_error.tenant  # a newer producer's job: held, its copies keep their group
         return self.group_id
 
     @property
