@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from tests.support.context import lambda_context
@@ -38,13 +39,15 @@ def consumer_runtime(
     control: Callable[[], Any] | None = None,
     archive: Callable[[], Any] | None = None,
     unique_table: str | None = None,
+    too_new: tuple[int, int] | None = None,
 ):
     """A started-ready ``MappingRuntime`` for ``tier``; ``handler`` replaces the consumer (baselines);
     ``on_invoke(event, invocation)`` sees every invocation (the invariant run records the crashed ones);
     ``job_packages`` are the job folders' packages the consumer imports (the invariant adds its own);
     ``control`` reads the mapping's state before every receive (the invariant run pauses it); ``archive``
     builds where the jobs that end unrun (expired, cancelled) are kept (``None``: none, they are dead-lettered);
-    ``unique_table``: where unique jobs' locks are released (``None``: a stack before unique jobs)."""
+    ``unique_table``: where unique jobs' locks are released (``None``: a stack before unique jobs);
+    ``too_new``: (hold, bound) seconds for envelopes newer than the consumer (``None``: as deployed)."""
     from aws_lambda_powertools import Logger
 
     from emulator.esm import (
@@ -77,6 +80,8 @@ def consumer_runtime(
         max_receive_count=tier.max_receive_count,
         unique_table=unique_table,
     )
+    if too_new is not None:
+        config = replace(config, too_new_hold_seconds=too_new[0], too_new_max_age_seconds=too_new[1])
     function = FunctionConfig(
         name=FUNCTION_NAME,
         arn=f"arn:aws:lambda:{REGION}:123456789012:function:{FUNCTION_NAME}",

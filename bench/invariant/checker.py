@@ -31,6 +31,8 @@ EXERCISED = (
     "requeue_kept",
     "expired",
     "cancelled",
+    "envelope_too_new",
+    "too_new_dead_lettered",
 )
 
 
@@ -279,9 +281,10 @@ def _attributes_of(letter: dict[str, Any]) -> dict[str, str | None]:
 
 
 def _raised(attributes: dict[str, str | None]) -> bool:
-    """A letter the consumer wrote for a job that raised (not ``requeue_failed``: nothing ran)."""
+    """A letter the consumer wrote for a job that raised (not ``requeue_failed`` nor ``envelope_too_new``:
+    nothing ran)."""
     reason = attributes.get(DeadLetter.REASON)
-    return reason is not None and reason != DeadLetter.REASON_REQUEUE_FAILED
+    return reason is not None and reason not in (DeadLetter.REASON_REQUEUE_FAILED, DeadLetter.REASON_ENVELOPE_TOO_NEW)
 
 
 def _traceback(attributes: dict[str, str | None]) -> dict[str, Any] | None:
@@ -299,7 +302,10 @@ def _traceback(attributes: dict[str, str | None]) -> dict[str, Any] | None:
 
 
 def _its_own_failure(job: dict[str, Any], letter: dict[str, Any]) -> bool:
-    """The letter is of what the job itself raises: its traceback's last line says so."""
+    """The letter is of what the job itself raises: its traceback's last line says so (a newer
+    producer's job never ran: its letter names the envelope instead)."""
+    if job.get("too_new"):
+        return _attributes_of(letter).get(DeadLetter.ERROR_TYPE) == job["raises"]
     data = _traceback(_attributes_of(letter)) or {}
     lines = [line for line in data.get("traceback", "").splitlines() if line.strip()]
     return bool(lines) and job["raises"] in lines[-1]
@@ -307,7 +313,7 @@ def _its_own_failure(job: dict[str, Any], letter: dict[str, Any]) -> bool:
 
 def _frame_as_expected(job: dict[str, Any], letter: dict[str, Any]) -> bool:
     frame = (_traceback(_attributes_of(letter)) or {}).get("frame")
-    if job["poison"]:  # refused by its payload's schema: no job code ran
+    if job["poison"] or job.get("too_new"):  # refused by its payload's schema, or held unread: no job code ran
         return frame is None
     return isinstance(frame, str) and frame.startswith(CAPPED_FRAME[0]) and frame.endswith(CAPPED_FRAME[1])
 

@@ -74,6 +74,9 @@ class FaultPlan:
     #: Jobs published with ``unique_for=`` (a window longer than the run): a copy published while the first
     #: is pending is refused as already queued, nothing sent; each is applied once and its lock released.
     unique_fraction: float = 0.05
+    #: Jobs a newer producer wrote (envelope ``version`` 2): the run's consumer does not read them yet, so
+    #: it holds each (copies, never an attempt) until its bound, then dead-letters it ``envelope_too_new``.
+    too_new_fraction: float = 0.01
     # -- features ----------------------------------------------------------------------------
     #: The job type's rate limit (jobs per second across the tier's consumers; ``None``: off).
     rate_limit_per_second: float | None = 60.0
@@ -136,6 +139,7 @@ class FaultPlan:
                 "expired_fraction",
                 "cancelled_fraction",
                 "unique_fraction",
+                "too_new_fraction",
             )
         }
         return cls(

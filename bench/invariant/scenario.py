@@ -26,6 +26,8 @@ moto's server by the real consumer, with every feature on at once:
 * some jobs arrive past their **deadline** (the envelope's ``expires_at``), and an operator
   **cancels** some before they are published (their cancel markers in the idempotency table): every
   copy of each is archived unrun in the discard archive with its reason, never applied, never a letter;
+* some come from a **newer producer** (envelope ``version`` 2): held by the run's consumer (1 s at a
+  time) until 3 s old, then dead-lettered ``envelope_too_new``, never as permanent;
 
 and faults injected through wrapped clients (:class:`~bench.invariant.plan.FaultPlan`): crashes
 after the side effect and before the ack, transient job errors, idempotency-table throttling,
@@ -56,6 +58,8 @@ TIER = "critical"
 JOB_TYPE = "payments.update_balance"
 #: Longer than any run: a unique job's lock ends when it finishes, never by its window here.
 UNIQUE_WINDOW_SECONDS = 3600
+#: A newer producer's job is held 1 s at a time, and dead-lettered once 3 s old (a day and 900 s deployed).
+TOO_NEW_HOLD_SECONDS, TOO_NEW_MAX_AGE_SECONDS = 1, 3
 SCHEDULE = "interest"
 
 
@@ -174,6 +178,13 @@ class _Run:
                     job["ends"] = "cancelled"
                 elif ends < plan.expired_fraction + plan.cancelled_fraction + plan.unique_fraction:
                     job["unique"] = True
+                elif ends < plan.expired_fraction + plan.cancelled_fraction + plan.unique_fraction + (
+                    plan.too_new_fraction
+                ):
+                    # Held past its bound, then dead-lettered unrun (each replay is held and dead-lettered again).
+                    job["too_new"] = True
+                    job["dead_letter"], job["raises"] = DeadLetter.REASON_ENVELOPE_TOO_NEW, "EnvelopeTooNew"
+                    job["attempts"] = (0, None)  # nothing ran: a crash of its batch may add receives
             if poison:  # refused by its payload's schema on its first attempt
                 job["dead_letter"], job["raises"] = DeadLetter.REASON_PERMANENT, "PayloadValidationError"
             if job_type == CAPPED_TYPE:  # its policy decides its letter: see bench/invariant/jobs/capped.py
@@ -353,6 +364,7 @@ class _Run:
             control=control,
             archive=lambda: archive,
             unique_table=self.unique_table,
+            too_new=(TOO_NEW_HOLD_SECONDS, TOO_NEW_MAX_AGE_SECONDS),
         )
         with QueueTap(_name(tier.dlq_url), _name(tier.queue_url)) as queues, FateTap() as fates:
             runtime.start()
@@ -424,7 +436,9 @@ class _Run:
                             unique_for=UNIQUE_WINDOW_SECONDS if catalogue[k].get("unique") else None,
                         )
                         for k in chunk
-                        if not catalogue[k]["poison"] and catalogue[k].get("ends") != "expired"
+                        if not catalogue[k]["poison"]
+                        and catalogue[k].get("ends") != "expired"
+                        and not catalogue[k].get("too_new")
                     ]
                 )
                 with self._lock:  # a unique job's copy while the first is pending: nothing was sent
@@ -432,13 +446,16 @@ class _Run:
                 # The publisher refuses a poison payload (its schema); a publisher in another language
                 # that skips the schema still gets it in, and the consumer must dead-letter it.
                 for k in chunk:
-                    if catalogue[k]["poison"] or catalogue[k].get("ends") == "expired":
+                    if catalogue[k]["poison"] or catalogue[k].get("ends") == "expired" or catalogue[k].get("too_new"):
                         tenant = catalogue[k].get("tenant")
                         deadline = passed if catalogue[k].get("ends") == "expired" else None
                         body = envelope.build(JOB_TYPE, self.payload(k), k, tenant=tenant, expires_at=deadline)
+                        text = body.to_json()
+                        if catalogue[k].get("too_new"):  # a newer producer's: version 2
+                            text = json.dumps({**body.to_dict(), "version": 2})
                         tier.sqs.send_message(
                             QueueUrl=tier.queue_url,
-                            MessageBody=body.to_json(),
+                            MessageBody=text,
                             **({"MessageGroupId": tenant} if tenant else {}),
                         )
 

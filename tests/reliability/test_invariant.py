@@ -18,6 +18,9 @@ mid-run (its event source mapping, as ``tiered-jobs pause`` disables it) while a
 published, then resumes it: nothing is received while it is paused, and the wave runs once after.
 Some jobs arrive past their deadline (``expires_at``) and some are cancelled before they are published:
 each is archived unrun with its reason (``expired``, ``cancelled``), counted neither lost nor applied.
+Some come from a newer producer (envelope version 2): the run's consumer holds them (copies, never an
+attempt, their tenant kept) until their bound, then dead-letters them ``envelope_too_new``, never as
+permanent; replayed, each is held and dead-lettered again.
 """
 
 from __future__ import annotations
@@ -73,7 +76,10 @@ def test_nothing_lost_nothing_applied_twice_with_every_feature_on():
     assert outcome.letters_missing_some_reasons == 0, report
     assert outcome.copies_without_their_tenant == 0 and outcome.copies > 0, report
     assert outcome.copies_with_a_turn > 0, report  # held jobs went back with their tokens, and none was lost
-    assert set(outcome.dead_letter_reasons) <= {"permanent", "retries_exhausted"}, report
+    assert set(outcome.dead_letter_reasons) <= {"permanent", "retries_exhausted", "envelope_too_new"}, report
+    # A newer producer's jobs (envelope version 2): held by the run's consumer, then dead-lettered with
+    # their reason once past the bound (never as permanent, never applied), and each replay of them too.
+    assert outcome.expected_dead_letters.get("envelope_too_new", 0) > 0, report
     # The faults and the features really happened (a run without them would prove nothing).
     for fault in (
         "crash_before_idempotency_completes",
