@@ -142,6 +142,10 @@ def up(
             raise
         console.print(f"[bold red]error[/bold red]: {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(1) from None
+    # From here Ctrl-C asks the loop below to stop, as SIGTERM does, instead of raising KeyboardInterrupt
+    # wherever the main thread happens to be: on a loaded machine, an interrupt raised inside a status
+    # read was lost and `up` kept running. A second Ctrl-C, once stopping, interrupts the stop itself.
+    on_sigint = signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
         deployment, endpoint = session.deployment, session.endpoint
         assert deployment is not None and endpoint is not None, "the session is started"
@@ -210,11 +214,13 @@ def up(
                         )
         except KeyboardInterrupt:
             pass
+        signal.signal(signal.SIGINT, on_sigint)
         drain()
         console.print("stopping ...")
         if web is not None:
             web.stop()
     finally:
+        signal.signal(signal.SIGINT, on_sigint)
         session.stop()
         signal.signal(signal.SIGTERM, on_sigterm)
     console.print("stopped.")
