@@ -59,6 +59,17 @@ def marker(kind: str, at: str, detail: str = "") -> dict[str, Any]:
     return {MARKER_KEY: kind, "at": at, "detail": detail}
 
 
+def stored_result(text: str | None) -> Any:
+    """A record's stored result as the idempotency table holds it (JSON text), decoded; ``None`` when it
+    has none or it is not JSON. The consumer and a cancel read the same record, so they decode it alike."""
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
 def marker_kind(result: Any) -> str | None:
     """``cancelled`` / ``expired`` when ``result`` (a stored result) is an end marker, else ``None``."""
     if isinstance(result, dict):

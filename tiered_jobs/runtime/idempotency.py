@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -155,18 +154,12 @@ class IdempotentRunner:
             return True
         status = item.get(RecordAttributes.STATUS, {}).get("S")
         data = item.get(RecordAttributes.DATA, {}).get("S")
-        return status == RecordStatus.COMPLETED and job_ends.marker_kind(_json(data)) == job_ends.CANCELLED
+        return (
+            status == RecordStatus.COMPLETED
+            and job_ends.marker_kind(job_ends.stored_result(data)) == job_ends.CANCELLED
+        )
 
 
 def _stored(record: Any) -> Any:
     """A Powertools data record's stored result, decoded (``None`` when it has none)."""
-    return _json(getattr(record, "response_data", None))
-
-
-def _json(text: str | None) -> Any:
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
+    return job_ends.stored_result(getattr(record, "response_data", None))

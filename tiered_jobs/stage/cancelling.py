@@ -182,7 +182,7 @@ def mark_cancelled(
     expires = _epoch(old.get(RecordAttributes.EXPIRATION, {}).get("N"))
     if old.get(RecordAttributes.STATUS, {}).get("S") == RecordStatus.IN_PROGRESS:
         return _request_stop(dynamodb, target.table, job_type, idempotency_key, at, expires)
-    kind = job_ends.marker_kind(_json(old.get(RecordAttributes.DATA, {}).get("S")))
+    kind = job_ends.marker_kind(job_ends.stored_result(old.get(RecordAttributes.DATA, {}).get("S")))
     if kind == job_ends.CANCELLED:
         return Marked("already cancelled", record_expires=expires)
     if kind == job_ends.EXPIRED:
@@ -219,15 +219,4 @@ def _epoch(value: str | None) -> datetime | None:
     try:
         return datetime.fromtimestamp(float(value), timezone.utc) if value is not None else None
     except (TypeError, ValueError, OverflowError, OSError):
-        return None
-
-
-def _json(text: str | None) -> Any:
-    import json
-
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
         return None
