@@ -127,8 +127,11 @@ class _Run:
         self.max_attempts, self.remaining_ms = 5, 4000
         # A fresh name per run: moto's server shares its state with everything else in this process.
         name = self.name = f"invariant-{plan.seed}-{time.monotonic_ns() % 10**6}"
-        # A visibility timeout above the invocation's time (no batch comes back while it still runs).
-        self.tier = create_tier(name, visibility_timeout=6, max_receive_count=self.max_attempts)
+        # A visibility timeout above the invocation's longest time (no batch comes back while it still runs):
+        # nothing stops a job at the 4 s budget here, as Lambda's timeout would, so a slow job (3.7 s) that
+        # starts just inside the budget ends near 8 s. At 6 s such a batch came back while still running,
+        # spending receives until SQS's redrive moved a job without its reasons.
+        self.tier = create_tier(name, visibility_timeout=10, max_receive_count=self.max_attempts)
         self.bucket_table = create_rate_limit_table(self.tier.dynamodb, f"{name}-buckets")
         self.catalogue = self._catalogue(jobs, account_count)
         self.applications: Counter[str] = Counter()
