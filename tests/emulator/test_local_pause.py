@@ -74,7 +74,11 @@ def test_jobs_published_while_paused_wait_unreceived_and_after_resume_each_runs_
     assert resumed["outcome"] == "resumed" and not resumed["paused"]
 
     wait_until(lambda: balance(session, ACCOUNT) == JOBS and depth(session, tier.queue_url) == 0, 60, "the jobs run")
-    assert mapping.stats.snapshot()["records"] - received_before == JOBS  # each received once: run once
+    # Every job was received after the resume (none spent while paused) and ran once: the balance is
+    # exactly JOBS. A loaded machine may run a batch past the local timeout, and SQS then hands it out
+    # again: more receives, never a second effect (idempotency answers the duplicate).
+    assert mapping.stats.snapshot()["records"] - received_before >= JOBS
+    assert balance(session, ACCOUNT) == JOBS
     assert depth(session, tier.dlq_url) == 0
     arn = session.clients("lambda").get_event_source_mapping(UUID=state.uuid)["EventSourceMappingArn"]
     tags = session.clients("lambda").list_tags(Resource=arn)["Tags"]
