@@ -10,6 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from bench.calls import CallCounter
+from tests.support.clock import ManualClock
 from tests.support.stack import received_bodies
 from tiered_jobs.contract.envelope import MAX_IDEMPOTENCY_KEY_CHARS
 from tiered_jobs.contract.names import Schedules
@@ -22,17 +23,9 @@ NOW = datetime(2030, 5, 1, 12, 0, 10, tzinfo=timezone.utc)
 GROUP = Schedules.group_name("test")
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> ManualClock:
+    return ManualClock(NOW)
 
 
 @pytest.fixture

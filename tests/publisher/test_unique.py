@@ -10,6 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from bench.calls import CallCounter
+from tests.support.clock import ManualClock
 from tests.support.stack import FlakySqs, received_bodies
 from tiered_jobs.contract import unique
 from tiered_jobs.contract.routing import Routes
@@ -19,17 +20,9 @@ from tiered_jobs.stage.discovery import DiscoveryError, from_ssm
 NOW = datetime(2030, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> ManualClock:
+    return ManualClock(NOW)
 
 
 @pytest.fixture

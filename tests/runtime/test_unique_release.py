@@ -10,6 +10,7 @@ import boto3
 import pytest
 
 from bench.calls import CallCounter
+from tests.support.clock import ManualClock
 from tiered_jobs.contract import unique
 from tiered_jobs.contract.routing import Routes
 from tiered_jobs.publisher import Publisher
@@ -19,17 +20,9 @@ from tiered_jobs.runtime.registry import registry
 TABLE = "critical-unique"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime.now(timezone.utc)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> ManualClock:
+    return ManualClock(datetime.now(timezone.utc))
 
 
 @pytest.fixture
