@@ -13,6 +13,7 @@ from random import random as _unit_random
 from typing import Any
 
 from ..contract import envelope, payloads, unique
+from ..contract import trace_header as traces
 from ..contract.names import SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES, Env
 from ..contract.routing import Routes, UnknownRouteError
 from ..contract.schedules import MAX_DEBOUNCE_SECONDS, debounced_run_key, debounced_run_key_problem, one_time_problems
@@ -63,13 +64,16 @@ class Publisher:
         unique_table: str | None = None,
         dynamodb: Any = None,
         cancel_marks: cancelling.MarkTarget | Callable[[], cancelling.MarkTarget] | None = None,
+        trace_context: Callable[[], str | None] | None = traces.from_environment,
     ):
         """``scheduling``: where one-time jobs go (or a function that looks it up on first need);
         ``scheduler``: an EventBridge Scheduler client; ``schedule_beyond_seconds``: jobs due later
         than this go through a one-time schedule (0-900; lower it to make every later job cancellable);
         ``unique_table``: the stage's unique-jobs table (``unique_for=``), ``dynamodb`` its client;
         ``cancel_marks``: where :meth:`cancel` writes a queued job's cancel marker (or a function that
-        looks it up on first need; ``None``: only scheduled jobs can be cancelled)."""
+        looks it up on first need; ``None``: only scheduled jobs can be cancelled); ``trace_context``: the
+        caller's current trace header, for jobs that do not name one (``trace_header=``); by default the
+        Lambda invocation's ``_X_AMZN_TRACE_ID``, ``None``: jobs carry only the header they name."""
         if not queues:
             raise ValueError("a publisher needs the queue URL of at least one tier")
         self.queues = dict(queues)
@@ -88,6 +92,7 @@ class Publisher:
         self._clock = clock
         self.unique_table = unique_table
         self._cancel_marks = cancel_marks
+        self._trace_context = trace_context
         self._dynamodb = dynamodb
 
     @classmethod
@@ -238,6 +243,7 @@ class Publisher:
         debounce: int | timedelta | None = None,
         expires_at: datetime | None = None,
         expires_in: int | timedelta | None = None,
+        trace_header: str | None = None,
     ) -> PublishResult:
         """Publish one job; raise :class:`InvalidJobError` or :class:`PublishError` if it was not.
 
@@ -245,7 +251,9 @@ class Publisher:
         is pending (the result says ``already_queued``). ``debounce``: the job runs once, that many
         seconds after the last publish of its type and key, with the last payload. ``expires_at`` /
         ``expires_in``: the job's deadline (a moment, or seconds after it is due); not started by then,
-        it is archived unrun (reason ``expired``), never a failure."""
+        it is archived unrun (reason ``expired``), never a failure. ``trace_header``: the caller's X-Ray
+        header or W3C ``traceparent`` (default: the publisher's ``trace_context``), which the job's trace
+        links to."""
         return self.publish_batch(
             [
                 Job(
@@ -260,6 +268,7 @@ class Publisher:
                     debounce=debounce,
                     expires_at=expires_at,
                     expires_in=expires_in,
+                    trace_header=trace_header,
                 )
             ]
         )[0]
@@ -320,20 +329,35 @@ class Publisher:
         prepared: list[Prepared] = []
         problems: list[str] = []
         items = list(jobs)
+        ambient = self._ambient_trace()  # once per call: every job of it comes from the same request
         for index, item in enumerate(items):
             label = f"job #{index}" if len(items) > 1 else "job"
             try:
                 job = as_job(item)
-                prepared.append(self._prepare(index, job))
+                prepared.append(self._prepare(index, job, ambient))
             except InvalidJobError as exc:
                 problems.extend(f"{label} {problem}" for problem in exc.problems)
         if problems:
             raise InvalidJobError(problems)
         return prepared
 
-    def _prepare(self, index: int, job: Job) -> Prepared:
+    def _ambient_trace(self) -> str | None:
+        """The caller's current trace header, when the publisher has a ``trace_context`` and it gives a valid one."""
+        found = self._trace_context() if self._trace_context is not None else None
+        try:
+            return traces.normalise(found) if found else None
+        except traces.TraceHeaderError:
+            return None  # an ambient context never fails a publish: the job just starts a trace of its own
+
+    def _prepare(self, index: int, job: Job, ambient_trace: str | None = None) -> Prepared:
         """Check everything about one job that SQS or the consumer would refuse."""
         problems: list[str] = []
+        traced = ambient_trace
+        if job.trace_header is not None:  # one the caller named: SQS refuses a malformed header, so refused here
+            try:
+                traced = traces.normalise(job.trace_header)
+            except traces.TraceHeaderError as exc:
+                problems.append(str(exc))
         not_json = unserialisable(job.payload) if isinstance(job.payload, dict) else None
         if not_json:
             problems.append(not_json)
@@ -421,6 +445,7 @@ class Publisher:
             unique_token=token,
             unique_until=self._clock() + timedelta(seconds=unique_for) if unique_for is not None else None,
             debounced=debounce is not None,
+            trace_header=traced,
         )
 
     def _timing(self, job: Job, debounce: int | None = None) -> tuple[int, datetime | None]:
@@ -536,6 +561,8 @@ def _entry(entry_id: str, item: Prepared) -> dict[str, Any]:
         # A standard queue with message group ids is an SQS fair queue; nothing FIFO is implied
         # (no MessageDeduplicationId, no ordering: the idempotency key deduplicates).
         entry["MessageGroupId"] = item.job.tenant
+    if item.trace_header is not None:
+        entry["MessageSystemAttributes"] = traces.system_attributes(item.trace_header)
     return entry
 
 

@@ -39,6 +39,10 @@ class Job:
     expires_at: datetime | None = None
     #: The deadline as seconds (or a ``timedelta``) after the job is due; not with ``expires_at``.
     expires_in: int | timedelta | None = None
+    #: The caller's trace (an X-Ray header, or a W3C ``traceparent``): the message's ``AWSTraceHeader``,
+    #: which links the job's trace to it. ``None``: the publisher's ``trace_context`` (in Lambda, the
+    #: current invocation's ``_X_AMZN_TRACE_ID``).
+    trace_header: str | None = None
 
     def describe(self) -> str:
         key = self.idempotency_key
@@ -140,6 +144,8 @@ class Prepared:
     unique_until: datetime | None = None
     #: ``debounce``: the job's run is the one-time schedule of its type and key, moved on each publish.
     debounced: bool = False
+    #: The message's ``AWSTraceHeader`` (a system attribute: none of the 10 attributes, none of the size).
+    trace_header: str | None = None
 
 
 JOB_FIELDS = tuple(f.name for f in fields(Job))
