@@ -123,6 +123,9 @@ class Env:
     #: Folders of an app's own payload schemas (``os.pathsep``-separated), searched before the
     #: package's: a publishing service points it at a copy of the job folder's ``schemas/``.
     SCHEMA_DIRS = "TIERED_JOBS_SCHEMA_DIRS"
+    #: Consumer (and, per tier with ``tier_var``, publisher): the tier's large-payload setting as JSON
+    #: (``tiered_jobs.contract.large_payloads.Offload``); absent: the tier stores no body in S3.
+    LARGE_PAYLOADS = "TIERED_JOBS_LARGE_PAYLOADS"
 
     @staticmethod
     def tier_var(name: str, tier: str) -> str:
@@ -311,6 +314,8 @@ class Ssm:
     TIER_RATE_LIMITS = "rate-limits"
     #: The UUID of the tier's event source mapping (``pause`` and ``resume`` update it, ``status`` reads it).
     TIER_MAPPING_UUID = "mapping-uuid"
+    #: JSON of the tier's large-payload setting (``large_payloads.Offload``); only on tiers that opted in.
+    TIER_LARGE_PAYLOADS = "large-payloads"
 
     @staticmethod
     def replay_function_name(stage: str) -> str:
@@ -378,6 +383,8 @@ class Outputs:
     ROUTES = "Routes"
     PUBLISHER_POLICY_ARN = "PublisherPolicyArn"
     DISCARD_ARCHIVE_BUCKET = "DiscardArchiveBucket"
+    #: The stage's bucket of offloaded job bodies (only when a tier sets ``large_payloads``).
+    LARGE_PAYLOAD_BUCKET = "LargePayloadBucket"
 
     @staticmethod
     def resource(name: str) -> str:

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from tiered_jobs.contract.large_payloads import Offload
 from tiered_jobs.contract.names import Env
 from tiered_jobs.contract.rate_limits import RateLimits
 from tiered_jobs.contract.tiers import DEFAULT_IDEMPOTENCY_TTL_SECONDS
@@ -56,6 +57,9 @@ class TierConfig:
     #: most until it is this old, then dead-lettered (:mod:`~tiered_jobs.runtime.too_new`).
     too_new_hold_seconds: int = TOO_NEW_HOLD_SECONDS
     too_new_max_age_seconds: int = TOO_NEW_MAX_AGE_SECONDS
+    #: The tier's large-payload setting: the one bucket its pointers may name (``None``: the tier
+    #: opted out, and a pointer body is dead-lettered as permanent; docs/publishing.md).
+    large_payloads: Offload | None = None
 
     @property
     def receive_limit(self) -> int:
@@ -85,6 +89,8 @@ class TierConfig:
             max_receive_count = int(env[Env.MAX_RECEIVE_COUNT]) if env.get(Env.MAX_RECEIVE_COUNT) else None
             if max_receive_count is not None and max_receive_count < 1:
                 raise ValueError(f"{Env.MAX_RECEIVE_COUNT} must be >= 1, got {max_receive_count}")
+            offload = env.get(Env.LARGE_PAYLOADS)
+            large_payloads = Offload.from_json(offload, Env.LARGE_PAYLOADS) if offload else None
         except (ValueError, TypeError, KeyError) as exc:
             raise ConfigurationError(f"malformed retry/idempotency/time budget/rate-limit settings: {exc}") from exc
         return cls(
@@ -101,4 +107,5 @@ class TierConfig:
             rate_limit_table=env.get(Env.RATE_LIMIT_TABLE) or None,
             max_receive_count=max_receive_count,
             unique_table=env.get(Env.UNIQUE_TABLE) or None,
+            large_payloads=large_payloads,
         )

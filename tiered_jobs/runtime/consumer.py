@@ -191,7 +191,7 @@ class Consumer:
             self._remaining_time(context),
             self.config.time_budget_margin_ms,
             BatchMetrics(self.config.stage, self.config.tier),
-            read_batch(event, self.registry),
+            read_batch(event, self.registry, self._fetch_offloaded),
         )
         self.runner.register_lambda_context(context)
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
@@ -358,6 +358,8 @@ class Consumer:
             try:
                 envelope = received.envelope
                 if envelope is None:
+                    if received.body_error is not None:  # an offloaded body S3 did not give (offloaded.py)
+                        raise received.body_error
                     assert received.envelope_error is not None
                     raise received.envelope_error
                 definition = self.registry.get(envelope.type)
@@ -598,6 +600,12 @@ class Consumer:
 
         if release(self.client("dynamodb"), self.config.unique_table, envelope, self.logger):
             self.logger.info("unique lock released", extra={"unique_lock": envelope.unique_lock})
+
+    def _fetch_offloaded(self, raw: Any) -> str | BaseException:
+        """An offloaded record's stored body (the pointer stays its body: every copy sends it again)."""
+        from .offloaded import fetch_body  # loaded on the first offloaded record only
+
+        return fetch_body(raw, self.client, self.config.large_payloads)
 
     def _retry_for(self, definition: JobDefinition) -> RetryPolicy:
         """The job's attempts and backoff on this tier (checked once per job type and container)."""

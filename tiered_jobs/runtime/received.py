@@ -21,18 +21,23 @@ attribute of its letter: its ``DeadLetter.*`` reasons say it was dead-lettered, 
 new run (attempts from 1, enqueued now, as SQS gives it a new id and enqueue time) and keeps only
 its first failure (``DeadLetter.FirstFailedAt``).
 
+**An offloaded body** (``tiered_jobs.contract.large_payloads``): ``body`` stays the pointer, which
+every copy, letter and replay sends again; the envelope is parsed from the stored body the
+consumer fetched (``fetch``), and a fetch that failed is ``body_error``, raised when the record runs.
+
 Only the standard library and the contract: this runs at cold start.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from tiered_jobs.contract import envelope as envelope_rules
+from tiered_jobs.contract import large_payloads
 from tiered_jobs.contract.names import Attributes, DeadLetter
 from tiered_jobs.contract.times import parse_iso
 
@@ -91,6 +96,8 @@ class Received:
     carried: Carried
     #: The metric label: the job type when it is registered, else ``invalid`` / ``unregistered``.
     label: str
+    #: Why an offloaded body could not be fetched (``None``: the body was not offloaded, or was fetched).
+    body_error: BaseException | None = None
 
     @property
     def attempt(self) -> int:
@@ -138,19 +145,28 @@ class Received:
         return api_attributes(self.attributes)
 
 
-def read_batch(event: Mapping[str, Any], registered: Any) -> list[Received]:
-    """Every record of a Lambda SQS event, in order; ``registered`` answers ``job_type in registered``."""
-    return [read(raw, registered) for raw in event.get("Records") or []]
+#: Fetches an offloaded record's stored body (the raw record in, the body or why not out).
+Fetch = Callable[[Mapping[str, Any]], str | BaseException]
 
 
-def read(raw: Mapping[str, Any], registered: Any) -> Received:
+def read_batch(event: Mapping[str, Any], registered: Any, fetch: Fetch | None = None) -> list[Received]:
+    """Every record of a Lambda SQS event, in order; ``registered`` answers ``job_type in registered``;
+    ``fetch`` reads an offloaded body (``None``: a pointer is read as the body it is, and refused)."""
+    return [read(raw, registered, fetch) for raw in event.get("Records") or []]
+
+
+def read(raw: Mapping[str, Any], registered: Any, fetch: Fetch | None = None) -> Received:
     system = raw.get("attributes") or {}
     attributes = raw.get("messageAttributes") or {}
     body = raw.get("body") or ""
     envelope: envelope_rules.Envelope | None = None
     error: envelope_rules.EnvelopeError | None = None
+    text: str | BaseException = body
+    if fetch is not None and large_payloads.is_offloaded(attributes):
+        text = fetch(raw)
     try:
-        envelope = envelope_rules.parse(body)
+        if isinstance(text, str):
+            envelope = envelope_rules.parse(text)
     except envelope_rules.EnvelopeError as exc:
         error = exc
     if envelope is None:
@@ -171,6 +187,7 @@ def read(raw: Mapping[str, Any], registered: Any) -> Received:
         envelope_error=error,
         carried=Carried.read(attributes),
         label=label,
+        body_error=text if isinstance(text, BaseException) else None,
     )
 
 
