@@ -29,6 +29,7 @@ from typing import Any
 from tiered_jobs.contract import payloads
 from tiered_jobs.contract.envelope import JOB_TYPE_PATTERN
 from tiered_jobs.contract.names import Env
+from tiered_jobs.contract.probe import PROBE_TYPE, RESERVED_PREFIX, is_reserved
 
 from .errors import (
     JobTimeout,
@@ -155,6 +156,11 @@ class JobRegistry:
         """Register a job type. ``permanent`` is the older name of ``permanent_on`` (both are kept)."""
         if not JOB_TYPE_PATTERN.match(job_type):
             raise ValueError(f"job type {job_type!r} must match {JOB_TYPE_PATTERN.pattern}")
+        if is_reserved(job_type):
+            raise ValueError(
+                f"job type {job_type!r} is reserved: types under {RESERVED_PREFIX!r} belong to the library "
+                f"(its probe, {PROBE_TYPE!r}); name yours after your own domain, e.g. 'invoices.send'"
+            )
         if time_limit_seconds is not None and not (
             isinstance(time_limit_seconds, (int, float))
             and not isinstance(time_limit_seconds, bool)
@@ -191,6 +197,10 @@ class JobRegistry:
         return register
 
     def get(self, job_type: str) -> JobDefinition:
+        if job_type == PROBE_TYPE:  # the library's own, before the app's types (contract/probe.py)
+            from .probe import PROBE
+
+            return PROBE
         if job_type not in self._jobs and self.loader is not None:
             self.loader(job_type)  # its module failed to import: that error, not "unknown"
         try:
@@ -209,6 +219,8 @@ class JobRegistry:
             self._jobs.pop(job_type, None)
 
     def __contains__(self, job_type: object) -> bool:
+        if job_type == PROBE_TYPE:
+            return True
         if job_type not in self._jobs and self.loader is not None and isinstance(job_type, str):
             try:
                 self.loader(job_type)
