@@ -68,6 +68,14 @@ def test_first_disallowed_character(text, expected):
     assert first_disallowed_character(text) == expected
 
 
+def test_every_code_point_at_a_range_edge_is_refused_exactly_when_it_is_outside_the_allowed_ranges():
+    # The check matches the refused ranges (cheap to compile at cold start), derived from the allowed ones.
+    edges = {0, 0x10FFFF} | {c + d for low, high in ALLOWED_CHARACTER_RANGES for c in (low, high) for d in (-1, 0, 1)}
+    for code in sorted(c for c in edges if 0 <= c <= 0x10FFFF):
+        allowed = any(low <= code <= high for low, high in ALLOWED_CHARACTER_RANGES)
+        assert (first_disallowed_character(chr(code)) is None) == allowed, hex(code)
+
+
 def test_message_size_counts_the_body_and_every_attribute_name_type_and_value():
     attributes = {
         "tenant": {"DataType": "String", "StringValue": "café"},  # 6 + 6 + 5

@@ -43,7 +43,26 @@ ALLOWED_CHARACTER_RANGES: tuple[tuple[int, int], ...] = (
     (0xE000, 0xFFFD),
     (0x10000, 0x10FFFF),
 )
-_DISALLOWED = re.compile("[^" + "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in ALLOWED_CHARACTER_RANGES) + "]")
+
+
+def _refused_ranges(allowed: Iterable[tuple[int, int]], top: int = 0x10FFFF) -> list[tuple[int, int]]:
+    """The code points outside ``allowed``, as ranges (a Python string holds none above U+10FFFF)."""
+    refused, start = [], 0
+    for low, high in sorted(allowed):
+        if low > start:
+            refused.append((start, low - 1))
+        start = max(start, high + 1)
+    if start <= top:
+        refused.append((start, top))
+    return refused
+
+
+# The refused characters as a class of their own (five small ranges), not the negated allowed class:
+# the same matches on every code point, but ``re`` builds the negated class's charset over all of
+# Unicode, about 5 ms at every cold start of the consumer (which imports this), and searches slower.
+_DISALLOWED = re.compile(
+    "[" + "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in _refused_ranges(ALLOWED_CHARACTER_RANGES)) + "]"
+)
 
 T = TypeVar("T")
 
