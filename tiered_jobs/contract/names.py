@@ -385,6 +385,8 @@ class Outputs:
     DISCARD_ARCHIVE_BUCKET = "DiscardArchiveBucket"
     #: The stage's bucket of offloaded job bodies (only when a tier sets ``large_payloads``).
     LARGE_PAYLOAD_BUCKET = "LargePayloadBucket"
+    #: Per tier that sets ``large_payloads``: its setting's JSON (``large_payloads.Offload``).
+    LARGE_PAYLOADS = "LargePayloads"
 
     @staticmethod
     def resource(name: str) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..contract import envelope, payloads, unique
 from ..contract import trace_header as traces
+from ..contract.large_payloads import Offload
 from ..contract.names import SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES, Env
 from ..contract.routing import Routes, UnknownRouteError
 from ..contract.schedules import MAX_DEBOUNCE_SECONDS, debounced_run_key, debounced_run_key_problem, one_time_problems
@@ -25,6 +26,7 @@ from ..contract.sqs_limits import (
     pack_batches,
 )
 from ..stage import cancelling, discovery, scheduling
+from . import large_payloads as offloading
 from .deadline import deadline_text
 from .errors import InvalidJobError, PublishError
 from .models import (
@@ -65,6 +67,8 @@ class Publisher:
         dynamodb: Any = None,
         cancel_marks: cancelling.MarkTarget | Callable[[], cancelling.MarkTarget] | None = None,
         trace_context: Callable[[], str | None] | None = traces.from_environment,
+        large_payloads: Mapping[str, Offload] | None = None,
+        s3: Any = None,
     ):
         """``scheduling``: where one-time jobs go (or a function that looks it up on first need);
         ``scheduler``: an EventBridge Scheduler client; ``schedule_beyond_seconds``: jobs due later
@@ -73,7 +77,9 @@ class Publisher:
         ``cancel_marks``: where :meth:`cancel` writes a queued job's cancel marker (or a function that
         looks it up on first need; ``None``: only scheduled jobs can be cancelled); ``trace_context``: the
         caller's current trace header, for jobs that do not name one (``trace_header=``); by default the
-        Lambda invocation's ``_X_AMZN_TRACE_ID``, ``None``: jobs carry only the header they name."""
+        Lambda invocation's ``_X_AMZN_TRACE_ID``, ``None``: jobs carry only the header they name;
+        ``large_payloads``: per tier, the stage's bucket and the size above which a body is stored there
+        (``tiered_jobs.publisher.large_payloads``), ``s3`` its client."""
         if not queues:
             raise ValueError("a publisher needs the queue URL of at least one tier")
         self.queues = dict(queues)
@@ -93,11 +99,14 @@ class Publisher:
         self.unique_table = unique_table
         self._cancel_marks = cancel_marks
         self._trace_context = trace_context
+        self.large_payloads = dict(large_payloads or {})
+        self._s3 = s3
         self._dynamodb = dynamodb
 
     @classmethod
     def from_deployment(cls, deployment: discovery.Deployment, **options: Any) -> Publisher:
         options.setdefault("unique_table", deployment.unique_table_name)
+        options.setdefault("large_payloads", deployment.large_payloads)
         return cls(deployment.queue_urls(), deployment.routes, **options)
 
     @classmethod
@@ -134,6 +143,14 @@ class Publisher:
 
             self._sqs = boto3.client("sqs")
         return self._sqs
+
+    @property
+    def s3(self) -> Any:
+        if self._s3 is None:
+            import boto3
+
+            self._s3 = boto3.client("s3")
+        return self._s3
 
     @property
     def dynamodb(self) -> Any:
@@ -301,7 +318,9 @@ class Publisher:
             result, error = self._schedule(one_time, item)
             results[item.index] = result
             first_error = first_error or error
-        for chunk in _chunks([item for item in prepared_to_send if item.fire_at is None]):
+        now = [item for item in prepared_to_send if item.fire_at is None]
+        now, first_error = self._offload(now, results, first_error)
+        for chunk in _chunks(now):
             chunk_results, error = self._send_chunk(chunk)
             results.update(chunk_results)
             first_error = first_error or error
@@ -421,13 +440,17 @@ class Publisher:
             if refused:  # the envelope's fields are checked one by one already: a last guard on what is sent
                 problems.append(refused)
             size = 0 if refused else message_size(body)
-            if size > MAX_JOB_MESSAGE_BYTES:
+            offload = self.large_payloads.get(tier) if not refused else None
+            if offloading.should_offload(offload, size):
+                if fire_at is not None:
+                    problems.append(offloading.SCHEDULED_PROBLEM)
+            elif size > MAX_JOB_MESSAGE_BYTES:
                 # The runtime adds its own attributes to a job's letter and to its held or deferred
                 # copies: a body that leaves them no room would reach the DLQ without its reasons.
                 problems.append(
                     f"the message is {size} bytes, over the {MAX_JOB_MESSAGE_BYTES}-byte limit (SQS's "
                     f"{SQS_MAX_MESSAGE_BYTES} less {RUNTIME_ATTRIBUTES_HEADROOM_BYTES} for the runtime's own "
-                    "attributes); pass IDs, not objects"
+                    "attributes); pass IDs, not objects, or set large_payloads on the tier to store such bodies in S3"
                 )
             elif fire_at is not None and not refused:  # it goes through a one-time schedule: Scheduler's rules too
                 problems.extend(one_time_problems(body))
@@ -446,6 +469,7 @@ class Publisher:
             unique_until=self._clock() + timedelta(seconds=unique_for) if unique_for is not None else None,
             debounced=debounce is not None,
             trace_header=traced,
+            offload=offload if offloading.should_offload(offload, size) else None,
         )
 
     def _timing(self, job: Job, debounce: int | None = None) -> tuple[int, datetime | None]:
@@ -507,6 +531,30 @@ class Publisher:
 
     # -- sending ------------------------------------------------------------------------------
 
+    def _offload(
+        self, items: list[Prepared], results: dict[int, PublishResult], first_error: Exception | None
+    ) -> tuple[list[Prepared], Exception | None]:
+        """Store the bodies over their tier's threshold, each before its send (a message never points at
+        nothing); a job whose body S3 refused is not sent, and says why."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        ready = []
+        for item in items:
+            if item.offload is None:
+                ready.append(item)
+                continue
+            try:
+                body, attributes, size = offloading.store(self.s3, item.offload, item.tier, item.body)
+            except (BotoCoreError, ClientError) as exc:
+                code = exc.response["Error"].get("Code", "") if isinstance(exc, ClientError) else type(exc).__name__
+                results[item.index] = _result(
+                    item, 1, error_code=code, error_message=f"could not store the body in S3, nothing sent: {exc}"
+                )
+                first_error = first_error or exc
+                continue
+            ready.append(replace(item, body=body, size=size, attributes=attributes))
+        return ready, first_error
+
     def _send_chunk(self, chunk: list[Prepared]) -> tuple[dict[int, PublishResult], Exception | None]:
         """Send one chunk (one queue, ≤ 10 entries, ≤ 1 MiB), retrying only failed entries."""
         from botocore.exceptions import BotoCoreError, ClientError
@@ -563,6 +611,8 @@ def _entry(entry_id: str, item: Prepared) -> dict[str, Any]:
         entry["MessageGroupId"] = item.job.tenant
     if item.trace_header is not None:
         entry["MessageSystemAttributes"] = traces.system_attributes(item.trace_header)
+    if item.attributes:  # an offloaded body's ExtendedPayloadSize: one of SQS's 10 attributes
+        entry["MessageAttributes"] = dict(item.attributes)
     return entry
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..contract.large_payloads import Offload
 from .errors import InvalidJobError
 
 
@@ -146,6 +147,10 @@ class Prepared:
     debounced: bool = False
     #: The message's ``AWSTraceHeader`` (a system attribute: none of the 10 attributes, none of the size).
     trace_header: str | None = None
+    #: ``large_payloads``: the tier's bucket, when the body goes there before the send...
+    offload: Offload | None = None
+    #: ...and once it has, the pointer message's attributes (``ExtendedPayloadSize``).
+    attributes: Mapping[str, Mapping[str, str]] | None = None
 
 
 JOB_FIELDS = tuple(f.name for f in fields(Job))

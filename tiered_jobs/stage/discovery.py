@@ -25,6 +25,7 @@ from typing import Any
 
 from tiered_jobs.contract.errors import USAGE, TieredJobsError
 
+from ..contract.large_payloads import Offload
 from ..contract.names import DEFAULT_TIERS, Env, Outputs, Ssm
 from ..contract.routing import Routes
 from ..contract.tiers import TierQueues
@@ -64,6 +65,8 @@ class Deployment:
     #: The unique-jobs table (``publish(..., unique_for=)``); ``None`` when the source does not tell
     #: (a stage deployed before unique jobs).
     unique_table_name: str | None = None
+    #: The tiers that store bodies over a threshold in the stage's bucket (``large_payloads``), by name.
+    large_payloads: Mapping[str, Offload] = field(default_factory=dict)
 
     def tier(self, name: str) -> TierQueues:
         try:
@@ -101,7 +104,12 @@ def from_ssm(stage: str, *, ssm: Any = None) -> Deployment:
         raise DiscoveryError(f"SSM parameter {Ssm.routes(stage)} not found ({where})")
     names = [name.strip() for name in head[Ssm.tiers(stage)].split(",") if name.strip()]
     values = get_parameters(
-        ssm, [Ssm.tier(stage, name, key) for name in names for key in (Ssm.TIER_QUEUE_URL, Ssm.TIER_DLQ_URL)]
+        ssm,
+        [
+            Ssm.tier(stage, name, key)
+            for name in names
+            for key in (Ssm.TIER_QUEUE_URL, Ssm.TIER_DLQ_URL, Ssm.TIER_LARGE_PAYLOADS)
+        ],
     )
     tiers = {}
     for name in names:
@@ -117,6 +125,7 @@ def from_ssm(stage: str, *, ssm: Any = None) -> Deployment:
         stage=stage,
         idempotency_table_name=head.get(Ssm.idempotency_table_name(stage)),
         unique_table_name=head.get(Ssm.unique_table_name(stage)),
+        large_payloads=_offloads({name: values.get(Ssm.tier(stage, name, Ssm.TIER_LARGE_PAYLOADS)) for name in names}),
     )
 
 
@@ -161,6 +170,7 @@ def from_stack_outputs(stack_name: str, *, cloudformation: Any = None, stage: st
         stage=stage,
         idempotency_table_name=outputs.get(Outputs.IDEMPOTENCY_TABLE_NAME),
         unique_table_name=outputs.get(Outputs.UNIQUE_TABLE_NAME),
+        large_payloads=_offloads({name: outputs.get(Outputs.tier(name, Outputs.LARGE_PAYLOADS)) for name in tiers}),
     )
 
 
@@ -184,6 +194,7 @@ def from_env(environ: Mapping[str, str] | None = None) -> Deployment:
         source="environment",
         stage=environ.get(Env.STAGE),
         unique_table_name=environ.get(Env.UNIQUE_TABLE) or None,
+        large_payloads=_offloads({name: environ.get(Env.tier_var(Env.LARGE_PAYLOADS, name)) for name in tiers}),
     )
 
 
@@ -211,6 +222,18 @@ def queue_urls_in_env(environ: Mapping[str, str]) -> dict[str, str]:
         for name, value in environ.items()
         if name.startswith(prefix) and len(name) > len(prefix) and value
     }
+
+
+def _offloads(found: Mapping[str, str | None]) -> dict[str, Offload]:
+    """The tiers' ``large_payloads`` settings from their JSON (a tier without one stores no body in S3)."""
+    try:
+        return {
+            tier: Offload.from_json(text, f"the large_payloads of tier {tier!r}")
+            for tier, text in found.items()
+            if text
+        }
+    except ValueError as exc:
+        raise DiscoveryError(str(exc)) from None
 
 
 def parse_routes(text: str, source: str) -> Routes:
