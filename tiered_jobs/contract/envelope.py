@@ -11,7 +11,8 @@ used: this module runs in the consumer's cold start.
      "published_at": "2026-11-29T10:00:00Z",   # optional, ISO 8601 with a time zone
      "tenant": "acme",                         # optional, 1-128 characters SQS accepts as MessageGroupId
      "unique_lock": "9f1c...",                 # optional, the unique-jobs lock this job holds
-     "expires_at": "2026-11-29T11:00:00Z"}     # optional, ISO 8601 with a time zone: the deadline
+     "expires_at": "2026-11-29T11:00:00Z",     # optional, ISO 8601 with a time zone: the deadline
+     "batch": {"id": "5f0c...", "step": 1}}    # optional, the batch (or chain, with its step) it is part of
 
 ``tenant`` names whom the job is for when one tier's queue serves many customers: the publisher
 also sends it as the message's ``MessageGroupId`` (SQS fair queues), the consumer logs it.
@@ -23,6 +24,11 @@ job finishes. A job without it costs the consumer no call.
 ``expires_at`` is the job's deadline: a job not started by then is not run. The consumer drops it
 before it starts (to the discard archive, reason ``expired``), on every copy and replay, since
 copies and replays carry the envelope unchanged. Deploy the stack before publishing with a deadline.
+
+``batch`` names the batch (``publisher.batch``) or chain (``publisher.chain``, with the link's
+``step``) the job is a member of (:mod:`~tiered_jobs.contract.batches`): when it finishes, the
+consumer counts it in the stage's batches table. A consumer of an earlier release holds such a job
+as too new (and dead-letters it ``envelope_too_new`` after the bound): deploy before publishing batches.
 
 **Compatibility** (:func:`newer_than_known`, docs/upgrading.md): a release may add optional
 top-level fields, or raise ``version``. Validation (and so publishing) refuses what this release
@@ -39,6 +45,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from .batches import field_problems as batch_problems
 from .errors import USAGE, TieredJobsError
 from .names import SQS_MAX_MESSAGE_BYTES, SQS_MESSAGE_GROUP_ID_PATTERN
 from .sqs_limits import disallowed_character_problem
@@ -50,7 +57,7 @@ JOB_TYPE_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
 MAX_JOB_TYPE_CHARS = 128
 MAX_IDEMPOTENCY_KEY_CHARS = 256
 REQUIRED_FIELDS = ("type", "idempotency_key", "payload")
-OPTIONAL_FIELDS = ("version", "published_at", "tenant", "unique_lock", "expires_at")
+OPTIONAL_FIELDS = ("version", "published_at", "tenant", "unique_lock", "expires_at", "batch")
 ALLOWED_FIELDS = REQUIRED_FIELDS + OPTIONAL_FIELDS
 
 
@@ -94,6 +101,8 @@ class Envelope:
     unique_lock: str | None = None
     #: The deadline (ISO 8601 with a time zone): not started by then, the job is not run.
     expires_at: str | None = None
+    #: The batch or chain it is a member of: ``{"id": ...}`` or ``{"id": ..., "step": n}``.
+    batch: dict[str, Any] | None = None
 
     def deadline(self) -> datetime | None:
         """``expires_at`` as an aware datetime (``None``: the job never expires)."""
@@ -119,6 +128,8 @@ class Envelope:
             body["unique_lock"] = self.unique_lock
         if self.expires_at is not None:
             body["expires_at"] = self.expires_at
+        if self.batch is not None:
+            body["batch"] = self.batch
         return body
 
     def to_json(self) -> str:
@@ -188,6 +199,8 @@ def validate(obj: Any) -> list[str]:
         expires_at = obj["expires_at"]
         if not isinstance(expires_at, str) or not _is_iso8601(expires_at):
             problems.append(f"'expires_at' must be an ISO 8601 date-time with a time zone, got {expires_at!r}")
+    if "batch" in obj:
+        problems.extend(batch_problems(obj["batch"]))
     return problems
 
 
@@ -283,6 +296,7 @@ def parse(body: str | bytes) -> Envelope:
         tenant=obj.get("tenant"),
         unique_lock=obj.get("unique_lock"),
         expires_at=obj.get("expires_at"),
+        batch=obj.get("batch"),
     )
 
 

@@ -117,6 +117,9 @@ class Env:
     #: Consumer and publisher: the stage's unique-jobs table (``tiered_jobs.contract.unique``): the
     #: publisher's ``unique_for=`` locks there, the consumer releases a finished job's lock.
     UNIQUE_TABLE = "TIERED_JOBS_UNIQUE_TABLE"
+    #: Consumer and publisher: the stage's batches table (``tiered_jobs.contract.batches``): the publisher
+    #: opens and seals a batch or chain there, the consumer counts each finished member.
+    BATCH_TABLE = "TIERED_JOBS_BATCH_TABLE"
     #: Consumer: comma-separated modules the handler imports so that their ``@job`` handlers register
     #: (a stack sets its ``JobsCode`` module, e.g. ``myapp.jobs``).
     JOB_MODULES = "TIERED_JOBS_JOB_MODULES"
@@ -331,6 +334,11 @@ class Ssm:
         return f"/{PROJECT}/{stage}/unique-table-name"
 
     @staticmethod
+    def batch_table_name(stage: str) -> str:
+        """The batches table (``publisher.batch``, ``publisher.chain``): discovery reads it with the other names."""
+        return f"/{PROJECT}/{stage}/batch-table-name"
+
+    @staticmethod
     def resources_path(stage: str) -> str:
         """The folder of the resources' parameters (``GetParametersByPath`` lists them all)."""
         return f"/{PROJECT}/{stage}/resources"
@@ -378,6 +386,7 @@ class Outputs:
     REPLAY_FUNCTION_NAME = "ReplayFunctionName"
     IDEMPOTENCY_TABLE_NAME = "IdempotencyTableName"
     UNIQUE_TABLE_NAME = "UniqueTableName"
+    BATCH_TABLE_NAME = "BatchTableName"
     ALARM_TOPIC_ARN = "AlarmTopicArn"
     DASHBOARD_NAME = "DashboardName"
     ROUTES = "Routes"

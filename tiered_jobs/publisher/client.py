@@ -27,6 +27,7 @@ from ..contract.sqs_limits import (
 )
 from ..stage import cancelling, discovery, scheduling
 from . import large_payloads as offloading
+from .batches import Batch, Callback, ChainResult, Link, open_chain
 from .deadline import deadline_text
 from .errors import InvalidJobError, PublishError
 from .models import (
@@ -66,6 +67,7 @@ class Publisher:
         unique_table: str | None = None,
         dynamodb: Any = None,
         cancel_marks: cancelling.MarkTarget | Callable[[], cancelling.MarkTarget] | None = None,
+        batch_table: str | None = None,
         trace_context: Callable[[], str | None] | None = traces.from_environment,
         large_payloads: Mapping[str, Offload] | None = None,
         s3: Any = None,
@@ -98,6 +100,8 @@ class Publisher:
         self._clock = clock
         self.unique_table = unique_table
         self._cancel_marks = cancel_marks
+        #: The stage's batches table (:meth:`batch`, :meth:`chain`; its client is ``dynamodb``).
+        self.batch_table = batch_table
         self._trace_context = trace_context
         self.large_payloads = dict(large_payloads or {})
         self._s3 = s3
@@ -106,6 +110,7 @@ class Publisher:
     @classmethod
     def from_deployment(cls, deployment: discovery.Deployment, **options: Any) -> Publisher:
         options.setdefault("unique_table", deployment.unique_table_name)
+        options.setdefault("batch_table", deployment.batch_table_name)
         options.setdefault("large_payloads", deployment.large_payloads)
         return cls(deployment.queue_urls(), deployment.routes, **options)
 
@@ -297,7 +302,40 @@ class Publisher:
         sent). If any job is still not accepted after retries, :class:`PublishError` is raised
         once every chunk has been tried; its ``__cause__`` is the first client error, if any.
         """
-        prepared = self._prepare_all(jobs)
+        return self._publish_prepared(self._prepare_all(jobs))
+
+    def batch(
+        self,
+        *,
+        on_success: Callback | None = None,
+        on_complete: Callback | None = None,
+        batch_id: str | None = None,
+    ) -> Batch:
+        """Open a batch: ``with publisher.batch(on_complete=("reports.notify", {...})) as batch: batch.publish(...)``.
+
+        ``on_success`` is published once every member has succeeded, ``on_complete`` once every member has
+        finished (succeeded, dead-lettered, expired or cancelled), each exactly once, with the batch's id as
+        its idempotency key (docs/workflows.md). The callbacks are checked here: nothing is written or sent
+        when one could not be published."""
+        table = self._batches_table()
+        return Batch(self, table, on_success=on_success, on_complete=on_complete, batch_id=batch_id, clock=self._clock)
+
+    def chain(self, *links: Link, chain_id: str | None = None) -> ChainResult:
+        """Publish ``links[0]`` now, and each next link when the one before it succeeds; a link reads the one
+        before's result with ``ctx.previous_result()``. A failed link stops the chain (``tiered-jobs batch ID``)."""
+        return open_chain(self, self._batches_table(), links, chain_id=chain_id, now=self._clock())
+
+    def _batches_table(self) -> str:
+        if not self.batch_table:
+            raise discovery.DiscoveryError(
+                "this publisher knows no batches table: deploy a stack version with batches and build it with "
+                f"Publisher.from_stage(...), or set {Env.BATCH_TABLE} with the environment's queue URLs, or pass "
+                "batch_table="
+            )
+        return self.batch_table
+
+    def _publish_prepared(self, prepared: list[Prepared]) -> list[PublishResult]:
+        """Send jobs already checked (:meth:`publish_batch`, a batch's members)."""
         results: dict[int, PublishResult] = {}
         first_error: Exception | None = None
         later = [item for item in prepared if item.fire_at is not None]

@@ -53,6 +53,9 @@ class TierConfig:
     #: The stage's unique-jobs table: a finished job whose envelope carries ``unique_lock`` releases its
     #: lock there (``None``: a stack before unique jobs; such a lock ends with its window).
     unique_table: str | None = None
+    #: The stage's batches table: a finished job whose envelope carries ``batch`` is counted there
+    #: (``None``: a stack before batches; such a job runs, uncounted, and the consumer says so).
+    batch_table: str | None = None
     #: A job whose envelope is newer than this consumer is held this long between receives, and at
     #: most until it is this old, then dead-lettered (:mod:`~tiered_jobs.runtime.too_new`).
     too_new_hold_seconds: int = TOO_NEW_HOLD_SECONDS
@@ -107,5 +110,6 @@ class TierConfig:
             rate_limit_table=env.get(Env.RATE_LIMIT_TABLE) or None,
             max_receive_count=max_receive_count,
             unique_table=env.get(Env.UNIQUE_TABLE) or None,
+            batch_table=env.get(Env.BATCH_TABLE) or None,
             large_payloads=large_payloads,
         )

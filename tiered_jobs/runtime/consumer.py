@@ -74,6 +74,8 @@ __all__ = ["INVALID_JOB_TYPE", "UNREGISTERED_JOB_TYPE", "Consumer"]
 DEFERRED_DELAY_SECONDS = 0
 #: A deferred record whose copy SQS refused is returned with this visibility instead.
 KEPT_DEFERRED_VISIBILITY_SECONDS = 1
+#: A finished batch member whose count was not written comes back this soon, to be counted then.
+KEPT_BATCH_COUNT_VISIBILITY_SECONDS = 5
 #: Without a Lambda context (tests, scripts), the invocation is taken to last Lambda's longest timeout.
 NO_CONTEXT_BUDGET_MS = 900_000
 
@@ -380,6 +382,7 @@ class Consumer:
                     time_limit_seconds=definition.time_limit_seconds,
                     margin_ms=invocation.margin_ms,
                     cancel_check=self._cancel_check(envelope.type, envelope.idempotency_key, definition.idempotent),
+                    previous_result_reader=self._previous_result(envelope.batch),
                 )
                 run = definition.handler
 
@@ -399,12 +402,15 @@ class Consumer:
                         return self._end(received, invocation, ended, _ended_detail(ended, result), started)
                 else:
                     result, duplicate = execute(), False
+                self._count_member(received, invocation, "succeeded", "", started)  # before the record is acknowledged
                 duration_ms = _ms(started)
                 invocation.metrics.record(received.label, "duplicate" if duplicate else "succeeded", duration_ms)
                 # Celery's "Task ... succeeded in 0.04s": type, key and attempt are the line's keys.
                 self.logger.info("job succeeded", extra={"duration_ms": round(duration_ms, 3), "duplicate": duplicate})
                 self._release_unique(received)
                 return result
+            except KeptInQueue:
+                raise  # its batch count was not written: the record comes back, and is counted then
             except Exception as exc:  # noqa: BLE001 -- every failure is classified, none escapes unseen
                 self._fail(received, invocation, exc, definition, started)
                 return None  # dead-lettered: report success so SQS deletes the source copy
@@ -481,6 +487,7 @@ class Consumer:
         attributes, dropped = merge_attributes(received.api_attributes(), letter.attributes())
         attributes, shortened = fit_to_size(received.body, attributes)  # SQS's 1 MiB counts attributes too
         duration = _ms(started) if started is not None else None
+        self._count_member(received, invocation, "failed", f"{reason}: {error_type}: {error_message}", started)
         try:
             dlq_message_id = send_to_dlq(
                 self.client("sqs"), self.config.dlq_url, received.body, attributes, received.tenant
@@ -549,6 +556,7 @@ class Consumer:
         invocation.metrics.age(received.label, received.age_seconds(self.now()))
         with self._log_keys(received):
             record = archive_record(received, tier=self.config.tier, reason=kind, detail=detail, at=self.now())
+            self._count_member(received, invocation, "failed", f"{kind}: {detail}", started)
             archive = self._ended_archive()
             problem = "no discard archive is configured" if archive is None else None
             if archive is not None:
@@ -589,6 +597,19 @@ class Consumer:
             return lambda: False  # no record to read: a job without idempotency cannot be cancelled
         return lambda: self.runner.cancel_requested(job_type, key)
 
+    def _previous_result(self, batch: dict[str, Any] | None) -> Callable[[], Any]:
+        """``ctx.previous_result()``: reads only when a chain's link asks."""
+        table = self.config.batch_table
+        if batch is None or not batch.get("step") or not table:
+            return lambda: None
+
+        def read() -> Any:
+            from .batches import previous_result
+
+            return previous_result(self.client("dynamodb"), table, self.config.idempotency_table, batch)
+
+        return read
+
     # -- helpers -------------------------------------------------------------------------
 
     def _release_unique(self, received: Received) -> None:
@@ -606,6 +627,50 @@ class Consumer:
         from .offloaded import fetch_body  # loaded on the first offloaded record only
 
         return fetch_body(raw, self.client, self.config.large_payloads)
+
+    def _count_member(
+        self, received: Received, invocation: _Invocation, outcome: str, detail: str, started: float | None
+    ) -> None:
+        """A member of a batch or chain has finished: count it, and send what that made due, before the
+        record is acknowledged (:mod:`~tiered_jobs.runtime.batches`). Not written: the record is kept."""
+        envelope = received.envelope
+        if envelope is None or envelope.batch is None:
+            return
+        if not self.config.batch_table:
+            self.logger.warning(
+                "the job is a batch member but this tier knows no batches table: it is not counted",
+                extra={"batch": envelope.batch},
+            )
+            return
+        from .batches import CountNotWritten, finished  # loaded on the first member only
+
+        try:
+            counted = finished(
+                self.client("dynamodb"),
+                self.client("sqs"),
+                self.config.batch_table,
+                envelope,
+                outcome,
+                detail=detail,
+                now=self.now(),
+            )
+        except CountNotWritten as exc:
+            invocation.metrics.record(received.label, "kept", _ms(started) if started is not None else None)
+            invocation.backoffs.append((received.receipt_handle, KEPT_BATCH_COUNT_VISIBILITY_SECONDS))
+            self.logger.error(
+                "could not count the job in its batch; the message stays in the queue", extra={"error": str(exc)}
+            )
+            raise KeptInQueue(str(exc)) from exc
+        self.logger.info(
+            "batch member counted" if counted.counted else "batch member counted before",
+            extra={
+                "batch": envelope.batch,
+                "outcome": outcome,
+                "fired": list(counted.fired),
+                "next_link": counted.next_link,
+                "unknown_batch": counted.unknown,
+            },
+        )
 
     def _retry_for(self, definition: JobDefinition) -> RetryPolicy:
         """The job's attempts and backoff on this tier (checked once per job type and container)."""

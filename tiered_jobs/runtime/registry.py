@@ -66,6 +66,8 @@ class JobContext:
     margin_ms: int = 0
     #: Answers :meth:`cancelled` (the consumer reads the job's idempotency record; tests pass their own).
     cancel_check: Callable[[], bool] = field(default=lambda: False, repr=False)
+    #: Answers :meth:`previous_result` (the consumer reads the chain's previous link's record).
+    previous_result_reader: Callable[[], Any] = field(default=lambda: None, repr=False)
     _started_ms: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -103,6 +105,12 @@ class JobContext:
         idempotency record per call, so a long job asks between steps, not in a tight loop. Nothing
         stops a job that does not ask: what it does on ``True`` (stop, undo, finish) is its own choice."""
         return self.cancel_check()
+
+    def previous_result(self) -> Any:
+        """In a chain (``publisher.chain(a, b, c)``), the stored result of the link before this one, as
+        its idempotency record keeps it; ``None`` for the first link or a job outside a chain. Two reads
+        per call (the chain's item, then that record), so a job asks once."""
+        return self.previous_result_reader()
 
     def check_time(self) -> None:
         """Raise :class:`JobTimeout` (transient: retried with backoff) when no time is left."""

@@ -65,6 +65,9 @@ class Deployment:
     #: The unique-jobs table (``publish(..., unique_for=)``); ``None`` when the source does not tell
     #: (a stage deployed before unique jobs).
     unique_table_name: str | None = None
+    #: The batches table (``publisher.batch``, ``publisher.chain``); ``None`` when the source does not tell
+    #: (a stage deployed before batches).
+    batch_table_name: str | None = None
     #: The tiers that store bodies over a threshold in the stage's bucket (``large_payloads``), by name.
     large_payloads: Mapping[str, Offload] = field(default_factory=dict)
 
@@ -93,6 +96,7 @@ def from_ssm(stage: str, *, ssm: Any = None) -> Deployment:
             Ssm.replay_function_name(stage),
             Ssm.idempotency_table_name(stage),
             Ssm.unique_table_name(stage),
+            Ssm.batch_table_name(stage),
         ],
     )
     if Ssm.tiers(stage) not in head:
@@ -125,6 +129,7 @@ def from_ssm(stage: str, *, ssm: Any = None) -> Deployment:
         stage=stage,
         idempotency_table_name=head.get(Ssm.idempotency_table_name(stage)),
         unique_table_name=head.get(Ssm.unique_table_name(stage)),
+        batch_table_name=head.get(Ssm.batch_table_name(stage)),
         large_payloads=_offloads({name: values.get(Ssm.tier(stage, name, Ssm.TIER_LARGE_PAYLOADS)) for name in names}),
     )
 
@@ -170,6 +175,7 @@ def from_stack_outputs(stack_name: str, *, cloudformation: Any = None, stage: st
         stage=stage,
         idempotency_table_name=outputs.get(Outputs.IDEMPOTENCY_TABLE_NAME),
         unique_table_name=outputs.get(Outputs.UNIQUE_TABLE_NAME),
+        batch_table_name=outputs.get(Outputs.BATCH_TABLE_NAME),
         large_payloads=_offloads({name: outputs.get(Outputs.tier(name, Outputs.LARGE_PAYLOADS)) for name in tiers}),
     )
 
@@ -194,6 +200,7 @@ def from_env(environ: Mapping[str, str] | None = None) -> Deployment:
         source="environment",
         stage=environ.get(Env.STAGE),
         unique_table_name=environ.get(Env.UNIQUE_TABLE) or None,
+        batch_table_name=environ.get(Env.BATCH_TABLE) or None,
         large_payloads=_offloads({name: environ.get(Env.tier_var(Env.LARGE_PAYLOADS, name)) for name in tiers}),
     )
 
