@@ -1,19 +1,38 @@
-"""Local mode's processes (``up``, its function workers, the suite's own) import the standard-library
+"""What importing costs where it is paid often.
+
+Local mode's processes (``up``, its function workers, the suite's own) import the standard-library
 parts of ``tiered_jobs.cdk`` (settings, asset staging, the packages layer) without loading the CDK:
-jsii starts a Node.js runtime on import, seconds of CPU each time."""
+jsii starts a Node.js runtime on import, seconds of CPU each time. The consumer's handler, imported
+at every Lambda cold start (where nothing is precompiled: the asset ships no bytecode), loads only
+what a plain job needs; the paths few records take load their modules on first use.
+"""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
-LOADED = "import sys, {modules}; print(sorted(m for m in ('aws_cdk', 'constructs', 'jsii') if m in sys.modules))"
+#: Modules of paths few records take (a rate limit, a letter, a job that ends unrun, a unique lock), and
+#: what no function runs: none is loaded by importing the consumer's handler.
+NOT_AT_COLD_START = (
+    "tiered_jobs.runtime.ratelimit",
+    "tiered_jobs.contract.rate_limits",
+    "tiered_jobs.runtime.deadletter",
+    "tiered_jobs.runtime.tracebacks",
+    "tiered_jobs.runtime.ended",
+    "tiered_jobs.runtime.unique",
+    "tiered_jobs.replay",
+    "tiered_jobs.publisher",
+    "tiered_jobs.operations",
+    "tiered_jobs.cli",
+    "tiered_jobs.cdk",
+)
 
 
-def loaded_by(*modules: str) -> str:
-    result = subprocess.run(
-        [sys.executable, "-c", LOADED.format(modules=", ".join(modules))], capture_output=True, text=True, check=True
-    )
+def loaded_by(*modules: str, watched: tuple[str, ...] = ("aws_cdk", "constructs", "jsii"), env=None) -> str:
+    code = f"import sys, {', '.join(modules)}; print(sorted(m for m in {watched!r} if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     return result.stdout.strip()
 
 
@@ -32,3 +51,12 @@ def test_the_emulator_and_the_cdk_packages_stdlib_parts_load_no_cdk():
 
 def test_the_construct_loads_the_cdk_when_it_is_used():
     assert loaded_by("tiered_jobs.cdk; tiered_jobs.cdk.TieredJobs") == "['aws_cdk', 'constructs', 'jsii']"
+
+
+def test_the_consumer_handler_loads_no_module_of_a_rare_path_at_import():
+    env = {**os.environ, "TIERED_JOBS_JOB_MODULES": "tests.support.jobs"}
+    assert loaded_by("tiered_jobs.handlers.consumer", watched=NOT_AT_COLD_START, env=env) == "[]"
+    # The check sees a module that is loaded: the package that loads them all.
+    assert loaded_by("tiered_jobs.runtime.ratelimit", watched=NOT_AT_COLD_START) == str(
+        ["tiered_jobs.contract.rate_limits", "tiered_jobs.runtime.ratelimit"]
+    )

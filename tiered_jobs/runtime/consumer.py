@@ -54,7 +54,7 @@ from tiered_jobs.contract.envelope import EnvelopeTooNew
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter, Metrics
 from tiered_jobs.contract.times import iso_text
 
-from . import aws, ratelimit, too_new
+from . import aws, too_new
 from .backoff import RetryPolicy
 from .config import TierConfig
 from .errors import describe
@@ -67,6 +67,8 @@ from .requeue import Copy, requeue
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+
+    from . import ratelimit
 
 __all__ = ["INVALID_JOB_TYPE", "UNREGISTERED_JOB_TYPE", "Consumer"]
 
@@ -170,7 +172,11 @@ class Consumer:
         #: Each job type's attempts and backoff on this tier (its own policy over the tier's), once bound.
         self._retries: dict[str, RetryPolicy] = {}
         #: ``None`` unless the tier has a rate limit (docs/consumer.md, "Rate limits").
-        self.limiter = ratelimit.from_config(config.rate_limits, config.tier, config.rate_limit_table, client)
+        self.limiter: ratelimit.RateLimiter | None = None
+        if config.rate_limits is not None:
+            from . import ratelimit  # loaded by a limited tier only: the others' cold start skips it
+
+            self.limiter = ratelimit.from_config(config.rate_limits, config.tier, config.rate_limit_table, client)
 
     @property
     def runner(self) -> IdempotentRunner:
