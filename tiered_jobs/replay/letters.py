@@ -33,6 +33,7 @@ from tiered_jobs.contract.names import (
     Replay,
 )
 from tiered_jobs.contract.sqs_limits import message_size
+from tiered_jobs.contract.steps import STEP_ATTRIBUTE
 from tiered_jobs.contract.times import iso_text, parse_iso
 
 UNKNOWN = DeadLetter.REASON_UNKNOWN
@@ -157,7 +158,8 @@ class Letter:
         kept = {
             name: value
             for name, value in self.attributes.items()
-            if not name.startswith((DeadLetter.PREFIX, Replay.PREFIX, Attributes.PREFIX))
+            # A stepped job's step stays: replayed, it continues from its last checkpoint (contract/steps.py).
+            if not name.startswith((DeadLetter.PREFIX, Replay.PREFIX, Attributes.PREFIX)) or name == STEP_ATTRIBUTE
         }
         previous = self.attributes.get(Replay.COUNT, {}).get("StringValue")
         count = int(previous) + 1 if previous and previous.isdigit() else 1

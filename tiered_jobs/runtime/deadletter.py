@@ -29,6 +29,7 @@ from tiered_jobs.contract.names import (
     Replay,
 )
 from tiered_jobs.contract.sqs_limits import message_size, sqs_safe_text
+from tiered_jobs.contract.steps import STEP_ATTRIBUTE
 from tiered_jobs.contract.times import iso_text
 
 #: When original attributes leave no room for every reason, these are kept first. The traceback
@@ -104,7 +105,8 @@ def merge_attributes(
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """The publisher's attributes (not stale reasons, the runtime's state or ``Replay.At``) plus the
     new reasons, within SQS's limit of 10. Returns the attributes and the reason names that did not fit."""
-    merged = {k: v for k, v in original.items() if not k.startswith(_NOT_KEPT)}
+    # A stepped job's step stays (contract/steps.py): its replay continues from its checkpoint, not from the start.
+    merged = {k: v for k, v in original.items() if not k.startswith(_NOT_KEPT) or k == STEP_ATTRIBUTE}
     dropped: list[str] = []
     for name in _PRIORITY:
         if name not in dead_letter:

@@ -43,6 +43,8 @@ OUTCOME_METRICS: dict[str, tuple[str, ...]] = {
     "envelope_too_new": (M.TOO_NEW,),
     # ...or, held past the bound, dead-lettered with reason ``envelope_too_new`` (to replay after the upgrade).
     "too_new_dead_lettered": (M.FAILED, M.DEAD_LETTERED, M.TOO_NEW),
+    # A step of a job longer than one invocation ran and its next step is sent: processed, not yet done.
+    "checkpointed": (M.PROCESSED,),
 }
 #: Every counter, in the order of the EMF document (each is written, 0 included).
 COUNTERS: tuple[str, ...] = (

@@ -30,6 +30,7 @@ from tiered_jobs.contract import payloads
 from tiered_jobs.contract.envelope import JOB_TYPE_PATTERN
 from tiered_jobs.contract.names import Env
 from tiered_jobs.contract.probe import PROBE_TYPE, RESERVED_PREFIX, is_reserved
+from tiered_jobs.contract.steps import DEFAULT_MAX_STEPS
 
 from .errors import (
     JobTimeout,
@@ -38,6 +39,8 @@ from .errors import (
     UnknownJobTypeError,
 )
 from .job_policy import TIER_DEFAULTS, JobPolicy
+from .progress import DEFAULT_INTERVAL_SECONDS, discard
+from .steps import Checkpoint, check_max_steps, checkpoint
 
 Handler = Callable[[dict[str, Any], "JobContext"], Any]
 #: Lambda's longest timeout: a job limit beyond it could never be reached.
@@ -68,6 +71,13 @@ class JobContext:
     cancel_check: Callable[[], bool] = field(default=lambda: False, repr=False)
     #: Answers :meth:`previous_result` (the consumer reads the chain's previous link's record).
     previous_result_reader: Callable[[], Any] = field(default=lambda: None, repr=False)
+    #: Takes :meth:`progress`'s calls (the consumer writes them to the job's record; by default they are only checked).
+    progress_sink: Callable[..., None] = field(default=discard, repr=False)
+    #: This run's step (0: the published message) and the state the previous step checkpointed.
+    step: int = 0
+    state: Any = None
+    #: The job's ``@job(max_steps=...)``.
+    max_steps: int = DEFAULT_MAX_STEPS
     _started_ms: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -112,6 +122,19 @@ class JobContext:
         per call (the chain's item, then that record), so a job asks once."""
         return self.previous_result_reader()
 
+    def progress(self, done: int, total: int, note: str = "") -> None:
+        """Say how far the job is: ``done`` of ``total`` (whole numbers, ``0 <= done <= total``), and a
+        note (cut at 200 characters). Stored in the job's idempotency record at most once per
+        ``@job(progress_every_seconds=...)`` (5 s): calls in between are coalesced, the last one is
+        written when the job returns. ``tiered-jobs job``, the console and ``Publisher.get_status`` show it."""
+        self.progress_sink(done, total, note)
+
+    def checkpoint(self, state: Any) -> Checkpoint:
+        """End this step and continue in a fresh invocation: ``return ctx.checkpoint({"cursor": 42})``.
+        The job runs again under the same key as step ``ctx.step + 1``, with ``ctx.state`` this state
+        (JSON, at most 16 KiB): not an attempt. Raises at once when the state is not JSON or too big."""
+        return checkpoint(self.step, state)
+
     def check_time(self) -> None:
         """Raise :class:`JobTimeout` (transient: retried with backoff) when no time is left."""
         if self.remaining_time_ms() > 0:
@@ -138,6 +161,10 @@ class JobDefinition:
     idempotent: bool = True
     #: ``ctx.check_time()`` raises :class:`JobTimeout` once the job has run this long.
     time_limit_seconds: float | None = None
+    #: Least seconds between two writes of its ``ctx.progress`` (runtime/progress.py).
+    progress_every_seconds: float = DEFAULT_INTERVAL_SECONDS
+    #: Most steps it may take (``ctx.checkpoint``), step 0 included: past it, ``too_many_steps``.
+    max_steps: int = DEFAULT_MAX_STEPS
 
 
 class JobRegistry:
@@ -160,6 +187,8 @@ class JobRegistry:
         idempotent: bool = True,
         time_limit_seconds: float | None = None,
         permanent: tuple[type[BaseException], ...] = (),
+        progress_every_seconds: float = DEFAULT_INTERVAL_SECONDS,
+        max_steps: int = DEFAULT_MAX_STEPS,
     ) -> Callable[[Handler], Handler]:
         """Register a job type. ``permanent`` is the older name of ``permanent_on`` (both are kept)."""
         if not JOB_TYPE_PATTERN.match(job_type):
@@ -178,6 +207,16 @@ class JobRegistry:
                 f"job type {job_type!r}: time_limit_seconds must be a number of seconds in "
                 f"(0, {MAX_TIME_LIMIT_SECONDS}] (Lambda's longest timeout), got {time_limit_seconds!r}"
             )
+        if not (
+            isinstance(progress_every_seconds, (int, float))
+            and not isinstance(progress_every_seconds, bool)
+            and 0 <= progress_every_seconds <= MAX_TIME_LIMIT_SECONDS
+        ):
+            raise ValueError(
+                f"job type {job_type!r}: progress_every_seconds must be a number of seconds from 0 to "
+                f"{MAX_TIME_LIMIT_SECONDS}, got {progress_every_seconds!r}"
+            )
+        check_max_steps(job_type, max_steps)
         if permanent and permanent_on:
             raise ValueError(f"@job({job_type!r}): give permanent_on only (permanent is its older name)")
         policy = JobPolicy.declare(
@@ -199,6 +238,8 @@ class JobRegistry:
                 policy,
                 idempotent,
                 time_limit_seconds,
+                progress_every_seconds=progress_every_seconds,
+                max_steps=max_steps,
             )
             return handler
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from tiered_jobs.contract.names import (
@@ -36,6 +37,7 @@ from tiered_jobs.contract.names import (
     Replay,
 )
 from tiered_jobs.contract.sqs_limits import message_size, pack_batches
+from tiered_jobs.contract.steps import STEP_ATTRIBUTE, step_of
 from tiered_jobs.contract.times import iso_text
 
 from .received import Received
@@ -52,6 +54,10 @@ class Copy:
     delay_seconds: int
     #: A held job's reserved turn (``TieredJobs.Turn``): the copy runs then without claiming again.
     turn: str | None = None
+    #: The job's step (``TieredJobs.Step``): a continuation's next one; ``None``: the record's own, carried.
+    step: int | None = None
+    #: When this copy enters the queue as a new run of the job's time (a continuation: now); ``None``: carried.
+    enqueued_at: datetime | None = None
 
     def attributes(self) -> dict[str, dict[str, Any]] | None:
         """The copy's attributes; ``None`` when SQS's 10 attributes leave no room for the attempts."""
@@ -60,8 +66,19 @@ class Copy:
         state = {
             # The receive that held or deferred the job ran nothing: not one of its attempts.
             Attributes.PRIOR_ATTEMPTS: {"DataType": "Number", "StringValue": str(max(0, record.attempt - 1))},
-            Attributes.ENQUEUED_AT: {"DataType": "String", "StringValue": iso_text(record.enqueued_at)},
+            Attributes.ENQUEUED_AT: {
+                "DataType": "String",
+                "StringValue": iso_text(self.enqueued_at or record.enqueued_at),
+            },
         }
+        step = self.step if self.step is not None else step_of(record.attributes)
+        if step:
+            # Second only to the attempts: without it a later step would read as a duplicate of the first.
+            state = {
+                Attributes.PRIOR_ATTEMPTS: state[Attributes.PRIOR_ATTEMPTS],
+                STEP_ATTRIBUTE: {"DataType": "Number", "StringValue": str(step)},
+                **state,
+            }
         first_failed = record.carried.first_failed_at or (
             record.first_received_at if record.receive_count > 1 else None
         )
@@ -71,7 +88,7 @@ class Copy:
             # Last: without room for it the copy only claims a token again when it returns.
             state[Attributes.TURN] = {"DataType": "String", "StringValue": self.turn}
         room = SQS_MAX_MESSAGE_ATTRIBUTES - len(kept)
-        if room < 1:
+        if room < (2 if step else 1):
             return None
         # With little room, the attempts matter most: without them a job could retry for ever.
         return {**kept, **dict(list(state.items())[:room])}
