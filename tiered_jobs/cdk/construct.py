@@ -32,6 +32,7 @@ from constructs import Construct
 
 from tiered_jobs.cdk.packaging import JobsSource
 from tiered_jobs.contract import unique
+from tiered_jobs.contract.large_payloads import OFF
 from tiered_jobs.contract.names import (
     CONTEXT_KEY,
     LOCAL_OVERRIDES_CONTEXT_KEY,
@@ -47,6 +48,7 @@ from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE
 from .circuit_breaker import CircuitBreakers
 from .dashboard import Dashboard, dashboard_name
 from .function import LambdaPlatform
+from .large_payloads import LargePayloads, opted_in
 from .publishers import PublisherPolicy
 from .replay import ReplayFunction
 from .resources import JobResources
@@ -212,6 +214,14 @@ class TieredJobs(Construct):
             assert tier.consumer.role is not None  # LambdaPlatform gives every function its own role
             self.replay.archive.allow_writes(tier.consumer.role, tier.name)
             tier.consumer.add_environment(Env.DISCARD_ARCHIVE_BUCKET, self.replay.archive.bucket_name)
+        # Bodies past a tier's threshold (``large_payloads``): one bucket for the stage, only when a tier opts in.
+        self.large_payloads = (
+            LargePayloads(
+                self, "LargePayloads", settings=settings, tiers=tiers, access_logs=self.replay.archive.access_logs
+            )
+            if opted_in(tiers)
+            else None
+        )
         # The tiers with a circuit breaker: its alarms act through the replay function (it may update the mappings).
         self.circuit_breakers = CircuitBreakers(
             self,
@@ -237,6 +247,7 @@ class TieredJobs(Construct):
             scheduled_jobs=self.scheduled_jobs,
             unique_table=self.unique,
             idempotency_table=self.idempotency,
+            large_payloads=self.large_payloads,
         )
         self.publisher_policy: iam.ManagedPolicy = self._publishers.policy
         self._publish(
@@ -333,6 +344,16 @@ class TieredJobs(Construct):
                 f"{tier.name} tier: its event source mapping's UUID (pause, resume, status)",
                 output=False,
             )
+            # Every tier says whether it stores large bodies in S3 ("off" or its setting): a publisher reads them all.
+            large = self.large_payloads if tier.settings.large_payloads else None
+            offload = large.offload(tier).to_json() if large is not None else OFF
+            publish(
+                Outputs.tier(tier.name, Outputs.LARGE_PAYLOADS),
+                Ssm.tier(stage, tier.name, Ssm.TIER_LARGE_PAYLOADS),
+                offload,
+                f"{tier.name} tier: its large_payloads setting (bucket and threshold, JSON) or off",
+                output=tier.settings.large_payloads,
+            )
             # The replay (and the CLI's direct mode) refuse letters older than this window.
             publish(
                 Outputs.tier(tier.name, "IdempotencyTtlSeconds"),
@@ -365,6 +386,13 @@ class TieredJobs(Construct):
             self.replay.archive.bucket_name,
             "Bucket where the replay function archives the letters it discards (discarded/<stage>/<tier>/)",
         )
+        if self.large_payloads is not None:
+            publish(
+                Outputs.LARGE_PAYLOAD_BUCKET,
+                None,
+                self.large_payloads.bucket.bucket_name,
+                "Bucket of the job bodies past their tier's large_payload threshold (<tier>/<uuid>)",
+            )
         for resource in self.job_resources.resources:
             publish(
                 Outputs.resource(resource.name),

@@ -29,6 +29,7 @@ from constructs import Construct
 
 from tiered_jobs.contract.names import Schedules, Ssm
 
+from .large_payloads import LargePayloads
 from .schedules import ScheduledJobs
 
 #: IAM actions of a publisher. ``SendMessageBatch`` has no action of its own: ``sqs:SendMessage`` covers it.
@@ -49,7 +50,11 @@ def publisher_parameter_names(stage: str, tier_names: Sequence[str]) -> list[str
         Ssm.replay_function_name(stage),
         Ssm.idempotency_table_name(stage),
         Ssm.unique_table_name(stage),
-        *(Ssm.tier(stage, tier, key) for tier in tier_names for key in (Ssm.TIER_QUEUE_URL, Ssm.TIER_DLQ_URL)),
+        *(
+            Ssm.tier(stage, tier, key)
+            for tier in tier_names
+            for key in (Ssm.TIER_QUEUE_URL, Ssm.TIER_DLQ_URL, Ssm.TIER_LARGE_PAYLOADS)
+        ),
     ]
     scheduling = [
         *(
@@ -76,6 +81,7 @@ class PublisherPolicy(Construct):
         scheduled_jobs: ScheduledJobs,
         unique_table: dynamodb.ITable,
         idempotency_table: dynamodb.ITable,
+        large_payloads: LargePayloads | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self._idempotency_table = idempotency_table
@@ -83,6 +89,7 @@ class PublisherPolicy(Construct):
         self._queues = dict(queues)
         self._parameters = [parameters[name] for name in publisher_parameter_names(stage, list(queues))]
         self._scheduled_jobs = scheduled_jobs
+        self._large_payloads = large_payloads
         self.policy = iam.ManagedPolicy(
             self,
             "Policy",
@@ -91,6 +98,8 @@ class PublisherPolicy(Construct):
             statements=self.statements(),
         )
         scheduled_jobs.acknowledge_one_time_wildcard(self.policy)
+        if large_payloads is not None:
+            large_payloads.acknowledge_publisher(self.policy)
 
     def statements(self) -> list[iam.PolicyStatement]:
         """What a publisher needs, as new statements (the policy's, or a grantee's own: ``grant_publish``)."""
@@ -116,4 +125,5 @@ class PublisherPolicy(Construct):
                 actions=list(CANCEL_ACTIONS),
                 resources=[self._idempotency_table.table_arn],
             ),
+            *(self._large_payloads.publisher_statements() if self._large_payloads is not None else []),
         ]

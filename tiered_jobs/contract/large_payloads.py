@@ -34,6 +34,9 @@ LEGACY_POINTER_CLASS = "com.amazon.sqs.javamessaging.MessageS3Pointer"
 SIZE_ATTRIBUTE = "ExtendedPayloadSize"
 LEGACY_SIZE_ATTRIBUTE = "SQSLargePayloadSize"
 SIZE_ATTRIBUTES: tuple[str, ...] = (SIZE_ATTRIBUTE, LEGACY_SIZE_ATTRIBUTE)
+#: The value of a tier's large-payload parameter when the tier stores no body in S3 (every tier has one,
+#: so a publisher reads them all in the call that finds the queues).
+OFF = "off"
 
 
 class PointerError(ValueError):

@@ -25,7 +25,7 @@ from typing import Any
 
 from tiered_jobs.contract.errors import USAGE, TieredJobsError
 
-from ..contract.large_payloads import Offload
+from ..contract.large_payloads import OFF, Offload
 from ..contract.names import DEFAULT_TIERS, Env, Outputs, Ssm
 from ..contract.routing import Routes
 from ..contract.tiers import TierQueues
@@ -237,7 +237,7 @@ def _offloads(found: Mapping[str, str | None]) -> dict[str, Offload]:
         return {
             tier: Offload.from_json(text, f"the large_payloads of tier {tier!r}")
             for tier, text in found.items()
-            if text
+            if text and text != OFF
         }
     except ValueError as exc:
         raise DiscoveryError(str(exc)) from None

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tiered_jobs.contract.names import SQS_MAX_VISIBILITY_SECONDS, TIER_NAME_PATTERN
+from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES
 
 from .rate_limits import parse as parse_rate_limits
 from .tiers import LOG_LEVELS, TIER_PRESETS, TierSettings, check_guardrails
@@ -105,6 +106,19 @@ def build_tier(name: Any, raw: Any) -> TierSettings:
     # CloudWatch alarms on standard-resolution metrics (the consumer's EMF) take whole minutes.
     v["circuit_breaker_minutes"] = num("circuit_breaker_minutes", 1, 60, " minutes (one alarm period)")
     v["log_level"] = read_choice(merged, "log_level", base.log_level, LOG_LEVELS, where)
+    v["large_payloads"] = read_bool(merged, "large_payloads", base.large_payloads, where)
+    if merged.get("large_payload_threshold_bytes") is not None:
+        if not v["large_payloads"]:
+            raise SettingsError(
+                f"{where}: large_payload_threshold_bytes is set but large_payloads is not: set large_payloads: "
+                "true to store bodies over the threshold in S3, or remove large_payload_threshold_bytes"
+            )
+        v["large_payload_threshold_bytes"] = num(
+            "large_payload_threshold_bytes",
+            0,
+            MAX_JOB_MESSAGE_BYTES,
+            f" bytes (at most {MAX_JOB_MESSAGE_BYTES}: SQS's 1 MiB less the runtime's own attributes)",
+        )
     try:
         v.update(parse_rate_limits(merged, v))
     except ValueError as exc:

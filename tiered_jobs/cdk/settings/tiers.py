@@ -9,6 +9,7 @@ from typing import Any
 
 from tiered_jobs.contract.names import SQS_MAX_VISIBILITY_SECONDS
 from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
+from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES
 from tiered_jobs.contract.tiers import DEFAULT_DLQ_RETENTION_DAYS, DEFAULT_RETENTION_DAYS, replay_window_seconds
 
 from .values import SettingsError
@@ -85,6 +86,12 @@ class TierSettings:
     #: The consumer's log level (one of :data:`LOG_LEVELS`): INFO logs a line per finished job,
     #: WARNING only retries and failures, DEBUG everything Powertools says.
     log_level: str = "INFO"
+    #: Store a job body over ``large_payload_threshold_bytes`` in the stage's bucket and send the pointer
+    #: AWS's SQS extended clients send (docs/publishing.md, "Bodies past SQS's limit"); off by default.
+    large_payloads: bool = False
+    #: Message size (bytes, body and attributes) above which a body is stored (``None``: only what SQS
+    #: could not take, :data:`~tiered_jobs.contract.sqs_limits.MAX_JOB_MESSAGE_BYTES`).
+    large_payload_threshold_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.idempotency_ttl_seconds is None:
@@ -94,6 +101,13 @@ class TierSettings:
     def replay_window_seconds(self) -> int:
         """The longest a job's message lives: main-queue retention, then DLQ retention (a replay's reach)."""
         return replay_window_seconds(self.retention_days, self.dlq_retention_days)
+
+    @property
+    def large_payload_threshold(self) -> int:
+        """The bytes above which the publisher stores this tier's bodies in S3 (with ``large_payloads``)."""
+        if self.large_payload_threshold_bytes is not None:
+            return self.large_payload_threshold_bytes
+        return MAX_JOB_MESSAGE_BYTES
 
     @property
     def visibility_timeout(self) -> int:

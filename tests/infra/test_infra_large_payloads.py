@@ -1,0 +1,138 @@
+"""``large_payloads``: one private, TLS-only, encrypted, retained bucket for the stage, made only when a tier
+opts in, whose lifecycle outlives every message that may point into it; the publisher may write under the
+opted-in tiers' folders, their consumers read, and every tier tells publishers whether it offloads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.infra.infra_support import Synth, find_consumer, policy_statements, synthesize_once
+from tiered_jobs.cdk.settings import AppSettings, SettingsError
+from tiered_jobs.contract.large_payloads import OFF, lifecycle_days
+from tiered_jobs.contract.names import Env, Outputs, Ssm
+from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES
+
+# Synthesizes a CDK app (make quick leaves it out).
+pytestmark = pytest.mark.synth
+
+PUBLIC_ACCESS_SWITCHES = ("BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets")
+#: critical with the defaults, bulk with its own threshold and a longer retention (its window the longest).
+TIERS = {
+    "critical": {"large_payloads": True},
+    "transactional": {},
+    "bulk": {"large_payloads": True, "large_payload_threshold_bytes": 262_144, "retention_days": 7},
+}
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory) -> Synth:
+    return synthesize_once(tmp_path_factory, "large-payloads", tiers=TIERS)
+
+
+def _bucket(synth: Synth) -> tuple[str, dict]:
+    ((key, bucket),) = [
+        (k, b)
+        for k, b in synth.resources("AWS::S3::Bucket").items()
+        if any(
+            rule["Id"] == "ExpireJobBodies"
+            for rule in b["Properties"].get("LifecycleConfiguration", {}).get("Rules", [])
+        )
+    ]
+    return key, bucket
+
+
+def _joined(value: object) -> str:
+    """A value CloudFormation joins, with each reference written as its logical id."""
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return separator.join(_joined(part) for part in parts)
+    if isinstance(value, dict) and "Ref" in value:
+        return str(value["Ref"])
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return ".".join(value["Fn::GetAtt"])
+    return str(value)
+
+
+def _parameters(synth: Synth) -> dict[str, object]:
+    return {p["Properties"]["Name"]: p["Properties"]["Value"] for p in synth.resources("AWS::SSM::Parameter").values()}
+
+
+def test_the_setting_is_off_by_default_and_its_threshold_checked_early():
+    tier = AppSettings.from_context(None).tiers[0]
+    assert tier.large_payloads is False and tier.large_payload_threshold == MAX_JOB_MESSAGE_BYTES
+    on = AppSettings.from_context({"tiers": {"bulk": {"large_payloads": True, "large_payload_threshold_bytes": 0}}})
+    assert on.tiers[0].large_payload_threshold == 0  # every body through S3, as the clients' alwaysThroughS3
+    with pytest.raises(SettingsError, match="large_payload_threshold_bytes is set but large_payloads is not"):
+        AppSettings.from_context({"tiers": {"bulk": {"large_payload_threshold_bytes": 1000}}})
+    with pytest.raises(SettingsError, match=f"large_payload_threshold_bytes .* between 0 and {MAX_JOB_MESSAGE_BYTES}"):
+        AppSettings.from_context(
+            {"tiers": {"bulk": {"large_payloads": True, "large_payload_threshold_bytes": MAX_JOB_MESSAGE_BYTES + 1}}}
+        )
+
+
+def test_no_tier_opts_in_no_bucket_and_every_tier_says_off(default_synth):
+    names = _parameters(default_synth)
+    assert not [
+        b
+        for b in default_synth.resources("AWS::S3::Bucket").values()
+        if "ExpireJobBodies" in json.dumps(b["Properties"].get("LifecycleConfiguration"))
+    ]
+    for tier in ("critical", "transactional", "bulk"):
+        assert names[Ssm.tier(default_synth.stage, tier, Ssm.TIER_LARGE_PAYLOADS)] == OFF
+
+
+def test_one_private_encrypted_tls_only_retained_bucket_expiring_after_the_longest_window(synth):
+    key, bucket = _bucket(synth)
+    props = bucket["Properties"]
+    assert props["PublicAccessBlockConfiguration"] == dict.fromkeys(PUBLIC_ACCESS_SWITCHES, True)
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"] == [
+        {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
+    ]
+    (rule,) = props["LifecycleConfiguration"]["Rules"]
+    settings = {tier.name: tier for tier in AppSettings.from_context({"tiers": TIERS}).tiers}
+    expected = max(
+        lifecycle_days(t.retention_days, t.dlq_retention_days, t.idempotency_ttl_seconds or 0)
+        for t in settings.values()
+        if t.large_payloads
+    )
+    assert rule["ExpirationInDays"] == expected == 2 * 7 + 14 + 21  # bulk: 7 + 14 days' window
+    assert props["LoggingConfiguration"]["LogFilePrefix"] == "large-payloads/"
+    assert (bucket["DeletionPolicy"], bucket["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    (policy,) = [
+        p for p in synth.resources("AWS::S3::BucketPolicy").values() if p["Properties"]["Bucket"] == {"Ref": key}
+    ]
+    assert policy["DeletionPolicy"] == "Retain"
+    (deny,) = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_opted_in_consumers_read_the_bucket_and_know_their_setting_the_others_neither(synth):
+    key, _ = _bucket(synth)
+    for tier, threshold in (("critical", MAX_JOB_MESSAGE_BYTES), ("bulk", 262_144), ("transactional", None)):
+        function_key, function = find_consumer(synth, synth.stage, tier)
+        env = function["Properties"]["Environment"]["Variables"]
+        reads = [
+            s
+            for s in policy_statements(synth, function_key)
+            if s["Action"] == "s3:GetObject" and key in json.dumps(s["Resource"])
+        ]
+        if threshold is None:
+            assert Env.LARGE_PAYLOADS not in env and reads == []
+            continue
+        assert json.loads(_joined(env[Env.LARGE_PAYLOADS])) == {"bucket": key, "threshold_bytes": threshold}
+        assert len(reads) == 1
+
+
+def test_publishers_write_only_under_the_opted_in_tiers_folders_and_read_every_tiers_setting(synth):
+    key, _ = _bucket(synth)
+    (policy,) = synth.resources("AWS::IAM::ManagedPolicy").values()
+    (store,) = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid") == "StoreLargeJobBodies"]
+    assert store["Action"] == "s3:PutObject"
+    assert sorted(_joined(resource) for resource in store["Resource"]) == [f"{key}.Arn/bulk/*", f"{key}.Arn/critical/*"]
+    names = _parameters(synth)
+    assert names[Ssm.tier(synth.stage, "transactional", Ssm.TIER_LARGE_PAYLOADS)] == OFF
+    bulk = json.loads(_joined(names[Ssm.tier(synth.stage, "bulk", Ssm.TIER_LARGE_PAYLOADS)]))
+    assert bulk == {"bucket": key, "threshold_bytes": 262_144}
+    assert Outputs.LARGE_PAYLOAD_BUCKET in synth.raw["Outputs"]
