@@ -30,6 +30,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..contract import envelope
+from ..contract import trace_header as traces
 from ..contract.names import SQS_MAX_BATCH_ENTRIES, Attributes, DeadLetter, Replay
 from ..contract.times import iso_text, parse_iso
 from ..stage import cancelling
@@ -198,6 +199,8 @@ def _recopy(sqs: Any, queue_url: str, message: dict[str, Any], job: envelope.Env
         for name, value in attributes.items()
     }
     extra: dict[str, Any] = {"MessageGroupId": job.tenant} if job is not None and job.tenant else {}
+    if system.get(traces.ATTRIBUTE):  # the job's runs keep linking to the publishing request
+        extra["MessageSystemAttributes"] = traces.system_attributes(system[traces.ATTRIBUTE])
     try:
         sqs.send_message(QueueUrl=queue_url, MessageBody=message["Body"], MessageAttributes=attributes, **extra)
     except Exception:  # noqa: BLE001 -- not copied: released as read, the receive spent

@@ -24,6 +24,7 @@ from functools import cached_property
 from typing import Any
 
 from tiered_jobs.contract import envelope
+from tiered_jobs.contract import trace_header as traces
 from tiered_jobs.contract.letter_traceback import LetterTraceback
 from tiered_jobs.contract.names import (
     SQS_MAX_MESSAGE_ATTRIBUTES,
@@ -89,6 +90,11 @@ class Letter:
         """Where the job failed (``DeadLetter.Traceback``); ``None`` for a letter without one (an older
         letter, one of SQS's redrive, a ``requeue_failed`` one)."""
         return LetterTraceback.decode(self.attributes.get(DeadLetter.TRACEBACK, {}).get("StringValue"))
+
+    @property
+    def trace_header(self) -> str | None:
+        """Its publisher's X-Ray header (``AWSTraceHeader``), which the consumer kept on the letter."""
+        return self.system_attributes.get(traces.ATTRIBUTE) or None
 
     @property
     def frame(self) -> str | None:

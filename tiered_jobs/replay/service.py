@@ -45,6 +45,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from tiered_jobs.contract import envelope
+from tiered_jobs.contract import trace_header as traces
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES
 from tiered_jobs.contract.sqs_limits import pack_batches
 from tiered_jobs.contract.times import iso_text
@@ -395,6 +396,8 @@ class _Scan:
             }
             if letter.tenant:  # the tenant travels in the envelope; a fair queue schedules by the group
                 entry["MessageGroupId"] = letter.tenant
+            if letter.trace_header:  # the replayed run links to the publishing request, as every earlier run did
+                entry["MessageSystemAttributes"] = traces.system_attributes(letter.trace_header)
             entries.append(entry)
         sent = self.sqs.send_message_batch(QueueUrl=self.queues.queue_url, Entries=entries)
         for failure in sent.get("Failed", []):

@@ -45,6 +45,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
@@ -67,6 +68,8 @@ from .requeue import Copy, requeue
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+
+    from .tracing import JobTracer
 
 __all__ = ["INVALID_JOB_TYPE", "UNREGISTERED_JOB_TYPE", "Consumer"]
 
@@ -149,9 +152,11 @@ class Consumer:
         now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
         sleep: Callable[[float], None] = time.sleep,
         archive: Callable[[], Archive | None] = lambda: None,
+        tracer: JobTracer | None = None,
     ):
         """``archive``: builds, on the first job that ends unrun, where such jobs are kept (``None``: nowhere,
-        so they are dead-lettered with their reason instead)."""
+        so they are dead-lettered with their reason instead); ``tracer``: each job's X-Ray subsegment
+        (default: Powertools' rule, ``POWERTOOLS_TRACE_DISABLED``)."""
         self.config = config
         self.registry = registry
         self.client = client
@@ -167,6 +172,11 @@ class Consumer:
         self._archive_factory = archive
         self._archive: Archive | None = None
         self._archive_built = False
+        if tracer is None:
+            from .tracing import JobTracer
+
+            tracer = JobTracer.from_env()
+        self.tracer = tracer
         #: Each job type's attempts and backoff on this tier (its own policy over the tier's), once bound.
         self._retries: dict[str, RetryPolicy] = {}
         #: ``None`` unless the tier has a rate limit (docs/consumer.md, "Rate limits").
@@ -356,7 +366,7 @@ class Consumer:
         started = time.perf_counter()
         invocation.metrics.age(received.label, received.age_seconds(self.now()))
         definition: JobDefinition | None = None
-        with self._log_keys(received):
+        with self._log_keys(received), self._trace(received):
             try:
                 envelope = received.envelope
                 if envelope is None:
@@ -490,7 +500,12 @@ class Consumer:
         self._count_member(received, invocation, "failed", f"{reason}: {error_type}: {error_message}", started)
         try:
             dlq_message_id = send_to_dlq(
-                self.client("sqs"), self.config.dlq_url, received.body, attributes, received.tenant
+                self.client("sqs"),
+                self.config.dlq_url,
+                received.body,
+                attributes,
+                received.tenant,
+                trace_header=received.trace_header,
             )
         except Exception as send_error:
             invocation.metrics.record(received.label, "kept", duration)
@@ -684,6 +699,17 @@ class Consumer:
 
     def _log_keys(self, received: Received) -> _LogKeys:
         return _LogKeys(self.logger, received, self.config.tier)
+
+    def _trace(self, received: Received) -> AbstractContextManager[Any]:
+        """The run's X-Ray subsegment (runtime/tracing.py), linked to the trace that published the job."""
+        envelope = received.envelope
+        return self.tracer.job(
+            job_type=received.label,
+            key=envelope.idempotency_key if envelope is not None else "",
+            tier=self.config.tier,
+            attempt=received.attempt,
+            link=received.trace_header,
+        )
 
     def _apply_backoffs(self, backoffs: list[tuple[str, int]]) -> None:
         """One ChangeMessageVisibilityBatch per 10 retried records. A failure here only means

@@ -31,6 +31,7 @@ from tiered_jobs.contract.names import (
 from tiered_jobs.contract.sqs_limits import message_size, sqs_safe_text
 from tiered_jobs.contract.steps import STEP_ATTRIBUTE
 from tiered_jobs.contract.times import iso_text
+from tiered_jobs.contract.trace_header import system_attributes
 
 #: When original attributes leave no room for every reason, these are kept first. The traceback
 #: comes after the moments (the first failure bounds a replay's idempotency window) and before the
@@ -148,11 +149,18 @@ def fit_to_size(
 
 
 def send_to_dlq(
-    sqs: Any, dlq_url: str, body: str, attributes: Mapping[str, dict[str, Any]], group_id: str | None = None
+    sqs: Any,
+    dlq_url: str,
+    body: str,
+    attributes: Mapping[str, dict[str, Any]],
+    group_id: str | None = None,
+    trace_header: str | None = None,
 ) -> str:
-    """Send the copy (with the job's tenant as its group, so a native replay keeps it); returns the
-    DLQ's message id. Raises whatever SQS raises."""
-    extra = {"MessageGroupId": group_id} if group_id else {}
+    """Send the copy (with the job's tenant as its group, so a native replay keeps it, and its publisher's
+    trace header, so a replay's run links to it too); returns the DLQ's message id. Raises whatever SQS raises."""
+    extra: dict[str, Any] = {"MessageGroupId": group_id} if group_id else {}
+    if trace_header:
+        extra["MessageSystemAttributes"] = system_attributes(trace_header)
     response = sqs.send_message(QueueUrl=dlq_url, MessageBody=body, MessageAttributes=dict(attributes), **extra)
     message_id: str = response["MessageId"]
     return message_id

@@ -38,6 +38,7 @@ from typing import Any
 
 from tiered_jobs.contract import envelope as envelope_rules
 from tiered_jobs.contract import large_payloads
+from tiered_jobs.contract import trace_header as traces
 from tiered_jobs.contract.names import Attributes, DeadLetter
 from tiered_jobs.contract.times import parse_iso
 
@@ -98,6 +99,9 @@ class Received:
     label: str
     #: Why an offloaded body could not be fetched (``None``: the body was not offloaded, or was fetched).
     body_error: BaseException | None = None
+    #: The X-Ray header its publisher sent (``AWSTraceHeader``): every copy, letter and replay sends it
+    #: on, so the job's runs all link to the publishing request (:mod:`tiered_jobs.contract.trace_header`).
+    trace_header: str | None = None
 
     @property
     def attempt(self) -> int:
@@ -188,6 +192,7 @@ def read(raw: Mapping[str, Any], registered: Any, fetch: Fetch | None = None) ->
         carried=Carried.read(attributes),
         label=label,
         body_error=text if isinstance(text, BaseException) else None,
+        trace_header=system.get(traces.ATTRIBUTE) or None,
     )
 
 

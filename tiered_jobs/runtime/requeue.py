@@ -39,6 +39,7 @@ from tiered_jobs.contract.names import (
 from tiered_jobs.contract.sqs_limits import message_size, pack_batches
 from tiered_jobs.contract.steps import STEP_ATTRIBUTE, step_of
 from tiered_jobs.contract.times import iso_text
+from tiered_jobs.contract.trace_header import system_attributes
 
 from .received import Received
 
@@ -106,6 +107,9 @@ class Copy:
         }
         if self.record.tenant:
             entry["MessageGroupId"] = self.record.tenant
+        if self.record.trace_header:
+            # The copy's run links to the publishing request as the original's did (outside the size).
+            entry["MessageSystemAttributes"] = system_attributes(self.record.trace_header)
         return entry
 
 
