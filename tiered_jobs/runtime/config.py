@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tiered_jobs.contract.large_payloads import Offload
 from tiered_jobs.contract.names import Env
-from tiered_jobs.contract.rate_limits import RateLimits
 from tiered_jobs.contract.tiers import DEFAULT_IDEMPOTENCY_TTL_SECONDS
 
 from .backoff import RetryPolicy
+
+if TYPE_CHECKING:
+    from tiered_jobs.contract.rate_limits import RateLimits
 
 #: A job from a newer producer waits for a newer consumer in SQS's longest delay (900 s)...
 TOO_NEW_HOLD_SECONDS = 900
@@ -88,7 +91,12 @@ class TierConfig:
             margin = int(env.get(Env.TIME_BUDGET_MARGIN_MS, str(DEFAULT_TIME_BUDGET_MARGIN_MS)))
             if margin < 0:
                 raise ValueError(f"{Env.TIME_BUDGET_MARGIN_MS} must be >= 0, got {margin}")
-            rate_limits = RateLimits.from_json(env[Env.RATE_LIMITS]) if env.get(Env.RATE_LIMITS) else None
+            rate_limits = None
+            if env.get(Env.RATE_LIMITS):
+                # Parsed only for a limited tier: the others' cold start does not load the rules.
+                from tiered_jobs.contract.rate_limits import RateLimits
+
+                rate_limits = RateLimits.from_json(env[Env.RATE_LIMITS])
             max_receive_count = int(env[Env.MAX_RECEIVE_COUNT]) if env.get(Env.MAX_RECEIVE_COUNT) else None
             if max_receive_count is not None and max_receive_count < 1:
                 raise ValueError(f"{Env.MAX_RECEIVE_COUNT} must be >= 1, got {max_receive_count}")

@@ -53,22 +53,27 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tiered_jobs.contract import job_ends
 from tiered_jobs.contract.envelope import EnvelopeTooNew
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter, Metrics
+from tiered_jobs.contract.steps import CONTINUATION_DELAY_SECONDS
+from tiered_jobs.contract.steps import marker_step as step_marker
 from tiered_jobs.contract.times import iso_text
 
-from . import aws, ratelimit, too_new
+from . import aws, too_new
 from .backoff import RetryPolicy
 from .config import TierConfig
 from .errors import describe
 from .idempotency import IdempotentRunner
 from .job_policy import TIER_DEFAULTS, decide
 from .metrics import BatchMetrics
+from .progress import ProgressWriter, discard
 from .received import INVALID_JOB_TYPE, UNREGISTERED_JOB_TYPE, Received, read_batch
 from .registry import JobContext, JobDefinition, JobRegistry
 from .requeue import Copy, requeue
+from .steps import Steps, plain_result
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 
+    from . import ratelimit
     from .tracing import JobTracer
 
 __all__ = ["INVALID_JOB_TYPE", "UNREGISTERED_JOB_TYPE", "Consumer"]
@@ -169,6 +174,7 @@ class Consumer:
             logger = Logger(service=Metrics.SERVICE)
         self.logger = logger
         self._runner: IdempotentRunner | None = None
+        self._steps: Steps | None = None
         self._archive_factory = archive
         self._archive: Archive | None = None
         self._archive_built = False
@@ -180,7 +186,11 @@ class Consumer:
         #: Each job type's attempts and backoff on this tier (its own policy over the tier's), once bound.
         self._retries: dict[str, RetryPolicy] = {}
         #: ``None`` unless the tier has a rate limit (docs/consumer.md, "Rate limits").
-        self.limiter = ratelimit.from_config(config.rate_limits, config.tier, config.rate_limit_table, client)
+        self.limiter: ratelimit.RateLimiter | None = None
+        if config.rate_limits is not None:
+            from . import ratelimit  # loaded by a limited tier only: the others' cold start skips it
+
+            self.limiter = ratelimit.from_config(config.rate_limits, config.tier, config.rate_limit_table, client)
 
     @property
     def runner(self) -> IdempotentRunner:
@@ -392,6 +402,8 @@ class Consumer:
                     time_limit_seconds=definition.time_limit_seconds,
                     margin_ms=invocation.margin_ms,
                     cancel_check=self._cancel_check(envelope.type, envelope.idempotency_key, definition.idempotent),
+                    progress_sink=(progress := self._progress(envelope.type, envelope.idempotency_key, definition)),
+                    max_steps=definition.max_steps,
                     previous_result_reader=self._previous_result(envelope.batch),
                 )
                 run = definition.handler
@@ -405,13 +417,17 @@ class Consumer:
                         "idempotency_key": envelope.idempotency_key,
                         "payload": envelope.payload,
                     }
-                    outcome = self.runner.run(key, execute)
+                    # A job's step: the published message under Powertools, a later step on its claimed record.
+                    outcome = self.steps.run(received, key, ctx, run, getattr(progress, "flush", lambda: None))
                     result, duplicate = outcome.result, outcome.duplicate
                     ended = job_ends.marker_kind(result) if duplicate else None
                     if ended is not None:  # cancelled (or expired) before it started: its record says so
                         return self._end(received, invocation, ended, _ended_detail(ended, result), started)
                 else:
-                    result, duplicate = execute(), False
+                    result, duplicate = plain_result(execute(), envelope.type), False
+                next_step = step_marker(result)
+                if next_step is not None:  # not finished: its next step is sent (or was: a duplicate)
+                    return self._checkpointed(received, invocation, next_step, started, duplicate)
                 self._count_member(received, invocation, "succeeded", "", started)  # before the record is acknowledged
                 duration_ms = _ms(started)
                 invocation.metrics.record(received.label, "duplicate" if duplicate else "succeeded", duration_ms)
@@ -452,7 +468,8 @@ class Consumer:
         self._dead_letter(
             received,
             invocation,
-            reason=decision.reason or DeadLetter.REASON_PERMANENT,
+            # A failure with a reason of its own (steps.TooManySteps: too_many_steps), else the decision's.
+            reason=getattr(exc, "dead_letter_reason", None) or decision.reason or DeadLetter.REASON_PERMANENT,
             error_type=error_type,
             error_message=error_message,
             attempts=attempt,
@@ -529,6 +546,44 @@ class Consumer:
             exc_info=failure,  # the whole traceback (the letter carries its last frames)
         )
         self._release_unique(received)  # the job has finished: a new one of its type and key may be queued
+
+    # -- jobs longer than one invocation (steps.py) ------------------------------------------
+
+    @property
+    def steps(self) -> Steps:
+        if self._steps is None:
+            self._steps = Steps(self.runner, self.client("dynamodb"), self._send_next_step, logger=self.logger)
+        return self._steps
+
+    def _send_next_step(self, received: Received, step: int) -> str | None:
+        """The job's next step: a copy of its message carrying ``step``, before its record says it is due."""
+        from .requeue import Copy, requeue  # loaded on the first checkpoint only (if not already)
+
+        copy = Copy(received, CONTINUATION_DELAY_SECONDS, step=step, enqueued_at=self.now())
+        return requeue(self.client("sqs"), self.config.queue_url, [copy]).get(received.message_id)
+
+    def _checkpointed(
+        self, received: Received, invocation: _Invocation, step: int, started: float, duplicate: bool
+    ) -> None:
+        """The step ran and its next one is sent (``duplicate``: a copy of an earlier step, which ran nothing):
+        acknowledged; the job has not finished (no batch count, no unique lock released: its last step does)."""
+        duration_ms = _ms(started)
+        invocation.metrics.record(received.label, "duplicate" if duplicate else "checkpointed", duration_ms)
+        message = "duplicate of an earlier step: not run" if duplicate else "job step done, next step sent"
+        self.logger.info(message, extra={"duration_ms": round(duration_ms, 3), "next_step": step})
+
+    def _progress(self, job_type: str, key: str, definition: JobDefinition) -> Callable[..., None]:
+        """``ctx.progress``: a writer to the job's record, which is built only for a job that can have one."""
+        if not definition.idempotent:
+            return discard
+        return ProgressWriter(
+            self.client("dynamodb"),
+            self.config.idempotency_table,
+            job_type,
+            key,
+            interval=definition.progress_every_seconds,
+            logger=self.logger,
+        )
 
     # -- jobs that end unrun ---------------------------------------------------------------
 
