@@ -14,6 +14,7 @@ import re
 import botocore.session
 import pytest
 
+from tiered_jobs.contract.envelope import character_problems
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, SQS_MAX_MESSAGE_BYTES
 from tiered_jobs.contract.sqs_limits import (
     ALLOWED_CHARACTER_RANGES,
@@ -74,6 +75,16 @@ def test_every_code_point_at_a_range_edge_is_refused_exactly_when_it_is_outside_
     for code in sorted(c for c in edges if 0 <= c <= 0x10FFFF):
         allowed = any(low <= code <= high for low, high in ALLOWED_CHARACTER_RANGES)
         assert (first_disallowed_character(chr(code)) is None) == allowed, hex(code)
+
+
+def test_a_refused_character_is_named_wherever_it_is_in_a_key_or_a_part_reached_twice():
+    # One search over every string finds it; the walk that names it sees each place it is reached from.
+    shared = {"k\x00": 1}
+    assert character_problems({"payload": {"a": ["fine", shared], "b": shared}}) == [
+        f"the key payload[{where}]['k\\x00'] holds U+0000 at character 1, which SQS does not accept in a message"
+        for where in ("'a'][1", "'b'")
+    ]
+    assert character_problems({"payload": {"a": ["fine", {"k": "ok"}], "b": ("é", 1)}}) == []
 
 
 def test_message_size_counts_the_body_and_every_attribute_name_type_and_value():

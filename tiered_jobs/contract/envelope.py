@@ -48,7 +48,7 @@ from typing import Any
 from .batches import field_problems as batch_problems
 from .errors import USAGE, TieredJobsError
 from .names import SQS_MAX_MESSAGE_BYTES, SQS_MESSAGE_GROUP_ID_PATTERN
-from .sqs_limits import disallowed_character_problem
+from .sqs_limits import disallowed_character_problem, first_disallowed_character
 from .times import iso_text
 from .unique import token_problems
 
@@ -239,6 +239,10 @@ def character_problems(obj: Any, path: str = "", _open: frozenset[int] = frozens
         return [problem] if problem else []
     if not isinstance(obj, (dict, list, tuple)) or id(obj) in _open:
         return []
+    if not _open and first_disallowed_character("".join(_strings(obj, [], set()))) is None:
+        # Every publish checks every string: one search over them all, and only a refused character
+        # walks the structure again to name where it is (about a quarter of a publish's CPU before).
+        return []
     inner = _open | {id(obj)}
     problems: list[str] = []
     if isinstance(obj, dict):
@@ -251,6 +255,23 @@ def character_problems(obj: Any, path: str = "", _open: frozenset[int] = frozens
         for position, value in enumerate(obj):
             problems += character_problems(value, f"{path}[{position}]", inner)
     return problems
+
+
+def _strings(obj: Any, found: list[str], seen: set[int]) -> list[str]:
+    """Every string of ``obj``, keys included, each container once."""
+    if isinstance(obj, str):
+        found.append(obj)
+    elif isinstance(obj, (dict, list, tuple)) and id(obj) not in seen:
+        seen.add(id(obj))
+        if isinstance(obj, dict):
+            for key, value in obj.items():
+                if isinstance(key, str):
+                    found.append(key)
+                _strings(value, found, seen)
+        else:
+            for value in obj:
+                _strings(value, found, seen)
+    return found
 
 
 def tenant_problems(tenant: Any) -> list[str]:
