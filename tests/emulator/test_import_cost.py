@@ -13,8 +13,8 @@ import os
 import subprocess
 import sys
 
-#: Modules of paths few records take (a rate limit, a letter, a job that ends unrun, a unique lock), and
-#: what no function runs: none is loaded by importing the consumer's handler.
+#: Modules of paths few records take (a rate limit, a letter, a job that ends unrun, a unique lock, a batch
+#: member) and of what no function runs: importing the consumer's handler loads none of them.
 NOT_AT_COLD_START = (
     "tiered_jobs.runtime.ratelimit",
     "tiered_jobs.contract.rate_limits",
@@ -22,6 +22,8 @@ NOT_AT_COLD_START = (
     "tiered_jobs.runtime.tracebacks",
     "tiered_jobs.runtime.ended",
     "tiered_jobs.runtime.unique",
+    "tiered_jobs.contract.batches",
+    "tiered_jobs.runtime.batches",
     "tiered_jobs.replay",
     "tiered_jobs.publisher",
     "tiered_jobs.operations",

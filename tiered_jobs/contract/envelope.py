@@ -45,7 +45,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from .batches import field_problems as batch_problems
 from .errors import USAGE, TieredJobsError
 from .names import SQS_MAX_MESSAGE_BYTES, SQS_MESSAGE_GROUP_ID_PATTERN
 from .sqs_limits import disallowed_character_problem, first_disallowed_character
@@ -200,7 +199,9 @@ def validate(obj: Any) -> list[str]:
         if not isinstance(expires_at, str) or not _is_iso8601(expires_at):
             problems.append(f"'expires_at' must be an ISO 8601 date-time with a time zone, got {expires_at!r}")
     if "batch" in obj:
-        problems.extend(batch_problems(obj["batch"]))
+        from .batches import field_problems  # only a batch member loads the rules: a cold start skips them
+
+        problems.extend(field_problems(obj["batch"]))
     return problems
 
 
