@@ -20,8 +20,8 @@ TYPICAL_REQUIREMENTS = "httpx==0.28.1\npydantic==2.11.7\nstripe==12.4.0\n"
 
 def measure(runs: int = 15, variants: tuple[str, str] = ("ours", "bare"), layer: str = "") -> dict[str, Any]:
     """``runs`` pairs of fresh interpreters, alternating which side goes first, after one pair
-    that only warms the OS file cache. The ratio is the median of the per-pair ratios: a pair
-    runs back to back, so the machine's drift cancels out."""
+    that only warms the OS file cache. The ratio is the median of the per-pair ratios (with their
+    min and max): a pair runs back to back, so the machine's drift cancels out."""
     from emulator.server import EmbeddedAws, client_environment
 
     with EmbeddedAws() as endpoint, client_environment(endpoint):
@@ -38,9 +38,10 @@ def measure(runs: int = 15, variants: tuple[str, str] = ("ours", "bare"), layer:
         v: {k: statistics.median(s[k] for s in runs_) for k in runs_[0]} for v, runs_ in samples.items()
     }
     ours, bare = variants
-    summary["ratio_total"] = statistics.median(
-        o["total_ms"] / b["total_ms"] for o, b in zip(samples[ours], samples[bare], strict=True)
-    )
+    ratios = [o["total_ms"] / b["total_ms"] for o, b in zip(samples[ours], samples[bare], strict=True)]
+    summary["ratio_total"] = statistics.median(ratios)
+    # The spread of the pairs' ratios: on a loaded machine one pair can read far off the median.
+    summary["ratio_min"], summary["ratio_max"] = min(ratios), max(ratios)
     summary["extra_modules"] = summary[ours]["modules"] - summary[bare]["modules"]
     summary["runs"] = runs
     return summary

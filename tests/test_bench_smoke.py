@@ -31,8 +31,14 @@ def test_bench_quick_run_reports_every_figure(tmp_path):
         "SQS requests / 1 000 replayed messages",
         "consumer asset (zipped)",
         "AWS cost / 1 M jobs",
+        "warm path: consumer CPU / job (median)",
+        "publisher CPU / 1 000 jobs (median)",
     } <= figures
     measured = report["measured"]
+    cold, warm = measured["cold_start"], measured["warm"]
+    assert cold["ratio_min"] <= cold["ratio_total"] <= cold["ratio_max"]
+    for side in ("consumer", "publisher"):  # both sides measured, each job accepted (bench/warm.py asserts it)
+        assert warm[side]["ours_us_per_job"] > 0 and warm[side]["baseline_us_per_job"] > 0
     assert measured["publisher"]["ours_per_1000"] < measured["publisher"]["naive_per_1000"]
     assert measured["idempotency"]["in_container_duplicate_per_1000"] == 0
     assert "Tiered Jobs benchmarks" in result.stdout

@@ -1,0 +1,38 @@
+"""The warm-path figures' arithmetic and their clients (bench/warm.py), at small sizes: what is computed
+and against what, never how fast (timing is the bench's, on its own machine)."""
+
+from __future__ import annotations
+
+import pytest
+from botocore.exceptions import ParamValidationError
+
+from bench import warm
+
+
+def test_a_figure_is_the_median_of_its_rounds_and_its_ratio_the_median_of_the_rounds_ratios():
+    # Round by round the sides take 3, 1 and 2 s (ours) against 1, 1 and 1 s, for 1 000 jobs.
+    times = {"ours": iter([0.0, 3.0, 1.0, 2.0]), "base": iter([0.0, 1.0, 1.0, 1.0]), "part": iter([0.0, 2.0, 0.5, 1.0])}
+    sides = {name: (lambda jobs, name=name: next(times[name])) for name in times}
+    figure = warm._rounds(sides, 1000, 3)
+    assert figure["ours_us_per_job"] == 2000 and figure["baseline_us_per_job"] == 1000
+    assert (figure["ratio"], figure["ratio_min"], figure["ratio_max"]) == (2.0, 1.0, 3.0)
+    assert figure["part_us_per_job"] == 1000  # ours less the side without that part: 1000, 500 and 1000 µs
+    assert figure["rounds"] == 3
+
+
+def test_an_instant_client_answers_each_entry_builds_the_request_as_botocore_does_and_sends_nothing():
+    sqs = warm.instant_client("sqs")  # its endpoint has no server: a request sent would fail
+    response = sqs.send_message_batch(
+        QueueUrl=warm.QUEUE_URL, Entries=[{"Id": "a", "MessageBody": "x"}, {"Id": "b", "MessageBody": "y"}]
+    )
+    assert [e["Id"] for e in response["Successful"]] == ["a", "b"] and response["Failed"] == []
+    with pytest.raises(ParamValidationError):
+        sqs.send_message_batch(QueueUrl=warm.QUEUE_URL, Entries=[{"Id": "a"}])  # no body: refused as by AWS
+    assert warm.instant_client("dynamodb").put_item(TableName=warm.TABLE, Item={"id": {"S": "k"}}) == {}
+
+
+def test_the_publisher_figure_publishes_every_job_on_both_sides():
+    sides = warm._publisher_sides()
+    assert set(sides) == {"ours", "raw"}
+    for side in sides.values():
+        assert side(25) >= 0  # each side asserts that every job was accepted
