@@ -190,6 +190,8 @@ def test_publisher_policy_allows_exactly_the_publishers_calls(default_synth, sta
     running["expiration"] = {"N": str(int(datetime.now(timezone.utc).timestamp()) + 600)}
     boto3.client("dynamodb", region_name=t.region).put_item(TableName=t.name(_idempotency_table(t)), Item=running)
     assert publisher.cancellation(jobs[1].job_type, "policy-running").outcome == "running"
+    # A caller waiting on a job reads its status (one GetItem of its record).
+    assert publisher.get_status(jobs[1].job_type, "policy-running").state == "in_progress"
     # Its queue gone (deleted by a client of the test's own), a unique job is not sent and gives its lock back.
     boto3.client("sqs", region_name=t.region).delete_queue(QueueUrl=publisher.queues[tiers[0]])
     with pytest.raises(PublishError):
@@ -205,6 +207,7 @@ def test_publisher_policy_allows_exactly_the_publishers_calls(default_synth, sta
         "dynamodb:TransactWriteItems",
         "dynamodb:DeleteItem",
         "dynamodb:UpdateItem",
+        "dynamodb:GetItem",
     } <= set(recorder.operations)
 
     allowed = _allowed(t, _policy(default_synth))
@@ -232,6 +235,7 @@ def test_publisher_policy_names_the_tier_queues_and_never_a_dlq(default_synth):
         "dynamodb:PutItem",
         "dynamodb:DeleteItem",
         "dynamodb:UpdateItem",
+        "dynamodb:GetItem",
     }
     # The queues use SQS-managed encryption: no kms:GenerateDataKey needed (or granted).
     for queue in default_synth.resources("AWS::SQS::Queue").values():

@@ -12,6 +12,7 @@ It allows exactly what ``tiered_jobs.publisher`` calls when built with ``Publish
 - for ``cancel`` of a queued job: ``dynamodb:PutItem`` (its cancel marker, on a condition) and
   ``dynamodb:UpdateItem`` (a running job asked to stop) on the idempotency table, and
   ``ssm:GetParameters`` on the tiers' ``idempotency-ttl-seconds`` (the marker's window), read on the first cancel;
+- for ``get_status`` (a job's state, progress and result): ``dynamodb:GetItem`` on the idempotency table;
 - for unique jobs (``unique_for=``): ``dynamodb:PutItem`` on the unique jobs' table (the conditional
   write that takes a lock, alone or in a ``TransactWriteItems``, which needs no action of its own) and
   ``dynamodb:DeleteItem`` (a job not sent gives its lock back).
@@ -40,6 +41,8 @@ READ_ACTIONS = ("ssm:GetParameters",)
 UNIQUE_LOCK_ACTIONS = ("dynamodb:PutItem", "dynamodb:DeleteItem")
 #: Cancelling a queued job: its marker (a conditional ``PutItem``), or a running job's stop request (``UpdateItem``).
 CANCEL_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem")
+#: ``get_status``: one read of a job's idempotency record (its state, progress and result), nothing else.
+STATUS_ACTIONS = ("dynamodb:GetItem",)
 
 
 def publisher_parameter_names(stage: str, tier_names: Sequence[str]) -> list[str]:
@@ -123,6 +126,11 @@ class PublisherPolicy(Construct):
             iam.PolicyStatement(
                 sid="CancelQueuedJobs",
                 actions=list(CANCEL_ACTIONS),
+                resources=[self._idempotency_table.table_arn],
+            ),
+            iam.PolicyStatement(
+                sid="ReadJobStatus",
+                actions=list(STATUS_ACTIONS),
                 resources=[self._idempotency_table.table_arn],
             ),
             *(self._large_payloads.publisher_statements() if self._large_payloads is not None else []),

@@ -32,6 +32,8 @@ def job(
         if found.state == QUEUED:  # the record knows nothing yet: the lock says a publish is pending
             detail = "published with unique_for and not finished: publishing it again is refused as already queued"
         out.print(f"  state: [bold]{escape(found.describe_state())}[/] — {escape(detail)}", soft_wrap=True)
+        if found.record.progress is not None:  # ctx.progress, as last stored
+            out.print(f"  progress: {escape(found.record.progress.describe())}", soft_wrap=True)
         if found.unique_until is not None and found.state != QUEUED:
             out.print(f"  unique until {found.unique_until.isoformat()} (publishing it again is refused until then)")
         if found.record.result is not None:

@@ -38,9 +38,10 @@ from tiered_jobs.operations.status import queue_name
 from tiered_jobs.stage import scheduling
 from tiered_jobs.stage.target import Target
 
-from ..contract import envelope, job_ends
+from ..contract import envelope, job_ends, steps
 from ..contract.idempotency import RecordAttributes, RecordStatus, record_id
 from ..contract.names import DeadLetter, Schedules, Ssm
+from ..contract.progress import Progress, of_item
 from ..contract.routing import UnknownRouteError
 from ..contract.unique import KEY_ATTRIBUTE as LOCK_KEY_ATTRIBUTE
 from ..contract.unique import held_until, lock_key
@@ -72,6 +73,10 @@ class RecordState:
     #: Completed: expiry minus the tier's idempotency window, when that window is known.
     completed_at: float | None = None
     result: Any = None
+    #: The last progress the job stored (``ctx.progress``), running or finished.
+    progress: Progress | None = None
+    #: A job longer than one invocation: the step running or due (``ctx.checkpoint``).
+    step: int | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +136,7 @@ class JobLookup:
                 "expires_at": _iso(self.record.expires_at),
                 "in_progress_until": _iso(self.record.in_progress_until),
                 "completed_at": _iso(self.record.completed_at),
+                "progress": self.record.progress.to_dict() if self.record.progress else None,
             },
             "dead_letters": [letter.__dict__ for letter in self.letters],
             "dlq_letters_read": self.letters_read,
@@ -261,6 +267,9 @@ def read_record(target: Target, job_type: str, key: str, *, now: Callable[[], fl
         )
     status = item.get(RecordAttributes.STATUS, {}).get("S")
     expires = _number(item, RecordAttributes.EXPIRATION)
+    progress = of_item(item)
+    due = _number(item, steps.RECORD_STEP)
+    step = int(due) if due is not None else None
     if expires is not None and expires < now():
         return RecordState(
             UNKNOWN,
@@ -282,12 +291,28 @@ def read_record(target: Target, job_type: str, key: str, *, now: Callable[[], fl
         asked = item.get(job_ends.CANCEL_REQUESTED, {}).get("S")
         if asked:
             detail += f"; a cancel asked it to stop at {asked} (the job sees it if it calls ctx.cancelled())"
-        return RecordState(IN_PROGRESS, detail, rid, expires_at=expires, in_progress_until=until)
+        if step is not None:  # a later step of a job longer than one invocation: its own lease (ms)
+            lease = _number(item, steps.RECORD_LEASE)
+            until = lease / 1000 if lease is not None else until
+            detail = f"step {step} running (until {_iso(until)} at the latest)"
+        return RecordState(
+            IN_PROGRESS, detail, rid, expires_at=expires, in_progress_until=until, progress=progress, step=step
+        )
     if status == RecordStatus.COMPLETED:
         result = _json(item.get(RecordAttributes.DATA, {}).get("S"))
         ended = job_ends.marker_kind(result)
         if ended is not None:
             return _ended(ended, result, rid, expires)
+        if steps.marker_step(result) is not None:  # between two steps of a job longer than one invocation
+            return RecordState(
+                IN_PROGRESS,
+                f"between steps: step {step} is due (its message is queued; the record keeps the last "
+                f"checkpoint until {_iso(expires)})",
+                rid,
+                expires_at=expires,
+                progress=progress,
+                step=step,
+            )
         completed = _completed_at(target, job_type, expires)
         when = f" at {_iso(completed)}" if completed is not None else ""
         return RecordState(
@@ -297,6 +322,7 @@ def read_record(target: Target, job_type: str, key: str, *, now: Callable[[], fl
             expires_at=expires,
             completed_at=completed,
             result=result,
+            progress=progress,
         )
     return RecordState(UNKNOWN, f"a record with an unexpected status {status!r}", rid, expires_at=expires)
 

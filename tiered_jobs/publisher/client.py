@@ -14,6 +14,7 @@ from typing import Any
 
 from ..contract import envelope, payloads, unique
 from ..contract import trace_header as traces
+from ..contract.job_status import JobStatus
 from ..contract.large_payloads import Offload
 from ..contract.names import SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES, Env
 from ..contract.routing import Routes, UnknownRouteError
@@ -71,6 +72,7 @@ class Publisher:
         trace_context: Callable[[], str | None] | None = traces.from_environment,
         large_payloads: Mapping[str, Offload] | None = None,
         s3: Any = None,
+        idempotency_table: str | None = None,
     ):
         """``scheduling``: where one-time jobs go (or a function that looks it up on first need);
         ``scheduler``: an EventBridge Scheduler client; ``schedule_beyond_seconds``: jobs due later
@@ -106,10 +108,13 @@ class Publisher:
         self.large_payloads = dict(large_payloads or {})
         self._s3 = s3
         self._dynamodb = dynamodb
+        #: The stage's idempotency table: :meth:`get_status` reads a job's record there.
+        self.idempotency_table = idempotency_table
 
     @classmethod
     def from_deployment(cls, deployment: discovery.Deployment, **options: Any) -> Publisher:
         options.setdefault("unique_table", deployment.unique_table_name)
+        options.setdefault("idempotency_table", deployment.idempotency_table_name)
         options.setdefault("batch_table", deployment.batch_table_name)
         options.setdefault("large_payloads", deployment.large_payloads)
         return cls(deployment.queue_urls(), deployment.routes, **options)
@@ -202,6 +207,17 @@ class Publisher:
             resend=self.resend,
             sleep=self._sleep,
             random=self._random,
+        )
+
+    def get_status(self, job_type: str, idempotency_key: str) -> JobStatus:
+        """Where the job is (one ``GetItem`` of its idempotency record): ``state``, its ``progress``
+        (``ctx.progress``), its ``result`` once completed, ``error`` once cancelled or expired, the
+        ``step`` of a job longer than one invocation. Answers within the idempotency window
+        (:mod:`tiered_jobs.publisher.status`)."""
+        from .status import read_status
+
+        return read_status(
+            self.dynamodb, self.idempotency_table, job_type, idempotency_key, now=lambda: self._clock().timestamp()
         )
 
     def cancel(self, job_type: str, idempotency_key: str, *, tier: str | None = None) -> bool:
