@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from tests.infra.infra_support import Synth, find_consumer, policy_statements, synthesize_once
+from tests.infra.infra_support import Synth, find_consumer, logical_id, policy_statements, synthesize_once
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.contract.large_payloads import OFF, lifecycle_days
-from tiered_jobs.contract.names import Env, Outputs, Ssm
+from tiered_jobs.contract.names import Env, Outputs, Ssm, function_name
 from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES
 
 # Synthesizes a CDK app (make quick leaves it out).
@@ -136,3 +136,12 @@ def test_publishers_write_only_under_the_opted_in_tiers_folders_and_read_every_t
     bulk = json.loads(_joined(names[Ssm.tier(synth.stage, "bulk", Ssm.TIER_LARGE_PAYLOADS)]))
     assert bulk == {"bucket": key, "threshold_bytes": 262_144}
     assert Outputs.LARGE_PAYLOAD_BUCKET in synth.raw["Outputs"]
+
+
+def test_the_replay_function_reads_a_letters_stored_body_and_deletes_none(synth):
+    key, _ = _bucket(synth)
+    function_key = logical_id(synth, "AWS::Lambda::Function", FunctionName=function_name(synth.stage, "replay"))
+    on_the_bucket = [s for s in policy_statements(synth, function_key) if key in json.dumps(s["Resource"])]
+    assert [s["Action"] for s in on_the_bucket] == ["s3:GetObject"]
+    every_action = json.dumps([p["Properties"]["PolicyDocument"] for p in synth.resources("AWS::IAM::Policy").values()])
+    assert "s3:DeleteObject" not in every_action  # only the lifecycle deletes a body (docs/publishing.md)

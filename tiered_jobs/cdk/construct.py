@@ -215,9 +215,16 @@ class TieredJobs(Construct):
             self.replay.archive.allow_writes(tier.consumer.role, tier.name)
             tier.consumer.add_environment(Env.DISCARD_ARCHIVE_BUCKET, self.replay.archive.bucket_name)
         # Bodies past a tier's threshold (``large_payloads``): one bucket for the stage, only when a tier opts in.
+        replay_role = self.replay.function.role
+        assert replay_role is not None  # LambdaPlatform gives every function its own role
         self.large_payloads = (
             LargePayloads(
-                self, "LargePayloads", settings=settings, tiers=tiers, access_logs=self.replay.archive.access_logs
+                self,
+                "LargePayloads",
+                settings=settings,
+                tiers=tiers,
+                access_logs=self.replay.archive.access_logs,
+                replay_role=replay_role,
             )
             if opted_in(tiers)
             else None

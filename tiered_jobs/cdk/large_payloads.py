@@ -14,7 +14,8 @@ threshold under ``<tier>/`` and sends the pointer of AWS's SQS extended clients
   (``tiered-jobs teardown`` finds it by the stage tag and empties it).
 - Least privilege: the publisher may ``PutObject`` under the opted-in tiers' folders only; a consumer
   may ``GetObject`` anywhere in the bucket, because a Java or Python extended client writes a bare
-  UUID key (no folder), and reads nothing but its stage's bucket whatever a pointer names.
+  UUID key (no folder), and reads nothing but its stage's bucket whatever a pointer names; the replay
+  function may ``GetObject`` too (``show`` and the discard archive read a letter's body back).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class LargePayloads(Construct):
         settings: AppSettings,
         tiers: Sequence[Tier],
         access_logs: s3.IBucket,
+        replay_role: iam.IRole,
     ) -> None:
         super().__init__(scope, construct_id)
         self.tiers = opted_in(tiers)
@@ -101,6 +103,16 @@ class LargePayloads(Construct):
                 "The consumer reads the job bodies of its stage's bucket, whose keys a Java or Python extended "
                 "client names with a bare UUID: GetObject alone, on this bucket alone.",
             )
+        # The replay function reads a letter's stored body for show and the discard archive (never to replay).
+        replay_role.add_to_principal_policy(
+            iam.PolicyStatement(actions=list(READ_ACTIONS), resources=[self.bucket.arn_for_objects("*")])
+        )
+        acknowledge(
+            replay_role,
+            f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/*]",
+            "show and discard read a letter's stored body, whatever key its producer chose: GetObject alone, on "
+            "this bucket alone.",
+        )
         self._bucket_id = bucket_id
 
     def offload(self, tier: Tier) -> Offload:

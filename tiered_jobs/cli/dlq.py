@@ -234,6 +234,11 @@ def _print_letter(letter: dict[str, Any]) -> None:
         ("Sent to the DLQ", "sent_at"),
     ):
         console.print(f"[bold]{label}:[/] {escape(str(letter.get(key)))}", soft_wrap=True)
+    offloaded = letter.get("offloaded")
+    if offloaded:  # large_payloads: the body below is the stored one, read back (or the pointer, if it could not be)
+        where = offloaded.get("url") or offloaded["pointer"]
+        said = "the body below was read back" if offloaded.get("error") is None else f"not read: {offloaded['error']}"
+        console.print(f"[bold]Offloaded:[/] {escape(str(where))} ({offloaded.get('size')} bytes); {escape(said)}")
     if letter.get("traceback"):  # where the job failed: its last frames, innermost last
         console.print("[bold]Traceback:[/]")
         console.print(escape(letter["traceback"].rstrip("\n")), soft_wrap=True, highlight=False)

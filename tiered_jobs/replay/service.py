@@ -50,6 +50,7 @@ from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES
 from tiered_jobs.contract.sqs_limits import pack_batches
 from tiered_jobs.contract.times import iso_text
 
+from . import offloaded
 from .archive import Archive
 from .events import ReplayEventError, ReplayRequest, response, tier_problems
 from .grouping import Groups
@@ -311,8 +312,11 @@ class _Scan:
         self.groups.add(taken, outside)
         if self.on_letters is not None and taken:
             self.on_letters(taken)
-        if self.request.action == "show":
-            self.letters += [letter.to_record(self.request.tier, self.started) for letter in taken]
+        if self.request.action == "show":  # an offloaded body is read back (offloaded.py)
+            s3 = offloaded.lazy_client()
+            self.letters += [
+                offloaded.resolve(letter.to_record(self.request.tier, self.started), s3) for letter in taken
+            ]
         if self.moving and taken:
             self._move(taken)
         if self.discarding and taken:
@@ -419,7 +423,11 @@ class _Scan:
         """Archive the letters (durably: the archive returns only then), and only then delete them."""
         assert self.archive is not None  # run() refuses a discard without one
         try:
-            self.archive.write([letter.to_record(self.request.tier, self.now()) for letter in letters])
+            # An offloaded body is archived itself: the archive outlives the bucket's lifecycle (offloaded.py).
+            s3 = offloaded.lazy_client()
+            self.archive.write(
+                [offloaded.resolve(letter.to_record(self.request.tier, self.now()), s3) for letter in letters]
+            )
         except Exception as exc:  # any failure: delete nothing, stop, say why
             logger.exception(
                 "discard: could not archive %d letter(s) to %s; none of them deleted",
