@@ -4,11 +4,16 @@ opted-in tiers' folders, their consumers read, and every tier tells publishers w
 
 from __future__ import annotations
 
+import copy
 import json
+from collections.abc import Iterator
 
 import pytest
 
+from tests.infra.hops import HOPS, Hop, RoleCaller, _role_of, walk
 from tests.infra.infra_support import Synth, find_consumer, logical_id, policy_statements, synthesize_once
+from tests.infra.template_values import Concrete
+from tiered_jobs.cdk.large_payloads import READ_ACTIONS
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.contract.large_payloads import OFF, lifecycle_days
 from tiered_jobs.contract.names import Env, Outputs, Ssm, function_name
@@ -145,3 +150,44 @@ def test_the_replay_function_reads_a_letters_stored_body_and_deletes_none(synth)
     assert [s["Action"] for s in on_the_bucket] == ["s3:GetObject"]
     every_action = json.dumps([p["Properties"]["PolicyDocument"] for p in synth.resources("AWS::IAM::Policy").values()])
     assert "s3:DeleteObject" not in every_action  # only the lifecycle deletes a body (docs/publishing.md)
+
+
+# -- the hop walk -----------------------------------------------------------------------------------------
+
+
+def large_payload_hops(t: Concrete) -> Iterator[Hop]:
+    """Each opted-in consumer reads a body its publisher stored (``<tier>/<uuid>``) and one a Java or Python
+    extended client stored (a bare UUID); the replay function reads one back for show and discard."""
+    bucket = t.logical_id(t.template["Outputs"][Outputs.LARGE_PAYLOAD_BUCKET]["Value"])
+    for function, props in t.resources("AWS::Lambda::Function"):
+        variables = props.get("Environment", {}).get("Variables", {})
+        if Env.LARGE_PAYLOADS in variables:
+            tier = variables[Env.TIER]
+            keys = [f"/{tier}/0a1b2c3d-uuid", "/9f2c4e6a-java-uuid"]
+        elif Env.REPLAY_TIERS in variables:
+            keys = ["/bulk/0a1b2c3d-uuid"]
+        else:
+            continue
+        role = _role_of(t, function)
+        assert role is not None
+        for key in keys:
+            yield Hop(
+                f"{function} reads {key}", RoleCaller(role, "lambda.amazonaws.com"), bucket, READ_ACTIONS, (), key
+            )
+
+
+def test_every_hop_of_a_stage_with_large_payloads_is_allowed(synth):
+    hops, problems = walk(synth.raw, sources=(*HOPS, large_payload_hops))
+    reads = [hop for hop in hops if hop.actions == READ_ACTIONS]
+    assert len(reads) == 2 * 2 + 1  # critical's and bulk's consumers, two keys each; the replay function
+    assert problems == []
+
+
+def test_a_consumer_without_its_read_right_is_reported(synth):
+    raw = copy.deepcopy(synth.raw)
+    for policy in raw["Resources"].values():
+        if policy["Type"] == "AWS::IAM::Policy":
+            statements = policy["Properties"]["PolicyDocument"]["Statement"]
+            statements[:] = [s for s in statements if s.get("Action") != "s3:GetObject"]
+    problems = walk(raw, sources=(large_payload_hops,))[1]
+    assert len(problems) == 5 and all("the role's policy does not allow" in p for p in problems)
