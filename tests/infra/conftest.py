@@ -16,7 +16,7 @@ def default_synth(tmp_path_factory) -> Synth:
 
 @pytest.fixture(scope="session")
 def custom_synth(tmp_path_factory) -> Synth:
-    """A disposable stage with an added tier (logging at DEBUG), a moved route, subscriptions, x86, console
+    """A disposable stage with an added tier (logging at DEBUG, untraced), a moved route, subscriptions, x86, console
     events, a periodic job and a 30-day discard archive."""
     context = load_cdk_context()["tiered_jobs"]
     return synthesize_once(
@@ -30,7 +30,10 @@ def custom_synth(tmp_path_factory) -> Synth:
         alarm_https_url="https://events.pagerduty.com/integration/abc/enqueue",
         console_test_events=True,
         discard_archive_days=30,
-        tiers={**context["tiers"], "reports": {"max_concurrency": 2, "timeout_seconds": 120, "log_level": "DEBUG"}},
+        tiers={
+            **context["tiers"],
+            "reports": {"max_concurrency": 2, "timeout_seconds": 120, "log_level": "DEBUG", "tracing": False},
+        },
         routes={**context["routes"], "reports.*": "reports", "payments.update_balance": "transactional"},
         schedules={
             "weekly-report": {

@@ -299,6 +299,8 @@ def check_hop(policies: Policies, hop: Hop) -> list[str]:
     """The reasons ``hop`` would fail on AWS (``[]``: allowed)."""
     t = policies.t
     where = hop.description
+    if hop.target == ANY_RESOURCE:
+        return _check_resourceless(policies, hop)
     if not isinstance(hop.target, str) or hop.target not in t.resources_by_id:
         return [f"{where}: the target {hop.target!r} is not a resource of this template; its policies can't be checked"]
     if t.type_of(hop.target) not in TARGET_POLICIES:
@@ -561,8 +563,63 @@ def mapping_hops(t: Concrete) -> Iterator[Hop]:
             )
 
 
+#: The target of a call on no resource: X-Ray's actions are allowed only by ``"Resource": "*"``.
+ANY_RESOURCE = "*"
+#: What a traced function's role sends to X-Ray (Lambda's Active tracing, the consumer's job subsegments).
+XRAY_ACTIONS = ("xray:PutTraceSegments", "xray:PutTelemetryRecords")
+
+
+def xray_hops(t: Concrete) -> Iterator[Hop]:
+    """Each function with Active tracing sends its segments to X-Ray with its execution role."""
+    for logical_id, props in t.resources("AWS::Lambda::Function"):
+        if t.value(props.get("TracingConfig", {})).get("Mode") != "Active":
+            continue
+        caller = _role_of(t, logical_id) or logical_id
+        yield Hop(
+            f"X-Ray {logical_id} (TracingConfig Active) as {caller}",
+            RoleCaller(caller, "lambda.amazonaws.com"),
+            ANY_RESOURCE,
+            XRAY_ACTIONS,
+            (),
+        )
+
+
+def _check_resourceless(policies: Policies, hop: Hop) -> list[str]:
+    """A role's call on no resource: its trust, then its identity policy on ``*`` (an Allow naming any
+    narrower resource does not count, as on AWS)."""
+    t, where = policies.t, hop.description
+    assert isinstance(hop.caller, RoleCaller)
+    role = hop.caller.role
+    if role not in t.resources_by_id:
+        return [f"{where}: the role {role} is not a resource of this template; its policies can't be checked"]
+    principal = t.arn(role)
+    problems: list[str] = []
+    trust = evaluate(
+        policies.trust_policy(role),
+        Request(
+            "sts:AssumeRole",
+            principal,
+            f"service:{hop.caller.assumed_by}",
+            {"aws:securetransport": "true", "aws:sourceaccount": t.account},
+        ),
+        policies.account_root,
+    )
+    if trust.allowed_by is None or trust.denied_by:
+        problems.append(f"{where}: {hop.caller.assumed_by} may not assume role {role}")
+    context = {"aws:securetransport": "true", "aws:principalarn": principal, "aws:principalaccount": t.account}
+    for action in hop.actions:
+        request = Request(action, ANY_RESOURCE, principal, context)
+        verdict = evaluate(policies.identity_policy(role), request, policies.account_root)
+        problems += [f"{where}: the role's policy denies {action} (statement {sid})" for sid in verdict.denied_by]
+        if verdict.allowed_by is None:
+            problems.append(f"{where}: the role's policy does not allow role {role} to {action} on *")
+    return problems
+
+
 #: Every kind of service-to-service hop; a new kind is one line.
 HOPS: tuple[HopSource, ...] = (
+    # Active tracing: a function's role sends its segments to X-Ray (on no resource: "*").
+    xray_hops,
     # Alarm actions: CloudWatch publishes to the topic (and uses its key).
     service_hops(
         "AWS::CloudWatch::Alarm",

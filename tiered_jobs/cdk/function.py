@@ -87,6 +87,9 @@ class FunctionProps:
     #: its own ``POWERTOOLS_LOG_LEVEL`` (a JSON-format function left at Lambda's default drops DEBUG).
     #: ``None``: Lambda's default (INFO).
     log_level: str | None = None
+    #: X-Ray Active tracing (CDK adds PutTraceSegments / PutTelemetryRecords to the role); off: no
+    #: TracingConfig, Lambda's PassThrough, which an SQS-invoked function never gets a sampled trace from.
+    tracing: bool = True
 
 
 class LambdaPlatform(Construct):
@@ -168,13 +171,20 @@ class LambdaPlatform(Construct):
             log_group=log_group,
             logging_format=lambda_.LoggingFormat.JSON,
             application_log_level_v2=_application_log_level(props.log_level),
-            tracing=lambda_.Tracing.ACTIVE,
+            tracing=lambda_.Tracing.ACTIVE if props.tracing else lambda_.Tracing.DISABLED,
         )
         acknowledge(
             role,
             "AwsSolutions-IAM5[Resource::*]",
             "X-Ray PutTraceSegments / PutTelemetryRecords support no resource-level permissions (AWS requires *).",
         )
+        if not props.tracing:
+            acknowledge(
+                function,
+                "Serverless-LambdaTracing",
+                "Tracing is off by the tier's 'tracing' setting: the team chose not to trace this tier's jobs "
+                "(X-Ray bills each sampled trace; a busy tier may not need them).",
+            )
         if self._settings.runtime != RUNTIMES[-1]:
             reason = (
                 f"The runtime is the 'runtime' setting ({self._settings.runtime}), chosen to match the Python the "

@@ -122,6 +122,7 @@ class Tier(Construct):
             Env.POWERTOOLS_SERVICE_NAME: Metrics.SERVICE,
             Env.POWERTOOLS_METRICS_NAMESPACE: Metrics.NAMESPACE,
             Env.POWERTOOLS_LOG_LEVEL: tier.log_level,
+            Env.POWERTOOLS_TRACE_DISABLED: "false" if tier.tracing else "true",
         }
         environment.update({Env.resource_var(resource.name): resource.value for resource in props.resources})
         if tier.limits is not None:
@@ -143,6 +144,7 @@ class Tier(Construct):
                 environment=environment,
                 reserved_concurrency=tier.reserved_concurrency,
                 log_level=tier.log_level,
+                tracing=tier.tracing,
             ),
         )
         acknowledge(

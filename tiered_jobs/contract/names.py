@@ -150,6 +150,8 @@ class Env:
     POWERTOOLS_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
     POWERTOOLS_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
     POWERTOOLS_LOG_LEVEL = "POWERTOOLS_LOG_LEVEL"
+    #: Powertools' tracer switch, ``"true"`` on a tier whose ``tracing`` is off (runtime/tracing.py reads it).
+    POWERTOOLS_TRACE_DISABLED = "POWERTOOLS_TRACE_DISABLED"
 
 
 class Handlers:

@@ -27,14 +27,14 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from tiered_jobs.contract import trace_header as traces
-from tiered_jobs.contract.names import Metrics
+from tiered_jobs.contract.names import Env, Metrics
 
 #: The annotations of every job's subsegment (X-Ray keys: letters, digits and underscores).
 ANNOTATIONS = ("job_type", "job_key", "tier", "attempt")
 #: The annotation naming the publishing request's trace (``Root`` of the record's ``AWSTraceHeader``).
 LINK_ANNOTATION = "publisher_trace_id"
-#: Powertools' switch (``POWERTOOLS_TRACE_DISABLED``), which the stack sets per tier.
-DISABLED_VARIABLE = "POWERTOOLS_TRACE_DISABLED"
+#: Powertools' switch, which the stack sets from the tier's ``tracing`` setting.
+DISABLED_VARIABLE = Env.POWERTOOLS_TRACE_DISABLED
 
 
 def _powertools_tracer() -> Any:

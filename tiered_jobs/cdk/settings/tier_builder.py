@@ -106,6 +106,7 @@ def build_tier(name: Any, raw: Any) -> TierSettings:
     # CloudWatch alarms on standard-resolution metrics (the consumer's EMF) take whole minutes.
     v["circuit_breaker_minutes"] = num("circuit_breaker_minutes", 1, 60, " minutes (one alarm period)")
     v["log_level"] = read_choice(merged, "log_level", base.log_level, LOG_LEVELS, where)
+    v["tracing"] = read_bool(merged, "tracing", base.tracing, where)
     v["large_payloads"] = read_bool(merged, "large_payloads", base.large_payloads, where)
     if merged.get("large_payload_threshold_bytes") is not None:
         if not v["large_payloads"]:

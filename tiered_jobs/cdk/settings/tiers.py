@@ -86,6 +86,9 @@ class TierSettings:
     #: The consumer's log level (one of :data:`LOG_LEVELS`): INFO logs a line per finished job,
     #: WARNING only retries and failures, DEBUG everything Powertools says.
     log_level: str = "INFO"
+    #: X-Ray: the consumer's Active tracing and a subsegment per job run, linked to the trace that published
+    #: the job (docs/consumer.md, "Traces"); off, the function is not traced and Powertools' tracer stays off.
+    tracing: bool = True
     #: Store a job body over ``large_payload_threshold_bytes`` in the stage's bucket and send the pointer
     #: AWS's SQS extended clients send (docs/publishing.md, "Bodies past SQS's limit"); off by default.
     large_payloads: bool = False
