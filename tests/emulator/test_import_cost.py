@@ -22,6 +22,7 @@ NOT_AT_COLD_START = (
     "tiered_jobs.runtime.tracebacks",
     "tiered_jobs.runtime.ended",
     "tiered_jobs.runtime.unique",
+    "tiered_jobs.contract.unique",
     "tiered_jobs.contract.batches",
     "tiered_jobs.runtime.batches",
     "tiered_jobs.replay",

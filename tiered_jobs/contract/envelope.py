@@ -49,7 +49,6 @@ from .errors import USAGE, TieredJobsError
 from .names import SQS_MAX_MESSAGE_BYTES, SQS_MESSAGE_GROUP_ID_PATTERN
 from .sqs_limits import disallowed_character_problem, first_disallowed_character
 from .times import iso_text
-from .unique import token_problems
 
 ENVELOPE_VERSION = 1
 JOB_TYPE_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
@@ -193,6 +192,8 @@ def validate(obj: Any) -> list[str]:
     if "tenant" in obj:
         problems.extend(tenant_problems(obj["tenant"]))
     if "unique_lock" in obj:
+        from .unique import token_problems  # only a unique job loads the token's rules, as for batch below
+
         problems.extend(token_problems(obj["unique_lock"]))
     if "expires_at" in obj:
         expires_at = obj["expires_at"]
