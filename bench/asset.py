@@ -20,11 +20,16 @@ EXAMPLE_JOBS = Path(__file__).resolve().parent.parent / "example" / "jobs"
 EXAMPLE_MODULE = "example.jobs"
 
 
-def measure() -> dict[str, Any]:
+def stage(destination: Path) -> Path:
+    """The example's function code as the construct stages it (source only, no bytecode) in ``destination``."""
     from tiered_jobs.cdk.packaging import JobsSource
 
+    return JobsSource(EXAMPLE_JOBS, module=EXAMPLE_MODULE).stage(destination)
+
+
+def measure() -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as outdir:
-        root = JobsSource(EXAMPLE_JOBS, module=EXAMPLE_MODULE).stage(Path(outdir) / "asset")
+        root = stage(Path(outdir) / "asset")
         buffer = io.BytesIO()
         files = sorted(p for p in root.rglob("*") if p.is_file())
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
