@@ -535,6 +535,29 @@ def discarded_letters(t: Concrete, function: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def batch_callback_hops(t: Concrete) -> Iterator[Hop]:
+    """A consumer that counts batch members (it has the batches table) sends to every tier queue of its stack."""
+    queues = sorted(
+        {
+            _target(t, queue)
+            for _, props in t.resources("AWS::Lambda::Function")
+            if (queue := _at(props, ("Environment", "Variables", Env.QUEUE_URL))) is not None
+        },
+        key=str,
+    )
+    for logical_id, props in t.resources("AWS::Lambda::Function"):
+        if _at(props, ("Environment", "Variables", Env.BATCH_TABLE)) is None:
+            continue
+        caller = _role_of(t, logical_id) or logical_id
+        for queue in queues:
+            yield Hop(
+                f"AWS::Lambda::Function {logical_id} (a batch's callback to {queue}) as {caller}",
+                RoleCaller(caller, "lambda.amazonaws.com"),
+                queue,
+                ("sqs:SendMessage",),
+            )
+
+
 #: What the replay function's pause and resume call on a tier's mapping (``tiered_jobs.replay.pause``).
 MAPPING_ACTIONS = (
     "lambda:GetEventSourceMapping",
@@ -680,6 +703,17 @@ HOPS: tuple[HopSource, ...] = (
         target=("Environment", "Variables", Env.UNIQUE_TABLE),
         actions=("dynamodb:DeleteItem",),
     ),
+    # A consumer counts a finished batch member and reads its batch back (TransactWriteItems is checked as
+    # PutItem and UpdateItem), then marks the callbacks it sent: the stage's batches table...
+    role_hops(
+        "AWS::Lambda::Function",
+        "lambda.amazonaws.com",
+        role=(),
+        target=("Environment", "Variables", Env.BATCH_TABLE),
+        actions=("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem"),
+    ),
+    # ...and sends a callback or a chain's next link to whichever tier that job routes to.
+    batch_callback_hops,
     # The replay function's discard archives letters: PutObject under its stage's prefix, one object per batch;
     # a consumer archives a job that ended unrun (expired, cancelled) the same way, under its tier's prefix.
     role_hops(

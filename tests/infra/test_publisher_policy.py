@@ -184,6 +184,11 @@ def test_publisher_policy_allows_exactly_the_publishers_calls(default_synth, sta
     # A debounced job: its run created, then moved.
     for n in range(2):
         assert publisher.publish(jobs[0].job_type, {"n": n}, "policy-debounce", debounce=60).debounced
+    # A batch: its head written with its first member, sealed when the block ends; a chain: its head, its first link.
+    with publisher.batch(on_complete=(jobs[1].job_type, {"n": 4})) as batch:
+        batch.publish(jobs[0].job_type, {"n": 4}, "policy-member")
+    assert batch.sealed is not None and batch.sealed.total == 1
+    assert publisher.chain((jobs[0].job_type, {}, "policy-link-0"), (jobs[1].job_type, {}, "policy-link-1")).first.ok
     # A queued job's cancel writes its marker; a running one's asks it to stop (its record, by the test's own client).
     assert publisher.cancellation(jobs[0].job_type, "policy-single").outcome == "marked"
     running = {"id": {"S": record_id(jobs[1].job_type, "policy-running")}, "status": {"S": "INPROGRESS"}}

@@ -62,7 +62,9 @@ def _assert_allow_list(synth, function_key: str, allowed: set[str]) -> None:
 
 @pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])
 def test_each_consumer_reaches_only_its_queues_the_idempotency_table_and_its_logs(request, synth_name):
-    """...and the unique jobs' table, where it only deletes a finished job's lock (test_infra_unique.py)."""
+    """...and the unique jobs' table, where it only deletes a finished job's lock (test_infra_unique.py), the batches
+    table, where it counts its finished batch members, and the other tiers' queues, where it only sends a batch's
+    callback or a chain's next link."""
     synth = request.getfixturevalue(synth_name)
     routed_to_payments = {"dev": {"critical"}, "qa": {"transactional"}}
     tiers = [
@@ -80,11 +82,16 @@ def test_each_consumer_reaches_only_its_queues_the_idempotency_table_and_its_log
             _table(synth, "lock"),
             _log_group(synth, key),
             _archive(synth),  # PutObject of the jobs that end unrun, under its tier's prefix (below)
+            _table(synth, "batch"),
         }
+        others = {find_queue(synth, synth.stage, other)[0] for other in tiers if other != tier}
+        allowed |= others
         env = consumer["Properties"]["Environment"]["Variables"]
         if Env.resource_var(PAYMENTS_TABLE) in env:
             allowed.add(_table(synth, "account_id"))
         _assert_allow_list(synth, key, allowed)
+        on_others = [s for s in policy_statements(synth, key) if others & set(referenced_ids(s["Resource"]))]
+        assert {action for s in on_others for action in _actions(s)} == {"sqs:SendMessage"}
         assert (Env.resource_var(PAYMENTS_TABLE) in env) == (tier in routed_to_payments[synth.stage])
         on_bucket = [s for s in policy_statements(synth, key) if _archive(synth) in referenced_ids(s["Resource"])]
         assert [(s["Action"], s["Resource"]["Fn::Join"][1][1]) for s in on_bucket] == [

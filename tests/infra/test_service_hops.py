@@ -67,8 +67,16 @@ def test_every_service_to_service_hop_is_allowed(request, synth_name):
     assert kinds["AWS::CloudWatch::Alarm"] == ALARM_HOPS_PER_ALARM * alarms
     assert kinds["AWS::Lambda::EventSourceMapping"] == tiers  # consumers read their queue
     # ...dead-letter into their DLQ, send copies to their queue, release unique jobs' locks and archive the jobs
-    # that end unrun; replay archives per tier and pauses its mapping
-    assert kinds["AWS::Lambda::Function"] == 6 * tiers
+    # that end unrun; replay archives per tier and pauses its mapping; consumers count batch members in the
+    # batches table and send a batch's callback or a chain's next link to every tier's queue
+    assert kinds["AWS::Lambda::Function"] == (6 + 1 + tiers) * tiers
+    counted = [h for h in hops if "(Environment.Variables.TIERED_JOBS_BATCH_TABLE)" in h.description]
+    assert len(counted) == tiers and {synth.raw["Resources"][h.target]["Type"] for h in counted} == {
+        "AWS::DynamoDB::Table"
+    }
+    callbacks = [h for h in hops if "(a batch's callback to" in h.description]
+    assert len(callbacks) == tiers * tiers and {h.actions for h in callbacks} == {("sqs:SendMessage",)}
+    assert {synth.raw["Resources"][h.target]["Type"] for h in callbacks} == {"AWS::SQS::Queue"}
     unique = [h for h in hops if "(Environment.Variables.TIERED_JOBS_UNIQUE_TABLE)" in h.description]
     assert len(unique) == tiers and {h.actions for h in unique} == {("dynamodb:DeleteItem",)}
     assert {synth.raw["Resources"][h.target]["Type"] for h in unique} == {"AWS::DynamoDB::Table"}

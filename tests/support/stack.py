@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import boto3
 
-from tiered_jobs.contract import unique
+from tiered_jobs.contract import batches, unique
 from tiered_jobs.contract.names import (
     DEFAULT_TIERS,
     Outputs,
@@ -44,6 +44,8 @@ class FakeDeployment:
     idempotency_table: str = ""
     #: The unique-jobs table (``publish(..., unique_for=)``), key ``lock`` as the construct makes it.
     unique_table: str = ""
+    #: The batches table (``publisher.batch``, ``publisher.chain``), keys ``batch`` and ``member``.
+    batch_table: str = ""
 
 
 def _logical(tier: str, what: str) -> str:
@@ -105,6 +107,25 @@ def template(stage: str, tiers: tuple[str, ...], routes: dict[str, str]) -> dict
         "Type": "AWS::SSM::Parameter",
         "Properties": {"Name": Ssm.unique_table_name(stage), "Type": "String", "Value": {"Ref": "UniqueTable"}},
     }
+    resources["BatchTable"] = {
+        "Type": "AWS::DynamoDB::Table",
+        "Properties": {
+            "AttributeDefinitions": [
+                {"AttributeName": batches.KEY, "AttributeType": "S"},
+                {"AttributeName": batches.MEMBER, "AttributeType": "S"},
+            ],
+            "KeySchema": [
+                {"AttributeName": batches.KEY, "KeyType": "HASH"},
+                {"AttributeName": batches.MEMBER, "KeyType": "RANGE"},
+            ],
+            "BillingMode": "PAY_PER_REQUEST",
+        },
+    }
+    outputs[Outputs.BATCH_TABLE_NAME] = {"Value": {"Ref": "BatchTable"}}
+    resources["BatchTableParameter"] = {
+        "Type": "AWS::SSM::Parameter",
+        "Properties": {"Name": Ssm.batch_table_name(stage), "Type": "String", "Value": {"Ref": "BatchTable"}},
+    }
     outputs[Outputs.ROUTES] = {"Value": json.dumps(routes)}
     outputs[Outputs.REPLAY_FUNCTION_NAME] = {"Value": function_name(stage, "replay")}
     return {"Resources": resources, "Outputs": outputs}
@@ -130,6 +151,7 @@ def deploy(
         replay_function_name=function_name(stage, "replay"),
         idempotency_table=outputs[Outputs.IDEMPOTENCY_TABLE_NAME],
         unique_table=outputs[Outputs.UNIQUE_TABLE_NAME],
+        batch_table=outputs[Outputs.BATCH_TABLE_NAME],
     )
 
 

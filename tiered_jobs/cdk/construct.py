@@ -45,6 +45,7 @@ from tiered_jobs.contract.names import (
 )
 from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE
 
+from .batches import BatchTable
 from .circuit_breaker import CircuitBreakers
 from .dashboard import Dashboard, dashboard_name
 from .function import LambdaPlatform
@@ -207,6 +208,9 @@ class TieredJobs(Construct):
             for tier in settings.tiers
         }
         tiers = list(self.tiers.values())
+        # Batches and chains (publisher.batch / chain): always there, like the unique jobs' table; every
+        # consumer counts its finished members there and may send a callback or next link to any tier.
+        self.batches = BatchTable(self, "Batches", settings=settings, tiers=tiers)
         self.replay = ReplayFunction(self, "Replay", settings=settings, platform=platform, tiers=tiers)
         # A job that ends unrun (expired, cancelled) is kept by its consumer in the discard archive before
         # its message is deleted: PutObject under the stage's prefix, as the replay's discard.
@@ -254,6 +258,7 @@ class TieredJobs(Construct):
             scheduled_jobs=self.scheduled_jobs,
             unique_table=self.unique,
             idempotency_table=self.idempotency,
+            batches=self.batches,
             large_payloads=self.large_payloads,
         )
         self.publisher_policy: iam.ManagedPolicy = self._publishers.policy
@@ -284,7 +289,11 @@ class TieredJobs(Construct):
     @property
     def tables(self) -> Mapping[str, dynamodb.ITable]:
         """``idempotency``, ``unique``, ``rate_limits`` (when a tier is limited) and every table under ``resources``."""
-        tables: dict[str, dynamodb.ITable] = {"idempotency": self.idempotency, "unique": self.unique}
+        tables: dict[str, dynamodb.ITable] = {
+            "idempotency": self.idempotency,
+            "unique": self.unique,
+            "batches": self.batches.table,
+        }
         if self.rate_limits is not None:
             tables["rate_limits"] = self.rate_limits
         tables.update(self.job_resources.tables)
@@ -386,6 +395,12 @@ class TieredJobs(Construct):
             Ssm.unique_table_name(stage),
             self.unique.table_name,
             "Unique jobs' locks table name (publish(..., unique_for=))",
+        )
+        publish(
+            Outputs.BATCH_TABLE_NAME,
+            Ssm.batch_table_name(stage),
+            self.batches.table.table_name,
+            "Batches and chains table name (publisher.batch, publisher.chain)",
         )
         publish(
             Outputs.DISCARD_ARCHIVE_BUCKET,

@@ -30,6 +30,7 @@ from constructs import Construct
 
 from tiered_jobs.contract.names import Schedules, Ssm
 
+from .batches import BatchTable
 from .large_payloads import LargePayloads
 from .schedules import ScheduledJobs
 
@@ -53,6 +54,7 @@ def publisher_parameter_names(stage: str, tier_names: Sequence[str]) -> list[str
         Ssm.replay_function_name(stage),
         Ssm.idempotency_table_name(stage),
         Ssm.unique_table_name(stage),
+        Ssm.batch_table_name(stage),
         *(
             Ssm.tier(stage, tier, key)
             for tier in tier_names
@@ -84,11 +86,13 @@ class PublisherPolicy(Construct):
         scheduled_jobs: ScheduledJobs,
         unique_table: dynamodb.ITable,
         idempotency_table: dynamodb.ITable,
+        batches: BatchTable | None = None,
         large_payloads: LargePayloads | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self._idempotency_table = idempotency_table
         self._unique_table = unique_table
+        self._batches = batches
         self._queues = dict(queues)
         self._parameters = [parameters[name] for name in publisher_parameter_names(stage, list(queues))]
         self._scheduled_jobs = scheduled_jobs
@@ -128,6 +132,7 @@ class PublisherPolicy(Construct):
                 actions=list(CANCEL_ACTIONS),
                 resources=[self._idempotency_table.table_arn],
             ),
+            *([self._batches.publisher_statement()] if self._batches is not None else []),
             iam.PolicyStatement(
                 sid="ReadJobStatus",
                 actions=list(STATUS_ACTIONS),

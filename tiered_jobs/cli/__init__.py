@@ -44,7 +44,7 @@ def _options(
 
 
 # The commands register themselves on ``app``, in the order ``--help`` lists them.
-from . import teardown, publish, schedules, status, doctor, smoke, pause, job, console, dlq  # noqa: E402,F401,I001
+from . import teardown, publish, schedules, status, doctor, smoke, pause, job, batch, console, dlq  # noqa: E402,F401,I001
 
 
 def main() -> None:

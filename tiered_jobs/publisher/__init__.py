@@ -20,6 +20,9 @@ What a publish guarantees:
   again (the result says ``already_queued``), one conditional write per job in the stage's unique
   jobs' table (``publisher/unique.py``); **debounced** (``debounce=``): a burst of publishes runs
   once, after the last, with its payload (the job's one-time schedule, moved by each publish).
+- **Batches and chains** (``batch(on_success=..., on_complete=...)``, ``chain(a, b, c)``): a callback
+  published exactly once when every member has finished, a link when the one before succeeded, on the
+  stage's batches table (``publisher/batches.py``, docs/workflows.md).
 - **Never a silent drop**: entries SQS reports failed are retried (only those, exponential
   backoff with full jitter); senders' faults are not retried. If anything still failed,
   :class:`PublishError` names every such job and carries every entry's :class:`PublishResult`.
@@ -50,7 +53,9 @@ __all__ = [
     "PublishResult",
     "Publisher",
     "ResendPolicy",
+    "batch",
     "cancel",
+    "chain",
     "configure",
     "configured",
     "default_publisher",
@@ -122,3 +127,5 @@ def _on_default_publisher(method: Callable[Concatenate[Publisher, P], R]) -> Cal
 publish = _on_default_publisher(Publisher.publish)
 cancel = _on_default_publisher(Publisher.cancel)
 publish_batch = _on_default_publisher(Publisher.publish_batch)
+batch = _on_default_publisher(Publisher.batch)
+chain = _on_default_publisher(Publisher.chain)
