@@ -85,3 +85,47 @@ def test_editing_its_job_folder_deploys_a_new_code_version(session, app_dir, pub
         what="inv-3 written",
     )
     assert item["version"] == {"N": "2"}
+
+
+#: A job longer than one invocation, added to the app's job folder as a team would: three steps, its
+#: progress stored on each (docs/workflows.md).
+EXPORT_JOB = """
+
+@job("invoices.export", progress_every_seconds=0, max_steps=5)
+def export(payload: dict[str, Any], ctx: JobContext) -> Any:
+    cursor = (ctx.state or {}).get("cursor", 0)
+    ctx.progress(cursor, 3, note=f"step {ctx.step}")
+    if cursor < 2:
+        return ctx.checkpoint({"cursor": cursor + 1})
+    ctx.progress(3, 3, note="all exported")
+    return {"exported": 3, "steps": ctx.step + 1}
+"""
+
+
+def test_a_stepped_job_completes_its_steps_and_tiered_jobs_job_shows_its_progress(session, app_dir, publish):
+    from tiered_jobs.operations.lookup import lookup_job
+    from tiered_jobs.stage.target import Target
+
+    module = app_dir / "src" / "jobs" / "invoices.py"
+    versions = len(session.code_versions)
+    module.write_text(module.read_text() + EXPORT_JOB)
+    wait_until(lambda: len(session.code_versions) > versions, what="the export job's code version")
+    publisher = Publisher.from_stage(
+        LOCAL_STAGE, ssm=session.clients("ssm"), sqs=session.clients("sqs"), dynamodb=session.clients("dynamodb")
+    )
+    publisher.publish("invoices.export", {}, "exp-1")
+
+    status = wait_until(
+        lambda: (found := publisher.get_status("invoices.export", "exp-1")).finished and found,
+        timeout=60,
+        what="invoices.export finished",
+    )
+    assert (status.state, status.result) == ("completed", {"exported": 3, "steps": 3})  # steps 0, 1, 2
+    target = Target(LOCAL_STAGE, STACK, "us-east-1", None)
+    for service in ("ssm", "dynamodb", "sqs", "cloudformation", "scheduler"):
+        target._clients[service] = session.clients(service)
+    found = lookup_job(target, "invoices.export", "exp-1")  # what `tiered-jobs job invoices.export exp-1` prints
+    assert found.state == "completed" and found.record.result == status.result
+    assert found.record.progress is not None
+    assert (found.record.progress.done, found.record.progress.note) == (3, "all exported")
+    assert found.letters == []
