@@ -67,7 +67,7 @@ def send_pointer(
     return pointer
 
 
-def big_job(key: str, size: int = 300_000) -> str:
+def big_job(key: str, size: int = 1_500_000) -> str:  # past SQS's 1 MiB: what no message could hold
     return build("testjobs.ok", {"label": "report", "blob": "x" * size}, key).to_json()
 
 
@@ -94,7 +94,7 @@ def test_a_java_format_pointer_is_fetched_and_its_job_runs_with_the_stored_body(
     send_pointer(tier, s3, big_job("report-1"), attribute=attribute)
     assert tier.run_batch(consumer(tier, s3)) == {"batchItemFailures": []}
     ((key, payload),) = recorded
-    assert key == "report-1" and len(payload["blob"]) == 300_000
+    assert key == "report-1" and len(payload["blob"]) == 1_500_000
     assert tier.receive() == [] and tier.dlq_messages() == []
 
 

@@ -287,18 +287,19 @@ def tenant_problems(tenant: Any) -> list[str]:
     ]
 
 
-def parse(body: str | bytes) -> Envelope:
-    """Parse and validate a message body; raise :class:`EnvelopeError` naming every problem."""
+def parse(body: str | bytes, *, max_bytes: int | None = SQS_MAX_MESSAGE_BYTES) -> Envelope:
+    """Parse and validate a message body; raise :class:`EnvelopeError` naming every problem.
+
+    ``max_bytes``: the largest body accepted (``None``: any, for a body stored in S3 by ``large_payloads``,
+    which no message holds)."""
     if isinstance(body, (bytes, bytearray)):
         try:
             body = bytes(body).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise EnvelopeError([f"the body is not valid UTF-8 ({exc.reason} at byte {exc.start})"]) from None
-    size = len(body.encode("utf-8"))
-    if size > SQS_MAX_MESSAGE_BYTES:
-        raise EnvelopeError(
-            [f"the body is {size} bytes, over the {SQS_MAX_MESSAGE_BYTES}-byte limit; pass IDs, not objects"]
-        )
+    size = len(body.encode("utf-8")) if max_bytes is not None else 0
+    if max_bytes is not None and size > max_bytes:
+        raise EnvelopeError([f"the body is {size} bytes, over the {max_bytes}-byte limit; pass IDs, not objects"])
     try:
         obj = json.loads(body)
     except RecursionError:

@@ -166,11 +166,13 @@ def read(raw: Mapping[str, Any], registered: Any, fetch: Fetch | None = None) ->
     envelope: envelope_rules.Envelope | None = None
     error: envelope_rules.EnvelopeError | None = None
     text: str | BaseException = body
-    if fetch is not None and large_payloads.is_offloaded(attributes):
+    offloaded = fetch is not None and large_payloads.is_offloaded(attributes)
+    if offloaded:
+        assert fetch is not None
         text = fetch(raw)
     try:
-        if isinstance(text, str):
-            envelope = envelope_rules.parse(text)
+        if isinstance(text, str):  # a stored body is past SQS's size by design: no message holds it
+            envelope = envelope_rules.parse(text, max_bytes=None) if offloaded else envelope_rules.parse(text)
     except envelope_rules.EnvelopeError as exc:
         error = exc
     if envelope is None:
