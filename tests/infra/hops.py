@@ -223,6 +223,7 @@ TARGET_POLICIES: dict[str, tuple[str | None, str]] = {
     "AWS::DynamoDB::Table": (None, ""),
     # A function's resource policy is the statements its AWS::Lambda::Permission resources add.
     "AWS::Lambda::Function": ("AWS::Lambda::Permission", "FunctionName"),
+    "AWS::CloudWatch::Alarm": (None, ""),
 }
 
 
@@ -558,6 +559,32 @@ def batch_callback_hops(t: Concrete) -> Iterator[Hop]:
             )
 
 
+#: The AWS Chatbot channel configurations (``chat``): Slack's and Microsoft Teams'.
+CHAT_CONFIGURATIONS = ("AWS::Chatbot::SlackChannelConfiguration", "AWS::Chatbot::MicrosoftTeamsChannelConfiguration")
+#: What Chatbot reads, with the configuration's role, to show a page: the alarm, then its metric's graph.
+CHAT_READ_ACTIONS = ("cloudwatch:DescribeAlarms", "cloudwatch:GetMetricData")
+
+
+def chat_hops(t: Concrete) -> Iterator[Hop]:
+    """Each chat configuration receives the pages of the topics it names (Chatbot subscribes them itself) and,
+    for each alarm paging one of those topics, reads it and its metric with the configuration's role."""
+    for resource_type in CHAT_CONFIGURATIONS:
+        for logical_id, props in t.resources(resource_type):
+            caller = t.logical_id(props["IamRoleArn"]) or repr(props["IamRoleArn"])
+            topics = {t.logical_id(topic) or repr(topic) for topic in props.get("SnsTopicArns", [])}
+            for alarm, alarm_props in t.resources("AWS::CloudWatch::Alarm"):
+                actions = _as_list(alarm_props.get("AlarmActions", [])) + _as_list(alarm_props.get("OKActions", []))
+                paged = sorted({t.logical_id(action) for action in actions} & topics)
+                if paged:
+                    yield Hop(
+                        f"{resource_type} {logical_id} (page of {alarm} via {paged[0]}) as {caller}",
+                        RoleCaller(caller, "chatbot.amazonaws.com"),
+                        alarm,
+                        CHAT_READ_ACTIONS,
+                        (),
+                    )
+
+
 #: What the replay function's pause and resume call on a tier's mapping (``tiered_jobs.replay.pause``).
 MAPPING_ACTIONS = (
     "lambda:GetEventSourceMapping",
@@ -751,6 +778,8 @@ HOPS: tuple[HopSource, ...] = (
         key_actions=(),
         subresources=access_log_objects,
     ),
+    # Chat channels (AWS Chatbot): each shows the pages of its topics' alarms, reading them with its role.
+    chat_hops,
     # EventBridge Scheduler sends to a queue with the schedule's role.
     role_hops(
         "AWS::Scheduler::Schedule",

@@ -34,7 +34,7 @@ from constructs import Construct
 
 from tiered_jobs.contract.names import Alarms, Env, Metrics
 
-from .alarms import AlarmSpec, page_on
+from .alarms import AlarmSpec, first_command, page_on
 from .tier import Tier
 
 #: What SNS asks of a publisher to a topic encrypted with a customer-managed key.
@@ -63,7 +63,8 @@ def breaker_spec(tier: Tier) -> AlarmSpec:
         f"{settings.circuit_breaker_min_jobs} attempts. ALARM: the tier is paused (by 'circuit breaker'), its jobs "
         f"wait in the queue with their attempts. OK (no page): a probe runs at concurrency 2, and the tier's "
         f"concurrency comes back when its jobs succeed, with a second page. Check the downstream the tier's jobs "
-        f"call; first run: tiered-jobs --stage {tier.metrics.stage} status",
+        f"call.",
+        first_command(tier.metrics.stage, "status"),
     )
 
 
@@ -111,7 +112,8 @@ class CircuitBreakers(Construct):
                 alarm_name=Alarms.name(stage, tier.name, Alarms.CIRCUIT_PROBE),
                 alarm_description=(
                     f"Closes the {tier.name} tier's half-open circuit breaker when the probe's jobs succeed "
-                    f"(ALARM: jobs succeeded in the last minute). A signal, never a page."
+                    f"(ALARM: jobs succeeded in the last minute). A signal, never a page. "
+                    f"First run: {first_command(stage, 'status')}"
                 ),
                 threshold=0,
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,

@@ -46,6 +46,7 @@ from tiered_jobs.contract.names import (
 from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE
 
 from .batches import BatchTable
+from .chat import ChatChannels
 from .circuit_breaker import CircuitBreakers
 from .dashboard import Dashboard, dashboard_name
 from .function import LambdaPlatform
@@ -178,6 +179,12 @@ class TieredJobs(Construct):
         self.job_resources = JobResources(self, "Resources", settings=settings)
         self._alarm_topic = AlarmTopic(self, "AlarmTopic", settings=settings)
         self.alarm_topic: sns.ITopic = self._alarm_topic.topic
+        # The Slack / Teams channels AWS Chatbot posts the pages to (``chat``), subscribed to the topic.
+        self.chat = (
+            ChatChannels(self, "Chat", stage=stage, chat=settings.chat, topic=self.alarm_topic)
+            if settings.chat
+            else None
+        )
         # Token buckets of the rate-limited tiers (only when one has a limit): their own table, so
         # each consumer's policy names one action on its own items (docs/consumer.md, "Rate limits").
         self.rate_limits = (

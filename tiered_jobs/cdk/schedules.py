@@ -43,7 +43,7 @@ from tiered_jobs.contract.schedules import (
     periodic_input,
 )
 
-from .alarms import AlarmSpec, page_on
+from .alarms import AlarmSpec, first_command, page_on
 from .metrics import ONE_MINUTE
 from .nag import acknowledge
 from .settings import AppSettings
@@ -100,7 +100,9 @@ class ScheduledJobs(Construct):
             AlarmSpec(
                 self.dlq.metric_approximate_number_of_messages_visible(statistic="Maximum", period=ONE_MINUTE),
                 0,
-                "A scheduled job could not be delivered to its tier queue (see the schedules DLQ).",
+                f"Schedules of the {stage} stage: a scheduled job could not be delivered to its tier queue "
+                "(fires when the schedules DLQ holds one: Scheduler kept the fire there, with why).",
+                first_command(stage, "schedules"),
             ),
             alarm_name=Schedules.dlq_alarm_name(stage),
             topic=alarm_topic,

@@ -18,6 +18,7 @@ from tiered_jobs.contract.names import (
 )
 from tiered_jobs.contract.routing import Routes
 
+from .chat import ChatSettings, build_chat
 from .local import profiled_tier, raw_tiers
 from .names import check_names
 from .resources import ResourceSettings, build_resources, tiers_of
@@ -91,6 +92,8 @@ class AppSettings:
     alarm_email: str | None = None
     #: E.g. a PagerDuty CloudWatch integration endpoint.
     alarm_https_url: str | None = None
+    #: Slack / Microsoft Teams channels AWS Chatbot posts the alarm pages to (``settings/chat.py``).
+    chat: ChatSettings | None = None
     #: ``False``, ``True`` (schemas in the existing console registry) or ``"create_registry"``.
     console_test_events: bool | str = False
     tiers: tuple[TierSettings, ...] = field(
@@ -178,6 +181,7 @@ class AppSettings:
         )
         url = read_optional_str(raw, "alarm_https_url", where, re.compile(r"^https://\S+$"), "an https:// URL")
         values["alarm_https_url"] = url
+        values["chat"] = build_chat(raw.get("chat"), where)
         events = raw.get("console_test_events", default["console_test_events"])
         if not (isinstance(events, bool) or events == CREATE_REGISTRY):
             raise SettingsError(
