@@ -29,7 +29,9 @@ Blocks without a language, ``text`` and ``mermaid`` are text (file trees, diagra
 The others run so: ``bash``/``sh`` as one script (``set -eo pipefail``); ``console`` one ``$ ``
 prompt at a time, its shown output checked (:func:`output_problems`); ``python`` in a subprocess, as
 pasted into ``python -``; ``json`` parsed, and checked by the contract or the settings model when it
-is an envelope, a payload schema, a replay event or a ``cdk.json`` snippet.
+is an envelope, a payload schema, a replay event or a ``cdk.json`` snippet; ``yaml`` (a CI workflow)
+parsed, each step's ``tiered-jobs``, ``npx cdk`` and ``make`` command checked against the tools themselves
+(:mod:`tests.support.commands`, the Makefile's targets).
 """
 
 from __future__ import annotations
@@ -46,9 +48,11 @@ SHELL = frozenset({"bash", "sh"})
 CONSOLE = "console"
 PYTHON = "python"
 JSON = "json"
+#: A CI workflow: parsed, its steps' commands checked against the tools (never run: it deploys).
+YAML = "yaml"
 #: Not code: file trees, diagrams, output samples.
 TEXT = frozenset({"", "text", "mermaid"})
-LANGUAGES = SHELL | TEXT | {CONSOLE, PYTHON, JSON}
+LANGUAGES = SHELL | TEXT | {CONSOLE, PYTHON, JSON, YAML}
 
 DIRECTIVES = ("skip", "given", "replace", "background", "session", "app-file")
 _DIRECTIVE = re.compile(r"^\s*<!--\s*docs-test:\s*(.*?)\s*-->\s*$")

@@ -21,6 +21,7 @@ from tests.docs.blocks import (
     LANGUAGES,
     ROOT,
     SHELL,
+    YAML,
     Block,
     Directive,
     blocks,
@@ -56,7 +57,9 @@ def cdk_settings() -> dict[str, Any]:
 
 def runnable(page: Path) -> list[Block]:
     return [
-        b for b in blocks(page) if b.is_code and b.skip_reason is None and b.app_file is None and b.language != JSON
+        b
+        for b in blocks(page)
+        if b.is_code and b.skip_reason is None and b.app_file is None and b.language not in (JSON, YAML)
     ]
 
 
@@ -212,6 +215,55 @@ def test_the_examples_publish_and_schedule_registered_job_types():
     }
     assert unknown == {}
     assert bad_payloads == []
+
+
+def workflow_problems(block: Block) -> list[str]:
+    """A workflow's steps: every ``run:`` line that calls ``tiered-jobs``, the CDK CLI or ``make`` names a
+    command, options and values the tool has (``tests.support.commands``; ``make``: the Makefile's targets)."""
+    import yaml
+
+    from tests.support.commands import cdk_problems, tiered_jobs_problems
+
+    try:
+        workflow = yaml.safe_load(block.runnable)
+    except yaml.YAMLError as exc:
+        return [f"{block.where}: not YAML: {exc}"]
+    targets = set(re.findall(r"(?m)^([\w.-]+):", (ROOT / "Makefile").read_text(encoding="utf-8")))
+    problems: list[str] = []
+    runs = [
+        line.strip()
+        for job in (workflow.get("jobs") or {}).values()
+        for step in job.get("steps", [])
+        for line in str(step.get("run", "")).splitlines()
+        if line.strip()
+    ]
+    for line in runs:
+        tool = line.split()[0]
+        if tool.endswith("tiered-jobs"):
+            problems += tiered_jobs_problems(line)
+        elif line.startswith("npx cdk "):
+            problems += cdk_problems(line)
+        elif tool == "make":
+            problems += [f"the Makefile has no target {t!r}" for t in line.split()[1:] if t not in targets]
+        else:
+            problems.append(f"{line!r}: a step this check does not know; add its tool here")
+    if not runs:
+        problems.append("no run: step")
+    return [f"{block.where}: {problem}" for problem in problems]
+
+
+def test_workflows_parse_and_their_steps_run_commands_the_tools_have():
+    checked = [block for block in ALL_BLOCKS if block.language == YAML]
+    assert checked
+    problems = [problem for block in checked for problem in workflow_problems(block)]
+    assert problems == [], "\n".join(problems)
+
+
+def test_a_workflow_step_the_tools_do_not_have_is_caught():
+    steps = "jobs:\n  deploy:\n    steps:\n      - run: npx cdk deploy --require-approval sometimes\n"
+    steps += "      - run: tiered-jobs --stage prod smoke --tiers bulk\n      - run: make set-up\n"
+    problems = workflow_problems(Block("docs/x.md", 1, YAML, steps))
+    assert len(problems) == 3 and all(p.startswith("docs/x.md:1") for p in problems), problems
 
 
 _INVOKE = re.compile(r"aws lambda invoke\b(?:[^\n]|\\\n)*?--payload (?:file|fileb)://(\S+)")
