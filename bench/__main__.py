@@ -29,6 +29,7 @@ def _quiet() -> None:
 def figures(quick: bool) -> dict[str, Any]:
     from bench import (
         asset,
+        batches,
         coldstart,
         consume,
         consumer_calls,
@@ -42,6 +43,7 @@ def figures(quick: bool) -> dict[str, Any]:
         warm,
     )
     from bench import console as console_bench
+    from bench import large_payloads as large_payloads_bench
     from example.app import load_cdk_context
     from tiered_jobs.cdk.settings import AppSettings
 
@@ -60,8 +62,12 @@ def figures(quick: bool) -> dict[str, Any]:
         ("console", lambda: console_bench.measure(5 if quick else 20)),
         # Expiring and cancelled jobs, against the base path (calls and dollars per 1 000 / 1 M jobs).
         ("job_ends", lambda: job_ends.measure(n // 5)),
+        # Jobs past SQS's limit through large_payloads: their S3 and SQS calls, and dollars per 1 M.
+        ("large_payloads", lambda: large_payloads_bench.measure(10 if quick else 40)),
         # Unique jobs' locks (alone, in batches, released) and debounced bursts, when used.
         ("unique_debounce", lambda: unique_debounce.measure(n)),
+        # A batch's completion hook per 1 000 members (DynamoDB units, SQS requests), beside the base path.
+        ("batches", lambda: batches.measure(n // 5 if quick else n)),
         # The issue's figure: 200 jobs published at once, 5 jobs/s, 20 consumers (quick: 40 at 10/s).
         ("rate_limit", lambda: ratelimit.measure(40, 10.0, 1, 4, window_seconds=1) if quick else ratelimit.measure()),
     ):
@@ -138,6 +144,7 @@ def table(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
             m["publisher"]["ours_per_1000"] <= 100,
         ),
         *_unique_debounce_rows(m),
+        _large_payloads_row(m["large_payloads"]),
         (
             "SQS requests / 1 000 consumed jobs (no failures)",
             f"{consume['clean']['sqs_requests_per_1000']:.0f}",
@@ -292,6 +299,19 @@ def _warm_rows(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
             publisher["ratio"] <= 1.2,
         ),
     ]
+
+
+def _large_payloads_row(large: dict[str, Any]) -> tuple[str, str, str, str, bool]:
+    usd, calls = large["usd_per_million_jobs"], large["calls_per_job"]
+    parts = ", ".join(f"{name} ${value:.2f}" for name, value in usd.items() if name != "total")
+    size, days = large["body_bytes"] / 2**20, large["lifecycle_days"]
+    return (
+        f"large_payloads: USD / 1 M jobs of {size:.1f} MiB (kept {days} days)",
+        f"${usd['total']:.2f} ({parts})",
+        f"SQS alone, if it took the body inline: ${large['sqs_inline_usd_per_million_jobs']:.2f}",
+        "1 PutObject per publish, 1 GetObject per receive",
+        calls.get("s3:PutObject") == 1 and calls.get("s3:GetObject") == 1,
+    )
 
 
 def _unique_debounce_rows(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
