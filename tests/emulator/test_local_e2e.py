@@ -111,6 +111,40 @@ def test_publish_consume_with_duplicates_applies_once(session, publisher):
     assert balance(session, account) == 60
 
 
+def test_a_batch_across_tiers_fires_each_callback_once_and_a_chain_runs_its_links_in_order(session, publisher):
+    """On the deployed stack: its batches table, the consumers' grants, a callback sent to another tier."""
+    from tiered_jobs.operations.batches import read_from
+
+    account = f"acc-{uuid.uuid4().hex[:8]}"
+    report = ("notifications.send_email", {"to": "ops@example.com", "subject": f"{account}: done"})
+    bonus = ("payments.update_balance", {"account_id": account, "amount": 1000})
+    with publisher.batch(on_complete=report, on_success=bonus) as batch:
+        batch.publish("payments.update_balance", {"account_id": account, "amount": 5}, f"{account}-a")
+        batch.publish("notifications.send_email", {"to": "a@example.com", "subject": "paid"}, f"{account}-b")
+    chain = publisher.chain(
+        ("payments.update_balance", {"account_id": account, "amount": 10}, f"{account}-c1"),
+        ("payments.update_balance", {"account_id": account, "amount": 20}, f"{account}-c2"),
+    )
+    dynamodb, table = session.clients("dynamodb"), publisher.batch_table
+
+    def heads() -> tuple:
+        return read_from(dynamodb, table, batch.batch_id).head, read_from(dynamodb, table, chain.chain_id).head
+
+    wait_until(
+        lambda: (
+            heads()[0].fired == {"on_complete", "on_success"}
+            and heads()[1].state == "succeeded"
+            and balance(session, account) == 1035
+        ),
+        what="the batch's callbacks and the chain's links",
+    )
+    time.sleep(1)
+    batched, chained = heads()
+    assert (batched.total, batched.done, batched.succeeded, batched.failed) == (2, 2, 2, 0)
+    assert (chained.total, chained.succeeded) == (2, 2)
+    assert balance(session, account) == 1035  # each member, link and the on_success bonus applied once
+
+
 def test_transient_failures_are_retried_with_backoff_then_succeed(session, publisher):
     mapping = session.runtime.by_function(session.deployment.tiers["transactional"].consumer.name)
     before = mapping.stats.snapshot()
@@ -190,6 +224,28 @@ def test_a_configuration_change_reaches_new_execution_environments(session, publ
         lambda: depth(session, tier.queue_url) == 0 and depth(session, tier.dlq_url) == 0,
         what="payment applied after the fix",
     )
+
+
+def test_smoke_passes_against_local_mode(session):
+    """``tiered-jobs smoke``, a pipeline's post-deploy check, on the deployed stack: a probe through each tier,
+    run by the deployed consumers (the runtime's own job type: the example app registers none like it)."""
+    from typer.testing import CliRunner
+
+    from tiered_jobs.cli import app
+
+    started = time.monotonic()
+    result = CliRunner(env={"COLUMNS": "250"}).invoke(
+        app,
+        ["--stage", session.deployment.stage, "--endpoint-url", session.endpoint.url, "smoke", "--timeout", "60"],
+    )
+    took = time.monotonic() - started
+
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == list(session.deployment.tiers)
+    for tier, line in zip(session.deployment.tiers, lines, strict=True):
+        assert f"{tier}: completed" in line and f"completed by the {tier} consumer" in line, line
+    print(f"smoke against local mode: {took:.1f} s for {len(lines)} tiers")
 
 
 def test_shutdown_leaves_no_thread_process_or_port(session, baseline):
