@@ -40,6 +40,7 @@ def consumer_runtime(
     archive: Callable[[], Any] | None = None,
     unique_table: str | None = None,
     too_new: tuple[int, int] | None = None,
+    batch_table: str | None = None,
 ):
     """A started-ready ``MappingRuntime`` for ``tier``; ``handler`` replaces the consumer (baselines);
     ``on_invoke(event, invocation)`` sees every invocation (the invariant run records the crashed ones);
@@ -47,7 +48,8 @@ def consumer_runtime(
     ``control`` reads the mapping's state before every receive (the invariant run pauses it); ``archive``
     builds where the jobs that end unrun (expired, cancelled) are kept (``None``: none, they are dead-lettered);
     ``unique_table``: where unique jobs' locks are released (``None``: a stack before unique jobs);
-    ``too_new``: (hold, bound) seconds for envelopes newer than the consumer (``None``: as deployed)."""
+    ``too_new``: (hold, bound) seconds for envelopes newer than the consumer (``None``: as deployed);
+    ``batch_table``: where batch members are counted (``None``: a stack before batches)."""
     from aws_lambda_powertools import Logger
 
     from emulator.esm import (
@@ -79,6 +81,7 @@ def consumer_runtime(
         rate_limit_table=rate_limit_table,
         max_receive_count=tier.max_receive_count,
         unique_table=unique_table,
+        batch_table=batch_table,
     )
     if too_new is not None:
         config = replace(config, too_new_hold_seconds=too_new[0], too_new_max_age_seconds=too_new[1])

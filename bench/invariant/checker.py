@@ -14,6 +14,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tiered_jobs.contract import batches as batch_items
 from tiered_jobs.contract.names import Attributes, DeadLetter
 
 from .taps import Arrival
@@ -104,6 +105,11 @@ class Outcome:
     unique_jobs: int = 0
     unique_copies_refused: int = 0
     unique_locks_left: int = 0
+    #: Batches opened (``publisher.batch``), and those not ending as they must: sealed with their members'
+    #: total, every member counted once as succeeded, and their one callback marked fired (its job's own
+    #: application, exactly once, is checked with every other job's).
+    batches: int = 0
+    batches_off: int = 0
 
     def holds(self) -> bool:
         return (
@@ -121,6 +127,7 @@ class Outcome:
             and self.letters_naming_the_wrong_frame == 0
             and self.received_while_paused == 0
             and self.unique_locks_left == 0
+            and self.batches_off == 0
         )
 
     def not_exercised(self) -> list[str]:
@@ -170,6 +177,8 @@ class Observed:
     #: Copies of unique jobs the publisher refused as already queued, and the locks' table's items at the end.
     unique_refused: int = 0
     unique_locks: list[dict[str, Any]] = field(default_factory=list)
+    #: The batches table's items at the end (heads and members' markers).
+    batch_items: list[dict[str, Any]] = field(default_factory=list)
 
 
 def check(
@@ -218,6 +227,12 @@ def check(
     import_failures = [a for a in ours if a.attributes.get(DeadLetter.ERROR_TYPE) == _IMPORT_ERROR_TYPE]
     own = {k: [x for x in finals.get(k, []) if _its_own_failure(catalogue[k], x)] for k in must_die}
     tenants = {key: job["tenant"] for key, job in catalogue.items() if job.get("tenant")}
+    heads = {
+        item[batch_items.KEY]["S"]: batch_items.Head.from_item(item)
+        for item in seen.batch_items
+        if item[batch_items.MEMBER]["S"] == batch_items.HEAD
+    }
+    callbacks = {key: job for key, job in catalogue.items() if job.get("callback")}
     return Outcome(
         expected=len(catalogue),
         applied=len(applied & set(catalogue)),
@@ -264,6 +279,8 @@ def check(
         unique_jobs=sum(1 for job in catalogue.values() if job.get("unique")),
         unique_copies_refused=seen.unique_refused,
         unique_locks_left=len(seen.unique_locks),
+        batches=len(callbacks),
+        batches_off=sum(not _batch_as_expected(heads.get(key), job) for key, job in callbacks.items()),
         **seen.pause,
     )
 
@@ -335,6 +352,17 @@ def _as_its_policy_says(job: dict[str, Any], letters: list[dict[str, Any]]) -> b
         if high is not None and attempts > high:
             return False
     return True
+
+
+def _batch_as_expected(head: batch_items.Head | None, callback: dict[str, Any]) -> bool:
+    """Sealed with its members' total, each counted once and succeeded, its one callback marked fired."""
+    total = len(callback["members"])
+    return bool(
+        head is not None
+        and head.sealed
+        and (head.total, head.done, head.succeeded, head.failed) == (total, total, total, 0)
+        and head.fired == {callback["callback"]}
+    )
 
 
 def marker_key_of(marker: str) -> str:

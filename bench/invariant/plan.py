@@ -44,6 +44,9 @@ class FaultPlan:
     #: run since waits became holds, so a quiet machine could finish a run without a deferral.)
     slow_job: float = 0.01
     slow_job_seconds: float = 3.7
+    #: The invocation dies after a batch member's completion (its idempotency record written), before its
+    #: count in the batches table: its next delivery is answered from its record and counted then.
+    crash_before_batch_count: float = 0.15
     #: A replay run dies between its send and its delete, and runs again.
     replay_crashes_between_send_and_delete: bool = True
     # -- the jobs ----------------------------------------------------------------------------
@@ -77,6 +80,10 @@ class FaultPlan:
     #: Jobs a newer producer wrote (envelope ``version`` 2): the run's consumer does not read them yet, so
     #: it holds each (copies, never an attempt) until its bound, then dead-letters it ``envelope_too_new``.
     too_new_fraction: float = 0.01
+    #: Plain payments opened as members of batches (``publisher.batch``) of ``batch_size``, each batch with one
+    #: callback (``on_complete`` or ``on_success``, in turn), itself a payment the checker expects applied once.
+    batch_fraction: float = 0.04
+    batch_size: int = 5
     # -- features ----------------------------------------------------------------------------
     #: The job type's rate limit (jobs per second across the tier's consumers; ``None``: off).
     rate_limit_per_second: float | None = 60.0
@@ -140,6 +147,8 @@ class FaultPlan:
                 "cancelled_fraction",
                 "unique_fraction",
                 "too_new_fraction",
+                "crash_before_batch_count",
+                "batch_fraction",
             )
         }
         return cls(

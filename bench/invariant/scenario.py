@@ -28,6 +28,10 @@ moto's server by the real consumer, with every feature on at once:
   copy of each is archived unrun in the discard archive with its reason, never applied, never a letter;
 * some come from a **newer producer** (envelope ``version`` 2): held by the run's consumer (1 s at a
   time) until 3 s old, then dead-lettered ``envelope_too_new``, never as permanent;
+* some plain payments are **batch members** (``publisher.batch``, five to a batch; their other copies
+  published plain), each batch with one callback (``on_complete``, or ``on_success`` in turn), itself a
+  payment whose key is the batch's id; invocations crash between a member's completion and its count:
+  each batch must end with every member counted once and its callback applied once;
 
 and faults injected through wrapped clients (:class:`~bench.invariant.plan.FaultPlan`): crashes
 after the side effect and before the ack, transient job errors, idempotency-table throttling,
@@ -147,6 +151,9 @@ class _Run:
         #: The unique jobs' locks (created with the run's tables) and the copies refused as already queued.
         self.unique_table = ""
         self.unique_refused = 0
+        #: The batches table (created with the run's tables) and the members published through their batches.
+        self.batch_table = ""
+        self.batch_members_published = 0
 
     # -- the jobs --------------------------------------------------------------------------
 
@@ -207,6 +214,7 @@ class _Run:
             if rng.random() < plan.delayed_fraction:
                 job["delay"] = rng.randint(1, 3)
             catalogue[f"pay-{i:06d}"] = job
+        self._batches(catalogue)
         for fire in range(plan.schedule_fires):  # keys as Scheduler's fires carry them
             from tiered_jobs.contract.schedules import periodic_idempotency_key
 
@@ -221,6 +229,31 @@ class _Run:
             }
         return catalogue
 
+    def _batches(self, catalogue: dict[str, dict[str, Any]]) -> None:
+        """Group some plain payments into batches; each batch's callback is a payment of the catalogue too."""
+        from tiered_jobs.contract.batches import ON_COMPLETE, ON_SUCCESS
+
+        rng, plan = self.plan.random(), self.plan
+        plain = [
+            key
+            for key, job in catalogue.items()
+            if job["type"] == JOB_TYPE and set(job) <= {"type", "account_id", "amount", "poison", "tenant", "delay"}
+        ]
+        members = [key for key in plain if not catalogue[key]["poison"] and rng.random() < plan.batch_fraction]
+        for n, start in enumerate(range(0, len(members), plan.batch_size)):
+            batch_id = f"batch-{plan.seed}-{n:03d}"
+            group = members[start : start + plan.batch_size]
+            for key in group:
+                catalogue[key]["batch"] = batch_id
+            catalogue[batch_id] = {
+                "type": JOB_TYPE,
+                "account_id": "acc-batches",
+                "amount": n + 1,
+                "poison": False,
+                "callback": ON_COMPLETE if n % 2 == 0 else ON_SUCCESS,
+                "members": group,
+            }
+
     def payload(self, key: str) -> dict[str, Any]:
         job = self.catalogue[key]
         payload: dict[str, Any] = {"account_id": job["account_id"], "amount": job["amount"]}
@@ -234,6 +267,10 @@ class _Run:
 
     def dynamodb_before(self, op: str, kwargs: dict) -> None:
         plan, table = self.plan, kwargs.get("TableName")
+        if op == "transact_write_items" and _writes(kwargs, self.batch_table):  # a batch member's count
+            if plan.roll("crash_before_batch_count", plan.crash_before_batch_count):
+                raise SimulatedCrash("crash after a batch member's completion, before its count")
+            return
         if (
             op == "update_item"
             and table == self.tier.idempotency_table
@@ -261,7 +298,7 @@ class _Run:
                 kwargs["TransactItems"][1]["Put"].pop("ConditionExpression", None)
 
     def dynamodb_after(self, op: str, kwargs: dict, result: Any) -> None:
-        if op == "transact_write_items":  # a balance change really happened: record it per key
+        if op == "transact_write_items" and not _writes(kwargs, self.batch_table):  # a balance change: per key
             marker = kwargs["TransactItems"][1]["Put"]["Item"]["account_id"]["S"]
             with self._lock:
                 self.applications[marker_key_of(marker)] += 1
@@ -324,6 +361,9 @@ class _Run:
         s3 = boto3.client("s3")
         s3.create_bucket(Bucket=f"{self.name}-archive")
         self.unique_table = _create_unique_table(tier.dynamodb, f"{self.name}-unique")
+        from tests.support.batches import create_batch_table
+
+        self.batch_table = create_batch_table(tier.dynamodb, f"{self.name}-batches")
         archive = S3Archive(f"{self.name}-archive", discard_archive_prefix("bench", TIER), s3)
 
         # (moto's DynamoDB is not thread-safe; the embedded server serializes its requests: moto_patches.)
@@ -368,6 +408,7 @@ class _Run:
             archive=lambda: archive,
             unique_table=self.unique_table,
             too_new=(TOO_NEW_HOLD_SECONDS, TOO_NEW_MAX_AGE_SECONDS),
+            batch_table=self.batch_table,
         )
         with QueueTap(_name(tier.dlq_url), _name(tier.queue_url)) as queues, FateTap() as fates:
             runtime.start()
@@ -395,6 +436,7 @@ class _Run:
                 archived=_archived(s3, archive.bucket),
                 unique_refused=self.unique_refused,
                 unique_locks=_scan(tier.dynamodb, self.unique_table),
+                batch_items=_scan(tier.dynamodb, self.batch_table),
             )
         return check(self.catalogue, seen, dict(plan.injected), published, time.monotonic() - started)
 
@@ -407,14 +449,20 @@ class _Run:
         from tiered_jobs.publisher import Job, Publisher
 
         tier, rng, catalogue = self.tier, self.plan.random(), self.catalogue
-        jobs = [key for key, job in catalogue.items() if "fires" not in job]
+        jobs = [key for key, job in catalogue.items() if "fires" not in job and "callback" not in job]
         copies = [key for key in jobs for _ in range(3 if rng.random() < self.plan.three_copies_fraction else 2)]
         rng.shuffle(copies)
         routes = Routes({"payments.*": TIER, "capped.*": TIER, "fragile.*": TIER})
         publisher = Publisher(
-            {TIER: tier.queue_url}, routes, sqs=tier.sqs, dynamodb=tier.dynamodb, unique_table=self.unique_table
+            {TIER: tier.queue_url},
+            routes,
+            sqs=tier.sqs,
+            dynamodb=tier.dynamodb,
+            unique_table=self.unique_table,
+            batch_table=self.batch_table,
         )
         self._cancel_before_publishing()
+        self._open_batches(publisher)
         # A publisher whose clock is behind: its jobs' deadline has passed when they arrive (ours refuses it).
         passed = iso_text(datetime.now(timezone.utc) - timedelta(minutes=10))
         # A wave kept for the operator's pause: published while the tier is paused.
@@ -514,7 +562,27 @@ class _Run:
             thread.join()
         publishing.clear()
         replays.join()
-        return len(copies) - self.unique_refused + sum(job.get("fires", 0) for job in catalogue.values())
+        fires = sum(job.get("fires", 0) for job in catalogue.values())
+        return len(copies) - self.unique_refused + fires + self.batch_members_published
+
+    def _open_batches(self, publisher: Any) -> None:
+        """Each batch: its members published through it (one more copy each), its callback given as a payment."""
+        from tiered_jobs.publisher import Job
+
+        for batch_id, callback in self.catalogue.items():
+            if "callback" not in callback:
+                continue
+            spec = (JOB_TYPE, {"account_id": callback["account_id"], "amount": callback["amount"]})
+            with publisher.batch(**{callback["callback"]: spec}, batch_id=batch_id) as batch:
+                members = callback["members"]
+                jobs = self.catalogue
+                batch.publish_batch(
+                    [
+                        Job(JOB_TYPE, self.payload(k), k, tenant=jobs[k].get("tenant"), delay=jobs[k].get("delay"))
+                        for k in members
+                    ]
+                )
+            self.batch_members_published += len(callback["members"])
 
     def _cancel_before_publishing(self) -> None:
         """An operator cancels some jobs before they are published: their markers wait in the idempotency table."""
@@ -569,6 +637,11 @@ class _Run:
             for handle in held:
                 tier.sqs.change_message_visibility(QueueUrl=tier.dlq_url, ReceiptHandle=handle, VisibilityTimeout=0)
         self._replay("batch")
+
+
+def _writes(kwargs: dict[str, Any], table: str) -> bool:
+    """Does this ``TransactWriteItems`` write ``table``?"""
+    return any(op.get("TableName") == table for item in kwargs.get("TransactItems", []) for op in item.values())
 
 
 def _name(url: str) -> str:

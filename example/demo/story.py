@@ -4,6 +4,7 @@
 0. a downstream outage begins under the bulk tier, whose circuit breaker is on (it opens within
    seconds, and closes a CloudWatch minute later: 3. and 8.);
 1. payments, each published two or three times -> every balance ends exactly right;
+   one payment fans out into five jobs opened as a batch -> its on_complete report runs once, after all;
 2. e-mails, three with invalid addresses -> the publisher refuses them (payload schema); sent raw
    anyway, as a publisher skipping the schema would, they are dead-lettered at once (``permanent``);
 3. transient outages (``demo.flaky``) -> retried with backoff (1 s, 2 s) then succeed;
@@ -39,6 +40,7 @@ from example.demo.context import Demo
 from example.demo.live import live_tiers, repainting
 from example.demo.steps.breaker import breaker_closes, breaker_opened, outage_begins
 from example.demo.steps.emails import emails
+from example.demo.steps.fan_out import payment_fans_out
 from example.demo.steps.flood import flood
 from example.demo.steps.incident import bad_deploy_and_replay
 from example.demo.steps.outages import transient_outages
@@ -55,6 +57,7 @@ from example.demo.steps.schedules import scheduled_jobs
 STEPS: tuple[Callable[[Demo], None], ...] = (
     outage_begins,  # 0.
     payments_with_duplicates,  # 1.
+    payment_fans_out,  # 1, its second half
     emails,  # 2.
     transient_outages,  # 3.
     pause_and_resume,  # 3, its second half

@@ -21,6 +21,10 @@ each is archived unrun with its reason (``expired``, ``cancelled``), counted nei
 Some come from a newer producer (envelope version 2): the run's consumer holds them (copies, never an
 attempt, their tenant kept) until their bound, then dead-letters them ``envelope_too_new``, never as
 permanent; replayed, each is held and dead-lettered again.
+Some plain payments are opened as batch members (``publisher.batch``), each batch with one callback
+(``on_complete`` or ``on_success``), itself a payment keyed by the batch's id; invocations crash between a
+member's completion and its count: every batch ends with each member counted once and its callback applied
+exactly once.
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ def test_nothing_lost_nothing_applied_twice_with_every_feature_on():
     assert outcome.duplicated == 0, report
     assert outcome.unexpected == 0, report
     assert outcome.balances_ok, report
-    expected = 1000 + 2 * FaultPlan.schedule_fires
+    expected = 1000 + 2 * FaultPlan.schedule_fires + outcome.batches  # each batch's callback is a payment
     assert outcome.applied + outcome.dead_lettered + outcome.ended == outcome.expected == expected, report
     # The jobs past their deadline and those cancelled before their publish: each archived unrun with its
     # reason, never applied, never a letter.
@@ -91,6 +95,7 @@ def test_nothing_lost_nothing_applied_twice_with_every_feature_on():
         "slow_job",
         "replay_crash_between_send_and_delete",
         "job_module_import_failure",
+        "crash_before_batch_count",
     ):
         assert outcome.faults_injected.get(fault, 0) > 0, (fault, report)
     assert outcome.not_exercised() == [], report
@@ -102,6 +107,9 @@ def test_nothing_lost_nothing_applied_twice_with_every_feature_on():
     # released by its job's end, through the crashes, retries, letters and replays it met.
     assert outcome.unique_jobs > 0 and outcome.unique_copies_refused > 0, report
     assert outcome.unique_locks_left == 0, report
+    # Batches: every member counted once, each callback fired and applied exactly once, through the crashes
+    # between a member's completion and its count.
+    assert outcome.batches > 0 and outcome.batches_off == 0, report
     assert outcome.holds(), report
 
 
@@ -263,3 +271,30 @@ def test_the_checker_counts_an_import_failure_letter_whose_traceback_does_not_na
     assert (outcome.import_failure_letters, outcome.letters_naming_the_wrong_frame) == (1, 0)
     unnamed = _checked([_capped_letter(), import_failure("job module failed to import")])
     assert (unnamed.import_failure_letters, unnamed.letters_naming_the_wrong_frame) == (1, 1)
+
+
+def test_the_checker_counts_a_batch_whose_callback_did_not_fire_or_whose_member_is_counted_wrongly():
+    from tiered_jobs.contract import batches
+
+    catalogue = {
+        "m-1": {"account_id": "a", "amount": 1, "poison": False, "batch": "b-1"},
+        "b-1": {"account_id": "x", "amount": 5, "poison": False, "callback": "on_complete", "members": ["m-1"]},
+    }
+
+    def checked(**head: str) -> Outcome:
+        fields = {"total": "1", "done": "1", "succeeded": "1", "failed": "0", **head}
+        item = batches.head_item("b-1", batches.BATCH, created_at="t", now=0, callbacks={})
+        item.update({name: {"N": value} for name, value in fields.items() if name != "fired"})
+        item["sealed"] = {"BOOL": True}
+        if head.get("fired"):
+            item["fired"] = {"SS": head["fired"].split(",")}
+        seen = Observed(Counter({"m-1": 1, "b-1": 1}), [], [], [], [], set(), Counter(), Counter(), batch_items=[item])
+        return check(catalogue, seen, {}, 2, 0.1)
+
+    good = checked(fired="on_complete")
+    assert (good.batches, good.batches_off) == (1, 0)
+    assert checked().batches_off == 1  # its callback never marked fired
+    assert checked(fired="on_complete,on_success").batches_off == 1  # a callback it does not have
+    assert checked(fired="on_complete", done="2").batches_off == 1  # a member counted twice
+    assert checked(fired="on_complete", succeeded="0", failed="1").batches_off == 1  # counted failed, never moved
+    assert not base_outcome(batches_off=1).holds()
