@@ -40,6 +40,7 @@ def consumer_runtime(
     archive: Callable[[], Any] | None = None,
     unique_table: str | None = None,
     too_new: tuple[int, int] | None = None,
+    large_payloads: Any = None,
     batch_table: str | None = None,
 ):
     """A started-ready ``MappingRuntime`` for ``tier``; ``handler`` replaces the consumer (baselines);
@@ -85,6 +86,8 @@ def consumer_runtime(
     )
     if too_new is not None:
         config = replace(config, too_new_hold_seconds=too_new[0], too_new_max_age_seconds=too_new[1])
+    if large_payloads is not None:  # the tier's Offload: pointer bodies are fetched from its bucket
+        config = replace(config, large_payloads=large_payloads)
     function = FunctionConfig(
         name=FUNCTION_NAME,
         arn=f"arn:aws:lambda:{REGION}:123456789012:function:{FUNCTION_NAME}",

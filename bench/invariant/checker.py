@@ -177,6 +177,8 @@ class Observed:
     #: Copies of unique jobs the publisher refused as already queued, and the locks' table's items at the end.
     unique_refused: int = 0
     unique_locks: list[dict[str, Any]] = field(default_factory=list)
+    #: ``{pointer body: idempotency key}`` of the bodies the publisher stored in S3 (``large_payloads``).
+    offloaded: dict[str, str] = field(default_factory=dict)
     #: The batches table's items at the end (heads and members' markers).
     batch_items: list[dict[str, Any]] = field(default_factory=list)
 
@@ -201,8 +203,8 @@ def check(
         if DeadLetter.REASON not in attrs and reason != DeadLetter.REASON_UNKNOWN:
             missing_reason += 1
         try:
-            key = json.loads(letter["Body"])["idempotency_key"]
-        except (ValueError, KeyError):
+            key = seen.offloaded.get(letter["Body"]) or json.loads(letter["Body"])["idempotency_key"]
+        except (ValueError, KeyError, TypeError):
             missing_reason += 1
             continue
         dlq_keys.add(key)

@@ -56,6 +56,8 @@ class FaultPlan:
     three_copies_fraction: float = 0.1
     #: Jobs whose body is close to the publisher's limit (1 MiB less the runtime's headroom).
     big_body_fraction: float = 0.006
+    #: Plain payments past SQS's 1 MiB, chosen by place: the publisher stores them in S3 (``large_payloads``).
+    large_body_jobs: int = 2
     #: Jobs published for a tenant (the envelope's ``tenant``, the message's group).
     tenant_fraction: float = 0.3
     #: Jobs published with a delay (SQS's ``DelaySeconds``).
@@ -137,6 +139,7 @@ class FaultPlan:
                 "slow_job",
                 "poison_fraction",
                 "big_body_fraction",
+                "large_body_jobs",
                 "tenant_fraction",
                 "delayed_fraction",
                 "schedule_fires",

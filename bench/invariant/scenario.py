@@ -50,7 +50,9 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from bench.runtime import depth, drain
+from tiered_jobs.contract.large_payloads import Offload
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter
+from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES
 
 from .checker import Observed, Outcome, check, marker_key_of
 from .jobs import CAPPED_TYPE, FRAGILE_TYPE
@@ -65,6 +67,8 @@ UNIQUE_WINDOW_SECONDS = 3600
 #: A newer producer's job is held 1 s at a time, and dead-lettered once 3 s old (a day and 900 s deployed).
 TOO_NEW_HOLD_SECONDS, TOO_NEW_MAX_AGE_SECONDS = 1, 3
 SCHEDULE = "interest"
+#: A body past SQS's 1 MiB (``large_payloads``): the memo of the few jobs the publisher stores in S3.
+LARGE_BODY_BYTES = 1_200_000
 
 
 def run_shards(jobs: int, shards: int, account_count: int = 100, log=print, processes: int = 1) -> Outcome:
@@ -151,6 +155,8 @@ class _Run:
         #: The unique jobs' locks (created with the run's tables) and the copies refused as already queued.
         self.unique_table = ""
         self.unique_refused = 0
+        #: The tier's large_payloads setting: bodies past the publisher's limit go to this bucket.
+        self.offload = Offload(f"{self.name}-large", MAX_JOB_MESSAGE_BYTES)
         #: The batches table (created with the run's tables) and the members published through their batches.
         self.batch_table = ""
         self.batch_members_published = 0
@@ -214,6 +220,17 @@ class _Run:
             if rng.random() < plan.delayed_fraction:
                 job["delay"] = rng.randint(1, 3)
             catalogue[f"pay-{i:06d}"] = job
+        # A few plain payments past SQS's 1 MiB, chosen by place, not by a draw (the other jobs keep theirs): the
+        # publisher stores each copy in S3 (large_payloads); retries, copies, letters and replays carry its pointer.
+        plain = [
+            key
+            for key, job in catalogue.items()
+            if job["type"] == JOB_TYPE
+            and not job["poison"]
+            and set(job) <= {"type", "account_id", "amount", "poison", "tenant", "delay"}
+        ]
+        for key in plain[:: max(1, len(plain) // max(1, plan.large_body_jobs))][: plan.large_body_jobs]:
+            catalogue[key]["memo_bytes"] = LARGE_BODY_BYTES
         self._batches(catalogue)
         for fire in range(plan.schedule_fires):  # keys as Scheduler's fires carry them
             from tiered_jobs.contract.schedules import periodic_idempotency_key
@@ -360,6 +377,7 @@ class _Run:
 
         s3 = boto3.client("s3")
         s3.create_bucket(Bucket=f"{self.name}-archive")
+        s3.create_bucket(Bucket=self.offload.bucket)  # the stage's bucket of large bodies (large_payloads)
         self.unique_table = _create_unique_table(tier.dynamodb, f"{self.name}-unique")
         from tests.support.batches import create_batch_table
 
@@ -371,6 +389,7 @@ class _Run:
             return {
                 "sqs": Wrapped(boto3.client("sqs"), self.consumer_sqs_before),
                 "dynamodb": Wrapped(boto3.client("dynamodb"), self.dynamodb_before, self.dynamodb_after),
+                "s3": boto3.client("s3"),
             }
 
         control = None
@@ -408,6 +427,7 @@ class _Run:
             archive=lambda: archive,
             unique_table=self.unique_table,
             too_new=(TOO_NEW_HOLD_SECONDS, TOO_NEW_MAX_AGE_SECONDS),
+            large_payloads=self.offload,
             batch_table=self.batch_table,
         )
         with QueueTap(_name(tier.dlq_url), _name(tier.queue_url)) as queues, FateTap() as fates:
@@ -423,6 +443,8 @@ class _Run:
                 runtime.stop(timeout=60)
                 if BREAKAGE.failed_imports:
                     plan.injected["job_module_import_failure"] += BREAKAGE.failed_imports
+            offloaded = _offloaded(s3, self.offload.bucket)
+            plan.injected["offloaded_bodies"] += len(offloaded)
             seen = Observed(
                 applications=self.applications,
                 items=_scan(tier.dynamodb, tier.payments_table),
@@ -434,6 +456,7 @@ class _Run:
                 replayed=self.replayed,
                 pause=dict(self.pause),
                 archived=_archived(s3, archive.bucket),
+                offloaded=offloaded,
                 unique_refused=self.unique_refused,
                 unique_locks=_scan(tier.dynamodb, self.unique_table),
                 batch_items=_scan(tier.dynamodb, self.batch_table),
@@ -442,6 +465,8 @@ class _Run:
 
     def _publish_with_replays(self) -> int:
         """Two threads publish in waves that keep the queue shallow; a third replays meanwhile."""
+        import boto3
+
         from tiered_jobs.contract import envelope
         from tiered_jobs.contract.routing import Routes
         from tiered_jobs.contract.schedules import SCHEDULED_TIME, periodic_input, substitute
@@ -460,6 +485,8 @@ class _Run:
             dynamodb=tier.dynamodb,
             unique_table=self.unique_table,
             batch_table=self.batch_table,
+            large_payloads={TIER: self.offload},
+            s3=boto3.client("s3"),
         )
         self._cancel_before_publishing()
         self._open_batches(publisher)
@@ -669,6 +696,19 @@ def _create_unique_table(dynamodb: Any, name: str) -> str:
         KeySchema=[{"AttributeName": KEY_ATTRIBUTE, "KeyType": "HASH"}],
     )
     return name
+
+
+def _offloaded(s3: Any, bucket: str) -> dict[str, str]:
+    """``{pointer body: idempotency key}`` of every body the publisher stored (one object per copy published)."""
+    from tiered_jobs.contract.envelope import parse
+    from tiered_jobs.contract.large_payloads import Pointer
+
+    found = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for item in page.get("Contents", []):
+            stored = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read().decode("utf-8")
+            found[Pointer(bucket, item["Key"]).body()] = parse(stored, max_bytes=None).idempotency_key
+    return found
 
 
 def _archived(s3: Any, bucket: str) -> dict[str, set[str]]:

@@ -152,6 +152,13 @@ def json_problems(block: Block) -> list[str]:
         fixed = {k: v for k, v in expected.items() if k != "Summary"}  # the summary names a concurrency
         if set(value) != set(expected) or {k: value[k] for k in fixed} != fixed:
             return [f"{block.where}: the circuit breaker's closing page reads {expected}"]
+    elif isinstance(value, dict) and "AlarmDescription" in value:  # an alarm's page: its first command must exist
+        from tests.support.commands import tiered_jobs_problems
+
+        _, marker, command = str(value["AlarmDescription"]).rpartition("First run: ")
+        if not marker:
+            return [f"{block.where}: an alarm's description ends with 'First run: tiered-jobs ...' (cdk/alarms.py)"]
+        return [f"{block.where}: {problem}" for problem in tiered_jobs_problems(command)]
     elif isinstance(value, dict) and value.get("action") in PAUSE_ACTIONS:
         unknown = sorted(set(value) - set(PAUSE_EVENT_FIELDS))
         return [f"{block.where}: a {value['action']} event has no field(s) {unknown}"] if unknown else []
@@ -176,6 +183,12 @@ def test_json_blocks_parse_and_hold_what_they_say():
     assert checked
     problems = [problem for block in checked for problem in json_problems(block)]
     assert problems == [], "\n".join(problems)
+
+
+def test_an_alarm_page_whose_first_command_the_cli_lacks_is_caught():
+    page = '{"AlarmName": "a", "AlarmDescription": "Letters. First run: tiered-jobs --stage prod dlq peek critical"}'
+    (problem,) = json_problems(Block("docs/x.md", 1, JSON, page))
+    assert "docs/x.md:1" in problem and "peek" in problem
 
 
 def test_a_wrong_cdk_json_snippet_is_caught():

@@ -1,7 +1,8 @@
 """At-least-once + idempotency = effectively once, with every feature on, checked like a Jepsen queue checker.
 
 CI size: 1 000 jobs (each published 2-3 times) through the local event-source-mapping runtime on
-moto's server, with a rate limit, slow jobs that exhaust the time budget, bodies near 1 MiB,
+moto's server, with a rate limit, slow jobs that exhaust the time budget, bodies near 1 MiB, a few
+past it (stored in S3 by the publisher, ``large_payloads``: every copy, letter and replay carries the pointer),
 tenants, delays, a schedule firing twice and replays mid-run turned on together, and crashes,
 transient errors, throttling (idempotency and limiter tables), refused copies, poison messages and a
 crashing replay injected (``bench/invariant/``), as two shards of 500 run at once in two processes
@@ -80,6 +81,8 @@ def test_nothing_lost_nothing_applied_twice_with_every_feature_on():
     assert outcome.letters_missing_some_reasons == 0, report
     assert outcome.copies_without_their_tenant == 0 and outcome.copies > 0, report
     assert outcome.copies_with_a_turn > 0, report  # held jobs went back with their tokens, and none was lost
+    # Bodies past 1 MiB went through S3 (every copy published its own object), each job applied once with the rest.
+    assert outcome.faults_injected.get("offloaded_bodies", 0) >= 2 * 2 * FaultPlan.large_body_jobs, report
     assert set(outcome.dead_letter_reasons) <= {"permanent", "retries_exhausted", "envelope_too_new"}, report
     # A newer producer's jobs (envelope version 2): held by the run's consumer, then dead-lettered with
     # their reason once past the bound (never as permanent, never applied), and each replay of them too.
