@@ -9,14 +9,13 @@ export AWS_DEFAULT_REGION ?= us-east-1
 
 .PHONY: setup check test quick demo up synth lint bench clean
 
-# The suite runs on parallel workers (pytest-xdist), test by test, the longest modules first
-# (tests/conftest.py orders them). --maxschedchunk 1 hands each worker its next test only when it
-# is ready for one: by default xdist first gives every worker a quarter of a quarter of the suite
-# in one consecutive block, so the first worker took every long test and ran them alone while the
-# others sat idle for minutes at the end. Most tests wait on an embedded AWS or a subprocess, so
-# twice as many workers as cores keeps both cores busy.
+# The suite runs on parallel workers (pytest-xdist), the longest modules first (tests/conftest.py
+# orders them). Each test goes to whichever worker runs low, except that a module whose tests share
+# a costly fixture (a local session, a moto server: the slow and e2e modules) goes to one worker
+# whole, so it starts once (tests/support/scheduling.py). Most tests wait on an embedded AWS or a
+# subprocess, so twice as many workers as cores keeps both cores busy.
 WORKERS ?= 4
-PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist load --maxschedchunk 1
+PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist load
 
 setup: $(VENV)/.installed node_modules/.installed
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from emulator import synth_cache
+from tests.support import scheduling
 from tests.support.context import lambda_context as make_lambda_context
 from tests.support.stack import FakeDeployment, deploy
 from tests.support.tier import Tier, create_tier
@@ -100,15 +101,33 @@ def deployment(aws) -> FakeDeployment:
     return deploy()
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """One synthesis cache for the whole run (``emulator/synth_cache.py``), made by the controller
-    before its workers start, so they inherit it; removed when the run ends. A developer's own
-    ``TIERED_JOBS_SYNTH_CACHE`` is left alone."""
-    if hasattr(config, "workerinput") or synth_cache.CACHE_ENV in os.environ:
+def _run_folder(config: pytest.Config, env: str, prefix: str) -> None:
+    """A folder for the whole run named in ``env``, made by the controller before its workers start,
+    so they inherit it; removed when the run ends. A developer's own setting is left alone."""
+    if hasattr(config, "workerinput") or env in os.environ:
         return
-    folder = tempfile.mkdtemp(prefix="tiered-jobs-synth-")
-    os.environ[synth_cache.CACHE_ENV] = folder
-    config.add_cleanup(lambda: (shutil.rmtree(folder, ignore_errors=True), os.environ.pop(synth_cache.CACHE_ENV, None)))
+    folder = tempfile.mkdtemp(prefix=prefix)
+    os.environ[env] = folder
+
+    def remove() -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(env, None)
+
+    config.add_cleanup(remove)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One synthesis cache for the whole run (``emulator/synth_cache.py``), and the folder where the
+    workers say which modules are one unit of work (:mod:`tests.support.scheduling`)."""
+    _run_folder(config, synth_cache.CACHE_ENV, "tiered-jobs-synth-")
+    _run_folder(config, scheduling.UNITS_ENV, "tiered-jobs-units-")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist load``: each test to whichever worker is free, but a module that shares a costly
+    fixture to one worker (:class:`tests.support.scheduling.OneWorkerModules`)."""
+    return scheduling.OneWorkerModules(config, log) if config.getvalue("dist") == "load" else None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -127,9 +146,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Longest first: the modules marked ``slow``, then ``e2e``, then the rest, each in its collected order.
 
     ``make test`` hands the tests to parallel workers in this order; a long test picked up last
-    would run alone at the end, so the long ones start first and the short ones fill the gaps.
-    (Grouping several modules on one worker, ``--dist loadgroup``, does not work with this pytest:
-    xdist 3.8 marks a group by rewriting ``item._nodeid``, which pytest 9 no longer reads.)
+    would run alone at the end, so the long ones start first and the short ones fill the gaps. The
+    slow and e2e modules each go to one worker whole (:mod:`tests.support.scheduling`).
     """
 
     def module(item: pytest.Item) -> str:
@@ -144,3 +162,4 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         module_rank[module(item)] = min(module_rank.get(module(item), 2), rank(item))
         module_order.setdefault(module(item), index)
     items.sort(key=lambda item: (module_rank[module(item)], module_order[module(item)]))
+    scheduling.write_units(items)

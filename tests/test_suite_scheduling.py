@@ -1,0 +1,42 @@
+"""The suite's own scheduling (tests/support/scheduling.py): a module that shares a costly fixture
+runs on one worker; every other test is its own unit."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+from tests.support import scheduling
+
+
+def item(nodeid: str, *marks: str) -> SimpleNamespace:
+    return SimpleNamespace(nodeid=nodeid, get_closest_marker=lambda name: name if name in marks else None)
+
+
+def test_a_module_with_an_e2e_or_slow_test_is_one_unit(tmp_path, monkeypatch):
+    items = [
+        item("tests/a.py::test_one"),
+        item("tests/a.py::test_two", "e2e"),
+        item("tests/b.py::test_one", "slow"),
+        item("tests/c.py::test_one", "synth"),
+        item("tests/c.py::test_two"),
+    ]
+    assert scheduling.one_worker_modules(items) == ["tests/a.py", "tests/b.py"]  # type: ignore[arg-type]
+
+    monkeypatch.setenv(scheduling.UNITS_ENV, str(tmp_path))
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    scheduling.write_units(items)  # type: ignore[arg-type]
+    assert json.loads((tmp_path / scheduling.UNITS_FILE).read_text()) == ["tests/a.py", "tests/b.py"]
+    assert [p.name for p in tmp_path.iterdir()] == [scheduling.UNITS_FILE]  # no partial file left
+
+    scheduler = object.__new__(scheduling.OneWorkerModules)  # the split alone, without a run's nodes
+    scheduler._folder, scheduler._modules = str(tmp_path), None
+    assert scheduler._split_scope("tests/a.py::test_one") == "tests/a.py"
+    assert scheduler._split_scope("tests/a.py::test_two[x::y]") == "tests/a.py"
+    assert scheduler._split_scope("tests/c.py::test_two") == "tests/c.py::test_two"
+
+
+def test_without_the_list_every_test_is_its_own_unit(tmp_path):
+    scheduler = object.__new__(scheduling.OneWorkerModules)
+    scheduler._folder, scheduler._modules = str(tmp_path), None
+    assert scheduler._split_scope("tests/a.py::test_one") == "tests/a.py::test_one"
