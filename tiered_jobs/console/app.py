@@ -210,6 +210,12 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
         found = lookup.lookup_job(target, job_type, key) if job_type and key else None
         return {"job_type": job_type, "key": key, "found": found}
 
+    def batch(request: Request) -> dict[str, Any]:
+        from ..operations.batches import read_batch  # one Query of the batch's items
+
+        batch_id = request.query_params.get("id", "").strip()
+        return {"batch_id": batch_id, "view": read_batch(target, batch_id) if batch_id else None}
+
     def replay_form(request: Request) -> dict[str, Any]:
         deployment = target.deployment()
         return {
@@ -287,6 +293,7 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
         Route("/fragments/job-types", guarded("_job_types.html", job_types)),
         Route("/dlq", guarded("dlq.html", dlq, reads_letters=True)),
         Route("/job", guarded("job.html", job, reads_letters=True)),
+        Route("/batch", guarded("batch.html", batch)),
         Route("/replay", guarded("replay.html", replay_form)),
         Route("/replay/dry-run", replay_action, methods=["POST"]),
         Route("/replay/run", replay_action, methods=["POST"]),
