@@ -1,6 +1,17 @@
-"""One CloudWatch dashboard: a row per tier (backlog, DLQ, job outcomes, duration) and all alarm states.
+"""One CloudWatch dashboard: a row per tier (backlog, DLQ, job outcomes, duration), the tier's busiest job
+types, and all alarm states.
 
 Every graphed metric comes from the tier's ``TierMetrics``, the same the alarms watch.
+
+**Per job type.** The consumer's EMF documents carry a second dimension set, ``[Stage, Tier, JobType]``
+(``runtime/metrics.py``): one set of three out of EMF's 30 dimensions, and bounded cardinality, since a
+type the registry does not know is counted as ``unregistered`` (or ``invalid``), never under what a
+publisher wrote. The job types are not known at synthesis, so each tier's per-type widgets are queries:
+Metrics Insights (``GROUP BY JobType ORDER BY SUM() DESC LIMIT`` :data:`TOP_JOB_TYPES`) for the counters,
+and a ``SEARCH`` sorted to the same number for the duration percentiles, which Metrics Insights cannot
+compute. CloudWatch's limits hold with room to spare: 500 widgets per dashboard (this one has
+``1 + tiers × 10``, plus one per rate-limited tier), 500 metrics per widget and 2 500 per dashboard
+(the searches count every type of their tier they read, the queries at most their limit each).
 """
 
 from __future__ import annotations
@@ -26,12 +37,24 @@ JOB_METRICS = (
     # Ended unrun, archived (their deadline passed, or they were cancelled): never failures, so no alarm.
     Metrics.EXPIRED,
     Metrics.CANCELLED,
+    # Held for a newer consumer, or dead-lettered past the bound (docs/upgrading.md): a rollback shows here.
+    Metrics.TOO_NEW,
 )
 #: Retries are expected (a transient error, then success): their own widget, and no alarm.
 RETRY_METRICS = (Metrics.RETRIED,)
+#: The job types each tier's per-type widgets show: the busiest by each counter, the slowest by duration.
+TOP_JOB_TYPES = 10
+#: Per job type: (the widget's words, the counter), completed, failed for good, retried.
+JOB_TYPE_COUNTERS = (
+    ("completed", Metrics.SUCCEEDED),
+    ("failed for good", Metrics.FAILED),
+    ("retried", Metrics.RETRIED),
+)
+#: Per job type: the duration percentiles graphed.
+JOB_TYPE_PERCENTILES = ("p50", "p99")
 
 
-__all__ = ["JOB_METRICS", "RETRY_METRICS", "Dashboard", "dashboard_name"]
+__all__ = ["JOB_METRICS", "RETRY_METRICS", "TOP_JOB_TYPES", "Dashboard", "dashboard_name"]
 
 
 class Dashboard(Construct):
@@ -77,6 +100,32 @@ class Dashboard(Construct):
             )
             if tier.settings.limits is not None:
                 self.dashboard.add_widgets(_rate_widget(metrics))
+            self.dashboard.add_widgets(*_job_type_counters(metrics))
+            self.dashboard.add_widgets(*_job_type_durations(metrics))
+
+
+def _job_type_counters(metrics: TierMetrics) -> list[cloudwatch.GraphWidget]:
+    """Completed, failed and retried jobs per minute of the tier's busiest job types."""
+    return [
+        cloudwatch.GraphWidget(
+            title=f"{metrics.name} by job type: {words} per minute (top {TOP_JOB_TYPES})",
+            width=24 // len(JOB_TYPE_COUNTERS),
+            left=[metrics.top_job_types(name, limit=TOP_JOB_TYPES)],
+        )
+        for words, name in JOB_TYPE_COUNTERS
+    ]
+
+
+def _job_type_durations(metrics: TierMetrics) -> list[cloudwatch.GraphWidget]:
+    """Each percentile of a job's duration (ms) for the tier's slowest job types."""
+    return [
+        cloudwatch.GraphWidget(
+            title=f"{metrics.name} by job type: duration {statistic} (ms) (slowest {TOP_JOB_TYPES})",
+            width=24 // len(JOB_TYPE_PERCENTILES),
+            left=[metrics.job_type_durations(statistic, limit=TOP_JOB_TYPES)],
+        )
+        for statistic in JOB_TYPE_PERCENTILES
+    ]
 
 
 def _rate_widget(metrics: TierMetrics) -> cloudwatch.GraphWidget:

@@ -77,6 +77,42 @@ class TierMetrics:
         """
         return self.job(Metrics.JOB_AGE, statistic="Maximum", period=ONE_MINUTE)
 
+    # -- per job type (the EMF documents' second dimension set: Stage, Tier, JobType) ----------------
+
+    def top_job_types(
+        self, metric_name: str, *, limit: int, period: Duration = ONE_MINUTE
+    ) -> cloudwatch.MathExpression:
+        """A counter per job type for the ``limit`` busiest types of the tier: one Metrics Insights query.
+
+        The types are not known at synthesis (an app's job folder registers them, and routes are globs),
+        so the query finds them: ``GROUP BY JobType`` over the per-type dimension set, ``ORDER BY SUM()
+        DESC LIMIT n`` keeps the busiest. Metrics Insights aggregates with AVG, COUNT, MAX, MIN and SUM
+        only, which is all a counter needs; percentiles take :meth:`job_type_durations`.
+        """
+        dims = Metrics.DIM_STAGE, Metrics.DIM_TIER, Metrics.DIM_JOB_TYPE
+        query = (
+            f"SELECT SUM({metric_name}) FROM SCHEMA({Metrics.NAMESPACE}, {', '.join(dims)}) "
+            f"WHERE {Metrics.DIM_STAGE} = '{self.stage}' AND {Metrics.DIM_TIER} = '{self.name}' "
+            f"GROUP BY {Metrics.DIM_JOB_TYPE} ORDER BY SUM() DESC LIMIT {limit}"
+        )
+        # "${LABEL}": each series keeps its default label, its job type (CDK would label all with the query).
+        return cloudwatch.MathExpression(expression=query, using_metrics={}, label="${LABEL}", period=period)
+
+    def job_type_durations(
+        self, statistic: str, *, limit: int, period: Duration = FIVE_MINUTES
+    ) -> cloudwatch.MathExpression:
+        """``JobDuration`` at ``statistic`` (``p50``, ``p99``) per job type, the ``limit`` slowest: a SEARCH
+        (which, unlike Metrics Insights, takes percentiles) over the per-type set, ``SORT``-ed by its maximum."""
+        dims = ",".join((Metrics.NAMESPACE, Metrics.DIM_STAGE, Metrics.DIM_TIER, Metrics.DIM_JOB_TYPE))
+        terms = f'MetricName="{Metrics.DURATION}" {Metrics.DIM_STAGE}="{self.stage}" {Metrics.DIM_TIER}="{self.name}"'
+        search = f"SEARCH('{{{dims}}} {terms}', '{statistic}', {int(period.to_seconds())})"
+        return cloudwatch.MathExpression(
+            expression=f"SORT({search}, MAX, DESC, {limit})",
+            using_metrics={},
+            label=f"${{PROP('Dim.{Metrics.DIM_JOB_TYPE}')}} {statistic}",
+            period=period,
+        )
+
     def rate_limiter_errors(self) -> cloudwatch.Metric:
         """Jobs held because the rate limiter's table failed, per minute."""
         return self.job(Metrics.RATE_LIMITER_ERRORS, period=ONE_MINUTE)
