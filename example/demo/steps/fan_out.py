@@ -13,7 +13,7 @@ import time
 from example.demo.context import ACCOUNT_IDS, Demo
 from tiered_jobs.contract.idempotency import RecordAttributes, RecordStatus, record_id
 from tiered_jobs.operations.batches import read_from
-from tiered_jobs.publisher import Job
+from tiered_jobs.publisher import Job, Publisher
 from tiered_jobs.stage import discovery
 
 PAYMENT = "pay-fanout"
@@ -25,7 +25,13 @@ def payment_fans_out(demo: Demo) -> None:
     demo.console.rule("1b. A payment fans out; on_complete once every part is done")
     account = ACCOUNT_IDS[0]
     demo.expected_balances[account] = demo.expected_balances.get(account, 0) + BILLING_AMOUNT
-    publisher = demo.publisher
+    # Its batches table is read with the session's own DynamoDB client, as every other call of the story.
+    publisher = Publisher.from_stage(
+        demo.deployment.stage,
+        ssm=demo.session.clients("ssm"),
+        sqs=demo.session.clients("sqs"),
+        dynamodb=demo.session.clients("dynamodb"),
+    )
     batch_id = f"{PAYMENT}-{int(time.time())}"  # a story run again on the same stage opens a new batch
     parts = [
         Job("notifications.send_email", {"to": "alice@example.com", "subject": "Payment received"}, f"{PAYMENT}-push"),
