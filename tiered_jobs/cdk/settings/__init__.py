@@ -15,6 +15,7 @@ One module per concept, each importing only those above it:
   guardrails; ``tier_builder``: building a tier from its raw values;
 - ``schedules``: periodic jobs (``ScheduleSettings``); ``resources``: the jobs' AWS resources
   (``ResourceSettings``);
+- ``chat``: the Slack and Microsoft Teams channels the pages go to (``ChatSettings``);
 - ``names``: the AWS names a stage and its tiers make, against AWS's length limits;
 - ``app``: ``AppSettings``, the default routes and local mode's overrides;
 - ``report``: the one line a mistake prints at synthesis, in this repository's app and any other.
