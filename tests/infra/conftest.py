@@ -16,8 +16,8 @@ def default_synth(tmp_path_factory) -> Synth:
 
 @pytest.fixture(scope="session")
 def custom_synth(tmp_path_factory) -> Synth:
-    """A disposable stage with an added tier (logging at DEBUG, untraced), a moved route, subscriptions, x86, console
-    events, a periodic job and a 30-day discard archive."""
+    """A disposable stage with an added tier (logging at DEBUG, untraced, deployed by canary), a moved route,
+    subscriptions, x86, console events, a periodic job and a 30-day discard archive."""
     context = load_cdk_context()["tiered_jobs"]
     return synthesize_once(
         tmp_path_factory,
@@ -32,7 +32,13 @@ def custom_synth(tmp_path_factory) -> Synth:
         discard_archive_days=30,
         tiers={
             **context["tiers"],
-            "reports": {"max_concurrency": 2, "timeout_seconds": 120, "log_level": "DEBUG", "tracing": False},
+            "reports": {
+                "max_concurrency": 2,
+                "timeout_seconds": 120,
+                "log_level": "DEBUG",
+                "tracing": False,
+                "deployment": "canary_10_percent_5_minutes",
+            },
         },
         routes={**context["routes"], "reports.*": "reports", "payments.update_balance": "transactional"},
         schedules={

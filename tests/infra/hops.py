@@ -56,6 +56,40 @@ SEND_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
 RECEIVE_KEY_ACTIONS = ("kms:Decrypt",)
 #: AWS-managed keys admit only principals of the account through their service, never a service principal.
 AWS_MANAGED_KEY_PREFIX = "alias/aws/"
+#: The AWS managed policies a role of the stack names (``ManagedPolicyArns``), as AWS publishes them (the
+#: AWS Managed Policy reference): they are not in the template, so the walker holds their statements. A
+#: role naming any other AWS managed policy gets nothing from it here, and its hops fail until it is added.
+AWS_MANAGED_POLICIES: dict[str, list[dict[str, Any]]] = {
+    # CodeDeploy's role for a canary tier's deployment group (CDK attaches it to every Lambda deployment group).
+    "service-role/AWSCodeDeployRoleForLambdaLimited": [
+        {
+            "Effect": "Allow",
+            "Action": [
+                "cloudwatch:DescribeAlarms",
+                "lambda:UpdateAlias",
+                "lambda:GetAlias",
+                "lambda:GetProvisionedConcurrencyConfig",
+            ],
+            "Resource": "*",
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["s3:GetObject", "s3:GetObjectVersion"],
+            "Resource": "arn:aws:s3:::*/CodeDeploy/*",
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["s3:GetObject", "s3:GetObjectVersion"],
+            "Resource": "*",
+            "Condition": {"StringEquals": {"s3:ExistingObjectTag/UseWithCodeDeploy": "true"}},
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["lambda:InvokeFunction"],
+            "Resource": "arn:aws:lambda:*:*:function:CodeDeployHook_*",
+        },
+    ],
+}
 
 
 # -- who calls ----------------------------------------------------------------------------
@@ -223,6 +257,8 @@ TARGET_POLICIES: dict[str, tuple[str | None, str]] = {
     "AWS::DynamoDB::Table": (None, ""),
     # A function's resource policy is the statements its AWS::Lambda::Permission resources add.
     "AWS::Lambda::Function": ("AWS::Lambda::Permission", "FunctionName"),
+    # A canary tier's alias (no permission names it) and the alarms CodeDeploy reads have none either.
+    "AWS::Lambda::Alias": (None, ""),
     "AWS::CloudWatch::Alarm": (None, ""),
 }
 
@@ -274,6 +310,11 @@ class Policies:
         for inline in role_props.get("Policies", []):
             statements += self.t.value(inline["PolicyDocument"])["Statement"]
         managed = {self.t.logical_id(arn) for arn in role_props.get("ManagedPolicyArns", [])}
+        aws_managed = f"arn:{self.t.partition}:iam::aws:policy/"
+        for arn in role_props.get("ManagedPolicyArns", []):
+            name = str(self.t.value(arn))
+            if name.startswith(aws_managed):
+                statements += AWS_MANAGED_POLICIES.get(name.removeprefix(aws_managed), [])
         for logical_id, props in self.t.resources("AWS::IAM::ManagedPolicy"):
             if logical_id in managed or any(self.t.logical_id(r) == role for r in props.get("Roles", [])):
                 statements += self.t.value(props["PolicyDocument"])["Statement"]
@@ -425,9 +466,13 @@ def _at(props: Mapping[str, Any], path: Path) -> Any:
 
 
 def _role_of(t: Concrete, logical_id: str | None) -> str | None:
-    """The execution role of a function, or the role itself."""
+    """The execution role of a function (or of an alias's function), or the role itself."""
     if logical_id is None:
         return None
+    if t.type_of(logical_id) == "AWS::Lambda::Alias":
+        logical_id = t.logical_id(t.properties(logical_id)["FunctionName"])
+        if logical_id is None:
+            return None
     if t.type_of(logical_id) == "AWS::Lambda::Function":
         return t.logical_id(t.properties(logical_id)["Role"])
     return logical_id
@@ -435,6 +480,21 @@ def _role_of(t: Concrete, logical_id: str | None) -> str | None:
 
 def _target(t: Concrete, value: Any) -> Any:
     return t.logical_id(value) or value
+
+
+def _named(t: Concrete, value: Any) -> str | None:
+    """The resource ``value`` refers to, or the function or alias it names: a mapping of a canary tier
+    names its alias as ``<function name>:<alias>``, which CDK builds from the alias's ARN."""
+    found = t.logical_id(value)
+    if found is not None or value is None:
+        return found
+    name = str(t.value(value))
+    for type_ in ("AWS::Lambda::Alias", "AWS::Lambda::Function"):
+        for logical_id, _ in t.resources(type_):
+            arn = t.arn(logical_id)
+            if name == arn or arn.endswith(f":function:{name}"):
+                return logical_id
+    return None
 
 
 HopSource = Callable[[Concrete], Iterable[Hop]]
@@ -505,7 +565,7 @@ def role_hops(
             value = _at(props, target)
             if value is None:
                 continue
-            caller = _role_of(t, logical_id if not role else t.logical_id(_at(props, role))) or repr(_at(props, role))
+            caller = _role_of(t, logical_id if not role else _named(t, _at(props, role))) or repr(_at(props, role))
             for part in subresources(t, props) if subresources else ("",):
                 yield Hop(
                     f"{resource_type} {logical_id} ({'.'.join(target)}{part}) as {caller}",
@@ -609,6 +669,39 @@ def mapping_hops(t: Concrete) -> Iterator[Hop]:
                 RoleCaller(caller, "lambda.amazonaws.com"),
                 mapping,
                 MAPPING_ACTIONS,
+                (),
+            )
+
+
+#: What CodeDeploy does to a canary tier's alias while it shifts traffic (and rolls it back).
+ALIAS_ACTIONS = ("lambda:GetAlias", "lambda:UpdateAlias")
+#: What it does to the deployment group's alarms: it reads their state before and during the shift.
+ALARM_READ_ACTIONS = ("cloudwatch:DescribeAlarms",)
+
+
+def codedeploy_hops(t: Concrete) -> Iterator[Hop]:
+    """CodeDeploy shifts each alias whose update policy names a deployment group, with the group's service
+    role: it moves the alias and reads the group's alarms (each one that would roll it back)."""
+    for alias, _ in t.resources("AWS::Lambda::Alias"):
+        update = t.resources_by_id[alias].get("UpdatePolicy", {}).get("CodeDeployLambdaAliasUpdate")
+        if update is None:
+            continue
+        group = t.logical_id(update["DeploymentGroupName"])
+        if group is None:
+            continue
+        group_props = t.properties(group)
+        caller = t.logical_id(group_props["ServiceRoleArn"]) or repr(group_props["ServiceRoleArn"])
+        role = RoleCaller(caller, "codedeploy.amazonaws.com")
+        yield Hop(
+            f"AWS::CodeDeploy::DeploymentGroup {group} (alias {alias}) as {caller}", role, alias, ALIAS_ACTIONS, ()
+        )
+        for alarm in group_props.get("AlarmConfiguration", {}).get("Alarms", []):
+            target = _target(t, alarm["Name"])
+            yield Hop(
+                f"AWS::CodeDeploy::DeploymentGroup {group} (AlarmConfiguration {target}) as {caller}",
+                role,
+                target,
+                ALARM_READ_ACTIONS,
                 (),
             )
 
@@ -753,6 +846,8 @@ HOPS: tuple[HopSource, ...] = (
     ),
     # The replay function's pause and resume: its role updates and tags its stage's mappings.
     mapping_hops,
+    # A canary tier's deployment: CodeDeploy moves the consumer's alias and reads the alarms that roll it back.
+    codedeploy_hops,
     # A circuit breaker that closes pages: the replay function publishes to the alarm topic (and uses its key).
     role_hops(
         "AWS::Lambda::Function",

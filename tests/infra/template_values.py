@@ -36,6 +36,7 @@ NAME_PROPERTY = {
     "AWS::Logs::LogGroup": "LogGroupName",
     "AWS::Scheduler::Schedule": "Name",
     "AWS::S3::Bucket": "BucketName",
+    "AWS::Lambda::Alias": "Name",
 }
 #: ARN of a resource from its physical name (``{p}`` partition, ``{r}`` region, ``{a}`` account, ``{n}`` name).
 ARN_FORMAT = {
@@ -103,6 +104,9 @@ class Concrete:
 
     def arn(self, logical_id: str) -> str:
         type_ = self.type_of(logical_id)
+        if type_ == "AWS::Lambda::Alias":  # a qualified function ARN: <function ARN>:<alias name>
+            function = str(self.value(self.properties(logical_id)["FunctionName"])).split(":")[-1]
+            return self._format(ARN_FORMAT["AWS::Lambda::Function"], f"{function}:{self.name(logical_id)}")
         template = ARN_FORMAT.get(type_, "arn:{p}:unknown:{r}:{a}:" + type_ + "/{n}")
         return self._format(template, self.name(logical_id))
 
@@ -121,6 +125,8 @@ class Concrete:
             return str(self.value(self.properties(name)["Name"]))
         if type_ in REF_FORMAT:
             return self._format(REF_FORMAT[type_], self.name(name))
+        if type_ == "AWS::Lambda::Alias":  # Ref of an alias is its ARN
+            return self.arn(name)
         return self.name(name)
 
     def get_att(self, logical_id: str, attribute: str) -> str:

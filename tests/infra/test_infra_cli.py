@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tiered_jobs.contract.names import stack_name
+
 # Synthesizes a CDK app (make quick leaves it out).
 pytestmark = pytest.mark.synth
 
@@ -57,11 +59,14 @@ def test_cli_synth_writes_the_three_tiers_without_noise(cli_synth):
     assert not (ROOT / "cdk.context.json").exists()
 
 
-def test_cfn_lint_finds_no_errors(cli_synth):
+def test_cfn_lint_finds_no_errors(cli_synth, custom_synth):
+    """The CLI's template, and in the same run (one start of cfn-lint) the custom stage's, which holds the
+    optional parts: subscriptions, a schedule, a canary tier's alias and CodeDeploy."""
     outdir, _ = cli_synth
     cfn_lint = Path(sys.executable).parent / "cfn-lint"
+    custom = custom_synth.outdir / f"{stack_name(custom_synth.stage)}.template.json"
     result = subprocess.run(
-        [str(cfn_lint), "--format", "json", str(outdir / "TieredJobs-dev.template.json")],
+        [str(cfn_lint), "--format", "json", str(outdir / "TieredJobs-dev.template.json"), str(custom)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -252,10 +252,11 @@ def test_added_tier_gets_generic_defaults_and_its_overrides(custom_synth):
     assert consumer["Properties"]["Timeout"] == 120
     _, queue = find_queue(custom_synth, "qa", "reports")
     assert queue["Properties"]["VisibilityTimeout"] == 720
+    # Its mapping invokes the consumer's alias: the tier deploys by canary (test_infra_deployment.py).
     custom_synth.template.has_resource_properties(
         "AWS::Lambda::EventSourceMapping",
         {
-            "FunctionName": {"Ref": find_consumer(custom_synth, "qa", "reports")[0]},
+            "EventSourceArn": {"Fn::GetAtt": [find_queue(custom_synth, "qa", "reports")[0], "Arn"]},
             "BatchSize": 10,
             "ScalingConfig": {"MaximumConcurrency": 2},
         },

@@ -42,7 +42,10 @@ class Aws:
     def client(self, service: str, **_config: object) -> object:
         return self.clients[service]
 
-    def stage(self, tiers: dict[str, int], reserved: dict[str, int] | None = None, batch_size: int = 10) -> None:
+    def stage(
+        self, tiers: dict[str, int], reserved: dict[str, int] | None = None, batch_size: int = 10, alias: str = ""
+    ) -> None:
+        """``alias``: each mapping invokes that alias of its consumer (a canary tier's ``live``)."""
         names = [Ssm.tier(STAGE, tier, Ssm.TIER_MAPPING_UUID) for tier in tiers]
         self.stubs["ssm"].add_response(
             "get_parameters",
@@ -55,7 +58,7 @@ class Aws:
                 "get_event_source_mapping",
                 {
                     "UUID": _uuid(i),
-                    "FunctionArn": arn,
+                    "FunctionArn": f"{arn}:{alias}" if alias else arn,
                     "BatchSize": batch_size,
                     "ScalingConfig": {"MaximumConcurrency": maximum},
                 },
@@ -277,3 +280,22 @@ def test_account_settings_the_endpoint_does_not_serve_need_no_grant(aws):
     assert check.status == doctor.UNREADABLE
     assert check.detail.endswith("not served by this endpoint (HTTP 404, GetAccountSettings)")
     assert check.fix.startswith("none needed")
+
+
+def test_a_canary_tiers_reservation_is_read_on_its_function_not_the_alias_its_mapping_invokes(aws):
+    # Lambda reads a reservation by the unqualified function only; the stub checks the name asked for.
+    aws.stage(TIERS, reserved={"critical": 25}, alias="live")
+    aws.account(total=1000, unreserved=975)
+    aws.quotas()
+    report = aws.diagnose()
+    assert not report.failed
+    (critical,) = [c for c in report.checks if c.name == "Tier critical reserved"]
+    assert critical.status == doctor.OK and "reserved concurrency 25" in critical.detail
+    assert doctor.UNREADABLE not in {c.status for c in report.checks}
+
+
+def test_only_a_qualified_function_arn_loses_its_qualifier():
+    arn = f"arn:aws:lambda:{REGION}:123456789012:function:tiered-jobs-prod-critical-consumer"
+    assert doctor.unqualified(f"{arn}:live") == arn
+    assert doctor.unqualified(arn) == arn
+    assert doctor.unqualified("tiered-jobs-prod-critical-consumer") == "tiered-jobs-prod-critical-consumer"

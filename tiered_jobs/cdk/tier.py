@@ -31,6 +31,7 @@ from tiered_jobs.contract.names import (
 from tiered_jobs.contract.rate_limits import tier_key_prefix
 
 from .alarms import tier_alarms
+from .deployment import ConsumerDeployment, uses_codedeploy
 from .function import FunctionProps, LambdaPlatform
 from .metrics import TierMetrics
 from .nag import acknowledge
@@ -158,8 +159,14 @@ class Tier(Construct):
             "Serverless-LambdaAsyncFailureDestination",
             "Invoked synchronously by its SQS event source; failed records go to the tier's DLQ.",
         )
+        # A canary tier's mapping invokes the alias CodeDeploy shifts, so new code takes the tier's
+        # work only as fast as its deployment configuration allows (deployment.py).
+        self.deployment = (
+            ConsumerDeployment(self, "Deployment", consumer=self.consumer, tier=tier) if uses_codedeploy(tier) else None
+        )
+        invoked = self.consumer if self.deployment is None else self.deployment.alias
         acknowledge(
-            self.consumer,
+            invoked,
             "Serverless-LambdaEventSourceMappingDestination",
             "SQS event sources support no on-failure destination; the queue's redrive policy and the consumer "
             "itself move failed jobs to the tier's DLQ.",
@@ -172,7 +179,7 @@ class Tier(Construct):
             max_concurrency=tier.max_concurrency,
             report_batch_item_failures=True,
         )
-        self.consumer.add_event_source(source)
+        invoked.add_event_source(source)
         # Pause and resume update this mapping (and only it): operators and the replay function are
         # granted it by ARN, and find it by its UUID (an SSM parameter of the tier).
         self.mapping_uuid = source.event_source_mapping_id
@@ -193,6 +200,8 @@ class Tier(Construct):
 
         self.metrics = TierMetrics(stage=stage, tier=tier, queue=self.queue, dlq=self.dlq, consumer=self.consumer)
         self.alarms = tier_alarms(self, self.metrics, props.alarm_topic)
+        if self.deployment is not None:
+            self.deployment.roll_back_on(self.alarms)
 
     def _rate_limit(self, props: TierProps) -> None:
         """A rate-limited consumer claims tokens (``GetItem`` + ``UpdateItem`` on its own tier's bucket items only);

@@ -234,7 +234,7 @@ def _tiers(stage: str, tiers: list[str], client: Clients, checks: list[Check]) -
             continue
         try:
             mapping = lambda_client.get_event_source_mapping(UUID=uuids[tier])
-            reserved = lambda_client.get_function_concurrency(FunctionName=mapping["FunctionArn"])
+            reserved = lambda_client.get_function_concurrency(FunctionName=unqualified(mapping["FunctionArn"]))
         except ClientError as exc:
             checks.append(
                 Check(
@@ -255,6 +255,14 @@ def _tiers(stage: str, tiers: list[str], client: Clients, checks: list[Check]) -
             )
         )
     return found
+
+
+def unqualified(function_arn: str) -> str:
+    """The function of a mapping's ``FunctionArn``: a canary tier's mapping invokes its alias
+    (``...:function:<name>:live``), while a reservation is the function's, which Lambda reads only
+    by the unqualified name or ARN."""
+    parts = function_arn.split(":")
+    return ":".join(parts[:7]) if len(parts) > 7 and parts[5] == "function" else function_arn
 
 
 def _lambda_quota(client: Clients) -> Check:

@@ -11,7 +11,7 @@ from tiered_jobs.contract.names import SQS_MAX_VISIBILITY_SECONDS, TIER_NAME_PAT
 from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES
 
 from .rate_limits import parse as parse_rate_limits
-from .tiers import LOG_LEVELS, TIER_PRESETS, TierSettings, check_guardrails
+from .tiers import DEPLOYMENTS, LOG_LEVELS, TIER_PRESETS, TierSettings, check_guardrails
 from .values import SettingsError, read_bool, read_choice, read_int, read_number, reject_unknown
 
 # Service limits used by the checks below.
@@ -120,6 +120,7 @@ def build_tier(name: Any, raw: Any) -> TierSettings:
             MAX_JOB_MESSAGE_BYTES,
             f" bytes (at most {MAX_JOB_MESSAGE_BYTES}: SQS's 1 MiB less the runtime's own attributes)",
         )
+    v["deployment"] = read_choice(merged, "deployment", base.deployment, DEPLOYMENTS, where)
     try:
         v.update(parse_rate_limits(merged, v))
     except ValueError as exc:

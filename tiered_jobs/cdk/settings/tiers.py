@@ -16,6 +16,21 @@ from .values import SettingsError
 
 #: The levels a tier's ``log_level`` may take (Python's names, as Powertools reads them).
 LOG_LEVELS: tuple[str, ...] = ("DEBUG", "INFO", "WARNING", "ERROR")
+#: How a consumer's new code reaches its tier (``deployment``): ``all_at_once`` updates the function in
+#: place (no alias, no CodeDeploy); the others are CodeDeploy's Lambda configurations, by their CDK
+#: constant's name in lower case (``aws_codedeploy.LambdaDeploymentConfig.CANARY_10_PERCENT_5_MINUTES``).
+ALL_AT_ONCE = "all_at_once"
+DEPLOYMENTS: tuple[str, ...] = (
+    ALL_AT_ONCE,
+    "canary_10_percent_5_minutes",
+    "canary_10_percent_10_minutes",
+    "canary_10_percent_15_minutes",
+    "canary_10_percent_30_minutes",
+    "linear_10_percent_every_1_minute",
+    "linear_10_percent_every_2_minutes",
+    "linear_10_percent_every_3_minutes",
+    "linear_10_percent_every_10_minutes",
+)
 
 
 @dataclass(frozen=True)
@@ -95,6 +110,9 @@ class TierSettings:
     #: Message size (bytes, body and attributes) above which a body is stored (``None``: only what SQS
     #: could not take, :data:`~tiered_jobs.contract.sqs_limits.MAX_JOB_MESSAGE_BYTES`).
     large_payload_threshold_bytes: int | None = None
+    #: One of :data:`DEPLOYMENTS`: anything but ``all_at_once`` publishes the consumer behind an alias that
+    #: CodeDeploy shifts, rolling back on the tier's failure-rate, errors and DLQ alarms (``cdk/deployment.py``).
+    deployment: str = ALL_AT_ONCE
 
     def __post_init__(self) -> None:
         if self.idempotency_ttl_seconds is None:
