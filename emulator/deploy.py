@@ -282,7 +282,8 @@ def deploy(endpoint: Endpoint, assembly: Assembly, clients: Callable[[str], Any]
     region, template = endpoint.region, assembly.template
     seeded = moto_patches.seed_parameters(template, clients("ssm"), ACCOUNT_ID, region)
     upload_assets(assembly, clients("s3"), ACCOUNT_ID, region)
-    deployable, held = moto_patches.split_template(template)
+    direct, shifting = moto_patches.invoke_functions_not_aliases(template)
+    deployable, held = moto_patches.split_template(direct)
     disabled = moto_patches.disable_event_source_mappings(deployable)
     bucket = f"cdk-hnb659fds-assets-{ACCOUNT_ID}-{region}"
     template_key = "local-" + assembly.stack_name + ".template.json"
@@ -319,6 +320,7 @@ def deploy(endpoint: Endpoint, assembly: Assembly, clients: Callable[[str], Any]
         "created outside CloudFormation": [f"{r['Type']} {lid}" for lid, r in held.items()],
         "properties applied after CloudFormation": applied,
         "moto event source mappings created disabled": disabled,
+        "left out: no traffic shifting locally": shifting,
     }
     return LocalDeployment(**{**deployment.__dict__, "gaps": gaps})
 

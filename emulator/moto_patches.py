@@ -107,6 +107,15 @@ Gaps, in deployment order:
     time range by series once per call, then puts each query's into its periods: the same answers
     (a test compares them with moto's), in time linear in the datapoints.
 
+18. **Aliases and CodeDeploy** (a tier's ``deployment`` other than ``all_at_once``): moto's
+    CloudFormation has no ``AWS::Lambda::Alias`` and no ``AWS::CodeDeploy::*``, and nothing local
+    would shift traffic between versions: local mode runs one version of each function, the code of
+    the job folder as it is now. :func:`invoke_functions_not_aliases` leaves the alias, the
+    CodeDeploy application and deployment group out of the copy given to ``CreateStack`` and points
+    each mapping that invoked an alias at the alias's function, so its records reach the same code
+    the alias would (the function's version, its alarms, its role and its retained parts are
+    deployed as on AWS). Said in docs/local.md.
+
 moto never evaluates alarms, publishes no SQS or Lambda metrics and extracts no EMF from logs:
 ``emulator.metrics`` and ``emulator.alarms`` emulate those services' parts.
 """
@@ -121,7 +130,7 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
-from emulator.template import Resolver, hold_back
+from emulator.template import Resolver, depends_on, hold_back, references
 
 #: CDK's default bootstrap qualifier; the template's BootstrapVersion parameter names it.
 BOOTSTRAP_VERSION_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
@@ -395,6 +404,39 @@ def disable_event_source_mappings(deployable: dict[str, Any]) -> list[str]:
             resource.setdefault("Properties", {})["Enabled"] = False
             changed.append(logical_id)
     return sorted(changed)
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 18: aliases and CodeDeploy
+
+LAMBDA_ALIAS = "AWS::Lambda::Alias"
+#: What a canary tier adds that shifts traffic, which local mode leaves out (it runs one version).
+TRAFFIC_SHIFTING = (LAMBDA_ALIAS, "AWS::CodeDeploy::Application", "AWS::CodeDeploy::DeploymentGroup")
+
+
+def invoke_functions_not_aliases(template: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``(a copy of template without aliases and CodeDeploy, the logical ids left out)``: a mapping
+    that invoked an alias invokes the alias's function instead (the synthesized template is not
+    touched). A template without an alias comes back as an equal copy."""
+    copy: dict[str, Any] = json.loads(json.dumps(template))
+    resources = copy["Resources"]
+    aliases = {lid: r["Properties"]["FunctionName"] for lid, r in resources.items() if r["Type"] == LAMBDA_ALIAS}
+    for resource in resources.values():
+        if resource["Type"] == EVENT_SOURCE_MAPPING:
+            target = references(resource.get("Properties", {}).get("FunctionName", {})) & set(aliases)
+            if target:
+                (alias,) = target
+                resource["Properties"]["FunctionName"] = aliases[alias]
+    left_out = sorted(lid for lid, r in resources.items() if r["Type"] in TRAFFIC_SHIFTING)
+    for lid in left_out:
+        resources.pop(lid)
+    for resource in resources.values():
+        if depends_on(resource) & set(left_out):
+            resource["DependsOn"] = sorted(depends_on(resource) - set(left_out))
+    still = {lid for lid, r in resources.items() if references(r) & set(left_out)}
+    if still:
+        raise RuntimeError(f"{sorted(still)} refer to an alias or CodeDeploy resource local mode leaves out")
+    return copy, left_out
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,6 +9,10 @@ concurrency 2, the probe's successes close it, and every job runs once: 0 letter
 inbox (an SQS queue on the alarm topic) hears of the breaker's tier exactly twice: when it opens (the
 alarm's ALARM) and when it closes (the replay function's page).
 
+``transactional`` also deploys by canary (``deployment``): on AWS its mapping invokes an alias that
+CodeDeploy shifts; local mode shifts no traffic and its mapping invokes the function itself (docs/local.md,
+gap 18), which the breaker disables and enables as any tier's.
+
 Slow by nature: the breaker's window is one CloudWatch minute, and half-open needs a window without
 datapoints (about 75 s in all). The figures are printed (``-s``) for the closing note.
 """
@@ -36,11 +40,12 @@ JOBS = 30
 OUTAGE_SECONDS = 45
 RETRIES = {"max_attempts": 4, "retry_schedule_seconds": [4], "retry_jitter": 0}
 BREAKER = {"circuit_breaker_percent": 50, "circuit_breaker_min_jobs": 10, "circuit_breaker_minutes": 1}
+CANARY = {"deployment": "canary_10_percent_5_minutes"}
 
 
 @pytest.fixture(scope="module")
 def session():
-    tiers = {"critical": {}, "transactional": {**RETRIES, **BREAKER}, "bulk": RETRIES}
+    tiers = {"critical": {}, "transactional": {**RETRIES, **BREAKER, **CANARY}, "bulk": RETRIES}
     local = LocalSession(alarm_interval_seconds=0.5, settings={"tiers": tiers}).start()
     yield local
     local.stop()
@@ -157,3 +162,14 @@ def _read_pages(session, inbox: str, pages: list[dict]) -> list[dict]:
     """Reads the inbox into ``pages``; the pages about the breaker's tier so far, oldest first."""
     pages.extend(_pages(session, inbox))
     return [p for p in pages if p.get("Tier") == "transactional" or "-transactional-" in p.get("AlarmName", "")]
+
+
+def test_the_canary_tier_deploys_without_traffic_shifting_and_its_mapping_invokes_the_function(session):
+    tier = session.deployment.tiers["transactional"]
+    left_out = session.deployment.gaps["left out: no traffic shifting locally"]
+    assert len(left_out) == 3 and all(lid.startswith("Tiertransactional") for lid in left_out), left_out
+    lambda_client = session.clients("lambda")
+    (mapping,) = lambda_client.list_event_source_mappings(FunctionName=tier.consumer.name)["EventSourceMappings"]
+    assert mapping["FunctionArn"] == tier.consumer.arn  # the function itself, no alias qualifier
+    versions = lambda_client.list_versions_by_function(FunctionName=tier.consumer.name)["Versions"]
+    assert len(versions) >= 2  # $LATEST and the published version the alias names on AWS

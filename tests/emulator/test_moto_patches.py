@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from emulator import moto_patches, template
@@ -392,3 +394,64 @@ def test_get_metric_data_by_series_answers_as_moto_does(aws):
         moto = CloudWatchBackend.get_metric_data.moto_original(backend, queries, start, end, scan_by)
         assert ours == moto
         assert any(result["values"] for result in ours) and not any(r["id"] == "q3" for r in ours)
+
+
+#: A canary tier's parts as CDK writes them: the mapping names the alias as ``<function>:live``.
+CANARY = {
+    "Resources": {
+        "Consumer": {"Type": "AWS::Lambda::Function", "Properties": {"FunctionName": "c"}},
+        "Version": {"Type": "AWS::Lambda::Version", "Properties": {"FunctionName": {"Ref": "Consumer"}}},
+        "Alias": {
+            "Type": "AWS::Lambda::Alias",
+            "Properties": {
+                "FunctionName": {"Ref": "Consumer"},
+                "FunctionVersion": {"Fn::GetAtt": ["Version", "Version"]},
+                "Name": "live",
+            },
+            "UpdatePolicy": {
+                "CodeDeployLambdaAliasUpdate": {
+                    "ApplicationName": {"Ref": "App"},
+                    "DeploymentGroupName": {"Ref": "Group"},
+                }
+            },
+        },
+        "App": {"Type": "AWS::CodeDeploy::Application", "Properties": {"ComputePlatform": "Lambda"}},
+        "Group": {"Type": "AWS::CodeDeploy::DeploymentGroup", "Properties": {"ApplicationName": {"Ref": "App"}}},
+        "Queue": {"Type": "AWS::SQS::Queue", "Properties": {}},
+        "Mapping": {
+            "Type": "AWS::Lambda::EventSourceMapping",
+            "DependsOn": ["Group", "Queue"],
+            "Properties": {
+                "EventSourceArn": {"Fn::GetAtt": ["Queue", "Arn"]},
+                "FunctionName": {
+                    "Fn::Join": ["", [{"Fn::Select": [6, {"Fn::Split": [":", {"Ref": "Alias"}]}]}, ":live"]]
+                },
+            },
+        },
+    }
+}
+
+
+def test_a_mapping_that_invokes_an_alias_invokes_its_function_and_no_traffic_shifting_is_deployed():
+    original = copy.deepcopy(CANARY)
+    direct, left_out = moto_patches.invoke_functions_not_aliases(CANARY)
+    assert CANARY == original  # the synthesized template is not touched
+    assert left_out == ["Alias", "App", "Group"]
+    assert set(direct["Resources"]) == {"Consumer", "Version", "Queue", "Mapping"}
+    mapping = direct["Resources"]["Mapping"]
+    assert mapping["Properties"]["FunctionName"] == {"Ref": "Consumer"}
+    assert mapping["DependsOn"] == ["Queue"]
+    # Nothing left refers to what was left out, so nothing else is held back for it.
+    assert template.hold_back(direct, {"AWS::SQS::QueuePolicy"})[1] == {}
+
+
+def test_a_template_without_aliases_is_deployed_as_it_is():
+    direct, left_out = moto_patches.invoke_functions_not_aliases(TEMPLATE)
+    assert direct == TEMPLATE and direct is not TEMPLATE and left_out == []
+
+
+def test_a_resource_that_still_needs_a_left_out_one_is_refused():
+    refers = copy.deepcopy(CANARY)
+    refers["Resources"]["Output"] = {"Type": "AWS::SSM::Parameter", "Properties": {"Value": {"Ref": "Alias"}}}
+    with pytest.raises(RuntimeError, match=r"\['Output'\] refer to an alias or CodeDeploy resource"):
+        moto_patches.invoke_functions_not_aliases(refers)
