@@ -116,6 +116,12 @@ Gaps, in deployment order:
     the alias would (the function's version, its alarms, its role and its retained parts are
     deployed as on AWS). Said in docs/local.md.
 
+19. **moto's ``SendMessageBatch`` drops each entry's ``MessageSystemAttributes``** (its
+    ``SendMessage`` keeps them): a job published or copied in a batch lost its ``AWSTraceHeader``,
+    which SQS keeps and Lambda hands the consumer, so locally no job linked to its publisher's trace.
+    :func:`sqs_batch_system_attributes` hands each entry's system attributes to the message moto
+    makes of it.
+
 moto never evaluates alarms, publishes no SQS or Lambda metrics and extracts no EMF from logs:
 ``emulator.metrics`` and ``emulator.alarms`` emulate those services' parts.
 """
@@ -681,6 +687,42 @@ def move_messages(backend: Any, source_name: str, destination_name: str) -> int:
             )
             source._messages.remove(message)
     return len(visible)
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 19: a batch's system attributes
+
+
+def sqs_batch_system_attributes() -> None:
+    """Keep each ``SendMessageBatch`` entry's ``MessageSystemAttributes``, as ``SendMessage`` does (idempotent).
+
+    moto's batch sends each entry through ``SQSBackend.send_message`` in order, without them; the
+    batch hands them over in that order, per thread (the server answers requests on many)."""
+    from moto.sqs.models import SQSBackend
+
+    if getattr(SQSBackend.send_message_batch, "system_attributes_by_tiered_jobs", False):
+        return
+    batch, send = SQSBackend.send_message_batch, SQSBackend.send_message
+    pending = threading.local()
+
+    def send_message_batch(backend: Any, queue_name: str, entries: dict[str, dict[str, Any]]) -> Any:
+        pending.system = [entry.get("MessageSystemAttributes") for entry in entries.values()]
+        try:
+            return batch(backend, queue_name, entries)
+        finally:
+            pending.system = None
+
+    def send_message(backend: Any, *args: Any, **kwargs: Any) -> Any:
+        queued = getattr(pending, "system", None)
+        if queued:
+            system = queued.pop(0)
+            if system and kwargs.get("system_attributes") is None:
+                kwargs["system_attributes"] = system
+        return send(backend, *args, **kwargs)
+
+    send_message_batch.system_attributes_by_tiered_jobs = True  # type: ignore[attr-defined]
+    SQSBackend.send_message_batch = send_message_batch  # type: ignore[method-assign, assignment]
+    SQSBackend.send_message = send_message  # type: ignore[method-assign, assignment]
 
 
 # --------------------------------------------------------------------------------------------

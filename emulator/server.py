@@ -82,6 +82,7 @@ class EmbeddedAws:
             cloudwatch_percentiles,
             moto_server_module_list_once,
             serialize_dynamodb_requests,
+            sqs_batch_system_attributes,
             sqs_fast_clock_and_attributes,
             sqs_message_move_tasks,
             sqs_thread_safe_message_groups,
@@ -98,6 +99,7 @@ class EmbeddedAws:
         sqs_thread_safe_message_groups()  # receives of grouped messages from many threads (moto_patches, gap 12)
         moto_server_module_list_once()  # the dispatcher's folder listing on every request (moto_patches, gap 13)
         sqs_fast_clock_and_attributes()  # SQS's quadratic clock and attribute reads (moto_patches, gap 14)
+        sqs_batch_system_attributes()  # a batch entry's AWSTraceHeader (moto_patches, gap 19)
         server = ThreadedMotoServer(ip_address=HOST, port=self._requested_port, verbose=False)
         server.start()
         host, port = server.get_host_and_port()

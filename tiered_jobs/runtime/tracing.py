@@ -11,7 +11,7 @@ header on, so its retries, holds, deferrals and replays all name the same publis
 from the tier's ``tracing`` setting, with the function's Active tracing), and only in an invocation
 X-Ray samples (``Sampled=1`` in Lambda's ``_X_AMZN_TRACE_ID``). An unsampled invocation would record
 nothing anyway (the SDK hands out dummy subsegments), so it costs one look at the header per job
-and the tracer is not even built: the X-Ray SDK's import (about 0.2 s) is paid by a container's
+and the tracer is not even built: the X-Ray SDK's import (0.2 to 0.4 s) is paid by a container's
 first sampled invocation, never by its cold start, and never by a tier with tracing off.
 
 The consumer's own AWS calls are not patched (``auto_patch=False``): a job's trace is its run, its
