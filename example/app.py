@@ -11,6 +11,7 @@ from typing import Any
 import aws_cdk as cdk
 
 from tiered_jobs.cdk import JobsCode, add_nag_checks
+from tiered_jobs.cdk.lock import LOCK_CONTEXT_KEY, LOCK_FILE
 from tiered_jobs.cdk.settings import AppSettings, SettingsError, one_line, with_local_overrides
 from tiered_jobs.contract.names import CONTEXT_KEY, LOCAL_OVERRIDES_CONTEXT_KEY
 
@@ -18,6 +19,12 @@ from .stack import TieredJobsStack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CDK_JSON = REPO_ROOT / "cdk.json"
+#: The deployed stages' retained queues and tables (docs/upgrading.md): ``app.py``'s synthesis refuses to
+#: replace one. Named here, not in ``cdk.json``: the tests synthesize ``cdk.json``'s context with other
+#: tiers at the same stage, which are no deploy of it.
+LOCK = REPO_ROOT / LOCK_FILE
+#: How jsii words a construct validation's refusal at synthesis; the messages follow it.
+VALIDATION_FAILED = "Validation failed with the following errors:"
 #: This app's jobs: ``example/jobs``, imported by the consumers as ``example.jobs``.
 JOBS = JobsCode(REPO_ROOT / "example" / "jobs", module="example.jobs")
 #: Top-level context key that overrides ``tiered_jobs.stage`` (``npx cdk deploy -c stage=prod``).
@@ -68,15 +75,22 @@ def target_env(app: cdk.App, environ: Mapping[str, str]) -> cdk.Environment | No
 
 
 def build_app(
-    context: Mapping[str, Any] | None = None, outdir: str | None = None, environ: Mapping[str, str] | None = None
+    context: Mapping[str, Any] | None = None,
+    outdir: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    lock: Path | None = None,
 ) -> cdk.App:
     """The whole app: one stack for the configured stage, checked by cdk-nag at synthesis.
 
     ``context=None`` lets CDK supply the context (``cdk.json`` and ``-c`` via the CLI); pass
     ``load_cdk_context(...)`` to synthesize in-process with the same feature flags and settings.
     ``environ`` is where the CLI's ``CDK_DEFAULT_*`` variables are read (see :func:`target_env`).
+    ``lock``: the lock file the replacement guard compares with (``tiered_jobs/cdk/lock.py``), unless the
+    context names one; ``None``: no guard.
     """
     app = cdk.App(context=dict(context) if context is not None else None, outdir=outdir)
+    if lock is not None and app.node.try_get_context(LOCK_CONTEXT_KEY) is None:  # -c tiered_jobs:lock= wins
+        app.node.set_context(LOCK_CONTEXT_KEY, str(lock))
     TieredJobsStack(app, settings=settings_of(app), jobs=JOBS, env=target_env(app, environ or {}))
     add_nag_checks(app)
     return app
@@ -85,9 +99,15 @@ def build_app(
 def main(context: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> int:
     """``app.py``'s body: synthesize; a settings mistake prints its message alone (no traceback) and exits 1."""
     try:
-        app = build_app(context, environ=environ)
+        app = build_app(context, environ=environ, lock=LOCK)
     except SettingsError as error:
         print(one_line(error), file=sys.stderr)
         return 1
-    app.synth()
+    try:
+        app.synth()
+    except RuntimeError as error:  # a validation's refusal (the replacement guard): its messages, not jsii's stack
+        if VALIDATION_FAILED not in str(error):
+            raise
+        print(str(error).split(VALIDATION_FAILED, 1)[1].strip(), file=sys.stderr)
+        return 1
     return 0

@@ -52,6 +52,7 @@ from .dashboard import Dashboard, dashboard_name
 from .function import LambdaPlatform
 from .large_payloads import LargePayloads, opted_in
 from .publishers import PublisherPolicy
+from .replacement_guard import ReplacementGuard
 from .replay import ReplayFunction
 from .resources import JobResources
 from .schedules import ScheduledJobs
@@ -147,6 +148,8 @@ class TieredJobs(Construct):
                 f"routes={{'*': '{settings.tier_names[0]}'}}"
             )
         self.settings = settings
+        # Synthesis fails when it would replace a retained queue, DLQ or table the lock file records.
+        self.node.add_validation(ReplacementGuard(self, settings.stage))
         stage = settings.stage
         source = jobs.source()
         # Local mode finds the stacks that hold Tiered Jobs in any app's assembly by this, and prints
