@@ -181,6 +181,8 @@ def notified(session, inbox) -> list[tuple[str, str]]:
         sqs.delete_message(QueueUrl=inbox, ReceiptHandle=message["ReceiptHandle"])
         note = json.loads(message["Body"])
         assert note["Emulated"] is True
+        # What on-call reads: the page names its first command (tiered_jobs/cdk/alarms.py).
+        assert " First run: tiered-jobs --stage local " in note["AlarmDescription"], note
         found.append((note["AlarmName"], note["NewStateValue"]))
     return found
 
