@@ -201,6 +201,19 @@ def test_an_expired_member_counts_as_finished_not_succeeded(setup):
     assert len(details) == 1 and details[0].startswith("expired")
 
 
+def test_a_cancelled_member_counts_as_finished_not_succeeded(setup):
+    tier, url, publisher = setup
+    with publisher.batch(on_success=ON_SUCCESS, on_complete=ON_COMPLETE) as batch:
+        batch.publish("testjobs.gate", {"label": "no"}, "no")
+        batch.publish("testjobs.gate", {"label": "yes"}, "yes")
+    run = consumer(tier)
+    assert run.runner.mark_ended("testjobs.gate", "no", "cancelled", at="2030-01-01T00:00:00Z")
+    drain(tier, run)
+    assert [key for key, _ in RUNS] == ["yes"]
+    assert counts(tier, batch.batch_id) == (2, 2, 1, 1, "failed")
+    assert sent_callbacks(tier, url) == [("testjobs.ok", batch.batch_id)]
+
+
 def test_members_that_finish_before_the_seal_are_counted_and_the_seal_sends_the_callback(setup):
     tier, url, publisher = setup
     with publisher.batch(on_success=ON_SUCCESS) as batch:
