@@ -384,10 +384,10 @@ def test_stages_do_not_collide(default_synth, custom_synth):
         return found
 
     dev, qa = names(default_synth), names(custom_synth)
-    # Functions, queues, alarms (7 per tier + the schedules alarm), SSM parameters (per tier 4 + TTL + mapping UUID;
-    # 8 shared: tiers, routes, replay function, idempotency table, unique jobs' table, batches table, the resource,
-    # the discard archive; the publisher policy; 3 schedules), dashboard.
-    assert len(dev) == 6 + 4 + 3 * len(Alarms.KINDS) + 1 + (3 * 6 + 8 + 1 + 3) + 1
+    # Functions, queues, alarms (7 per tier + the schedules alarm), SSM parameters (per tier 4 + TTL + mapping UUID
+    # + large payloads; 8 shared: tiers, routes, replay function, idempotency table, unique jobs' table, batches
+    # table, the resource, the discard archive; the publisher policy; 3 schedules), dashboard.
+    assert len(dev) == 6 + 4 + 3 * len(Alarms.KINDS) + 1 + (3 * 7 + 8 + 1 + 3) + 1
     assert not dev & qa
     assert queue_name("qa", "critical") in qa and f"/tiered-jobs/qa/tiers/critical/{Ssm.TIER_QUEUE_URL}" in qa
 
