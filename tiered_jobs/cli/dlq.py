@@ -238,7 +238,9 @@ def _print_letter(letter: dict[str, Any]) -> None:
     if offloaded:  # large_payloads: the body below is the stored one, read back (or the pointer, if it could not be)
         where = offloaded.get("url") or offloaded["pointer"]
         said = "the body below was read back" if offloaded.get("error") is None else f"not read: {offloaded['error']}"
-        console.print(f"[bold]Offloaded:[/] {escape(str(where))} ({offloaded.get('size')} bytes); {escape(said)}")
+        console.print(
+            f"[bold]Offloaded:[/] {escape(str(where))} ({offloaded.get('size')} bytes); {escape(said)}", soft_wrap=True
+        )
     if letter.get("traceback"):  # where the job failed: its last frames, innermost last
         console.print("[bold]Traceback:[/]")
         console.print(escape(letter["traceback"].rstrip("\n")), soft_wrap=True, highlight=False)
