@@ -44,6 +44,20 @@ def test_a_replay_sends_the_pointer_and_its_size_attribute_back_unchanged(dlq, s
     assert copy["MessageAttributes"]["ExtendedPayloadSize"]["StringValue"] == str(len(body))
 
 
+def test_a_replayed_offloaded_letter_keeps_the_tenant_it_was_dead_lettered_with(dlq, s3):
+    body = job(key="k9", blob="x" * 2_000)
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=body.encode("utf-8"))
+    dlq.sqs.send_message(  # as the consumer dead-letters a job of tenant acme: the group from its envelope
+        QueueUrl=dlq.dlq_url,
+        MessageBody=Pointer(BUCKET, KEY).body(),
+        MessageAttributes=size_attribute(len(body)),
+        MessageGroupId="acme",
+    )
+    assert dlq.run({"action": "replay"})["moved"] == 1
+    (copy,) = dlq.sqs.receive_message(QueueUrl=dlq.queue_url, MessageSystemAttributeNames=["All"])["Messages"]
+    assert copy["Attributes"]["MessageGroupId"] == "acme"
+
+
 def test_show_reads_the_stored_body_back_and_says_it_was_offloaded(dlq, s3):
     message_id, pointer, body = offloaded_letter(dlq, s3)
     (letter,) = dlq.run({"action": "show", "message_ids": [message_id]})["letters"]

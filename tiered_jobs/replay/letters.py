@@ -25,6 +25,7 @@ from typing import Any
 
 from tiered_jobs.contract import envelope
 from tiered_jobs.contract import trace_header as traces
+from tiered_jobs.contract.large_payloads import is_offloaded
 from tiered_jobs.contract.letter_traceback import LetterTraceback
 from tiered_jobs.contract.names import (
     SQS_MAX_MESSAGE_ATTRIBUTES,
@@ -184,7 +185,11 @@ class Letter:
 
     @cached_property
     def tenant(self) -> str | None:
-        """The envelope's ``tenant``: the replayed copy's ``MessageGroupId`` (a fair queue's tenant)."""
+        """The envelope's ``tenant``: the replayed copy's ``MessageGroupId`` (a fair queue's tenant). An offloaded
+        letter's envelope is in S3 (``large_payloads``): the group SQS delivered it with, which the consumer set
+        from the envelope when it dead-lettered it, stands in (a replay never reads the stored body)."""
+        if is_offloaded(self.attributes):
+            return self.system_attributes.get("MessageGroupId") or None
         try:
             return envelope.parse(self.body).tenant
         except envelope.EnvelopeTooNew as newer:  # a newer producer's job keeps its tenant too
