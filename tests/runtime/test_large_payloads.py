@@ -108,6 +108,8 @@ def test_a_missing_object_is_a_permanent_letter_whose_body_is_still_the_pointer(
     assert reasons[DeadLetter.ERROR_TYPE] == "OffloadedBodyMissing"
     assert f"s3://{BUCKET}/9f2c-java-uuid" in reasons[DeadLetter.ERROR_MESSAGE]
     assert letter["Body"] == pointer and reasons["ExtendedPayloadSize"] == str(len(big_job("report-2")))
+    # SQS's 10 attributes: the pointer's one and every reason, the traceback included.
+    assert set(reasons) == {*DeadLetter.ALL, DeadLetter.TRACEBACK, "ExtendedPayloadSize"} and len(reasons) == 10
     assert recorded == [] and tier.receive() == []
 
 
