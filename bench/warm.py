@@ -116,7 +116,6 @@ def _consumer_sides(sink: Any) -> dict[str, Callable[[int], float]]:
     from aws_lambda_powertools import Logger
 
     from bench.bare_recipe import recipe
-    from tiered_jobs.contract.names import Metrics
     from tiered_jobs.runtime.backoff import RetryPolicy
     from tiered_jobs.runtime.config import TierConfig
     from tiered_jobs.runtime.consumer import Consumer
@@ -129,11 +128,12 @@ def _consumer_sides(sink: Any) -> dict[str, Callable[[int], float]]:
         stage="bench", tier="bulk", queue_url=QUEUE_URL, dlq_url=QUEUE_URL + "-dlq", idempotency_table=TABLE,
         retry=RetryPolicy(),
     )  # fmt: skip
-    ours = Consumer(config, registry, client=clients.__getitem__, logger=_logger(Logger, Metrics.SERVICE, sink))
-    bare = recipe(TABLE, dynamodb=clients["dynamodb"], logger=_logger(Logger, "bare", sink), namespace="Bench")
+    ours = Consumer(config, registry, client=clients.__getitem__, logger=_logger(Logger, "bench-warm-ours", sink))
+    bare_logger = _logger(Logger, "bench-warm-bare", sink)
+    bare = recipe(TABLE, dynamodb=clients["dynamodb"], logger=bare_logger, namespace="Bench")
     # The same consumer without its one INFO line per job ("job succeeded", docs/consumer.md): what that line costs.
     quiet = Consumer(
-        config, registry, client=clients.__getitem__, logger=_logger(Logger, "bench-quiet", sink, level="WARNING")
+        config, registry, client=clients.__getitem__, logger=_logger(Logger, "bench-warm-quiet", sink, level="WARNING")
     )
     return {
         "ours": _timed_batches(ours.handle),
@@ -143,7 +143,10 @@ def _consumer_sides(sink: Any) -> dict[str, Callable[[int], float]]:
 
 
 def _logger(cls: Any, service: str, sink: Any, level: str = "INFO") -> Any:
-    """A Powertools Logger (at the deployed level, INFO, unless told) that writes where nothing reads."""
+    """A Powertools Logger (at the deployed level, INFO, unless told) that writes where nothing reads.
+
+    Its service is the figure's own: Powertools shares one ``logging`` logger per service name, and the
+    sink is closed after the figure, so a name other code logs under would leave it a closed stream."""
     return cls(service=service, level=level, logger_handler=logging.StreamHandler(sink))
 
 
