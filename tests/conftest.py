@@ -13,6 +13,7 @@ import pytest
 
 from emulator import synth_cache
 from tests.support import scheduling
+from tests.support.botocore_models import share_parsed_files
 from tests.support.context import lambda_context as make_lambda_context
 from tests.support.stack import FakeDeployment, deploy
 from tests.support.tier import Tier, create_tier
@@ -24,6 +25,8 @@ from tiered_jobs.runtime.job_modules import load_job_modules
 load_job_modules(["example.jobs"], every_module=True)
 # The library's own test jobs (testjobs.*), registered the same way: the library's tests run on these.
 load_job_modules(["tests.support.jobs"])
+
+share_parsed_files()  # one parse of each botocore data file per test process, not one per boto3 session
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
