@@ -146,18 +146,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Longest first: the modules marked ``slow``, then ``e2e``, then the rest, each in its collected order.
+    """Longest first: the modules marked ``slow`` and those that synthesize (``synth``), then ``e2e``,
+    then the rest, each in its collected order.
 
     ``make test`` hands the tests to parallel workers in this order; a long test picked up last
     would run alone at the end, so the long ones start first and the short ones fill the gaps. The
-    slow and e2e modules each go to one worker whole (:mod:`tests.support.scheduling`).
+    slow and e2e modules each go to one worker whole, the synth modules to one worker together
+    (:mod:`tests.support.scheduling`): that unit is among the longest.
     """
 
     def module(item: pytest.Item) -> str:
         return item.nodeid.split("::", 1)[0]
 
     def rank(item: pytest.Item) -> int:
-        return 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("e2e") else 2
+        if item.get_closest_marker("slow") or item.get_closest_marker("synth"):
+            return 0
+        return 1 if item.get_closest_marker("e2e") else 2
 
     module_rank: dict[str, int] = {}
     module_order: dict[str, int] = {}

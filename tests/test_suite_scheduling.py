@@ -1,5 +1,5 @@
 """The suite's own scheduling (tests/support/scheduling.py): a module that shares a costly fixture
-runs on one worker; every other test is its own unit."""
+runs on one worker, the synthesizing modules on one worker together; every other test is its own unit."""
 
 from __future__ import annotations
 
@@ -13,30 +13,34 @@ def item(nodeid: str, *marks: str) -> SimpleNamespace:
     return SimpleNamespace(nodeid=nodeid, get_closest_marker=lambda name: name if name in marks else None)
 
 
-def test_a_module_with_an_e2e_or_slow_test_is_one_unit(tmp_path, monkeypatch):
+def test_a_module_with_an_e2e_or_slow_test_is_one_unit_and_the_synth_modules_one_together(tmp_path, monkeypatch):
     items = [
         item("tests/a.py::test_one"),
         item("tests/a.py::test_two", "e2e"),
         item("tests/b.py::test_one", "slow"),
         item("tests/c.py::test_one", "synth"),
         item("tests/c.py::test_two"),
+        item("tests/d.py::test_one", "synth"),
+        item("tests/e.py::test_one"),
     ]
-    assert scheduling.one_worker_modules(items) == ["tests/a.py", "tests/b.py"]  # type: ignore[arg-type]
+    expected = {"tests/a.py": "tests/a.py", "tests/b.py": "tests/b.py", "tests/c.py": "synth", "tests/d.py": "synth"}
+    assert scheduling.units(items) == expected  # type: ignore[arg-type]
 
     monkeypatch.setenv(scheduling.UNITS_ENV, str(tmp_path))
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
     scheduling.write_units(items)  # type: ignore[arg-type]
-    assert json.loads((tmp_path / scheduling.UNITS_FILE).read_text()) == ["tests/a.py", "tests/b.py"]
+    assert json.loads((tmp_path / scheduling.UNITS_FILE).read_text()) == expected
     assert [p.name for p in tmp_path.iterdir()] == [scheduling.UNITS_FILE]  # no partial file left
 
     scheduler = object.__new__(scheduling.OneWorkerModules)  # the split alone, without a run's nodes
-    scheduler._folder, scheduler._modules = str(tmp_path), None
+    scheduler._folder, scheduler._units = str(tmp_path), None
     assert scheduler._split_scope("tests/a.py::test_one") == "tests/a.py"
     assert scheduler._split_scope("tests/a.py::test_two[x::y]") == "tests/a.py"
-    assert scheduler._split_scope("tests/c.py::test_two") == "tests/c.py::test_two"
+    assert scheduler._split_scope("tests/c.py::test_two") == scheduler._split_scope("tests/d.py::test_one") == "synth"
+    assert scheduler._split_scope("tests/e.py::test_one") == "tests/e.py::test_one"
 
 
 def test_without_the_list_every_test_is_its_own_unit(tmp_path):
     scheduler = object.__new__(scheduling.OneWorkerModules)
-    scheduler._folder, scheduler._modules = str(tmp_path), None
+    scheduler._folder, scheduler._units = str(tmp_path), None
     assert scheduler._split_scope("tests/a.py::test_one") == "tests/a.py::test_one"
