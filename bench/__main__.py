@@ -39,6 +39,7 @@ def figures(quick: bool) -> dict[str, Any]:
         ratelimit,
         replay_calls,
         scaling,
+        steps_progress,
         unique_debounce,
         warm,
     )
@@ -62,6 +63,8 @@ def figures(quick: bool) -> dict[str, Any]:
         ("console", lambda: console_bench.measure(5 if quick else 20)),
         # Expiring and cancelled jobs, against the base path (calls and dollars per 1 000 / 1 M jobs).
         ("job_ends", lambda: job_ends.measure(n // 5)),
+        # ctx.progress (coalesced, every call) and ctx.checkpoint (3 steps), against the base path.
+        ("steps_progress", lambda: steps_progress.measure(10 if quick else 50)),
         # Jobs past SQS's limit through large_payloads: their S3 and SQS calls, and dollars per 1 M.
         ("large_payloads", lambda: large_payloads_bench.measure(10 if quick else 40)),
         # Unique jobs' locks (alone, in batches, released) and debounced bursts, when used.
@@ -144,6 +147,7 @@ def table(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
             m["publisher"]["ours_per_1000"] <= 100,
         ),
         *_unique_debounce_rows(m),
+        _steps_progress_row(m["steps_progress"]),
         _large_payloads_row(m["large_payloads"]),
         (
             "SQS requests / 1 000 consumed jobs (no failures)",
@@ -311,6 +315,19 @@ def _large_payloads_row(large: dict[str, Any]) -> tuple[str, str, str, str, bool
         f"SQS alone, if it took the body inline: ${large['sqs_inline_usd_per_million_jobs']:.2f}",
         "1 PutObject per publish, 1 GetObject per receive",
         calls.get("s3:PutObject") == 1 and calls.get("s3:GetObject") == 1,
+    )
+
+
+def _steps_progress_row(sp: dict[str, Any]) -> tuple[str, str, str, str, bool]:
+    step = sp["per_step_beyond_its_run"]
+    return (
+        "a step (ctx.checkpoint) / a job's progress (ctx.progress), calls beyond a run",
+        f"step: {step['dynamodb_writes']:g} write + {step['sqs_requests']:g} SQS request "
+        f"(${sp['usd_per_million_steps_beyond_their_runs']:g} / 1 M steps); "
+        f"progress: {sp['progress_writes_per_job']:g} writes per job",
+        f"progress on every call: {sp['progress_writes_per_job_every_call']:g} writes per job",
+        "step 1 + 1; progress <= 2 per job within its interval",
+        step["dynamodb_writes"] <= 1 and step["sqs_requests"] <= 1 and sp["progress_writes_per_job"] <= 2,
     )
 
 

@@ -177,8 +177,6 @@ class Steps:
                 ":inprogress": {"S": RecordStatus.IN_PROGRESS},
             },
         )
-        if self.logger is not None:
-            self.logger.info("job checkpointed: its next step is sent", extra={"next_step": mark.step})
         return contract.marker(mark.step)
 
     # -- a later step's record -----------------------------------------------------------------
