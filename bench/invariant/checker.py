@@ -19,6 +19,10 @@ from tiered_jobs.contract.names import Attributes, DeadLetter
 
 from .taps import Arrival
 
+#: The trace the run's publisher sends with every job it publishes (its ``trace_context``): each copy,
+#: letter and replay of such a job must carry it on (docs/consumer.md, "Traces").
+RUN_TRACE_HEADER = "Root=1-5f4b3c2a-1234567890abcdef12345678;Parent=53995c3f42cd8ad8;Sampled=0"
+
 #: The outcomes the composed run must exercise (the receive ledger's rows it can reach by faults):
 #: a run where one of them never happened proves nothing about it.
 EXERCISED = (
@@ -110,6 +114,9 @@ class Outcome:
     #: application, exactly once, is checked with every other job's).
     batches: int = 0
     batches_off: int = 0
+    #: Messages of a job the run published with :data:`RUN_TRACE_HEADER` that arrived without it: a
+    #: publish, a held or deferred copy, a letter of the consumer's, a batch replay (see :func:`_off_their_trace`).
+    arrivals_off_their_trace: int = 0
 
     def holds(self) -> bool:
         return (
@@ -128,6 +135,7 @@ class Outcome:
             and self.received_while_paused == 0
             and self.unique_locks_left == 0
             and self.batches_off == 0
+            and self.arrivals_off_their_trace == 0
         )
 
     def not_exercised(self) -> list[str]:
@@ -283,6 +291,7 @@ def check(
         unique_locks_left=len(seen.unique_locks),
         batches=len(callbacks),
         batches_off=sum(not _batch_as_expected(heads.get(key), job) for key, job in callbacks.items()),
+        arrivals_off_their_trace=_off_their_trace(seen),
         **seen.pause,
     )
 
@@ -293,6 +302,22 @@ IMPORTED_FILE = "fragile.py"
 #: library's nor the test harness's.
 CAPPED_FRAME = ("bench/invariant/jobs/capped.py:", " in _refuse")
 _IMPORT_ERROR_TYPE = "JobModuleError"
+
+
+def _off_their_trace(seen: Observed) -> int:
+    """Arrivals of a job the run published with :data:`RUN_TRACE_HEADER` that do not carry it: in the main
+    queue (publishes, the consumer's copies, batch replays) and the consumer's letters (with reasons).
+
+    A job SQS moved itself is left out: its redrive after a crash (a letter without reasons) and the
+    native replay's move task (a letter back in the main queue) are SQS's moves, not the runtime's sends,
+    and no AWS document says they keep the header."""
+    traced = {a.body for a in seen.queue_arrivals if a.trace_header == RUN_TRACE_HEADER}
+    moved_by_sqs = {a.body for a in seen.dlq_arrivals if DeadLetter.REASON not in a.attributes} | {
+        a.body for a in seen.queue_arrivals if DeadLetter.REASON in a.attributes
+    }
+    checked = traced - moved_by_sqs
+    ours = [*seen.queue_arrivals, *(a for a in seen.dlq_arrivals if DeadLetter.REASON in a.attributes)]
+    return sum(1 for a in ours if a.body in checked and a.trace_header != RUN_TRACE_HEADER)
 
 
 def _attributes_of(letter: dict[str, Any]) -> dict[str, str | None]:

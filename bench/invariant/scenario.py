@@ -54,7 +54,7 @@ from tiered_jobs.contract.large_payloads import Offload
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter
 from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES
 
-from .checker import Observed, Outcome, check, marker_key_of
+from .checker import RUN_TRACE_HEADER, Observed, Outcome, check, marker_key_of
 from .jobs import CAPPED_TYPE, FRAGILE_TYPE
 from .jobs import PACKAGE as INVARIANT_JOBS
 from .plan import FaultPlan, SimulatedCrash, Wrapped, client_error
@@ -487,6 +487,7 @@ class _Run:
             batch_table=self.batch_table,
             large_payloads={TIER: self.offload},
             s3=boto3.client("s3"),
+            trace_context=lambda: RUN_TRACE_HEADER,  # every job it publishes carries the run's trace on
         )
         self._cancel_before_publishing()
         self._open_batches(publisher)

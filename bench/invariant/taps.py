@@ -28,6 +28,8 @@ class Arrival:
     #: Message attribute name -> its string value (binary values as ``None``).
     attributes: dict[str, str | None]
     group_id: str | None
+    #: Its ``AWSTraceHeader`` (SQS's one system attribute a sender sets), when it has one.
+    trace_header: str | None = None
 
 
 class QueueTap:
@@ -49,7 +51,9 @@ class QueueTap:
             if queue.name in tap.names:
                 attributes = {name: value.get("StringValue") for name, value in message.message_attributes.items()}
                 with tap._lock:
-                    tap.arrivals.append(Arrival(queue.name, message.id, message.body, attributes, message.group_id))
+                    tap.arrivals.append(
+                        Arrival(queue.name, message.id, message.body, attributes, message.group_id, _trace(message))
+                    )
             return original(queue, message)
 
         Queue.add_message = add_message  # type: ignore[method-assign]
@@ -63,6 +67,13 @@ class QueueTap:
     def of(self, queue: str) -> list[Arrival]:
         with self._lock:
             return [arrival for arrival in self.arrivals if arrival.queue == queue]
+
+
+def _trace(message: Any) -> str | None:
+    """The ``AWSTraceHeader`` moto keeps of a message (``SendMessage``'s, and a batch entry's: moto_patches gap 19)."""
+    header = (getattr(message, "system_attributes", None) or {}).get("AWSTraceHeader") or {}
+    value = header.get("StringValue")
+    return value if isinstance(value, str) else None
 
 
 class FateTap:

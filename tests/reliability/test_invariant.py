@@ -140,6 +140,7 @@ def test_the_checker_counts_a_letter_without_reason_that_no_crash_explains():
     assert base_outcome(letters_without_reason=2, letters_without_reason_after_a_crash=2).holds()
     assert not base_outcome(letters_missing_some_reasons=1).holds()
     assert not base_outcome(copies_without_their_tenant=1).holds()
+    assert not base_outcome(arrivals_off_their_trace=1).holds()
     assert not base_outcome(pauses=1, received_while_paused=1).holds()
     assert base_outcome(outcomes={"succeeded": 3}).not_exercised()[:1] == ["duplicate"]
 
