@@ -1,32 +1,41 @@
-"""Each botocore data file parsed once per test process.
+"""botocore's endpoint rules parsed once per test process.
 
 A real CLI command or a Lambda builds its boto3 session once per process. The suite builds
 thousands: every CLI invoke, console request and lookup under test makes its own, as its process
-would. Each new session loads the endpoint rules and the service models from botocore's JSON files
-again, and that parse was about half the CPU of a CLI test.
+would. Each new session parses botocore's endpoint rules (``endpoints.json``, about 1 MB) again,
+and that parse was about half the CPU of a CLI test.
 
-botocore already shares one parsed file among all the clients of a session; sharing it among the
-sessions of the test process as well changes nothing a test can observe.
+botocore shares one parsed file among the clients of a session; sharing the endpoint rules and the
+other shared data files among the sessions of the test process too changes nothing a test can
+observe. The service models (``service-2``) are left out: moto adds error codes to a session's
+parsed model when it raises a service's error, and a test that reads botocore's models
+(``tests/runtime/test_aws_errors.py``) must see them as botocore ships them.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
 from botocore.loaders import JSONFileLoader
 
+#: Files parsed per session as botocore does (the service models, their paginators and waiters).
+PER_SESSION = ("service-2", "paginators-1", "waiters-2")
 _parsed: dict[str, Any] = {}
 _lock = threading.Lock()
 
 
 def share_parsed_files() -> None:
-    """Patch :meth:`JSONFileLoader.load_file` to keep what it parsed (idempotent)."""
+    """Patch :meth:`JSONFileLoader.load_file` to keep what it parsed but for :data:`PER_SESSION`
+    (idempotent)."""
     original = JSONFileLoader.load_file
     if getattr(original, "shares_parsed_files", False):
         return
 
     def load_file(self: JSONFileLoader, file_path: str) -> Any:
+        if os.path.basename(file_path).startswith(PER_SESSION):
+            return original(self, file_path)
         with _lock:
             if file_path in _parsed:
                 return _parsed[file_path]
