@@ -38,6 +38,7 @@ EXERCISED = (
     "cancelled",
     "envelope_too_new",
     "too_new_dead_lettered",
+    "checkpointed",
 )
 
 

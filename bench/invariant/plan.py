@@ -70,6 +70,8 @@ class FaultPlan:
     #: Jobs of ``fragile.update_balance``, whose module fails to import for the run's first
     #: ``broken_module_seconds`` (then retried by the consumer after its interval, and fixed).
     fragile_fraction: float = 0.05
+    #: Jobs of ``stepped.update_balance``: three steps (``ctx.checkpoint``), the payment on the last.
+    stepped_fraction: float = 0.03
     broken_module_seconds: float = 30.0
     #: Jobs whose deadline (the envelope's ``expires_at``) has passed when they arrive (a publisher whose
     #: clock is behind), and jobs an operator cancels before they are published: each copy must be
@@ -145,6 +147,7 @@ class FaultPlan:
                 "schedule_fires",
                 "capped_fraction",
                 "fragile_fraction",
+                "stepped_fraction",
                 "broken_module_seconds",
                 "expired_fraction",
                 "cancelled_fraction",

@@ -55,7 +55,7 @@ from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter
 from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES
 
 from .checker import RUN_TRACE_HEADER, Observed, Outcome, check, marker_key_of
-from .jobs import CAPPED_TYPE, FRAGILE_TYPE
+from .jobs import CAPPED_TYPE, FRAGILE_TYPE, STEPPED_TYPE
 from .jobs import PACKAGE as INVARIANT_JOBS
 from .plan import FaultPlan, SimulatedCrash, Wrapped, client_error
 from .taps import FateTap, QueueTap
@@ -177,6 +177,8 @@ class _Run:
                 if kind < plan.capped_fraction
                 else FRAGILE_TYPE
                 if kind < plan.capped_fraction + plan.fragile_fraction
+                else STEPPED_TYPE
+                if kind < plan.capped_fraction + plan.fragile_fraction + plan.stepped_fraction
                 else JOB_TYPE
             )
             poison = job_type == JOB_TYPE and rng.random() < plan.poison_fraction
@@ -477,7 +479,7 @@ class _Run:
         jobs = [key for key, job in catalogue.items() if "fires" not in job and "callback" not in job]
         copies = [key for key in jobs for _ in range(3 if rng.random() < self.plan.three_copies_fraction else 2)]
         rng.shuffle(copies)
-        routes = Routes({"payments.*": TIER, "capped.*": TIER, "fragile.*": TIER})
+        routes = Routes({"payments.*": TIER, "capped.*": TIER, "fragile.*": TIER, "stepped.*": TIER})
         publisher = Publisher(
             {TIER: tier.queue_url},
             routes,

@@ -21,7 +21,8 @@ Some jobs arrive past their deadline (``expires_at``) and some are cancelled bef
 each is archived unrun with its reason (``expired``, ``cancelled``), counted neither lost nor applied.
 Some come from a newer producer (envelope version 2): the run's consumer holds them (copies, never an
 attempt, their tenant kept) until their bound, then dead-letters them ``envelope_too_new``, never as
-permanent; replayed, each is held and dead-lettered again.
+permanent; replayed, each is held and dead-lettered again. Some are jobs longer than one invocation
+(``stepped.*``): three steps each (``ctx.checkpoint``), the payment applied on the last, exactly once.
 Some plain payments are opened as batch members (``publisher.batch``), each batch with one callback
 (``on_complete`` or ``on_success``), itself a payment keyed by the batch's id; invocations crash between a
 member's completion and its count: every batch ends with each member counted once and its callback applied

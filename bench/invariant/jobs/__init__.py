@@ -8,7 +8,9 @@ One module per job-type prefix, as an app's job folder has them (``tiered_jobs.r
   attempts that policy says, and a traceback naming the job's line;
 - ``fragile.update_balance`` (:mod:`.fragile`) is the payment, in a module that fails to import for the
   first seconds of a run (:data:`BREAKAGE`) and is then "fixed": its jobs retry, some are dead-lettered
-  with the import's reason and replayed, and each is applied exactly once in the end.
+  with the import's reason and replayed, and each is applied exactly once in the end;
+- ``stepped.update_balance`` (:mod:`.stepped`) is the payment as a job longer than one invocation: three
+  steps, each its own invocation (``ctx.checkpoint``), the payment applied on the last, exactly once.
 
 Nothing here is imported by the package's ``__init__``: the consumer imports a prefix's module on the
 first record of that prefix, which is what lets one module fail alone.
@@ -25,6 +27,7 @@ PACKAGE = __name__
 FRAGILE_MODULE = f"{PACKAGE}.fragile"
 CAPPED_TYPE = "capped.update_balance"
 FRAGILE_TYPE = "fragile.update_balance"
+STEPPED_TYPE = "stepped.update_balance"
 
 
 @dataclass
