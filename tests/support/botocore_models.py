@@ -18,17 +18,18 @@ import os
 import threading
 from typing import Any
 
-from botocore.loaders import JSONFileLoader
+from botocore.loaders import JSONFileLoader, Loader
 
 #: Files parsed per session as botocore does (the service models, their paginators and waiters).
 PER_SESSION = ("service-2", "paginators-1", "waiters-2")
 _parsed: dict[str, Any] = {}
+_listed: dict[tuple[tuple[str, ...], str], list[str]] = {}
 _lock = threading.Lock()
 
 
 def share_parsed_files() -> None:
-    """Patch :meth:`JSONFileLoader.load_file` to keep what it parsed but for :data:`PER_SESSION`
-    (idempotent)."""
+    """Patch :meth:`JSONFileLoader.load_file` to keep what it parsed but for :data:`PER_SESSION`, and
+    :meth:`Loader.list_available_services` to keep what it listed (idempotent)."""
     original = JSONFileLoader.load_file
     if getattr(original, "shares_parsed_files", False):
         return
@@ -47,3 +48,19 @@ def share_parsed_files() -> None:
 
     load_file.shares_parsed_files = True  # type: ignore[attr-defined]
     JSONFileLoader.load_file = load_file  # type: ignore[method-assign]
+
+    # Which services a loader can find: a listing of botocore's data folder (about 400 folders, each
+    # checked on disk), made again by every session; the same for the same folders.
+    list_services = Loader.list_available_services
+
+    def list_available_services(self: Loader, type_name: str) -> list[str]:
+        key = (tuple(self.search_paths), type_name)
+        with _lock:
+            if key in _listed:
+                return list(_listed[key])
+        listed = list_services(self, type_name)
+        with _lock:
+            _listed.setdefault(key, list(listed))
+        return listed
+
+    Loader.list_available_services = list_available_services  # type: ignore[method-assign]
