@@ -115,6 +115,9 @@ class Outcome:
     #: application, exactly once, is checked with every other job's).
     batches: int = 0
     batches_off: int = 0
+    #: Each batch off, said: its id, its head (sealed, total, done, succeeded, failed, fired), and the letters of
+    #: its members left in the DLQ at the end (a member copy SQS's redrive moved after the run's last replay).
+    batches_off_detail: list[str] = field(default_factory=list)
     #: Messages of a job the run published with :data:`RUN_TRACE_HEADER` that arrived without it: a
     #: publish, a held or deferred copy, a letter of the consumer's, a batch replay (see :func:`_off_their_trace`).
     arrivals_off_their_trace: int = 0
@@ -292,6 +295,11 @@ def check(
         unique_locks_left=len(seen.unique_locks),
         batches=len(callbacks),
         batches_off=sum(not _batch_as_expected(heads.get(key), job) for key, job in callbacks.items()),
+        batches_off_detail=[
+            _batch_detail(key, heads.get(key), job, seen.letters)
+            for key, job in callbacks.items()
+            if not _batch_as_expected(heads.get(key), job)
+        ],
         arrivals_off_their_trace=_off_their_trace(seen),
         **seen.pause,
     )
@@ -391,6 +399,12 @@ def _batch_as_expected(head: batch_items.Head | None, callback: dict[str, Any]) 
         and (head.total, head.done, head.succeeded, head.failed) == (total, total, total, 0)
         and head.fired == {callback["callback"]}
     )
+
+
+def _batch_detail(key: str, head: batch_items.Head | None, callback: dict[str, Any], letters: list[Any]) -> str:
+    counts = (head.sealed, head.total, head.done, head.succeeded, head.failed, sorted(head.fired)) if head else None
+    left = [_key(letter["Body"]) for letter in letters if _key(letter["Body"]) in callback["members"]]
+    return f"{key} ({callback['callback']}): head {counts}, members' letters left {left}"
 
 
 def marker_key_of(marker: str) -> str:

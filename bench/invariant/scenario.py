@@ -31,7 +31,9 @@ moto's server by the real consumer, with every feature on at once:
 * some plain payments are **batch members** (``publisher.batch``, five to a batch; their other copies
   published plain), each batch with one callback (``on_complete``, or ``on_success`` in turn), itself a
   payment whose key is the batch's id; invocations crash between a member's completion and its count:
-  each batch must end with every member counted once and its callback applied once;
+  each batch must end with every member counted once and its callback applied once (a batch still
+  waiting after the run's last replay, its member's last copy a letter SQS's redrive or a last attempt
+  made after it, has the DLQ replayed once more, as an operator would);
 
 and faults injected through wrapped clients (:class:`~bench.invariant.plan.FaultPlan`): crashes
 after the side effect and before the ack, transient job errors, idempotency-table throttling,
@@ -441,6 +443,11 @@ class _Run:
                 self.log(f"first pass drained; replaying {depth(tier, tier.dlq_url)} dead letters")
                 self._replay_with_crash()
                 drain(tier, drain_timeout)
+                if self._batches_waiting():  # a member's copy SQS's redrive moved after that replay: replay it
+                    self.log("a batch waits on a member's letter; replaying the dead letters again")
+                    self.plan.injected["batch_member_redriven_after_the_last_replay"] += 1
+                    self._replay("batch")
+                    drain(tier, drain_timeout)
             finally:
                 runtime.stop(timeout=60)
                 if BREAKAGE.failed_imports:
@@ -594,6 +601,19 @@ class _Run:
         replays.join()
         fires = sum(job.get("fires", 0) for job in catalogue.values())
         return len(copies) - self.unique_refused + fires + self.batch_members_published
+
+    def _batches_waiting(self) -> bool:
+        """Has a batch not sent its callback? (Its member's last copy is a letter: an operator replays the DLQ.)"""
+        from tiered_jobs.contract import batches
+
+        fired = {
+            item[batches.KEY]["S"]: set(item.get("fired", {}).get("SS", []))
+            for item in _scan(self.tier.dynamodb, self.batch_table)
+            if item[batches.MEMBER]["S"] == batches.HEAD
+        }
+        return any(
+            job["callback"] not in fired.get(key, set()) for key, job in self.catalogue.items() if "callback" in job
+        )
 
     def _open_batches(self, publisher: Any) -> None:
         """Each batch: its members published through it (one more copy each), its callback given as a payment."""
