@@ -93,7 +93,7 @@ def test_it_exposes_what_users_wire_and_keeps_the_documented_output_names(tmp_pa
     tiered = TieredJobs(stack, "Jobs", jobs=jobs, stage="billing", routes=ROUTES, resources=RESOURCES)
     tiers = ["critical", "transactional", "bulk"]
     assert list(tiered.queues) == list(tiered.dlqs) == list(tiered.tiers) == tiers
-    assert set(tiered.tables) == {"idempotency", "unique", "invoices"}
+    assert set(tiered.tables) == {"idempotency", "unique", "batches", "invoices"}
     assert _resolved(stack, tiered.tables["invoices"].table_name) == {
         "Ref": stack.get_logical_id(tiered.tables["invoices"].node.default_child)
     }
@@ -156,6 +156,7 @@ def test_grant_publish_gives_a_role_exactly_the_publisher_policy_and_nag_stays_c
     )
     assert actions_granted == [
         "dynamodb:DeleteItem",  # a unique job's lock given back when its send failed
+        "dynamodb:GetItem",  # get_status: a job's state, progress and result from its record
         "dynamodb:PutItem",  # a unique job's lock; a queued job's cancel marker
         "dynamodb:UpdateItem",  # a running job asked to stop
         "iam:PassRole",
