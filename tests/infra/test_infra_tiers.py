@@ -185,25 +185,28 @@ def test_consumer_log_group_has_retention_and_no_managed_policy(default_synth, t
 
 
 @pytest.mark.parametrize("tier", DEFAULT_TIERS)
-def test_consumer_can_reach_only_its_own_queues(default_synth, tier):
+def test_consumer_consumes_only_its_own_queues_and_sends_only_to_tier_queues(default_synth, tier):
     key, _ = find_consumer(default_synth, "dev", tier)
     statements = policy_statements(default_synth, key)
-    referenced = set().union(*(referenced_ids(s["Resource"]) for s in statements))
-    own = {find_queue(default_synth, "dev", tier)[0], find_queue(default_synth, "dev", tier, dlq=True)[0]}
-    all_queues = set(default_synth.resources("AWS::SQS::Queue"))
-    assert referenced & all_queues == own
-    # Consume the main queue and send it the copies of held or deferred jobs; only send to the DLQ;
-    # nothing wider than sqs actions on them.
     main_key, dlq_key = find_queue(default_synth, "dev", tier)[0], find_queue(default_synth, "dev", tier, dlq=True)[0]
+    all_queues = set(default_synth.resources("AWS::SQS::Queue"))
+    other_mains = {find_queue(default_synth, "dev", t)[0] for t in DEFAULT_TIERS if t != tier}
     by_resource: dict[str, set[str]] = {}
     for s in statements:
-        for ref in referenced_ids(s["Resource"]) & own:
+        for ref in referenced_ids(s["Resource"]) & all_queues:
             actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
             by_resource.setdefault(ref, set()).update(actions)
+    # Its own queue and DLQ, and the other tiers' queues: a batch's callback or a chain's next link is
+    # routed like any job, to whichever tier its type names. Never another tier's DLQ.
+    assert set(by_resource) == {main_key, dlq_key} | other_mains
+    # Consume the main queue and send it the copies of held or deferred jobs; only send to the DLQ;
+    # only send to the other tiers' queues; nothing wider than sqs actions on them.
     assert {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"} <= by_resource[main_key]
     assert "sqs:SendMessage" in by_resource[main_key]
     assert "sqs:SendMessage" in by_resource[dlq_key]
     assert "sqs:ReceiveMessage" not in by_resource[dlq_key]
+    for other in other_mains:
+        assert by_resource[other] == {"sqs:SendMessage"}, other
     assert not any(
         a == "*" or a.endswith(":*")
         for s in statements
