@@ -12,6 +12,7 @@ import pytest
 
 from tests.support.batches import CALLBACK_TYPE, CALLBACKS_TIER, create_batch_table, head, publisher_for
 from tiered_jobs.contract import batches
+from tiered_jobs.contract.names import DeadLetter
 from tiered_jobs.publisher import Job
 from tiered_jobs.runtime import JobContext, PermanentError, TransientError
 from tiered_jobs.runtime.consumer import Consumer
@@ -295,3 +296,28 @@ def test_a_failed_link_stops_the_chain_with_its_reason_and_its_replay_resumes_it
     drain(tier, consumer(tier))
     assert [key for key, _ in RUNS] == ["a", "b", "c"]
     assert counts(tier, opened.chain_id) == (3, 3, 3, 0, "succeeded")
+
+
+def test_a_count_not_written_on_the_last_receive_is_dead_lettered_with_its_reason_and_its_replay_counts_it(setup):
+    """On the queue's last receive a kept record would be moved by SQS's redrive without reasons: a
+    member that succeeded goes to the DLQ with reason ``batch_count_failed`` instead (counted failed, as
+    every letter), and its replay is answered from its record and counted succeeded, the job run once."""
+    tier, url, publisher = setup
+    with publisher.batch(on_success=ON_SUCCESS) as batch:
+        batch.publish("testjobs.gate", {"label": "one"}, "one")
+    crashing = Crashing(tier.dynamodb, "transact_write_items", TABLE)
+    clients = {"sqs": tier.sqs, "dynamodb": crashing}
+    last_receive = replace(tier.config(), batch_table=TABLE, max_receive_count=1)
+    response = tier.run_batch(Consumer(last_receive, registry, client=clients.__getitem__, rand=lambda: 0.5))
+    assert response["batchItemFailures"] == [], "acknowledged: its letter holds it"
+    (letter,) = tier.dlq_messages()
+    attributes = {k: v["StringValue"] for k, v in letter["MessageAttributes"].items() if "StringValue" in v}
+    assert attributes[DeadLetter.REASON] == DeadLetter.REASON_BATCH_COUNT_FAILED
+    assert "a replay counts it" in attributes[DeadLetter.ERROR_MESSAGE]
+    # A letter is a finished member that failed, as every letter is: on_success waits for its replay.
+    assert counts(tier, batch.batch_id) == (1, 1, 0, 1, "failed") and sent_callbacks(tier, url) == []
+    assert replay_letters(tier) == 1
+    drain(tier, consumer(tier))
+    assert [key for key, _ in RUNS] == ["one"], "the replay was answered from the job's record"
+    assert counts(tier, batch.batch_id) == (1, 1, 1, 0, "succeeded")
+    assert sent_callbacks(tier, url) == [(CALLBACK_TYPE, batch.batch_id)]

@@ -208,6 +208,10 @@ class DeadLetter:
     #: The job's envelope is newer than its consumer (a rolled-back consumer met a newer producer's
     #: job) and it was held past the bound: deploy the newer consumer, then replay it.
     REASON_ENVELOPE_TOO_NEW = "envelope_too_new"
+    #: A batch member or chain link finished, but its count (or the callback it made due) could not be
+    #: written on its queue's last receive: returned, the redrive would move it without reasons. A
+    #: replay counts it, answered from its idempotency record (the job does not run again).
+    REASON_BATCH_COUNT_FAILED = "batch_count_failed"
     #: What tools report for a letter without reasons (moved by SQS redrive: crash / timeout).
     REASON_UNKNOWN = "unknown"
     #: Longest ``DeadLetter.ErrorMessage`` kept (characters); longer ones are cut with an ellipsis.

@@ -725,6 +725,29 @@ class Consumer:
                 now=self.now(),
             )
         except CountNotWritten as exc:
+            if received.receive_count >= self.config.receive_limit:
+                # Returned now, SQS's redrive would move it on its next receive, without reasons. A
+                # failed member's own letter is already in the DLQ (its replay counts it), an ended one
+                # goes to the archive with its reason: neither needs a second letter.
+                if outcome != "succeeded":
+                    self.logger.error(
+                        "could not count the job in its batch on the queue's last receive; it ends as it would",
+                        extra={"error": str(exc), "outcome": outcome},
+                    )
+                    return
+                self._dead_letter(
+                    received,
+                    invocation,
+                    reason=DeadLetter.REASON_BATCH_COUNT_FAILED,
+                    error_type="BatchCountNotWritten",
+                    error_message=f"finished ({outcome}), but its batch count was not written on the queue's "
+                    f"last receive ({received.receive_count} of {self.config.receive_limit}): {exc}; "
+                    "a replay counts it without running the job again",
+                    attempts=received.attempt,
+                    outcome="batch_count_dead_lettered",
+                    started=started,
+                )
+                return
             invocation.metrics.record(received.label, "kept", _ms(started) if started is not None else None)
             invocation.backoffs.append((received.receipt_handle, KEPT_BATCH_COUNT_VISIBILITY_SECONDS))
             self.logger.error(

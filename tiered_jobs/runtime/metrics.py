@@ -43,6 +43,9 @@ OUTCOME_METRICS: dict[str, tuple[str, ...]] = {
     "envelope_too_new": (M.TOO_NEW,),
     # ...or, held past the bound, dead-lettered with reason ``envelope_too_new`` (to replay after the upgrade).
     "too_new_dead_lettered": (M.FAILED, M.DEAD_LETTERED, M.TOO_NEW),
+    # A batch member that succeeded but whose count was not written on its queue's last receive:
+    # dead-lettered with reason ``batch_count_failed`` (its success was recorded as ``succeeded``).
+    "batch_count_dead_lettered": (M.DEAD_LETTERED,),
     # A step of a job longer than one invocation ran and its next step is sent: processed, not yet done.
     "checkpointed": (M.PROCESSED,),
 }
