@@ -121,6 +121,7 @@ def test_the_story_is_its_steps_in_order():
     assert [step.__name__ for step in story.STEPS] == [
         "outage_begins",
         "payments_with_duplicates",
+        "payment_fans_out",
         "emails",
         "transient_outages",
         "pause_and_resume",
