@@ -335,9 +335,13 @@ def _attributes_of(letter: dict[str, Any]) -> dict[str, str | None]:
 
 def _raised(attributes: dict[str, str | None]) -> bool:
     """A letter the consumer wrote for a job that raised (not ``requeue_failed`` nor ``envelope_too_new``:
-    nothing ran)."""
+    nothing ran; nor ``batch_count_failed``: the job succeeded, its batch count was not written)."""
     reason = attributes.get(DeadLetter.REASON)
-    return reason is not None and reason not in (DeadLetter.REASON_REQUEUE_FAILED, DeadLetter.REASON_ENVELOPE_TOO_NEW)
+    return reason is not None and reason not in (
+        DeadLetter.REASON_REQUEUE_FAILED,
+        DeadLetter.REASON_ENVELOPE_TOO_NEW,
+        DeadLetter.REASON_BATCH_COUNT_FAILED,
+    )
 
 
 def _traceback(attributes: dict[str, str | None]) -> dict[str, Any] | None:
