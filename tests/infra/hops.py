@@ -368,18 +368,7 @@ def check_hop(policies: Policies, hop: Hop) -> list[str]:
         context = {"aws:securetransport": "true", "aws:principalarn": principal, "aws:principalaccount": t.account}
         identity = policies.identity_policy(hop.caller.role)
         who = f"role {hop.caller.role}"
-        trust = evaluate(
-            policies.trust_policy(hop.caller.role),
-            Request(
-                "sts:AssumeRole",
-                principal,
-                f"service:{hop.caller.assumed_by}",
-                {"aws:securetransport": "true", "aws:sourceaccount": t.account},
-            ),
-            policies.account_root,
-        )
-        if trust.allowed_by is None or trust.denied_by:
-            problems.append(f"{where}: {hop.caller.assumed_by} may not assume role {hop.caller.role}")
+        problems += _trust_problems(policies, hop.caller, where)
     resource_policy = policies.resource_policy(hop.target)
     for action in hop.actions:
         problems += _check_call(
@@ -727,6 +716,24 @@ def xray_hops(t: Concrete) -> Iterator[Hop]:
         )
 
 
+def _trust_problems(policies: Policies, caller: RoleCaller, where: str) -> list[str]:
+    """The role's trust policy lets its service assume it (the first hop of every call the role makes)."""
+    t = policies.t
+    trust = evaluate(
+        policies.trust_policy(caller.role),
+        Request(
+            "sts:AssumeRole",
+            t.arn(caller.role),
+            f"service:{caller.assumed_by}",
+            {"aws:securetransport": "true", "aws:sourceaccount": t.account},
+        ),
+        policies.account_root,
+    )
+    if trust.allowed_by is None or trust.denied_by:
+        return [f"{where}: {caller.assumed_by} may not assume role {caller.role}"]
+    return []
+
+
 def _check_resourceless(policies: Policies, hop: Hop) -> list[str]:
     """A role's call on no resource: its trust, then its identity policy on ``*`` (an Allow naming any
     narrower resource does not count, as on AWS)."""
@@ -737,18 +744,7 @@ def _check_resourceless(policies: Policies, hop: Hop) -> list[str]:
         return [f"{where}: the role {role} is not a resource of this template; its policies can't be checked"]
     principal = t.arn(role)
     problems: list[str] = []
-    trust = evaluate(
-        policies.trust_policy(role),
-        Request(
-            "sts:AssumeRole",
-            principal,
-            f"service:{hop.caller.assumed_by}",
-            {"aws:securetransport": "true", "aws:sourceaccount": t.account},
-        ),
-        policies.account_root,
-    )
-    if trust.allowed_by is None or trust.denied_by:
-        problems.append(f"{where}: {hop.caller.assumed_by} may not assume role {role}")
+    problems += _trust_problems(policies, hop.caller, where)
     context = {"aws:securetransport": "true", "aws:principalarn": principal, "aws:principalaccount": t.account}
     for action in hop.actions:
         request = Request(action, ANY_RESOURCE, principal, context)
