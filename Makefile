@@ -16,6 +16,11 @@ export AWS_DEFAULT_REGION ?= us-east-1
 # subprocess, so twice as many workers as cores keeps both cores busy.
 WORKERS ?= 4
 PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist load
+# Python's own bytecode cache, which an environment may turn off: the suite starts hundreds of Python
+# processes (workers, CLI commands, local mode's functions), and each compiled this repository's
+# modules from source again. The bench's cold start turns it off for its child itself, as Lambda's
+# read-only code directory has none; packaging never ships __pycache__.
+unexport PYTHONDONTWRITEBYTECODE
 
 setup: $(VENV)/.installed node_modules/.installed
 
