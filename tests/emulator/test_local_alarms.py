@@ -361,6 +361,7 @@ def _state(evaluator: AlarmEvaluator, tier: str, kind: str) -> tuple[str, float 
     return evaluator.states[f"tiered-jobs-{STAGE}-{tier}-{kind}"]
 
 
+@pytest.mark.synth  # the stack's own alarms: a synthesis of the example app
 def test_a_flaky_job_that_fails_once_then_succeeds_does_not_page(stack_alarms):
     evaluator, store, _, _ = stack_alarms
     for _ in range(3):  # three demo.flaky jobs: one retried attempt each, then success
@@ -371,6 +372,7 @@ def test_a_flaky_job_that_fails_once_then_succeeds_does_not_page(stack_alarms):
     assert _state(evaluator, "critical", "failure-rate") == ("OK", 0.0)
 
 
+@pytest.mark.synth  # the stack's own alarms: a synthesis of the example app
 def test_an_unknown_job_type_dead_lettered_below_the_minimum_volume_does_not_page(stack_alarms):
     evaluator, store, _, _ = stack_alarms
     store.log_line("fn", jobs_line("bulk", JobsFailed=1))
@@ -379,6 +381,7 @@ def test_an_unknown_job_type_dead_lettered_below_the_minimum_volume_does_not_pag
     assert _state(evaluator, "bulk", "failure-rate") == ("OK", 0.0)  # 19 jobs: still under 20
 
 
+@pytest.mark.synth  # the stack's own alarms: a synthesis of the example app
 def test_failed_jobs_above_the_minimum_volume_page(stack_alarms):
     evaluator, store, _, _ = stack_alarms
     store.log_line("fn", jobs_line("bulk", JobsSucceeded=99, JobsFailed=1))
@@ -390,12 +393,14 @@ def test_failed_jobs_above_the_minimum_volume_page(stack_alarms):
     assert change.new_state == "ALARM"
 
 
+@pytest.mark.synth  # the stack's own alarms: a synthesis of the example app
 def test_only_failures_above_the_volume_are_100_percent(stack_alarms):
     evaluator, store, _, _ = stack_alarms
     store.log_line("fn", jobs_line("critical", JobsFailed=25))
     assert _state(evaluator, "critical", "failure-rate") == ("ALARM", 100.0)
 
 
+@pytest.mark.synth  # the stack's own alarms: a synthesis of the example app
 def test_the_dlq_alarm_stays_in_alarm_while_a_filtered_replay_holds_letters(stack_alarms):
     evaluator, _, sqs, dlq = stack_alarms
     sqs.send_message(QueueUrl=dlq, MessageBody="letter")

@@ -5,9 +5,13 @@ from __future__ import annotations
 import threading
 
 import boto3
+import pytest
 from botocore.exceptions import ClientError
 
 from emulator.server import EmbeddedAws, client_environment
+
+#: Fifteen seconds of concurrent transactions against the embedded moto server.
+pytestmark = pytest.mark.e2e
 
 
 def test_concurrent_transactions_with_failed_conditions_keep_every_commit():
