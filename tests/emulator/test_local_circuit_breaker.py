@@ -112,8 +112,13 @@ def test_an_outage_dead_letters_every_job_without_the_breaker_and_none_with_it(s
     assert _sum(session, "transactional", Metrics.SUCCEEDED) == JOBS  # every job ran once
     assert _sum(session, "bulk", Metrics.SUCCEEDED) == 0 and _sum(session, "bulk", Metrics.FAILED) == JOBS
     spent_on = session.runtime.by_function(on.consumer.name).stats.snapshot()["records"]
-    spent_off = session.runtime.by_function(off.consumer.name).stats.snapshot()["records"]
-    assert spent_off == JOBS * RETRIES["max_attempts"]
+    stats_off = session.runtime.by_function(off.consumer.name).stats.snapshot()
+    spent_off = stats_off["records"]
+    # Every job spent its attempts. On a loaded machine a batch may run past local mode's timeout and
+    # be received again (as on Lambda): more receives, each such one explained by a timed-out batch.
+    assert spent_off == JOBS * RETRIES["max_attempts"] or (
+        spent_off > JOBS * RETRIES["max_attempts"] and stats_off["timeouts"] > 0
+    ), stats_off
     assert spent_on < spent_off  # held jobs spent no attempt while the breaker was open
 
     # Opened by its alarm's ALARM, half-open at its OK; closed by the probe alarm.
