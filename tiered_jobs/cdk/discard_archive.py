@@ -21,6 +21,7 @@ from constructs import Construct
 
 from tiered_jobs.contract.names import discard_archive_prefix
 
+from .buckets import private_bucket
 from .nag import acknowledge
 from .settings import AppSettings
 
@@ -39,12 +40,9 @@ class DiscardArchive(Construct):
         days = Duration.days(settings.discard_archive_days)
         # Who read, copied or deleted a discarded letter by hand: the replay function's logs show only
         # its own writes. Kept as long as the letters, retained and tagged like the archive.
-        self.access_logs = s3.Bucket(
+        self.access_logs = private_bucket(
             self,
             "AccessLogs",
-            encryption=s3.BucketEncryption.S3_MANAGED,  # server access logging delivers to SSE-S3 targets only
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             lifecycle_rules=[s3.LifecycleRule(id="ExpireAccessLogs", expiration=days)],
             removal_policy=settings.removal_policy,
         )
@@ -54,12 +52,9 @@ class DiscardArchive(Construct):
             "This is the access-log bucket of the discard archive: logging it as well would only record S3's own "
             "log deliveries.",
         )
-        self.bucket = s3.Bucket(
+        self.bucket = private_bucket(
             self,
             "Bucket",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             versioned=True,  # an archived letter is never overwritten or deleted silently
             lifecycle_rules=[
                 s3.LifecycleRule(id="ExpireDiscardedLetters", expiration=days),

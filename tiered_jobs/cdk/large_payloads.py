@@ -31,6 +31,7 @@ from constructs import Construct
 from tiered_jobs.contract.large_payloads import Offload, lifecycle_days, object_key
 from tiered_jobs.contract.names import Env
 
+from .buckets import private_bucket
 from .nag import acknowledge
 from .settings import AppSettings
 from .tier import Tier
@@ -74,12 +75,9 @@ class LargePayloads(Construct):
         if not self.tiers:
             raise ValueError("LargePayloads needs a tier with large_payloads")
         self.days = expiration_days(self.tiers)
-        self.bucket = s3.Bucket(
+        self.bucket = private_bucket(
             self,
             "Bucket",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             lifecycle_rules=[s3.LifecycleRule(id="ExpireJobBodies", expiration=Duration.days(self.days))],
             server_access_logs_bucket=access_logs,
             server_access_logs_prefix=ACCESS_LOG_PREFIX,
