@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from aws_cdk import AssetHashType, Duration, RemovalPolicy, Stage
+from aws_cdk import Annotations, AssetHashType, Duration, RemovalPolicy, Stage
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from tiered_jobs.cdk import dependencies
+from tiered_jobs.cdk import bytecode, dependencies
 from tiered_jobs.cdk.packaging import JobsSource, JobsSourceError
 from tiered_jobs.contract.names import LOCAL_OVERRIDES_CONTEXT_KEY
 
@@ -39,16 +39,25 @@ def powertools_layer_parameter(architecture: str, runtime: str, version: str) ->
     return f"/aws/service/powertools/python/{architecture}/{runtime}/{version}"
 
 
-def stage_code(scope: Construct, jobs: JobsSource) -> tuple[lambda_.Code, int]:
+def stage_code(scope: Construct, jobs: JobsSource, runtime: str) -> tuple[lambda_.Code, int]:
     """The functions' code asset: ``jobs`` staged into the cloud assembly's folder (same bytes, same hash),
-    and its size unzipped."""
+    compiled for ``runtime`` when its interpreter is at hand (``bytecode.py``); and its size unzipped."""
     stage = Stage.of(scope)
     if stage is None:
         raise ValueError("the functions' code is staged into the cloud assembly: build the construct inside an App")
     staging = Path(stage.outdir) / STAGING_DIR / scope.node.addr
     try:
         staged = jobs.stage(staging)  # checks the job folder's payload schemas first
-    except JobsSourceError as error:
+        interpreter = bytecode.find_interpreter(runtime)
+        if interpreter is None:
+            Annotations.of(scope).add_info_v2("tiered-jobs:source-only", bytecode.source_only_note(runtime))
+        else:
+            compiled = bytecode.compile_tree(staged, interpreter)
+            if compiled.failures:
+                Annotations.of(scope).add_warning_v2(
+                    "tiered-jobs:bytecode", f"Some of the functions' code does not compile:\n{compiled.failures}"
+                )
+    except (JobsSourceError, bytecode.BytecodeError) as error:
         raise SettingsError(str(error)) from None
     return lambda_.Code.from_asset(str(staged)), dependencies.tree_size(staged)
 
@@ -99,7 +108,7 @@ class LambdaPlatform(Construct):
         super().__init__(scope, construct_id)
         self._settings = settings
         self.jobs = jobs
-        self.code, code_size = stage_code(self, jobs)
+        self.code, code_size = stage_code(self, jobs, settings.runtime)
         self.runtime = getattr(lambda_.Runtime, settings.runtime.upper().replace("PYTHON", "PYTHON_").replace(".", "_"))
         self.architecture = (
             lambda_.Architecture.ARM_64 if settings.architecture == "arm64" else lambda_.Architecture.X86_64
