@@ -55,7 +55,9 @@ def figures(quick: bool) -> dict[str, Any]:
         ("consume", lambda: consume.measure(n)),
         ("idempotency", lambda: consumer_calls.measure(n)),
         ("replay", lambda: replay_calls.measure(n)),
-        ("cold_start", lambda: coldstart.measure(1 if quick else 7)),
+        ("cold_start", lambda: coldstart.measure(1 if quick else 15)),
+        # The same without bytecode in the asset: synthesis without the runtime's interpreter.
+        ("cold_start_source_only", lambda: coldstart.measure(1 if quick else 15, bytecode=False)),
         ("cold_start_with_packages", lambda: coldstart.measure_with_packages(1 if quick else 7)),
         # Warm CPU per job, ours against the bare recipe and a raw send loop (instant boto3 clients).
         ("warm", lambda: warm.measure(100, 1, 100) if quick else warm.measure(1000, 7, 1000)),
@@ -122,7 +124,7 @@ def figures(quick: bool) -> dict[str, Any]:
 def table(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
     """(figure, ours, baseline, target, met) rows."""
     idem, consume, cold = m["idempotency"], m["consume"], m["cold_start"]
-    packed = m["cold_start_with_packages"]
+    packed, source_only = m["cold_start_with_packages"], m["cold_start_source_only"]
     dup_calls = sum(idem["duplicate_per_1000"].values())
     new_calls = sum(idem["new_per_1000"].values())
     get_items = idem["new_per_1000"].get("GetItem", 0) + idem["duplicate_per_1000"].get("GetItem", 0)
@@ -214,6 +216,15 @@ def table(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
             cold["ratio_cpu"] <= 1.05,
         ),
         (
+            "  source only (no runtime Python at synthesis): ratio on CPU time",
+            f"{source_only['ratio_cpu']:.3f}x ({source_only['ratio_total']:.3f}x total)",
+            f"{source_only['ours']['cpu_ms']:.0f} ms against {source_only['bare']['cpu_ms']:.0f} ms; "
+            f"median of {source_only['runs']} pairs, "
+            f"{source_only['ratio_cpu_min']:.2f}x-{source_only['ratio_cpu_max']:.2f}x",
+            "stated",
+            True,
+        ),
+        (
             "cold start with a typical requirements.txt (median)",
             f"{packed['packages']['total_ms']:.0f} ms, {packed['packages']['modules']} modules "
             f"({packed['ratio_total']:.2f}x the recipe)",
@@ -225,7 +236,8 @@ def table(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
         (
             "consumer asset (zipped)",
             f"{m['asset']['max_zipped_bytes'] / 1024:.1f} KB",
-            "",
+            f"with the runtime's bytecode: "
+            f"{m['asset']['assets']['consumer_with_bytecode']['zipped_bytes'] / 1024:.1f} KB",
             "<= 100 KB",
             m["asset"]["max_zipped_bytes"] <= 100 * 1024,
         ),

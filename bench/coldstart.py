@@ -18,19 +18,26 @@ ROOT = Path(__file__).resolve().parent.parent
 TYPICAL_REQUIREMENTS = "httpx==0.28.1\npydantic==2.11.7\nstripe==12.4.0\n"
 
 
-def measure(runs: int = 15, variants: tuple[str, str] = ("ours", "bare"), layer: str = "") -> dict[str, Any]:
+def measure(
+    runs: int = 15, variants: tuple[str, str] = ("ours", "bare"), layer: str = "", bytecode: bool = True
+) -> dict[str, Any]:
     """``runs`` pairs of fresh interpreters, alternating which side goes first, after one pair
     that only warms the OS file cache. The ratio is the median of the per-pair ratios (with their
-    min and max): a pair runs back to back, so the machine's drift cancels out."""
+    min and max): a pair runs back to back, so the machine's drift cancels out.
+
+    ``bytecode``: the asset as the construct stages it when the runtime's interpreter is at hand at
+    synthesis (``tiered_jobs/cdk/bytecode.py``), compiled by the interpreter the children run, which
+    plays the runtime here; without it, source only, as when synthesis has no such interpreter."""
     import tempfile
 
     from bench.asset import stage
     from emulator.server import EmbeddedAws, client_environment
 
     with tempfile.TemporaryDirectory() as outdir, EmbeddedAws() as endpoint, client_environment(endpoint):
-        # Our code as Lambda gets it: the staged asset, source only, compiled at every cold start (as on
-        # Lambda, whose asset has no bytecode), whatever bytecode this checkout's own folders happen to hold.
-        code = stage(Path(outdir) / "asset")
+        # Our code as Lambda gets it: the staged asset, never this checkout's folders (whose bytecode is
+        # fresh or stale depending on what ran last); Lambda's code directory is read-only, so nothing
+        # compiled at a cold start is kept (PYTHONDONTWRITEBYTECODE below).
+        code = stage(Path(outdir) / "asset", bytecode=bytecode)
         tier = create_tier("coldstart", endpoint_url=endpoint.url)
         env = {
             **os.environ,
@@ -60,6 +67,7 @@ def measure(runs: int = 15, variants: tuple[str, str] = ("ours", "bare"), layer:
     summary["ratio_cpu_min"], summary["ratio_cpu_max"] = min(cpu), max(cpu)
     summary["extra_modules"] = summary[ours]["modules"] - summary[bare]["modules"]
     summary["runs"] = runs
+    summary["bytecode"] = bytecode
     return summary
 
 
