@@ -128,4 +128,4 @@ def test_a_type_is_compiled_once_per_search_path(tmp_path, monkeypatch):
     assert payloads.problems("x.y", {}) == []  # not on the search path yet
     payloads.add_schema_dir(tmp_path)
     assert payloads.problems("x.y", {}) == ["payload is missing required field 'a'"]
-    assert payloads._checker("x.y") is payloads._checker("x.y")
+    assert payloads.checker("x.y") is payloads.checker("x.y")

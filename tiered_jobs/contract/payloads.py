@@ -155,7 +155,7 @@ def check_folder(folder: Path) -> list[Path]:
 
 def problems(job_type: str, payload: Any) -> list[str]:
     """Every way ``payload`` breaks the schema of ``job_type``; empty when it is valid or has no schema."""
-    check = _checker(job_type)  # one look-up per payload: this runs for every job published and consumed
+    check = checker(job_type)  # one look-up per payload: this runs for every job published and consumed
     if check is None:
         return []
     found: list[str] = []
@@ -174,12 +174,14 @@ _MAX_CACHED_TYPES = 1024
 _MAX_CACHED_PATHS = 64
 
 
-def _checker(job_type: str) -> Check | None:
-    """The compiled schema of ``job_type`` on the current search path, or ``None`` when it has none.
+def checker(job_type: str) -> Check | None:
+    """The compiled schema of ``job_type`` on the current search path, or ``None`` when it has none:
+    ``check(payload, (), found)`` appends to ``found`` what :func:`problems` returns.
 
     Every publish and every consume asks: one dict look-up once the type was met. The search path is
     read each time (a folder added, or named in the environment, later is a new path, so never missed);
-    only its environment part is parsed once per value."""
+    only its environment part is parsed once per value. A caller checking many payloads at once (the
+    publisher's batch) asks once per type."""
     if not isinstance(job_type, str):
         return None
     folders = (*_added_dirs, *_env_dirs(os.environ.get(Env.SCHEMA_DIRS, "")))
