@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
+from functools import cached_property
 from typing import Any
 
 from tiered_jobs.contract.idempotency import RecordAttributes, RecordStatus, record_id
@@ -50,13 +51,19 @@ class ProgressWriter:
         now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
     ):
         self.dynamodb, self.table = dynamodb, table
-        self.record_id = record_id(job_type, idempotency_key)
+        self.job_type, self.idempotency_key = job_type, idempotency_key
         self.interval, self.logger, self.clock, self.now = interval, logger, clock, now
         self._written_at: float | None = None
         self._pending: Progress | None = None
         self._failed = False
         #: Writes made (the bench counts them; tests read them).
         self.writes = 0
+
+    @cached_property
+    def record_id(self) -> str:
+        """The record's ``id``, hashed on the first write: every job run gets a writer, and most jobs never
+        report progress."""
+        return record_id(self.job_type, self.idempotency_key)
 
     def __call__(self, done: Any, total: Any, note: Any = "") -> None:
         progress = checked(done, total, note, at=iso_text(self.now()))
