@@ -4,6 +4,7 @@ character by character over SQS's allowed set."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from datetime import datetime, timedelta, timezone
@@ -231,3 +232,14 @@ def test_a_sent_result_is_the_dataclass_its_constructor_makes(publisher):
     assert repr(made) == repr(expected) and made.ok
     with pytest.raises(AttributeError):
         made.message_id = "changed"  # type: ignore[misc]
+
+
+def test_the_body_is_written_the_same_without_pythons_c_encoder(monkeypatch):
+    obj = {"type": "a.b", "payload": {"name": "café 😀", "n": [1, 2.5, None, True, (3,)], "s": "\t\\\x01"}}
+    with_c = "".join(envelope._strict_body_writer()(obj, 0))
+    monkeypatch.setattr(json.encoder, "c_make_encoder", None)
+    without = envelope._strict_body_writer()
+    assert "".join(without(obj, 0)) == with_c == json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    for refused in ({"n": math.nan}, {"d": Decimal(1)}):
+        with pytest.raises((ValueError, TypeError)):
+            "".join(without(refused, 0))

@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -383,11 +384,28 @@ def build(
 _valid_types: set[str] = set()
 _MAX_VALID_TYPES = 1024
 
-#: The JSON of the message body with NaN and infinities refused, as a payload that holds one is (a
-#: circular one fails on Python's recursion limit instead of the check for it: the caller then asks why).
-_STRICT_BODY_ENCODER = json.JSONEncoder(
-    separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False
-)
+
+def _strict_body_writer() -> Callable[[Any, int], Iterable[str]]:
+    """The JSON of the message body with NaN and infinities refused, as the publisher refuses a payload
+    that holds one (a circular one fails on Python's recursion limit, not the check for it: the caller
+    then asks why): ``"".join(write(obj, 0))``.
+
+    ``JSONEncoder.encode`` makes its C encoder again on every call, a third of a small body's cost; this
+    one is made once (with the arguments ``encode`` passes it), or is ``encode`` where Python has none."""
+    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is not None:
+        try:
+            written: Callable[[Any, int], Iterable[str]] = make(
+                None, encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
+            )
+            return written
+        except TypeError:  # another Python's arguments
+            pass
+    return lambda obj, _level: (encoder.encode(obj),)
+
+
+_write_strict_body = _strict_body_writer()
 
 # Where a body written by _STRICT_BODY_ENCODER holds a character SQS refuses. JSON writes every control
 # character as an escape (\b, \f, \u0000...), and SQS refuses those but tab, LF and CR; the other
@@ -398,7 +416,9 @@ _REFUSED_IN_JSON = re.compile(
 )
 
 
-def body_if_valid(job_type: Any, payload: Any, idempotency_key: Any, *, tenant: Any = None) -> str | None:
+def body_if_valid(
+    job_type: Any, payload: Any, idempotency_key: Any, *, tenant: Any = None, published_at: str | None = None
+) -> str | None:
     """``build(...).to_json()``, when :func:`build` surely accepts these fields and JSON writes the payload
     without NaN, infinities, a type of its own or a circular structure; ``None`` otherwise.
 
@@ -424,12 +444,12 @@ def body_if_valid(job_type: Any, payload: Any, idempotency_key: Any, *, tenant: 
         "idempotency_key": idempotency_key,
         "payload": payload,
         "version": ENVELOPE_VERSION,
-        "published_at": utc_now_iso(),
+        "published_at": published_at or utc_now_iso(),
     }
     if tenant is not None:
         obj["tenant"] = tenant
     try:
-        body = _STRICT_BODY_ENCODER.encode(obj)
+        body = "".join(_write_strict_body(obj, 0))
     except (TypeError, ValueError, RecursionError):
         return None
     if (not body.isascii() or "\\" in body) and _REFUSED_IN_JSON.search(body):

@@ -30,6 +30,8 @@ class PlainJobs:
     def __init__(self, publisher: Publisher, ambient_trace: str | None):
         self._publisher = publisher
         self._ambient_trace = ambient_trace
+        #: The call's moment, every job's ``published_at`` (the jobs of a call are published together).
+        self._published_at = envelope.utc_now_iso()
         #: Each type's compiled payload schema, looked up once per call: the search path is the same for all.
         self._checks: dict[str, payloads.Check | None] = {}
 
@@ -55,7 +57,9 @@ class PlainJobs:
                 traced = traces.normalise(job.trace_header)
             except traces.TraceHeaderError:
                 return None
-        body = envelope.body_if_valid(job.job_type, job.payload, job.idempotency_key, tenant=job.tenant)
+        body = envelope.body_if_valid(
+            job.job_type, job.payload, job.idempotency_key, tenant=job.tenant, published_at=self._published_at
+        )
         if body is None or not string_keys(job.payload) or self._schema_problems(job.job_type, job.payload):
             return None
         routed = publisher._route(job.job_type, job.tier)
