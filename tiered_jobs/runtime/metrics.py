@@ -1,8 +1,14 @@
-"""Job metrics as CloudWatch EMF (through Powertools), one flush per invocation.
+"""Job metrics as CloudWatch EMF, one flush per invocation.
 
 Each job type in a batch gets one EMF document with two dimension sets:
-``[service, Stage, Tier]`` (what the stack's alarms and dashboard read, summing over job types)
+``[Stage, Tier, service]`` (what the stack's alarms and dashboard read, summing over job types)
 and ``[Stage, Tier, JobType]`` (the breakdown). Values are lists, one per record.
+
+The document is the one Powertools' ``EphemeralMetrics`` prints for the same calls (its layout, its
+units, its ``POWERTOOLS_METRICS_DISABLED`` rule, a document per 100 values of one metric), written
+here in one pass: Powertools checks each value in its own ``add_metric`` call, and a batch of 10
+jobs makes 33 of them, about 40 µs of every job's CPU on the warm path; our names, units and
+values are fixed by this module, so there is nothing left to check per value.
 
 ``JobsFailed`` counts jobs that failed for good (dead-lettered, or kept because the DLQ refused
 the final copy); a retried attempt counts only ``JobsRetried``; a record the time budget left
@@ -13,7 +19,10 @@ deferred): how long its job has waited since it entered the queue.
 
 from __future__ import annotations
 
+import json
+import time
 from collections import defaultdict
+from typing import Any
 
 from tiered_jobs.contract.names import Metrics as M
 
@@ -67,6 +76,12 @@ COUNTERS: tuple[str, ...] = (
 )
 
 
+#: The metrics that are not counts, by unit (CloudWatch's unit names, as Powertools' ``MetricUnit`` spells them).
+UNITS: dict[str, str] = {M.DURATION: "Milliseconds", M.RETRY_DELAY: "Seconds", M.JOB_AGE: "Seconds"}
+#: EMF's limit of values per metric in one document.
+MAX_VALUES = 100
+
+
 class BatchMetrics:
     def __init__(self, stage: str, tier: str):
         self.stage = stage
@@ -94,23 +109,57 @@ class BatchMetrics:
     def flush(self) -> None:
         if not self._counts:
             return
-        from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+        from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
-        for job_type, counts in self._counts.items():
-            emf = EphemeralMetrics(namespace=M.NAMESPACE, service=M.SERVICE)
-            emf.add_dimension(name=M.DIM_STAGE, value=self.stage)
-            emf.add_dimension(name=M.DIM_TIER, value=self.tier)
-            emf.add_dimensions(**{M.DIM_STAGE: self.stage, M.DIM_TIER: self.tier, M.DIM_JOB_TYPE: job_type})
-            for name in COUNTERS:
-                emf.add_metric(name=name, unit=MetricUnit.Count, value=counts.get(name, 0))
-            for value in self._durations[job_type]:
-                emf.add_metric(name=M.DURATION, unit=MetricUnit.Milliseconds, value=value)
-            for value in self._retry_delays.get(job_type, ()):
-                emf.add_metric(name=M.RETRY_DELAY, unit=MetricUnit.Seconds, value=value)
-            for value in self._ages.get(job_type, ()):
-                emf.add_metric(name=M.JOB_AGE, unit=MetricUnit.Seconds, value=value)
-            emf.flush_metrics()
+        if not is_metrics_disabled():
+            timestamp = int(time.time() * 1000)
+            for job_type, counts in self._counts.items():
+                values: dict[str, list[float]] = {name: [float(counts.get(name, 0))] for name in COUNTERS}
+                for name, found in (
+                    (M.DURATION, self._durations.get(job_type)),
+                    (M.RETRY_DELAY, self._retry_delays.get(job_type)),
+                    (M.JOB_AGE, self._ages.get(job_type)),
+                ):
+                    if found:
+                        values[name] = [float(value) for value in found]
+                for document in self._documents(job_type, values, timestamp):
+                    print(json.dumps(document, separators=(",", ":")))
         self._counts.clear()
         self._durations.clear()
         self._retry_delays.clear()
         self._ages.clear()
+
+    def _documents(self, job_type: str, values: dict[str, list[float]], timestamp: int) -> list[dict[str, Any]]:
+        """One document, or one per ``MAX_VALUES`` values of the longest list (a batch window's thousands
+        of records): EMF takes at most 100 values per metric in a document."""
+        longest = max(len(found) for found in values.values())
+        return [
+            self._document(
+                job_type,
+                {name: found[start : start + MAX_VALUES] for name, found in values.items() if found[start:]},
+                timestamp,
+            )
+            for start in range(0, longest, MAX_VALUES)
+        ]
+
+    def _document(self, job_type: str, values: dict[str, list[float]], timestamp: int) -> dict[str, Any]:
+        return {
+            "_aws": {
+                "Timestamp": timestamp,
+                "CloudWatchMetrics": [
+                    {
+                        "Namespace": M.NAMESPACE,
+                        "Dimensions": [
+                            [M.DIM_STAGE, M.DIM_TIER, "service"],
+                            [M.DIM_STAGE, M.DIM_TIER, M.DIM_JOB_TYPE],
+                        ],
+                        "Metrics": [{"Name": name, "Unit": UNITS.get(name, "Count")} for name in values],
+                    }
+                ],
+            },
+            M.DIM_STAGE: self.stage,
+            M.DIM_TIER: self.tier,
+            "service": M.SERVICE,
+            M.DIM_JOB_TYPE: job_type,
+            **values,
+        }
