@@ -3,8 +3,10 @@ says: the same messages, in the same order, for every keyword of the subset and 
 
 from __future__ import annotations
 
+import enum
 import itertools
 import json
+from collections import OrderedDict, deque
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,16 @@ EVERY_KEYWORD: dict[str, Any] = {
     "additionalProperties": {"type": "integer"},
 }
 
+
+class _Text(str):
+    pass
+
+
+class _Count(enum.IntEnum):
+    SEVEN = 7
+
+
+#: Values of every JSON kind, of types that are not JSON's, and of subclasses of its types.
 VALUES: list[Any] = [
     None,
     True,
@@ -70,7 +82,12 @@ VALUES: list[Any] = [
     {"id": 1},
     {"deep": [{"id": 1}, {}]},
     {"deep": [{}], "other": 1},
-    object(),
+    object(),  # no JSON value: its kind is its type's name, which no rule is for
+    b"ab",
+    _Text("ab"),
+    _Count.SEVEN,
+    OrderedDict(x=1),
+    deque([1]),
 ]
 
 

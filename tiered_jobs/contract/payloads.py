@@ -394,13 +394,17 @@ _KINDS: dict[type, str] = {
 }
 
 
-def _kind(value: Any) -> str:
-    kind = _KINDS.get(type(value))
-    return kind if kind is not None else _json_kind(value)
-
-
-#: The kinds _is_type counts as a number.
-_NUMBERS = frozenset({"integer", "number"})
+def _rules_kind(value: Any) -> str:
+    """Whose rules _validate applies to a value of no type in _KINDS (a float, a subclass, no JSON value)."""
+    if isinstance(value, str):
+        return "string"
+    if _is_type(value, "number"):
+        return "number"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    return ""
 
 
 def _accept(value: Any, path: tuple[str, ...], found: list[str]) -> None:
@@ -426,32 +430,44 @@ def _compile(node: Any) -> Check:
         kinds |= {"integer"} if "number" in kinds else set()
         wanted = " or ".join(_article(n) for n in names)
     general = _general_checks(node)
-    on_string = _sequence(_string_checks(node))
+    # The rules of each kind of value (_validate's isinstance tests, asked as the value's JSON kind).
     on_number = _sequence(_number_checks(node))
-    on_object = _object_check(node)
-    on_array = _sequence(_array_checks(node))
-    if kinds is None and not general and on_string is on_number is on_object is on_array is None:
+    by_kind = {
+        kind: rule
+        for kind, rule in (
+            ("string", _sequence(_string_checks(node))),
+            ("integer", on_number),
+            ("number", on_number),
+            ("object", _object_check(node)),
+            ("array", _sequence(_array_checks(node))),
+        )
+        if rule is not None
+    }
+    if kinds is None and not general and not by_kind:
         return _accept
 
     def check(value: Any, path: tuple[str, ...], found: list[str]) -> None:
-        if kinds is not None and _kind(value) not in kinds:
+        kind = _KINDS.get(type(value))
+        if kinds is not None and (kind or _json_kind(value)) not in kinds:
             found.append(f"{_where(path)} must be {wanted}, got {_article(_json_kind(value))}")
             return  # the other rules would only repeat it
-        for rule in general:
+        for general_rule in general:
+            general_rule(value, path, found)
+        rule = by_kind.get(kind or _rules_kind(value))
+        if rule is not None:
             rule(value, path, found)
-        if isinstance(value, str):
-            if on_string is not None:
-                on_string(value, path, found)
-        elif _kind(value) in _NUMBERS:
-            if on_number is not None:
-                on_number(value, path, found)
-        elif isinstance(value, dict):
-            if on_object is not None:
-                on_object(value, path, found)
-        elif isinstance(value, (list, tuple)) and on_array is not None:
-            on_array(value, path, found)
 
-    return check
+    def check_kind(value: Any, path: tuple[str, ...], found: list[str]) -> None:
+        """``check`` for the common node: a type, rules for some kinds, no enum, const or not."""
+        kind = _KINDS.get(type(value))
+        if (kind or _json_kind(value)) not in kinds:  # type: ignore[operator]  # kinds is set for check_kind
+            found.append(f"{_where(path)} must be {wanted}, got {_article(_json_kind(value))}")
+            return
+        rule = by_kind.get(kind or _rules_kind(value))
+        if rule is not None:
+            rule(value, path, found)
+
+    return check_kind if kinds is not None and not general else check
 
 
 def _sequence(rules: list[Check]) -> Check | None:
