@@ -2,6 +2,11 @@
 documentation (batch processing + idempotency + Logger + Metrics), doing the same job as our consumer.
 Not used by the product; only the benchmark imports it.
 
+Its record handler logs each record at INFO, as the batch utility's getting-started recipe does
+(``logger.info(payload)``, ``examples/batch_processing/src/getting_started_sqs.py``), and runs the
+job through ``idempotent_function`` as the idempotency utility's batch integration does; it counts one
+metric per record. Our consumer logs one line per finished job too (``job succeeded``).
+
 ``handler`` is the recipe as its documentation writes it (module-level objects, a DynamoDB client of
 its own), which the cold-start child imports; :func:`recipe` builds the same objects around a given
 DynamoDB client and logger, so the warm-path figure gives both sides the same zero-latency client.
@@ -40,7 +45,9 @@ def recipe(table_name: str, dynamodb: Any = None, logger: Logger | None = None, 
         return {"recorded": True, "event": job["payload"]["event"]}
 
     def record_handler(record):
-        result = run_job(job=json.loads(record.body))
+        job = json.loads(record.body)
+        logger.info(job)  # the batch recipe's one line per record ("logger.info(payload)")
+        result = run_job(job=job)
         metrics.add_metric(name="JobsSucceeded", unit=MetricUnit.Count, value=1)
         return result
 

@@ -5,9 +5,10 @@ Two figures, both ``time.process_time`` in this process, with boto3 clients that
 latency is not CPU; botocore still builds each request, as it does in Lambda, for both sides):
 
 * the consumer: our :class:`~tiered_jobs.runtime.consumer.Consumer` against the bare Powertools recipe
-  (``bench.bare_recipe``: ``BatchProcessor`` + ``idempotent_function``), on batches of 10 new jobs of
-  the example's ``analytics.record_event``, both with Logger and EMF metrics as deployed (their output
-  written to ``os.devnull``);
+  (``bench.bare_recipe``: ``BatchProcessor`` + ``idempotent_function``, a log line per record as
+  Powertools' batch recipe writes), on batches of 10 new jobs of the example's
+  ``analytics.record_event``, both with Logger and EMF metrics as deployed (their output written to
+  ``os.devnull``);
 * the publisher: ``Publisher.publish_batch`` against a raw ``send_message_batch`` loop over the same
   envelopes, per 1 000 jobs.
 
