@@ -467,7 +467,25 @@ def _compile(node: Any) -> Check:
         if rule is not None:
             rule(value, path, found)
 
-    return check_kind if kinds is not None and not general else check
+    if kinds is None or general:
+        return check
+    # The common node, a type and its kinds' rules: a value of one of the exact types that type accepts
+    # finds its rule in one look-up; any other value (an integral float, a subclass, a wrong kind) is
+    # read by check_kind.
+    by_type = {exact: by_kind.get(kind) for exact, kind in _KINDS.items() if kind in kinds}
+    if "number" in kinds:
+        by_type[float] = by_kind.get("number")
+
+    def check_type(value: Any, path: tuple[str, ...], found: list[str]) -> None:
+        try:
+            rule = by_type[type(value)]
+        except KeyError:
+            check_kind(value, path, found)
+            return
+        if rule is not None:
+            rule(value, path, found)
+
+    return check_type
 
 
 def _sequence(rules: list[Check]) -> Check | None:

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+from operator import attrgetter
 from random import random as _unit_random
 from typing import Any
 
@@ -16,7 +17,7 @@ from ..contract import envelope, payloads, unique
 from ..contract import trace_header as traces
 from ..contract.job_status import JobStatus
 from ..contract.large_payloads import Offload
-from ..contract.names import SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES, Env
+from ..contract.names import SQS_MAX_BATCH_ENTRIES, SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES, Env
 from ..contract.routing import Routes, UnknownRouteError
 from ..contract.schedules import MAX_DEBOUNCE_SECONDS, debounced_run_key, debounced_run_key_problem, one_time_problems
 from ..contract.sqs_limits import (
@@ -361,6 +362,11 @@ class Publisher:
         """Send jobs already checked (:meth:`publish_batch`, a batch's members)."""
         results: dict[int, PublishResult] = {}
         first_error: Exception | None = None
+        if not any(item.fire_at is not None or item.unique_token is not None or item.offload for item in prepared):
+            for chunk in _chunks(prepared):  # most calls: jobs only to send
+                error = self._send_chunk(chunk, results)
+                first_error = first_error or error
+            return _in_order(prepared, results, first_error)
         later = [item for item in prepared if item.fire_at is not None]
         one_time = self.one_time_jobs() if later else None  # a missing configuration fails before any send
         to_lock = [item for item in prepared if item.unique_token is not None]
@@ -382,15 +388,11 @@ class Publisher:
         now = [item for item in prepared_to_send if item.fire_at is None]
         now, first_error = self._offload(now, results, first_error)
         for chunk in _chunks(now):
-            chunk_results, error = self._send_chunk(chunk)
-            results.update(chunk_results)
+            error = self._send_chunk(chunk, results)
             first_error = first_error or error
         if to_lock:  # a job that took its lock but was not sent gives it back: publishing it again must work
             locks.release([item for item in to_lock if outcomes[item.index].taken and not results[item.index].ok])
-        ordered = [results[item.index] for item in prepared]
-        if any(not result.ok for result in ordered):
-            raise PublishError(ordered) from first_error
-        return ordered
+        return _in_order(prepared, results, first_error)
 
     def validate(self, job: Job | Mapping[str, Any]) -> None:
         """Raise :class:`InvalidJobError` if ``job`` would be refused (e.g. before a commit)."""
@@ -639,16 +641,16 @@ class Publisher:
             ready.append(replace(item, body=body, size=size, attributes=attributes))
         return ready, first_error
 
-    def _send_chunk(self, chunk: list[Prepared]) -> tuple[dict[int, PublishResult], Exception | None]:
-        """Send one chunk (one queue, ≤ 10 entries, ≤ 1 MiB), retrying only failed entries."""
+    def _send_chunk(self, chunk: list[Prepared], results: dict[int, PublishResult]) -> Exception | None:
+        """Send one chunk (one queue, ≤ 10 entries, ≤ 1 MiB), retrying only failed entries; each job's
+        result goes in ``results``, and the client's error, if one ended the sending, is returned."""
         from botocore.exceptions import BotoCoreError, ClientError
 
-        results: dict[int, PublishResult] = {}
         pending = chunk
         attempt = 0
         while pending:
             attempt += 1
-            by_id = {str(item.index): item for item in pending}
+            by_id = dict(zip(_ENTRY_IDS[: len(pending)], pending, strict=True))  # an entry's id: its place
             try:
                 response = self.sqs.send_message_batch(
                     QueueUrl=pending[0].queue_url,
@@ -660,7 +662,8 @@ class Publisher:
                 code = exc.response["Error"].get("Code", "") if isinstance(exc, ClientError) else type(exc).__name__
                 for item in pending:
                     results[item.index] = _result(item, attempt, error_code=code, error_message=str(exc))
-                return results, exc
+                error: Exception = exc
+                return error
             for entry in response.get("Successful", []):
                 item = by_id.pop(entry["Id"])
                 results[item.index] = sent_result(item, attempt, entry["MessageId"])
@@ -684,10 +687,15 @@ class Publisher:
             if retry:
                 self._sleep(self.resend.wait(attempt, self._random()))
             pending = retry
-        return results, None
+        return None
+
+
+#: The ids of a call's entries: SQS wants them unique within the call, and says which failed by them.
+_ENTRY_IDS = tuple(str(place) for place in range(SQS_MAX_BATCH_ENTRIES))
 
 
 def _entry(entry_id: str, item: Prepared) -> dict[str, Any]:
+    """The ``SendMessageBatch`` entry of a job: its body, and only the parameters it has a value for."""
     entry: dict[str, Any] = {"Id": entry_id, "MessageBody": item.body}
     if item.delay_seconds:
         # Only a delay is sent: botocore validates and serializes every parameter of every entry, and
@@ -716,6 +724,16 @@ def _result(item: Prepared, attempts: int, **outcome: Any) -> PublishResult:
     )
 
 
+def _in_order(
+    prepared: list[Prepared], results: dict[int, PublishResult], error: Exception | None
+) -> list[PublishResult]:
+    """The results in the jobs' order, or :class:`PublishError` (caused by ``error``) when one was not published."""
+    ordered = [results[item.index] for item in prepared]
+    if not all(result.ok for result in ordered):
+        raise PublishError(ordered) from error
+    return ordered
+
+
 def _lock_result(item: Prepared, outcome: LockOutcome) -> PublishResult:
     """A ``unique_for`` job whose lock was not taken: already queued (``ok``), or the write failed (nothing sent)."""
     if outcome.already_queued:
@@ -727,8 +745,17 @@ def _lock_result(item: Prepared, outcome: LockOutcome) -> PublishResult:
 
 def _chunks(prepared: list[Prepared]) -> Iterator[list[Prepared]]:
     """Per queue (in first-seen order), greedy chunks of ≤ 10 entries and ≤ 1 MiB in all."""
+    if not prepared:
+        return
+    first = prepared[0].queue_url
+    if all(item.queue_url == first for item in prepared):  # most calls: one tier
+        yield from pack_batches(prepared, _size)
+        return
     by_queue: dict[str, list[Prepared]] = {}
     for item in prepared:
         by_queue.setdefault(item.queue_url, []).append(item)
     for items in by_queue.values():
-        yield from pack_batches(items, lambda item: item.size)
+        yield from pack_batches(items, _size)
+
+
+_size = attrgetter("size")
