@@ -12,7 +12,7 @@ accepts, and prepares it the same (the tests hold the two to it, job by job).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..contract import envelope, payloads
 from ..contract import trace_header as traces
@@ -60,8 +60,17 @@ class PlainJobs:
         body = envelope.body_if_valid(
             job.job_type, job.payload, job.idempotency_key, tenant=job.tenant, published_at=self._published_at
         )
-        if body is None or not string_keys(job.payload) or self._schema_problems(job.job_type, job.payload):
+        if body is None or not string_keys(job.payload):
             return None
+        try:
+            check = self._checks[job.job_type]
+        except KeyError:
+            check = self._checks[job.job_type] = payloads.checker(job.job_type)
+        if check is not None:
+            found: list[str] = []
+            check(job.payload, (), found)
+            if found:
+                return None
         routed = publisher._route(job.job_type, job.tier)
         if routed is None:
             return None
@@ -73,13 +82,3 @@ class PlainJobs:
                 return None
             offload = None
         return Prepared(index, job, tier, queue_url, body, size, delay, trace_header=traced, offload=offload)
-
-    def _schema_problems(self, job_type: str, payload: Any) -> list[str]:
-        try:
-            check = self._checks[job_type]
-        except KeyError:
-            check = self._checks[job_type] = payloads.checker(job_type)
-        found: list[str] = []
-        if check is not None:
-            check(payload, (), found)
-        return found
