@@ -17,7 +17,8 @@ from tiered_jobs.contract import envelope, payloads
 from tiered_jobs.contract.large_payloads import Offload
 from tiered_jobs.contract.routing import Routes
 from tiered_jobs.contract.sqs_limits import ALLOWED_CHARACTER_RANGES, MAX_JOB_MESSAGE_BYTES, first_disallowed_character
-from tiered_jobs.publisher import InvalidJobError, Job, Publisher, PublishResult
+from tiered_jobs.publisher import InvalidJobError, Job, Publisher, PublishResult, bodies
+from tiered_jobs.publisher.bodies import Bodies
 from tiered_jobs.publisher.models import Prepared, sent_result, string_keys, unserialisable
 from tiered_jobs.publisher.plain import PlainJobs
 
@@ -168,11 +169,12 @@ def test_the_body_holds_a_refused_character_exactly_when_its_strings_do():
     assert all(first_disallowed_character(text) is None for text in allowed)
     assert all(first_disallowed_character(text) is not None for text in refused)
     # Every allowed character, each before a "b" (JSON's escape of U+0008 is "\\b"), in one value and as keys.
-    assert envelope.body_if_valid("a.b", {"s": "b".join(allowed) + "b"}, "k") is not None
-    assert envelope.body_if_valid("a.b", dict.fromkeys(allowed, 1), "k") is not None
+    assert Bodies().body("a.b", {"s": "b".join(allowed) + "b"}, "k") is not None
+    assert Bodies().body("a.b", dict.fromkeys(allowed, 1), "k") is not None
+    bodies = Bodies()
     for text in refused:
         for payload in ({"s": f"a{text}b"}, {text: 1}):
-            assert envelope.body_if_valid("a.b", payload, "k") is None, hex(ord(text))
+            assert bodies.body("a.b", payload, "k") is None, hex(ord(text))
 
 
 @pytest.mark.parametrize(
@@ -189,7 +191,7 @@ def test_the_body_holds_a_refused_character_exactly_when_its_strings_do():
 )
 def test_a_backslash_before_an_escape_is_told_from_an_escape(text, refused):
     """In JSON's text a backslash is written as two: a refused character's escape is one after an even run."""
-    assert (envelope.body_if_valid("a.b", {"s": text}, "k") is None) == refused
+    assert (Bodies().body("a.b", {"s": text}, "k") is None) == refused
     assert bool(envelope.character_problems({"s": text})) == refused
 
 
@@ -197,7 +199,8 @@ def test_the_body_is_the_envelopes_json(monkeypatch):
     monkeypatch.setattr(envelope, "utc_now_iso", lambda: NOW)
     payload = {"name": "café 😀", "list": [1, 2.5, None, True, "\t"]}
     expected = envelope.build("a.b", payload, "k", tenant="acme").to_json()
-    assert envelope.body_if_valid("a.b", payload, "k", tenant="acme") == expected
+    assert Bodies().body("a.b", payload, "k", tenant="acme") == expected
+    assert Bodies().body("a.b", payload, "k") == envelope.build("a.b", payload, "k").to_json()
 
 
 def test_published_at_is_the_moment_in_the_envelopes_one_form():
@@ -236,9 +239,9 @@ def test_a_sent_result_is_the_dataclass_its_constructor_makes(publisher):
 
 def test_the_body_is_written_the_same_without_pythons_c_encoder(monkeypatch):
     obj = {"type": "a.b", "payload": {"name": "café 😀", "n": [1, 2.5, None, True, (3,)], "s": "\t\\\x01"}}
-    with_c = "".join(envelope._strict_body_writer()(obj, 0))
+    with_c = "".join(bodies._strict_writer()(obj, 0))
     monkeypatch.setattr(json.encoder, "c_make_encoder", None)
-    without = envelope._strict_body_writer()
+    without = bodies._strict_writer()
     assert "".join(without(obj, 0)) == with_c == json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
     for refused in ({"n": math.nan}, {"d": Decimal(1)}):
         with pytest.raises((ValueError, TypeError)):

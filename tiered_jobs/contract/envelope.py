@@ -42,7 +42,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -376,85 +375,6 @@ def build(
     return Envelope(
         job_type, idempotency_key, payload, ENVELOPE_VERSION, obj["published_at"], tenant, unique_lock, expires_at
     )
-
-
-# -- the publisher's fast path --------------------------------------------------------------------
-
-#: Job types already found to follow the rule for ``type``: a publisher sends few types, many times.
-_valid_types: set[str] = set()
-_MAX_VALID_TYPES = 1024
-
-
-def _strict_body_writer() -> Callable[[Any, int], Iterable[str]]:
-    """The JSON of the message body with NaN and infinities refused, as the publisher refuses a payload
-    that holds one (a circular one fails on Python's recursion limit, not the check for it: the caller
-    then asks why): ``"".join(write(obj, 0))``.
-
-    ``JSONEncoder.encode`` makes its C encoder again on every call, a third of a small body's cost; this
-    one is made once (with the arguments ``encode`` passes it), or is ``encode`` where Python has none."""
-    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False)
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is not None:
-        try:
-            written: Callable[[Any, int], Iterable[str]] = make(
-                None, encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
-            )
-            return written
-        except TypeError:  # another Python's arguments
-            pass
-    return lambda obj, _level: (encoder.encode(obj),)
-
-
-_write_strict_body = _strict_body_writer()
-
-# Where a body written by _STRICT_BODY_ENCODER holds a character SQS refuses. JSON writes every control
-# character as an escape (\b, \f, \u0000...), and SQS refuses those but tab, LF and CR; the other
-# refused characters (lone surrogates, U+FFFE, U+FFFF) it writes as themselves. In JSON's text every
-# backslash starts an escape, "\\" one of a backslash: an escape counts after an even run of those.
-_REFUSED_IN_JSON = re.compile(
-    r"(?<!\\)(?:\\\\)*\\(?:[bf]|u00(?:0[0-8bcefBCEF]|1[0-9a-fA-F]))|[\ud800-\udfff\ufffe\uffff]"
-)
-
-
-def body_if_valid(
-    job_type: Any, payload: Any, idempotency_key: Any, *, tenant: Any = None, published_at: str | None = None
-) -> str | None:
-    """``build(...).to_json()``, when :func:`build` surely accepts these fields and JSON writes the payload
-    without NaN, infinities, a type of its own or a circular structure; ``None`` otherwise.
-
-    One pass for the publisher's common job instead of three: the rules of :func:`validate` asked as
-    yes/no questions, one serialization, and the character check made on that text (a body of ASCII
-    without escapes needs no search at all). ``None`` says nothing about the job: :func:`build` then
-    names every problem, and a caller must also ask whether JSON carries the payload faithfully (a key
-    that is not a string is written as one: this function does not look for it)."""
-    if not isinstance(job_type, str):
-        return None
-    if job_type not in _valid_types:  # the rule for type, asked once per type
-        if validate({"type": job_type, "idempotency_key": "k", "payload": {}}):
-            return None
-        if len(_valid_types) >= _MAX_VALID_TYPES:
-            _valid_types.clear()
-        _valid_types.add(job_type)
-    if not isinstance(idempotency_key, str) or not 1 <= len(idempotency_key) <= MAX_IDEMPOTENCY_KEY_CHARS:
-        return None
-    if not isinstance(payload, dict) or (tenant is not None and tenant_problems(tenant)):
-        return None
-    obj = {
-        "type": job_type,
-        "idempotency_key": idempotency_key,
-        "payload": payload,
-        "version": ENVELOPE_VERSION,
-        "published_at": published_at or utc_now_iso(),
-    }
-    if tenant is not None:
-        obj["tenant"] = tenant
-    try:
-        body = "".join(_write_strict_body(obj, 0))
-    except (TypeError, ValueError, RecursionError):
-        return None
-    if (not body.isascii() or "\\" in body) and _REFUSED_IN_JSON.search(body):
-        return None
-    return body
 
 
 def _json_kind(value: Any) -> str:

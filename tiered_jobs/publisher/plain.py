@@ -4,7 +4,7 @@ deadline of its own, and nothing wrong with it.
 :meth:`Publisher._prepare` checks a job rule by rule and names every problem, at about three times the
 CPU of the ``SendMessageBatch`` call that sends it. Nearly every job is this one, and valid, so it is
 first asked here as yes/no questions: the envelope's fields and its JSON in one serialization whose text
-also answers for SQS's characters and the size (:func:`~tiered_jobs.contract.envelope.body_if_valid`), the
+also answers for SQS's characters and the size (:mod:`~tiered_jobs.publisher.bodies`), the
 payload's compiled schema, the route remembered per type. Any "no", or a job with an option this path
 does not take, goes to the full check, which then says why: this path only ever accepts what that one
 accepts, and prepares it the same (the tests hold the two to it, job by job).
@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..contract import envelope, payloads
+from ..contract import payloads
 from ..contract import trace_header as traces
 from ..contract.sqs_limits import MAX_JOB_MESSAGE_BYTES, message_size
 from . import large_payloads as offloading
+from .bodies import Bodies
 from .models import Job, Prepared, string_keys
 
 if TYPE_CHECKING:
@@ -30,8 +31,7 @@ class PlainJobs:
     def __init__(self, publisher: Publisher, ambient_trace: str | None):
         self._publisher = publisher
         self._ambient_trace = ambient_trace
-        #: The call's moment, every job's ``published_at`` (the jobs of a call are published together).
-        self._published_at = envelope.utc_now_iso()
+        self._bodies = Bodies()
         #: Each type's compiled payload schema, looked up once per call: the search path is the same for all.
         self._checks: dict[str, payloads.Check | None] = {}
 
@@ -57,9 +57,7 @@ class PlainJobs:
                 traced = traces.normalise(job.trace_header)
             except traces.TraceHeaderError:
                 return None
-        body = envelope.body_if_valid(
-            job.job_type, job.payload, job.idempotency_key, tenant=job.tenant, published_at=self._published_at
-        )
+        body = self._bodies.body(job.job_type, job.payload, job.idempotency_key, job.tenant)
         if body is None or not string_keys(job.payload):
             return None
         try:
