@@ -154,3 +154,33 @@ def test_storable_survives_objects_that_cannot_describe_themselves():
     assert "<nested too deeply>" in json.dumps(storable(deep))
     big = storable([{"k": "é" * 40_000}])  # \u00e9 escapes: 6 bytes per character when stored
     assert big["truncated"] is True and len(json.dumps(big)) <= RESULT_MAX_BYTES
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        None,
+        True,
+        {},
+        {"recorded": True, "event": "page_view", "count": 3, "ratio": 0.25, "none": None},
+        {"text": "\u00e9\u4e2d\U0001f600\x00\ud800"},  # escapes of every width, a lone surrogate
+        {"big": 2**64 - 1, "neg": -(2**63), "tiny": 5e-324, "huge": 1.7976931348623157e308},
+        {"near": "x" * (RESULT_MAX_BYTES // 12 - 10)},  # the bound lets it through: the walk agrees
+        {"over": "\U0001f600" * (RESULT_MAX_BYTES // 12 + 1)},  # the bound refuses it: truncated by the walk
+        {"nan": float("nan")},
+        {"huge_int": 2**65},
+        {1: "int key"},
+        {"nested": {"a": 1}},
+        {"k%d" % i: i for i in range(40)},
+    ],
+)
+def test_a_plain_result_taken_as_is_is_what_the_full_walk_returns(result):
+    from tiered_jobs.runtime import results
+
+    reference = results._safe(result, 0, set())  # the full walk, as storable did for every result
+    text = json.dumps(reference, sort_keys=True)
+    if len(text) > RESULT_MAX_BYTES:
+        reference = {"truncated": True, "original_bytes": len(text), "preview": text[:PREVIEW_CHARS]}
+    assert json.dumps(storable(result), sort_keys=True) == json.dumps(reference, sort_keys=True)
+    if results._plain(result):
+        assert storable(result) is result and len(text) <= RESULT_MAX_BYTES

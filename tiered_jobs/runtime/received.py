@@ -62,6 +62,8 @@ class Carried:
 
     @classmethod
     def read(cls, attributes: Mapping[str, Any]) -> Carried:
+        if not attributes:
+            return NOTHING_CARRIED  # a job's first message: most records of a healthy tier
         text = {name: (value or {}).get("stringValue") for name, value in attributes.items()}
         if any(name.startswith(DeadLetter.PREFIX) for name in text):
             return cls(first_failed_at=parse_iso(text.get(DeadLetter.FIRST_FAILED_AT)), replayed_natively=True)
@@ -71,6 +73,10 @@ class Carried:
             first_failed_at=parse_iso(text.get(Attributes.FIRST_FAILED_AT)),
             turn=text.get(Attributes.TURN),
         )
+
+
+#: What a message without attributes carries (frozen: one instance serves every such record).
+NOTHING_CARRIED = Carried()
 
 
 @dataclass(frozen=True)

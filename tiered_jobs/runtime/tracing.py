@@ -60,6 +60,8 @@ class JobTracer:
         self._environ = environ
         self._factory = factory
         self._tracer: Any = None
+        self._header: str | None = None
+        self._sampled = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> JobTracer:
@@ -68,8 +70,14 @@ class JobTracer:
         return cls(disabled=disabled, environ=environ)
 
     def sampled(self) -> bool:
-        """Does X-Ray record the current invocation?"""
-        return not self.disabled and traces.sampled(self._environ.get(traces.ENVIRONMENT_VARIABLE))
+        """Does X-Ray record the current invocation? (Its header is read per job, for Lambda sets it per
+        invocation; the answer is kept for the header, so a batch parses it once.)"""
+        if self.disabled:
+            return False
+        header = self._environ.get(traces.ENVIRONMENT_VARIABLE)
+        if header != self._header:
+            self._header, self._sampled = header, traces.sampled(header)
+        return self._sampled
 
     def job(self, *, job_type: str, key: str, tier: str, attempt: int, link: str | None) -> AbstractContextManager[Any]:
         """The context of one job's run: its subsegment, or nothing when the invocation is not traced."""
