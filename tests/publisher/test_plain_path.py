@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import OrderedDict
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -43,6 +44,10 @@ def publisher(monkeypatch) -> Publisher:
     )
 
 
+class _Key(str):
+    pass
+
+
 def _cyclic() -> dict:
     payload: dict = {"a": 1}
     payload["self"] = payload
@@ -58,6 +63,8 @@ VALID = [
     Job("analytics.record_event", {"path": "C:\\u0001\\\\b", "\\\\": "\\b"}, "k"),  # backslashes, not escapes
     Job("analytics.record_event", {"text": "\u007f\ud7ff\ue000\ufffd\U00010000\U0010ffff"}, "k"),
     Job("analytics.record_event", {"event": "x"}, "k", tenant="acme-1"),
+    Job("analytics.record_event", {"event": "x"}, "k", tenant="!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"),
+    Job("analytics.record_event", OrderedDict(event="x", nested=OrderedDict(a=[1])), _Key("k")),
     Job("analytics.record_event", {"event": "x"}, "k", tier="critical"),
     Job("analytics.record_event", {"event": "x"}, "k", delay=0),
     Job("analytics.record_event", {"event": "x"}, "k", delay=600),

@@ -455,7 +455,7 @@ class Publisher:
 
     def _prepare(self, index: int, job: Job, ambient_trace: str | None = None) -> Prepared:
         """Check everything about one job that SQS or the consumer would refuse, naming every problem
-        (the common valid job is prepared by ``PlainJobs`` first, the same, in a third of the CPU)."""
+        (``PlainJobs`` prepares the common valid job first, the same, for a fraction of the CPU)."""
         problems: list[str] = []
         traced = ambient_trace
         if job.trace_header is not None:  # one the caller named: SQS refuses a malformed header, so refused here
@@ -698,8 +698,9 @@ def _entry(entry_id: str, item: Prepared) -> dict[str, Any]:
     """The ``SendMessageBatch`` entry of a job: its body, and only the parameters it has a value for."""
     entry: dict[str, Any] = {"Id": entry_id, "MessageBody": item.body}
     if item.delay_seconds:
-        # Only a delay is sent: botocore validates and serializes every parameter of every entry, and
-        # none means 0 on the tier queues, which have no delay of their own (the construct sets none).
+        # Sent only when not 0: botocore validates and serializes every parameter of every entry, and
+        # an entry without one waits 0 s on the tier queues, which have no delay of their own (the
+        # construct sets none).
         entry["DelaySeconds"] = item.delay_seconds
     if item.job.tenant is not None:
         # A standard queue with message group ids is an SQS fair queue; nothing FIFO is implied

@@ -1,13 +1,14 @@
 """The publisher's common job in one pass: sent now (or after an SQS delay), with no lock, schedule or
 deadline of its own, and nothing wrong with it.
 
-:meth:`Publisher._prepare` checks a job rule by rule and names every problem, at about three times the
-CPU of the ``SendMessageBatch`` call that sends it. Nearly every job is this one, and valid, so it is
-first asked here as yes/no questions: the envelope's fields and its JSON in one serialization whose text
-also answers for SQS's characters and the size (:mod:`~tiered_jobs.publisher.bodies`), the
-payload's compiled schema, the route remembered per type. Any "no", or a job with an option this path
-does not take, goes to the full check, which then says why: this path only ever accepts what that one
-accepts, and prepares it the same (the tests hold the two to it, job by job).
+:meth:`Publisher._prepare` checks a job rule by rule and names every problem, for more CPU than the
+``SendMessageBatch`` call that sends it (34 µs a job against 26 µs). Nearly every job is this one, and
+valid, so it is first asked here as yes/no questions: the envelope's fields and its JSON in one
+serialization whose text also answers for SQS's characters and the size
+(:mod:`~tiered_jobs.publisher.bodies`), the payload's compiled schema, the route remembered per type.
+Any "no", or a job with an option this path does not take, goes to the full check, which then says why:
+this path only ever accepts what that one accepts, and prepares it the same (the tests hold the two to
+it, job by job).
 """
 
 from __future__ import annotations
