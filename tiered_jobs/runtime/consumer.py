@@ -46,7 +46,6 @@ import random
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -109,16 +108,19 @@ class Archive(Protocol):
         """Store ``records`` durably, or raise."""
 
 
-@dataclass(frozen=True)
 class Fate:
-    """A record decided before it could run: held or deferred, and what became of its copy."""
+    """A record decided before it could run: held or deferred, and what became of its copy (a plain
+    class: a dataclass's generated methods cost a millisecond of every cold start each)."""
 
-    #: The metric outcome of the decision: ``rate_limited``, ``limiter_error`` or ``deferred``.
-    outcome: str
-    #: Why SQS refused the copy (``None``: the copy was accepted, the original is acknowledged).
-    refused: str | None
-    #: When a refused record comes back (its visibility, seconds).
-    keep_seconds: int
+    __slots__ = ("outcome", "refused", "keep_seconds")
+
+    def __init__(self, outcome: str, refused: str | None, keep_seconds: int):
+        #: The metric outcome of the decision: ``rate_limited``, ``limiter_error`` or ``deferred``.
+        self.outcome = outcome
+        #: Why SQS refused the copy (``None``: the copy was accepted, the original is acknowledged).
+        self.refused = refused
+        #: When a refused record comes back (its visibility, seconds).
+        self.keep_seconds = keep_seconds
 
 
 class _Invocation:

@@ -140,14 +140,20 @@ class JobPolicy:
 TIER_DEFAULTS = JobPolicy()
 
 
-@dataclass(frozen=True)
 class Decision:
-    """What becomes of a failed attempt."""
+    """What becomes of a failed attempt (a plain class: a dataclass's generated methods cost a
+    millisecond of every cold start each)."""
 
-    kind: Kind
-    #: ``None``: retried after ``delay_seconds``; else the letter's ``DeadLetter.Reason``.
-    reason: str | None
-    delay_seconds: int | None = None
+    __slots__ = ("kind", "reason", "delay_seconds")
+
+    def __init__(self, kind: Kind, reason: str | None, delay_seconds: int | None = None):
+        self.kind = kind
+        #: ``None``: retried after ``delay_seconds``; else the letter's ``DeadLetter.Reason``.
+        self.reason = reason
+        self.delay_seconds = delay_seconds
+
+    def __repr__(self) -> str:
+        return f"Decision({self.kind!r}, {self.reason!r}, {self.delay_seconds!r})"
 
     @property
     def retry(self) -> bool:

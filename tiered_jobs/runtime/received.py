@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -48,17 +47,30 @@ INVALID_JOB_TYPE = "invalid"
 UNREGISTERED_JOB_TYPE = "unregistered"
 
 
-@dataclass(frozen=True)
 class Carried:
-    """What earlier messages of this job handed on (see the module's docstring)."""
+    """What earlier messages of this job handed on (see the module's docstring).
 
-    prior_attempts: int = 0
-    enqueued_at: datetime | None = None
-    first_failed_at: datetime | None = None
-    #: The turn the rate limit reserved when it held the job (``TieredJobs.Turn``, as sent).
-    turn: str | None = None
-    #: A letter moved back by native replay: a new run of the job.
-    replayed_natively: bool = False
+    This and :class:`Received` are plain classes, read-only by convention: a dataclass's generated
+    methods cost about a millisecond each of every cold start, and a frozen one's ``__init__`` a few
+    microseconds of every record."""
+
+    __slots__ = ("prior_attempts", "enqueued_at", "first_failed_at", "turn", "replayed_natively")
+
+    def __init__(
+        self,
+        prior_attempts: int = 0,
+        enqueued_at: datetime | None = None,
+        first_failed_at: datetime | None = None,
+        turn: str | None = None,
+        replayed_natively: bool = False,
+    ):
+        self.prior_attempts = prior_attempts
+        self.enqueued_at = enqueued_at
+        self.first_failed_at = first_failed_at
+        #: The turn the rate limit reserved when it held the job (``TieredJobs.Turn``, as sent).
+        self.turn = turn
+        #: A letter moved back by native replay: a new run of the job.
+        self.replayed_natively = replayed_natively
 
     @classmethod
     def read(cls, attributes: Mapping[str, Any]) -> Carried:
@@ -75,39 +87,74 @@ class Carried:
         )
 
 
-#: What a message without attributes carries (frozen: one instance serves every such record).
+#: What a message without attributes carries (read-only: one instance serves every such record).
 NOTHING_CARRIED = Carried()
 
 
-@dataclass(frozen=True)
 class Received:
-    """One SQS record of the batch (Lambda's event shape), parsed."""
+    """One SQS record of the batch (Lambda's event shape), parsed (read-only by convention, as :class:`Carried`)."""
 
-    message_id: str
-    receipt_handle: str
-    body: str
-    #: Lambda's ``messageAttributes`` of the record, as delivered.
-    attributes: Mapping[str, Any]
-    #: SQS's ``ApproximateReceiveCount`` of this message.
-    receive_count: int
-    sent_at: datetime
-    #: SQS's ``ApproximateFirstReceiveTimestamp`` of this message (``None`` when absent).
-    first_received_at: datetime | None
-    #: The queue it came from (``eventSourceARN``).
-    source: str
-    #: ``MessageGroupId`` as SQS delivered it (a fair queue's tenant, when the sender set one).
-    group_id: str | None
-    envelope: envelope_rules.Envelope | None
-    #: Why the body is not an envelope (``None`` when it is).
-    envelope_error: envelope_rules.EnvelopeError | None
-    carried: Carried
-    #: The metric label: the job type when it is registered, else ``invalid`` / ``unregistered``.
-    label: str
-    #: Why an offloaded body could not be fetched (``None``: the body was not offloaded, or was fetched).
-    body_error: BaseException | None = None
-    #: The X-Ray header its publisher sent (``AWSTraceHeader``): every copy, letter and replay sends it
-    #: on, so the job's runs all link to the publishing request (:mod:`tiered_jobs.contract.trace_header`).
-    trace_header: str | None = None
+    __slots__ = (
+        "message_id",
+        "receipt_handle",
+        "body",
+        "attributes",
+        "receive_count",
+        "sent_at",
+        "first_received_at",
+        "source",
+        "group_id",
+        "envelope",
+        "envelope_error",
+        "carried",
+        "label",
+        "body_error",
+        "trace_header",
+    )
+
+    def __init__(
+        self,
+        message_id: str,
+        receipt_handle: str,
+        body: str,
+        attributes: Mapping[str, Any],
+        receive_count: int,
+        sent_at: datetime,
+        first_received_at: datetime | None,
+        source: str,
+        group_id: str | None,
+        envelope: envelope_rules.Envelope | None,
+        envelope_error: envelope_rules.EnvelopeError | None,
+        carried: Carried,
+        label: str,
+        body_error: BaseException | None = None,
+        trace_header: str | None = None,
+    ):
+        self.message_id = message_id
+        self.receipt_handle = receipt_handle
+        self.body = body
+        #: Lambda's ``messageAttributes`` of the record, as delivered.
+        self.attributes = attributes
+        #: SQS's ``ApproximateReceiveCount`` of this message.
+        self.receive_count = receive_count
+        self.sent_at = sent_at
+        #: SQS's ``ApproximateFirstReceiveTimestamp`` of this message (``None`` when absent).
+        self.first_received_at = first_received_at
+        #: The queue it came from (``eventSourceARN``).
+        self.source = source
+        #: ``MessageGroupId`` as SQS delivered it (a fair queue's tenant, when the sender set one).
+        self.group_id = group_id
+        self.envelope = envelope
+        #: Why the body is not an envelope (``None`` when it is).
+        self.envelope_error = envelope_error
+        self.carried = carried
+        #: The metric label: the job type when it is registered, else ``invalid`` / ``unregistered``.
+        self.label = label
+        #: Why an offloaded body could not be fetched (``None``: the body was not offloaded, or was fetched).
+        self.body_error = body_error
+        #: The X-Ray header its publisher sent (``AWSTraceHeader``): every copy, letter and replay sends it
+        #: on, so the job's runs all link to the publishing request (:mod:`tiered_jobs.contract.trace_header`).
+        self.trace_header = trace_header
 
     @property
     def attempt(self) -> int:

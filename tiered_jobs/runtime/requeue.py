@@ -25,7 +25,6 @@ has a copy that fits.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -47,18 +46,28 @@ from .received import Received
 _NOT_CARRIED = (DeadLetter.PREFIX, Attributes.PREFIX, Replay.PREFIX)
 
 
-@dataclass(frozen=True)
 class Copy:
-    """The copy of one record to send, and when it should become visible."""
+    """The copy of one record to send, and when it should become visible (a plain class: a dataclass's
+    generated methods cost a millisecond of every cold start each)."""
 
-    record: Received
-    delay_seconds: int
-    #: A held job's reserved turn (``TieredJobs.Turn``): the copy runs then without claiming again.
-    turn: str | None = None
-    #: The job's step (``TieredJobs.Step``): a continuation's next one; ``None``: the record's own, carried.
-    step: int | None = None
-    #: When this copy enters the queue as a new run of the job's time (a continuation: now); ``None``: carried.
-    enqueued_at: datetime | None = None
+    __slots__ = ("record", "delay_seconds", "turn", "step", "enqueued_at")
+
+    def __init__(
+        self,
+        record: Received,
+        delay_seconds: int,
+        turn: str | None = None,
+        step: int | None = None,
+        enqueued_at: datetime | None = None,
+    ):
+        self.record = record
+        self.delay_seconds = delay_seconds
+        #: A held job's reserved turn (``TieredJobs.Turn``): the copy runs then without claiming again.
+        self.turn = turn
+        #: The job's step (``TieredJobs.Step``): a continuation's next one; ``None``: the record's own, carried.
+        self.step = step
+        #: When this copy enters the queue as a new run of the job's time (a continuation: now); ``None``: carried.
+        self.enqueued_at = enqueued_at
 
     def attributes(self) -> dict[str, dict[str, Any]] | None:
         """The copy's attributes; ``None`` when SQS's 10 attributes leave no room for the attempts."""
