@@ -80,4 +80,6 @@ class PlainJobs:
             if size > MAX_JOB_MESSAGE_BYTES:
                 return None
             offload = None
-        return Prepared(index, job, tier, queue_url, body, size, delay, trace_header=traced, offload=offload)
+        # By position, in the fields' order (fire_at, unique_token, unique_until, debounced, trace_header,
+        # offload): naming two of them cost half again the dataclass's construction.
+        return Prepared(index, job, tier, queue_url, body, size, delay, None, None, None, False, traced, offload)
