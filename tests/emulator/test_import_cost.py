@@ -3,8 +3,9 @@
 Local mode's processes (``up``, its function workers, the suite's own) import the standard-library
 parts of ``tiered_jobs.cdk`` (settings, asset staging, the packages layer) without loading the CDK:
 jsii starts a Node.js runtime on import, seconds of CPU each time. The consumer's handler, imported
-at every Lambda cold start (where nothing is precompiled: the asset ships no bytecode), loads only
-what a plain job needs; the paths few records take load their modules on first use.
+at every Lambda cold start, loads only what a plain job needs; the paths few records take load their
+modules on first use. And what it loads defines few dataclasses: each generates and compiles its
+methods at import (about a millisecond of CPU), which bytecode in the asset cannot save.
 """
 
 from __future__ import annotations
@@ -63,3 +64,36 @@ def test_the_consumer_handler_loads_no_module_of_a_rare_path_at_import():
     assert loaded_by("tiered_jobs.runtime.ratelimit", watched=NOT_AT_COLD_START) == str(
         ["tiered_jobs.contract.rate_limits", "tiered_jobs.runtime.ratelimit"]
     )
+
+
+#: The dataclasses a plain job's cold path defines: the types a job or a test builds or copies
+#: (``dataclasses.replace``); the consumer's internal records are plain classes.
+COLD_PATH_DATACLASSES = {
+    "tiered_jobs.contract.envelope.Envelope",
+    "tiered_jobs.contract.large_payloads.Offload",
+    "tiered_jobs.contract.large_payloads.Pointer",
+    "tiered_jobs.contract.progress.Progress",
+    "tiered_jobs.contract.tiers.TierQueues",
+    "tiered_jobs.runtime.backoff.RetryPolicy",
+    "tiered_jobs.runtime.config.TierConfig",
+    "tiered_jobs.runtime.job_policy.JobPolicy",
+    "tiered_jobs.runtime.registry.JobContext",
+    "tiered_jobs.runtime.registry.JobDefinition",
+}
+
+
+def test_the_consumer_handler_defines_only_the_public_dataclasses_at_import():
+    code = (
+        "import dataclasses, sys\n"
+        "made = []\n"
+        "original = dataclasses._process_class\n"
+        "def counted(cls, *args, **kwargs):\n"
+        "    made.append(f'{cls.__module__}.{cls.__qualname__}')\n"
+        "    return original(cls, *args, **kwargs)\n"
+        "dataclasses._process_class = counted\n"
+        "import tiered_jobs.handlers.consumer\n"
+        "print('\\n'.join(sorted(m for m in made if m.startswith('tiered_jobs.'))))\n"
+    )
+    env = {**os.environ, "TIERED_JOBS_JOB_MODULES": "tests.support.jobs"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert set(result.stdout.split()) == COLD_PATH_DATACLASSES
