@@ -11,15 +11,23 @@ from collections import OrderedDict
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from tiered_jobs.contract import envelope, payloads
 from tiered_jobs.contract.large_payloads import Offload
+from tiered_jobs.contract.names import SQS_MAX_MESSAGE_BYTES
 from tiered_jobs.contract.routing import Routes
-from tiered_jobs.contract.sqs_limits import ALLOWED_CHARACTER_RANGES, MAX_JOB_MESSAGE_BYTES, first_disallowed_character
+from tiered_jobs.contract.sqs_limits import (
+    ALLOWED_CHARACTER_RANGES,
+    MAX_JOB_MESSAGE_BYTES,
+    first_disallowed_character,
+    pack_batches,
+)
 from tiered_jobs.publisher import InvalidJobError, Job, Publisher, PublishResult, bodies
 from tiered_jobs.publisher.bodies import Bodies
+from tiered_jobs.publisher.client import _chunks
 from tiered_jobs.publisher.models import Prepared, sent_result, string_keys, unserialisable
 from tiered_jobs.publisher.plain import PlainJobs
 
@@ -253,3 +261,24 @@ def test_the_body_is_written_the_same_without_pythons_c_encoder(monkeypatch):
     for refused in ({"n": math.nan}, {"d": Decimal(1)}):
         with pytest.raises((ValueError, TypeError)):
             "".join(without(refused, 0))
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        [],
+        [100] * 23,
+        [SQS_MAX_MESSAGE_BYTES // 10] * 12,  # ten fit exactly
+        [SQS_MAX_MESSAGE_BYTES // 10 + 1] * 12,  # ten do not: the size decides
+        [300_000, 10, 700_000, 500_000, 5, 5, 1_000_000, 20] * 3,
+    ],
+)
+def test_one_tiers_chunks_are_the_greedy_packing(sizes):
+    """A call to one tier whose jobs cannot fill a call's bytes is cut every ten: what the packing gives."""
+    items = [SimpleNamespace(queue_url="q", size=size) for size in sizes]
+    expected = [[item.size for item in chunk] for chunk in pack_batches(items, lambda item: item.size)]
+    assert [[item.size for item in chunk] for chunk in _chunks(items)] == expected  # type: ignore[arg-type]
+    mixed = [SimpleNamespace(queue_url=f"q{n % 2}", size=size) for n, size in enumerate(sizes)]
+    by_queue = [[i for i in mixed if i.queue_url == q] for q in ("q0", "q1")]
+    expected = [[i.size for i in chunk] for items in by_queue for chunk in pack_batches(items, lambda i: i.size)]
+    assert [[item.size for item in chunk] for chunk in _chunks(mixed)] == expected  # type: ignore[arg-type]
