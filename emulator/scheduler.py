@@ -19,6 +19,10 @@ check its policy), the flexible time window (it fires at the scheduled time, not
 window), and Scheduler's own 60-second precision (local fires come within ``interval`` of their
 time). Every fire is logged with ``[local emulation]`` and kept in :attr:`ScheduleRunner.fires`
 with its lag behind the scheduled time, which the demo reports.
+
+Given ``has_schedules`` (a look-up in the session's own moto, :mod:`emulator.store_reads`), a round
+whose group holds no schedule sends no request: most sessions have none, and listing an empty group
+five times a second was about 0.03 of a core for the whole session.
 """
 
 from __future__ import annotations
@@ -81,11 +85,14 @@ class ScheduleRunner(BackgroundLoop):
         *,
         interval_seconds: float = DEFAULT_INTERVAL_SECONDS,
         clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+        has_schedules: Callable[[], bool] | None = None,
     ):
+        """``has_schedules()`` says whether the group holds any schedule (unset: every round reads it)."""
         super().__init__(interval_seconds)
         self._clients = clients
         self.group_name = group_name
         self._clock = clock
+        self._has_schedules = has_schedules
         self._lock = threading.Lock()
         #: ``(name, creation) -> the last scheduled time handled`` (a re-created schedule starts afresh).
         self._cursors: dict[tuple[str, Any], datetime] = {}
@@ -222,7 +229,8 @@ class ScheduleRunner(BackgroundLoop):
     thread_name = "schedule-runner"
 
     def tick(self) -> None:
-        self.poll_once()
+        if self._has_schedules is None or self._has_schedules():
+            self.poll_once()
 
     def tick_failed(self, exc: Exception) -> None:
         log.error("%s schedule round failed", EMULATION_LABEL, exc_info=exc)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from emulator import lambda_invoke, mapping_state, moto_patches
+from emulator import lambda_invoke, mapping_state, moto_patches, store_reads
 from emulator.alarms import AlarmEvaluator
 from emulator.cdk_app import CdkApp
 from emulator.deploy import (
@@ -200,6 +200,8 @@ class LocalSession:
                 Alarms.prefix(self.deployment.stage),
                 lambda queue: moto_patches.oldest_message_age_seconds(queue, ACCOUNT_ID, endpoint.region),
                 interval_seconds=self._alarm_interval,
+                queue_number=lambda queue, name: store_reads.queue_number(queue, name, ACCOUNT_ID, endpoint.region),
+                alarms_version=lambda: store_reads.alarms_version(ACCOUNT_ID, endpoint.region),
             )
             self.alarms.start()
             for function in self.functions.values():  # `aws lambda invoke` runs them here, not in moto's Docker
@@ -218,7 +220,11 @@ class LocalSession:
                 self.watcher.start()
             group = self.deployment.outputs.get(Schedules.OUTPUT_GROUP_NAME)
             if group is not None:  # moto never fires schedules: the local runtime does (emulation)
-                self.scheduler = ScheduleRunner(self.clients, group)
+                self.scheduler = ScheduleRunner(
+                    self.clients,
+                    group,
+                    has_schedules=lambda: store_reads.schedule_group_has_schedules(group, ACCOUNT_ID, endpoint.region),
+                )
                 self.scheduler.start()
         except BaseException:
             self.stop()

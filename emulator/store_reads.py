@@ -1,0 +1,59 @@
+"""What the session's background loops read straight from moto's store instead of over HTTP.
+
+The embedded AWS runs in the session's own process, so a loop that only needs to know a number or
+whether something changed can look it up in moto's backends (a few dictionary reads) instead of
+sending a request that moto parses, answers and botocore parses back (2 to 20 ms of CPU each). The
+loops run every fraction of a second for the whole session, mostly with nothing to do: the alarm
+evaluator read every alarm and the depth of every queue an alarm watches twice a second, and the
+schedule runner listed an empty schedule group five times a second, about 0.07 of a core for an
+idle session. What a loop acts on (an alarm's definition, a schedule's target) is still read
+through the API, as any client would; these reads only say when to read it again, or give a value
+the API would give too.
+
+Like :func:`emulator.moto_patches.oldest_message_age_seconds`, each needs the server in this process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from emulator.moto_patches import queue_attribute
+
+
+def queue_number(queue_name: str, attribute: str, account_id: str, region: str) -> float:
+    """A numeric attribute of a queue (``ApproximateNumberOfMessages``...), as ``GetQueueAttributes``
+    answers it; a queue that does not exist raises, as that call would."""
+    from moto.sqs.models import sqs_backends
+
+    queue = sqs_backends[account_id][region].queues.get(queue_name)
+    if queue is None:
+        raise LookupError(f"queue {queue_name} does not exist")
+    return float(queue_attribute(queue, attribute))
+
+
+def alarms_version(account_id: str, region: str) -> Hashable:
+    """A value that changes whenever an alarm is created, replaced, deleted or changes state
+    (``PutMetricAlarm`` makes a new alarm object; ``SetAlarmState`` stamps the state's time)."""
+    from moto.cloudwatch.models import cloudwatch_backends
+
+    alarms = list(cloudwatch_backends[account_id][region].alarms.items())
+    return tuple(
+        (
+            name,
+            id(alarm),
+            alarm.state_value,
+            alarm.state_updated_timestamp,
+            alarm.configuration_updated_timestamp,
+            alarm.actions_enabled,
+        )
+        for name, alarm in alarms
+    )
+
+
+def schedule_group_has_schedules(group_name: str, account_id: str, region: str) -> bool:
+    """Whether the group holds a schedule (a group that does not exist: ``True``, so that the
+    runner's own read reports it)."""
+    from moto.scheduler.models import scheduler_backends
+
+    group = scheduler_backends[account_id][region].schedule_groups.get(group_name)
+    return group is None or bool(group.schedules)
