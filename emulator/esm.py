@@ -18,6 +18,11 @@ The mapping's ``Enabled`` state and its ``MaximumConcurrency`` can change while 
 (``control``) before every receive, so a disabled mapping receives nothing (a batch in flight
 finishes, as on Lambda) and a lowered concurrency idles the pollers above it. A concurrency raised
 above the one deployed takes effect at the next start.
+
+Given ``wait_for_messages`` (local mode's: a wait on the queue in moto's own store, see
+:mod:`emulator.store_reads`), an idle poller waits there for a message instead of sending an empty
+long poll every second: six idle pollers' polls were about 0.035 of a core for a whole session.
+The receive itself is still ``ReceiveMessage``, made as soon as the queue holds a visible message.
 """
 
 from __future__ import annotations
@@ -264,9 +269,13 @@ class MappingRuntime:
         poll_wait_seconds: int = DEFAULT_POLL_WAIT_SECONDS,
         listener: InvocationListener | None = None,
         control: Callable[[], MappingControl] | None = None,
+        wait_for_messages: Callable[[float], bool] | None = None,
     ):
+        """``wait_for_messages(seconds)`` waits up to ``seconds`` for the queue to hold a visible message
+        and says whether it does (unset: every poll is a long poll)."""
         self.mapping = mapping
         self._control = control
+        self._wait_for_messages = wait_for_messages
         self.stats = MappingStats()
         self._invoker_factory = invoker_factory
         self._sqs = sqs_client
@@ -331,6 +340,8 @@ class MappingRuntime:
                 if not self.may_poll(index):
                     self._stop.wait(CONTROL_WAIT_SECONDS)
                     continue
+                if self._wait_for_messages is not None and not self._wait_for_messages(self._poll_wait):
+                    continue  # nothing within a long poll's wait: read the mapping's state again, as after one
                 try:
                     messages = self._receive_batch()
                 except Exception as exc:  # noqa: BLE001 - the endpoint went away or throttled: back off, keep going

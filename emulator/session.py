@@ -189,6 +189,9 @@ class LocalSession:
                         self.clients("sqs"),
                         listener=self.metrics.invocation,
                         control=mapping_state.control(uuids[tier.consumer.arn], ACCOUNT_ID, endpoint.region),
+                        wait_for_messages=store_reads.message_waiter(
+                            tier.mapping.queue_arn, ACCOUNT_ID, endpoint.region
+                        ),
                     )
                     for tier in self.deployment.tiers.values()
                 ]

@@ -3,6 +3,8 @@ API's, and a request only when something changed."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
 
 import boto3
@@ -10,8 +12,12 @@ import pytest
 
 from emulator import store_reads
 from emulator.alarms import AlarmEvaluator
+from emulator.esm import MappingConfig, MappingRuntime
+from emulator.invokers import in_process_factory
 from emulator.metrics import MetricStore
 from emulator.scheduler import ScheduleRunner
+from tests.emulator.local_support import wait_until
+from tests.emulator.test_local_esm import function
 
 ACCOUNT, REGION = "123456789012", "us-east-1"
 
@@ -113,3 +119,38 @@ def test_the_runner_reads_an_empty_group_without_a_request_and_fires_once_it_hol
         "ApproximateNumberOfMessages": "1"
     }
     assert store_reads.schedule_group_has_schedules("no-such-group", ACCOUNT, REGION)  # the runner's read says why
+
+
+def test_the_message_waiter_wakes_at_a_send_and_not_for_a_delayed_message(aws):
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName="q")["QueueUrl"]
+    wait = store_reads.message_waiter("arn:aws:sqs:us-east-1:123456789012:q", ACCOUNT, REGION)
+    sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=60)
+    assert wait(0.1) is False  # only a delayed message: nothing to receive yet
+
+    threading.Timer(0.2, lambda: sqs.send_message(QueueUrl=url, MessageBody="now")).start()
+    started = time.monotonic()
+    assert wait(10) is True
+    assert time.monotonic() - started < 5  # woken by the send, not by the end of the wait
+    assert store_reads.message_waiter("arn:aws:sqs:us-east-1:123456789012:gone", ACCOUNT, REGION)(10) is True
+
+
+def test_an_idle_poller_sends_no_receive_until_its_queue_holds_a_message(aws):
+    calls: Counter = Counter()
+    sqs = counted(boto3.client("sqs"), calls)
+    url = sqs.create_queue(QueueName="jobs", Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
+    arn = "arn:aws:sqs:us-east-1:123456789012:jobs"
+    runtime = MappingRuntime(
+        MappingConfig(function(), url, arn, batch_size=10, batching_window_seconds=0, maximum_concurrency=2),
+        in_process_factory(),
+        sqs,
+        wait_for_messages=store_reads.message_waiter(arn, ACCOUNT, REGION),
+    )
+    runtime.start()
+    try:
+        time.sleep(1.5)  # one and a half long polls' worth
+        assert calls["ReceiveMessage"] == 0
+        sqs.send_message(QueueUrl=url, MessageBody="{}")
+        wait_until(lambda: runtime.stats.snapshot()["deleted"] == 1, timeout=10, what="the job run and deleted")
+    finally:
+        runtime.stop()
