@@ -122,6 +122,12 @@ Gaps, in deployment order:
     :func:`sqs_batch_system_attributes` hands each entry's system attributes to the message moto
     makes of it.
 
+20. **moto's CloudFormation parses a JSON template as YAML** (JSON is YAML, and moto tries YAML
+    first), with PyYAML's pure-Python loader: the local stack's template (130 KB) took 355 ms of CPU
+    to read at each ``CreateStack``, the tests' miniature stack 13 ms, where ``json.loads`` takes
+    1.5 ms and 0.1 ms. :func:`cloudformation_json_templates` reads a template that is JSON as JSON
+    (the same dictionary: a test compares them) and leaves any other text to moto's YAML.
+
 moto never evaluates alarms, publishes no SQS or Lambda metrics and extracts no EMF from logs:
 ``emulator.metrics`` and ``emulator.alarms`` emulate those services' parts.
 """
@@ -825,3 +831,30 @@ def queue_attribute(queue: Any, name: str) -> Any:
         value = getattr(queue, camelcase_to_underscores(name))
         return str(value).lower() if isinstance(value, bool) else value
     return None
+
+
+# --------------------------------------------------------------------------------------------
+# Gap 20: a JSON template parsed as JSON
+
+
+def cloudformation_json_templates() -> None:
+    """moto's CloudFormation: a stack's or change set's template that is JSON is parsed as JSON (idempotent)."""
+    from moto.cloudformation import models
+
+    yaml_first = models.Stack.parse_template
+    if getattr(yaml_first, "json_first_by_tiered_jobs", False):
+        return
+
+    def parse_template(template: str) -> dict[str, Any]:
+        try:
+            parsed = json.loads(template)
+        except ValueError:  # YAML (or not a template at all): moto's own parse and errors
+            return yaml_first(template)
+        return parsed if isinstance(parsed, dict) else yaml_first(template)
+
+    def change_set_template(change_set: Any) -> None:
+        change_set.template_dict = parse_template(change_set.template)
+
+    parse_template.json_first_by_tiered_jobs = True  # type: ignore[attr-defined]
+    models.Stack.parse_template = staticmethod(parse_template)  # type: ignore[method-assign]
+    models.ChangeSet._parse_template = change_set_template  # type: ignore[method-assign, assignment]

@@ -76,6 +76,7 @@ class EmbeddedAws:
         )
 
         from .moto_patches import (
+            cloudformation_json_templates,
             cloudwatch_dimensions_as_a_set,
             cloudwatch_list_metrics_by_series,
             cloudwatch_metric_data_by_series,
@@ -100,6 +101,7 @@ class EmbeddedAws:
         moto_server_module_list_once()  # the dispatcher's folder listing on every request (moto_patches, gap 13)
         sqs_fast_clock_and_attributes()  # SQS's quadratic clock and attribute reads (moto_patches, gap 14)
         sqs_batch_system_attributes()  # a batch entry's AWSTraceHeader (moto_patches, gap 19)
+        cloudformation_json_templates()  # a JSON template read as JSON, not YAML (moto_patches, gap 20)
         server = ThreadedMotoServer(ip_address=HOST, port=self._requested_port, verbose=False)
         server.start()
         host, port = server.get_host_and_port()

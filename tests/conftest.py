@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from emulator import synth_cache
+from emulator import moto_patches, synth_cache
 from tests.support import scheduling
 from tests.support.botocore_models import share_parsed_files
 from tests.support.context import lambda_context as make_lambda_context
@@ -27,6 +27,9 @@ load_job_modules(["example.jobs"], every_module=True)
 load_job_modules(["tests.support.jobs"])
 
 share_parsed_files()  # one parse of each botocore data file per test process, not one per boto3 session
+# The tests' stacks are JSON, which moto's CloudFormation read with PyYAML's pure-Python loader
+# (13 ms a stack; json.loads takes 0.1 ms): read as JSON instead.
+moto_patches.cloudformation_json_templates()
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")

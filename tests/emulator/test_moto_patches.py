@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -455,3 +456,32 @@ def test_a_resource_that_still_needs_a_left_out_one_is_refused():
     refers["Resources"]["Output"] = {"Type": "AWS::SSM::Parameter", "Properties": {"Value": {"Ref": "Alias"}}}
     with pytest.raises(RuntimeError, match=r"\['Output'\] refer to an alias or CodeDeploy resource"):
         moto_patches.invoke_functions_not_aliases(refers)
+
+
+def test_a_json_template_is_read_as_json_into_what_moto_s_yaml_read_gives_and_yaml_still_works(aws):
+    import boto3
+    import yaml
+    from moto.cloudformation.models import Stack
+
+    from tests.support.stack import DEFAULT_TIERS, ROUTES, STAGE
+    from tests.support.stack import template as stack_template
+
+    moto_patches.cloudformation_json_templates()
+    text = json.dumps(stack_template(STAGE, DEFAULT_TIERS, dict(ROUTES)))
+    assert Stack.parse_template(text) == yaml.load(text, Loader=yaml.Loader) == json.loads(text)
+
+    cloudformation = boto3.client("cloudformation")
+    cloudformation.create_stack(StackName="from-json", TemplateBody=text)
+    yaml_text = "\n".join(
+        [
+            "Resources:",
+            "  Queue:",
+            "    Type: AWS::SQS::Queue",
+            "    Properties:",
+            "      QueueName: !Sub '${AWS::StackName}-q'",
+        ]
+    )
+    cloudformation.create_stack(StackName="from-yaml", TemplateBody=yaml_text)
+    assert any(url.endswith("/from-yaml-q") for url in boto3.client("sqs").list_queues()["QueueUrls"])
+    resources = cloudformation.describe_stack_resources(StackName="from-json")["StackResources"]
+    assert len(resources) == len(json.loads(text)["Resources"])
