@@ -22,6 +22,7 @@ synthesis, and the asset's hash changes only with the code or the interpreter's 
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -132,7 +133,10 @@ def source_only_note(runtime: str) -> str:
     )
 
 
+@functools.lru_cache(maxsize=32)
 def _version_of(executable: str) -> str | None:
+    """``3.13``, or ``None`` when ``executable`` does not run (a shim for a version not installed). Asked
+    once per executable per process: a test suite or an app synthesizes many stacks."""
     try:
         result = subprocess.run([executable, "-c", _VERSION], capture_output=True, text=True, timeout=30, check=False)
     except OSError:
