@@ -202,7 +202,11 @@ def assert_never_ahead(starts: list[float], limit: RateLimit) -> None:
             assert starts[j] - starts[i] >= (j - i - (limit.burst - 1)) * interval - 1e-4, (i, j)
 
 
-def concurrently(consumer, threads: int = 20) -> None:
+#: Containers claiming at once in the contention tests.
+CONTAINERS = 20
+
+
+def concurrently(consumer, threads: int = CONTAINERS) -> None:
     """Run ``consumer`` in ``threads`` threads at once; an error in any of them fails the test."""
     errors: list[BaseException] = []
 
@@ -263,17 +267,27 @@ def test_each_batch_writes_once_per_bucket_and_once_more_only_after_a_lost_condi
     starts: dict[str, list[float]] = {key: [] for key in keys.values()}
     held_with_turns = 0
     lock = threading.Lock()
+    # Every container's first write waits until all have read the bucket: the race of 20 containers
+    # claiming at once happens on every run, not only when the scheduler interleaves their threads.
+    everyone_read = threading.Barrier(CONTAINERS, timeout=30)
 
     def consumer() -> None:
         nonlocal held_with_turns
         calls: dict[tuple[str, str], int] = {}
+        first_write = [True]
 
         def count(model, params, **_):
             key = (model.name, params["Key"]["bucket"]["S"]) if "Key" in params else (model.name, "")
             calls[key] = calls.get(key, 0) + 1
 
+        def race(**_):
+            if first_write[0]:
+                first_write[0] = False
+                everyone_read.wait()
+
         dynamodb = boto3.client("dynamodb")
         dynamodb.meta.events.register("before-parameter-build.dynamodb", count)
+        dynamodb.meta.events.register("before-call.dynamodb.UpdateItem", race)
         clients = {"dynamodb": dynamodb, "sqs": boto3.client("sqs")}
         limiter = RateLimiter(limits, "critical", "buckets", client=clients.__getitem__)
         batch = 0
@@ -302,7 +316,7 @@ def test_each_batch_writes_once_per_bucket_and_once_more_only_after_a_lost_condi
                 batches.append(dict(calls))
             time.sleep(0.01)
 
-    concurrently(consumer)
+    concurrently(consumer, CONTAINERS)
     writes = [n for batch in batches for (op, _), n in batch.items() if op == "UpdateItem"]
     assert len(batches) >= 60 and max(writes) <= 2, "a second write per bucket and batch at most"
     assert 2 in writes, "no write ever lost its condition: the test proves little"
