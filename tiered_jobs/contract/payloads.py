@@ -163,7 +163,7 @@ def problems(job_type: str, payload: Any) -> list[str]:
     return found
 
 
-#: A compiled schema: ``check(value, path, found)`` appends to ``found`` what :func:`_validate` would.
+#: A compiled schema: ``check(value, path, found)`` appends to ``found`` every way ``value`` breaks it.
 Check = Callable[[Any, tuple[str, ...], list[str]], None]
 
 #: Per search path (its folders, in order), each job type's compiled schema (``None``: it has none).
@@ -212,10 +212,10 @@ def _compiled_schema(path: Path) -> Check:
 
 # -- the validator ------------------------------------------------------------------------------
 #
-# Two readings of one schema, held to the same messages by the tests: _validate walks the schema for
-# every value (the reference, one rule per line, as JSON Schema states them), and _compile turns a schema
-# into closures once (what every publish and consume runs: no keyword looked up, no message's text built
-# until a rule fails, about a fifth of the reference's CPU on a small payload).
+# _compile turns a schema into closures once (what every publish and consume runs: no keyword looked up,
+# no message's text built until a rule fails, about a fifth of a walk's CPU on a small payload). The
+# tests hold it to a walk of the schema for every value, one rule per line as JSON Schema states them
+# (tests/support/schema_walk.py): the same messages, in the same order.
 
 
 def _check_supported(node: Any, where: str) -> None:
@@ -298,88 +298,6 @@ def _article(kind: str) -> str:
     return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
-def _validate(node: Any, value: Any, path: tuple[str, ...], found: list[str]) -> None:
-    if node is True:
-        return
-    if node is False:
-        found.append(f"{_where(path)} is not allowed")
-        return
-    where = _where(path)
-    if "type" in node:
-        names = node["type"] if isinstance(node["type"], list) else [node["type"]]
-        if not any(_is_type(value, name) for name in names):
-            found.append(
-                f"{where} must be {' or '.join(_article(n) for n in names)}, got {_article(_json_kind(value))}"
-            )
-            return  # the other rules would only repeat it
-    if "enum" in node and not any(_equal(value, option) for option in node["enum"]):
-        found.append(f"{where} must be one of {', '.join(_shown(o) for o in node['enum'])}, got {_shown(value)}")
-    if "const" in node and not _equal(value, node["const"]):
-        found.append(f"{where} must be {_shown(node['const'])}, got {_shown(value)}")
-    if "not" in node:
-        inner: list[str] = []
-        _validate(node["not"], value, path, inner)
-        if not inner:
-            found.append(f"{where} must not be {_shown(value)}")
-    if isinstance(value, str):
-        _validate_string(node, value, where, found)
-    elif _is_type(value, "number"):
-        _validate_number(node, value, where, found)
-    elif isinstance(value, dict):
-        _validate_object(node, value, path, found)
-    elif isinstance(value, (list, tuple)):
-        _validate_array(node, value, path, found)
-
-
-def _validate_string(node: dict[str, Any], value: str, where: str, found: list[str]) -> None:
-    if "minLength" in node and len(value) < node["minLength"]:
-        found.append(f"{where} must be at least {node['minLength']} characters, got {len(value)}")
-    if "maxLength" in node and len(value) > node["maxLength"]:
-        found.append(f"{where} must be at most {node['maxLength']} characters, got {len(value)}")
-    if "pattern" in node and not _compiled(node["pattern"]).search(value):
-        found.append(f"{where} must match {node['pattern']}, got {_shown(value)}")
-
-
-def _validate_number(node: dict[str, Any], value: float, where: str, found: list[str]) -> None:
-    checks: tuple[tuple[str, Callable[[float], bool], str], ...] = (
-        ("minimum", lambda bound: value < bound, ">="),
-        ("maximum", lambda bound: value > bound, "<="),
-        ("exclusiveMinimum", lambda bound: value <= bound, ">"),
-        ("exclusiveMaximum", lambda bound: value >= bound, "<"),
-    )
-    for keyword, fails, words in checks:
-        if keyword in node and fails(node[keyword]):
-            found.append(f"{where} must be {words} {node[keyword]}, got {_shown(value)}")
-
-
-def _validate_object(node: dict[str, Any], value: dict[str, Any], path: tuple[str, ...], found: list[str]) -> None:
-    properties = node.get("properties", {})
-    for name in node.get("required", []):
-        if name not in value:
-            found.append(f"{_where(path)} is missing required field {'.'.join((*path, name))!r}")
-    extra = node.get("additionalProperties", True)
-    for name, item in value.items():
-        if name in properties:
-            _validate(properties[name], item, (*path, str(name)), found)
-        elif extra is False:
-            found.append(
-                f"{_where(path)} has unknown field {'.'.join((*path, str(name)))!r}; allowed: {', '.join(properties)}"
-            )
-        else:
-            _validate(extra, item, (*path, str(name)), found)
-
-
-def _validate_array(node: dict[str, Any], value: Sequence[Any], path: tuple[str, ...], found: list[str]) -> None:
-    where = _where(path)
-    if "minItems" in node and len(value) < node["minItems"]:
-        found.append(f"{where} must have at least {node['minItems']} items, got {len(value)}")
-    if "maxItems" in node and len(value) > node["maxItems"]:
-        found.append(f"{where} must have at most {node['maxItems']} items, got {len(value)}")
-    if "items" in node:
-        for index, item in enumerate(value):
-            _validate(node["items"], item, (*path, str(index)), found)
-
-
 # -- the compiled validator ---------------------------------------------------------------------
 
 #: The JSON kind of a value of exactly these types (anything else, a subclass too, asks _json_kind).
@@ -395,7 +313,7 @@ _KINDS: dict[type, str] = {
 
 
 def _rules_kind(value: Any) -> str:
-    """Whose rules _validate applies to a value of no type in _KINDS (a float, a subclass, no JSON value)."""
+    """Whose rules apply to a value of no type in _KINDS (a float, a subclass, no JSON value)."""
     if isinstance(value, str):
         return "string"
     if _is_type(value, "number"):
@@ -416,7 +334,7 @@ def _refuse(value: Any, path: tuple[str, ...], found: list[str]) -> None:
 
 
 def _compile(node: Any) -> Check:
-    """The checks of ``node`` as one function, appending the messages :func:`_validate` appends, in its order."""
+    """The checks of ``node`` as one function, appending its messages in the schema walk's order."""
     if node is True:
         return _accept
     if node is False:
@@ -430,7 +348,7 @@ def _compile(node: Any) -> Check:
         kinds |= {"integer"} if "number" in kinds else set()
         wanted = " or ".join(_article(n) for n in names)
     general = _general_checks(node)
-    # The rules of each kind of value (_validate's isinstance tests, asked as the value's JSON kind).
+    # The rules of each kind of value (the walk's isinstance tests, asked as the value's JSON kind).
     on_number = _sequence(_number_checks(node))
     by_kind = {
         kind: rule
