@@ -125,6 +125,7 @@ def table(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
     """(figure, ours, baseline, target, met) rows."""
     idem, consume, cold = m["idempotency"], m["consume"], m["cold_start"]
     packed, source_only = m["cold_start_with_packages"], m["cold_start_source_only"]
+    assets = m["asset"]["assets"]
     dup_calls = sum(idem["duplicate_per_1000"].values())
     new_calls = sum(idem["new_per_1000"].values())
     get_items = idem["new_per_1000"].get("GetItem", 0) + idem["duplicate_per_1000"].get("GetItem", 0)
@@ -233,13 +234,13 @@ def table(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
             True,
         ),
         *_warm_rows(m),
+        # The target is on the source we write; the bytecode beside it is what the runtime's Python makes of it.
         (
             "consumer asset (zipped)",
-            f"{m['asset']['max_zipped_bytes'] / 1024:.1f} KB",
-            f"with the runtime's bytecode: "
-            f"{m['asset']['assets']['consumer_with_bytecode']['zipped_bytes'] / 1024:.1f} KB",
+            f"{assets['consumer']['zipped_bytes'] / 1024:.1f} KB",
+            f"with the runtime's bytecode: {assets['consumer_with_bytecode']['zipped_bytes'] / 1024:.1f} KB",
             "<= 100 KB",
-            m["asset"]["max_zipped_bytes"] <= 100 * 1024,
+            assets["consumer"]["zipped_bytes"] <= 100 * 1024,
         ),
         (
             "AWS cost / 1 M jobs",

@@ -52,5 +52,4 @@ def measure() -> dict[str, Any]:
                 "zipped_bytes": buffer.tell(),
                 "unzipped_bytes": sum(p.stat().st_size for p in files),
             }
-    # The target is on the source we write; the bytecode beside it is what the runtime's Python makes of it.
-    return {"assets": sizes, "max_zipped_bytes": sizes["consumer"]["zipped_bytes"]}
+    return {"assets": sizes}

@@ -5,10 +5,11 @@ Each job type in a batch gets one EMF document with two dimension sets:
 and ``[Stage, Tier, JobType]`` (the breakdown). Values are lists, one per record.
 
 The document is the one Powertools' ``EphemeralMetrics`` prints for the same calls (its layout, its
-units, its ``POWERTOOLS_METRICS_DISABLED`` rule, a document per 100 values of one metric), written
-here in one pass: Powertools checks each value in its own ``add_metric`` call, and a batch of 10
-jobs makes 33 of them, about 40 µs of every job's CPU on the warm path; our names, units and
-values are fixed by this module, so there is nothing left to check per value.
+units, its ``POWERTOOLS_METRICS_DISABLED`` rule; past EMF's 100 values of a metric, one document per
+100, where Powertools flushes when a metric reaches 100), written here in one pass: Powertools
+checks each value in its own ``add_metric`` call, and a batch of 10 jobs makes 33 of them, about 40
+µs of every job's CPU on the warm path; our names, units and values are fixed by this module, so
+there is nothing left to check per value.
 
 ``JobsFailed`` counts jobs that failed for good (dead-lettered, or kept because the DLQ refused
 the final copy); a retried attempt counts only ``JobsRetried``; a record the time budget left
