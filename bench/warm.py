@@ -121,6 +121,7 @@ def _consumer_sides(sink: Any) -> dict[str, Callable[[int], float]]:
     from tiered_jobs.runtime.config import TierConfig
     from tiered_jobs.runtime.consumer import Consumer
     from tiered_jobs.runtime.job_modules import load_job_modules
+    from tiered_jobs.runtime.logger import powertools_logger
     from tiered_jobs.runtime.registry import registry
 
     load_job_modules(["example.jobs"])  # the example's jobs and their payload schemas, as its consumer loads them
@@ -129,12 +130,18 @@ def _consumer_sides(sink: Any) -> dict[str, Callable[[int], float]]:
         stage="bench", tier="bulk", queue_url=QUEUE_URL, dlq_url=QUEUE_URL + "-dlq", idempotency_table=TABLE,
         retry=RetryPolicy(),
     )  # fmt: skip
-    ours = Consumer(config, registry, client=clients.__getitem__, logger=_logger(Logger, "bench-warm-ours", sink))
+    # Each side's Logger as its handler builds it: ours the library's (runtime/logger.py), the recipe Powertools' own.
+    ours = Consumer(
+        config, registry, client=clients.__getitem__, logger=_logger(powertools_logger, "bench-warm-ours", sink)
+    )
     bare_logger = _logger(Logger, "bench-warm-bare", sink)
     bare = recipe(TABLE, dynamodb=clients["dynamodb"], logger=bare_logger, namespace="Bench")
     # The same consumer without its one INFO line per job ("job succeeded", docs/consumer.md): what that line costs.
     quiet = Consumer(
-        config, registry, client=clients.__getitem__, logger=_logger(Logger, "bench-warm-quiet", sink, level="WARNING")
+        config,
+        registry,
+        client=clients.__getitem__,
+        logger=_logger(powertools_logger, "bench-warm-quiet", sink, level="WARNING"),
     )
     return {
         "ours": _timed_batches(ours.handle),
@@ -144,7 +151,7 @@ def _consumer_sides(sink: Any) -> dict[str, Callable[[int], float]]:
 
 
 def _logger(cls: Any, service: str, sink: Any, level: str = "INFO") -> Any:
-    """A Powertools Logger (at the deployed level, INFO, unless told) that writes where nothing reads.
+    """A Powertools Logger built by ``cls`` (at the deployed level, INFO, unless told) that writes where nothing reads.
 
     Its service is the figure's own: Powertools shares one ``logging`` logger per service name, and the
     sink is closed after the figure, so a name other code logs under would leave it a closed stream."""

@@ -12,13 +12,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools import Logger
-
-from tiered_jobs.contract.names import Env, Metrics
+from tiered_jobs.contract.names import Env
 from tiered_jobs.runtime import aws
 from tiered_jobs.runtime.config import TierConfig
 from tiered_jobs.runtime.consumer import Consumer
 from tiered_jobs.runtime.job_modules import JobModules, parse_modules
+from tiered_jobs.runtime.logger import powertools_logger
 from tiered_jobs.runtime.registry import registry
 
 if TYPE_CHECKING:
@@ -29,7 +28,7 @@ _modules = JobModules.of(registry)
 for _package in parse_modules(os.environ.get(Env.JOB_MODULES)):
     _modules.add(_package)  # a broken package fails its records (transient, with the reason), not the init
 
-logger = Logger(service=Metrics.SERVICE)
+logger = powertools_logger()
 _consumer: Consumer | None = None
 
 

@@ -63,10 +63,6 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 @cache
 def _logger() -> Any:
-    from aws_lambda_powertools import (
-        Logger,  # JSON logs, level from POWERTOOLS_LOG_LEVEL
-    )
+    from tiered_jobs.runtime.logger import powertools_logger
 
-    from tiered_jobs.contract.names import Metrics
-
-    return Logger(service=Metrics.SERVICE)
+    return powertools_logger()

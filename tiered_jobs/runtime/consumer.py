@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tiered_jobs.contract import job_ends
 from tiered_jobs.contract.envelope import EnvelopeTooNew
-from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter, Metrics
+from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter
 from tiered_jobs.contract.steps import CONTINUATION_DELAY_SECONDS
 from tiered_jobs.contract.steps import marker_step as step_marker
 from tiered_jobs.contract.times import iso_text
@@ -171,9 +171,9 @@ class Consumer:
         self.now = now
         self.sleep = sleep
         if logger is None:
-            from aws_lambda_powertools import Logger
+            from .logger import powertools_logger
 
-            logger = Logger(service=Metrics.SERVICE)
+            logger = powertools_logger()
         self.logger = logger
         self._runner: IdempotentRunner | None = None
         self._steps: Steps | None = None
