@@ -12,9 +12,10 @@ latency is not CPU; botocore still builds each request, as it does in Lambda, fo
 * the publisher: ``Publisher.publish_batch`` against a raw ``send_message_batch`` loop over the same
   envelopes, per 1 000 jobs.
 
-Each side runs ``rounds`` times, alternating which goes first; a figure is the median of its rounds,
-the ratio the median of the per-round ratios, with their spread (min-max): rounds run back to back,
-so a loaded machine's drift cancels out of a round's ratio.
+A figure is the median of ``rounds`` rounds, the ratio the median of the per-round ratios, with their
+spread (min-max). In a round of the consumer's figure the sides take turns batch by batch (the first
+turning each batch), so a machine whose speed drifts (a loaded or shared one) slows both sides
+alike; the publisher's sides run one whole round each, alternating which goes first.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ BATCH = 10
 JOB_TYPE = "analytics.record_event"
 QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/bench-warm"
 TABLE = "bench-warm-idempotency"
+#: A consumer side: Lambda's handler signature (the event, the context) -> the partial batch response.
+Handler = Callable[[dict[str, Any], Any], Any]
 
 
 def instant_client(service: str) -> Any:
@@ -78,7 +81,7 @@ class _Context:
 def measure(jobs: int = 1000, rounds: int = 7, publish_jobs: int = 1000) -> dict[str, Any]:
     """``jobs`` per round for the consumer's figure, ``publish_jobs`` for the publisher's."""
     with _as_deployed(), open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-        consumer = _rounds(_consumer_sides(sink), jobs, rounds)
+        consumer = _interleaved(_consumer_sides(sink), jobs, rounds)
         publisher = _rounds(_publisher_sides(), publish_jobs, rounds)
     return {
         "consumer": {**consumer, "jobs_per_round": jobs, "batch": BATCH},
@@ -95,7 +98,38 @@ def _rounds(sides: dict[str, Callable[[int], float]], jobs: int, rounds: int) ->
     for run in range(rounds):
         for name in names[::-1] if run % 2 else names:
             samples[name].append(sides[name](jobs) / jobs * 1e6)
-    ours, baseline, *others = names
+    return _summary(samples, rounds)
+
+
+def _interleaved(
+    handlers: dict[str, Handler], jobs: int, rounds: int, clock: Callable[[], float] = time.process_time
+) -> dict[str, Any]:
+    """CPU µs per job of each consumer side, ``jobs`` a round, the sides taking turns batch by batch (the
+    first turning each batch), after one untimed warm-up of a tenth of a round each."""
+    names = list(handlers)
+    context = _Context()
+    for name in names:
+        for event in _events(max(BATCH, jobs // 10)):
+            handlers[name](event, context)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(rounds):
+        events = {name: _events(jobs) for name in names}  # built before any clock starts
+        spent = dict.fromkeys(names, 0.0)
+        for turn in range(len(events[names[0]])):
+            for name in names[turn % len(names) :] + names[: turn % len(names)]:
+                started = clock()
+                response = handlers[name](events[name][turn], context)
+                spent[name] += clock() - started
+                assert response == {"batchItemFailures": []}, response
+        for name in names:
+            samples[name].append(spent[name] / (len(events[name]) * BATCH) * 1e6)
+    return _summary(samples, rounds)
+
+
+def _summary(samples: dict[str, list[float]], rounds: int) -> dict[str, Any]:
+    """The figure of per-round samples (µs per job): the first side is ours, the second its baseline, and
+    any other is ours less one part."""
+    ours, baseline, *others = list(samples)
     ratios = [o / b for o, b in zip(samples[ours], samples[baseline], strict=True)]
     return {
         "ours_us_per_job": round(statistics.median(samples[ours]), 1),
@@ -113,7 +147,7 @@ def _median_difference(ours: list[float], without: list[float]) -> float:
     return round(statistics.median(o - w for o, w in zip(ours, without, strict=True)), 1)
 
 
-def _consumer_sides(sink: Any) -> dict[str, Callable[[int], float]]:
+def _consumer_sides(sink: Any) -> dict[str, Handler]:
     from aws_lambda_powertools import Logger
 
     from bench.bare_recipe import recipe
@@ -143,11 +177,7 @@ def _consumer_sides(sink: Any) -> dict[str, Callable[[int], float]]:
         client=clients.__getitem__,
         logger=_logger(powertools_logger, "bench-warm-quiet", sink, level="WARNING"),
     )
-    return {
-        "ours": _timed_batches(ours.handle),
-        "bare": _timed_batches(bare),
-        "success_line": _timed_batches(quiet.handle),
-    }
+    return {"ours": ours.handle, "bare": bare, "success_line": quiet.handle}
 
 
 def _logger(cls: Any, service: str, sink: Any, level: str = "INFO") -> Any:
@@ -158,17 +188,8 @@ def _logger(cls: Any, service: str, sink: Any, level: str = "INFO") -> Any:
     return cls(service=service, level=level, logger_handler=logging.StreamHandler(sink))
 
 
-def _timed_batches(handler: Callable[[dict[str, Any], Any], Any]) -> Callable[[int], float]:
-    def run(jobs: int) -> float:
-        events = [_event(BATCH) for _ in range(max(1, jobs // BATCH))]  # built before the clock starts
-        context = _Context()
-        started = time.process_time()
-        for event in events:
-            response = handler(event, context)
-            assert response == {"batchItemFailures": []}, response
-        return time.process_time() - started
-
-    return run
+def _events(jobs: int) -> list[dict[str, Any]]:
+    return [_event(BATCH) for _ in range(max(1, jobs // BATCH))]
 
 
 def _event(size: int) -> dict[str, Any]:

@@ -36,3 +36,27 @@ def test_the_publisher_figure_publishes_every_job_on_both_sides():
     assert set(sides) == {"ours", "raw"}
     for side in sides.values():
         assert side(25) >= 0  # each side asserts that every job was accepted
+
+
+def test_the_consumer_sides_take_turns_batch_by_batch_and_each_is_timed_on_its_own_batches():
+    # A clock that each side's batch advances by that side's cost: ours 2 ms a batch, the baseline 1 ms.
+    now = [0.0]
+    order: list[str] = []
+
+    def side(name: str, seconds: float) -> warm.Handler:
+        def handle(event: dict, context: object) -> dict:
+            assert len(event["Records"]) == warm.BATCH
+            order.append(name)
+            now[0] += seconds
+            return {"batchItemFailures": []}
+
+        return handle
+
+    handlers = {"ours": side("ours", 0.002), "base": side("base", 0.001), "part": side("part", 0.0015)}
+    figure = warm._interleaved(handlers, 40, 2, clock=lambda: now[0])
+    assert (figure["ours_us_per_job"], figure["baseline_us_per_job"]) == (200, 100)  # 2 ms / 10 jobs, 1 ms / 10
+    assert (figure["ratio"], figure["ratio_min"], figure["ratio_max"]) == (2.0, 2.0, 2.0)
+    assert figure["part_us_per_job"] == 50
+    timed = order[3:]  # after the warm-up: a tenth of a round, at least one batch, each
+    turns = [["ours", "base", "part"], ["base", "part", "ours"], ["part", "ours", "base"], ["ours", "base", "part"]]
+    assert timed[:12] == [name for turn in turns for name in turn]
