@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from . import frozen
 from .errors import USAGE, TieredJobsError
 from .names import SQS_MAX_MESSAGE_BYTES, SQS_MESSAGE_GROUP_ID_PATTERN
 from .sqs_limits import disallowed_character_problem, first_disallowed_character
@@ -57,6 +58,7 @@ MAX_IDEMPOTENCY_KEY_CHARS = 256
 REQUIRED_FIELDS = ("type", "idempotency_key", "payload")
 OPTIONAL_FIELDS = ("version", "published_at", "tenant", "unique_lock", "expires_at", "batch")
 ALLOWED_FIELDS = REQUIRED_FIELDS + OPTIONAL_FIELDS
+_ALLOWED = frozenset(ALLOWED_FIELDS)
 
 
 class EnvelopeError(TieredJobsError, ValueError):
@@ -178,7 +180,7 @@ def validate(obj: Any) -> list[str]:
     for name in REQUIRED_FIELDS:
         if name not in obj:
             problems.append(f"missing required field '{name}'")
-    unknown = sorted(set(obj) - set(ALLOWED_FIELDS))
+    unknown = sorted(obj.keys() - _ALLOWED)
     if unknown:
         problems.append(f"unknown field(s) {', '.join(repr(u) for u in unknown)}; allowed: {', '.join(ALLOWED_FIELDS)}")
     if "type" in obj:
@@ -314,7 +316,8 @@ def parse(body: str | bytes, *, max_bytes: int | None = SQS_MAX_MESSAGE_BYTES) -
             body = bytes(body).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise EnvelopeError([f"the body is not valid UTF-8 ({exc.reason} at byte {exc.start})"]) from None
-    size = len(body.encode("utf-8")) if max_bytes is not None else 0
+    # A character is at most 4 bytes of UTF-8: a body that short is under the limit without encoding it.
+    size = len(body.encode("utf-8")) if max_bytes is not None and len(body) * 4 > max_bytes else 0
     if max_bytes is not None and size > max_bytes:
         raise EnvelopeError([f"the body is {size} bytes, over the {max_bytes}-byte limit; pass IDs, not objects"])
     try:
@@ -328,16 +331,20 @@ def parse(body: str | bytes, *, max_bytes: int | None = SQS_MAX_MESSAGE_BYTES) -
         if newer_than_known(obj):  # every known field, tenant included, keeps its rules
             raise EnvelopeTooNew(problems, obj.get("tenant"))
         raise EnvelopeError(problems)
-    return Envelope(
-        type=obj["type"],
-        idempotency_key=obj["idempotency_key"],
-        payload=obj["payload"],
-        version=obj.get("version", ENVELOPE_VERSION),
-        published_at=obj.get("published_at"),
-        tenant=obj.get("tenant"),
-        unique_lock=obj.get("unique_lock"),
-        expires_at=obj.get("expires_at"),
-        batch=obj.get("batch"),
+    # Every field given, as Envelope(...) would take them: parsed once per record, so without its __init__ (frozen.py).
+    return frozen.fill(
+        Envelope,
+        {
+            "type": obj["type"],
+            "idempotency_key": obj["idempotency_key"],
+            "payload": obj["payload"],
+            "version": obj.get("version", ENVELOPE_VERSION),
+            "published_at": obj.get("published_at"),
+            "tenant": obj.get("tenant"),
+            "unique_lock": obj.get("unique_lock"),
+            "expires_at": obj.get("expires_at"),
+            "batch": obj.get("batch"),
+        },
     )
 
 

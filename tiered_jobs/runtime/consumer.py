@@ -304,7 +304,12 @@ class Consumer:
         newer = too_new.too_new(received)
         if newer is not None and received.message_id not in invocation.fates:
             return self._dead_letter_too_new(received, newer, invocation)  # held past the bound
-        if envelope is not None and received.message_id not in invocation.fates and envelope.expired(self.now()):
+        if (
+            envelope is not None
+            and envelope.expires_at is not None  # most jobs have no deadline: no clock read for them
+            and received.message_id not in invocation.fates
+            and envelope.expired(self.now())
+        ):
             return self._end_expired(received, invocation)
         wait = 0.0
         if received.message_id not in invocation.fates:
@@ -390,7 +395,7 @@ class Consumer:
                 retry = self._retry_for(definition)  # JobPolicyError (permanent) if the tier cannot honour it
                 if definition.validate is not None:
                     definition.validate(envelope.payload)
-                ctx = JobContext(
+                ctx = JobContext._for_run(
                     job_type=envelope.type,
                     idempotency_key=envelope.idempotency_key,
                     attempt=received.attempt,
