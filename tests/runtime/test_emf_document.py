@@ -95,3 +95,18 @@ def test_past_100_values_every_value_is_printed_once_in_documents_of_at_most_100
         declared = [m["Name"] for m in document["_aws"]["CloudWatchMetrics"][0]["Metrics"]]
         assert declared == [name for name in document if name in declared]  # declared = printed
         assert all(len(document[name]) <= MAX_VALUES for name in declared)
+
+
+def test_each_document_is_one_json_line_whatever_the_values_and_the_job_type():
+    metrics = BatchMetrics("prod", 'bulk"tier')
+    for duration in (0.1, 1e16, 123456789.123, 0.0, 2.5):
+        metrics.record('odd."type\\', "succeeded", duration)
+        metrics.age('odd."type\\', duration)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        metrics.flush()
+    (line,) = out.getvalue().splitlines()
+    document = json.loads(line)
+    assert document[M.DIM_JOB_TYPE] == 'odd."type\\' and document[M.DIM_TIER] == 'bulk"tier'
+    assert document[M.DURATION] == [0.1, 1e16, 123456789.123, 0.0, 2.5]  # 1e16: written 1e+16, as JSON does
+    assert json.dumps(document, separators=(",", ":")) == line  # the same text json writes, key by key
