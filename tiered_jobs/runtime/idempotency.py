@@ -58,6 +58,10 @@ class IdempotentRunner:
             IdempotencyConfig,
             idempotent_function,
         )
+        from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyValidationError
+
+        #: Kept here, not imported in :meth:`run`: an import statement there is paid by every job.
+        self._validation_error = IdempotencyValidationError
 
         self.config = IdempotencyConfig(
             event_key_jmespath=EVENT_KEY_JMESPATH,
@@ -111,14 +115,10 @@ class IdempotentRunner:
             self.config.register_lambda_context(context)
 
     def run(self, envelope: dict[str, Any], execute: Callable[[], Any]) -> Outcome:
-        from aws_lambda_powertools.utilities.idempotency.exceptions import (
-            IdempotencyValidationError,
-        )
-
         self._ran.value = False
         try:
             result = self._run_once(job=envelope, execute=execute)
-        except IdempotencyValidationError as exc:
+        except self._validation_error as exc:
             raise IdempotencyConflictError(
                 f"idempotency key {envelope.get('idempotency_key')!r} was already used for "
                 f"{envelope.get('type')!r} with a different payload"
