@@ -296,7 +296,8 @@ def _warm_rows(m: dict[str, Any]) -> list[tuple[str, str, str, str, bool]]:
         (
             "  ratio",
             f"{consumer['ratio']:.2f}x",
-            f"median of {consumer['rounds']} rounds, {consumer['ratio_min']:.2f}x-{consumer['ratio_max']:.2f}x; "
+            f"median of {consumer['rounds']} rounds (sides alternating batch by batch), "
+            f"{consumer['ratio_min']:.2f}x-{consumer['ratio_max']:.2f}x; "
             f"{extra:.0f} µs more a job; our 'job succeeded' line costs {consumer['success_line_us_per_job']:.0f} µs "
             "of ours in place (the recipe writes a line per record too)",
             "<= 1.10x",
