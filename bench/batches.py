@@ -72,6 +72,8 @@ def _measure(members: int) -> dict[str, Any]:
 def _extra(members: int, prefix: str) -> dict[str, int]:
     """The calls one batch of ``members`` (both callbacks) makes beyond the same jobs published plainly."""
 
+    from aws_lambda_powertools import Logger
+
     from tests.support.batches import create_batch_table
     from tiered_jobs.contract.routing import Routes
     from tiered_jobs.publisher import Job, Publisher
@@ -88,7 +90,9 @@ def _extra(members: int, prefix: str) -> dict[str, int]:
 
     def consume(counter: CallCounter, config: TierConfig) -> None:
         made = _publisher_clients(counter)
-        consumer = Consumer(config, registry, client=made.__getitem__, rand=lambda: 0.5)
+        consumer = Consumer(
+            config, registry, client=made.__getitem__, rand=lambda: 0.5, logger=Logger(service="bench", level="ERROR")
+        )
         while messages := tier.receive_for_batch():
             tier.run_messages(consumer, messages)
 

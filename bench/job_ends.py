@@ -39,6 +39,7 @@ def measure(jobs: int = 200) -> dict[str, Any]:
 
 def _measure(jobs: int) -> dict[str, Any]:
     import boto3
+    from aws_lambda_powertools import Logger
 
     from tiered_jobs.contract.envelope import build
     from tiered_jobs.contract.times import iso_text
@@ -60,7 +61,13 @@ def _measure(jobs: int) -> dict[str, Any]:
     def consume(bodies: list[str]) -> dict[str, float]:
         """Run ``bodies`` through a fresh consumer (no local cache); its DynamoDB and S3 calls per 1 000 jobs."""
         archive = S3Archive(BUCKET, "discarded/bench/critical/", s3)
-        consumer = Consumer(tier.config(), registry, client=clients.__getitem__, archive=lambda: archive)
+        consumer = Consumer(
+            tier.config(),
+            registry,
+            client=clients.__getitem__,
+            archive=lambda: archive,
+            logger=Logger(service="bench", level="ERROR"),
+        )
         for body in bodies:
             tier.send_raw(body)
         counter.reset()

@@ -66,6 +66,7 @@ def _measure(jobs: int) -> dict[str, Any]:
     import dataclasses
 
     import boto3
+    from aws_lambda_powertools import Logger
 
     from tiered_jobs.contract.large_payloads import Offload, lifecycle_days
     from tiered_jobs.contract.routing import Routes
@@ -88,7 +89,7 @@ def _measure(jobs: int) -> dict[str, Any]:
     registry.job("bench.document")(lambda payload, ctx: {"pages": len(payload["document"])})
     config = dataclasses.replace(tier.config(), large_payloads=offload)
     clients = {"sqs": sqs, "dynamodb": tier.dynamodb, "s3": s3}
-    consumer = Consumer(config, registry, client=clients.__getitem__)
+    consumer = Consumer(config, registry, client=clients.__getitem__, logger=Logger(service="bench", level="ERROR"))
     counter.counts.clear()
     document = "d" * (BODY_BYTES - 200)
     for start in range(0, jobs, 10):

@@ -49,6 +49,8 @@ def measure(jobs: int = 1000, *, memory_mb: int = 512) -> dict[str, Any]:
 
 
 def _unique(jobs: int, memory_mb: int) -> dict[str, Any]:
+    from aws_lambda_powertools import Logger
+
     from tiered_jobs.contract import unique
     from tiered_jobs.contract.routing import Routes
     from tiered_jobs.publisher import Job, Publisher
@@ -108,6 +110,7 @@ def _unique(jobs: int, memory_mb: int) -> dict[str, Any]:
         replace(tier.config(), unique_table=released_table),
         registry,
         client={"sqs": tier.sqs, "dynamodb": dynamodb}.__getitem__,
+        logger=Logger(service="bench", level="ERROR"),
     )
     counter.reset()
     finished = 0
