@@ -53,3 +53,9 @@ def test_a_parsed_envelope_is_the_one_its_constructor_builds_field_by_field(body
     assert type(parsed) is Envelope
     assert vars(parsed) == vars(built) and parsed == built  # (a payload is a dict: no hash, as for the built one)
     assert set(vars(parsed)) == {f.name for f in dataclasses.fields(Envelope)}
+
+
+def test_the_envelope_has_no_post_init_that_filling_it_would_skip():
+    # parse() fills the envelope without its __init__ (contract/frozen.py), so a check added in a
+    # __post_init__ would never run on a received record: it belongs in validate() instead.
+    assert not hasattr(Envelope, "__post_init__")
