@@ -5,7 +5,8 @@ Not used by the product; only the benchmark imports it.
 Its record handler logs each record at INFO, as the batch utility's getting-started recipe does
 (``logger.info(payload)``, ``examples/batch_processing/src/getting_started_sqs.py``), and runs the
 job through ``idempotent_function`` as the idempotency utility's batch integration does; it counts one
-metric per record. Our consumer logs one line per finished job too (``job succeeded``).
+metric per record. Its job is the example's ``analytics.record_event``, which our side runs: the same
+DEBUG line (filtered at INFO) and the same result. Our consumer logs one line per finished job too (``job succeeded``).
 
 ``handler`` is the recipe as its documentation writes it (module-level objects, a DynamoDB client of
 its own), which the cold-start child imports; :func:`recipe` builds the same objects around a given
@@ -42,6 +43,8 @@ def recipe(table_name: str, dynamodb: Any = None, logger: Logger | None = None, 
 
     @idempotent_function(data_keyword_argument="job", config=config, persistence_store=persistence)
     def run_job(job: dict) -> dict:
+        # The example's analytics.record_event, which both sides run: its DEBUG line, then its result.
+        logger.debug("analytics event recorded (simulated)", extra={"event": job["payload"]["event"]})
         return {"recorded": True, "event": job["payload"]["event"]}
 
     def record_handler(record):
