@@ -101,7 +101,7 @@ class Received:
         "attributes",
         "receive_count",
         "sent_at",
-        "_first_received",
+        "first_received_ms",
         "source",
         "group_id",
         "envelope",
@@ -120,7 +120,7 @@ class Received:
         attributes: Mapping[str, Any],
         receive_count: int,
         sent_at: datetime,
-        first_received_at: datetime | str | None,
+        first_received_ms: str | None,
         source: str,
         group_id: str | None,
         envelope: envelope_rules.Envelope | None,
@@ -138,8 +138,9 @@ class Received:
         #: SQS's ``ApproximateReceiveCount`` of this message.
         self.receive_count = receive_count
         self.sent_at = sent_at
-        # As delivered (epoch milliseconds, as text) until asked: only a failure or a copy reads it.
-        self._first_received = first_received_at
+        #: SQS's ``ApproximateFirstReceiveTimestamp`` as delivered (epoch milliseconds, as text; ``None`` when
+        #: absent): parsed only when asked (:attr:`first_received_at`), which only a failure or a copy does.
+        self.first_received_ms = first_received_ms
         #: The queue it came from (``eventSourceARN``).
         self.source = source
         #: ``MessageGroupId`` as SQS delivered it (a fair queue's tenant, when the sender set one).
@@ -159,8 +160,7 @@ class Received:
     @property
     def first_received_at(self) -> datetime | None:
         """SQS's ``ApproximateFirstReceiveTimestamp`` of this message (``None`` when absent or unreadable)."""
-        value = self._first_received
-        return value if value is None or isinstance(value, datetime) else _epoch_ms(value)
+        return _epoch_ms(self.first_received_ms)
 
     @property
     def attempt(self) -> int:
@@ -225,7 +225,7 @@ def read(raw: Mapping[str, Any], registered: Any, fetch: Fetch | None = None) ->
     envelope: envelope_rules.Envelope | None = None
     error: envelope_rules.EnvelopeError | None = None
     text: str | BaseException = body
-    offloaded = fetch is not None and bool(attributes) and large_payloads.is_offloaded(attributes)
+    offloaded = fetch is not None and large_payloads.is_offloaded(attributes)
     if offloaded:
         assert fetch is not None
         text = fetch(raw)
@@ -245,7 +245,7 @@ def read(raw: Mapping[str, Any], registered: Any, fetch: Fetch | None = None) ->
         attributes=attributes,
         receive_count=max(1, _count(system.get("ApproximateReceiveCount"), default=1)),
         sent_at=_epoch_ms(system.get("SentTimestamp")) or datetime.now(timezone.utc),
-        first_received_at=system.get("ApproximateFirstReceiveTimestamp"),
+        first_received_ms=system.get("ApproximateFirstReceiveTimestamp"),
         source=raw.get("eventSourceARN", ""),
         group_id=system.get("MessageGroupId") or None,
         envelope=envelope,
