@@ -23,6 +23,7 @@ from tests.support.tier import create_tier
 
 from .calls import CallCounter
 from .cost import PRICES
+from .quiet import quiet_logger
 
 #: Write units of one call on items under 1 KB (a transaction's items cost two each).
 WRITE_UNITS = {"PutItem": 1, "UpdateItem": 1, "TransactWriteItems": 4}
@@ -72,8 +73,6 @@ def _measure(members: int) -> dict[str, Any]:
 def _extra(members: int, prefix: str) -> dict[str, int]:
     """The calls one batch of ``members`` (both callbacks) makes beyond the same jobs published plainly."""
 
-    from aws_lambda_powertools import Logger
-
     from tests.support.batches import create_batch_table
     from tiered_jobs.contract.routing import Routes
     from tiered_jobs.publisher import Job, Publisher
@@ -90,9 +89,7 @@ def _extra(members: int, prefix: str) -> dict[str, int]:
 
     def consume(counter: CallCounter, config: TierConfig) -> None:
         made = _publisher_clients(counter)
-        consumer = Consumer(
-            config, registry, client=made.__getitem__, rand=lambda: 0.5, logger=Logger(service="bench", level="ERROR")
-        )
+        consumer = Consumer(config, registry, client=made.__getitem__, rand=lambda: 0.5, logger=quiet_logger())
         while messages := tier.receive_for_batch():
             tier.run_messages(consumer, messages)
 

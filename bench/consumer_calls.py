@@ -11,6 +11,7 @@ from tests.support.events import sqs_event
 from tests.support.tier import chunks, create_tier, payment_bodies
 
 from .calls import CallCounter
+from .quiet import quiet_logger
 
 
 def measure(jobs: int = 1000, batch_size: int = 10) -> dict[str, Any]:
@@ -39,7 +40,7 @@ def measure(jobs: int = 1000, batch_size: int = 10) -> dict[str, Any]:
         )
 
         def container() -> Consumer:
-            return Consumer(config, registry, client=clients.__getitem__, logger=_quiet_logger())
+            return Consumer(config, registry, client=clients.__getitem__, logger=quiet_logger())
 
         bodies = payment_bodies(jobs)
         results: dict[str, Any] = {}
@@ -76,9 +77,3 @@ def measure(jobs: int = 1000, batch_size: int = 10) -> dict[str, Any]:
 def _scan_balances(tier) -> list[dict]:
     items = tier.dynamodb.scan(TableName=tier.payments_table)["Items"]
     return [item for item in items if not item["account_id"]["S"].startswith("applied#")]
-
-
-def _quiet_logger():
-    from aws_lambda_powertools import Logger
-
-    return Logger(service="bench", level="ERROR")

@@ -24,6 +24,7 @@ from tests.support.tier import create_tier
 
 from .calls import CallCounter
 from .cost import PRICES
+from .quiet import quiet_logger
 
 #: S3 Standard list price for PUT requests (us-east-1), per 1 000 requests.
 S3_PUT_PER_THOUSAND = 0.005
@@ -39,7 +40,6 @@ def measure(jobs: int = 200) -> dict[str, Any]:
 
 def _measure(jobs: int) -> dict[str, Any]:
     import boto3
-    from aws_lambda_powertools import Logger
 
     from tiered_jobs.contract.envelope import build
     from tiered_jobs.contract.times import iso_text
@@ -66,7 +66,7 @@ def _measure(jobs: int) -> dict[str, Any]:
             registry,
             client=clients.__getitem__,
             archive=lambda: archive,
-            logger=Logger(service="bench", level="ERROR"),
+            logger=quiet_logger(),
         )
         for body in bodies:
             tier.send_raw(body)

@@ -23,6 +23,7 @@ from tests.support.tier import create_tier
 
 from .calls import CallCounter
 from .cost import PRICES
+from .quiet import quiet_logger
 
 #: S3 Standard, us-east-1 list prices: PUT/COPY/POST/LIST and GET/SELECT per 1 000 requests, storage per GB-month.
 S3_PRICES = {"put_per_thousand": 0.005, "get_per_thousand": 0.0004, "storage_per_gb_month": 0.023}
@@ -66,7 +67,6 @@ def _measure(jobs: int) -> dict[str, Any]:
     import dataclasses
 
     import boto3
-    from aws_lambda_powertools import Logger
 
     from tiered_jobs.contract.large_payloads import Offload, lifecycle_days
     from tiered_jobs.contract.routing import Routes
@@ -89,7 +89,7 @@ def _measure(jobs: int) -> dict[str, Any]:
     registry.job("bench.document")(lambda payload, ctx: {"pages": len(payload["document"])})
     config = dataclasses.replace(tier.config(), large_payloads=offload)
     clients = {"sqs": sqs, "dynamodb": tier.dynamodb, "s3": s3}
-    consumer = Consumer(config, registry, client=clients.__getitem__, logger=Logger(service="bench", level="ERROR"))
+    consumer = Consumer(config, registry, client=clients.__getitem__, logger=quiet_logger())
     counter.counts.clear()
     document = "d" * (BODY_BYTES - 200)
     for start in range(0, jobs, 10):

@@ -23,6 +23,7 @@ from tests.support.tier import create_tier
 
 from .calls import CallCounter
 from .cost import LATENCY_MS, PRICES
+from .quiet import quiet_logger
 
 #: EventBridge Scheduler bills scheduled invocations (us-east-1 list price, free tier ignored).
 SCHEDULER_PER_MILLION_INVOCATIONS = 1.00
@@ -49,8 +50,6 @@ def measure(jobs: int = 1000, *, memory_mb: int = 512) -> dict[str, Any]:
 
 
 def _unique(jobs: int, memory_mb: int) -> dict[str, Any]:
-    from aws_lambda_powertools import Logger
-
     from tiered_jobs.contract import unique
     from tiered_jobs.contract.routing import Routes
     from tiered_jobs.publisher import Job, Publisher
@@ -110,7 +109,7 @@ def _unique(jobs: int, memory_mb: int) -> dict[str, Any]:
         replace(tier.config(), unique_table=released_table),
         registry,
         client={"sqs": tier.sqs, "dynamodb": dynamodb}.__getitem__,
-        logger=Logger(service="bench", level="ERROR"),
+        logger=quiet_logger(),
     )
     counter.reset()
     finished = 0
