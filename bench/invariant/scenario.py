@@ -155,6 +155,8 @@ class _Run:
         self.replayed: Counter[str] = Counter()
         #: receipt handle -> message id of every message the mapping received (to name a crashed ack's records).
         self._ids_by_handle: dict[str, str] = {}
+        #: message id -> when the mapping last received it (``time.monotonic``), for :meth:`on_invoke`.
+        self._received_at: dict[str, float] = {}
         self._lock = threading.Lock()
         #: The operator's pause: when it landed (``None``: running), and what it counted (``Outcome``'s fields).
         self._paused_at: float | None = None
@@ -357,6 +359,7 @@ class _Run:
             messages = result.get("Messages", [])
             with self._lock:
                 self._ids_by_handle.update({m["ReceiptHandle"]: m["MessageId"] for m in messages})
+                self._received_at.update({m["MessageId"]: time.monotonic() for m in messages})
                 # A receive after a read of the mapping's state that found it paused must not happen; one
                 # after a read just before the pause landed may, as on Lambda (a batch already on its way).
                 paused_at = self._paused_at
@@ -364,13 +367,20 @@ class _Run:
                     self.pause["received_while_paused"] += len(messages)
 
     def on_invoke(self, event: dict, invocation: Any) -> None:
-        # A batch that ran past the queue's visibility timeout came back while it still ran, as after a
-        # crash: on Lambda the function's timeout, below the visibility timeout, stops it first, and its
-        # records come back then. Only a machine too loaded to run a batch in 10 s does this here.
-        overran = invocation.duration_ms >= VISIBILITY_TIMEOUT_SECONDS * 1000
-        if invocation.error is not None or overran:
-            with self._lock:
+        # A record held past the queue's visibility timeout, from its receive to the invocation's end (a batch
+        # that ran long, or one that waited for a worker first), came back while it was still held, as after
+        # a crash: on Lambda the function's timeout, below the visibility timeout, stops it first, and its
+        # records come back then. Only a machine too loaded to finish a batch 10 s after its receive does this.
+        now = time.monotonic()
+        with self._lock:
+            if invocation.error is not None:
                 self.crashed.update(record["messageId"] for record in event["Records"])
+                return
+            self.crashed.update(
+                record["messageId"]
+                for record in event["Records"]
+                if now - self._received_at.get(record["messageId"], now) >= VISIBILITY_TIMEOUT_SECONDS
+            )
 
     # -- the run ---------------------------------------------------------------------------
 
