@@ -436,17 +436,25 @@ class Consumer:
                 if next_step is not None:  # not finished: its next step is sent (or was: a duplicate)
                     return self._checkpointed(received, invocation, next_step, started, duplicate)
                 self._count_member(received, invocation, "succeeded", "", started)  # before the record is acknowledged
-                duration_ms = _ms(started)
-                invocation.metrics.record(received.label, "duplicate" if duplicate else "succeeded", duration_ms)
-                # Celery's "Task ... succeeded in 0.04s": type, key and attempt are the line's keys.
-                self.logger.info("job succeeded", extra={"duration_ms": round(duration_ms, 3), "duplicate": duplicate})
-                self._release_unique(received)
+                self._succeeded(received, invocation, started, duplicate)
                 return result
             except KeptInQueue:
                 raise  # its batch count was not written: the record comes back, and is counted then
             except Exception as exc:  # noqa: BLE001 -- every failure is classified, none escapes unseen
                 self._fail(received, invocation, exc, definition, started)
                 return None  # dead-lettered: report success so SQS deletes the source copy
+
+    def _succeeded(self, received: Received, invocation: _Invocation, started: float, duplicate: bool) -> None:
+        """The job finished (or was a duplicate of one that did): counted, logged, its unique lock given back.
+
+        Its own method, not the tail of :meth:`_run`: logging finds the calling line of every record it
+        writes, and CPython finds it by scanning the caller's line table up to the call, which at the end
+        of a function as long as ``_run`` costs a few microseconds of every job."""
+        duration_ms = _ms(started)
+        invocation.metrics.record(received.label, "duplicate" if duplicate else "succeeded", duration_ms)
+        # Celery's "Task ... succeeded in 0.04s": type, key and attempt are the line's keys.
+        self.logger.info("job succeeded", extra={"duration_ms": round(duration_ms, 3), "duplicate": duplicate})
+        self._release_unique(received)
 
     def _fail(
         self,
@@ -825,16 +833,21 @@ class Consumer:
 
 
 class _LogKeys:
-    """The record's keys on every log line while it is handled (a context manager: removed after)."""
+    """The record's keys on every log line while it is handled (a context manager: removed after).
+
+    They are set on the logger's formatter, found once per record: Powertools' ``Logger.append_keys``
+    and ``remove_keys`` each look it up again through the logger's handlers."""
 
     KEYS = ("tier", "job_type", "idempotency_key", "message_id", "attempt", "tenant")
 
     def __init__(self, logger: Any, received: Received, tier: str):
         self.logger, self.received, self.tier = logger, received, tier
+        self.formatter: Any = None
 
     def __enter__(self) -> None:
         envelope = self.received.envelope
-        self.logger.append_keys(
+        self.formatter = self.logger.registered_formatter
+        self.formatter.append_keys(
             tier=self.tier,
             job_type=envelope.type if envelope else INVALID_JOB_TYPE,
             idempotency_key=envelope.idempotency_key if envelope else None,
@@ -844,7 +857,7 @@ class _LogKeys:
         )
 
     def __exit__(self, *_: object) -> None:
-        self.logger.remove_keys(list(self.KEYS))
+        self.formatter.remove_keys(self.KEYS)
 
 
 def _ended_detail(kind: str, marker: dict[str, Any]) -> str:
