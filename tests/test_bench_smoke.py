@@ -37,7 +37,7 @@ def test_bench_quick_run_reports_every_figure(tmp_path):
     measured = report["measured"]
     cold, warm = measured["cold_start"], measured["warm"]
     assert cold["ratio_min"] <= cold["ratio_total"] <= cold["ratio_max"]
-    for side in ("consumer", "publisher"):  # both sides measured, each job accepted (bench/warm.py asserts it)
+    for side in ("consumer", "consumer_unsigned", "publisher"):  # both sides measured, each job accepted
         assert warm[side]["ours_us_per_job"] > 0 and warm[side]["baseline_us_per_job"] > 0
     assert measured["publisher"]["ours_per_1000"] < measured["publisher"]["naive_per_1000"]
     assert measured["idempotency"]["in_container_duplicate_per_1000"] == 0

@@ -20,15 +20,32 @@ def test_a_figure_is_the_median_of_its_rounds_and_its_ratio_the_median_of_the_ro
     assert figure["rounds"] == 3
 
 
-def test_an_instant_client_answers_each_entry_builds_the_request_as_botocore_does_and_sends_nothing():
-    sqs = warm.instant_client("sqs")  # its endpoint has no server: a request sent would fail
+@pytest.mark.parametrize("signed", [True, False])
+def test_an_instant_client_answers_each_entry_builds_the_request_as_botocore_does_and_sends_nothing(signed):
+    sqs = warm.instant_client("sqs", signed)  # its endpoint has no server: a request sent would fail
     response = sqs.send_message_batch(
         QueueUrl=warm.QUEUE_URL, Entries=[{"Id": "a", "MessageBody": "x"}, {"Id": "b", "MessageBody": "y"}]
     )
     assert [e["Id"] for e in response["Successful"]] == ["a", "b"] and response["Failed"] == []
     with pytest.raises(ParamValidationError):
         sqs.send_message_batch(QueueUrl=warm.QUEUE_URL, Entries=[{"Id": "a"}])  # no body: refused as by AWS
-    assert warm.instant_client("dynamodb").put_item(TableName=warm.TABLE, Item={"id": {"S": "k"}}) == {}
+    answered = warm.instant_client("dynamodb", signed).put_item(TableName=warm.TABLE, Item={"id": {"S": "k"}})
+    assert {k: v for k, v in answered.items() if k != "ResponseMetadata"} == {}
+
+
+def test_a_signed_client_signs_each_request_and_parses_its_answer_and_an_unsigned_one_builds_none():
+    """What a figure's calls cost: the signed client does a real call's CPU but the network's."""
+    seen: dict[str, list] = {"signed": [], "unsigned": []}
+    for signed in (True, False):
+        dynamodb = warm.instant_client("dynamodb", signed)
+        name = "signed" if signed else "unsigned"
+        dynamodb.meta.events.register_first("before-send", lambda request, name=name, **_: seen[name].append(request))
+        response = dynamodb.put_item(TableName=warm.TABLE, Item={"id": {"S": "k"}})
+        assert ("ResponseMetadata" in response) is signed  # parsed from an HTTP answer, or handed over as is
+    [request] = seen["signed"]
+    assert request.headers["Authorization"].startswith(b"AWS4-HMAC-SHA256 Credential=bench/")
+    assert request.headers["X-Amz-Target"] == b"DynamoDB_20120810.PutItem"
+    assert seen["unsigned"] == []  # answered before the request was even made
 
 
 def test_the_publisher_figure_publishes_every_job_on_both_sides():
