@@ -18,6 +18,7 @@ import sys
 #: member) and of what no function runs: importing the consumer's handler loads none of them.
 NOT_AT_COLD_START = (
     "tiered_jobs.runtime.ratelimit",
+    "tiered_jobs.contract.large_payloads",  # a pointer's: read for a record with attributes, or an offloading tier
     "tiered_jobs.contract.rate_limits",
     "tiered_jobs.runtime.deadletter",
     "tiered_jobs.runtime.tracebacks",
@@ -66,12 +67,26 @@ def test_the_consumer_handler_loads_no_module_of_a_rare_path_at_import():
     )
 
 
+def test_reading_a_first_delivery_loads_no_pointer_module_and_a_record_with_attributes_does():
+    code = (
+        "import json, sys\n"
+        "from tiered_jobs.runtime.received import read\n"
+        "body = json.dumps({'type': 'a.b', 'idempotency_key': 'k', 'payload': {}, 'version': 1})\n"
+        "plain = {'messageId': 'm', 'body': body, 'attributes': {'ApproximateReceiveCount': '1'}}\n"
+        "read(plain, set(), fetch=lambda raw: body)\n"
+        "print('tiered_jobs.contract.large_payloads' in sys.modules)\n"
+        "attributed = {**plain, 'messageAttributes': {'ExtendedPayloadSize': {'stringValue': '9'}}}\n"
+        "print(read(attributed, set(), fetch=lambda raw: body).envelope.type)\n"  # the pointer was read
+        "print('tiered_jobs.contract.large_payloads' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "a.b", "True"]
+
+
 #: The dataclasses a plain job's cold path defines: the types a job or a test builds or copies
 #: (``dataclasses.replace``); the consumer's internal records are plain classes.
 COLD_PATH_DATACLASSES = {
     "tiered_jobs.contract.envelope.Envelope",
-    "tiered_jobs.contract.large_payloads.Offload",
-    "tiered_jobs.contract.large_payloads.Pointer",
     "tiered_jobs.contract.progress.Progress",
     "tiered_jobs.contract.tiers.TierQueues",
     "tiered_jobs.runtime.backoff.RetryPolicy",

@@ -19,6 +19,7 @@ Only the standard library: the consumer imports this at cold start.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
@@ -57,19 +58,22 @@ def _refused_ranges(allowed: Iterable[tuple[int, int]], top: int = 0x10FFFF) -> 
     return refused
 
 
-# The refused characters as a class of their own (five small ranges), not the negated allowed class:
-# the same matches on every code point, but ``re`` builds the negated class's charset over all of
-# Unicode, about 5 ms at every cold start of the consumer (which imports this), and searches slower.
-_DISALLOWED = re.compile(
-    "[" + "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in _refused_ranges(ALLOWED_CHARACTER_RANGES)) + "]"
-)
+@functools.cache
+def _disallowed() -> re.Pattern[str]:
+    """The refused characters as a class of their own (five small ranges), not the negated allowed class:
+    the same matches on every code point, but ``re`` builds the negated class's charset over all of
+    Unicode (about 5 ms) and searches slower. Compiled on first use (0.75 ms): the consumer imports this
+    module for its limits, and checks characters only when it writes a letter."""
+    ranges = "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in _refused_ranges(ALLOWED_CHARACTER_RANGES))
+    return re.compile(f"[{ranges}]")
+
 
 T = TypeVar("T")
 
 
 def first_disallowed_character(text: str) -> tuple[int, str] | None:
     """``(index, "U+FFFF")`` of the first character SQS refuses in ``text``, or ``None`` if it has none."""
-    found = _DISALLOWED.search(text)
+    found = _disallowed().search(text)
     if found is None:
         return None
     return found.start(), f"U+{ord(found.group()):04X}"
@@ -85,7 +89,7 @@ def sqs_safe_text(text: str) -> str:
     Multilingual Plane, so four hex digits always do; the escape is JSON's, so a JSON text passed
     through stays valid and decodes to the same value (the letter's traceback relies on it).
     """
-    return _DISALLOWED.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+    return _disallowed().sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def disallowed_character_problem(text: str, where: str) -> str | None:

@@ -7,13 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tiered_jobs.contract.large_payloads import Offload
 from tiered_jobs.contract.names import Env
 from tiered_jobs.contract.tiers import DEFAULT_IDEMPOTENCY_TTL_SECONDS
 
 from .backoff import RetryPolicy
 
 if TYPE_CHECKING:
+    from tiered_jobs.contract.large_payloads import Offload
     from tiered_jobs.contract.rate_limits import RateLimits
 
 #: A job from a newer producer waits for a newer consumer in SQS's longest delay (900 s)...
@@ -100,8 +100,12 @@ class TierConfig:
             max_receive_count = int(env[Env.MAX_RECEIVE_COUNT]) if env.get(Env.MAX_RECEIVE_COUNT) else None
             if max_receive_count is not None and max_receive_count < 1:
                 raise ValueError(f"{Env.MAX_RECEIVE_COUNT} must be >= 1, got {max_receive_count}")
-            offload = env.get(Env.LARGE_PAYLOADS)
-            large_payloads = Offload.from_json(offload, Env.LARGE_PAYLOADS) if offload else None
+            large_payloads = None
+            if env.get(Env.LARGE_PAYLOADS):
+                # Parsed only for a tier that stores bodies in S3, as the rate limits above.
+                from tiered_jobs.contract.large_payloads import Offload
+
+                large_payloads = Offload.from_json(env[Env.LARGE_PAYLOADS], Env.LARGE_PAYLOADS)
         except (ValueError, TypeError, KeyError) as exc:
             raise ConfigurationError(f"malformed retry/idempotency/time budget/rate-limit settings: {exc}") from exc
         return cls(
