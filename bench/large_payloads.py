@@ -69,10 +69,10 @@ def _measure(jobs: int) -> dict[str, Any]:
     import boto3
 
     from tiered_jobs.contract.large_payloads import Offload, lifecycle_days
+    from tiered_jobs.contract.retention import DEFAULT_DLQ_RETENTION_DAYS, DEFAULT_RETENTION_DAYS
+    from tiered_jobs.contract.retention import DEFAULT_IDEMPOTENCY_TTL_SECONDS as TTL
     from tiered_jobs.contract.routing import Routes
     from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES
-    from tiered_jobs.contract.tiers import DEFAULT_DLQ_RETENTION_DAYS, DEFAULT_RETENTION_DAYS
-    from tiered_jobs.contract.tiers import DEFAULT_IDEMPOTENCY_TTL_SECONDS as TTL
     from tiered_jobs.publisher import Job, Publisher
     from tiered_jobs.runtime.consumer import Consumer
     from tiered_jobs.runtime.registry import JobRegistry

@@ -19,6 +19,8 @@ import sys
 NOT_AT_COLD_START = (
     "tiered_jobs.runtime.ratelimit",
     "tiered_jobs.contract.large_payloads",  # a pointer's: read for a record with attributes, or an offloading tier
+    "tiered_jobs.contract.progress",  # the stored progress: loaded by the first job that reports it
+    "tiered_jobs.contract.tiers",  # the queues' shape: the consumer reads its own from its settings
     "tiered_jobs.contract.rate_limits",
     "tiered_jobs.runtime.deadletter",
     "tiered_jobs.runtime.tracebacks",
@@ -87,8 +89,6 @@ def test_reading_a_first_delivery_loads_no_pointer_module_and_a_record_with_attr
 #: (``dataclasses.replace``); the consumer's internal records are plain classes.
 COLD_PATH_DATACLASSES = {
     "tiered_jobs.contract.envelope.Envelope",
-    "tiered_jobs.contract.progress.Progress",
-    "tiered_jobs.contract.tiers.TierQueues",
     "tiered_jobs.runtime.backoff.RetryPolicy",
     "tiered_jobs.runtime.config.TierConfig",
     "tiered_jobs.runtime.job_policy.JobPolicy",

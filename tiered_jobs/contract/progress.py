@@ -29,9 +29,6 @@ NOTE_MAX_CHARS = 200
 #: ``done`` and ``total`` stay below this (DynamoDB numbers would take more, JSON readers in other
 #: languages would not: 2**53 is the largest integer a JavaScript reader holds exactly).
 MAX_COUNT = 2**53
-#: Default for the least time between two writes of one job's progress (seconds): calls in between
-#: are coalesced, the last one is written when the job returns.
-DEFAULT_INTERVAL_SECONDS = 5.0
 
 
 @dataclass(frozen=True)

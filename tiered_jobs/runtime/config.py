@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tiered_jobs.contract.names import Env
-from tiered_jobs.contract.tiers import DEFAULT_IDEMPOTENCY_TTL_SECONDS
+from tiered_jobs.contract.retention import DEFAULT_IDEMPOTENCY_TTL_SECONDS
 
 from .backoff import RetryPolicy
 

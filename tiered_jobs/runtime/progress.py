@@ -21,17 +21,28 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tiered_jobs.contract.idempotency import RecordAttributes, RecordStatus, record_id
-from tiered_jobs.contract.progress import ATTRIBUTE, DEFAULT_INTERVAL_SECONDS, Progress, checked
 from tiered_jobs.contract.times import iso_text
 
-__all__ = ["DEFAULT_INTERVAL_SECONDS", "ProgressWriter", "checked", "discard"]
+if TYPE_CHECKING:
+    from tiered_jobs.contract.progress import Progress
+
+__all__ = ["DEFAULT_INTERVAL_SECONDS", "ProgressWriter", "discard"]
+
+#: Default for the least time between two writes of one job's progress (seconds): calls in between
+#: are coalesced, the last one is written when the job returns.
+DEFAULT_INTERVAL_SECONDS = 5.0
+
+# The stored shape (tiered_jobs.contract.progress: its checks and the Progress dataclass) is loaded by
+# the first job that reports progress: most never do, and a cold start does not define the dataclass.
 
 
 def discard(done: Any, total: Any, note: Any = "") -> None:
     """Where progress goes without a record (a job with ``idempotent=False``, a test's context): checked, dropped."""
+    from tiered_jobs.contract.progress import checked
+
     checked(done, total, note)
 
 
@@ -66,6 +77,8 @@ class ProgressWriter:
         return record_id(self.job_type, self.idempotency_key)
 
     def __call__(self, done: Any, total: Any, note: Any = "") -> None:
+        from tiered_jobs.contract.progress import checked
+
         progress = checked(done, total, note, at=iso_text(self.now()))
         if self._written_at is not None and self.clock() - self._written_at < self.interval:
             self._pending = progress  # coalesced: the next write, or the job's end, carries the latest
@@ -78,6 +91,8 @@ class ProgressWriter:
             self._write(self._pending)
 
     def _write(self, progress: Progress) -> None:
+        from tiered_jobs.contract.progress import ATTRIBUTE
+
         self._pending, self._written_at = None, self.clock()
         try:
             self.writes += 1

@@ -9,8 +9,8 @@ from typing import Any
 
 from tiered_jobs.contract.names import SQS_MAX_VISIBILITY_SECONDS
 from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
+from tiered_jobs.contract.retention import DEFAULT_DLQ_RETENTION_DAYS, DEFAULT_RETENTION_DAYS, replay_window_seconds
 from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES
-from tiered_jobs.contract.tiers import DEFAULT_DLQ_RETENTION_DAYS, DEFAULT_RETENTION_DAYS, replay_window_seconds
 
 from .values import SettingsError
 
