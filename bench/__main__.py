@@ -59,7 +59,7 @@ def figures(quick: bool) -> dict[str, Any]:
         # The same without bytecode in the asset: synthesis without the runtime's interpreter.
         ("cold_start_source_only", lambda: coldstart.measure(1 if quick else 15, bytecode=False)),
         ("cold_start_with_packages", lambda: coldstart.measure_with_packages(1 if quick else 7)),
-        # Warm CPU per job, ours against the bare recipe and a raw send loop (instant boto3 clients).
+        # Warm CPU per job, ours against the bare recipe and a raw send loop (clients that sign, no network).
         ("warm", lambda: warm.measure(100, 1, 100) if quick else warm.measure(1000, 15, 1000)),
         ("asset", asset.measure),
         ("console", lambda: console_bench.measure(5 if quick else 20)),
