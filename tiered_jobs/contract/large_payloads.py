@@ -66,10 +66,7 @@ def size_attribute(size: int) -> dict[str, dict[str, str]]:
 
 def is_offloaded(attributes: Mapping[str, Any] | None) -> bool:
     """Does a message with these attributes (SQS API or Lambda event shape) carry a pointer?"""
-    # Most messages have no attributes at all: answered without the scan (the consumer asks for every record).
-    if not attributes:
-        return False
-    return any(name in attributes for name in SIZE_ATTRIBUTES)
+    return any(name in (attributes or {}) for name in SIZE_ATTRIBUTES)
 
 
 def read_pointer(body: str) -> Pointer:

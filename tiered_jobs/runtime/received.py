@@ -224,6 +224,7 @@ def read(raw: Mapping[str, Any], registered: Any, fetch: Fetch | None = None) ->
     envelope: envelope_rules.Envelope | None = None
     error: envelope_rules.EnvelopeError | None = None
     text: str | BaseException = body
+    # Only a record with message attributes can be a pointer: the others never load its module (_offloaded).
     offloaded = fetch is not None and bool(attributes) and _offloaded(attributes)
     if offloaded:
         assert fetch is not None
