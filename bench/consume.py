@@ -10,8 +10,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from tests.support.tier import analytics_bodies, chunks, create_tier
@@ -131,25 +133,42 @@ def _runtime_rate(tier, jobs: int, concurrency: int, handler=None) -> tuple[floa
         handler=handler,
         listener=lambda function, invocation: durations.append(invocation.duration_ms),
     )
-    warned = _Warnings(logging.WARNING)
+    with _mapping_warnings() as warned:
+        started = time.monotonic()
+        runtime.start()
+        try:
+            emptied = drain(tier, timeout=600, poll=0.1, quiet_checks=1)
+        finally:
+            runtime.stop(timeout=60)
+    return jobs / (emptied - started), sum(durations) / max(1, len(durations)), warned
+
+
+@contextlib.contextmanager
+def _mapping_warnings() -> Iterator[list[str]]:
+    """The text of each warning the local mapping logs meanwhile, kept here and not printed: ``make bench``
+    sets its logger to ERROR (and so may a test before), so it is lowered to WARNING for the while, and
+    kept from the root logger's handlers; both are restored after."""
+    found: list[str] = []
     mapping_log = logging.getLogger("emulator.esm")
-    mapping_log.addHandler(warned)
-    started = time.monotonic()
-    runtime.start()
+    kept = _Kept(found)
+    level, propagate = mapping_log.level, mapping_log.propagate
+    mapping_log.addHandler(kept)
+    mapping_log.setLevel(logging.WARNING)
+    mapping_log.propagate = False
     try:
-        emptied = drain(tier, timeout=600, poll=0.1, quiet_checks=1)
+        yield found
     finally:
-        runtime.stop(timeout=60)
-        mapping_log.removeHandler(warned)
-    return jobs / (emptied - started), sum(durations) / max(1, len(durations)), warned.messages
+        mapping_log.removeHandler(kept)
+        mapping_log.setLevel(level)
+        mapping_log.propagate = propagate
 
 
-class _Warnings(logging.Handler):
-    """Keeps the text of each record it is given (the mapping's warnings)."""
+class _Kept(logging.Handler):
+    """Keeps the text of each record it is given."""
 
-    def __init__(self, level: int) -> None:
-        super().__init__(level)
-        self.messages: list[str] = []
+    def __init__(self, found: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.found = found
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
+        self.found.append(record.getMessage())
