@@ -128,12 +128,24 @@ Gaps, in deployment order:
     1.5 ms and 0.1 ms. :func:`cloudformation_json_templates` reads a template that is JSON as JSON
     (the same dictionary: a test compares them) and leaves any other text to moto's YAML.
 
+21. **moto's SQS is not thread-safe.** A ``ReceiveMessage`` checks that a message is visible, then
+    marks it received, with nothing held in between: two receives on the same queue both take the
+    message, so it runs twice at once and its receive count goes up by two (a job's letter then
+    names more attempts than its policy allows); two receives that both find it past the redrive's
+    ``maxReceiveCount`` both move it, and the second fails (HTTP 500). A ``DeleteMessage`` builds
+    the queue's new list of messages, then puts it in place, so a message another thread sends in
+    between is dropped. SQS makes each of these atomic, so :func:`serialize_sqs_requests` runs one
+    call of moto's SQS at a time in this process; a receive that long-polls gives the turn up while
+    it waits, as SQS serves other requests meanwhile.
+
 moto never evaluates alarms, publishes no SQS or Lambda metrics and extracts no EMF from logs:
 ``emulator.metrics`` and ``emulator.alarms`` emulate those services' parts.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import re
 import threading
@@ -756,13 +768,50 @@ def sqs_thread_safe_message_groups() -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# Gap 21: one SQS call at a time, a long poll waiting without its turn
+
+#: Reentrant: moto's backend calls its own methods (a receive reads its queue with ``get_queue``).
+_SQS_REQUESTS = threading.RLock()
+
+
+def serialize_sqs_requests() -> None:
+    """Make each public method of moto's ``SQSBackend`` run alone in this process (idempotent).
+
+    Each queue's message condition shares the same lock, so a receive that long-polls
+    (``Queue.wait_for_messages``, a ``Condition.wait``) releases it, however deeply held, while it
+    waits, and a send's ``notify_all`` wakes it: the waiting receive holds nobody up."""
+    from moto.sqs.models import Queue, SQSBackend
+
+    if getattr(SQSBackend, "serialized_by_tiered_jobs", False):
+        return
+    for name, member in list(vars(SQSBackend).items()):
+        if not name.startswith("_") and inspect.isfunction(member):
+            setattr(SQSBackend, name, _one_at_a_time(member))
+    setup = Queue.__init__
+
+    def __init__(queue: Any, *args: Any, **kwargs: Any) -> None:
+        setup(queue, *args, **kwargs)
+        queue._messages_lock = threading.Condition(_SQS_REQUESTS)
+
+    Queue.__init__ = __init__  # type: ignore[method-assign]
+    SQSBackend.serialized_by_tiered_jobs = True  # type: ignore[attr-defined]
+
+
+def _one_at_a_time(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def serialized(*args: Any, **kwargs: Any) -> Any:
+        with _SQS_REQUESTS:
+            return method(*args, **kwargs)
+
+    return serialized
+
+
+# --------------------------------------------------------------------------------------------
 # Gap 13: the server's module list, once
 
 
 def moto_server_module_list_once() -> None:
     """Make moto's server list its service modules once per process instead of on every request (idempotent)."""
-    import functools
-
     from moto import backends
 
     if hasattr(backends.list_of_moto_modules, "cache_info"):

@@ -83,6 +83,7 @@ class EmbeddedAws:
             cloudwatch_percentiles,
             moto_server_module_list_once,
             serialize_dynamodb_requests,
+            serialize_sqs_requests,
             sqs_batch_system_attributes,
             sqs_fast_clock_and_attributes,
             sqs_message_move_tasks,
@@ -97,6 +98,7 @@ class EmbeddedAws:
         cloudwatch_list_metrics_by_series()  # ListMetrics lists a series once (moto_patches, gap 16)
         cloudwatch_metric_data_by_series()  # GetMetricData in time linear in the datapoints (moto_patches, gap 17)
         sqs_message_move_tasks()  # the native replay's StartMessageMoveTask (moto_patches, gap 11)
+        serialize_sqs_requests()  # moto's SQS is not thread-safe either (moto_patches, gap 21)
         sqs_thread_safe_message_groups()  # receives of grouped messages from many threads (moto_patches, gap 12)
         moto_server_module_list_once()  # the dispatcher's folder listing on every request (moto_patches, gap 13)
         sqs_fast_clock_and_attributes()  # SQS's quadratic clock and attribute reads (moto_patches, gap 14)
