@@ -85,6 +85,8 @@ class Outcome:
     #: A duplicate delivery's letter (the same key run at once elsewhere: idempotency's "in
     #: progress") is not the job's own failure, and is not judged here.
     letters_off_their_job_policy: int = 0
+    #: Each of those, said: its key, the reason and attempts its policy allows, and its letters' own.
+    letters_off_detail: list[str] = field(default_factory=list)
     #: Letters the consumer wrote for a job that raised without a ``DeadLetter.Traceback`` that
     #: parses as version 1 (``{"v": 1, "frame", "traceback"}``, a traceback text, a frame or null).
     letters_without_a_traceback: int = 0
@@ -282,6 +284,11 @@ def check(
         replayed=dict(seen.replayed),
         expected_dead_letters=dict(Counter(catalogue[k]["dead_letter"] for k in must_die)),
         letters_off_their_job_policy=sum(not _as_its_policy_says(catalogue[k], own[k]) for k in must_die),
+        letters_off_detail=[
+            _letters_detail(k, catalogue[k], finals.get(k, []))
+            for k in sorted(must_die)
+            if not _as_its_policy_says(catalogue[k], own[k])
+        ],
         letters_without_a_traceback=sum(_traceback(a.attributes) is None for a in ours if _raised(a.attributes)),
         letters_naming_the_wrong_frame=sum(
             not _frame_as_expected(catalogue[k], letter) for k in must_die for letter in own[k]
@@ -392,6 +399,17 @@ def _as_its_policy_says(job: dict[str, Any], letters: list[dict[str, Any]]) -> b
         if high is not None and attempts > high:
             return False
     return True
+
+
+def _letters_detail(key: str, job: dict[str, Any], letters: list[dict[str, Any]]) -> str:
+    """What a job's policy allows its letter, and what its letters left at the end say (of any failure)."""
+    low, high = job.get("attempts", (1, None))
+    said = [
+        (attributes.get(DeadLetter.REASON), attributes.get(DeadLetter.ATTEMPTS), attributes.get(DeadLetter.ERROR_TYPE))
+        for attributes in map(_attributes_of, letters)
+    ]
+    allowed = f"{job['dead_letter']} after {low}..{high or 'any'} attempts"
+    return f"{key}: {allowed}; letters (reason, attempts, error) {said}"
 
 
 def _batch_as_expected(head: batch_items.Head | None, callback: dict[str, Any]) -> bool:

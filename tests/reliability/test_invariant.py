@@ -54,7 +54,8 @@ def _quiet(monkeypatch):
 
 def test_nothing_lost_nothing_applied_twice_with_every_feature_on():
     outcome = run_shards(1000, shards=2, account_count=100, log=lambda *_: None, processes=2)
-    report = outcome.as_dict()
+    # Text, so that a failure prints the whole report (pytest shortens a dict's), details included.
+    report = json.dumps(outcome.as_dict(), indent=1, sort_keys=True, default=str)
     assert outcome.lost == 0, report
     assert outcome.duplicated == 0, report
     assert outcome.unexpected == 0, report
@@ -223,6 +224,11 @@ def test_the_checker_counts_a_letter_off_its_job_policy_a_wrong_frame_and_a_miss
     assert _checked([_capped_letter()]).holds()
     # The tier's attempts instead of the job's own, or the job's own too soon: its policy was ignored.
     assert _checked([_capped_letter(attempts="5")]).letters_off_their_job_policy == 1
+    # ...and the report names it: its key, its policy, and what its letter said.
+    assert _checked([_capped_letter(attempts="5")]).letters_off_detail == [
+        "c-1: retries_exhausted after 2..4 attempts; letters (reason, attempts, error) "
+        "[('retries_exhausted', '5', 'TransientError')]"
+    ]
     assert _checked([_capped_letter(attempts="1")]).letters_off_their_job_policy == 1
     assert _checked([_capped_letter(reason="permanent")]).letters_off_their_job_policy == 1
     # No letter of the job's own failure (a duplicate delivery's does not stand in for it).
