@@ -793,7 +793,7 @@ def serialize_sqs_requests() -> None:
         setup(queue, *args, **kwargs)
         queue._messages_lock = threading.Condition(_SQS_REQUESTS)
 
-    Queue.__init__ = __init__  # type: ignore[method-assign]
+    Queue.__init__ = __init__  # type: ignore[method-assign, assignment]
     SQSBackend.serialized_by_tiered_jobs = True  # type: ignore[attr-defined]
 
 
