@@ -91,6 +91,11 @@ class EnvelopeTooNew(EnvelopeError):
 
 @dataclass(frozen=True)
 class Envelope:
+    """One job as it travels in a message body: version 1 of the contract (docs/upgrading.md).
+
+    A docstring of its own also spares each cold start the signature text a dataclass would
+    otherwise make for it (``inspect.signature`` over every field)."""
+
     type: str
     idempotency_key: str
     payload: dict[str, Any]

@@ -164,6 +164,9 @@ _CONTEXT_DEFAULTS = frozen.defaults(JobContext)
 
 @dataclass(frozen=True)
 class JobDefinition:
+    """A registered job type: its handler and what ``@job`` said about it (documented, so its
+    dataclass makes no signature text at a cold start)."""
+
     type: str
     handler: Handler
     validate: Validator | None = None
