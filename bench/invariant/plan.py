@@ -91,10 +91,13 @@ class FaultPlan:
     # -- features ----------------------------------------------------------------------------
     #: The job type's rate limit (jobs per second across the tier's consumers; ``None``: off).
     rate_limit_per_second: float | None = 60.0
-    #: A small burst: the consumers' batches arriving together push the bucket past the wait bound,
-    #: so jobs are held with their turns (``TieredJobs.Turn``) and run from their copies.
-    rate_limit_burst: int = 2
-    rate_limit_max_wait_seconds: float = 0.25
+    #: A small burst and a short wait bound: one batch's claim can take its own jobs past the bound (a
+    #: token every 1/60 s after the burst of 2: a batch's 9th payment starts 117 ms on, past 100 ms), so
+    #: jobs are held with their turns (``TieredJobs.Turn``) and run from their copies even where batches
+    #: seldom claim at once. With 250 ms it took two batches claiming together, which a slow machine's
+    #: run once never did (no copy with a turn); with 50 ms most payments were held, and under that load
+    #: their copies came back past their turns' grace and were held again, about six times a job.
+    rate_limit_max_wait_seconds: float = 0.1
     #: Replays while jobs still flow: a batch replay, then a native one (``StartMessageMoveTask``).
     mid_run_replays: bool = True
     #: An operator pauses the tier ``pause_after_seconds`` into the publishing, for ``pause_seconds``
