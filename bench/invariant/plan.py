@@ -97,6 +97,7 @@ class FaultPlan:
     #: seldom claim at once. With 250 ms it took two batches claiming together, which a slow machine's
     #: run once never did (no copy with a turn); with 50 ms most payments were held, and under that load
     #: their copies came back past their turns' grace and were held again, about six times a job.
+    rate_limit_burst: int = 2
     rate_limit_max_wait_seconds: float = 0.1
     #: Replays while jobs still flow: a batch replay, then a native one (``StartMessageMoveTask``).
     mid_run_replays: bool = True
