@@ -85,7 +85,12 @@ def test_nothing_lost_nothing_applied_twice_with_every_feature_on():
     assert outcome.copies_with_a_turn > 0, report  # held jobs went back with their tokens, and none was lost
     # Bodies past 1 MiB went through S3 (every copy published its own object), each job applied once with the rest.
     assert outcome.faults_injected.get("offloaded_bodies", 0) >= 2 * 2 * FaultPlan.large_body_jobs, report
-    assert set(outcome.dead_letter_reasons) <= {"permanent", "retries_exhausted", "envelope_too_new"}, report
+    # A letter left at the end without a reason ("unknown") is one SQS's redrive moved after a crash, later than
+    # the run's last replay: each is counted above among those after a crash, and its job was applied or is
+    # counted among the expected letters.
+    reasons = set(outcome.dead_letter_reasons) - {"unknown"}
+    assert reasons <= {"permanent", "retries_exhausted", "envelope_too_new"}, report
+    assert outcome.dead_letter_reasons.get("unknown", 0) <= outcome.letters_without_reason_after_a_crash, report
     # A newer producer's jobs (envelope version 2): held by the run's consumer, then dead-lettered with
     # their reason once past the bound (never as permanent, never applied), and each replay of them too.
     assert outcome.expected_dead_letters.get("envelope_too_new", 0) > 0, report
