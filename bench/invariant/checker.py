@@ -242,6 +242,7 @@ def check(
     ours = [a for a in seen.dlq_arrivals if DeadLetter.REASON in a.attributes]
     import_failures = [a for a in ours if a.attributes.get(DeadLetter.ERROR_TYPE) == _IMPORT_ERROR_TYPE]
     own = {k: [x for x in finals.get(k, []) if _its_own_failure(catalogue[k], x)] for k in must_die}
+    off_policy = sorted(k for k in must_die if not _as_its_policy_says(catalogue[k], own[k]))
     tenants = {key: job["tenant"] for key, job in catalogue.items() if job.get("tenant")}
     heads = {
         item[batch_items.KEY]["S"]: batch_items.Head.from_item(item)
@@ -283,12 +284,8 @@ def check(
         outcomes=dict(seen.outcomes),
         replayed=dict(seen.replayed),
         expected_dead_letters=dict(Counter(catalogue[k]["dead_letter"] for k in must_die)),
-        letters_off_their_job_policy=sum(not _as_its_policy_says(catalogue[k], own[k]) for k in must_die),
-        letters_off_detail=[
-            _letters_detail(k, catalogue[k], finals.get(k, []))
-            for k in sorted(must_die)
-            if not _as_its_policy_says(catalogue[k], own[k])
-        ],
+        letters_off_their_job_policy=len(off_policy),
+        letters_off_detail=[_letters_detail(k, catalogue[k], finals.get(k, [])) for k in off_policy],
         letters_without_a_traceback=sum(_traceback(a.attributes) is None for a in ours if _raised(a.attributes)),
         letters_naming_the_wrong_frame=sum(
             not _frame_as_expected(catalogue[k], letter) for k in must_die for letter in own[k]
