@@ -13,7 +13,7 @@ import pytest
 from tests.infra.hops import HOPS, Hop, RoleCaller, _role_of, walk
 from tests.infra.infra_support import Synth, find_consumer, logical_id, policy_statements, synthesize_once
 from tests.infra.template_values import Concrete
-from tiered_jobs.cdk.large_payloads import READ_ACTIONS
+from tiered_jobs.cdk.large_payloads import LIST_ACTIONS, READ_ACTIONS
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.contract.large_payloads import OFF, lifecycle_days
 from tiered_jobs.contract.names import Env, Outputs, Ssm, function_name
@@ -176,11 +176,51 @@ def large_payload_hops(t: Concrete) -> Iterator[Hop]:
             )
 
 
+def listing_hops(t: Concrete) -> Iterator[Hop]:
+    """Each opted-in consumer may list the bucket itself (no key): without it S3 answers a missing object with
+    ``AccessDenied``, not ``NoSuchKey`` (S3's documented rule), and an expired body reads as a refusal."""
+    bucket = t.logical_id(t.template["Outputs"][Outputs.LARGE_PAYLOAD_BUCKET]["Value"])
+    for function, props in t.resources("AWS::Lambda::Function"):
+        if Env.LARGE_PAYLOADS in props.get("Environment", {}).get("Variables", {}):
+            role = _role_of(t, function)
+            assert role is not None
+            yield Hop(
+                f"{function} lists the bucket", RoleCaller(role, "lambda.amazonaws.com"), bucket, LIST_ACTIONS, ()
+            )
+
+
 def test_every_hop_of_a_stage_with_large_payloads_is_allowed(synth):
-    hops, problems = walk(synth.raw, sources=(*HOPS, large_payload_hops))
+    hops, problems = walk(synth.raw, sources=(*HOPS, large_payload_hops, listing_hops))
     reads = [hop for hop in hops if hop.actions == READ_ACTIONS]
     assert len(reads) == 2 * 2 + 1  # critical's and bulk's consumers, two keys each; the replay function
+    assert len([hop for hop in hops if hop.actions == LIST_ACTIONS]) == 2  # critical's and bulk's consumers
     assert problems == []
+
+
+def test_only_the_opted_in_consumers_may_list_and_only_the_stages_bucket(synth):
+    """Least privilege: ``s3:ListBucket`` on the bucket's own ARN (never its objects, never ``*``), granted to
+    the consumers that read bodies; the transactional consumer and the publisher get none."""
+    key, _ = _bucket(synth)
+    listing = {
+        name: [
+            s
+            for s in policy_statements(synth, find_consumer(synth, synth.stage, name)[0])
+            if "s3:ListBucket" in s["Action"]
+        ]
+        for name in ("critical", "bulk", "transactional")
+    }
+    for name in ("critical", "bulk"):
+        (statement,) = listing[name]
+        assert statement["Action"] == "s3:ListBucket" and _joined(statement["Resource"]) == f"{key}.Arn"
+    assert listing["transactional"] == []
+    every = json.dumps(
+        [
+            p["Properties"]["PolicyDocument"]
+            for t in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
+            for p in synth.resources(t).values()
+        ]
+    )
+    assert every.count("s3:ListBucket") == 2  # the two consumers' statements, nothing else of the stack
 
 
 def test_a_consumer_without_its_read_right_is_reported(synth):

@@ -134,6 +134,16 @@ def test_a_bucket_that_refuses_access_is_permanent(tier, s3, recorded):
     assert attrs(letter)[DeadLetter.ERROR_TYPE] == "OffloadedBodyUnavailable" and recorded == []
 
 
+def test_a_refusal_letter_names_the_missing_object_it_may_hide(tier, s3, recorded):
+    """S3 answers ``AccessDenied``, not ``NoSuchKey``, for a missing object to a reader without
+    ``s3:ListBucket``: the letter says so, so an expired body is not read as an IAM problem only."""
+    send_pointer(tier, s3, big_job("report-7"))
+    tier.run_batch(consumer(tier, s3=Flaky(s3, s3_error("AccessDenied", 403))))
+    (letter,) = tier.dlq_messages()
+    says = attrs(letter)[DeadLetter.ERROR_MESSAGE]
+    assert f"s3://{BUCKET}/9f2c-java-uuid" in says and "s3:ListBucket" in says and "may not exist" in says
+
+
 @pytest.mark.parametrize(
     ("offload", "says"),
     [(None, "does not read offloaded bodies"), (Offload("another-bucket", 0), "not this stage's bucket")],

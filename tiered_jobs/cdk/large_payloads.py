@@ -14,8 +14,11 @@ threshold under ``<tier>/`` and sends the pointer of AWS's SQS extended clients
   (``tiered-jobs teardown`` finds it by the stage tag and empties it).
 - Least privilege: the publisher may ``PutObject`` under the opted-in tiers' folders only; a consumer
   may ``GetObject`` anywhere in the bucket, because a Java or Python extended client writes a bare
-  UUID key (no folder), and reads nothing but its stage's bucket whatever a pointer names; the replay
-  function may ``GetObject`` too (``show`` and the discard archive read a letter's body back).
+  UUID key (no folder), and reads nothing but its stage's bucket whatever a pointer names; it may also
+  ``ListBucket`` that bucket (and no other), because S3 answers a reader without it ``AccessDenied``
+  for a missing object, so an expired body would be dead-lettered as an IAM problem. The replay
+  function may ``GetObject`` too (``show`` and the discard archive read a letter's body back; a
+  missing object there says it may be gone).
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ from .tier import Tier
 
 #: What the consumer calls (a fetch of the stored body), and the publisher (a store).
 READ_ACTIONS = ("s3:GetObject",)
+#: What a reader of bodies needs on the bucket itself so that a missing object answers ``NoSuchKey``:
+#: without it S3 answers ``AccessDenied`` (its documented rule), and an expired body reads as a refusal.
+LIST_ACTIONS = ("s3:ListBucket",)
 WRITE_ACTIONS = ("s3:PutObject",)
 #: Where the bucket's server access logs go in the discard archive's log bucket.
 ACCESS_LOG_PREFIX = "large-payloads/"
@@ -94,6 +100,10 @@ class LargePayloads(Construct):
             tier.consumer.add_environment(Env.LARGE_PAYLOADS, self.offload(tier).to_json())
             role.add_to_principal_policy(
                 iam.PolicyStatement(actions=list(READ_ACTIONS), resources=[self.bucket.arn_for_objects("*")])
+            )
+            # So that an expired body answers NoSuchKey (OffloadedBodyMissing), not AccessDenied: the bucket only.
+            role.add_to_principal_policy(
+                iam.PolicyStatement(actions=list(LIST_ACTIONS), resources=[self.bucket.bucket_arn])
             )
             acknowledge(
                 role,

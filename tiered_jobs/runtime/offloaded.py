@@ -8,10 +8,12 @@ never the body. What can go wrong, and where the record then goes:
   opt in: :class:`PointerRefused`, permanent (the DLQ with the reason; fixed by a replay once the
   tier is configured). The consumer reads only its stage's bucket, whatever a message names;
 - the object is gone (``NoSuchKey``: expired by the bucket's lifecycle, or deleted by hand):
-  :class:`OffloadedBodyMissing`, permanent, never dropped silently;
+  :class:`OffloadedBodyMissing`, permanent, never dropped silently. S3 says ``NoSuchKey`` only to a
+  reader that may ``s3:ListBucket`` the bucket (the stack grants it the consumer), else
+  ``AccessDenied``;
 - S3 answered anything else: :class:`OffloadedBodyUnavailable`, caused by the client's error, which
   the AWS error catalogue decides (``SlowDown``, a 5xx, a timeout: transient, retried with the job's
-  backoff; ``AccessDenied``: permanent).
+  backoff; ``AccessDenied``: permanent, its message saying the object may be missing).
 
 Loaded on the first offloaded record only: a tier that never sees one never imports it.
 """
@@ -65,7 +67,13 @@ def fetch_body(raw: Mapping[str, Any], client: Callable[[str], Any], offload: Of
             )
             missing.__cause__ = exc
             return missing
-        unavailable = OffloadedBodyUnavailable(f"could not read the job's offloaded body {pointer.url}: {exc}")
+        detail = str(exc)
+        if code == "AccessDenied":  # S3 hides a missing object behind this from a reader without ListBucket
+            detail += (
+                " (the object may not exist: S3 answers AccessDenied, not NoSuchKey, for a missing object to a "
+                "reader without s3:ListBucket on the bucket, which the stack grants the consumer)"
+            )
+        unavailable = OffloadedBodyUnavailable(f"could not read the job's offloaded body {pointer.url}: {detail}")
         unavailable.__cause__ = exc
         return unavailable
     try:
