@@ -18,6 +18,7 @@ from tests.support.packages import (
     package_cache,
     shared_objects,
     write_sdist,
+    write_wheel,
 )
 from tiered_jobs.cdk import dependencies
 from tiered_jobs.cdk.dependencies import DependencyError, Target, cache_key, check_requirements, install
@@ -84,12 +85,54 @@ def test_the_key_changes_with_the_requirements_the_runtime_the_architecture_and_
 
 
 def test_the_platform_tags_follow_the_runtimes_glibc():
-    assert Target.lambda_runtime("python3.11", "arm64").platforms == ("manylinux2014_aarch64",)
-    assert Target.lambda_runtime("python3.13", "x86_64").platforms == (
-        "manylinux2014_x86_64",
-        "manylinux_2_28_x86_64",
-        "manylinux_2_34_x86_64",
+    """Every glibc from the oldest manylinux of the machine to the runtime's own, newest first (pip's order of
+    preference), each also under its legacy alias (PEP 600)."""
+    al2 = Target.lambda_runtime("python3.11", "arm64").platforms
+    assert al2 == (*(f"manylinux_2_{minor}_aarch64" for minor in range(26, 16, -1)), "manylinux2014_aarch64")
+    al2023 = Target.lambda_runtime("python3.13", "x86_64").platforms
+    assert al2023[:3] == ("manylinux_2_34_x86_64", "manylinux_2_33_x86_64", "manylinux_2_32_x86_64")
+    assert al2023[-3:] == ("manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64")
+    assert {"manylinux_2_17_x86_64", "manylinux_2_12_x86_64", "manylinux_2_5_x86_64"} <= set(al2023)
+    assert "manylinux_2_35_x86_64" not in al2023 and "manylinux_2_16_aarch64" not in al2
+
+
+@pytest.mark.parametrize(
+    ("runtime", "architecture", "tag"),
+    [
+        # pip's --platform takes each tag literally: given only manylinux2014 / 2_28 / 2_34 it refused these.
+        ("python3.13", "arm64", "manylinux_2_17_aarch64"),
+        ("python3.13", "arm64", "manylinux_2_24_aarch64"),
+        ("python3.11", "arm64", "manylinux_2_26_aarch64"),
+        ("python3.13", "x86_64", "manylinux_2_12_x86_64"),
+    ],
+)
+def test_a_wheel_for_an_older_glibc_than_the_runtimes_is_installed(tmp_path, runtime, architecture, tag):
+    links = tmp_path / "links"
+    python = runtime.removeprefix("python").replace(".", "")
+    write_wheel(links, f"cp{python}-cp{python}-{tag}")
+    installed = install(
+        _requirements(tmp_path, "onlytagged==1.0\n"),
+        Target.lambda_runtime(runtime, architecture),
+        cache=tmp_path / "cache",
+        pip_options=["--no-index", f"--find-links={links}"],
     )
+    assert (installed.python_dir / "onlytagged.py").is_file()
+
+
+@pytest.mark.parametrize(
+    ("runtime", "tag"), [("python3.11", "manylinux_2_28_aarch64"), ("python3.13", "manylinux_2_35_aarch64")]
+)
+def test_a_wheel_for_a_newer_glibc_than_the_runtimes_is_refused(tmp_path, runtime, tag):
+    links = tmp_path / "links"
+    python = runtime.removeprefix("python").replace(".", "")
+    write_wheel(links, f"cp{python}-cp{python}-{tag}")
+    with pytest.raises(DependencyError, match=r"no wheel of 'onlytagged==1\.0' for python3\.1\d on arm64"):
+        install(
+            _requirements(tmp_path, "onlytagged==1.0\n"),
+            Target.lambda_runtime(runtime, "arm64"),
+            cache=tmp_path / "cache",
+            pip_options=["--no-index", f"--find-links={links}"],
+        )
 
 
 def test_a_package_with_no_wheel_is_refused_in_one_line_and_leaves_no_cache_entry(tmp_path):
@@ -108,6 +151,28 @@ def test_a_package_with_no_wheel_is_refused_in_one_line_and_leaves_no_cache_entr
     assert message.startswith(f"{tmp_path / 'requirements.txt'}: no wheel of 'onlysource==1.0' for python3.13 on arm64")
     assert "a manylinux aarch64 wheel for cp313" in message and "change 'architecture'" in message
     assert list(cache.iterdir()) == []  # neither an entry nor a scratch folder
+
+
+def test_the_refusal_carries_no_colour_codes_when_the_cdk_cli_forces_colour(tmp_path, monkeypatch):
+    """The CDK CLI runs the app with FORCE_COLOR=0, which makes pip's console colour its errors."""
+    monkeypatch.setenv("FORCE_COLOR", "0")
+    links = tmp_path / "links"
+    write_sdist(links)
+    with pytest.raises(DependencyError) as refused:
+        install(
+            _requirements(tmp_path, "onlysource==1.0\n"),
+            ARM,
+            cache=tmp_path / "cache",
+            pip_options=["--no-index", f"--find-links={links}"],
+        )
+    message = str(refused.value)
+    assert "\x1b" not in message and "x1b[" not in message  # nor the escape as repr() writes it
+    assert "no wheel of 'onlysource==1.0' for python3.13 on arm64" in message
+
+
+def test_colour_codes_are_stripped_from_whatever_pip_says():
+    coloured = "\x1b[31mERROR: No matching distribution found for docopt==0.6.2\x1b[0m\x1b[31m\x1b[0m"
+    assert dependencies.plain(coloured) == "ERROR: No matching distribution found for docopt==0.6.2"
 
 
 @pytest.mark.parametrize("line", ["boto3==1.35.0", "botocore", "S3Transfer>=0.10", "Aws_Lambda.Powertools==3.1.0"])

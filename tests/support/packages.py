@@ -4,13 +4,17 @@ Real ones from PyPI, pinned: ``msgpack`` (a C extension: a wheel per Python, pla
 architecture) and ``humanize`` (pure Python); neither is in this repository's environment, so a
 job that imports them runs only if the layer is on its path. Installs share one cache per test
 session (:func:`package_cache`), so PyPI is asked once. ``write_sdist`` makes a package that
-has no wheel at all, served from a local folder, so the refusal does not depend on PyPI.
+has no wheel at all, and ``write_wheel`` one wheel of a chosen tag, both served from a local folder,
+so what pip accepts or refuses does not depend on PyPI.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import tarfile
+import zipfile
 from pathlib import Path
 
 BINARY = "msgpack==1.1.2"
@@ -52,3 +56,26 @@ def write_sdist(folder: Path, name: str = "onlysource", version: str = "1.0") ->
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return archive
+
+
+def write_wheel(folder: Path, tag: str, name: str = "onlytagged", version: str = "1.0") -> Path:
+    """A wheel of ``name`` tagged ``tag`` alone (``cp313-cp313-manylinux_2_17_aarch64``) in ``folder``, for
+    ``--find-links``: a module ``<name>.py`` and the metadata pip reads (PEP 427)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    info = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}.py": "VALUE = 1\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: false\nTag: {tag}\n",
+    }
+    record = [f"{path},sha256={_digest(text.encode())},{len(text.encode())}" for path, text in files.items()]
+    files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
+    wheel = folder / f"{name}-{version}-{tag}.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return wheel
+
+
+def _digest(data: bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()

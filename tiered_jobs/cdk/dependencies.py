@@ -64,14 +64,21 @@ PROVIDED: Mapping[str, str] = {
     "s3transfer": "the Lambda Python runtime",
     "aws-lambda-powertools": "the AWS-managed Powertools layer (setting 'powertools_version')",
 }
-#: Lambda's Python runtimes before 3.12 run on Amazon Linux 2 (glibc 2.26): manylinux2014 wheels
-#: only. 3.12 and later run on Amazon Linux 2023 (glibc 2.34), which also takes 2_28 and 2_34 ones.
+#: The glibc minor version of Lambda's Python runtimes: before 3.12 they run on Amazon Linux 2 (glibc
+#: 2.26), from 3.12 on Amazon Linux 2023 (glibc 2.34). A ``manylinux_2_N`` wheel runs on glibc 2.N and later.
 _AL2_RUNTIMES = ("3.10", "3.11")
-_MANYLINUX_AL2 = ("manylinux2014",)
-_MANYLINUX_AL2023 = ("manylinux2014", "manylinux_2_28", "manylinux_2_34")
+_GLIBC_AL2 = 26
+_GLIBC_AL2023 = 34
+#: The oldest manylinux of each machine (PEP 600): manylinux1 (glibc 2.5) on x86_64, manylinux2014
+#: (glibc 2.17) on aarch64, which had none before it.
+_OLDEST_GLIBC = {"x86_64": 5, "aarch64": 17}
+#: The legacy names of three ``manylinux_2_N`` tags (PEP 600): a wheel may carry either.
+_LEGACY_MANYLINUX = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
 _MACHINE = {"arm64": "aarch64", "x86_64": "x86_64"}
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _NO_MATCH = re.compile(r"No matching distribution found for (\S+)")
+#: A terminal's escape sequences (colours, styles): what pip prints when it believes it writes to one.
+_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 class DependencyError(TieredJobsError, ValueError):
@@ -112,11 +119,10 @@ class Target:
         version = runtime.removeprefix("python")
         if architecture not in _MACHINE or not re.fullmatch(r"3\.\d+", version):
             raise DependencyError(f"no package target for runtime {runtime!r} on {architecture!r}")
-        tags = _MANYLINUX_AL2 if version in _AL2_RUNTIMES else _MANYLINUX_AL2023
         return cls(
             description=f"{runtime} on {architecture}",
             python_version=version,
-            platforms=tuple(f"{tag}_{_MACHINE[architecture]}" for tag in tags),
+            platforms=manylinux_tags(_MACHINE[architecture], _GLIBC_AL2 if version in _AL2_RUNTIMES else _GLIBC_AL2023),
         )
 
     @classmethod
@@ -148,6 +154,20 @@ class Target:
             return f"a wheel for cp{self.python_version.replace('.', '')} on this machine"
         machine = "aarch64" if self.platforms[0].endswith("_aarch64") else "x86_64"
         return f"a manylinux {machine} wheel for cp{self.python_version.replace('.', '')} (or a pure-Python one)"
+
+
+def manylinux_tags(machine: str, glibc: int) -> tuple[str, ...]:
+    """Every manylinux tag a system of glibc 2.``glibc`` on ``machine`` runs: ``manylinux_2_N`` newest first
+    (pip prefers the earlier ones), then the legacy names of the same tags.
+
+    Each tag is passed to pip: its ``--platform`` takes a tag literally (pip 23 expands only the legacy
+    manylinux2014 and manylinux2010), so given ``manylinux_2_34`` alone it refuses a wheel tagged only
+    ``manylinux_2_17``, which runs there. Naming every tag holds whatever a pip version expands or not.
+    """
+    oldest = _OLDEST_GLIBC[machine]
+    tags = [f"manylinux_2_{minor}_{machine}" for minor in range(glibc, oldest - 1, -1)]
+    legacy = [f"{name}_{machine}" for minor, name in _LEGACY_MANYLINUX.items() if oldest <= minor <= glibc]
+    return (*tags, *legacy)
 
 
 @dataclass(frozen=True)
@@ -250,6 +270,7 @@ def _pip(python: str, requirements: Path, into: Path, target: Target, pip_option
         "install",
         "--disable-pip-version-check",
         "--no-input",
+        "--no-color",
         "--quiet",
         "--target",
         str(into),
@@ -258,21 +279,33 @@ def _pip(python: str, requirements: Path, into: Path, target: Target, pip_option
         "--requirement",
         str(requirements),
     ]
+    # The CDK CLI runs the app with FORCE_COLOR=0, which pip's console reads as "force colour" (any value):
+    # its errors would carry escape codes into the one-line refusal. Without the variable and with
+    # --no-color it writes plain text; what still slips through is stripped (``plain``).
+    environment = {name: value for name, value in os.environ.items() if name != "FORCE_COLOR"}
     # From the job folder, so a relative path in the file means what its author meant.
-    result = subprocess.run(command, cwd=requirements.parent, capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        command, cwd=requirements.parent, env=environment, capture_output=True, text=True, check=False
+    )
     if result.returncode == 0:
         return
-    missing = _NO_MATCH.search(result.stderr)
+    stderr = plain(result.stderr)
+    missing = _NO_MATCH.search(stderr)
     if missing:
         raise DependencyError(
             f"{where}: no wheel of {missing.group(1)!r} for {target.description}: synthesis installs wheels only "
             f"(no Docker, nothing is compiled); pin a version that publishes {target.wheel_hint}, use another "
             f"package, or change 'architecture'"
         )
-    errors = [line.removeprefix("ERROR: ") for line in result.stderr.splitlines() if line.startswith("ERROR:")]
-    lines = errors or result.stderr.strip().splitlines() or [f"exit status {result.returncode}"]
+    errors = [line.removeprefix("ERROR: ") for line in stderr.splitlines() if line.startswith("ERROR:")]
+    lines = errors or stderr.strip().splitlines() or [f"exit status {result.returncode}"]
     reason = lines[-1]
     raise DependencyError(f"{where}: pip could not install the packages for {target.description}: {reason}")
+
+
+def plain(text: str) -> str:
+    """``text`` without a terminal's escape sequences (colours, styles)."""
+    return _ESCAPES.sub("", text)
 
 
 def _drop_provided(site: Path) -> None:
