@@ -11,7 +11,9 @@ import boto3
 import pytest
 import requests
 
+from tests.support.lambda_tags import refusal
 from tiered_jobs.contract.names import Ssm
+from tiered_jobs.replay.pause import DISABLED_NOTE
 
 REGION = "us-east-1"
 
@@ -67,8 +69,16 @@ def test_pause_asks_first_then_pauses_and_shows_who_and_since_when_then_resumes(
 
     done = requests.post(console.url + "tiers/pause/run", data={"csrf_token": csrf, "tier": "critical"}, timeout=30)
     assert "critical: paused" in done.text and _state(mapping) == "Disabled"
+    # It answers once the mapping is Disabled, saying what Lambda received before that still runs.
+    assert f"Still running: {DISABLED_NOTE}." in done.text and "not recorded" not in done.text
     shown = requests.get(console.url + "fragments/pauses", timeout=30).text
-    assert re.search(r"critical: paused since \d{4}-\d\d-\d\d \d\d:\d\d UTC .*\(console\)", shown), shown
+    assert re.search(r"critical: paused since \d{4}-\d\d-\d\d \d\d:\d\d UTC .* via console", shown), shown
+    recorded = boto3.client("lambda", region_name=REGION).list_tags(
+        Resource=boto3.client("lambda", region_name=REGION).get_event_source_mapping(UUID=mapping)[
+            "EventSourceMappingArn"
+        ]
+    )["Tags"]
+    assert recorded and all(refusal(key, value) is None for key, value in recorded.items())  # as Lambda checks them
     assert "retention" in shown and "Resume critical" in shown
 
     requests.post(console.url + "tiers/resume/run", data={"csrf_token": csrf, "tier": "critical"}, timeout=30)

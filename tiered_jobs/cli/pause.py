@@ -21,7 +21,10 @@ def pause_command(ctx: typer.Context, tier: str = typer.Argument(..., help="The 
     with reported_errors():
         target: Target = ctx.obj
         target.deployment().tier(tier)  # an unknown tier fails here, naming the known ones
-        _report(pause_tier(target.stage, tier, target.client, via="cli"))
+        waiting = terminal(stderr=True)
+        _report(
+            pause_tier(target.stage, tier, target.client, via="cli", progress=lambda line: waiting.print(escape(line)))
+        )
 
 
 @app.command("resume")
@@ -38,7 +41,7 @@ def _report(state: MappingState) -> None:
     out.soft_wrap = True  # one line each, never wrapped at 80 columns when piped
     if state.outcome == "paused":
         out.print(
-            f"Paused tier {escape(state.tier)}: jobs keep queueing and spend no attempt; "
+            f"Paused tier {escape(state.tier)} ({escape(state.state)}): jobs keep queueing and spend no attempt; "
             f"`tiered-jobs resume {escape(state.tier)}` runs them."
         )
     elif state.outcome == "resumed":
@@ -48,5 +51,7 @@ def _report(state: MappingState) -> None:
         out.print(f"Tier {escape(state.tier)} was already paused (since {state.paused_at or '?'}, by {by}).")
     else:
         out.print(f"Tier {escape(state.tier)} is not paused.")
+    if state.may_still_finish:  # Disabling is not paused yet: what may still run, said where it is seen
+        out.print(f"Still running: {escape(state.may_still_finish)}.")
     if state.note:
         terminal(stderr=True).print(f"note: {escape(state.note)}")

@@ -9,7 +9,8 @@ stop that clock.
 Its AWS calls: one ``GetParameters`` per 10 tiers (the UUIDs), then per tier one
 ``GetEventSourceMapping``; a paused tier adds one ``ListTags`` and one ``GetQueueAttributes``
 (its retention). A pause or resume adds one ``GetCallerIdentity``, one ``UpdateEventSourceMapping``
-and one ``TagResource`` / ``UntagResource``.
+(more while Lambda answers ``ResourceInUseException``) and one ``TagResource`` / ``UntagResource``; a pause
+then reads the mapping every 2 s until it is ``Disabled`` (60 s at most).
 """
 
 from __future__ import annotations
@@ -62,9 +63,13 @@ def operator(client: Clients) -> str:
         return "unknown"
 
 
-def pause_tier(stage: str, tier: str, client: Clients, *, via: str) -> MappingState:
-    """Disable ``tier``'s mapping; ``via`` says which face acted (``cli``, ``console``)."""
-    return pause(client("lambda"), tier, mapping_uuid(stage, tier, client), by=f"{operator(client)} ({via})")
+def pause_tier(
+    stage: str, tier: str, client: Clients, *, via: str, progress: Callable[[str], object] | None = None
+) -> MappingState:
+    """Disable ``tier``'s mapping and wait for ``Disabled`` (``progress`` hears each wait); ``via`` says which
+    face acted (``cli``, ``console``), as ``<arn> via cli``: Lambda's tag values admit no parentheses."""
+    uuid = mapping_uuid(stage, tier, client)
+    return pause(client("lambda"), tier, uuid, by=f"{operator(client)} via {via}", progress=progress)
 
 
 def resume_tier(stage: str, tier: str, client: Clients) -> MappingState:

@@ -11,7 +11,8 @@ pause a tier the same way (the replay function's ``{"action": "pause", "tier": .
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -19,6 +20,9 @@ from typing import Any
 from tiered_jobs.contract.errors import USAGE, TieredJobsError
 from tiered_jobs.contract.replay_events import PAUSE_ACTIONS, PAUSE_EVENT_FIELDS
 from tiered_jobs.contract.times import iso_text
+
+from .mapping_changes import DISABLE_WAIT_SECONDS, Progress, Sleep, update_mapping, wait_for_state
+from .tag_values import tag_value
 
 __all__ = [
     "BREAKER_BY",
@@ -28,6 +32,7 @@ __all__ = [
     "TAG_PAUSED_BY",
     "MappingState",
     "PauseError",
+    "TakeOverError",
     "handle_event",
     "mappings_from_env",
     "pause",
@@ -38,8 +43,6 @@ __all__ = [
 #: Tags on the mapping: who paused it, and when (ISO 8601, UTC).
 TAG_PAUSED_BY = "tiered-jobs:paused-by"
 TAG_PAUSED_AT = "tiered-jobs:paused-at"
-#: A tag value's limit (Lambda: 256 characters).
-MAX_TAG_VALUE = 256
 #: Who paused a tier its circuit breaker opened (``tiered_jobs.replay.breaker``): the one pause an
 #: operator's pause takes over, so that the breaker's probe never resumes a tier an operator paused.
 BREAKER_BY = "circuit breaker"
@@ -49,6 +52,22 @@ class PauseError(TieredJobsError, ValueError):
     """A pause or resume the caller asked wrongly (unknown tier, unknown field)."""
 
     code = USAGE
+
+
+class TakeOverError(TieredJobsError):
+    """An operator's pause of a tier the circuit breaker opened, which could not be taken from the breaker."""
+
+
+#: What a pause says once the mapping is ``Disabled``: what Lambda received before that still runs.
+DISABLED_NOTE = "Lambda receives no more jobs from the queue; a batch it received before still runs to its end"
+
+
+def still_disabling(state: str, waited: float) -> str:
+    """What a pause says when the mapping is not ``Disabled`` yet after its wait."""
+    return (
+        f"the mapping is still {state} after {waited:g} s: polls already in flight may still receive jobs, and "
+        f"those run; run `status` to see when it is Disabled"
+    )
 
 
 @dataclass(frozen=True)
@@ -65,6 +84,8 @@ class MappingState:
     outcome: str = ""
     #: Set when the tier was paused but its record could not be written (e.g. no ``lambda:TagResource``).
     note: str | None = None
+    #: After a pause: what may still run (a batch received before ``Disabled``, or polls in flight if not yet).
+    may_still_finish: str | None = None
 
     @property
     def paused(self) -> bool:
@@ -88,18 +109,33 @@ def read_mapping(lambda_client: Any, tier: str, uuid: str) -> MappingState:
     )
 
 
-def pause(lambda_client: Any, tier: str, uuid: str, *, by: str, now: datetime | None = None) -> MappingState:
-    """Disable the mapping, then record who and when. Pausing a paused tier keeps its first record:
-    "paused since" means since it stopped taking work."""
+def pause(
+    lambda_client: Any,
+    tier: str,
+    uuid: str,
+    *,
+    by: str,
+    now: datetime | None = None,
+    wait_seconds: float = DISABLE_WAIT_SECONDS,
+    sleep: Sleep = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
+    progress: Progress | None = None,
+) -> MappingState:
+    """Disable the mapping, record who and when, then wait (``wait_seconds`` at most) until it is ``Disabled``.
+
+    Pausing a paused tier keeps its first record: "paused since" means since it stopped taking work.
+    ``Disabling`` is not paused yet: the polls Lambda has in flight still deliver, so the pause returns
+    at ``Disabled`` or says what may still run (``may_still_finish``)."""
     current = read_mapping(lambda_client, tier, uuid)
     if current.paused and current.paused_by != BREAKER_BY:
         return _with(current, outcome="already paused")
-    if current.paused:  # opened by the circuit breaker: the operator's record replaces its own
+    taking_over = current.paused  # opened by the circuit breaker: the operator's record replaces its own
+    if taking_over:
         mapping = lambda_client.get_event_source_mapping(UUID=uuid)
     else:
-        mapping = lambda_client.update_event_source_mapping(UUID=uuid, Enabled=False)
+        mapping = update_mapping(lambda_client, uuid, sleep=sleep, Enabled=False)
     at = iso_text(now or datetime.now(timezone.utc))
-    who = by[:MAX_TAG_VALUE] or "unknown"
+    who = tag_value(by) or "unknown"
     note = None
     try:
         lambda_client.tag_resource(
@@ -108,23 +144,51 @@ def pause(lambda_client: Any, tier: str, uuid: str, *, by: str, now: datetime | 
     except Exception as exc:  # noqa: BLE001 - the tier is paused either way: say what is missing, never undo it
         note = f"paused, but who and when were not recorded: {exc}"
         who, at = "", ""
+        if taking_over:
+            note += "; " + _take_from_breaker(lambda_client, mapping["EventSourceMappingArn"], tier, exc)
+    waited = wait_for_state(
+        lambda_client,
+        uuid,
+        "Disabled",
+        timeout_seconds=wait_seconds,
+        sleep=sleep,
+        monotonic=monotonic,
+        progress=progress,
+    )
+    state = str(waited.get("State", "Disabling"))
     return MappingState(
         tier=tier,
         uuid=uuid,
-        state=str(mapping.get("State", "Disabling")),
+        state=state,
         paused_by=who or None,
         paused_at=at or None,
         outcome="paused",
         note=note,
+        may_still_finish=DISABLED_NOTE if state == "Disabled" else still_disabling(state, wait_seconds),
     )
 
 
-def resume(lambda_client: Any, tier: str, uuid: str) -> MappingState:
+def _take_from_breaker(lambda_client: Any, arn: str, tier: str, cause: Exception) -> str:
+    """The breaker's claim removed when the operator's could not be written: the breaker resumes only a
+    mapping paused by :data:`BREAKER_BY`, so without it the tier stays paused until an operator resumes it.
+    If even that fails the breaker would resume the tier: the pause fails, and says so."""
+    try:
+        lambda_client.untag_resource(Resource=arn, TagKeys=[TAG_PAUSED_BY, TAG_PAUSED_AT])
+    except Exception as exc:
+        raise TakeOverError(
+            f"tier {tier} is paused by the circuit breaker, which will resume it when its alarm returns to OK: "
+            f"the operator's pause could not be recorded ({cause}) nor the breaker's claim removed ({exc}). "
+            f"Grant lambda:TagResource and lambda:UntagResource on the mapping and pause again"
+        ) from exc
+    return "the circuit breaker's claim was removed, so it leaves the tier paused"
+
+
+def resume(lambda_client: Any, tier: str, uuid: str, *, sleep: Sleep = time.sleep) -> MappingState:
     """Enable the mapping and remove the pause record (a mapping disabled some other way is resumed too)."""
     current = read_mapping(lambda_client, tier, uuid)
     if current.state in ("Enabled", "Enabling"):
         return _with(current, outcome="already running")
-    mapping = lambda_client.update_event_source_mapping(UUID=uuid, Enabled=True)
+    mapping = update_mapping(lambda_client, uuid, sleep=sleep, Enabled=True)
     note = None
     try:
         lambda_client.untag_resource(Resource=mapping["EventSourceMappingArn"], TagKeys=[TAG_PAUSED_BY, TAG_PAUSED_AT])
