@@ -7,7 +7,7 @@ export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: setup check test quick demo up synth lint bench clean
+.PHONY: setup check test quick demo up synth lint bench release clean
 
 # The suite runs on parallel workers (pytest-xdist), the longest modules first (tests/conftest.py
 # orders them). Each test goes to whichever worker runs low, except that a module whose tests share
@@ -64,5 +64,16 @@ lint: synth
 bench: setup
 	$(BIN)/python -m bench
 
+# The sdist and wheel of this version, checked as the package index would check them; then tag and
+# publish by hand (docs/upgrading.md, "Releasing"). The version is pyproject.toml's, the changelog's
+# and the tag's at once (tests/test_release.py).
+release: setup
+	rm -rf dist
+	$(BIN)/python -m build --no-isolation --outdir dist .
+	$(BIN)/python -m twine check --strict dist/*
+	@version=$$($(BIN)/python -c "import tiered_jobs; print(tiered_jobs.__version__)"); \
+	  echo "Built dist/ for $$version. To release: git tag -a v$$version -m 'Tiered Jobs $$version' && git push origin v$$version,"; \
+	  echo "then attach dist/* to the release, or: $(BIN)/python -m twine upload dist/*"
+
 clean:
-	rm -rf cdk.out .pytest_cache
+	rm -rf cdk.out .pytest_cache dist

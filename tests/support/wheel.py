@@ -29,7 +29,7 @@ def build_wheel(workdir: Path) -> Path:
     assert match, "the README names no wheel file"
     source = workdir / "tiered-jobs"
     shutil.copytree(ROOT / "tiered_jobs", source / "tiered_jobs", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "NOTICE"):
         shutil.copy(ROOT / name, source / name)
     build = subprocess.run(
         [sys.executable, *line.split()[1:], "--no-build-isolation", "-q"],
