@@ -65,7 +65,7 @@ bench: setup
 	$(BIN)/python -m bench
 
 # The sdist and wheel of this version, checked as the package index would check them; then tag and
-# publish by hand (docs/upgrading.md, "Releasing"). The version is pyproject.toml's, the changelog's
+# publish by hand (docs/upgrading.md, "Versions and releases"). The version is pyproject.toml's, the changelog's
 # and the tag's at once (tests/test_release.py).
 release: setup
 	rm -rf dist
