@@ -167,6 +167,18 @@ def test_the_routes_of_a_resources_job_types_decide_its_tiers():
             "tier 'bulk': visibility timeout 43201 s exceeds SQS's limit of 43200 s",
         ),
         (
+            {"tiers": {"bulk": {"retry_schedule_seconds": [5, 43200]}}},
+            "tier 'bulk': retry_schedule_seconds [43200] exceed 43135 s, the longest backoff SQS accepts here: its "
+            "12 hours (43200 s) count from the receive, and the consumer sets a backoff up to batching_window_seconds "
+            "(5) + timeout_seconds (60) after it; use at most 43135",
+        ),
+        (
+            {"tiers": {"bulk": {"retention_days": 1, "retry_schedule_seconds": [30000]}}},
+            "tier 'bulk': retry_schedule_seconds [30000] over max_attempts 5 keeps a job up to 144325 s in its queue "
+            "(each backoff at +0.2 jitter, each attempt timeout_seconds + batching_window_seconds), past "
+            "retention_days 1 (86400 s): SQS would delete it mid-backoff, with no letter",
+        ),
+        (
             {"routes": {"payments.*": "urgent"}},
             "route 'payments.*' -> tier 'urgent': unknown tier; route it to one of critical, transactional, bulk "
             "or add 'urgent' under 'tiers'",
@@ -340,3 +352,24 @@ def test_local_overrides_replace_app_settings_and_merge_into_every_tier_then_val
     assert {tier.timeout_seconds for tier in defaults.tiers} == {5} and len(defaults.tiers) == 3
     with pytest.raises(SettingsError, match=r"'tiered_jobs:local'.*unknown key\(s\) 'tiers'"):
         with_local_overrides(raw, {"tiers": {}})
+
+
+@pytest.mark.parametrize("tier", ["critical", "bulk"])
+def test_the_consumer_gets_the_time_limits_a_jobs_own_retry_schedule_is_checked_against(default_synth, tier):
+    from tests.infra.infra_support import find_consumer
+    from tiered_jobs.contract.retention import max_backoff_seconds
+    from tiered_jobs.runtime.config import TierConfig
+
+    _, consumer = find_consumer(default_synth, "dev", tier)
+    env = consumer["Properties"]["Environment"]["Variables"]
+    settings = AppSettings.from_context(None).tier(tier)
+    resolved = {k: v if isinstance(v, str) else "resolved-at-deploy" for k, v in env.items()}
+    config = TierConfig.from_env(resolved)
+    assert config.retention_seconds == settings.retention_days * 86_400
+    assert (config.timeout_seconds, config.batching_window_seconds) == (
+        settings.timeout_seconds,
+        settings.batching_window_seconds,
+    )
+    assert config.retry.max_delay_seconds == max_backoff_seconds(
+        settings.timeout_seconds, settings.batching_window_seconds
+    )

@@ -114,6 +114,10 @@ class Tier(Construct):
             Env.DLQ_URL: self.dlq.queue_url,
             Env.MAX_ATTEMPTS: str(tier.max_attempts),
             Env.MAX_RECEIVE_COUNT: str(tier.max_receive_count),
+            # A job's own retry schedule is checked against them (runtime/job_policy.py: JobPolicy.on_tier).
+            Env.RETENTION_SECONDS: str(tier.retention_days * 86_400),
+            Env.TIMEOUT_SECONDS: str(tier.timeout_seconds),
+            Env.BATCHING_WINDOW_SECONDS: str(tier.batching_window_seconds),
             Env.RETRY_SCHEDULE: ",".join(str(s) for s in tier.retry_schedule_seconds),
             Env.RETRY_JITTER: str(tier.retry_jitter),
             Env.IDEMPOTENCY_TABLE: props.idempotency_table.table_name,

@@ -96,6 +96,11 @@ class Env:
     #: The main queue's redrive ``maxReceiveCount``: on that receive SQS would move a record it
     #: gets back to the DLQ without reasons, so the consumer decides its fate itself.
     MAX_RECEIVE_COUNT = "TIERED_JOBS_MAX_RECEIVE_COUNT"
+    #: Consumer: the main queue's retention (seconds), its function's timeout (seconds) and its event source
+    #: mapping's batching window (seconds): the time limits a job's own retry schedule is checked against.
+    RETENTION_SECONDS = "TIERED_JOBS_RETENTION_SECONDS"
+    TIMEOUT_SECONDS = "TIERED_JOBS_TIMEOUT_SECONDS"
+    BATCHING_WINDOW_SECONDS = "TIERED_JOBS_BATCHING_WINDOW_SECONDS"
     #: Consumer: one variable per resource of the tier's jobs (``resource_var``): a table name or queue URL.
     RESOURCE_PREFIX = "TIERED_JOBS_RESOURCE_"
     #: Replay function: JSON object ``{tier: {"queue_url": ..., "dlq_url": ..., "idempotency_ttl_seconds": ...}}``.

@@ -24,6 +24,9 @@ class RetryPolicy:
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     schedule: tuple[int, ...] = DEFAULT_SCHEDULE
     jitter: float = DEFAULT_JITTER
+    #: The longest delay the consumer may set: SQS's 12 hours count from the receive, so a tier
+    #: leaves its timeout and batching window out of them (``contract.retention.max_backoff_seconds``).
+    max_delay_seconds: int = SQS_MAX_VISIBILITY_SECONDS
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
@@ -34,6 +37,10 @@ class RetryPolicy:
             )
         if not 0 <= self.jitter < 1:
             raise ValueError(f"jitter must be in [0, 1), got {self.jitter}")
+        if not 0 <= self.max_delay_seconds <= SQS_MAX_VISIBILITY_SECONDS:
+            raise ValueError(
+                f"max_delay_seconds must be in 0..{SQS_MAX_VISIBILITY_SECONDS}, got {self.max_delay_seconds}"
+            )
 
     def is_last(self, attempt: int) -> bool:
         return attempt >= self.max_attempts
@@ -44,13 +51,12 @@ class RetryPolicy:
         return self._cap(base * (1 - self.jitter)), self._cap(base * (1 + self.jitter))
 
     def delay(self, attempt: int, rand: Callable[[], float] = random.random) -> int:
-        """Seconds to wait before the next attempt, jittered, capped at SQS's 12 hours."""
+        """Seconds to wait before the next attempt, jittered, capped at ``max_delay_seconds``."""
         low, high = self.bounds(attempt)
         return self._cap(low + (high - low) * rand())
 
-    @staticmethod
-    def _cap(seconds: float) -> int:
-        return max(0, min(SQS_MAX_VISIBILITY_SECONDS, round(seconds)))
+    def _cap(self, seconds: float) -> int:
+        return max(0, min(self.max_delay_seconds, round(seconds)))
 
     @classmethod
     def parse_schedule(cls, text: str) -> tuple[int, ...]:

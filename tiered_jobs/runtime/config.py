@@ -8,7 +8,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tiered_jobs.contract.names import Env
-from tiered_jobs.contract.retention import DEFAULT_IDEMPOTENCY_TTL_SECONDS
+from tiered_jobs.contract.retention import (
+    DEFAULT_IDEMPOTENCY_TTL_SECONDS,
+    DEFAULT_RETENTION_DAYS,
+    max_backoff_seconds,
+)
 
 from .backoff import RetryPolicy
 
@@ -24,6 +28,10 @@ TOO_NEW_MAX_AGE_SECONDS = 86_400
 
 #: Without the stack's value (tests, a hand-made environment): stop starting records 2 s before the end.
 DEFAULT_TIME_BUDGET_MARGIN_MS = 2_000
+#: Without the stack's values, the longest a tier may ask of Lambda and of its event source mapping:
+#: the backoff cap they give (``max_backoff_seconds``) is then never one SQS would reject.
+FALLBACK_TIMEOUT_SECONDS = 900
+FALLBACK_BATCHING_WINDOW_SECONDS = 300
 
 
 class ConfigurationError(RuntimeError):
@@ -69,6 +77,12 @@ class TierConfig:
     #: The tier's large-payload setting: the one bucket its pointers may name (``None``: the tier
     #: opted out, and a pointer body is dead-lettered as permanent; docs/publishing.md).
     large_payloads: Offload | None = None
+    #: The main queue's retention, the function's timeout and the batching window (seconds): a job's
+    #: own retry schedule must end within the retention (``JobPolicy.on_tier``). The stack sets all three;
+    #: without them, the library's default retention and the longest timeout and window.
+    retention_seconds: int = DEFAULT_RETENTION_DAYS * 86_400
+    timeout_seconds: int = FALLBACK_TIMEOUT_SECONDS
+    batching_window_seconds: int = FALLBACK_BATCHING_WINDOW_SECONDS
 
     @property
     def receive_limit(self) -> int:
@@ -85,10 +99,19 @@ class TierConfig:
         if missing:
             raise ConfigurationError(f"missing environment variable(s): {', '.join(missing)}")
         try:
+            retention = int(env.get(Env.RETENTION_SECONDS) or DEFAULT_RETENTION_DAYS * 86_400)
+            timeout = int(env.get(Env.TIMEOUT_SECONDS) or FALLBACK_TIMEOUT_SECONDS)
+            window = int(env.get(Env.BATCHING_WINDOW_SECONDS) or FALLBACK_BATCHING_WINDOW_SECONDS)
+            if retention < 1 or timeout < 1 or window < 0:
+                raise ValueError(
+                    f"{Env.RETENTION_SECONDS} {retention} and {Env.TIMEOUT_SECONDS} {timeout} must be >= 1, "
+                    f"{Env.BATCHING_WINDOW_SECONDS} {window} >= 0"
+                )
             retry = RetryPolicy(
                 max_attempts=int(env.get(Env.MAX_ATTEMPTS, "5")),
                 schedule=RetryPolicy.parse_schedule(env.get(Env.RETRY_SCHEDULE, "5,30,120,600")),
                 jitter=float(env.get(Env.RETRY_JITTER, "0.2")),
+                max_delay_seconds=max_backoff_seconds(timeout, window),
             )
             ttl = int(env.get(Env.IDEMPOTENCY_TTL_SECONDS, str(DEFAULT_IDEMPOTENCY_TTL_SECONDS)))
             margin = int(env.get(Env.TIME_BUDGET_MARGIN_MS, str(DEFAULT_TIME_BUDGET_MARGIN_MS)))
@@ -127,4 +150,7 @@ class TierConfig:
             unique_table=env.get(Env.UNIQUE_TABLE) or None,
             batch_table=env.get(Env.BATCH_TABLE) or None,
             large_payloads=large_payloads,
+            retention_seconds=retention,
+            timeout_seconds=timeout,
+            batching_window_seconds=window,
         )

@@ -784,8 +784,15 @@ class Consumer:
         """The job's attempts and backoff on this tier (checked once per job type and container)."""
         retry = self._retries.get(definition.type)
         if retry is None:
+            config = self.config
             retry = definition.policy.on_tier(
-                definition.type, self.config.tier, self.config.retry, self.config.receive_limit
+                definition.type,
+                config.tier,
+                config.retry,
+                config.receive_limit,
+                retention_seconds=config.retention_seconds,
+                timeout_seconds=config.timeout_seconds,
+                batching_window_seconds=config.batching_window_seconds,
             )
             self._retries[definition.type] = retry
         return retry

@@ -12,7 +12,9 @@ Two checks, so that a mistake is found as early as it can be:
 * **when the job registers** (:meth:`JobPolicy.declare`, at import): everything the policy says on
   its own (types, ranges, a schedule within SQS's visibility maximum, an exception both retried and
   permanent). An import that fails names the setting;
-* **on the tier** (:meth:`JobPolicy.on_tier`): ``max_attempts`` against the tier's. A job may be
+* **on the tier** (:meth:`JobPolicy.on_tier`): ``max_attempts`` against the tier's, and the job's
+  retries against its tier's queue retention (a retry is the same message made invisible, and SQS
+  deletes it once it is older than the retention, mid-backoff, with no letter). A job may be
   imported by several tiers' consumers while routed to one, so this is not a reason to fail a
   whole function: the consumer dead-letters that job type's records as permanent, with
   :class:`JobPolicyError` naming the setting and the fix (replayable once it is fixed), and its
@@ -26,10 +28,11 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from tiered_jobs.contract.names import SQS_MAX_VISIBILITY_SECONDS, DeadLetter
+from tiered_jobs.contract.retention import SQS_MAX_RETENTION_SECONDS, longest_stay_seconds, max_backoff_seconds
 
 from .aws_errors import PERMANENT, TRANSIENT, Kind
 from .backoff import RetryPolicy
@@ -94,6 +97,16 @@ class JobPolicy:
                     f"({SQS_MAX_VISIBILITY_SECONDS} s, 12 h), which is how a backoff waits: "
                     f"use at most {SQS_MAX_VISIBILITY_SECONDS}"
                 )
+            attempts = max_attempts if max_attempts is not None else 1
+            waited = sum(schedule[min(n, len(schedule)) - 1] for n in range(1, attempts))
+            if waited >= SQS_MAX_RETENTION_SECONDS:
+                # No tier can keep it: SQS's longest retention is 14 days. Its tier's own retention
+                # (with the jitter and the attempts' time) is checked when it runs there.
+                raise ValueError(
+                    f"{where}: retry_schedule_seconds over max_attempts={attempts} waits {waited} s between "
+                    f"attempts, past SQS's longest retention ({SQS_MAX_RETENTION_SECONDS} s, 14 days): SQS would "
+                    "delete the job mid-backoff, with no letter; shorten the schedule or lower max_attempts"
+                )
         retry, permanent = _types(where, "retry_on", retry_on), _types(where, "permanent_on", permanent_on)
         both = sorted(t.__name__ for t in set(retry) & set(permanent))
         if both:
@@ -113,11 +126,24 @@ class JobPolicy:
             unexpected=PERMANENT if self.unexpected == "permanent" else TRANSIENT,
         )
 
-    def on_tier(self, job_type: str, tier: str, tier_retry: RetryPolicy, receive_limit: int) -> RetryPolicy:
+    def on_tier(
+        self,
+        job_type: str,
+        tier: str,
+        tier_retry: RetryPolicy,
+        receive_limit: int,
+        *,
+        retention_seconds: int | None = None,
+        timeout_seconds: int = 0,
+        batching_window_seconds: int = 0,
+    ) -> RetryPolicy:
         """The attempts and backoff this job gets on ``tier``; :class:`JobPolicyError` if the tier cannot honour them.
 
         ``receive_limit`` is the tier queue's redrive ``maxReceiveCount`` (the stack makes it the
         tier's ``max_attempts``): a message is moved to the DLQ, without reasons, past it.
+        ``retention_seconds`` is the queue's retention (``None``: not checked), which the job's
+        retries at their longest (``contract.retention.longest_stay_seconds``, with the function's
+        timeout and the batching window for each attempt) must end within.
         """
         ceiling = min(tier_retry.max_attempts, receive_limit)
         if self.max_attempts is not None and self.max_attempts > ceiling:
@@ -127,13 +153,37 @@ class JobPolicy:
                 f"reasons on receive {ceiling + 1}); lower the job's max_attempts to at most {ceiling}, or raise "
                 f"tiers.{tier}.max_attempts in cdk.json, or route {job_type} to a tier with more"
             )
+        # SQS's 12 hours count from the receive: every backoff leaves the attempt's own time out of them.
+        cap = min(tier_retry.max_delay_seconds, max_backoff_seconds(timeout_seconds, batching_window_seconds))
         if self.max_attempts is None and self.retry_schedule_seconds is None:
-            return tier_retry
-        return RetryPolicy(
+            # The tier's own schedule: the stack checked it against the retention at synthesis.
+            return tier_retry if cap == tier_retry.max_delay_seconds else replace(tier_retry, max_delay_seconds=cap)
+        retry = RetryPolicy(
             max_attempts=self.max_attempts if self.max_attempts is not None else tier_retry.max_attempts,
             schedule=self.retry_schedule_seconds if self.retry_schedule_seconds is not None else tier_retry.schedule,
             jitter=tier_retry.jitter,
+            max_delay_seconds=cap,
         )
+        if retention_seconds is not None:
+            stay = longest_stay_seconds(
+                retry.schedule,
+                retry.jitter,
+                retry.max_attempts,
+                timeout_seconds=timeout_seconds,
+                batching_window_seconds=batching_window_seconds,
+                max_backoff=retry.max_delay_seconds,
+            )
+            if stay >= retention_seconds:
+                raise JobPolicyError(
+                    f"{job_type}: @job(retry_schedule_seconds={list(retry.schedule)}, "
+                    f"max_attempts={retry.max_attempts}) keeps the job up to {stay} s in the queue of tier {tier!r} "
+                    f"(each backoff at +{retry.jitter:g} jitter, each attempt {timeout_seconds} s of timeout + "
+                    f"{batching_window_seconds} s of batching window), "
+                    f"past its retention of {retention_seconds} s: SQS would delete it mid-backoff, with no letter; "
+                    f"shorten the job's retry_schedule_seconds or lower its max_attempts, or raise "
+                    f"tiers.{tier}.retention_days in cdk.json"
+                )
+        return retry
 
 
 #: The policy of a job that declares nothing: the library's rules and its tier's settings.

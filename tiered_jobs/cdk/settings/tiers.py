@@ -9,7 +9,13 @@ from typing import Any
 
 from tiered_jobs.contract.names import SQS_MAX_VISIBILITY_SECONDS
 from tiered_jobs.contract.rate_limits import RateLimit, RateLimits
-from tiered_jobs.contract.retention import DEFAULT_DLQ_RETENTION_DAYS, DEFAULT_RETENTION_DAYS, replay_window_seconds
+from tiered_jobs.contract.retention import (
+    DEFAULT_DLQ_RETENTION_DAYS,
+    DEFAULT_RETENTION_DAYS,
+    longest_stay_seconds,
+    max_backoff_seconds,
+    replay_window_seconds,
+)
 from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES
 
 from .values import SettingsError
@@ -210,6 +216,31 @@ def check_guardrails(tier: TierSettings, where: str) -> None:
             f"{where}: visibility timeout {tier.visibility_timeout} s exceeds SQS's limit of "
             f"{SQS_MAX_VISIBILITY_SECONDS} s; lower timeout_seconds / batching_window_seconds / "
             "visibility_timeout_seconds"
+        )
+    max_backoff = max_backoff_seconds(tier.timeout_seconds, tier.batching_window_seconds)
+    too_long = [delay for delay in tier.retry_schedule_seconds if delay > max_backoff]
+    if too_long:
+        raise SettingsError(
+            f"{where}: retry_schedule_seconds {too_long} exceed {max_backoff} s, the longest backoff SQS accepts "
+            f"here: its 12 hours ({SQS_MAX_VISIBILITY_SECONDS} s) count from the receive, and the consumer sets a "
+            f"backoff up to batching_window_seconds ({tier.batching_window_seconds}) + timeout_seconds "
+            f"({tier.timeout_seconds}) after it; use at most {max_backoff}"
+        )
+    stay = longest_stay_seconds(
+        tier.retry_schedule_seconds,
+        tier.retry_jitter,
+        tier.max_attempts,
+        timeout_seconds=tier.timeout_seconds,
+        batching_window_seconds=tier.batching_window_seconds,
+        max_backoff=max_backoff,
+    )
+    if stay >= tier.retention_days * 86_400:
+        raise SettingsError(
+            f"{where}: retry_schedule_seconds {list(tier.retry_schedule_seconds)} over max_attempts "
+            f"{tier.max_attempts} keeps a job up to {stay} s in its queue (each backoff at +{tier.retry_jitter:g} "
+            f"jitter, each attempt timeout_seconds + batching_window_seconds), past retention_days "
+            f"{tier.retention_days} ({tier.retention_days * 86_400} s): SQS would delete it mid-backoff, with no "
+            "letter; shorten retry_schedule_seconds, lower max_attempts, or raise retention_days (at most 14)"
         )
     if tier.max_receive_count > tier.max_attempts:
         raise SettingsError(
