@@ -9,20 +9,49 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from example.jobs.payments import TABLE as PAYMENTS_TABLE
 
+T = TypeVar("T")
 
-def wait_until(condition, timeout: float = 30.0, what: str = "condition"):
-    """Poll ``condition`` until it holds and return its value; fail naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
+
+#: How often :func:`wait_until` looks again: often enough that a wait ends a moment after its event.
+POLL_SECONDS = 0.05
+
+
+def wait_until(
+    condition: Callable[[], T],
+    timeout: float = 30.0,
+    what: str = "condition",
+    *,
+    seen: Callable[[], object] | None = None,
+) -> T:
+    """Poll ``condition`` until it holds and return its value; after ``timeout`` seconds fail with
+    "waited N s for ``what``, saw ...": ``seen()`` if given (the state the condition reads, so a
+    failure shows how far it got), else the condition's last value.
+
+    The bound is a limit for a machine that hangs, not a measure: tests set it far above any honest
+    run on a loaded machine, and wait for the event itself (a state, a count, a message), never a
+    fixed sleep.
+    """
+    started = time.monotonic()
     while not (value := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not met within {timeout} s")
-        time.sleep(0.05)
+        waited = time.monotonic() - started
+        if waited > timeout:
+            shown = _describe(seen) if seen is not None else repr(value)
+            raise AssertionError(f"waited {waited:.1f} s (limit {timeout:g} s) for {what}, saw {shown}")
+        time.sleep(POLL_SECONDS)
     return value
+
+
+def _describe(seen: Callable[[], object]) -> str:
+    try:
+        return repr(seen())
+    except Exception as exc:  # noqa: BLE001 - the timeout is the failure to report, not a read that failed after it
+        return f"nothing readable ({type(exc).__name__}: {exc})"
 
 
 def port_is_free(port: int) -> bool:
