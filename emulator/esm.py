@@ -151,6 +151,9 @@ class MappingStats:
     delete_failures: int = 0
     cold_starts: int = 0
     in_flight: int = 0
+    #: Reads of the mapping's state that held a poller back (disabled, or above its concurrency): each
+    #: a receive declined. What a test waits on to know the pollers have looked, instead of sleeping.
+    held: int = 0
     #: Milliseconds from ``SentTimestamp`` to the record's deletion, most recent last.
     latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_WINDOW))
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -176,6 +179,7 @@ class MappingStats:
                 "delete_failures": self.delete_failures,
                 "cold_starts": self.cold_starts,
                 "in_flight": self.in_flight,
+                "held": self.held,
                 "latencies_ms": list(self.latencies_ms),
             }
 
@@ -283,10 +287,26 @@ class MappingRuntime:
         self._listener = listener
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        #: The pollers whose last read of the mapping's state held them back.
+        self._holding: set[int] = set()
+        self._holding_lock = threading.Lock()
 
     @property
     def name(self) -> str:
         return self.mapping.function.name
+
+    @property
+    def pollers(self) -> int:
+        """How many pollers run (the concurrency the mapping started with)."""
+        return len(self._threads)
+
+    def holding(self) -> frozenset[int]:
+        """The pollers held back by the mapping's state: each read it last as disabled (or itself above
+        the maximum concurrency) and receives nothing until a read says otherwise. Once every poller
+        holds, a pause has taken effect (Lambda's ``Disabled`` after ``Disabling``): a long poll that
+        was already waiting when it landed has returned."""
+        with self._holding_lock:
+            return frozenset(self._holding)
 
     def update_function(self, function: FunctionConfig) -> None:
         """The function's configuration changed (``UpdateFunctionConfiguration``): like Lambda, retire
@@ -337,7 +357,14 @@ class MappingRuntime:
         built_for: FunctionConfig | None = None
         try:
             while not self._stop.is_set():
-                if not self.may_poll(index):
+                allowed = self.may_poll(index)
+                with self._holding_lock:
+                    if allowed:
+                        self._holding.discard(index)
+                    else:
+                        self._holding.add(index)
+                if not allowed:
+                    self.stats.add(held=1)
                     self._stop.wait(CONTROL_WAIT_SECONDS)
                     continue
                 if self._wait_for_messages is not None and not self._wait_for_messages(self._poll_wait):

@@ -5,13 +5,11 @@ function's ``resume`` action, so both faces are driven end to end."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from typer.testing import CliRunner
 
 from emulator.deploy import LOCAL_STAGE
-from emulator.esm import DEFAULT_POLL_WAIT_SECONDS
 from emulator.session import LocalSession
 from tests.emulator.local_support import balance, depth, wait_until
 from tiered_jobs.cli import app
@@ -23,6 +21,8 @@ pytestmark = pytest.mark.e2e
 
 ACCOUNT = "acc_paused"
 JOBS = 12
+#: A bound for each wait, far above an honest run on a loaded machine.
+PATIENCE_SECONDS = 300
 
 
 @pytest.fixture(scope="module")
@@ -54,26 +54,45 @@ def test_jobs_published_while_paused_wait_unreceived_and_after_resume_each_runs_
 
     said = _cli(session, "pause", "critical")
     assert "Paused tier critical" in said
-    # A long poll already waiting when the pause lands still returns (Lambda's "Disabling"): publish after it.
-    time.sleep(DEFAULT_POLL_WAIT_SECONDS + 0.5)
+    # A long poll already waiting when the pause lands still returns (Lambda's "Disabling"): publish once
+    # every poller has read the paused state and held back (its "Disabled"), not after a number of seconds.
+    wait_until(
+        lambda: mapping.holding() == frozenset(range(mapping.pollers)),
+        PATIENCE_SECONDS,
+        "every poller of the paused tier held back",
+        seen=lambda: {"holding": sorted(mapping.holding()), "pollers": mapping.pollers},
+    )
     received_before = mapping.stats.snapshot()["records"]
     for n in range(JOBS):
         publisher.publish("payments.update_balance", {"account_id": ACCOUNT, "amount": 1}, f"paused-{n}")
-    time.sleep(3.0)  # three long polls' worth: a running mapping would have taken them all by now
+    # Each poller looks at the mapping's state again, three times, with the jobs waiting: a running
+    # mapping would have received them then. A held poller leaves its hold only by reading "enabled".
+    looked = mapping.stats.snapshot()["held"]
+    wait_until(
+        lambda: mapping.stats.snapshot()["held"] >= looked + 3 * mapping.pollers,
+        PATIENCE_SECONDS,
+        "each poller reading the paused state again",
+        seen=mapping.stats.snapshot,
+    )
 
     assert mapping.stats.snapshot()["records"] == received_before  # not one receive spent
     assert depth(session, tier.queue_url) == JOBS and balance(session, ACCOUNT) == 0
     status = _cli(session, "status")
-    assert "critical: paused since" in status and "(cli)" in status and "retention" in status
+    assert "critical: paused since" in status and "via cli" in status and "retention" in status
     state = pausing.read_pauses(LOCAL_STAGE, ["critical"], session.clients)["critical"]
-    assert state.paused and state.paused_by and state.paused_by.endswith("(cli)") and state.paused_at
+    assert state.paused and state.paused_by and state.paused_by.endswith(" via cli") and state.paused_at
     again = _cli(session, "pause", "critical")  # a second pause keeps the first record
     assert "already paused" in again and state.paused_at in again
 
     resumed = _invoke_replay(session, {"action": "resume", "tier": "critical"})
     assert resumed["outcome"] == "resumed" and not resumed["paused"]
 
-    wait_until(lambda: balance(session, ACCOUNT) == JOBS and depth(session, tier.queue_url) == 0, 60, "the jobs run")
+    wait_until(
+        lambda: balance(session, ACCOUNT) == JOBS and depth(session, tier.queue_url) == 0,
+        PATIENCE_SECONDS,
+        "the jobs run",
+        seen=lambda: {"balance": balance(session, ACCOUNT), "queue": depth(session, tier.queue_url)},
+    )
     # Every job was received after the resume (none spent while paused) and ran once: the balance is
     # exactly JOBS. A loaded machine may run a batch past the local timeout, and SQS then hands it out
     # again: more receives, never a second effect (idempotency answers the duplicate).
