@@ -1,13 +1,21 @@
 """The circuit breaker on local mode, against the same downstream outage on two tiers at once.
 
-Both tiers get 4 attempts, 4 s apart; only ``transactional`` has the breaker. ``demo.flaky`` with
-``down_until`` plays a downstream that is down for :data:`OUTAGE_SECONDS`. Without the breaker
-(``bulk``) every job spends its 4 attempts inside the outage and is dead-lettered. With it, the
-first failed attempts open the breaker (its alarm's Lambda action, the replay function, disables the
-mapping), the jobs wait in the queue with their attempts, the window's OK starts the probe at
-concurrency 2, the probe's successes close it, and every job runs once: 0 letters. The on-call
-inbox (an SQS queue on the alarm topic) hears of the breaker's tier exactly twice: when it opens (the
-alarm's ALARM) and when it closes (the replay function's page).
+Both tiers get 4 attempts, 15 s apart; only ``transactional`` has the breaker. ``demo.flaky`` with
+``down_while_file`` plays a downstream that is down while a file exists: the test takes it down
+before the publish and brings it back at the events the story is about, never after a number of
+seconds (a loaded machine once ran ``bulk``'s attempts past a 45 s outage's end). Without the breaker
+(``bulk``) every job spends its 4 attempts inside the outage and is dead-lettered; the outage lasts
+until the test has seen every letter. With it, the first failed attempts open the breaker (its
+alarm's Lambda action, the replay function, disables the mapping), the jobs wait in the queue with
+their attempts; the test brings the tier's downstream back once it has seen the breaker open, the
+window's OK starts the probe at concurrency 2, the probe's successes close it, and every job runs
+once: 0 letters. The on-call inbox (an SQS queue on the alarm topic) hears of the breaker's tier
+exactly twice: when it opens (the alarm's ALARM) and when it closes (the replay function's page).
+
+The one timing the story keeps is the breaker's own promise: it opens before a job spends its last
+attempt. The attempts are 15 s apart, so the breaker has 45 s from the first failures to open (it
+takes about two on an idle machine: the alarm's next half-second round and the replay function's
+invoke).
 
 ``transactional`` also deploys by canary (``deployment``): on AWS its mapping invokes an alias that
 CodeDeploy shifts; local mode shifts no traffic and its mapping invokes the function itself (docs/local.md,
@@ -34,11 +42,10 @@ from tiered_jobs.replay.pause import TAG_PAUSED_BY
 pytestmark = pytest.mark.e2e
 
 JOBS = 30
-#: Longer than ``bulk``'s 4 attempts take even on a loaded machine (12 s of backoff, then the work), and
-#: shorter than the breaker stays open (a window without datapoints: over a minute), so its probe meets
-#: a downstream that is back.
-OUTAGE_SECONDS = 45
-RETRIES = {"max_attempts": 4, "retry_schedule_seconds": [4], "retry_jitter": 0}
+#: 15 s between attempts: the breaker opens within 45 s of the first failures or a job is dead-lettered.
+RETRIES = {"max_attempts": 4, "retry_schedule_seconds": [15], "retry_jitter": 0}
+#: A bound for each wait, far above an honest run on a loaded machine (the whole test takes about 90 s).
+PATIENCE_SECONDS = 600
 BREAKER = {"circuit_breaker_percent": 50, "circuit_breaker_min_jobs": 10, "circuit_breaker_minutes": 1}
 CANARY = {"deployment": "canary_10_percent_5_minutes"}
 
@@ -87,29 +94,76 @@ def _settled(session, tier) -> bool:
     return all(int(v) == 0 for v in attributes.values())
 
 
-def test_an_outage_dead_letters_every_job_without_the_breaker_and_none_with_it(session, inbox):
+def _state(session) -> dict:
+    """What the waits read, for a failure's message: each tier's queue, letters, outcomes and receives."""
+    state = {}
+    for name in ("transactional", "bulk"):
+        tier = session.deployment.tiers[name]
+        stats = session.runtime.by_function(tier.consumer.name).stats.snapshot()
+        state[name] = {
+            "queue": depth(session, tier.queue_url),
+            "letters": depth(session, tier.dlq_url),
+            "succeeded": _sum(session, name, Metrics.SUCCEEDED),
+            "failed": _sum(session, name, Metrics.FAILED),
+            "records": stats["records"],
+            "timeouts": stats["timeouts"],
+        }
+    state["breaker"] = _changes(session)
+    return state
+
+
+def _changes(session) -> list[str]:
+    """The breaker alarm's changes of state so far, oldest first."""
+    name = Alarms.name(session.deployment.stage, "transactional", Alarms.CIRCUIT_BREAKER)
+    return [t.new_state for t in list(session.alarms.transitions) if t.alarm_name == name]
+
+
+def test_an_outage_dead_letters_every_job_without_the_breaker_and_none_with_it(session, inbox, tmp_path):
     stage = session.deployment.stage
     on, off = session.deployment.tiers["transactional"], session.deployment.tiers["bulk"]
     pages: list[dict] = []
     publisher = Publisher.from_stage(stage, ssm=session.clients("ssm"), sqs=session.clients("sqs"))
+    # One downstream per tier, both down from before the publish: each comes back at its own event.
+    down = {tier: tmp_path / f"{tier}-downstream-down" for tier in ("transactional", "bulk")}
+    for marker in down.values():
+        marker.touch()
     started = time.time()
-    down_until = started + OUTAGE_SECONDS
     for n in range(JOBS):
         for tier in ("transactional", "bulk"):
-            payload = {"fail_times": 0, "down_until": down_until}
+            payload = {"fail_times": 0, "down_while_file": str(down[tier])}
             publisher.publish("demo.flaky", payload, f"outage-{tier}-{n}", tier=tier)
 
-    wait_until(lambda: depth(session, off.dlq_url) == JOBS and _settled(session, off), 120, "bulk's letters")
-    off_drained = time.time()
+    # The breaker's tier: its downstream comes back once the breaker is open (the mapping disabled), so
+    # its probe, a window later, meets a downstream that is up whatever the machine's load.
     wait_until(
-        lambda: _settled(session, on) and _sum(session, "transactional", Metrics.SUCCEEDED) >= JOBS,
-        150,
+        lambda: "ALARM" in _changes(session), PATIENCE_SECONDS, "the breaker opens", seen=lambda: _state(session)
+    )
+    down["transactional"].unlink()
+    recovered = time.time()
+    # Without the breaker: the outage lasts until every job has spent its attempts and been dead-lettered.
+    wait_until(
+        lambda: depth(session, off.dlq_url) == JOBS and _settled(session, off),
+        PATIENCE_SECONDS,
+        "bulk's letters",
+        seen=lambda: _state(session),
+    )
+    down["bulk"].unlink()
+    off_drained = time.time()
+    # Settled, and each job's outcome counted (its metric follows the delete by a moment): a success, or a
+    # letter, which ends the wait at once to fail below.
+    wait_until(
+        lambda: (
+            _settled(session, on)
+            and _sum(session, "transactional", Metrics.SUCCEEDED) + depth(session, on.dlq_url) >= JOBS
+        ),
+        PATIENCE_SECONDS,
         "the breaker's tier drains",
+        seen=lambda: _state(session),
     )
     on_drained = time.time()
 
-    assert depth(session, on.dlq_url) == 0  # 0 letters with the breaker
-    assert _sum(session, "transactional", Metrics.SUCCEEDED) == JOBS  # every job ran once
+    assert depth(session, on.dlq_url) == 0, _state(session)  # 0 letters with the breaker
+    assert _sum(session, "transactional", Metrics.SUCCEEDED) == JOBS, _state(session)  # every job ran once
     assert _sum(session, "bulk", Metrics.SUCCEEDED) == 0 and _sum(session, "bulk", Metrics.FAILED) == JOBS
     spent_on = session.runtime.by_function(on.consumer.name).stats.snapshot()["records"]
     stats_off = session.runtime.by_function(off.consumer.name).stats.snapshot()
@@ -127,16 +181,17 @@ def test_an_outage_dead_letters_every_job_without_the_breaker_and_none_with_it(s
     assert spent_on < spent_off  # held jobs spent no attempt while the breaker was open
 
     # Opened by its alarm's ALARM, half-open at its OK; closed by the probe alarm.
-    changes = [
-        t.new_state
-        for t in session.alarms.transitions
-        if t.alarm_name == Alarms.name(stage, "transactional", Alarms.CIRCUIT_BREAKER)
-    ]
+    changes = _changes(session)
     assert changes[:2] == ["ALARM", "OK"], changes
     # The probe's jobs drain at concurrency 2, possibly before the probe alarm's minute closes the breaker.
     lambda_client, uuid = session.clients("lambda"), _uuid(session, "transactional")
     arn = lambda_client.get_event_source_mapping(UUID=uuid)["EventSourceMappingArn"]
-    wait_until(lambda: TAG_CIRCUIT not in lambda_client.list_tags(Resource=arn)["Tags"], 30, "the breaker closes")
+    wait_until(
+        lambda: TAG_CIRCUIT not in lambda_client.list_tags(Resource=arn)["Tags"],
+        PATIENCE_SECONDS,
+        "the breaker closes",
+        seen=lambda: lambda_client.list_tags(Resource=arn)["Tags"],
+    )
     mapping = lambda_client.get_event_source_mapping(UUID=uuid)
     assert mapping["State"] == "Enabled" and TAG_PAUSED_BY not in lambda_client.list_tags(Resource=arn)["Tags"]
     # The tier's own concurrency is back (local mode's profile may have lowered the template's).
@@ -144,7 +199,12 @@ def test_an_outage_dead_letters_every_job_without_the_breaker_and_none_with_it(s
 
     # Exactly two pages about the breaker's tier: it opened (the alarm's), it closed (the replay function's).
     # Its OK at half-open and the probe alarm page nothing, and no other alarm of the tier fired.
-    wait_until(lambda: len(_read_pages(session, inbox, pages)) >= 2, 15, "the closing page")
+    wait_until(
+        lambda: len(_read_pages(session, inbox, pages)) >= 2,
+        PATIENCE_SECONDS,
+        "the closing page",
+        seen=lambda: pages,
+    )
     about = _read_pages(session, inbox, pages)
     assert [p.get("AlarmName") or p.get("Event") for p in about] == [
         Alarms.name(stage, "transactional", Alarms.CIRCUIT_BREAKER),
@@ -153,12 +213,14 @@ def test_an_outage_dead_letters_every_job_without_the_breaker_and_none_with_it(s
     opened, closed = about
     assert opened["NewStateValue"] == "ALARM"
     assert closed["FirstCommand"] == f"tiered-jobs --stage {stage} status"
+    spacing = RETRIES["retry_schedule_seconds"][0]
     print(
-        f"\noutage {OUTAGE_SECONDS} s, {JOBS} jobs per tier, {RETRIES['max_attempts']} attempts 4 s apart:"
+        f"\n{JOBS} jobs per tier, {RETRIES['max_attempts']} attempts {spacing} s apart, the outage from the publish:"
         f"\n  breaker off: {depth(session, off.dlq_url)} letters, {spent_off} attempts, "
         f"settled {off_drained - started:.0f} s after the publish"
-        f"\n  breaker on:  {depth(session, on.dlq_url)} letters, {spent_on} attempts, "
-        f"drained {on_drained - down_until:.0f} s after the downstream recovered; breaker changes {changes}"
+        f"\n  breaker on:  {depth(session, on.dlq_url)} letters, {spent_on} attempts, opened "
+        f"{recovered - started:.0f} s after the publish (its downstream back then), "
+        f"drained {on_drained - recovered:.0f} s later; breaker changes {changes}"
     )
 
 

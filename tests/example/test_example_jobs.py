@@ -165,3 +165,16 @@ def test_demo_flaky_exhausts_its_attempts_or_fails_permanently_as_asked(tier):
         DeadLetter.REASON_PERMANENT: "demo.flaky: permanent failure on attempt 1",
         DeadLetter.REASON_RETRIES_EXHAUSTED: "demo.flaky: simulated outage on attempt 2 of 9",
     }
+
+
+def test_demo_flaky_is_down_while_its_file_exists_and_up_once_the_test_removes_it(tier, tmp_path):
+    down = tmp_path / "downstream-down"
+    down.touch()
+    message_id = tier.publish("demo.flaky", {"fail_times": 0, "down_while_file": str(down)}, "flaky-file")
+    consumer = tier.consumer()
+    for _ in range(2):  # down for as long as the file is there, whatever the attempt
+        assert tier.run_batch(consumer) == {"batchItemFailures": [{"itemIdentifier": message_id}]}
+        tier.make_visible()
+    down.unlink()  # the downstream is back at the moment the test chooses
+    assert tier.run_batch(consumer) == {"batchItemFailures": []}
+    assert tier.receive() == [] and tier.dlq_messages() == []
