@@ -1,5 +1,5 @@
 """The reference reading of a payload schema: a walk of the schema for every value, one rule per line as
-JSON Schema states them. The library runs compiled schemas (``tiered_jobs/contract/py``), and
+JSON Schema states them. The library runs compiled schemas (``tiered_jobs/contract/payloads.py``), and
 the tests hold them to this walk: the same messages, in the same order, for every keyword of the subset."""
 
 from __future__ import annotations

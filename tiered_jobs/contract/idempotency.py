@@ -4,7 +4,7 @@ The consumer stores one record per job (Powertools' idempotency utility, DynamoD
 under ``tiered-jobs#<md5 of json.dumps([type, idempotency_key], sort_keys=True)>``: the job type
 plus the envelope's business key, never the SQS message id (which changes on redrive and replay).
 The runtime configures Powertools with these names; the operator tools (``tiered-jobs job``, the
-console) derive the same id to read the record. ``tests/functions/test_idempotency_key.py`` proves
+console) derive the same id to read the record. ``tests/runtime/test_idempotency_key.py`` proves
 that both agree with what Powertools actually writes.
 
 Standard library only: this module ships in the Lambda asset and in the installable package.

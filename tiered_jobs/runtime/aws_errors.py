@@ -9,7 +9,7 @@ code (``AWS.SimpleQueueService.NonExistentQueue``) in ``Error.Code`` and the sha
 ``Error.QueryErrorCode``; :func:`kind_of_error` reads both. ``COMMON`` holds the codes any AWS
 API may answer (AWS's "common errors" and botocore's own retry lists).
 
-``tests/functions/test_aws_errors.py`` fails when an installed botocore knows a code of these
+``tests/runtime/test_aws_errors.py`` fails when an installed botocore knows a code of these
 services that is not decided here, so upgrading boto3 forces a decision.
 
 ``TransactionCanceledException`` is decided by its ``CancellationReasons`` (botocore puts them in

@@ -9,7 +9,7 @@ SQS message attribute (``DeadLetter.Traceback``, :mod:`tiered_jobs.contract.lett
   :data:`~tiered_jobs.contract.letter_traceback.MAX_BYTES`; a single frame still too long is cut
   from its start. The innermost frames and the exception line are what a developer reads first.
 - **the failing frame**: the innermost frame whose file belongs to the job's own code, the package
-  that holds the job's handler (``example/jobs/orders.py:42 in reserve``), not the library's, a
+  that holds the job's handler (``jobs/orders.py:42 in reserve`` in an app's job folder), not the library's, a
   dependency's or the standard library's. ``dlq inspect`` groups letters by it.
 - **no caret lines** (``^^^^`` under a source line, since Python 3.11): the log has them.
 - **short paths**: a file under a ``sys.path`` entry is written relative to it (``/var/task/``
