@@ -1,25 +1,37 @@
 """The circuit breaker's decisions (``tiered_jobs.replay.breaker``) against a stand-in for Lambda's mapping
 API: open disables the mapping like a pause, the window's OK starts a probe at concurrency 2, the probe's
 first succeeded minute restores the concurrency the mapping had, a failing probe opens it again, and an
-operator's pause is never undone or taken over."""
+operator's pause is never undone or taken over; every tag it writes is one Lambda accepts; a late or
+duplicated alarm event is ignored; and, on moto with Lambda's refusals injected, an update refused while the
+mapping is in a transition is retried, and a breaker stranded by three failed deliveries is moved on by the
+reconciler."""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import boto3
 import pytest
 
+from tests.support.aws_faults import error_response, refuse
+from tests.support.lambda_tags import check_tags
+from tests.support.mappings import moto_mapping
+from tiered_jobs.contract.names import Alarms
 from tiered_jobs.replay import pause as pausing
 from tiered_jobs.replay.breaker import (
     BREAKER_BY,
     PROBE_CONCURRENCY,
     TAG_CIRCUIT,
     TAG_RESTORE,
+    TAG_SINCE,
     handle_alarm,
     is_alarm_event,
 )
+from tiered_jobs.replay.mapping_changes import UPDATE_ATTEMPTS
 from tiered_jobs.replay.pause import TAG_PAUSED_BY, PauseError, read_mapping
+from tiered_jobs.replay.reconcile import GRACE, reconcile
 
 UUID = "0f2d6a57-3d2e-4b59-9a53-2f6f7f1d2c10"
 ARN = f"arn:aws:lambda:us-east-1:123456789012:event-source-mapping:{UUID}"
@@ -61,6 +73,7 @@ class FakeLambda:
 
     def tag_resource(self, Resource: str, Tags: dict[str, str]) -> None:
         self._dies("tag_resource")
+        check_tags(Tags)  # Lambda's TagKey / TagValue pattern, which botocore and moto never check
         self.tags.update(Tags)
 
     def untag_resource(self, Resource: str, TagKeys: list[str]) -> None:
@@ -77,14 +90,19 @@ class FakeCloudWatch:
         self.set.append((AlarmName, StateValue))
 
 
-def alarm(kind: str, state: str, tier: str = "bulk") -> dict[str, Any]:
+def alarm(kind: str, state: str, tier: str = "bulk", *, at: str | None = None) -> dict[str, Any]:
+    """CloudWatch's event for an alarm's change of state; ``at``: the change's time, as CloudWatch writes it."""
     name = f"tiered-jobs-{STAGE}-{tier}-{kind}"
     return {
         "source": "aws.cloudwatch",
         "alarmArn": f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{name}",
         "accountId": "123456789012",
         "region": "us-east-1",
-        "alarmData": {"alarmName": name, "state": {"value": state}, "previousState": {"value": "OK"}},
+        "alarmData": {
+            "alarmName": name,
+            "state": {"value": state, **({"timestamp": at} if at else {})},
+            "previousState": {"value": "OK"},
+        },
     }
 
 
@@ -132,6 +150,52 @@ def test_open_half_open_closed_restores_the_concurrency_the_mapping_had():
 
     assert run(alarm("circuit-probe", "ALARM"), fake) == "closed"
     assert (fake.state, fake.scaling, fake.tags) == ("Enabled", {"MaximumConcurrency": 7}, {})
+
+
+# CloudWatch's ``state.timestamp`` format; three changes a few minutes apart.
+OPENED, HALF_OPENED, CLOSED = (
+    "2026-12-07T10:00:00.000+0000",
+    "2026-12-07T10:05:00.000+0000",
+    "2026-12-07T10:07:00.000+0000",
+)
+
+
+def test_a_late_duplicate_of_the_opening_after_the_probe_started_opens_nothing():
+    fake = FakeLambda(maximum_concurrency=7)
+    opening = alarm("circuit-breaker", "ALARM", at=OPENED)
+    assert run(opening, fake) == "opened"
+    assert run(alarm("circuit-breaker", "OK", at=HALF_OPENED), fake) == "half-open"
+
+    assert run(opening, fake) == "late event: ignored"  # Lambda delivered the opening twice, the copy late
+    assert (fake.state, fake.scaling, fake.tags[TAG_CIRCUIT]) == ("Enabled", {"MaximumConcurrency": 2}, "half-open")
+    assert run(alarm("circuit-probe", "ALARM", at=CLOSED), fake) == "closed"
+    assert run(opening, fake) == "late event: ignored"  # after the close too: it stays closed
+    assert (fake.state, fake.scaling, fake.tags) == (
+        "Enabled",
+        {"MaximumConcurrency": 7},
+        {TAG_SINCE: "2026-12-07T10:07:00.000Z"},
+    )
+
+
+def test_events_delivered_out_of_order_leave_the_breaker_where_the_latest_change_put_it():
+    fake = FakeLambda(maximum_concurrency=7)
+    first_ok, reopened = alarm("circuit-breaker", "OK", at=HALF_OPENED), alarm("circuit-breaker", "ALARM", at=CLOSED)
+    run(alarm("circuit-breaker", "ALARM", at=OPENED), fake)
+    run(first_ok, fake)
+    assert run(reopened, fake) == "opened"  # the probe's jobs failed: open again
+    assert run(first_ok, fake) == "late event: ignored"  # the first OK, delivered again: no probe now
+    assert fake.state == "Disabled" and read_mapping(fake, "bulk", UUID).paused_by == BREAKER_BY
+
+
+def test_the_same_event_retried_after_dying_midway_still_finishes():
+    fake = FakeLambda(maximum_concurrency=7)
+    run(alarm("circuit-breaker", "ALARM", at=OPENED), fake)
+    fake.failing = {"update_event_source_mapping"}
+    ok = alarm("circuit-breaker", "OK", at=HALF_OPENED)
+    with pytest.raises(RuntimeError):
+        run(ok, fake)  # recorded half-open (and its time), died before enabling
+    assert run(ok, fake) == "half-open"  # Lambda's retry: the same change, not a late one
+    assert fake.state == "Enabled"
 
 
 def test_a_failing_probe_opens_it_again_and_still_restores_the_first_concurrency():
@@ -301,3 +365,158 @@ def test_reopening_from_a_probe_that_died_before_disabling_keeps_the_first_concu
         run(alarm("circuit-breaker", "ALARM"), fake)  # the probe failed too; died before disabling
     assert run(alarm("circuit-breaker", "ALARM"), fake) == "opened"
     assert fake.tags[TAG_RESTORE] == "8"  # not the probe's 2
+
+
+# -- on moto, with Lambda's refusals injected ---------------------------------------------------------
+
+
+def _in_use(params: dict[str, Any]) -> Any:
+    return error_response("ResourceInUseException", "The resource is in use (state: Updating)", status=400)
+
+
+class Moto:
+    """The bulk tier's mapping and its two breaker alarms in moto, the clients the breaker is given."""
+
+    def __init__(self) -> None:
+        self.lam, uuid = moto_mapping("bulk", maximum_concurrency=7)
+        self.mappings = {"bulk": uuid}
+        self.cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+        for kind in (Alarms.CIRCUIT_BREAKER, Alarms.CIRCUIT_PROBE):
+            self.cloudwatch.put_metric_alarm(
+                AlarmName=Alarms.name(STAGE, "bulk", kind),
+                MetricName="JobsSucceeded",
+                Namespace="TieredJobs",
+                Statistic="Sum",
+                Period=60,
+                EvaluationPeriods=1,
+                Threshold=0,
+                ComparisonOperator="GreaterThanThreshold",
+            )
+        self.pages = Pages()
+        self.slept: list[float] = []
+
+    @property
+    def uuid(self) -> str:
+        return self.mappings["bulk"]
+
+    def mapping(self) -> dict[str, Any]:
+        return self.lam.get_event_source_mapping(UUID=self.uuid)
+
+    def change(self, kind: str, state: str) -> dict[str, Any]:
+        """The alarm changes state (as CloudWatch's evaluation would): its event, with the change's time."""
+        name = Alarms.name(STAGE, "bulk", kind)
+        self.cloudwatch.set_alarm_state(AlarmName=name, StateValue=state, StateReason="test")
+        (found,) = self.cloudwatch.describe_alarms(AlarmNames=[name])["MetricAlarms"]
+        changed = found["StateUpdatedTimestamp"].astimezone(timezone.utc)
+        return alarm(kind, state, at=changed.isoformat(timespec="milliseconds"))
+
+    def deliver(self, event: dict[str, Any]) -> str:
+        return str(
+            handle_alarm(
+                event,
+                stage=STAGE,
+                mappings=self.mappings,
+                lambda_client=self.lam,
+                cloudwatch=self.cloudwatch,
+                page=self.pages,
+                sleep=self.slept.append,
+            )["outcome"]
+        )
+
+    def reconcile(self, *, after: timedelta) -> dict[str, Any]:
+        return reconcile(
+            {"action": "reconcile", "tiers": ["bulk"]},
+            stage=STAGE,
+            mappings=self.mappings,
+            lambda_client=self.lam,
+            cloudwatch=self.cloudwatch,
+            page=self.pages,
+            now=datetime.now(timezone.utc) + after,
+            sleep=self.slept.append,
+        )["tiers"]["bulk"]
+
+
+@pytest.fixture
+def moto(aws) -> Moto:
+    return Moto()
+
+
+def test_an_update_refused_while_the_mapping_is_updating_is_retried_not_failed(moto):
+    assert moto.deliver(moto.change(Alarms.CIRCUIT_BREAKER, "ALARM")) == "opened"
+    with refuse(moto.lam, "UpdateEventSourceMapping", _in_use, times=2) as refused:
+        assert moto.deliver(moto.change(Alarms.CIRCUIT_BREAKER, "OK")) == "half-open"
+    assert refused.count == 2 and len(moto.slept) == 2
+    assert (moto.mapping()["State"], moto.mapping()["ScalingConfig"]) == ("Enabled", {"MaximumConcurrency": 2})
+
+
+def test_a_half_open_whose_three_deliveries_fail_is_started_by_the_reconciler(moto):
+    moto.deliver(moto.change(Alarms.CIRCUIT_BREAKER, "ALARM"))
+    ok = moto.change(Alarms.CIRCUIT_BREAKER, "OK")
+    with refuse(moto.lam, "UpdateEventSourceMapping", _in_use, times=3 * UPDATE_ATTEMPTS):
+        for _ in range(3):  # Lambda's first try and its two retries of the asynchronous event
+            with pytest.raises(moto.lam.exceptions.ResourceInUseException):
+                moto.deliver(ok)
+    assert moto.mapping()["State"] == "Disabled"  # stranded: the alarm sits in OK, no change will come
+
+    assert moto.reconcile(after=timedelta(0))["outcome"] == "left to its alarm's event"  # its retries may still run
+    assert moto.reconcile(after=GRACE)["outcome"] == "half-open"
+    assert (moto.mapping()["State"], moto.mapping()["ScalingConfig"]) == ("Enabled", {"MaximumConcurrency": 2})
+    assert moto.deliver(ok) == "not open"  # a late delivery of the same change: already done
+
+    probe = moto.change(Alarms.CIRCUIT_PROBE, "ALARM")
+    with refuse(moto.lam, "UpdateEventSourceMapping", _in_use, times=3 * UPDATE_ATTEMPTS):
+        for _ in range(3):
+            with pytest.raises(moto.lam.exceptions.ResourceInUseException):
+                moto.deliver(probe)
+    assert moto.reconcile(after=GRACE)["outcome"] == "closed"
+    assert moto.mapping()["ScalingConfig"] == {"MaximumConcurrency": 7}
+    assert [m["Event"] for _, m in moto.pages.sent] == ["closed"]
+    assert moto.reconcile(after=GRACE)["outcome"] == "nothing to do"
+
+
+def test_a_late_opening_after_the_alarm_went_back_to_ok_is_moved_on_by_the_reconciler(moto):
+    opening = moto.change(Alarms.CIRCUIT_BREAKER, "ALARM")
+    assert moto.deliver(moto.change(Alarms.CIRCUIT_BREAKER, "OK")) == "not open"  # came first
+    assert moto.deliver(opening) == "opened"  # the opening, delivered late: disabled, and no OK will follow
+    assert moto.reconcile(after=GRACE)["outcome"] == "half-open"
+
+
+def test_the_reconciler_never_opens_a_breaker_nor_touches_an_operators_pause(moto):
+    moto.change(Alarms.CIRCUIT_BREAKER, "ALARM")  # its event lost: the reconciler does not open it
+    assert moto.reconcile(after=GRACE)["outcome"] == "nothing to do" and moto.mapping()["State"] == "Enabled"
+    pausing.pause(moto.lam, "bulk", moto.uuid, by="ana")
+    moto.change(Alarms.CIRCUIT_BREAKER, "OK")
+    assert moto.reconcile(after=GRACE)["outcome"] == "nothing to do"
+    assert read_mapping(moto.lam, "bulk", moto.uuid).paused_by == "ana"
+
+
+@pytest.mark.parametrize(
+    ("event", "message"),
+    [
+        ({"action": "reconcile"}, "'tiers' must be a non-empty list"),
+        ({"action": "reconcile", "tiers": ["nope"]}, "'tiers' must name tiers of bulk, got \\['nope'\\]"),
+        ({"action": "reconcile", "tiers": ["bulk"], "dry_run": True}, "unknown field 'dry_run'"),
+    ],
+)
+def test_a_bad_reconcile_event_names_the_problem(event, message):
+    with pytest.raises(PauseError, match=message):
+        reconcile(event, stage=STAGE, mappings={"bulk": UUID}, lambda_client=FakeLambda(), cloudwatch=None)
+
+
+def test_the_replay_function_routes_the_rules_reconcile_event_to_the_reconciler(moto, monkeypatch):
+    from tests.support.context import lambda_context
+    from tiered_jobs.contract.names import Env
+    from tiered_jobs.handlers.replay import handler
+    from tiered_jobs.runtime import aws as runtime_aws
+
+    monkeypatch.setenv(Env.STAGE, STAGE)
+    monkeypatch.setenv(Env.REPLAY_MAPPINGS, json.dumps(moto.mappings))
+    runtime_aws.reset()
+    try:
+        result = handler({"action": "reconcile", "tiers": ["bulk"]}, lambda_context(60_000, "replay"))
+    finally:
+        runtime_aws.reset()
+    assert result == {
+        "action": "reconcile",
+        "tiers": {"bulk": {"outcome": "nothing to do", "breaker": "OK", "probe": "OK"}},
+    }

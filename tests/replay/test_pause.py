@@ -5,15 +5,13 @@ refused during a transition is retried, and a bad event names every problem."""
 
 from __future__ import annotations
 
-import io
-import zipfile
 from datetime import datetime, timezone
 
-import boto3
 import pytest
 
 from tests.support.aws_faults import error_response, refuse
 from tests.support.lambda_tags import check_tags, refusal
+from tests.support.mappings import moto_mapping
 from tiered_jobs.operations.pausing import pause_tier
 from tiered_jobs.replay.breaker import BREAKER_BY, TAG_CIRCUIT
 from tiered_jobs.replay.mapping_changes import UPDATE_ATTEMPTS
@@ -194,28 +192,10 @@ def test_a_pause_waits_a_bounded_time_and_then_says_polls_in_flight_may_still_de
     assert "still Disabling after 30 s" in state.may_still_finish and "in flight" in state.may_still_finish
 
 
-REGION = "us-east-1"
-
-
 @pytest.fixture
 def mapping(aws) -> tuple[object, str]:
     """A real (moto) mapping and the client that changes it."""
-    role = boto3.client("iam").create_role(RoleName="consumer", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-    code = io.BytesIO()
-    with zipfile.ZipFile(code, "w") as archive:
-        archive.writestr("handler.py", "def handler(event, context):\n    return {}\n")
-    lam = boto3.client("lambda", region_name=REGION)
-    function = lam.create_function(
-        FunctionName="critical-consumer",
-        Runtime="python3.12",
-        Role=role,
-        Handler="handler.handler",
-        Code={"ZipFile": code.getvalue()},
-    )["FunctionArn"]
-    queue = boto3.client("sqs", region_name=REGION).create_queue(QueueName="critical")["QueueUrl"]
-    arn = boto3.client("sqs", region_name=REGION).get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])
-    uuid = lam.create_event_source_mapping(EventSourceArn=arn["Attributes"]["QueueArn"], FunctionName=function)["UUID"]
-    return lam, uuid
+    return moto_mapping()
 
 
 def _in_use(params):

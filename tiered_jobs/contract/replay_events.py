@@ -20,6 +20,11 @@ PAUSE_ACTIONS = ("pause", "resume")
 #: Every field a pause or resume event may carry: ``by`` names the operator when the caller knows better
 #: than the function (which sees no caller identity; CloudTrail does).
 PAUSE_EVENT_FIELDS = ("action", "tier", "by")
+#: The circuit breakers' reconciler (``tiered_jobs.replay.reconcile``), which an EventBridge rule sends every
+#: five minutes: it moves on a breaker whose alarm events were lost or came late.
+BREAKER_ACTIONS = ("reconcile",)
+#: Every field a reconcile event may carry: ``tiers`` names the tiers with a breaker (the rule's input lists them).
+RECONCILE_EVENT_FIELDS = ("action", "tiers")
 #: ``batch``: the function moves letters itself (filters, ``Replay.*`` attributes, rate limit);
 #: ``native``: it starts SQS's own ``StartMessageMoveTask`` (every letter, unfiltered, as is).
 MODES = ("batch", "native")

@@ -13,6 +13,7 @@ from typing import Any
 from tiered_jobs.replay import archive_from_env, parse_event, run, tiers_from_env
 from tiered_jobs.replay.breaker import handle_alarm, is_alarm_event
 from tiered_jobs.replay.pause import PAUSE_ACTIONS, handle_event, mappings_from_env
+from tiered_jobs.replay.reconcile import is_reconcile_event, reconcile
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -20,7 +21,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         aws,  # boto3 loads on the first invocation, not at import
     )
 
-    if is_alarm_event(event):  # a circuit breaker's alarm changed state (CloudWatch's Lambda action)
+    if is_alarm_event(event) or is_reconcile_event(event):
+        # A circuit breaker's alarm changed state (CloudWatch's Lambda action), or the rule's five-minute
+        # reconcile: both asynchronous, retried by Lambda, their last failure sent to the alarm topic.
         import os
 
         from tiered_jobs.contract.names import Env
@@ -30,7 +33,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         def page(subject: str, message: str) -> object:  # the closing page, on the alarms' own topic
             return aws.client("sns").publish(TopicArn=topic, Subject=subject, Message=message)
 
-        result = handle_alarm(
+        breaker = handle_alarm if is_alarm_event(event) else reconcile
+        result = breaker(
             event,
             stage=os.environ[Env.STAGE],
             mappings=mappings_from_env(os.environ.get(Env.REPLAY_MAPPINGS)),
@@ -38,7 +42,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             cloudwatch=aws.client("cloudwatch"),
             page=page if topic else None,
         )
-        _logger().info("circuit breaker alarm", extra={"result": result})  # what the breaker did, and why
+        _logger().info("circuit breaker", extra={"event": _summary(event), "result": result})  # what it did, why
         return result
     if isinstance(event, dict) and event.get("action") in PAUSE_ACTIONS:  # the tier's mapping, not its letters
         import os
@@ -59,6 +63,15 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "replay finished", extra={"result": {k: v for k, v in result.items() if k not in ("groups", "letters")}}
     )
     return result
+
+
+def _summary(event: dict[str, Any]) -> dict[str, Any]:
+    """Which alarm change (and when) or which reconcile: what a late or duplicated delivery is told apart by."""
+    data = event.get("alarmData")
+    if isinstance(data, dict):
+        state = data.get("state") or {}
+        return {"alarm": data.get("alarmName"), "state": state.get("value"), "changed_at": state.get("timestamp")}
+    return {"action": event.get("action"), "tiers": event.get("tiers")}
 
 
 @cache

@@ -16,6 +16,15 @@ A tier with ``circuit_breaker_percent`` has two alarms whose actions invoke the 
   restored, and one page goes to the stage's alarm topic (:func:`closed_page`). If the downstream
   still fails, ``circuit-breaker`` opens again instead.
 
+Every change of state an alarm action reports is delivered at least once, not exactly once: Lambda
+retries a failed asynchronous invocation twice and may deliver one event twice, late. The breaker
+records the alarm's own time of the change that moved it last (:data:`TAG_SINCE`, kept after it
+closes) and ignores an event older than that: a late duplicate of the opening, delivered after the
+probe started, opens nothing. An event whose three deliveries all fail (``ResourceInUseException``
+while the mapping is ``Updating`` is retried first, ``mapping_changes``) leaves the breaker stranded,
+since an alarm acts only on a change: ``tiered_jobs.replay.reconcile`` finds it from the alarms'
+states every five minutes, and the function's failed asynchronous events go to the alarm topic.
+
 It pages twice per outage: the opening alarm's own ALARM notification, and the closing page this
 module sends. Not at half-open: the window that returns the opening alarm to OK proves only that
 nothing ran, so its OK is no news for the on-call (the template gives that change no SNS action).
@@ -29,13 +38,16 @@ tier the breaker opened takes the pause over (``pause.pause``), so its probe lea
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from tiered_jobs.contract.names import Alarms
-from tiered_jobs.contract.times import iso_text
+from tiered_jobs.contract.times import iso_text, parse_iso
 
+from .mapping_changes import Sleep, update_mapping
 from .pause import BREAKER_BY, TAG_PAUSED_AT, TAG_PAUSED_BY, PauseError
 
 __all__ = [
@@ -44,8 +56,13 @@ __all__ = [
     "PROBE_CONCURRENCY",
     "TAG_CIRCUIT",
     "TAG_RESTORE",
+    "TAG_SINCE",
+    "Breaker",
     "Pager",
+    "close",
+    "open_circuit",
     "closed_page",
+    "half_open",
     "handle_alarm",
     "is_alarm_event",
 ]
@@ -56,6 +73,10 @@ PROBE_CONCURRENCY = 2
 TAG_CIRCUIT = "tiered-jobs:circuit"
 #: The maximum concurrency to restore when it closes ("" when the mapping had none).
 TAG_RESTORE = "tiered-jobs:circuit-restore"
+#: When the alarm changed to the state that moved the breaker last (its own timestamp, ISO 8601 UTC):
+#: an event of an older change is a late delivery, ignored. Kept when it closes, so a late opening
+#: after the close opens nothing either.
+TAG_SINCE = "tiered-jobs:circuit-since"
 #: SNS's limit on a message's subject.
 MAX_SUBJECT = 100
 #: The closing page's ``Source``, which tells it from CloudWatch's notifications on the same topic.
@@ -100,6 +121,126 @@ def is_alarm_event(event: Any) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class Breaker:
+    """One tier's breaker as an alarm event or the reconciler finds it: its mapping, read now, and its tags."""
+
+    stage: str
+    tier: str
+    uuid: str
+    mapping: Mapping[str, Any]
+    tags: Mapping[str, str]
+
+    @property
+    def arn(self) -> str:
+        return str(self.mapping["EventSourceMappingArn"])
+
+    @property
+    def enabled(self) -> bool:
+        return self.mapping.get("State") in ("Enabled", "Enabling", "Updating")
+
+    @property
+    def circuit(self) -> str:
+        return self.tags.get(TAG_CIRCUIT, "")
+
+    @property
+    def opened_by_breaker(self) -> bool:
+        """Disabled by the breaker itself: the one pause it may end (an operator's it never does)."""
+        return not self.enabled and self.tags.get(TAG_PAUSED_BY) == BREAKER_BY
+
+    @classmethod
+    def read(cls, lambda_client: Any, stage: str, tier: str, uuid: str) -> Breaker:
+        mapping = lambda_client.get_event_source_mapping(UUID=uuid)
+        tags = lambda_client.list_tags(Resource=mapping["EventSourceMappingArn"]).get("Tags", {})
+        return cls(stage, tier, uuid, mapping, tags)
+
+
+def _since(moment: datetime | None) -> dict[str, str]:
+    return {TAG_SINCE: iso_text(moment)} if moment is not None else {}
+
+
+def open_circuit(breaker: Breaker, lambda_client: Any, *, at: datetime, since: datetime | None, sleep: Sleep) -> str:
+    """Disable the mapping, recorded as paused by the breaker (the alarm went to ALARM)."""
+    if not breaker.enabled:
+        # Disabled already: by the breaker (nothing to do) or by an operator (never taken over).
+        return "already open" if breaker.opened_by_breaker else "paused by an operator: left alone"
+    tags = breaker.tags
+    # The concurrency from before the first opening: kept while the breaker is not closed (a probe
+    # runs at 2; an invocation that died before disabling left it open on an enabled mapping).
+    restore = (
+        tags.get(TAG_RESTORE, "")
+        if breaker.circuit in ("open", "half-open") and TAG_RESTORE in tags
+        else str((breaker.mapping.get("ScalingConfig") or {}).get("MaximumConcurrency", ""))
+    )
+    # Recorded before it is disabled. An invocation that dies in between leaves an enabled mapping whose
+    # record nobody reads (a pause record counts on a disabled mapping only), and Lambda's retry opens it;
+    # the other order would leave a disabled mapping without the breaker's record: an operator's pause
+    # as far as the breaker can tell, which it would never resume.
+    lambda_client.tag_resource(
+        Resource=breaker.arn,
+        Tags={
+            TAG_PAUSED_BY: BREAKER_BY,
+            TAG_PAUSED_AT: iso_text(at),
+            TAG_CIRCUIT: "open",
+            TAG_RESTORE: restore,
+            **_since(since),
+        },
+    )
+    update_mapping(lambda_client, breaker.uuid, sleep=sleep, Enabled=False)
+    return "opened"
+
+
+def half_open(breaker: Breaker, lambda_client: Any, cloudwatch: Any, *, since: datetime | None, sleep: Sleep) -> str:
+    """Start the probe at :data:`PROBE_CONCURRENCY` (the opening alarm went back to OK)."""
+    if not breaker.opened_by_breaker:
+        return "not open"
+    # Half-open is recorded first, while the mapping is still disabled and paused by the breaker: an
+    # invocation that dies before enabling it is retried from here; once enabled, the probe alarm
+    # (which only acts on a half-open breaker) closes it.
+    lambda_client.tag_resource(Resource=breaker.arn, Tags={TAG_CIRCUIT: "half-open", **_since(since)})
+    # Before the probe starts: its first succeeded minute must be a change of state.
+    cloudwatch.set_alarm_state(
+        AlarmName=Alarms.name(breaker.stage, breaker.tier, Alarms.CIRCUIT_PROBE),
+        StateValue="OK",
+        StateReason="The circuit breaker is half-open: waiting for the probe's jobs to succeed.",
+    )
+    update_mapping(
+        lambda_client,
+        breaker.uuid,
+        sleep=sleep,
+        Enabled=True,
+        ScalingConfig={"MaximumConcurrency": PROBE_CONCURRENCY},
+    )
+    lambda_client.untag_resource(Resource=breaker.arn, TagKeys=[TAG_PAUSED_BY, TAG_PAUSED_AT])
+    return "half-open"
+
+
+def close(
+    breaker: Breaker, lambda_client: Any, *, page: Pager | None, at: datetime, since: datetime | None, sleep: Sleep
+) -> str:
+    """Restore the concurrency from before the opening and page (the probe's jobs succeeded)."""
+    if not (breaker.enabled and breaker.circuit == "half-open"):
+        return "nothing to do"
+    restore = breaker.tags.get(TAG_RESTORE, "")
+    # A mapping that had no maximum concurrency gets Lambda's own ceiling back (an empty ScalingConfig).
+    update_mapping(
+        lambda_client,
+        breaker.uuid,
+        sleep=sleep,
+        ScalingConfig={"MaximumConcurrency": int(restore)} if restore else {},
+    )
+    # Paged before the half-open record goes: a page that fails fails the invocation, and Lambda's
+    # retry of the alarm's asynchronous invoke closes it again (restoring is idempotent) and pages.
+    if page is not None:
+        page(*closed_page(breaker.stage, breaker.tier, restore, iso_text(at)))
+    if since is not None:  # kept after the close: a late opening event is older, and ignored
+        lambda_client.tag_resource(Resource=breaker.arn, Tags=_since(since))
+    # With the pause record, should a half-open invocation have died before removing it (it is read
+    # on a disabled mapping only, but an enabled one should carry none).
+    lambda_client.untag_resource(Resource=breaker.arn, TagKeys=[TAG_CIRCUIT, TAG_RESTORE, TAG_PAUSED_BY, TAG_PAUSED_AT])
+    return "closed"
+
+
 def handle_alarm(
     event: Mapping[str, Any],
     *,
@@ -109,6 +250,7 @@ def handle_alarm(
     cloudwatch: Any,
     page: Pager | None = None,
     now: datetime | None = None,
+    sleep: Sleep = time.sleep,
 ) -> dict[str, Any]:
     """One alarm's change of state -> what the breaker did to the tier's mapping (``outcome``).
 
@@ -124,66 +266,21 @@ def handle_alarm(
     if not found:
         raise PauseError(f"alarm {name!r} is not a circuit breaker alarm of the {stage} stage's tiers")
     tier, kind = found[0]
-    uuid = mappings[tier]
-    mapping = lambda_client.get_event_source_mapping(UUID=uuid)
-    arn = mapping["EventSourceMappingArn"]
-    tags = lambda_client.list_tags(Resource=arn).get("Tags", {})
-    enabled = mapping.get("State") in ("Enabled", "Enabling", "Updating")
-    circuit = tags.get(TAG_CIRCUIT, "")
+    breaker = Breaker.read(lambda_client, stage, tier, mappings[tier])
     result = {"tier": tier, "alarm": name, "state": state}
+    # The alarm's own time of this change (CloudWatch's ``state.timestamp``); an event without one is acted on.
+    changed = parse_iso((data.get("state") or {}).get("timestamp"))
+    last = parse_iso(breaker.tags.get(TAG_SINCE))
+    if changed is not None and last is not None and changed < last:
+        # Older than the change that moved the breaker last: a late or duplicated delivery (equal is the same
+        # event again, Lambda's retry of an invocation that failed midway, which must finish its work).
+        return {**result, "outcome": "late event: ignored", "changed_at": iso_text(changed), "since": iso_text(last)}
+    at = now or datetime.now(timezone.utc)
     if kind == Alarms.CIRCUIT_BREAKER and state == "ALARM":
-        if not enabled:
-            # Disabled already: by the breaker (nothing to do) or by an operator (never taken over).
-            opened = tags.get(TAG_PAUSED_BY) == BREAKER_BY
-            return {**result, "outcome": "already open" if opened else "paused by an operator: left alone"}
-        # The concurrency from before the first opening: kept while the breaker is not closed (a probe
-        # runs at 2; an invocation that died before disabling left it open on an enabled mapping).
-        restore = (
-            tags.get(TAG_RESTORE, "")
-            if circuit in ("open", "half-open") and TAG_RESTORE in tags
-            else str((mapping.get("ScalingConfig") or {}).get("MaximumConcurrency", ""))
-        )
-        at = iso_text(now or datetime.now(timezone.utc))
-        # Recorded before it is disabled. An invocation that dies in between leaves an enabled mapping whose
-        # record nobody reads (a pause record counts on a disabled mapping only), and Lambda's retry opens it;
-        # the other order would leave a disabled mapping without the breaker's record: an operator's pause
-        # as far as the breaker can tell, which it would never resume.
-        lambda_client.tag_resource(
-            Resource=arn,
-            Tags={TAG_PAUSED_BY: BREAKER_BY, TAG_PAUSED_AT: at, TAG_CIRCUIT: "open", TAG_RESTORE: restore},
-        )
-        lambda_client.update_event_source_mapping(UUID=uuid, Enabled=False)
-        return {**result, "outcome": "opened"}
+        return {**result, "outcome": open_circuit(breaker, lambda_client, at=at, since=changed, sleep=sleep)}
     if kind == Alarms.CIRCUIT_BREAKER and state == "OK":
-        if enabled or tags.get(TAG_PAUSED_BY) != BREAKER_BY:
-            return {**result, "outcome": "not open"}
-        # Half-open is recorded first, while the mapping is still disabled and paused by the breaker: an
-        # invocation that dies before enabling it is retried from here; once enabled, the probe alarm
-        # (which only acts on a half-open breaker) closes it.
-        lambda_client.tag_resource(Resource=arn, Tags={TAG_CIRCUIT: "half-open"})
-        # Before the probe starts: its first succeeded minute must be a change of state.
-        cloudwatch.set_alarm_state(
-            AlarmName=Alarms.name(stage, tier, Alarms.CIRCUIT_PROBE),
-            StateValue="OK",
-            StateReason="The circuit breaker is half-open: waiting for the probe's jobs to succeed.",
-        )
-        lambda_client.update_event_source_mapping(
-            UUID=uuid, Enabled=True, ScalingConfig={"MaximumConcurrency": PROBE_CONCURRENCY}
-        )
-        lambda_client.untag_resource(Resource=arn, TagKeys=[TAG_PAUSED_BY, TAG_PAUSED_AT])
-        return {**result, "outcome": "half-open"}
-    if kind == Alarms.CIRCUIT_PROBE and state == "ALARM" and enabled and circuit == "half-open":
-        restore = tags.get(TAG_RESTORE, "")
-        # A mapping that had no maximum concurrency gets Lambda's own ceiling back (an empty ScalingConfig).
-        lambda_client.update_event_source_mapping(
-            UUID=uuid, ScalingConfig={"MaximumConcurrency": int(restore)} if restore else {}
-        )
-        # Paged before the half-open record goes: a page that fails fails the invocation, and Lambda's
-        # retry of the alarm's asynchronous invoke closes it again (restoring is idempotent) and pages.
-        if page is not None:
-            page(*closed_page(stage, tier, restore, iso_text(now or datetime.now(timezone.utc))))
-        # With the pause record, should a half-open invocation have died before removing it (it is read
-        # on a disabled mapping only, but an enabled one should carry none).
-        lambda_client.untag_resource(Resource=arn, TagKeys=[TAG_CIRCUIT, TAG_RESTORE, TAG_PAUSED_BY, TAG_PAUSED_AT])
-        return {**result, "outcome": "closed", "paged": page is not None}
+        return {**result, "outcome": half_open(breaker, lambda_client, cloudwatch, since=changed, sleep=sleep)}
+    if kind == Alarms.CIRCUIT_PROBE and state == "ALARM":
+        outcome = close(breaker, lambda_client, page=page, at=at, since=changed, sleep=sleep)
+        return {**result, "outcome": outcome, **({"paged": page is not None} if outcome == "closed" else {})}
     return {**result, "outcome": "nothing to do"}
