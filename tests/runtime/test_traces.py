@@ -190,7 +190,8 @@ def test_a_letter_keeps_the_publishers_trace_and_its_replay_sends_it_on(tier, tr
     assert tracer.segments[0].annotations["publisher_trace_id"] == ROOT
 
 
-def test_a_cancel_sweeps_copy_keeps_the_publishers_trace(tier):
+def test_a_cancel_sweeps_copy_keeps_the_publishers_trace(tier, monkeypatch):
+    monkeypatch.setattr(bulk_cancel, "COPY_DELAY_SECONDS", 0)  # the copy at once, to read it here
     publish(tier, "testjobs.ok", {"label": "x"}, "swept-1")
     (message,) = tier.receive_for_batch()
     assert bulk_cancel._recopy(tier.sqs, tier.queue_url, message, None)

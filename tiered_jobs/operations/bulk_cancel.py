@@ -14,9 +14,21 @@ DLQ without reasons on its next receive, having lost an attempt that never ran. 
 match or not, is not given back: it is sent again as a copy carrying what the job had
 (``TieredJobs.PriorAttempts``, ``EnqueuedAt``, ``FirstFailedAt``, as the consumer's own copies do:
 docs/consumer.md, "What a job carries across copies") and the original deleted once SQS accepted
-the copy. Every other message spent one receive, which its attempt number counts (the sweep is rare
-and deliberate; a job with attempts to spare keeps them all but one). Jobs held by the rate limit
-or delayed by SQS are not visible and not swept (cancel them by key); one-time schedules neither.
+the copy. The copy is sent as soon as the message is read, within its hold: sent at the sweep's
+end, after a sweep longer than the hold, SQS would already have made the original visible again,
+for the redrive to move it without reasons while the copy ran too. A message whose hold ran out
+before its copy could be sent (a slow marker write) is left as it is, never copied beside an
+original that may be moving, and said in ``notes``. A copy is delayed by the hold (as its original
+would have been held), so a sweep shorter than the hold never reads it; a longer one holds its own
+copies when it reads them and never counts them as jobs. Every other message spent one receive, which its attempt
+number counts (the sweep is rare and deliberate; a job with attempts to spare keeps them all but
+one). Jobs held by the rate limit or delayed by SQS are not visible and not swept (cancel them by
+key); one-time schedules neither.
+
+**Offloaded jobs** (``large_payloads``): the message body is an S3 pointer, not the envelope. The
+sweep reads the stored body to match the job (as ``dlq show`` does); one whose object cannot be read
+(expired, refused) is reported under ``skipped`` with the pointer and the reason, never matched
+blindly nor left unsaid.
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ from ..contract import envelope
 from ..contract import trace_header as traces
 from ..contract.names import SQS_MAX_BATCH_ENTRIES, Attributes, DeadLetter, Replay
 from ..contract.times import iso_text, parse_iso
+from ..replay import offloaded
 from ..stage import cancelling
 from ..stage.target import Target
 from .errors import OperatorError
@@ -41,6 +54,15 @@ from .errors import OperatorError
 DEFAULT_MAX_MESSAGES = 1000
 #: How long the sweep holds what it read (made visible again at its end, or by SQS after this).
 HOLD_SECONDS = 120
+#: A last-receive copy is sent only while this much of its message's hold is left: time for the send and
+#: the delete of the original, which must both land before SQS could make the original visible again.
+COPY_MARGIN_SECONDS = 10
+#: A copy waits as long as its original would have been held (SQS's ``DelaySeconds``): a sweep shorter
+#: than the hold never reads it, so never spends one of its receives.
+COPY_DELAY_SECONDS = HOLD_SECONDS
+#: A long poll asks every SQS server, so an empty answer means nothing is visible (read when the sweep
+#: runs: a test on an emulated SQS, which answers a short poll completely, may set it to 0).
+RECEIVE_WAIT_SECONDS = 1
 _NOT_CARRIED = (DeadLetter.PREFIX, Attributes.PREFIX, Replay.PREFIX)
 
 
@@ -64,6 +86,8 @@ class BulkCancel:
     #: Messages sent again as copies because the sweep spent their last receive.
     recopied: int = 0
     notes: list[str] = field(default_factory=list)
+    #: Offloaded jobs whose stored body could not be read, so could not be matched: tier, pointer, reason.
+    skipped: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +97,7 @@ class BulkCancel:
             "jobs": [m.__dict__ for m in self.matches],
             "messages_read": self.read,
             "recopied": self.recopied,
+            "skipped": self.skipped,
             "notes": self.notes,
         }
 
@@ -87,8 +112,11 @@ def bulk_cancel(
     dry_run: bool = False,
     max_messages: int = DEFAULT_MAX_MESSAGES,
     now: Callable[[], float] = time.time,
+    clock: Callable[[], float] = time.monotonic,
 ) -> BulkCancel:
-    """Sweep the tiers' queues (or ``tier``'s) for the jobs matching the filter and cancel each (see above)."""
+    """Sweep the tiers' queues (or ``tier``'s) for the jobs matching the filter and cancel each (see above).
+
+    ``now`` stamps the markers; ``clock`` measures each message's hold (tests inject both)."""
     if not job_type_glob:
         raise OperatorError("give a job type (a glob like 'invoices.*' matches many)", 2)
     if published_before is not None and published_before.tzinfo is None:
@@ -100,17 +128,19 @@ def bulk_cancel(
     marks = None if dry_run else cancelling.from_ssm(target.stage, deployment, ssm=target.client("ssm"))
     answer = BulkCancel(dry_run)
     sqs = target.client("sqs")
+    s3 = lambda: target.client("s3")  # noqa: E731 -- built on first need: a sweep without offloaded jobs never does
     for name in tiers:
         queue_url = deployment.tiers[name].queue_url
         limit = _receive_limit(sqs, queue_url)
         held: dict[str, str] = {}
-        #: Messages the sweep brought to their last receive: copied once the sweep of the queue is over
-        #: (sent earlier, a copy would be swept as a message of its own).
-        last_receive: list[tuple[dict[str, Any], envelope.Envelope | None]] = []
+        #: The copies this sweep sent: held like any message when read again, never read as a job.
+        copies: set[str] = set()
         try:
-            for message in _sweep(sqs, queue_url, max_messages, held):
+            for message, received in _sweep(sqs, queue_url, max_messages, held, copies, clock):
                 answer.read[name] = answer.read.get(name, 0) + 1
-                job = _envelope(message)
+                job, unread = _envelope(message, s3)
+                if unread is not None:
+                    answer.skipped.append({"tier": name, "message_id": message["MessageId"], **unread})
                 if job is not None and _matches(job, job_type_glob, tenant, published_before):
                     outcome = None
                     if marks is not None:
@@ -122,40 +152,62 @@ def bulk_cancel(
                     )
                 count = int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1"))
                 if limit is not None and count >= limit:
-                    last_receive.append((message, job))
+                    # Now, within its hold: the original must be gone before SQS could show it again.
+                    if clock() - received > HOLD_SECONDS - COPY_MARGIN_SECONDS:
+                        answer.notes.append(
+                            f"{name}: message {message['MessageId']} was on its last receive but its hold ran out "
+                            "before its copy could be sent: not copied (its original may already be visible), left"
+                        )
+                        continue
+                    copy_id = _recopy(sqs, queue_url, message, job)
+                    if copy_id is not None:
+                        copies.add(copy_id)
+                        held.pop(message["MessageId"], None)
+                        answer.recopied += 1
         finally:
-            for message, job in last_receive:
-                if _recopy(sqs, queue_url, message, job):
-                    held.pop(message["MessageId"], None)
-                    answer.recopied += 1
             _release(sqs, queue_url, held)
     return answer
 
 
-def _sweep(sqs: Any, queue_url: str, max_messages: int, held: dict[str, str]) -> Any:
-    """Every visible message once (held until released), at most ``max_messages``."""
-    while len(held) < max_messages:
+def _sweep(
+    sqs: Any, queue_url: str, max_messages: int, held: dict[str, str], copies: set[str], clock: Callable[[], float]
+) -> Any:
+    """Every visible message once (held until released), at most ``max_messages``: ``(message, read at)``.
+
+    The sweep's own ``copies`` are held when read (so they do not come back) but never yielded."""
+    read = 0
+    while read < max_messages:
         messages = sqs.receive_message(
             QueueUrl=queue_url,
-            MaxNumberOfMessages=min(SQS_MAX_BATCH_ENTRIES, max_messages - len(held)),
+            MaxNumberOfMessages=min(SQS_MAX_BATCH_ENTRIES, max_messages - read),
             VisibilityTimeout=HOLD_SECONDS,
-            WaitTimeSeconds=1,  # a long poll asks every SQS server: an empty answer means nothing is visible
+            WaitTimeSeconds=RECEIVE_WAIT_SECONDS,
             MessageSystemAttributeNames=["All"],
             MessageAttributeNames=["All"],
         ).get("Messages", [])
+        received = clock()  # each message's hold runs from here
         fresh = [m for m in messages if m["MessageId"] not in held]
         if not fresh:
             return
         for message in fresh:
             held[message["MessageId"]] = message["ReceiptHandle"]
-            yield message
+            if message["MessageId"] in copies:
+                continue
+            read += 1
+            yield message, received
 
 
-def _envelope(message: dict[str, Any]) -> envelope.Envelope | None:
+def _envelope(message: dict[str, Any], s3: Callable[[], Any]) -> tuple[envelope.Envelope | None, dict[str, str] | None]:
+    """The message's job, and for an offloaded one whose body cannot be read, what to report instead."""
+    body = message.get("Body", "")
+    record = offloaded.resolve({"body": body, "message_attributes": message.get("MessageAttributes") or {}}, s3)
+    note = record.get("offloaded")
+    if note is not None and note.get("error"):
+        return None, {"offloaded": str(note.get("url") or note["pointer"]), "reason": str(note["error"])}
     try:
-        return envelope.parse(message.get("Body", ""))
+        return envelope.parse(str(record["body"])), None
     except envelope.EnvelopeError:
-        return None
+        return None, None
 
 
 def _matches(job: envelope.Envelope, glob: str, tenant: str | None, before: datetime | None) -> bool:
@@ -177,8 +229,8 @@ def _receive_limit(sqs: Any, queue_url: str) -> int | None:
     return int(json.loads(policy)["maxReceiveCount"]) if policy else None
 
 
-def _recopy(sqs: Any, queue_url: str, message: dict[str, Any], job: envelope.Envelope | None) -> bool:
-    """Send ``message`` again as a fresh copy (its last receive was the sweep's), then delete it."""
+def _recopy(sqs: Any, queue_url: str, message: dict[str, Any], job: envelope.Envelope | None) -> str | None:
+    """Send ``message`` again as a fresh copy (its last receive was the sweep's), then delete it: the copy's id."""
     system = message.get("Attributes", {})
     user = message.get("MessageAttributes", {})
     count = int(system.get("ApproximateReceiveCount", "1"))
@@ -202,11 +254,17 @@ def _recopy(sqs: Any, queue_url: str, message: dict[str, Any], job: envelope.Env
     if system.get(traces.ATTRIBUTE):  # the job's runs keep linking to the publishing request
         extra["MessageSystemAttributes"] = traces.system_attributes(system[traces.ATTRIBUTE])
     try:
-        sqs.send_message(QueueUrl=queue_url, MessageBody=message["Body"], MessageAttributes=attributes, **extra)
+        sent = sqs.send_message(
+            QueueUrl=queue_url,
+            MessageBody=message["Body"],
+            MessageAttributes=attributes,
+            DelaySeconds=COPY_DELAY_SECONDS,
+            **extra,
+        )
     except Exception:  # noqa: BLE001 -- not copied: released as read, the receive spent
-        return False
+        return None
     sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
-    return True
+    return str(sent["MessageId"])
 
 
 def _release(sqs: Any, queue_url: str, held: dict[str, str]) -> None:
