@@ -17,6 +17,7 @@ from ..operations.replays import Via, default_archive_path, run_replay
 from ..stage.target import Target
 from .common import CliError, dlq_app, reported_errors, terminal
 from .groups import print_groups, print_message_ids
+from .letter_selection import DryRun, ErrorType, JobType, LetterSelection, MaxMessages, MessageIds, OlderThan, Tier
 
 _VIA_HELP = "Run the replay code here (direct) or invoke the deployed replay function (lambda)."
 _STOPPED = {
@@ -27,10 +28,6 @@ _STOPPED = {
     "time_budget": "out of time; run again to continue",
     "archive_failed": "the archive could not be written",
 }
-#: ``--job-type``, ``--error-type``, ``--older-than``, ``--max``: the same filters for replay and discard.
-_JOB_TYPE_HELP = "Only these job types (glob, e.g. 'payments.*')."
-_ERROR_TYPE_HELP = "Only these error types (glob; 'unknown' for letters without reasons)."
-_OLDER_THAN_HELP = "Only letters in the DLQ for at least this many seconds."
 
 
 @dlq_app.command("inspect")
@@ -61,15 +58,13 @@ def dlq_inspect(
 @dlq_app.command("replay")
 def dlq_replay(
     ctx: typer.Context,
-    tier: str = typer.Argument(..., help="The tier whose DLQ to move back to its queue."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Count what would move; move nothing."),
-    message_ids: Optional[list[str]] = typer.Option(
-        None, "--message-id", help="Only this letter (repeat the option for several; `dlq inspect --ids` lists them)."
-    ),
-    job_type: Optional[str] = typer.Option(None, "--job-type", help=_JOB_TYPE_HELP),
-    error_type: Optional[str] = typer.Option(None, "--error-type", help=_ERROR_TYPE_HELP),
-    older_than: int = typer.Option(0, "--older-than", help=_OLDER_THAN_HELP),
-    max_messages: int = typer.Option(100, "--max", help="Move at most this many letters."),
+    tier: Tier,
+    dry_run: DryRun = False,
+    message_ids: MessageIds = None,
+    job_type: JobType = None,
+    error_type: ErrorType = None,
+    older_than: OlderThan = 0,
+    max_messages: MaxMessages = 100,
     max_per_second: Optional[float] = typer.Option(None, "--max-per-second", help="Rate limit (default: none)."),
     allow_outside_window: bool = typer.Option(
         False,
@@ -86,18 +81,8 @@ def dlq_replay(
 ) -> None:
     """Move letters back to the tier's queue: send first, delete only what was sent."""
     with reported_errors():
-        event = {
-            "action": "replay",
-            "tier": tier,
-            "dry_run": dry_run,
-            "max_messages": max_messages,
-            "job_type": job_type,
-            "error_type": error_type,
-            "older_than_seconds": older_than,
-            "max_per_second": max_per_second,
-        }
-        if message_ids:
-            event["message_ids"] = list(message_ids)
+        selection = LetterSelection(tier, dry_run, message_ids, job_type, error_type, older_than, max_messages)
+        event = selection.event("replay") | {"max_per_second": max_per_second}
         if allow_outside_window:
             event["allow_outside_idempotency_window"] = True
         if include_expired:
@@ -134,15 +119,13 @@ def dlq_replay(
 @dlq_app.command("discard")
 def dlq_discard(
     ctx: typer.Context,
-    tier: str = typer.Argument(..., help="The tier whose DLQ to drop letters from."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Count what would be discarded; archive and delete nothing."),
-    message_ids: Optional[list[str]] = typer.Option(
-        None, "--message-id", help="Only this letter (repeat the option for several)."
-    ),
-    job_type: Optional[str] = typer.Option(None, "--job-type", help=_JOB_TYPE_HELP),
-    error_type: Optional[str] = typer.Option(None, "--error-type", help=_ERROR_TYPE_HELP),
-    older_than: int = typer.Option(0, "--older-than", help=_OLDER_THAN_HELP),
-    max_messages: int = typer.Option(100, "--max", help="Discard at most this many letters."),
+    tier: Tier,
+    dry_run: DryRun = False,
+    message_ids: MessageIds = None,
+    job_type: JobType = None,
+    error_type: ErrorType = None,
+    older_than: OlderThan = 0,
+    max_messages: MaxMessages = 100,
     archive: Optional[Path] = typer.Option(
         None,
         "--archive",
@@ -155,17 +138,8 @@ def dlq_discard(
     """Drop letters that will never succeed: each is archived whole (and synced to disk) before it is deleted."""
     with reported_errors():
         target: Target = ctx.obj
-        event: dict[str, Any] = {
-            "action": "discard",
-            "tier": tier,
-            "dry_run": dry_run,
-            "max_messages": max_messages,
-            "job_type": job_type,
-            "error_type": error_type,
-            "older_than_seconds": older_than,
-        }
-        if message_ids:
-            event["message_ids"] = list(message_ids)
+        selection = LetterSelection(tier, dry_run, message_ids, job_type, error_type, older_than, max_messages)
+        event = selection.event("discard")
         path = archive or default_archive_path(target.stage, tier)
         answer = _replay(target, event, via, archive_path=path)
         if as_json:
