@@ -7,9 +7,9 @@ from datetime import datetime, timedelta, timezone
 
 import boto3
 import pytest
-from botocore.exceptions import ClientError
 
 from bench.calls import CallCounter
+from tests.support.aws_faults import conflict_response, lose_answers, refuse
 from tests.support.clock import ManualClock
 from tests.support.stack import FlakySqs, received_bodies
 from tiered_jobs.contract import unique
@@ -165,46 +165,21 @@ def test_a_job_whose_send_failed_gives_its_lock_back(deployment, sqs, dynamodb, 
     assert publisher.publish("payments.capture", {}, "cap-1", unique_for=60).message_id  # publishing again works
 
 
-class ConflictingOnce:
-    """A DynamoDB client whose first transaction is cancelled by a conflicting one (the other puts were fine)."""
-
-    def __init__(self, dynamodb) -> None:
-        self.dynamodb = dynamodb
-        self.transactions = 0
-
-    def transact_write_items(self, TransactItems):
-        self.transactions += 1
-        if self.transactions == 1:
-            reasons = [{"Code": "TransactionConflict", "Message": "conflict"}] + [{"Code": "None"}] * (
-                len(TransactItems) - 1
-            )
-            raise ClientError(
-                {
-                    "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
-                    "CancellationReasons": reasons,
-                },
-                "TransactWriteItems",
-            )
-        return self.dynamodb.transact_write_items(TransactItems=TransactItems)
-
-    def __getattr__(self, name):
-        return getattr(self.dynamodb, name)
-
-
 def test_a_transaction_cancelled_by_a_conflict_is_written_again_after_a_wait(deployment, sqs, dynamodb, clock, waits):
-    conflicting = ConflictingOnce(dynamodb)
     publisher = Publisher(
         deployment.queue_urls,
         Routes(deployment.routes),
         sqs=sqs,
-        dynamodb=conflicting,
+        dynamodb=dynamodb,
         unique_table=deployment.unique_table,
         clock=clock,
         sleep=waits.append,
         random=lambda: 0.5,
     )
-    results = publisher.publish_batch([Job("payments.capture", {}, f"k{n}", unique_for=60) for n in range(3)])
-    assert all(r.message_id for r in results) and conflicting.transactions == 2
+    conflict = lambda params: conflict_response(len(params["TransactItems"]), conflicted=0)  # noqa: E731
+    with refuse(dynamodb, "TransactWriteItems", conflict) as conflicted:
+        results = publisher.publish_batch([Job("payments.capture", {}, f"k{n}", unique_for=60) for n in range(3)])
+    assert all(r.message_id for r in results) and conflicted.count == 1
     assert waits == [0.05]  # the publisher's full jitter: 0.5 x 0.1 s
 
 
@@ -260,3 +235,59 @@ def test_after_commit_takes_the_lock_when_it_sends_and_a_rollback_takes_none(uni
 
     assert result.already_queued
     assert len(received_bodies(deployment.queue_urls["critical"])) == 1
+
+
+def test_a_lock_whose_answer_was_lost_is_taken_and_its_job_sent(unique_publisher, deployment, dynamodb):
+    """botocore sends the applied PutItem again: it meets the publish's own lock, which is taken, not held."""
+    with lose_answers(dynamodb, "PutItem") as lost:
+        result = unique_publisher.publish("payments.capture", {"n": 1}, "cap-1", unique_for=600)
+
+    assert lost.count == 1
+    assert result.ok and result.message_id and not result.already_queued
+    (body,) = received_bodies(deployment.queue_urls["critical"])
+    lock = _lock(dynamodb, deployment.unique_table, "payments.capture", "cap-1")
+    assert lock is not None and lock[unique.TOKEN_ATTRIBUTE]["S"] == body["unique_lock"]
+    again = unique_publisher.publish("payments.capture", {"n": 2}, "cap-1", unique_for=600)
+    assert again.already_queued  # the lock still holds the key for its job
+
+
+def test_locks_of_a_transaction_whose_answer_was_lost_are_taken_and_their_jobs_sent(
+    unique_publisher, deployment, dynamodb
+):
+    """The retried transaction carries the same ClientRequestToken (AWS answers it as the first); a service
+    that applies it again cancels it on the publish's own locks, which its reasons give back: taken."""
+    assert unique_publisher.publish("payments.capture", {"n": 0}, "k0", unique_for=600).message_id
+    received_bodies(deployment.queue_urls["critical"])
+    with lose_answers(dynamodb, "TransactWriteItems") as lost:
+        results = unique_publisher.publish_batch(
+            [Job("payments.capture", {"n": n}, f"k{n}", unique_for=600) for n in range(4)]
+        )
+
+    assert lost.count == 1
+    assert [r.already_queued for r in results] == [True, False, False, False]  # k0 is another publish's
+    assert all(r.ok for r in results) and all(r.message_id for r in results[1:])
+    tokens = {json.loads(request["body"])["ClientRequestToken"] for request in lost.params}
+    assert len(tokens) == 1 and None not in tokens
+    sent = received_bodies(deployment.queue_urls["critical"])
+    assert sorted(body["payload"]["n"] for body in sent) == [1, 2, 3]
+
+
+def test_a_lock_given_back_whose_answer_was_lost_is_gone_and_the_job_may_be_published_again(
+    deployment, sqs, dynamodb, clock, waits
+):
+    flaky = FlakySqs(sqs, {"cap-1": 99}, code="AccessDenied", sender_fault=True)
+    publisher = Publisher(
+        deployment.queue_urls,
+        Routes(deployment.routes),
+        sqs=flaky,
+        dynamodb=dynamodb,
+        unique_table=deployment.unique_table,
+        clock=clock,
+        sleep=waits.append,
+    )
+    with lose_answers(dynamodb, "DeleteItem") as lost, pytest.raises(PublishError):
+        publisher.publish("payments.capture", {}, "cap-1", unique_for=60)
+    assert lost.count == 1  # botocore deleted again: no lock there, the condition failed, nothing else
+    assert _lock(dynamodb, deployment.unique_table, "payments.capture", "cap-1") is None
+    flaky.remaining.clear()
+    assert publisher.publish("payments.capture", {}, "cap-1", unique_for=60).message_id

@@ -10,6 +10,7 @@ import boto3
 import pytest
 
 from bench.calls import CallCounter
+from tests.support.aws_faults import lose_answers
 from tests.support.clock import ManualClock
 from tiered_jobs.contract import unique
 from tiered_jobs.contract.routing import Routes
@@ -160,3 +161,32 @@ def test_a_job_archived_unrun_releases_its_lock(tier, publisher, counter, clock)
     assert s3.list_objects_v2(Bucket="discard-archive")["KeyCount"] == 1  # archived, not run
     assert lock_of(tier, "u-expired") is None
     assert publisher.publish("testjobs.ok", {"label": "again"}, "u-expired", unique_for=3600).message_id
+
+
+def test_a_release_whose_answer_was_lost_says_the_lock_is_released(tier, publisher):
+    """botocore deletes again: the condition fails on no item at all, and the lock is gone, as released."""
+    import logging
+
+    from tiered_jobs.contract.envelope import parse
+    from tiered_jobs.runtime.unique import release
+
+    publisher.publish("testjobs.ok", {"label": "a"}, "u-lost", unique_for=3600)
+    (message,) = tier.receive()
+    with lose_answers(tier.dynamodb, "DeleteItem") as lost:
+        released = release(tier.dynamodb, TABLE, parse(message["Body"]), logging.getLogger("test"))
+    assert lost.count == 1
+    assert released and lock_of(tier, "u-lost") is None
+
+
+def test_a_release_leaves_a_lock_another_publish_holds_and_says_so(tier, publisher, clock):
+    import logging
+
+    from tiered_jobs.contract.envelope import parse
+    from tiered_jobs.runtime.unique import release
+
+    publisher.publish("testjobs.ok", {"label": "a"}, "u-later", unique_for=60)
+    (message,) = tier.receive()
+    clock.now += timedelta(seconds=61)
+    publisher.publish("testjobs.ok", {"label": "b"}, "u-later", unique_for=60)  # the window ended: a lock of its own
+    assert not release(tier.dynamodb, TABLE, parse(message["Body"]), logging.getLogger("test"))
+    assert lock_of(tier, "u-later") is not None

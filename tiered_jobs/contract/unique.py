@@ -81,13 +81,15 @@ def acquire_expression(now: datetime) -> dict[str, Any]:
 
 
 def release_request(table: str, job_type: str, idempotency_key: str, token: str) -> dict[str, Any]:
-    """The arguments of the conditional ``DeleteItem`` that releases this publish's lock."""
+    """The arguments of the conditional ``DeleteItem`` that releases this publish's lock; refused, the lock
+    there comes back (none: the lock is gone already, as after a retry of a delete whose answer was lost)."""
     return {
         "TableName": table,
         "Key": {KEY_ATTRIBUTE: {"S": lock_key(job_type, idempotency_key)}},
         "ConditionExpression": RELEASE_CONDITION,
         "ExpressionAttributeNames": {"#t": TOKEN_ATTRIBUTE},
         "ExpressionAttributeValues": {":token": {"S": token}},
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
 
 
@@ -95,6 +97,14 @@ def window_end_seconds(until: datetime) -> int:
     """Epoch seconds of the window's end, rounded up: a lock never ends before the window asked for."""
     stamp = until.timestamp()
     return int(stamp) + (0 if stamp == int(stamp) else 1)
+
+
+def holds_token(item: dict[str, Any] | None, token: str) -> bool:
+    """Whether the lock in ``item`` (attribute-value form, as a refused write gives it back) is ``token``'s.
+
+    A write whose answer was lost is sent again by botocore: its condition then fails against the
+    lock it wrote itself, and this says the lock is taken, not held by another publish."""
+    return item is not None and item.get(TOKEN_ATTRIBUTE, {}).get("S") == token
 
 
 def held_until(item: dict[str, Any] | None, now: datetime) -> datetime | None:

@@ -15,7 +15,13 @@ condition), packed per call:
   (latency) for twice the units, only for batches.
 
 A conflict with another transaction on the same lock, or throttling, is retried (full jitter, as
-the publisher's re-sends); what still fails is not sent, and the publish says so.
+the publisher's re-sends; :mod:`tiered_jobs.contract.transactions` names the cancellations worth
+it); what still fails is not sent, and the publish says so.
+
+A lost answer is not a refusal: botocore sends a write whose answer was lost again, and its
+condition then fails against the lock it wrote itself. A lock given back holding this publish's
+own token is taken (in ``PutItem``'s refusal and in a transaction's per-item reasons); each
+transaction also carries a ``ClientRequestToken``, so DynamoDB answers such a retry as the first.
 """
 
 from __future__ import annotations
@@ -25,15 +31,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..contract import unique
+from ..contract import transactions, unique
 from .models import Prepared, ResendPolicy
 
 #: Items per ``TransactWriteItems`` (DynamoDB's limit since 2022; it was 25).
 MAX_TRANSACTION_ITEMS = 100
-#: Cancellation codes worth another try: the item itself was fine.
-_RETRYABLE = frozenset(
-    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"}
-)
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,10 @@ class UniqueLocks:
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code == "ConditionalCheckFailedException":
-                return {item.index: LockOutcome(held_until=unique.held_until(exc.response.get("Item"), self._clock()))}
+                held = exc.response.get("Item")
+                if unique.holds_token(held, item.unique_token or ""):  # its own, after a lost answer
+                    return {item.index: LockOutcome(taken=True)}
+                return {item.index: LockOutcome(held_until=unique.held_until(held, self._clock()))}
             return {item.index: LockOutcome(error_code=code, error_message=str(exc), error=exc)}
         except BotoCoreError as exc:
             return {item.index: LockOutcome(error_code=type(exc).__name__, error_message=str(exc), error=exc)}
@@ -156,7 +161,11 @@ class UniqueLocks:
             try:
                 self.dynamodb.transact_write_items(
                     # A transaction's Put takes PutItem's arguments; the lock there comes back in its reason.
-                    TransactItems=[{"Put": self._put_request(item)} for item in pending]
+                    TransactItems=[{"Put": self._put_request(item)} for item in pending],
+                    # One token per attempt (botocore's retry of a lost answer sends it again, and DynamoDB
+                    # answers that as the first for 10 minutes); never one per group, as a later attempt
+                    # holds fewer items and DynamoDB refuses a token reused with other parameters.
+                    ClientRequestToken=transactions.new_token(),
                 )
             except ClientError as exc:
                 code = exc.response.get("Error", {}).get("Code", "")
@@ -169,11 +178,17 @@ class UniqueLocks:
                 now = self._clock()
                 for item, reason in zip(pending, reasons, strict=True):
                     reason_code = reason.get("Code") or "None"
-                    if reason_code == "ConditionalCheckFailed":
+                    if reason_code == "ConditionalCheckFailed" and unique.holds_token(
+                        reason.get("Item"), item.unique_token or ""
+                    ):
+                        # Its own lock: this transaction was applied, its answer lost, and a service that
+                        # does not keep the token's first answer applied the retry again.
+                        outcomes[item.index] = LockOutcome(taken=True)
+                    elif reason_code == "ConditionalCheckFailed":
                         outcomes[item.index] = LockOutcome(held_until=unique.held_until(reason.get("Item"), now))
                     elif reason_code == "None":
                         retry.append(item)  # fine on its own: cancelled with the others
-                    elif reason_code in _RETRYABLE:
+                    elif reason_code in transactions.RETRYABLE_CANCELLATIONS:
                         retry.append(item)
                         transient = True
                     else:

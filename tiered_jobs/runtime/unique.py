@@ -19,7 +19,8 @@ from tiered_jobs.contract.envelope import Envelope
 
 
 def release(dynamodb: Any, table: str | None, envelope: Envelope, logger: Any) -> bool:
-    """Delete the job's lock if it still holds it; ``True`` when it was deleted. Never raises."""
+    """Delete the job's lock if it still holds it; ``True`` when its lock is gone (deleted now, or before:
+    a delete whose answer was lost meets no item on botocore's retry). Never raises."""
     if envelope.unique_lock is None:
         return False
     if not table:
@@ -34,8 +35,10 @@ def release(dynamodb: Any, table: str | None, envelope: Envelope, logger: Any) -
         )
     except Exception as exc:  # noqa: BLE001 -- the job has finished either way; the window bounds the lock
         code = getattr(exc, "response", {}).get("Error", {}).get("Code")
-        if code == "ConditionalCheckFailedException":  # released already, or a later publish's lock now
-            return False
+        if code == "ConditionalCheckFailedException":
+            # No item: released already (this delete's first try, its answer lost, or an earlier delivery).
+            # An item: a later publish's lock, not this job's to release.
+            return not getattr(exc, "response", {}).get("Item")
         logger.warning("could not release the job's unique lock: it ends with its window", extra={"error": repr(exc)})
         return False
     return True
