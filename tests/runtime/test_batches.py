@@ -5,20 +5,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 
+from tests.support.aws_faults import conflict_response, error_response, lose_answers, refuse
 from tests.support.batches import CALLBACK_TYPE, CALLBACKS_TIER, create_batch_table, head, publisher_for
 from tiered_jobs.contract import batches
 from tiered_jobs.contract.names import DeadLetter
-from tiered_jobs.publisher import Job
+from tiered_jobs.publisher import Job, PublishError
 from tiered_jobs.runtime import JobContext, PermanentError, TransientError
+from tiered_jobs.runtime.batches import finished
 from tiered_jobs.runtime.consumer import Consumer
 from tiered_jobs.runtime.registry import JobRegistry
 
 TABLE = "test-batches"
+NOW = datetime(2030, 5, 1, 12, 0, tzinfo=timezone.utc)
 #: The gate jobs fail (permanently) while their label is here.
 FAILING: set[str] = set()
 #: ``(idempotency key, ctx.previous_result())`` of every gate job that ran.
@@ -321,3 +324,127 @@ def test_a_count_not_written_on_the_last_receive_is_dead_lettered_with_its_reaso
     assert [key for key, _ in RUNS] == ["one"], "the replay was answered from the job's record"
     assert counts(tier, batch.batch_id) == (1, 1, 1, 0, "succeeded")
     assert sent_callbacks(tier, url) == [(CALLBACK_TYPE, batch.batch_id)]
+
+
+def _refused_send(params: dict[str, Any]) -> Any:
+    """SQS refusing a whole SendMessageBatch, as it reaches the publisher once botocore's retries are spent."""
+    return error_response("InternalError", "We encountered an internal error.", status=500)
+
+
+def test_a_member_whose_send_was_refused_is_counted_failed_at_the_seal_and_the_batch_finishes(setup):
+    tier, url, publisher = setup
+    with publisher.batch(on_success=ON_SUCCESS, on_complete=ON_COMPLETE) as batch:
+        batch.publish("testjobs.gate", {"label": "sent"}, "sent")
+        with refuse(tier.sqs, "SendMessageBatch", _refused_send) as refused:
+            with pytest.raises(PublishError):
+                batch.publish("testjobs.gate", {"label": "lost"}, "lost")
+    assert refused.count == 1
+    assert list(batch.sealed.not_sent) == [("testjobs.gate", "lost")]
+    assert "InternalError" in batch.sealed.not_sent[("testjobs.gate", "lost")]
+    drain(tier, consumer(tier))
+    assert counts(tier, batch.batch_id) == (2, 2, 1, 1, "failed")
+    assert sent_callbacks(tier, url) == [("testjobs.ok", batch.batch_id)]  # on_complete: every member finished
+
+
+def test_a_member_whose_send_was_refused_may_be_published_again_and_counts_when_it_finishes(setup):
+    tier, url, publisher = setup
+    with publisher.batch(on_success=ON_SUCCESS) as batch:
+        with refuse(tier.sqs, "SendMessageBatch", _refused_send):
+            with pytest.raises(PublishError):
+                batch.publish("testjobs.gate", {"label": "m"}, "m")
+        assert batch.publish("testjobs.gate", {"label": "m"}, "m").message_id
+    assert batch.sealed.not_sent == {}
+    drain(tier, consumer(tier))
+    assert counts(tier, batch.batch_id) == (1, 1, 1, 0, "succeeded")
+    assert sent_callbacks(tier, url) == [(CALLBACK_TYPE, batch.batch_id)]
+
+
+def test_a_member_counted_not_sent_whose_send_had_gone_through_moves_to_succeeded_when_it_runs(setup):
+    """A send refused after SQS took it (a timeout): the seal counted it failed; its run moves it, once."""
+    tier, url, publisher = setup
+    with publisher.batch(on_success=ON_SUCCESS, on_complete=ON_COMPLETE) as batch:
+        with refuse(tier.sqs, "SendMessageBatch", _refused_send):
+            with pytest.raises(PublishError):
+                batch.publish("testjobs.gate", {"label": "late"}, "late")
+    assert counts(tier, batch.batch_id) == (1, 1, 0, 1, "failed")
+    assert sent_callbacks(tier, url) == [("testjobs.ok", batch.batch_id)]
+    body = {"type": "testjobs.gate", "idempotency_key": "late", "payload": {"label": "late"}}
+    tier.send_raw(json.dumps({**body, "batch": {"id": batch.batch_id}}))  # the copy SQS had taken
+    drain(tier, consumer(tier))
+    assert counts(tier, batch.batch_id) == (1, 1, 1, 0, "succeeded")
+    assert sent_callbacks(tier, url) == [(CALLBACK_TYPE, batch.batch_id)]
+
+
+def _counts_of_the_batch(params: dict[str, Any]) -> bool:
+    return any(op.get("TableName") == TABLE for item in params.get("TransactItems", []) for op in item.values())
+
+
+def test_a_count_cancelled_by_another_members_is_written_again_in_the_same_receive(setup):
+    tier, url, publisher = setup
+    with publisher.batch(on_success=ON_SUCCESS) as batch:
+        batch.publish("testjobs.gate", {"label": "one"}, "one")
+
+    def conflict(params: dict[str, Any]) -> Any:
+        return conflict_response(2, conflicted=1) if _counts_of_the_batch(params) else None
+
+    with refuse(tier.dynamodb, "TransactWriteItems", conflict, times=2) as conflicted:
+        response = tier.run_batch(consumer(tier))
+    assert conflicted.count == 2
+    assert response["batchItemFailures"] == [], "a conflict no longer spends a receive"
+    assert counts(tier, batch.batch_id) == (1, 1, 1, 0, "succeeded")
+    assert sent_callbacks(tier, url) == [(CALLBACK_TYPE, batch.batch_id)]
+
+
+def _member_envelope(tier, batch_id: str, key: str) -> Any:
+    from tiered_jobs.contract.envelope import build
+
+    return replace(build("testjobs.gate", {"label": key}, key), batch={"id": batch_id})
+
+
+def test_a_count_whose_answer_was_lost_is_written_once_and_said_written_now(setup):
+    """botocore sends the applied count again: it meets its own marker (its token), counted now, once."""
+    tier, url, publisher = setup
+    with publisher.batch(on_success=ON_SUCCESS) as batch:
+        batch.publish("testjobs.gate", {"label": "one"}, "one")
+    envelope = _member_envelope(tier, batch.batch_id, "one")
+    with lose_answers(tier.dynamodb, "TransactWriteItems") as lost:
+        counted = finished(tier.dynamodb, tier.sqs, TABLE, envelope, batches.SUCCEEDED, detail="", now=NOW)
+    assert lost.count == 1
+    assert (counted.counted, counted.fired) == (True, (batches.ON_SUCCESS,))
+    assert counts(tier, batch.batch_id) == (1, 1, 1, 0, "succeeded")
+
+
+def test_a_recount_whose_answer_was_lost_moves_the_member_once(setup):
+    tier, url, publisher = setup
+    with publisher.batch(on_success=ON_SUCCESS) as batch:
+        batch.publish("testjobs.gate", {"label": "one"}, "one")
+    envelope = _member_envelope(tier, batch.batch_id, "one")
+    finished(tier.dynamodb, tier.sqs, TABLE, envelope, batches.FAILED, detail="dead-lettered", now=NOW)
+    with lose_answers(tier.dynamodb, "TransactWriteItems", when=lambda request: b"failed_before" in request["body"]):
+        finished(tier.dynamodb, tier.sqs, TABLE, envelope, batches.SUCCEEDED, detail="", now=NOW)
+    assert counts(tier, batch.batch_id) == (1, 1, 1, 0, "succeeded")
+    assert sent_callbacks(tier, url) == [(CALLBACK_TYPE, batch.batch_id)]
+
+
+def test_each_try_of_a_count_carries_a_client_request_token_of_its_own(setup):
+    tier, _, publisher = setup
+    with publisher.batch(on_success=ON_SUCCESS) as batch:
+        batch.publish("testjobs.gate", {"label": "one"}, "one")
+    envelope = _member_envelope(tier, batch.batch_id, "one")
+    conflict = lambda params: conflict_response(2) if _counts_of_the_batch(params) else None  # noqa: E731
+    waits: list[float] = []
+    with refuse(tier.dynamodb, "TransactWriteItems", conflict, times=2) as conflicted:
+        finished(
+            tier.dynamodb,
+            tier.sqs,
+            TABLE,
+            envelope,
+            batches.SUCCEEDED,
+            detail="",
+            now=NOW,
+            sleep=waits.append,
+            random=lambda: 0.5,
+        )
+    tokens = [params["ClientRequestToken"] for params in conflicted.params]
+    assert len(set(tokens)) == 2 and all(tokens)
+    assert waits == [0.025, 0.05]  # full jitter: 0.5 x 0.05 s, then 0.5 x 0.1 s

@@ -29,8 +29,11 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from . import transactions
 
 #: The table's partition key: the batch's (or chain's) id.
 KEY = "batch"
@@ -60,6 +63,9 @@ MAX_CHAIN_LINKS = 50
 MAX_HEAD_MESSAGE_BYTES = 300 * 1024
 #: A member's failure as its marker keeps it (what ``tiered-jobs batch`` shows).
 MAX_DETAIL_CHARS = 500
+#: The head's token of the publish that opened it, and a marker's of the count that wrote it: a write
+#: whose answer was lost meets its own item on botocore's retry, and tells it by this token.
+TOKEN = "token"
 
 
 def new_id() -> str:
@@ -195,8 +201,10 @@ def head_item(
     now: float,
     callbacks: dict[str, Message],
     links: list[Message] | None = None,
+    token: str | None = None,
 ) -> dict[str, Any]:
-    """A new head (DynamoDB's typed form). A chain is sealed at once: its links are known."""
+    """A new head (DynamoDB's typed form). A chain is sealed at once: its links are known. ``token``:
+    the opening publish's (:func:`holds_token`)."""
     item: dict[str, Any] = {
         KEY: {"S": batch_id},
         MEMBER: {"S": HEAD},
@@ -210,6 +218,8 @@ def head_item(
     }
     for name, message in callbacks.items():
         item[name] = {"S": json.dumps(message.to_dict(), separators=(",", ":"))}
+    if token is not None:
+        item[TOKEN] = {"S": token}
     if links is not None:
         item["total"] = {"N": str(len(links))}
         item["links"] = {"S": json.dumps([link.to_dict() for link in links], separators=(",", ":"))}
@@ -217,17 +227,31 @@ def head_item(
 
 
 def create_request(table: str, item: dict[str, Any]) -> dict[str, Any]:
-    """The conditional ``PutItem`` of a new head: an id in use is refused."""
+    """The conditional ``PutItem`` of a new head: an id in use is refused, and the head there given back
+    (its token tells this publish's own head, written before a lost answer, from another batch's)."""
     return {
         "TableName": table,
         "Item": item,
         "ConditionExpression": "attribute_not_exists(#k)",
         "ExpressionAttributeNames": {"#k": KEY},
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
 
 
+def holds_token(item: dict[str, Any] | None, token: str) -> bool:
+    """Whether ``item`` (DynamoDB's typed form, as a refused write gives it back) was written with ``token``."""
+    return item is not None and item.get(TOKEN, {}).get("S") == token
+
+
+def stored_bytes(messages: Iterable[Message]) -> int:
+    """The bytes ``messages`` take in the head item, as :func:`head_item` stores them (a body's JSON is
+    escaped again inside the stored JSON: its quotes count twice)."""
+    return sum(len(json.dumps(message.to_dict(), separators=(",", ":")).encode("utf-8")) for message in messages)
+
+
 def seal_request(table: str, batch_id: str, total: int) -> dict[str, Any]:
-    """The ``UpdateItem`` that seals a batch with its total, returning the head as it then is."""
+    """The ``UpdateItem`` that seals a batch with its total, returning the head as it then is; refused, the
+    head as it is (a seal whose answer was lost finds it sealed with this total: sealed)."""
     return {
         "TableName": table,
         "Key": head_key(batch_id),
@@ -236,6 +260,7 @@ def seal_request(table: str, batch_id: str, total: int) -> dict[str, Any]:
         "ExpressionAttributeNames": {"#sealed": "sealed", "#total": "total", "#k": KEY},
         "ExpressionAttributeValues": {":true": {"BOOL": True}, ":false": {"BOOL": False}, ":total": {"N": str(total)}},
         "ReturnValues": "ALL_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
 
 
@@ -251,10 +276,11 @@ def read_head_request(table: str, batch_id: str) -> dict[str, Any]:
 
 
 def count_request(
-    table: str, batch_id: str, member: str, outcome: str, *, detail: str, at: str, now: float
+    table: str, batch_id: str, member: str, outcome: str, *, detail: str, at: str, now: float, token: str = ""
 ) -> dict[str, Any]:
-    """The ``TransactWriteItems`` of a member's first completion: its marker (only if it has none) and
-    the head's counters (only if the head exists)."""
+    """The ``TransactWriteItems`` of a member's first completion: its marker (only if it has none; the
+    marker there is given back) and the head's counters (only if the head exists). ``token``: this
+    count's, kept in the marker (:func:`holds_token`)."""
     marker = {
         KEY: {"S": batch_id},
         MEMBER: {"S": member},
@@ -263,6 +289,8 @@ def count_request(
         "at": {"S": at},
         EXPIRES: {"N": str(int(now) + TTL_SECONDS)},
     }
+    if token:
+        marker[TOKEN] = {"S": token}
     return {
         "TransactItems": [
             {
@@ -271,6 +299,7 @@ def count_request(
                     "Item": marker,
                     "ConditionExpression": "attribute_not_exists(#k)",
                     "ExpressionAttributeNames": {"#k": KEY},
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             },
             {
@@ -328,15 +357,53 @@ def recount_request(table: str, batch_id: str, member: str, *, at: str) -> dict[
 
 def cancellation_codes(error: Any) -> list[str]:
     """The per-item reasons of a cancelled transaction (``""`` for an item that was fine)."""
-    response = getattr(error, "response", {}) or {}
-    reasons = response.get("CancellationReasons") or []
-    if not reasons:  # some clients put them only in the message: "[ConditionalCheckFailed, None]"
-        message = str(response.get("Error", {}).get("Message", ""))
-        found = re.search(r"\[([^\]]*)\]", message)
-        if found:
-            return [part.strip() if part.strip() != "None" else "" for part in found.group(1).split(",")]
-        return []
-    return [str(reason.get("Code", "")) if reason.get("Code") != "None" else "" for reason in reasons]
+    return transactions.cancellation_codes(error)
+
+
+def count(
+    dynamodb: Any,
+    table: str,
+    batch_id: str,
+    member: str,
+    outcome: str,
+    *,
+    detail: str,
+    at: str,
+    now: float,
+    retries: transactions.Retries,
+    sleep: Callable[[float], None],
+    random: Callable[[], float],
+) -> bool | None:
+    """Write a member's count once; ``True`` when written now, ``False`` when an earlier completion did,
+    ``None`` when the batch has no head. A transaction cancelled by a conflict with another member's
+    count on the same head, or by throttling, is tried again (:func:`transactions.transact`)."""
+    token = transactions.new_token()
+    request = count_request(table, batch_id, member, outcome, detail=detail, at=at, now=now, token=token)
+    try:
+        transactions.transact(dynamodb, request, retries=retries, sleep=sleep, random=random)
+        return True
+    except Exception as exc:
+        reasons = transactions.cancellation_reasons(exc)
+        codes = transactions.cancellation_codes(exc)
+        if not codes:
+            raise
+        if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
+            return None  # no head
+        if codes[0] != "ConditionalCheckFailed":
+            raise
+        if holds_token(reasons[0].get("Item"), token):
+            return True  # its own marker: written, its answer lost, and the retry applied again
+    if outcome != SUCCEEDED:
+        return False  # counted already (as failed, or it succeeded before: a success is never undone)
+    try:  # counted failed before, and now succeeded: a replayed letter
+        transactions.transact(
+            dynamodb, recount_request(table, batch_id, member, at=at), retries=retries, sleep=sleep, random=random
+        )
+        return True
+    except Exception as exc:
+        if "ConditionalCheckFailed" in transactions.cancellation_codes(exc):
+            return False  # counted as succeeded already
+        raise
 
 
 # -- what is due ---------------------------------------------------------------------------------

@@ -12,22 +12,29 @@ Everything is checked before anything is written or sent: the callbacks' types, 
 like any job, and a member a batch could never count (``unique_for``: it may not be sent;
 ``debounce``: it runs under another key). The batch's head item is written with the first member,
 and the ``with`` block's end seals it with its total: a block left by an exception is not sealed,
-so its callbacks never fire (its members still run). An empty batch is refused, nothing written.
+so its callbacks never fire (its members still run). An empty batch is refused, nothing written;
+an id in use is refused as bad input.
+
+A batch finishes whatever its members' sends did: a member whose publish was refused may be
+published again, and one still not sent at the seal is counted failed there, with why
+(``Sealed.not_sent``). A lost answer is not a refusal: the head and the seal tell their own write,
+met again on botocore's retry, by the head's token (docs/architecture.md, conditional writes).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ..contract import batches
+from ..contract import batches, transactions
+from ..contract.idempotency import record_id
 from ..contract.sqs_limits import MAX_JOB_MESSAGE_BYTES, message_size
 from ..contract.times import iso_text
-from .errors import InvalidJobError
+from .errors import InvalidJobError, PublishError
 from .models import Job, Prepared, PublishResult, as_job
 
 if TYPE_CHECKING:
@@ -37,6 +44,14 @@ if TYPE_CHECKING:
 Callback = tuple[str, Mapping[str, Any]] | Job
 #: What a chain's link is given as: ``(type, payload, idempotency_key)``, a :class:`Job` or its dict.
 Link = tuple[str, Mapping[str, Any], str] | Job | Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Sealed(batches.Head):
+    """The batch's head as its seal left it, and the members counted failed there as never sent."""
+
+    #: ``{(type, key): why}``: members whose publish was refused and never sent again.
+    not_sent: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -79,13 +94,27 @@ class Batch:
                 "on_success and on_complete have the same type: both would run under the batch's id as their "
                 "idempotency key, so the second would be taken for the first; give them different types"
             )
+        stored = batches.stored_bytes(prepared.values())
+        if stored > batches.MAX_HEAD_MESSAGE_BYTES:
+            # Checked now: the head item holds the callbacks, and DynamoDB refuses an item over 400 KB
+            # only when the first member is published.
+            problems.append(
+                f"its callbacks are {stored} bytes as the batch's item stores them, over "
+                f"{batches.MAX_HEAD_MESSAGE_BYTES} (DynamoDB's 400 KB item limit, less room for the batch's "
+                "counts); pass IDs, not objects"
+            )
         if problems:
             raise InvalidJobError([f"batch: {problem}" for problem in problems])
         self._publisher, self._table, self._clock = publisher, table, clock
         self._callbacks = prepared
+        #: Every member in the total: ``(type, key)``.
         self._members: set[tuple[str, str]] = set()
+        #: Members whose last publish was not sent (or not known to be), and why: they may be published
+        #: again, and those still here at the seal are counted failed then, so the batch finishes.
+        self._not_sent: dict[tuple[str, str], str] = {}
+        self._token = batches.new_id()  # the head's: tells this batch's own head after a lost answer
         self._opened = False
-        self.sealed: batches.Head | None = None
+        self.sealed: Sealed | None = None
 
     def __enter__(self) -> Batch:
         return self
@@ -111,7 +140,9 @@ class Batch:
         items = [as_job(job) for job in jobs]
         problems = [problem for job in items for problem in _member_problems(job)]
         keys = [(job.job_type, job.idempotency_key) for job in items]
-        repeated = sorted({key for key in keys if keys.count(key) > 1 or key in self._members})
+        repeated = sorted(
+            {key for key in keys if keys.count(key) > 1 or key in self._members and key not in self._not_sent}
+        )
         problems += [
             f"{job_type} (key {key!r}) is in the batch already: a member is counted once per type and key"
             for job_type, key in repeated
@@ -122,25 +153,87 @@ class Batch:
         if not self._opened:
             now = self._clock()
             item = batches.head_item(
-                self.batch_id, batches.BATCH, created_at=iso_text(now), now=now.timestamp(), callbacks=self._callbacks
+                self.batch_id,
+                batches.BATCH,
+                created_at=iso_text(now),
+                now=now.timestamp(),
+                callbacks=self._callbacks,
+                token=self._token,
             )
-            self._publisher.dynamodb.put_item(**batches.create_request(self._table, item))
+            _create_head(self._publisher, self._table, item, self._token, f"batch id {self.batch_id!r}")
             self._opened = True
-        self._members.update(keys)  # counted in the total even if the send fails: it may have been sent
-        return self._publisher._publish_prepared(prepared)
+        # In the total even if the send fails (it may have been sent): the seal counts it failed unless
+        # a later publish of it is sent.
+        self._members.update(keys)
+        try:
+            results = self._publisher._publish_prepared(prepared)
+        except PublishError as exc:
+            self._note(exc.results)
+            raise
+        except BaseException as exc:  # not known to be sent: published again, or counted failed at the seal
+            self._not_sent.update((key, f"not sent: {exc!r}"[: batches.MAX_DETAIL_CHARS]) for key in keys)
+            raise
+        self._note(results)
+        return results
 
-    def seal(self) -> batches.Head:
-        """Seal the batch with its total; send the callbacks already due (members that finished first)."""
+    def _note(self, results: list[PublishResult]) -> None:
+        """Keep which members were not sent, and why; one sent now is no longer."""
+        for result in results:
+            key = (result.job.job_type, result.job.idempotency_key)
+            if result.ok:
+                self._not_sent.pop(key, None)
+            else:
+                why = f"not sent: {result.error_code}: {result.error_message}"
+                self._not_sent[key] = why[: batches.MAX_DETAIL_CHARS]
+
+    def seal(self) -> Sealed:
+        """Seal the batch with its total; send the callbacks already due (members that finished first).
+
+        A member never sent (its publish refused and not published again) is counted failed first, with
+        why: the batch finishes, and ``not_sent`` names it. Had its send in fact gone through (a timeout
+        after SQS took it), its run counts it again as a replayed letter's does: a success moves it to
+        succeeded, once."""
         if self.sealed is not None:
             return self.sealed
         if not self._members:
             raise InvalidJobError([f"batch {self.batch_id} is empty: publish at least one job in it"])
         publisher = self._publisher
-        item = publisher.dynamodb.update_item(**batches.seal_request(self._table, self.batch_id, self.total))
-        head = batches.Head.from_item(item["Attributes"])
+        for (job_type, key), why in self._not_sent.items():
+            now = self._clock()
+            batches.count(
+                publisher.dynamodb,
+                self._table,
+                self.batch_id,
+                batches.member_id({"id": self.batch_id}, record_id(job_type, key)),
+                batches.FAILED,
+                detail=why,
+                at=iso_text(now),
+                now=now.timestamp(),
+                retries=transactions.Retries(),
+                sleep=publisher._sleep,
+                random=publisher._random,
+            )
+        head = self._seal_head()
         fired = batches.fire_due(head, publisher.sqs, publisher.dynamodb, self._table)
-        self.sealed = replace(head, fired=head.fired | set(fired))
+        self.sealed = Sealed(**{**vars(head), "fired": head.fired | set(fired)}, not_sent=dict(self._not_sent))
         return self.sealed
+
+    def _seal_head(self) -> batches.Head:
+        """The seal's write; a refusal that shows this batch sealed with this total is the seal itself,
+        its answer lost and botocore's retry refused by its own write."""
+        from botocore.exceptions import ClientError
+
+        try:
+            item = self._publisher.dynamodb.update_item(**batches.seal_request(self._table, self.batch_id, self.total))
+        except ClientError as exc:
+            found = exc.response.get("Item")
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException" or not found:
+                raise
+            head = batches.Head.from_item(found)
+            if not (head.sealed and head.total == self.total and batches.holds_token(found, self._token)):
+                raise
+            return head
+        return batches.Head.from_item(item["Attributes"])
 
 
 def open_chain(
@@ -175,6 +268,7 @@ def open_chain(
                 "one DynamoDB item until sent); pass IDs, not objects"
             ]
         )
+    token = batches.new_id()
     head = batches.head_item(
         chain_id,
         batches.CHAIN,
@@ -182,9 +276,27 @@ def open_chain(
         now=now.timestamp(),
         callbacks={},
         links=[_message(item) for item in prepared],
+        token=token,
     )
-    publisher.dynamodb.put_item(**batches.create_request(table, head))
+    _create_head(publisher, table, head, token, f"chain id {chain_id!r}")
     return ChainResult(chain_id, publisher._publish_prepared(prepared[:1])[0])
+
+
+def _create_head(publisher: Publisher, table: str, item: dict[str, Any], token: str, named: str) -> None:
+    """Write a new head; an id in use is bad input (:class:`InvalidJobError` naming it), unless the head
+    there holds ``token``: this publish's own, its answer lost and botocore's retry refused by it."""
+    from botocore.exceptions import ClientError
+
+    try:
+        publisher.dynamodb.put_item(**batches.create_request(table, item))
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            raise
+        if batches.holds_token(exc.response.get("Item"), token):
+            return
+        raise InvalidJobError(
+            [f"{named} is in use (ids are kept 30 days): give another, or none for a random one"]
+        ) from None
 
 
 def _member_problems(job: Job) -> list[str]:

@@ -4,7 +4,7 @@ The consumer calls :func:`finished` for a job whose envelope carries ``batch``, 
 acknowledged: after a success (or a duplicate's stored answer), before a letter's send, before an
 unrun job's archive write. So a crash anywhere before the count leaves the record in the queue, and
 its next delivery (the idempotency layer answering from the stored result) counts it then: the count
-is one conditional transaction per member (:mod:`tiered_jobs.contract.batches`), so a count already
+is one conditional transaction per member (:func:`tiered_jobs.contract.batches.count`), so a count already
 written is not written twice, and the head is read and what is due sent on every delivery all the same.
 
 A count that cannot be written (the table refused it) raises :class:`CountNotWritten`: the consumer
@@ -15,11 +15,14 @@ Loaded on the first member only: a job outside any batch pays nothing for it.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from random import random as _unit_random
 from typing import Any
 
-from tiered_jobs.contract import batches
+from tiered_jobs.contract import batches, transactions
 from tiered_jobs.contract.envelope import Envelope
 from tiered_jobs.contract.idempotency import record_id
 from tiered_jobs.contract.times import iso_text
@@ -43,15 +46,41 @@ class Counted:
 
 
 def finished(
-    dynamodb: Any, sqs: Any, table: str, envelope: Envelope, outcome: str, *, detail: str, now: datetime
+    dynamodb: Any,
+    sqs: Any,
+    table: str,
+    envelope: Envelope,
+    outcome: str,
+    *,
+    detail: str,
+    now: datetime,
+    retries: transactions.Retries = transactions.Retries(),
+    sleep: Callable[[float], None] = time.sleep,
+    random: Callable[[], float] = _unit_random,
 ) -> Counted:
-    """Count the member ``envelope`` as ``outcome`` (``succeeded`` / ``failed``) and send what is due."""
+    """Count the member ``envelope`` as ``outcome`` (``succeeded`` / ``failed``) and send what is due.
+
+    A count cancelled by another member's on the same head (or by throttling) is tried again here,
+    after a short random wait (``retries``): a large fan-out's members finishing together would
+    otherwise each spend a receive of their record on the conflict."""
     assert envelope.batch is not None
     batch_id = str(envelope.batch["id"])
     member = batches.member_id(envelope.batch, record_id(envelope.type, envelope.idempotency_key))
     at, stamp = iso_text(now), now.timestamp()
     try:
-        counted = _count(dynamodb, table, batch_id, member, outcome, detail=detail, at=at, now=stamp)
+        counted = batches.count(
+            dynamodb,
+            table,
+            batch_id,
+            member,
+            outcome,
+            detail=detail,
+            at=at,
+            now=stamp,
+            retries=retries,
+            sleep=sleep,
+            random=random,
+        )
         if counted is None:
             return Counted(False, unknown=True)
         item = dynamodb.get_item(**batches.read_head_request(table, batch_id)).get("Item")
@@ -68,35 +97,6 @@ def finished(
     except Exception as exc:  # any refusal keeps the record for its next delivery
         raise CountNotWritten(f"batch {batch_id}: {exc!r}") from exc
     return Counted(counted, tuple(fired), link)
-
-
-def _count(
-    dynamodb: Any, table: str, batch_id: str, member: str, outcome: str, *, detail: str, at: str, now: float
-) -> bool | None:
-    """Write the member's count once; ``True`` when written now, ``False`` when an earlier delivery did,
-    ``None`` when the batch has no head."""
-    try:
-        dynamodb.transact_write_items(
-            **batches.count_request(table, batch_id, member, outcome, detail=detail, at=at, now=now)
-        )
-        return True
-    except Exception as exc:
-        codes = batches.cancellation_codes(exc)
-        if not codes:
-            raise
-        if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
-            return None  # no head
-        if codes[0] != "ConditionalCheckFailed":
-            raise
-    if outcome != batches.SUCCEEDED:
-        return False  # counted already (as failed, or it succeeded before: a success is never undone)
-    try:  # counted failed before, and now succeeded: a replayed letter
-        dynamodb.transact_write_items(**batches.recount_request(table, batch_id, member, at=at))
-        return True
-    except Exception as exc:
-        if "ConditionalCheckFailed" in batches.cancellation_codes(exc):
-            return False  # counted as succeeded already
-        raise
 
 
 def previous_result(dynamodb: Any, table: str, idempotency_table: str, field_value: dict[str, Any]) -> Any:
