@@ -10,6 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from bench.calls import CallCounter
+from tests.support.aws_faults import lose_answers
 from tests.support.clock import ManualClock
 from tests.support.stack import received_bodies
 from tiered_jobs.contract.envelope import MAX_IDEMPOTENCY_KEY_CHARS
@@ -199,3 +200,23 @@ def test_a_payload_over_schedulers_input_quota_is_refused(debouncing, scheduler)
     with pytest.raises(InvalidJobError, match="256 KB"):
         debouncing.publish("analytics.reindex", {"blob": "x" * 300_000}, "doc-1", debounce=60)
     assert _schedules(scheduler) == []
+
+
+@pytest.mark.parametrize("operation", ["CreateSchedule", "UpdateSchedule"])
+def test_a_schedule_write_whose_answer_was_lost_leaves_one_run_at_the_last_time_with_the_last_payload(
+    debouncing, scheduler, clock, operation
+):
+    """botocore sends the write again with its ClientToken (Scheduler answers it as the first); a service
+    that refuses the create as a conflict gets the same schedule from the update that follows."""
+    with lose_answers(scheduler, operation) as lost:  # the burst's first write, of its kind
+        debouncing.publish("analytics.reindex", {"version": 1}, "doc-42", debounce=120)
+        clock.now = NOW + timedelta(seconds=30)
+        result = debouncing.publish("analytics.reindex", {"version": 2}, "doc-42", debounce=120)
+
+    assert lost.count == 1
+    tokens = {json.loads(request["body"])["ClientToken"] for request in lost.params}
+    assert len(tokens) == 1 and None not in tokens  # the retry carried the first try's token
+    (schedule,) = _schedules(scheduler)
+    assert schedule["ScheduleExpression"] == "at(2030-05-01T12:03:00)"  # 12:00:40 plus 120 s, rounded up
+    assert json.loads(schedule["Target"]["Input"])["payload"] == {"version": 2}
+    assert result.ok and result.fire_at == datetime(2030, 5, 1, 12, 3, tzinfo=timezone.utc)
