@@ -6,7 +6,8 @@ from datetime import datetime, timedelta, timezone
 
 import boto3
 
-from emulator.scheduler import ScheduleRunner
+from emulator.scheduler import DEFAULT_INTERVAL_SECONDS, ScheduleRunner
+from tests.support.clock import ManualClock
 from tiered_jobs.contract.routing import Routes
 from tiered_jobs.publisher import Publisher
 from tiered_jobs.stage.scheduling import SchedulingTarget
@@ -71,3 +72,33 @@ def test_a_schedule_deleted_between_the_listing_and_its_read_is_gone_not_an_erro
     scheduler.get_schedule = get_after_a_delete
     runner = ScheduleRunner(lambda service: scheduler, "g")
     assert [s["Name"] for s in runner.schedules()] == ["kept"]
+
+
+def test_a_one_time_schedule_fires_once_at_the_first_round_at_its_time_never_before(aws):
+    """The local firing precision, on a clock the test moves: what the local-mode test of a one-time job
+    asserted in wall-clock seconds, which a loaded machine stretches. A fire goes at the first round whose
+    clock has reached its time, so its lag is that round's lateness (one ``interval`` when the loop keeps
+    time), and a round before its time sends nothing."""
+    sqs, scheduler = boto3.client("sqs"), boto3.client("scheduler")
+    url = sqs.create_queue(QueueName="later")["QueueUrl"]
+    scheduler.create_schedule_group(Name="g")
+    scheduler.create_schedule(
+        Name="once",
+        GroupName="g",
+        ScheduleExpression="at(2030-01-01T04:00:00)",
+        FlexibleTimeWindow={"Mode": "OFF"},
+        ActionAfterCompletion="DELETE",
+        Target={"Arn": "arn:aws:sqs:us-east-1:123456789012:later", "RoleArn": "arn:aws:iam::123456789012:role/r"},
+    )
+    at = datetime(2030, 1, 1, 4, 0, tzinfo=timezone.utc)
+    clock = ManualClock(at - timedelta(milliseconds=1))
+    runner = ScheduleRunner(boto3.client, "g", clock=clock)
+
+    assert runner.poll_once() == []  # a millisecond early: nothing
+    clock.now = at + timedelta(seconds=DEFAULT_INTERVAL_SECONDS)  # the next round
+    (fire,) = runner.poll_once()
+    assert (fire.scheduled_time, fire.lag_seconds) == (at, DEFAULT_INTERVAL_SECONDS)
+    clock.now = at + timedelta(minutes=5)
+    assert runner.poll_once() == []  # fired once, and its schedule deleted (ActionAfterCompletion=DELETE)
+    assert scheduler.list_schedules(GroupName="g")["Schedules"] == []
+    assert len(sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]) == 1
