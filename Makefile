@@ -7,7 +7,7 @@ export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: setup check test quick demo up synth lint bench release clean
+.PHONY: setup check test quick flaky demo up synth lint bench release clean
 
 # The suite runs on parallel workers (pytest-xdist), the longest modules first (tests/conftest.py
 # orders them). Each test goes to whichever worker runs low, except that a module whose tests share
@@ -48,6 +48,14 @@ test: check
 # CDK syntheses (the templates are checked by make test).
 quick: setup
 	$(PYTEST) -m "not slow and not e2e and not synth" $(PYTEST_ARGS)
+
+# A test that fails by chance is a defect: run the timing-sensitive modules (local mode, the invariant,
+# the breaker, schedules: tests/support/flaky.py lists them) N times in a row and name every failure
+# with its test. LOAD=1 runs stress-ng on every core beside each run (Debian's stress-ng; without it
+# the runs go on unloaded, said). MODULES= runs others. E.g. `make flaky N=5 LOAD=1`.
+N ?= 5
+flaky: setup
+	$(BIN)/python -m tests.support.flaky --runs $(N) --workers $(WORKERS) $(if $(LOAD),--load) $(MODULES)
 
 demo: setup
 	$(BIN)/python -m example.demo
