@@ -206,3 +206,38 @@ def test_a_checkpoint_refuses_a_state_that_is_not_json_or_too_big_at_the_call(st
 def test_max_steps_is_checked_when_the_job_registers(max_steps):
     with pytest.raises(ValueError, match="max_steps must be a whole number from 1 to"):
         JobRegistry().job("t.bad", max_steps=max_steps)
+
+
+def test_a_cancel_between_two_steps_is_recorded_and_the_next_step_sees_it(tier):
+    from tiered_jobs.stage.cancelling import MarkTarget, mark_cancelled
+
+    registry = JobRegistry()
+    seen: list[tuple[int, bool]] = []
+
+    @registry.job("t.cancellable")
+    def cancellable(payload, ctx: JobContext):
+        seen.append((ctx.step, ctx.cancelled()))
+        if ctx.cancelled():
+            return {"stopped_at": ctx.step}  # the job's own way to stop: it ends here
+        return ctx.checkpoint({"step": ctx.step})
+
+    consumer = tier.consumer(registry=registry)
+    tier.publish("t.cancellable", {}, "long-1")
+    tier.run_messages(consumer, tier.receive_for_batch(), lambda_context())  # step 0 ran, step 1 is due
+    assert record(tier, "t.cancellable", "long-1")[RecordAttributes.STATUS]["S"] == RecordStatus.COMPLETED
+
+    answer = mark_cancelled(
+        tier.dynamodb, MarkTarget(tier.idempotency_table, {"critical": 3600}), "critical", "t.cancellable", "long-1"
+    )
+    assert answer.outcome == "running" and answer.cancelled  # not "already done": the job has not finished
+
+    drain(tier, consumer)
+    assert seen == [(0, False), (1, True)]
+    item = record(tier, "t.cancellable", "long-1")
+    assert json.loads(item[RecordAttributes.DATA]["S"]) == {"stopped_at": 1}
+    assert contract.RECORD_STEP not in item  # finished
+    # Asked again once it has finished: its record says so.
+    again = mark_cancelled(
+        tier.dynamodb, MarkTarget(tier.idempotency_table, {"critical": 3600}), "critical", "t.cancellable", "long-1"
+    )
+    assert again.outcome == "already done"

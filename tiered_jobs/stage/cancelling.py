@@ -10,7 +10,11 @@ the job's idempotency record (:mod:`tiered_jobs.contract.job_ends`). One conditi
   expired`` when that record is a marker itself), read from the same call's answer
   (``ReturnValuesOnConditionCheckFailure``), never by a second read;
 * an attempt running now: one ``UpdateItem`` adds :data:`~tiered_jobs.contract.job_ends.CANCEL_REQUESTED`
-  to its record (``running``): the job sees it through ``ctx.cancelled()`` if it asks.
+  to its record (``running``): the job sees it through ``ctx.cancelled()`` if it asks;
+* a stepped job between two steps (``ctx.checkpoint``: its record is ``COMPLETED`` with the next
+  step due, :mod:`tiered_jobs.contract.steps`): it has not finished, so it is asked to stop the same
+  way (``running``); the request stays on the record through the steps' claims and ends, so every
+  later step's ``ctx.cancelled()`` sees it.
 
 The marker cannot tell a queued job from one never published (no record exists for either), so
 ``marked`` says "if it comes, it will not run": a later publish of the same key within the window
@@ -27,6 +31,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from tiered_jobs.contract import job_ends
+from tiered_jobs.contract import steps as step_records
 from tiered_jobs.contract.errors import USAGE, TieredJobsError
 from tiered_jobs.contract.idempotency import RecordAttributes, RecordStatus, record_id
 from tiered_jobs.contract.times import iso_text
@@ -100,7 +105,8 @@ class JobCancellation:
     * ``cancelled``: its one-time schedule was pending and is deleted: it will not be sent;
     * ``marked``: a cancel marker is written: a queued, SQS-delayed or replayed copy is archived unrun
       (reason ``cancelled``) until ``until``; if none was published, one published before then is too;
-    * ``running``: an attempt runs now; it was asked to stop (``ctx.cancelled()``), nothing more;
+    * ``running``: an attempt runs now, or a stepped job is between two steps; it was asked to stop
+      (``ctx.cancelled()``), nothing more;
     * ``already done`` / ``already cancelled`` / ``already expired``: its record says it ended; nothing written;
     * ``not found`` / ``already sent``: a publisher that can only reach schedules (no idempotency table)
       found no pending schedule, or one whose time has come.
@@ -127,8 +133,8 @@ class JobCancellation:
             "cancelled": f"Cancelled {job}: its one-time schedule (due {when}) is deleted; it will not run.",
             "marked": f"Cancelled {job}: no run of it has started; any copy that arrives (queued, delayed by SQS, "
             f"replayed, or published again) until {_text(self.until)} is archived unrun, reason 'cancelled'.",
-            "running": f"{job} is running now: it was asked to stop (the job sees it if it calls ctx.cancelled()); "
-            "nothing stops a job that does not ask.",
+            "running": f"{job} is running now (or between two of its steps): it was asked to stop (the job sees it "
+            "if it calls ctx.cancelled(), in this step and the next ones); nothing stops a job that does not ask.",
             "already done": f"Not cancelled: {job} already ran "
             f"(its record is kept until {_text(self.record_expires)}).",
             "already cancelled": f"{job} was cancelled already (until {_text(self.record_expires)}).",
@@ -180,7 +186,8 @@ def mark_cancelled(
             raise
         old = exc.response.get("Item") or {}
     expires = _epoch(old.get(RecordAttributes.EXPIRATION, {}).get("N"))
-    if old.get(RecordAttributes.STATUS, {}).get("S") == RecordStatus.IN_PROGRESS:
+    # A record with a step due is a stepped job between two steps: not finished, whatever its status says.
+    if old.get(RecordAttributes.STATUS, {}).get("S") == RecordStatus.IN_PROGRESS or step_records.RECORD_STEP in old:
         return _request_stop(dynamodb, target.table, job_type, idempotency_key, at, expires)
     kind = job_ends.marker_kind(job_ends.stored_result(old.get(RecordAttributes.DATA, {}).get("S")))
     if kind == job_ends.CANCELLED:
@@ -193,7 +200,9 @@ def mark_cancelled(
 def _request_stop(
     dynamodb: Any, table: str, job_type: str, idempotency_key: str, at: float, expires: datetime | None
 ) -> Marked:
-    """The job is running: ask it to stop (``ctx.cancelled()``), if it is still running."""
+    """The job is running (an attempt, or a stepped job between two steps): ask it to stop
+    (``ctx.cancelled()``), if it is still running. Setting the same flag again is harmless, so a
+    lost answer retried by botocore answers ``running`` again."""
     from botocore.exceptions import ClientError
 
     try:
@@ -201,8 +210,12 @@ def _request_stop(
             TableName=table,
             Key={RecordAttributes.KEY: {"S": record_id(job_type, idempotency_key)}},
             UpdateExpression="SET #c = :at",
-            ConditionExpression="#s = :inprogress",
-            ExpressionAttributeNames={"#c": job_ends.CANCEL_REQUESTED, "#s": RecordAttributes.STATUS},
+            ConditionExpression="#s = :inprogress OR attribute_exists(#step)",
+            ExpressionAttributeNames={
+                "#c": job_ends.CANCEL_REQUESTED,
+                "#s": RecordAttributes.STATUS,
+                "#step": step_records.RECORD_STEP,
+            },
             ExpressionAttributeValues={
                 ":at": {"S": iso_text(datetime.fromtimestamp(at, timezone.utc))},
                 ":inprogress": {"S": RecordStatus.IN_PROGRESS},
