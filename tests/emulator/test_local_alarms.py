@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import boto3
 import pytest
@@ -240,11 +239,11 @@ def test_dlq_alarm_fires_notifies_and_recovers(world):
 
 def test_failure_rate_alarm_evaluates_metric_math_on_emf_metrics(world):
     clients, _, inbox = world
-    store = MetricStore()
+    store = MetricStore(now=lambda: NOW)  # the period's window on a fixed clock: no wall-clock seconds to outlast
     evaluator = AlarmEvaluator(clients.__getitem__, store, "tiered-jobs-local-", lambda name: 0.0)
-    store.put(emf_datapoints(emf_line(processed=200, failed=1, timestamp=time.time())))
+    store.put(emf_datapoints(emf_line(processed=200, failed=1, timestamp=NOW)))
     assert evaluator.evaluate_once() == []  # 0.5 % is under the 1 % threshold
-    store.put(emf_datapoints(emf_line(processed=10, failed=5, timestamp=time.time())))
+    store.put(emf_datapoints(emf_line(processed=10, failed=5, timestamp=NOW)))
     (change,) = evaluator.evaluate_once()
     assert change.alarm_name.endswith("failure-rate") and change.new_state == "ALARM"
     assert change.value == pytest.approx(100 * 6 / 210)
@@ -328,7 +327,7 @@ def stack_alarms(aws, template):
             (Alarms.DLQ_DEPTH, Alarms.FAILURE_RATE)
         ):
             cloudwatch.put_metric_alarm(**_concrete(resource["Properties"], template, topic))
-    store = MetricStore()
+    store = MetricStore(now=lambda: NOW)  # a fixed clock: every line below lands in the alarms' current period
     clients = {"sqs": sqs, "sns": sns, "cloudwatch": cloudwatch}
     evaluator = AlarmEvaluator(clients.__getitem__, store, f"tiered-jobs-{STAGE}-", lambda name: 0.0)
     return evaluator, store, sqs, dlqs["critical"]
@@ -339,7 +338,7 @@ def jobs_line(tier: str, **counts: float) -> str:
     return json.dumps(
         {
             "_aws": {
-                "Timestamp": int(time.time() * 1000),
+                "Timestamp": int(NOW * 1000),
                 "CloudWatchMetrics": [
                     {
                         "Namespace": "TieredJobs",
