@@ -4,8 +4,8 @@ the status read per tier and per job type (moto in-process, with local mode's Cl
 
 from __future__ import annotations
 
-import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+from types import SimpleNamespace
 
 import boto3
 
@@ -14,18 +14,22 @@ from emulator.metrics import MetricStore
 from tiered_jobs.contract.tiers import TierQueues
 from tiered_jobs.operations import status as status_reads
 from tiered_jobs.operations.counts import WindowCounts
+from tiered_jobs.runtime import metrics as runtime_metrics
 from tiered_jobs.runtime.metrics import BatchMetrics
 
 
-def test_what_the_consumer_writes_is_what_status_counts(aws, capsys):
+def test_what_the_consumer_writes_is_what_status_counts(aws, capsys, monkeypatch):
     moto_patches.cloudwatch_dimensions_as_a_set()  # the tier's series is written Stage, Tier, service
     moto_patches.cloudwatch_list_metrics_by_series()
     moto_patches.cloudwatch_percentiles()  # the durations' p50/p99, read in the same call
     sqs, cloudwatch = boto3.client("sqs"), boto3.client("cloudwatch")
     tiers = {"bulk": TierQueues(sqs.create_queue(QueueName="bulk")["QueueUrl"])}
     capsys.readouterr()
-    if datetime.now(timezone.utc).second >= 58:  # the read must fall in the minute the datapoints did
-        time.sleep(3)
+    # The read must fall in the minute the datapoints did: both on a clock fixed mid-minute (the last
+    # minute's, so moto holds no datapoint from the future), not a wall clock a loaded machine may carry
+    # over a minute's end between the writes and the read.
+    written = datetime.now(timezone.utc).replace(second=30, microsecond=0) - timedelta(minutes=1)
+    monkeypatch.setattr(runtime_metrics, "time", SimpleNamespace(time=written.timestamp))
     for outcomes in (["succeeded", "succeeded", "retried"], ["succeeded", "rate_limited", "dead_lettered"]):
         batch = BatchMetrics("local", "bulk")
         for n, outcome in enumerate(outcomes):
@@ -36,7 +40,12 @@ def test_what_the_consumer_writes_is_what_status_counts(aws, capsys):
         store.log_line("tiered-jobs-local-bulk-consumer", line)
 
     read = status_reads.read_status(
-        "local", tiers, {"sqs": sqs, "cloudwatch": cloudwatch}.__getitem__, source="t", by_job_type=True
+        "local",
+        tiers,
+        {"sqs": sqs, "cloudwatch": cloudwatch}.__getitem__,
+        source="t",
+        now=written + timedelta(seconds=1),
+        by_job_type=True,
     )
 
     expected = WindowCounts(completed=3, failed=1, retried=1, held=1)

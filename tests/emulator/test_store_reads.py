@@ -140,15 +140,24 @@ def test_an_idle_poller_sends_no_receive_until_its_queue_holds_a_message(aws):
     sqs = counted(boto3.client("sqs"), calls)
     url = sqs.create_queue(QueueName="jobs", Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
     arn = "arn:aws:sqs:us-east-1:123456789012:jobs"
+    waiter = store_reads.message_waiter(arn, ACCOUNT, REGION)
+    waits: Counter = Counter()
+
+    def counted_waiter(seconds: float) -> bool:
+        found = waiter(seconds)
+        waits["ended empty" if not found else "found"] += 1
+        return found
+
     runtime = MappingRuntime(
         MappingConfig(function(), url, arn, batch_size=10, batching_window_seconds=0, maximum_concurrency=2),
         in_process_factory(),
         sqs,
-        wait_for_messages=store_reads.message_waiter(arn, ACCOUNT, REGION),
+        wait_for_messages=counted_waiter,
     )
     runtime.start()
     try:
-        time.sleep(1.5)  # one and a half long polls' worth
+        # Not a sleep: the idle pollers' waits ended empty, a long poll's worth each, twice over.
+        wait_until(lambda: waits["ended empty"] >= 2, 30, "two idle waits", seen=lambda: dict(waits))
         assert calls["ReceiveMessage"] == 0
         sqs.send_message(QueueUrl=url, MessageBody="{}")
         wait_until(lambda: runtime.stats.snapshot()["deleted"] == 1, timeout=10, what="the job run and deleted")
