@@ -7,6 +7,9 @@ is; every queue, topic and bucket refuses non-TLS access; everything at rest is 
 from __future__ import annotations
 
 import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_s3 as s3
+from aws_cdk.assertions import Template
 
 from example.jobs.payments import TABLE as PAYMENTS_TABLE
 from tests.infra.infra_support import (
@@ -16,6 +19,7 @@ from tests.infra.infra_support import (
     policy_statements,
     referenced_ids,
 )
+from tiered_jobs.cdk.nag import skip_checkov
 from tiered_jobs.contract.names import Env, function_name
 
 # Synthesizes a CDK app (make quick leaves it out).
@@ -189,3 +193,39 @@ def test_everything_at_rest_is_encrypted(default_synth):
     for key, bucket in default_synth.resources("AWS::S3::Bucket").items():
         (rule,) = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"]
         assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in ("AES256", "aws:kms"), key
+
+
+#: checkov's S3 checks the buckets meet or justify (CKV_AWS_18: access logging, CKV_AWS_21: versioning).
+S3_CHECKS = {"CKV_AWS_18": "LoggingConfiguration", "CKV_AWS_21": "VersioningConfiguration"}
+
+
+@pytest.mark.parametrize("synth_name", ["default_synth"])
+def test_every_bucket_is_logged_and_versioned_or_says_why_not_where_checkov_reads_it(request, synth_name):
+    """A bucket without access logging or versioning carries checkov's skip of the check, with its reason, in
+    its own metadata: checkov then reports it as justified, and nothing goes unexplained."""
+    synth = request.getfixturevalue(synth_name)
+    buckets = synth.resources("AWS::S3::Bucket")
+    assert len(buckets) == (2 if synth_name == "default_synth" else 3)
+    for key, bucket in buckets.items():
+        skips = {skip["id"]: skip["comment"] for skip in bucket.get("Metadata", {}).get("checkov", {}).get("skip", [])}
+        for check, prop in S3_CHECKS.items():
+            met = prop in bucket["Properties"] and (
+                prop != "VersioningConfiguration" or bucket["Properties"][prop]["Status"] == "Enabled"
+            )
+            assert met != (check in skips), f"{key}: {check} {'met and skipped' if met else 'neither met nor skipped'}"
+            if check in skips:
+                assert len(skips[check]) > 40, f"{key}: {check}'s skip says too little: {skips[check]!r}"
+
+
+def test_a_checkov_skip_needs_a_reason_and_a_second_one_for_a_check_replaces_the_first():
+    stack = Stack(App(), "Skips")
+    bucket = s3.Bucket(stack, "Bucket")
+    with pytest.raises(ValueError, match=r"Skips/Bucket: a checkov skip of CKV_AWS_21 needs a comment"):
+        skip_checkov(bucket, "CKV_AWS_21", "  ")
+    skip_checkov(bucket, "CKV_AWS_21", "first")
+    skip_checkov(bucket, "CKV_AWS_18", "logs")
+    skip_checkov(bucket, "CKV_AWS_21", "second")
+    (resource,) = Template.from_stack(stack).find_resources("AWS::S3::Bucket").values()
+    assert resource["Metadata"]["checkov"] == {
+        "skip": [{"id": "CKV_AWS_18", "comment": "logs"}, {"id": "CKV_AWS_21", "comment": "second"}]
+    }

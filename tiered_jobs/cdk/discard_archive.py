@@ -22,7 +22,7 @@ from constructs import Construct
 from tiered_jobs.contract.names import discard_archive_prefix
 
 from .buckets import private_bucket
-from .nag import acknowledge
+from .nag import acknowledge, skip_checkov
 from .settings import AppSettings
 
 #: The one action ``S3Archive.write`` calls (``grant_put`` would add tagging, retention, legal hold, aborts).
@@ -51,6 +51,18 @@ class DiscardArchive(Construct):
             "AwsSolutions-S1",
             "This is the access-log bucket of the discard archive: logging it as well would only record S3's own "
             "log deliveries.",
+        )
+        skip_checkov(
+            self.access_logs,
+            "CKV_AWS_18",
+            "The access-log bucket of the discard archive and the large job bodies: logging it too would only "
+            "record S3's own log deliveries.",
+        )
+        skip_checkov(
+            self.access_logs,
+            "CKV_AWS_21",
+            "Server access logs: S3's logging service writes each object once under a new key and no role of "
+            "the stack may reach the bucket, so no version is ever overwritten; the lifecycle expires them.",
         )
         self.bucket = private_bucket(
             self,
