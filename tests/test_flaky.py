@@ -80,7 +80,7 @@ def test_with_stress_ng_each_run_gets_one_cpu_worker_per_core_and_a_failure_fail
 
     monkeypatch.setattr(flaky, "run_once", run_once)
     assert flaky.main(["--runs", "1", "--load"]) == 1
-    assert loads == [["/usr/bin/stress-ng", "--cpu", "2", "--quiet"]]
+    assert loads == [["/usr/bin/stress-ng", "--cpu", "2", "--timeout", "600s", "--quiet"]]
 
 
 def test_a_run_count_below_one_is_refused_by_name():
