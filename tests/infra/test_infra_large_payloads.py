@@ -15,7 +15,7 @@ from tests.infra.infra_support import Synth, find_consumer, logical_id, policy_s
 from tests.infra.template_values import Concrete
 from tiered_jobs.cdk.large_payloads import LIST_ACTIONS, READ_ACTIONS
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
-from tiered_jobs.contract.large_payloads import OFF, lifecycle_days
+from tiered_jobs.contract.large_payloads import NATIVE_REPLAY_BOUNDS_ENV, OFF, lifecycle_days, native_replay_days
 from tiered_jobs.contract.names import Env, Outputs, Ssm, function_name
 from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES
 
@@ -150,6 +150,16 @@ def test_the_replay_function_reads_a_letters_stored_body_and_deletes_none(synth)
     assert [s["Action"] for s in on_the_bucket] == ["s3:GetObject"]
     every_action = json.dumps([p["Properties"]["PolicyDocument"] for p in synth.resources("AWS::IAM::Policy").values()])
     assert "s3:DeleteObject" not in every_action  # only the lifecycle deletes a body (docs/publishing.md)
+
+
+def test_the_replay_function_knows_each_opted_in_tiers_native_replay_bound(synth):
+    """The lifecycle (49 days: bulk's 2 x 7 + 14 + 21) less each tier's retention and its DLQ's: the most
+    days after its body was stored that a letter may be moved back by SQS, whose move restarts retention."""
+    function_key = logical_id(synth, "AWS::Lambda::Function", FunctionName=function_name(synth.stage, "replay"))
+    variables = synth.raw["Resources"][function_key]["Properties"]["Environment"]["Variables"]
+    bounds = json.loads(variables[NATIVE_REPLAY_BOUNDS_ENV])
+    assert bounds == {"critical": (49 - 4 - 14) * 86_400, "bulk": (49 - 7 - 14) * 86_400}
+    assert bounds["critical"] == native_replay_days(49, 4, 14) * 86_400
 
 
 # -- the hop walk -----------------------------------------------------------------------------------------

@@ -239,6 +239,7 @@ class TieredJobs(Construct):
                 tiers=tiers,
                 access_logs=self.replay.archive.access_logs,
                 replay_role=replay_role,
+                replay_function=self.replay.function,
             )
             if opted_in(tiers)
             else None

@@ -18,20 +18,31 @@ threshold under ``<tier>/`` and sends the pointer of AWS's SQS extended clients
   ``ListBucket`` that bucket (and no other), because S3 answers a reader without it ``AccessDenied``
   for a missing object, so an expired body would be dead-lettered as an IAM problem. The replay
   function may ``GetObject`` too (``show`` and the discard archive read a letter's body back; a
-  missing object there says it may be gone).
+  missing object there says it may be gone; a native replay asks each body's age first).
+- **Native replay.** SQS's move task restarts a letter's retention, so the replay function gets each
+  opted-in tier's bound (:func:`~tiered_jobs.contract.large_payloads.native_replay_days`, in seconds,
+  in ``NATIVE_REPLAY_BOUNDS_ENV``) and refuses to move an offloaded letter older than it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import cast
 
 from aws_cdk import CfnElement, Duration, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from tiered_jobs.contract.large_payloads import Offload, lifecycle_days, object_key
+from tiered_jobs.contract.large_payloads import (
+    NATIVE_REPLAY_BOUNDS_ENV,
+    Offload,
+    lifecycle_days,
+    native_replay_days,
+    object_key,
+)
 from tiered_jobs.contract.names import Env
 
 from .buckets import private_bucket
@@ -75,6 +86,7 @@ class LargePayloads(Construct):
         tiers: Sequence[Tier],
         access_logs: s3.IBucket,
         replay_role: iam.IRole,
+        replay_function: lambda_.Function,
     ) -> None:
         super().__init__(scope, construct_id)
         self.tiers = opted_in(tiers)
@@ -111,7 +123,14 @@ class LargePayloads(Construct):
                 "The consumer reads the job bodies of its stage's bucket, whose keys a Java or Python extended "
                 "client names with a bare UUID: GetObject alone, on this bucket alone.",
             )
-        # The replay function reads a letter's stored body for show and the discard archive (never to replay).
+        # A native replay restarts a letter's retention: the replay function refuses to move an offloaded letter
+        # whose body the lifecycle could delete before the moved copy ends (tiered_jobs.replay.native).
+        replay_function.add_environment(
+            NATIVE_REPLAY_BOUNDS_ENV,
+            json.dumps(self.native_replay_bounds(), sort_keys=True, separators=(",", ":")),
+        )
+        # The replay function reads a letter's stored body for show and the discard archive (never to replay),
+        # and asks its LastModified (HeadObject, allowed by GetObject) before a native replay.
         replay_role.add_to_principal_policy(
             iam.PolicyStatement(actions=list(READ_ACTIONS), resources=[self.bucket.arn_for_objects("*")])
         )
@@ -122,6 +141,14 @@ class LargePayloads(Construct):
             "this bucket alone.",
         )
         self._bucket_id = bucket_id
+
+    def native_replay_bounds(self) -> dict[str, int]:
+        """Each opted-in tier's :func:`native_replay_days`, in seconds, against the bucket's lifecycle."""
+        return {
+            tier.name: 86_400
+            * native_replay_days(self.days, tier.settings.retention_days, tier.settings.dlq_retention_days)
+            for tier in self.tiers
+        }
 
     def offload(self, tier: Tier) -> Offload:
         return Offload(self.bucket.bucket_name, tier.settings.large_payload_threshold)

@@ -120,6 +120,22 @@ def object_key(tier: str, name: str) -> str:
     return f"{tier}/{name}"
 
 
+#: The replay function's environment variable: ``{"<tier>": <seconds>}``, each opted-in tier's
+#: :func:`native_replay_days` in seconds (a native replay of an older offloaded letter is refused).
+NATIVE_REPLAY_BOUNDS_ENV = "TIERED_JOBS_NATIVE_REPLAY_BOUNDS"
+
+
+def native_replay_days(lifecycle: int, retention_days: int, dlq_retention_days: int) -> int:
+    """Whole days after its body was stored that an offloaded letter may still be moved back natively.
+
+    SQS's move task sends each letter to the queue as a new message: its retention starts again, and
+    the moved copy, then its own letter, may point at the body for the queue's and the DLQ's
+    retention once more. The bucket deletes the body ``lifecycle`` days after it was stored
+    (S3 rounds up to the next midnight UTC: never sooner), so a letter moved later than this could
+    outlive its body."""
+    return lifecycle - retention_days - dlq_retention_days
+
+
 def lifecycle_days(retention_days: int, dlq_retention_days: int, idempotency_ttl_seconds: int) -> int:
     """Whole days an offloaded body must outlive its publish, so that no message still pointing at it
     outlives it: the job waits up to its queue's retention for a first run; a replay reaches letters
