@@ -73,3 +73,32 @@ def test_a_harmless_change_passes_and_the_update_records_it_in_the_lock_alone(tm
     assert lock_file.replacements(_recorded(), written) == []
     assert {key: written[key] for key in _recorded()} == _recorded()
     assert LOCK.read_bytes() == before  # the committed lock is only ever read
+
+
+def _validate(context, outdir) -> list[str]:
+    (jobs,) = [c for c in build_app(context, outdir=str(outdir)).node.find_all() if isinstance(c, TieredJobs)]
+    return jobs.node.validate()
+
+
+def test_recording_the_lock_lets_through_only_the_replacements_allowed(tmp_path):
+    """``lock_update`` alone does not pass a renamed tier, nor rewrite the lock: recording the new state is for
+    after a deploy that ``allow_replacement`` let through, and names the same keys."""
+    copy = tmp_path / lock_file.LOCK_FILE
+    shutil.copy(LOCK, copy)
+    before = copy.read_bytes()
+    routes = {**load_cdk_context()["tiered_jobs"]["routes"], "analytics.*": "batch"}
+    context = {
+        **load_cdk_context(tiers=RENAMED, routes=routes),
+        LOCK_CONTEXT_KEY: str(copy),
+        UPDATE_CONTEXT_KEY: "true",
+        ALLOW_CONTEXT_KEY: "bulk/dlq",
+    }
+    (refused,) = _validate(context, tmp_path / "a")
+    assert refused.startswith("The queue of tier 'bulk' (tiered-jobs-dev-bulk) would leave the stack")
+    record = "record the new state with -c tiered_jobs:lock_update=true -c tiered_jobs:allow_replacement=bulk/queue"
+    assert record in refused
+    assert copy.read_bytes() == before  # nothing recorded
+
+    assert _validate({**context, ALLOW_CONTEXT_KEY: "bulk/queue,bulk/dlq"}, tmp_path / "b") == []
+    written = lock_file.read(copy)[STACK]
+    assert {"batch/queue", "batch/dlq"} <= set(written) and not {"bulk/queue", "bulk/dlq"} & set(written)

@@ -11,7 +11,9 @@ about what is deployed. So what was deployed is *recorded*: ``tiered-jobs.lock.j
 ``cdk.json`` and committed with the app, holds for each stage's stack the logical id and the
 replacement properties of each retained queue and table, keyed by what it is (``bulk/dlq``,
 ``idempotency/table``). It is written only on request (context ``tiered_jobs:lock_update``), never
-as a side effect of a synthesis; a synthesis that finds it compares (``replacement_guard.py``).
+as a side effect of a synthesis, and only once the comparison passes: recording allows no
+replacement that ``tiered_jobs:allow_replacement`` did not name; a synthesis that finds it
+compares (``replacement_guard.py``).
 
 This module is the file and the comparison, on plain values (standard library only): records in,
 problems out, each naming the resource, what it holds and the way out.
@@ -154,8 +156,8 @@ def _message(before: Retained, change: str, stage: str) -> str:
         f"{_what(before.key)} ({name}) {change}. It holds {before.holds}: CloudFormation keeps the old one, "
         f"retained, out of the stack, where nothing reads it, and starts an empty one. {_drain(before.key, stage)} "
         f"Or allow it for this deploy with -c {ALLOW_CONTEXT_KEY}={before.key}, and after the deploy record the new "
-        f"state with "
-        f"-c {UPDATE_CONTEXT_KEY}=true (docs/upgrading.md, 'Renaming or removing a tier')"
+        f"state with -c {UPDATE_CONTEXT_KEY}=true -c {ALLOW_CONTEXT_KEY}={before.key} "
+        f"(docs/upgrading.md, 'Renaming or removing a tier')"
     )
 
 

@@ -9,9 +9,11 @@ deployed stack or the previous ``cdk.out``):
   its replacement properties, unless its key is in ``tiered_jobs:allow_replacement``; each one
   that would not is an error naming it and what it holds, and synthesis fails;
 - the file does not hold this stack (a new stage) or does not exist: nothing to compare;
-- ``tiered_jobs:lock_update`` is true: this synthesis's records are written for this stack instead,
-  the one time the file is written (the lock is the user's, committed with the app; a synthesis
-  never changes it on its own).
+- ``tiered_jobs:lock_update`` is true: compared as above, then, if nothing is refused, this
+  synthesis's records are written for this stack, the one time the file is written (the lock is the
+  user's, committed with the app; a synthesis never changes it on its own). Recording allows no
+  replacement by itself: after a deploy that replaced a resource, the update names the same keys in
+  ``tiered_jobs:allow_replacement`` as the deploy did.
 
 A disposable stage retains nothing, so it records nothing: its replacements lose data it was
 declared free to lose.
@@ -62,14 +64,16 @@ class ReplacementGuard:
         stack = Stack.of(self._jobs).stack_name
         current = {record.key: record for record in retained(self._jobs)}
         try:
-            if node.try_get_context(lock.UPDATE_CONTEXT_KEY) in (True, "true"):
-                lock.write(Path(str(path)), stack, list(current.values()))
-                return []
             recorded = lock.read(Path(str(path))).get(stack, {})
             allowed = lock.allowed_keys(node.try_get_context(lock.ALLOW_CONTEXT_KEY))
+            # Recording is a comparison first: an update that wrote whatever this synthesis holds would pass a
+            # renamed tier that no one allowed, and the next synthesis would find nothing to refuse.
+            problems = lock.replacements(recorded, current, allowed, self._stage)
+            if not problems and node.try_get_context(lock.UPDATE_CONTEXT_KEY) in (True, "true"):
+                lock.write(Path(str(path)), stack, list(current.values()))
         except lock.LockError as error:
             return [str(error)]
-        return lock.replacements(recorded, current, allowed, self._stage)
+        return problems
 
 
 def retained(jobs: Construct) -> list[Retained]:
