@@ -20,11 +20,14 @@ T = TypeVar("T")
 
 #: How often :func:`wait_until` looks again: often enough that a wait ends a moment after its event.
 POLL_SECONDS = 0.05
+#: A wait's default bound: far above any honest run on a loaded machine (a wait ends at its event; the
+#: bound only stops a hang). A failure that waited this long says what it saw.
+PATIENCE_SECONDS = 300.0
 
 
 def wait_until(
     condition: Callable[[], T],
-    timeout: float = 30.0,
+    timeout: float = PATIENCE_SECONDS,
     what: str = "condition",
     *,
     seen: Callable[[], object] | None = None,

@@ -16,7 +16,7 @@ from emulator.cdk_app import CdkApp
 from emulator.cli import function_groups
 from emulator.deploy import LOCAL_STAGE, REPO_ROOT
 from emulator.session import LocalSession
-from tests.emulator.local_support import wait_until
+from tests.emulator.local_support import PATIENCE_SECONDS, wait_until
 from tests.support.outside_app import STACK, TABLE, TIER, check_invoices, write_app
 from tiered_jobs.contract.names import DEFAULT_TIERS
 from tiered_jobs.publisher import Publisher
@@ -117,7 +117,7 @@ def test_a_stepped_job_completes_its_steps_and_tiered_jobs_job_shows_its_progres
 
     status = wait_until(
         lambda: (found := publisher.get_status("invoices.export", "exp-1")).finished and found,
-        timeout=60,
+        timeout=PATIENCE_SECONDS,
         what="invoices.export finished",
     )
     assert (status.state, status.result) == ("completed", {"exported": 3, "steps": 3})  # steps 0, 1, 2

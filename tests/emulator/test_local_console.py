@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from emulator.server import FAKE_CREDENTIALS
 from emulator.session import LocalSession
-from tests.emulator.local_support import balance, depth, wait_until
+from tests.emulator.local_support import PATIENCE_SECONDS, balance, depth, wait_until
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import DeadLetter
 from tiered_jobs.stage.target import Target
@@ -172,7 +172,7 @@ def test_aws_cli_invoke_against_local_up(paused, tmp_path):
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=PATIENCE_SECONDS,
     )
 
     assert result.returncode == 0, result.stderr
@@ -325,7 +325,9 @@ def test_dry_run_then_confirm_from_the_browser(paused, browser, console, screens
     expected = dict(before)
     for account, amount in payments.values():
         expected[account] += amount
-    wait_until(lambda: {a: balance(session, a) for a in expected} == expected, 30, "balances after the replay")
+    wait_until(
+        lambda: {a: balance(session, a) for a in expected} == expected, PATIENCE_SECONDS, "balances after the replay"
+    )
     session.runtime.stop()
 
 

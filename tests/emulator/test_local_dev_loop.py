@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import time
 import uuid
 
 import pytest
@@ -20,7 +19,7 @@ from typer.testing import CliRunner
 from emulator import moto_patches
 from emulator.deploy import LOCAL_STAGE, REPO_ROOT
 from emulator.session import LocalSession
-from tests.emulator.local_support import balance, depth, wait_until
+from tests.emulator.local_support import PATIENCE_SECONDS, balance, depth, wait_until
 from tiered_jobs.cdk.packaging import PACKAGE_DIR, RUNTIME_PARTS, JobsSource
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import queue_name
@@ -137,13 +136,14 @@ def test_jobs_published_before_the_runtime_is_ready_are_all_processed_and_nothin
     tier = session.deployment.tiers["critical"]
     wait_until(
         lambda: balance(session, EARLY_ACCOUNT) == EARLY_PAYMENTS and depth(session, tier.queue_url) == 0,
-        timeout=60,
+        timeout=PATIENCE_SECONDS,
         what=f"the {EARLY_PAYMENTS} early payments applied",
     )
     assert depth(session, tier.dlq_url) == 0
     mappings = session.clients("lambda").list_event_source_mappings()["EventSourceMappings"]
     assert {m["State"] for m in mappings} == {"Enabled"}  # as deployed; moto's queues no longer invoke them
-    time.sleep(1.0)  # let the log shipper flush
+    assert session.log_shipper is not None
+    session.log_shipper.flush()  # ship what is pending now, not after a second that a loaded machine may overrun
     said = captured.lines + session.function_lines + all_log_events(session)
     assert [line for line in said if "docker" in line.lower()] == []
 
@@ -173,7 +173,7 @@ def test_function_logs_are_in_cloudwatch_logs_and_local_logs_filters_them_by_tie
         events = logs.filter_log_events(logGroupName=consumer.log_group_name)["events"]
         return any(marker in event["message"] for event in events)
 
-    wait_until(shipped, timeout=30, what="the e-mail job's log line in the function's log group")
+    wait_until(shipped, timeout=PATIENCE_SECONDS, what="the e-mail job's log line in the function's log group")
     assert not consumer.log_group_name.startswith("/aws/lambda/")  # the stack's own group (LoggingConfig)
 
     shown = emulator_cli(session, "logs", "--tier", "transactional", "--grep", marker)
@@ -214,7 +214,7 @@ def test_a_code_change_becomes_a_new_version_in_new_environments_and_keeps_every
             '    ctx.logger.info("recorded by version two: " + payload["event"])\n    return {"recorded": True',
         )
     )
-    wait_until(lambda: session.code_versions, timeout=15, what="a new code version")
+    wait_until(lambda: session.code_versions, timeout=PATIENCE_SECONDS, what="a new code version")
     (version,) = session.code_versions
     assert version.changed == ("example/jobs/analytics.py",)
     cold_after_reload = session.runtime.by_function(consumer).stats.snapshot()["cold_starts"]
@@ -222,7 +222,7 @@ def test_a_code_change_becomes_a_new_version_in_new_environments_and_keeps_every
     publisher.publish("analytics.record_event", {"event": "after_reload"}, f"v2-{uuid.uuid4().hex}")
     wait_until(
         lambda: any("recorded by version two: after_reload" in line for line in session.logs.get(consumer, [])),
-        timeout=30,
+        timeout=PATIENCE_SECONDS,
         what="the new code's behaviour",
     )
     wait_until(
@@ -257,11 +257,13 @@ def test_status_shows_the_age_of_the_oldest_waiting_message_and_it_grows(session
             (row,) = [r for r in json.loads(answer.stdout)["tiers"] if r["tier"] == "bulk"]
             return row["oldest_age_seconds"]
 
-        wait_until(lambda: (bulk_age() or 0) >= 1, timeout=15, what="an age for the waiting bulk messages")
+        wait_until(
+            lambda: (bulk_age() or 0) >= 1, timeout=PATIENCE_SECONDS, what="an age for the waiting bulk messages"
+        )
         first = bulk_age()
         assert first is not None
         # The age is a CloudWatch metric published every second: it grows at the next datapoints.
-        wait_until(lambda: (bulk_age() or 0) > first, timeout=15, what="the oldest age growing")
+        wait_until(lambda: (bulk_age() or 0) > first, timeout=PATIENCE_SECONDS, what="the oldest age growing")
         table = cli(session, "status")
         (row,) = [line for line in table.stdout.splitlines() if line.startswith("│ bulk")]
         oldest = [cell.strip() for cell in row.split("│")][6]

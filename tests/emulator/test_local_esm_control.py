@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from emulator.esm import MappingControl, MappingRuntime
 from emulator.invokers import in_process_factory
-from tests.emulator.local_support import wait_until
+from tests.emulator.local_support import PATIENCE_SECONDS, wait_until
 from tests.emulator.test_local_esm import busy_queue, mapping, queue, sqs  # noqa: F401 - fixtures
 
 
@@ -20,11 +20,13 @@ def test_a_disabled_mapping_receives_nothing_until_it_is_enabled(sqs, busy_queue
     try:
         # Not a sleep: every poller has read the state and held back, then each has looked again (a
         # receive it would have made by then), however slowly the machine runs.
-        wait_until(lambda: runtime.holding() == frozenset(range(runtime.pollers)), 30, "every poller held back")
+        wait_until(
+            lambda: runtime.holding() == frozenset(range(runtime.pollers)), PATIENCE_SECONDS, "every poller held back"
+        )
         looked = runtime.stats.snapshot()["held"]
         wait_until(
             lambda: runtime.stats.snapshot()["held"] >= looked + 2 * runtime.pollers,
-            30,
+            PATIENCE_SECONDS,
             "each poller reading the state again",
             seen=runtime.stats.snapshot,
         )
@@ -33,7 +35,7 @@ def test_a_disabled_mapping_receives_nothing_until_it_is_enabled(sqs, busy_queue
         assert counts["Attributes"]["ApproximateNumberOfMessages"] == "4"
 
         control["now"] = MappingControl(enabled=True)
-        wait_until(lambda: runtime.stats.snapshot()["deleted"] >= 4, 10, "the four jobs, once enabled")
+        wait_until(lambda: runtime.stats.snapshot()["deleted"] >= 4, PATIENCE_SECONDS, "the four jobs, once enabled")
         assert runtime.stats.snapshot()["records"] == 4  # each received once
     finally:
         runtime.stop(10)
@@ -50,11 +52,18 @@ def test_the_pollers_held_back_by_the_mappings_state_are_known_and_released_when
     runtime.start()
     try:
         assert runtime.pollers == 4
-        wait_until(lambda: runtime.holding() == {2, 3}, 30, "the pollers above the concurrency", seen=runtime.holding)
+        wait_until(
+            lambda: runtime.holding() == {2, 3},
+            PATIENCE_SECONDS,
+            "the pollers above the concurrency",
+            seen=runtime.holding,
+        )
         control["now"] = MappingControl(enabled=False)  # the two polling hold once their long poll returns
-        wait_until(lambda: runtime.holding() == {0, 1, 2, 3}, 30, "every poller held back", seen=runtime.holding)
+        wait_until(
+            lambda: runtime.holding() == {0, 1, 2, 3}, PATIENCE_SECONDS, "every poller held back", seen=runtime.holding
+        )
         control["now"] = MappingControl(enabled=True)
-        wait_until(lambda: not runtime.holding(), 30, "every poller polling again", seen=runtime.holding)
+        wait_until(lambda: not runtime.holding(), PATIENCE_SECONDS, "every poller polling again", seen=runtime.holding)
         assert runtime.stats.snapshot()["held"] > 0
     finally:
         runtime.stop(10)

@@ -16,7 +16,7 @@ import pytest
 from emulator.cdk_app import CdkApp
 from emulator.deploy import LOCAL_STAGE
 from emulator.session import LocalSession
-from tests.emulator.local_support import wait_until
+from tests.emulator.local_support import PATIENCE_SECONDS, wait_until
 from tests.support.outside_app import write_app
 from tests.support.packages import REQUIREMENTS, package_cache
 from tiered_jobs.cdk.dependencies import CACHE_ENV
@@ -81,7 +81,7 @@ def _publish(session, key, count):
     publisher = Publisher.from_stage(LOCAL_STAGE, ssm=session.clients("ssm"), sqs=session.clients("sqs"))
     publisher.publish("packs.check", {"count": count}, key)
     return wait_until(
-        lambda: _reports(session, key), what=f"packs.check {key} in the {TIER} consumer's log", timeout=90
+        lambda: _reports(session, key), what=f"packs.check {key} in the {TIER} consumer's log", timeout=PATIENCE_SECONDS
     )[0]
 
 
@@ -97,7 +97,7 @@ def test_a_job_imports_its_binary_and_pure_python_packages_from_the_layer(sessio
 def test_a_changed_requirements_txt_is_installed_then_reloaded(session, app_dir):
     requirements = app_dir / "src" / "jobs" / "requirements.txt"
     requirements.write_text(REQUIREMENTS.replace("humanize==4.13.0", "humanize==4.12.0"))
-    version = wait_until(lambda: session.code_versions, what="a new code version", timeout=120)[0]
+    version = wait_until(lambda: session.code_versions, what="a new code version", timeout=PATIENCE_SECONDS)[0]
     assert version.changed == ("jobs/requirements.txt",)
     report = _publish(session, "p-2", 1000)
     assert (report["count"], report["humanize"]) == ("1,000", "4.12.0")

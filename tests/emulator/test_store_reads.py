@@ -16,7 +16,7 @@ from emulator.esm import MappingConfig, MappingRuntime
 from emulator.invokers import in_process_factory
 from emulator.metrics import MetricStore
 from emulator.scheduler import ScheduleRunner
-from tests.emulator.local_support import wait_until
+from tests.emulator.local_support import PATIENCE_SECONDS, wait_until
 from tests.emulator.test_local_esm import function
 
 ACCOUNT, REGION = "123456789012", "us-east-1"
@@ -157,9 +157,11 @@ def test_an_idle_poller_sends_no_receive_until_its_queue_holds_a_message(aws):
     runtime.start()
     try:
         # Not a sleep: the idle pollers' waits ended empty, a long poll's worth each, twice over.
-        wait_until(lambda: waits["ended empty"] >= 2, 30, "two idle waits", seen=lambda: dict(waits))
+        wait_until(lambda: waits["ended empty"] >= 2, PATIENCE_SECONDS, "two idle waits", seen=lambda: dict(waits))
         assert calls["ReceiveMessage"] == 0
         sqs.send_message(QueueUrl=url, MessageBody="{}")
-        wait_until(lambda: runtime.stats.snapshot()["deleted"] == 1, timeout=10, what="the job run and deleted")
+        wait_until(
+            lambda: runtime.stats.snapshot()["deleted"] == 1, timeout=PATIENCE_SECONDS, what="the job run and deleted"
+        )
     finally:
         runtime.stop()
