@@ -323,6 +323,15 @@ def create_held_back(
                 ReturnSubscriptionArn=True,
             )
             resolver.physical_ids[logical_id] = answer["SubscriptionArn"]
+        elif kind == "AWS::Lambda::EventInvokeConfig":  # a breaker's failed events: kept, never delivered locally
+            clients("lambda").put_function_event_invoke_config(
+                **{
+                    k: properties[k]
+                    for k in ("FunctionName", "Qualifier", "MaximumRetryAttempts", "DestinationConfig")
+                    if k in properties
+                }
+            )
+            resolver.physical_ids[logical_id] = logical_id
         elif kind == "AWS::CloudWatch::Dashboard":
             clients("cloudwatch").put_dashboard(
                 DashboardName=properties["DashboardName"], DashboardBody=properties["DashboardBody"]

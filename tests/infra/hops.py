@@ -695,6 +695,55 @@ def codedeploy_hops(t: Concrete) -> Iterator[Hop]:
             )
 
 
+#: The principal EventBridge invokes a rule's targets as.
+EVENTS_PRINCIPAL = "events.amazonaws.com"
+#: What a rule (or a function's asynchronous destination) does to a target, by the target's type.
+DELIVERY_ACTIONS = {
+    "AWS::Lambda::Function": "lambda:InvokeFunction",
+    "AWS::SNS::Topic": "sns:Publish",
+    "AWS::SQS::Queue": "sqs:SendMessage",
+}
+
+
+def _delivery(t: Concrete, target: Any) -> tuple[str, ...]:
+    kind = t.type_of(target) if isinstance(target, str) and target in t.resources_by_id else None
+    return (DELIVERY_ACTIONS[kind],) if kind in DELIVERY_ACTIONS else ("(no action known for this target)",)
+
+
+def rule_hops(t: Concrete) -> Iterator[Hop]:
+    """An EventBridge rule (the circuit breakers' reconciler) invokes each target as ``events.amazonaws.com``:
+    a function's resource policy (its AWS::Lambda::Permission) must allow that rule."""
+    for logical_id, props in t.resources("AWS::Events::Rule"):
+        for target in props.get("Targets", []):
+            value = _target(t, target["Arn"])
+            yield Hop(
+                f"AWS::Events::Rule {logical_id} (Targets {target.get('Id')}) via {EVENTS_PRINCIPAL}",
+                ServiceCaller(EVENTS_PRINCIPAL, t.arn(logical_id)),
+                value,
+                _delivery(t, value),
+                (),
+            )
+
+
+def async_destination_hops(t: Concrete) -> Iterator[Hop]:
+    """Lambda sends a function's failed (or succeeded) asynchronous event to its destination with the
+    function's execution role (and its key, for an encrypted topic or queue)."""
+    for logical_id, props in t.resources("AWS::Lambda::EventInvokeConfig"):
+        function = _named(t, props["FunctionName"])
+        caller = _role_of(t, function) or repr(props["FunctionName"])
+        for outcome in ("OnFailure", "OnSuccess"):
+            destination = _at(props, ("DestinationConfig", outcome, "Destination"))
+            if destination is None:
+                continue
+            value = _target(t, destination)
+            yield Hop(
+                f"AWS::Lambda::EventInvokeConfig {logical_id} (DestinationConfig.{outcome}) as {caller}",
+                RoleCaller(caller, "lambda.amazonaws.com"),
+                value,
+                _delivery(t, value),
+            )
+
+
 #: The target of a call on no resource: X-Ray's actions are allowed only by ``"Resource": "*"``.
 ANY_RESOURCE = "*"
 #: What a traced function's role sends to X-Ray (Lambda's Active tracing, the consumer's job subsegments).
@@ -871,6 +920,10 @@ HOPS: tuple[HopSource, ...] = (
     ),
     # Chat channels (AWS Chatbot): each shows the pages of its topics' alarms, reading them with its role.
     chat_hops,
+    # The circuit breakers' reconciler: an EventBridge rule invokes the replay function every five minutes.
+    rule_hops,
+    # A function's asynchronous events that failed every try go to its on-failure destination (the breaker's).
+    async_destination_hops,
     # EventBridge Scheduler sends to a queue with the schedule's role.
     role_hops(
         "AWS::Scheduler::Schedule",

@@ -51,3 +51,14 @@ def test_the_replay_function_may_change_exactly_its_stages_mappings_and_no_consu
         key, _ = find_consumer(synth, synth.stage, tier)
         actions = {a for s in policy_statements(synth, key) for a in _as_list(s["Action"])}
         assert not {a for a in actions if a.startswith("lambda:")}  # the consumer's IAM is unchanged
+
+
+@pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])
+def test_no_mapping_sets_enabled_so_the_template_never_asks_to_resume_a_paused_tier(request, synth_name):
+    """A pause and the breaker change ``Enabled`` outside CloudFormation; a template that set it would state
+    ``true`` and a deploy could put it back (docs/deploy.md, "A deploy over a paused tier"). What the template
+    does set, and a deploy updates in place, is the mapping's scaling and batching."""
+    synth = request.getfixturevalue(synth_name)
+    mappings = synth.resources("AWS::Lambda::EventSourceMapping").values()
+    assert mappings and all("Enabled" not in m["Properties"] for m in mappings)
+    assert all({"ScalingConfig", "BatchSize"} <= set(m["Properties"]) for m in mappings)

@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.support.aws_faults import error_response, refuse
+from tests.support.aws_faults import error_response, lose_answers, refuse
 from tests.support.lambda_tags import check_tags
 from tests.support.mappings import moto_mapping
 from tiered_jobs.contract.names import Alarms
@@ -196,6 +196,25 @@ def test_the_same_event_retried_after_dying_midway_still_finishes():
         run(ok, fake)  # recorded half-open (and its time), died before enabling
     assert run(ok, fake) == "half-open"  # Lambda's retry: the same change, not a late one
     assert fake.state == "Enabled"
+
+
+def test_a_deploy_that_changes_the_concurrency_while_the_breaker_is_open_is_what_its_close_restores():
+    fake = FakeLambda(maximum_concurrency=7)
+    run(alarm("circuit-breaker", "ALARM"), fake)
+    fake.scaling = {"MaximumConcurrency": 12}  # CloudFormation applies the tier's new max_concurrency
+    run(alarm("circuit-breaker", "OK"), fake)
+    assert fake.scaling == {"MaximumConcurrency": PROBE_CONCURRENCY}
+    assert run(alarm("circuit-probe", "ALARM"), fake) == "closed"
+    assert fake.scaling == {"MaximumConcurrency": 12}  # the deploy's, not the 7 recorded at the opening
+
+
+def test_a_deploy_during_the_probe_keeps_its_concurrency_when_the_breaker_closes():
+    fake, pages = FakeLambda(maximum_concurrency=7), Pages()
+    for kind, state in (("circuit-breaker", "ALARM"), ("circuit-breaker", "OK")):
+        run(alarm(kind, state), fake)
+    fake.scaling = {"MaximumConcurrency": 12}  # deployed while the probe ran
+    assert run(alarm("circuit-probe", "ALARM"), fake, pages=pages) == "closed"
+    assert fake.scaling == {"MaximumConcurrency": 12} and "maximum concurrency of 12" in pages.sent[0][1]["Summary"]
 
 
 def test_a_failing_probe_opens_it_again_and_still_restores_the_first_concurrency():
@@ -447,6 +466,19 @@ def test_an_update_refused_while_the_mapping_is_updating_is_retried_not_failed(m
         assert moto.deliver(moto.change(Alarms.CIRCUIT_BREAKER, "OK")) == "half-open"
     assert refused.count == 2 and len(moto.slept) == 2
     assert (moto.mapping()["State"], moto.mapping()["ScalingConfig"]) == ("Enabled", {"MaximumConcurrency": 2})
+
+
+def test_records_and_updates_whose_answers_were_lost_leave_the_breaker_where_one_write_would(moto):
+    opening = moto.change(Alarms.CIRCUIT_BREAKER, "ALARM")
+    with lose_answers(moto.lam, "TagResource") as tagged, lose_answers(moto.lam, "UpdateEventSourceMapping") as updated:
+        assert moto.deliver(opening) == "opened"  # botocore sent each again: the same tags, the same state
+    assert tagged.count == updated.count == 1
+    assert read_mapping(moto.lam, "bulk", moto.uuid).paused_by == BREAKER_BY and moto.mapping()["State"] == "Disabled"
+    with lose_answers(moto.lam, "UpdateEventSourceMapping") as updated:
+        assert moto.deliver(moto.change(Alarms.CIRCUIT_BREAKER, "OK")) == "half-open"
+    assert updated.count == 1
+    assert (moto.mapping()["State"], moto.mapping()["ScalingConfig"]) == ("Enabled", {"MaximumConcurrency": 2})
+    assert moto.deliver(opening) == "late event: ignored"
 
 
 def test_a_half_open_whose_three_deliveries_fail_is_started_by_the_reconciler(moto):

@@ -17,13 +17,25 @@ mappings (``tiered_jobs.replay.breaker`` decides what each change of state does)
 The page when it closes is the replay function's (``sns:Publish`` on the alarm topic, granted only
 to a stack with a breaker): only it knows that a probe, not a healthy tier, made the probe alarm fire.
 So there are two pages per outage, one when it opens and one when it closes.
+
+An alarm acts only on a change of state, and each change is one asynchronous invocation, which
+Lambda tries three times. Two parts keep a lost or failed one from stranding a breaker (a mapping
+disabled while its alarm sits in OK without data, until SQS's retention deletes the jobs):
+
+* **the reconciler**: an EventBridge rule invokes the replay function every five minutes with
+  ``{"action": "reconcile", "tiers": [...]}`` (``tiered_jobs.replay.reconcile``), which reads the
+  alarms (``cloudwatch:DescribeAlarms`` on these alarms only) and does what a lost event would have;
+* **an on-failure destination**: an asynchronous event whose three tries failed goes to the alarm
+  topic (Lambda's destination record: the event, the error), with the role's existing right to
+  publish there, so the on-call sees a breaker that could not act.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
-from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import ArnFormat, CfnResource, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
@@ -39,6 +51,12 @@ from .tier import Tier
 
 #: What SNS asks of a publisher to a topic encrypted with a customer-managed key.
 PAGE_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
+#: How often the reconciler looks for a stranded breaker (``tiered_jobs.replay.reconcile.GRACE`` is as long).
+RECONCILE_SCHEDULE = "rate(5 minutes)"
+#: The service that invokes the function for the reconcile rule.
+EVENTS_PRINCIPAL = "events.amazonaws.com"
+#: Lambda's own retries of an asynchronous event (its default, stated): three tries, then the destination.
+ASYNC_RETRY_ATTEMPTS = 2
 
 
 def breaker_spec(tier: Tier) -> AlarmSpec:
@@ -95,6 +113,20 @@ class CircuitBreakers(Construct):
             function.add_to_role_policy(
                 iam.PolicyStatement(actions=list(PAGE_KEY_ACTIONS), resources=[topic_key.key_arn])
             )
+            self._reconciler(stage, [tier.name for tier in guarded], function)
+            # An alarm's event (or a reconcile) whose three tries failed: to the alarm topic, with the rights
+            # above (Lambda checks them when the destination is set: the reference to the function makes
+            # this wait for the function, which waits for its role's policy).
+            self.async_failures = lambda_.CfnEventInvokeConfig(
+                self,
+                "AsyncFailures",
+                function_name=function.function_name,
+                qualifier="$LATEST",
+                maximum_retry_attempts=ASYNC_RETRY_ATTEMPTS,
+                destination_config=lambda_.CfnEventInvokeConfig.DestinationConfigProperty(
+                    on_failure=lambda_.CfnEventInvokeConfig.OnFailureProperty(destination=topic.topic_arn)
+                ),
+            )
         for tier in guarded:
             breaker = page_on(  # opens: the first page; its OK (half-open) is no news, and does not page
                 self,
@@ -134,3 +166,45 @@ class CircuitBreakers(Construct):
                 iam.PolicyStatement(actions=["cloudwatch:SetAlarmState"], resources=[probe_arn])
             )
             self.alarms[tier.name] = {Alarms.CIRCUIT_BREAKER: breaker, Alarms.CIRCUIT_PROBE: probe}
+
+    def _reconciler(self, stage: str, tiers: list[str], function: lambda_.Function) -> None:
+        """The rule that sends the reconcile event every five minutes, its right to invoke the function,
+        and the function's right to read these alarms' states."""
+        # The rule as its CloudFormation resource: one resource, which keeps aws_events (and the type
+        # check's time to follow it) out of the construct.
+        rule = CfnResource(
+            self,
+            "Reconcile",
+            type="AWS::Events::Rule",
+            properties={
+                "Description": f"Moves on a stranded circuit breaker of the tiered-jobs {stage} stage "
+                "(its alarm events lost or late)",
+                "ScheduleExpression": RECONCILE_SCHEDULE,
+                "State": "ENABLED",
+                "Targets": [
+                    {
+                        "Id": "replay",
+                        "Arn": function.function_arn,
+                        "Input": json.dumps({"action": "reconcile", "tiers": tiers}),
+                    }
+                ],
+            },
+        )
+        function.add_permission(
+            "ReconcileInvoke",
+            principal=iam.ServicePrincipal(EVENTS_PRINCIPAL),
+            action="lambda:InvokeFunction",
+            source_arn=rule.get_att("Arn").to_string(),
+            source_account=Stack.of(self).account,
+        )
+        alarms = [
+            Stack.of(self).format_arn(
+                service="cloudwatch",
+                resource="alarm",
+                resource_name=Alarms.name(stage, tier, kind),
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            for tier in tiers
+            for kind in (Alarms.CIRCUIT_BREAKER, Alarms.CIRCUIT_PROBE)
+        ]
+        function.add_to_role_policy(iam.PolicyStatement(actions=["cloudwatch:DescribeAlarms"], resources=alarms))

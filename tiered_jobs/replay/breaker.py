@@ -144,6 +144,11 @@ class Breaker:
         return self.tags.get(TAG_CIRCUIT, "")
 
     @property
+    def concurrency(self) -> str:
+        """The mapping's ``MaximumConcurrency`` now, as the restore tag keeps it ("" when it has none)."""
+        return str((self.mapping.get("ScalingConfig") or {}).get("MaximumConcurrency", ""))
+
+    @property
     def opened_by_breaker(self) -> bool:
         """Disabled by the breaker itself: the one pause it may end (an operator's it never does)."""
         return not self.enabled and self.tags.get(TAG_PAUSED_BY) == BREAKER_BY
@@ -170,7 +175,7 @@ def open_circuit(breaker: Breaker, lambda_client: Any, *, at: datetime, since: d
     restore = (
         tags.get(TAG_RESTORE, "")
         if breaker.circuit in ("open", "half-open") and TAG_RESTORE in tags
-        else str((breaker.mapping.get("ScalingConfig") or {}).get("MaximumConcurrency", ""))
+        else breaker.concurrency
     )
     # Recorded before it is disabled. An invocation that dies in between leaves an enabled mapping whose
     # record nobody reads (a pause record counts on a disabled mapping only), and Lambda's retry opens it;
@@ -197,7 +202,10 @@ def half_open(breaker: Breaker, lambda_client: Any, cloudwatch: Any, *, since: d
     # Half-open is recorded first, while the mapping is still disabled and paused by the breaker: an
     # invocation that dies before enabling it is retried from here; once enabled, the probe alarm
     # (which only acts on a half-open breaker) closes it.
-    lambda_client.tag_resource(Resource=breaker.arn, Tags={TAG_CIRCUIT: "half-open", **_since(since)})
+    # A concurrency that is neither the one recorded nor the probe's was set while the mapping was disabled:
+    # a deploy (a new ``max_concurrency``) or an operator. The close restores that one, not the older record.
+    changed = {TAG_RESTORE: breaker.concurrency} if _set_by_someone_else(breaker) else {}
+    lambda_client.tag_resource(Resource=breaker.arn, Tags={TAG_CIRCUIT: "half-open", **changed, **_since(since)})
     # Before the probe starts: its first succeeded minute must be a change of state.
     cloudwatch.set_alarm_state(
         AlarmName=Alarms.name(breaker.stage, breaker.tier, Alarms.CIRCUIT_PROBE),
@@ -221,7 +229,8 @@ def close(
     """Restore the concurrency from before the opening and page (the probe's jobs succeeded)."""
     if not (breaker.enabled and breaker.circuit == "half-open"):
         return "nothing to do"
-    restore = breaker.tags.get(TAG_RESTORE, "")
+    # The probe runs at 2: any other concurrency was set during the probe (a deploy): it stays.
+    restore = breaker.concurrency if _set_by_someone_else(breaker) else breaker.tags.get(TAG_RESTORE, "")
     # A mapping that had no maximum concurrency gets Lambda's own ceiling back (an empty ScalingConfig).
     update_mapping(
         lambda_client,
@@ -239,6 +248,11 @@ def close(
     # on a disabled mapping only, but an enabled one should carry none).
     lambda_client.untag_resource(Resource=breaker.arn, TagKeys=[TAG_CIRCUIT, TAG_RESTORE, TAG_PAUSED_BY, TAG_PAUSED_AT])
     return "closed"
+
+
+def _set_by_someone_else(breaker: Breaker) -> bool:
+    """The mapping's concurrency is neither the probe's nor the one recorded at the opening."""
+    return breaker.concurrency not in (str(PROBE_CONCURRENCY), breaker.tags.get(TAG_RESTORE, breaker.concurrency))
 
 
 def handle_alarm(
