@@ -11,8 +11,9 @@ import boto3
 import pytest
 
 from tests.replay.test_replay import Dlq, job, make_dlq
+from tests.support.aws_faults import error_response, refuse
 from tiered_jobs.contract.large_payloads import NATIVE_REPLAY_BOUNDS_ENV, Pointer, size_attribute
-from tiered_jobs.replay import JsonLinesArchive, ReplayEventError, parse_event, read_archive, run
+from tiered_jobs.replay import JsonLinesArchive, ReplayEventError, offloaded, parse_event, read_archive, run
 from tiered_jobs.replay import native as native_mode
 from tiered_jobs.replay.native import start_move_task
 
@@ -180,3 +181,16 @@ def test_a_stage_without_offloading_tiers_moves_natively_without_reading_the_dlq
         ]
         == "0"
     )
+
+
+def test_a_refused_read_says_the_object_may_be_gone(dlq, s3, short_polls):
+    """The replay function may not ``s3:ListBucket``: S3 answers it ``AccessDenied`` (``403`` to a
+    ``HeadObject``) for a missing object. ``show`` and the native check say so, never only "refused"."""
+    _, pointer, body = offloaded_letter(dlq, s3)
+    record = {"body": pointer, "message_attributes": size_attribute(len(body))}  # as Letter.to_record has it
+    with refuse(s3, "GetObject", lambda params: error_response("AccessDenied", status=403)):
+        shown = offloaded.resolve(record, lambda: s3)
+    assert shown["body"] == pointer and "may be gone" in shown["offloaded"]["error"]
+    with refuse(s3, "HeadObject", lambda params: error_response("403", "Forbidden", status=403)):
+        with pytest.raises(ReplayEventError, match="cannot tell the age .* may be gone"):
+            native(dlq, s3, days_later=1)

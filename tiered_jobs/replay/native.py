@@ -159,7 +159,7 @@ def _body_verdict(body: str, bound_seconds: int, s3: Callable[[], Any], now: dat
         code = getattr(exc, "response", {}).get("Error", {}).get("Code") if hasattr(exc, "response") else None
         if code in ("NoSuchKey", "404"):
             return f"stored at {pointer.url}, now gone"
-        return f"{pointer.url}: {type(exc).__name__}: {exc}"
+        return f"{pointer.url}: {offloaded.read_error(exc)}"
     age = (now - stored).total_seconds()
     return f"stored {age / 86_400:.1f} days ago at {pointer.url}" if age > bound_seconds else None
 

@@ -7,7 +7,7 @@ lifecycle has expired the object (the archive keeps letters for ``discard_archiv
 default). So their record holds the stored body as ``body``, and says where it came from under
 ``offloaded`` (the pointer, its bucket, key and size). An object that cannot be read (gone, or
 refused) leaves the pointer as ``body`` and the reason under ``offloaded.error``: the letter is still
-shown, and still archived with what there is.
+shown, and still archived with what there is. A refusal says the object may be gone (:func:`read_error`).
 
 The object itself is never deleted here (docs/publishing.md, "Bodies past SQS's limit").
 """
@@ -39,8 +39,20 @@ def resolve(record: dict[str, Any], s3: Callable[[], Any]) -> dict[str, Any]:
     try:
         stored = s3().get_object(Bucket=pointer.bucket, Key=pointer.key)["Body"].read().decode("utf-8")
     except Exception as exc:  # noqa: BLE001 -- shown and archived with the reason, never a failed run
-        return {**record, "offloaded": {**note, "error": f"{type(exc).__name__}: {exc}"}}
+        return {**record, "offloaded": {**note, "error": read_error(exc)}}
     return {**record, "body": stored, "offloaded": {**note, "error": None}}
+
+
+def read_error(exc: BaseException) -> str:
+    """What a failed read of a stored body says, naming the missing object S3 may hide behind a refusal.
+
+    S3 answers a reader without ``s3:ListBucket`` on the bucket (the replay function has none) with
+    ``AccessDenied`` (``403`` to ``HeadObject``), not ``NoSuchKey``, when the object does not exist."""
+    text = f"{type(exc).__name__}: {exc}"
+    code = getattr(exc, "response", {}).get("Error", {}).get("Code") if hasattr(exc, "response") else None
+    if code in ("AccessDenied", "403"):
+        text += " (the object may be gone: S3 answers a missing object this way to a reader without s3:ListBucket)"
+    return text
 
 
 def lazy_client() -> Callable[[], Any]:
