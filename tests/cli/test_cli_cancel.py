@@ -12,6 +12,7 @@ import pytest
 from tiered_jobs.contract import job_ends
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.idempotency import RecordAttributes, RecordStatus, record_id
+from tiered_jobs.contract.large_payloads import Pointer, size_attribute
 from tiered_jobs.contract.times import iso_text
 
 
@@ -138,3 +139,18 @@ def test_cancel_options_that_filter_need_a_glob_without_key_and_an_unroutable_ty
     unroutable = cli("cancel", "billing.invoice", "k")
     assert unroutable.exit_code == 2 and "no route for job type 'billing.invoice'" in unroutable.output
     assert marker(deployment, "billing.invoice", "k") is None
+
+
+def test_the_sweeps_text_output_names_an_offloaded_job_it_could_not_read(cli, deployment):
+    """A job stored in S3 (``large_payloads``) whose object is gone cannot be matched: the text output says so
+    (as ``--json``'s ``skipped``), with its pointer and the reason, rather than leaving it unsaid."""
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="stage-bodies")
+    boto3.client("sqs").send_message(
+        QueueUrl=deployment.queue_urls["critical"],
+        MessageBody=Pointer("stage-bodies", "critical/gone").body(),
+        MessageAttributes=size_attribute(2_000_000),
+    )
+    result = cli("cancel", "payments.capture", "--tier", "critical")
+    assert result.exit_code == 0, result.output
+    assert "1 offloaded job(s) could not be read to match" in result.output
+    assert "s3://stage-bodies/critical/gone" in result.output and "NoSuchKey" in result.output

@@ -223,3 +223,11 @@ def _cancel_by_filter(
     out.print(f"{'Dry run: ' if dry_run else ''}{verb} {count} job(s) (messages read: {read})", soft_wrap=True)
     if found.recopied:
         out.print(f"{found.recopied} message(s) were on their last receive and were sent again as copies")
+    if found.skipped:  # stored in S3 and unreadable: neither matched nor cancelled, so said
+        out.print(f"{len(found.skipped)} offloaded job(s) could not be read to match:")
+        for skipped in found.skipped:
+            out.print(
+                f"  {skipped['tier']}: {escape(skipped['offloaded'])}: {escape(skipped['reason'])}", soft_wrap=True
+            )
+    for note in found.notes:
+        out.print(escape(note), soft_wrap=True)
