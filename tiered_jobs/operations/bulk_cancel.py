@@ -20,10 +20,10 @@ for the redrive to move it without reasons while the copy ran too. A message who
 before its copy could be sent (a slow marker write) is left as it is, never copied beside an
 original that may be moving, and said in ``notes``. A copy is delayed by the hold (as its original
 would have been held), so a sweep shorter than the hold never reads it; a longer one holds its own
-copies when it reads them and never counts them as jobs. Every other message spent one receive, which its attempt
-number counts (the sweep is rare and deliberate; a job with attempts to spare keeps them all but
-one). Jobs held by the rate limit or delayed by SQS are not visible and not swept (cancel them by
-key); one-time schedules neither.
+copies when it reads them and never counts them as jobs. Every other message spent one receive,
+which its attempt number counts (the sweep is rare and deliberate; a job with attempts to spare
+keeps them all but one). Jobs held by the rate limit or delayed by SQS are not visible and not
+swept (cancel them by key); one-time schedules neither.
 
 **Offloaded jobs** (``large_payloads``): the message body is an S3 pointer, not the envelope. The
 sweep reads the stored body to match the job (as ``dlq show`` does); one whose object cannot be read
