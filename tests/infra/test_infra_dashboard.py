@@ -8,9 +8,11 @@ import json
 import re
 
 import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
 
 from tests.infra.template_values import Concrete
-from tiered_jobs.cdk.dashboard import TOP_JOB_TYPES
+from tiered_jobs.cdk.dashboard import TOP_JOB_TYPES, alarm_widgets
 from tiered_jobs.contract.names import Metrics
 from tiered_jobs.runtime.metrics import BatchMetrics
 
@@ -20,6 +22,8 @@ pytestmark = pytest.mark.synth
 #: CloudWatch's documented dashboard quotas (CloudWatch service quotas, "Dashboards").
 MAX_WIDGETS_PER_DASHBOARD = 500
 MAX_METRICS_PER_WIDGET = 500
+#: An alarm status widget's ``alarms``: 1 to 100 ARNs (CloudWatch API reference, "Dashboard Body Structure").
+MAX_ALARMS_PER_WIDGET = 100
 QUERY = re.compile(
     r"SELECT SUM\((?P<metric>\w+)\) FROM SCHEMA\((?P<namespace>\w+), (?P<dims>[\w, ]+)\) "
     r"WHERE Stage = '(?P<stage>[\w-]+)' AND Tier = '(?P<tier>[\w-]+)' "
@@ -101,6 +105,42 @@ def test_the_dashboard_stays_within_cloudwatch_limits(request, synth_name):
     synth = request.getfixturevalue(synth_name)
     shown = widgets(synth)
     rate_limited = sum(1 for w in shown if ": rate limit " in w["properties"].get("title", ""))
-    assert len(shown) == 1 + 10 * len(tiers(synth)) + rate_limited <= MAX_WIDGETS_PER_DASHBOARD
+    alarm_widgets = sum(1 for w in shown if w["type"] == "alarm")
+    assert alarm_widgets == len(tiers(synth))  # fewer than 100 alarms a tier: one widget each
+    assert len(shown) == 11 * len(tiers(synth)) + rate_limited <= MAX_WIDGETS_PER_DASHBOARD
     # A query or a sorted search shows at most TOP_JOB_TYPES series; every other entry is one metric.
     assert max(len(w["properties"].get("metrics", [])) for w in shown) * TOP_JOB_TYPES <= MAX_METRICS_PER_WIDGET
+
+
+@pytest.mark.parametrize("synth_name", ["default_synth", "custom_synth"])
+def test_each_tier_shows_its_own_alarms_and_every_tier_alarm_is_shown_once(request, synth_name):
+    synth = request.getfixturevalue(synth_name)
+    alarms = synth.resources("AWS::CloudWatch::Alarm")
+    shown: dict[str, list[str]] = {}
+    for widget in widgets(synth):
+        if widget["type"] == "alarm":
+            arns = widget["properties"]["alarms"]
+            assert 1 <= len(arns) <= MAX_ALARMS_PER_WIDGET
+            tier = widget["properties"]["title"].removesuffix(": alarms")
+            shown.setdefault(tier, []).extend(arns)
+    assert sorted(shown) == tiers(synth)
+    concrete = Concrete(synth.raw)
+    for tier, arns in shown.items():
+        # The ARN of each alarm of the tier (``Tier-<name>/Alarm-<kind>``), each once, no other tier's.
+        owners = [key for key in alarms if key.startswith(f"Tier{tier.replace('-', '')}Alarm")]
+        assert len(owners) >= 7
+        assert sorted(arns) == sorted(concrete.value({"Fn::GetAtt": [key, "Arn"]}) for key in owners), tier
+
+
+def test_more_alarms_than_a_widget_holds_are_split_and_numbered():
+    stack = Stack(App(), "Alarms")
+    metric = cloudwatch.Metric(namespace="Test", metric_name="Errors")
+    alarms = [metric.create_alarm(stack, f"A{i}", threshold=1, evaluation_periods=1) for i in range(201)]
+    shown = [body for widget in alarm_widgets("bulk", alarms) for body in stack.resolve(widget.to_json())]
+    assert [len(w["properties"]["alarms"]) for w in shown] == [100, 100, 1]
+    assert [w["properties"]["title"] for w in shown] == [
+        "bulk: alarms (1 of 3)",
+        "bulk: alarms (2 of 3)",
+        "bulk: alarms (3 of 3)",
+    ]
+    assert [w["width"] for w in shown] == [24, 24, 24]

@@ -1,5 +1,5 @@
-"""One CloudWatch dashboard: a row per tier (backlog, DLQ, job outcomes, duration), the tier's busiest job
-types, and all alarm states.
+"""One CloudWatch dashboard: a row per tier (its alarms' states, backlog, DLQ, job outcomes, duration) and the
+tier's busiest job types.
 
 Every graphed metric comes from the tier's ``TierMetrics``, the same the alarms watch.
 
@@ -10,8 +10,14 @@ publisher wrote. The job types are not known at synthesis, so each tier's per-ty
 Metrics Insights (``GROUP BY JobType ORDER BY SUM() DESC LIMIT`` :data:`TOP_JOB_TYPES`) for the counters,
 and a ``SEARCH`` sorted to the same number for the duration percentiles, which Metrics Insights cannot
 compute. CloudWatch's limits hold with room to spare: 500 widgets per dashboard (this one has
-``1 + tiers × 10``, plus one per rate-limited tier), 500 metrics per widget and 2 500 per dashboard
-(the searches count every type of their tier they read, the queries at most their limit each).
+``tiers × 11``, plus one per rate-limited tier and one per further 100 alarms of a tier), 500 metrics
+per widget and 2 500 per dashboard (the searches count every type of their tier they read, the
+queries at most their limit each).
+
+**Alarms.** Each tier's alarm states head its row, in widgets of at most :data:`MAX_ALARMS_PER_WIDGET`:
+an alarm status widget takes 1 to 100 alarm ARNs (CloudWatch's dashboard body structure), and one
+widget of every alarm of every tier would be refused by ``PutDashboard`` past 100, at about a dozen
+tiers.
 """
 
 from __future__ import annotations
@@ -52,23 +58,31 @@ JOB_TYPE_COUNTERS = (
 )
 #: Per job type: the duration percentiles graphed.
 JOB_TYPE_PERCENTILES = ("p50", "p99")
+#: The most alarms one alarm status widget shows (its ``alarms``: 1 to 100 ARNs).
+MAX_ALARMS_PER_WIDGET = 100
 
 
-__all__ = ["JOB_METRICS", "RETRY_METRICS", "TOP_JOB_TYPES", "Dashboard", "dashboard_name"]
+__all__ = [
+    "JOB_METRICS",
+    "MAX_ALARMS_PER_WIDGET",
+    "RETRY_METRICS",
+    "TOP_JOB_TYPES",
+    "Dashboard",
+    "alarm_widgets",
+    "dashboard_name",
+]
 
 
 class Dashboard(Construct):
+    """The stage's dashboard: per tier, its alarms' states, its graphs and its busiest job types."""
+
     def __init__(self, scope: Construct, construct_id: str, *, stage: str, tiers: Sequence[Tier]) -> None:
         super().__init__(scope, construct_id)
         self.dashboard_name = dashboard_name(stage)
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=self.dashboard_name)
-        self.dashboard.add_widgets(
-            cloudwatch.AlarmStatusWidget(
-                title="Alarms", width=24, alarms=[alarm for tier in tiers for alarm in tier.alarms.values()]
-            )
-        )
         for tier in tiers:
             metrics = tier.metrics
+            self.dashboard.add_widgets(*alarm_widgets(tier.name, list(tier.alarms.values())))
             self.dashboard.add_widgets(
                 cloudwatch.GraphWidget(
                     title=f"{tier.name}: queue depth; oldest message and job age (s)",
@@ -102,6 +116,19 @@ class Dashboard(Construct):
                 self.dashboard.add_widgets(_rate_widget(metrics))
             self.dashboard.add_widgets(*_job_type_counters(metrics))
             self.dashboard.add_widgets(*_job_type_durations(metrics))
+
+
+def alarm_widgets(tier: str, alarms: Sequence[cloudwatch.IAlarm]) -> list[cloudwatch.AlarmStatusWidget]:
+    """The states of ``tier``'s alarms, :data:`MAX_ALARMS_PER_WIDGET` a widget, numbered when more than one."""
+    parts = [alarms[start : start + MAX_ALARMS_PER_WIDGET] for start in range(0, len(alarms), MAX_ALARMS_PER_WIDGET)]
+    return [
+        cloudwatch.AlarmStatusWidget(
+            title=f"{tier}: alarms" + (f" ({number} of {len(parts)})" if len(parts) > 1 else ""),
+            width=24,
+            alarms=list(part),
+        )
+        for number, part in enumerate(parts, start=1)
+    ]
 
 
 def _job_type_counters(metrics: TierMetrics) -> list[cloudwatch.GraphWidget]:
