@@ -12,7 +12,10 @@ outside the consumer). Reported:
   conditions included; ``GetItem`` on a container's first claim), per batch and per 1 000 jobs,
   the SQS calls of the held jobs' re-sends, per 1 000 jobs, and the time the consumers slept
   for a turn (what the consumer asked ``Gate.wait_seconds`` and slept: billed Lambda time);
-* how many held copies came back and ran at their reserved turn without a second claim.
+* how many held copies came back and ran at their reserved turn without a second claim;
+* the worst window: the most jobs *started* (the consumer's run of a job began) in any one second,
+  against ``burst + rate``, the bound the limiter holds on starts (a provider counts calls, not
+  averages), and the same of the completions, which a loaded machine can bunch after the starts.
 
 moto's server handles one DynamoDB request at a time (``moto_patches``, gap 7): concurrent claims
 are serialized there as DynamoDB serializes writes to one item; the unit tests cover the
@@ -54,6 +57,7 @@ def measure(
 
     from emulator.server import EmbeddedAws, client_environment
     from tiered_jobs.contract.rate_limits import DEFAULT_MAX_WAIT_SECONDS, RateLimit, RateLimits
+    from tiered_jobs.runtime import consumer as consumer_module
     from tiered_jobs.runtime import ratelimit as limiter
     from tiered_jobs.runtime.backoff import RetryPolicy
 
@@ -69,8 +73,11 @@ def measure(
         slots: list[float] = []
         conflicts: list[int] = []
         turns_used: list[int] = []
+        started: list[float] = []
+        late: list[int] = []
         lock = threading.Lock()
         claim, wait_seconds, admit = limiter.TokenBucket.claim, limiter.Gate.wait_seconds, limiter.RateLimiter.admit
+        run, at_start = consumer_module.Consumer._run, limiter.RateLimiter.at_start
 
         def observed_claim(bucket, wanted: int, max_wait_seconds: float):
             """The limiter's own claim; the bench notes the starts it granted (run now or held with their turn)."""
@@ -92,6 +99,20 @@ def measure(
             with lock:
                 turns_used.append(gate.turns_used)
             return gate
+
+        def observed_at_start(rate_limiter, gate, record, remaining_seconds: float):
+            """The check before a start: a job whose latest start passed claims again (one write more)."""
+            before = gate.late_starts
+            verdict = at_start(rate_limiter, gate, record, remaining_seconds)
+            with lock:
+                late.append(gate.late_starts - before)
+            return verdict
+
+        def observed_run(consumer, received, invocation):
+            """The moment the consumer starts a job (after its turn's wait): what a provider counts."""
+            with lock:
+                started.append(time.time())
+            return run(consumer, received, invocation)
 
         def completed(params: dict, **_: Any) -> None:
             if params.get("TableName") == tier.idempotency_table:
@@ -116,6 +137,8 @@ def measure(
         limiter.TokenBucket.claim = observed_claim
         limiter.Gate.wait_seconds = observed_wait
         limiter.RateLimiter.admit = observed_admit
+        consumer_module.Consumer._run = observed_run
+        limiter.RateLimiter.at_start = observed_at_start
         published = time.time()
         for batch in chunks(analytics_bodies(jobs, prefix="limited"), 10):
             tier.sqs.send_message_batch(
@@ -129,6 +152,8 @@ def measure(
             limiter.TokenBucket.claim = claim
             limiter.Gate.wait_seconds = wait_seconds
             limiter.RateLimiter.admit = admit
+            consumer_module.Consumer._run = run
+            limiter.RateLimiter.at_start = at_start
         dead_letters = int(
             tier.sqs.get_queue_attributes(QueueUrl=tier.dlq_url, AttributeNames=["ApproximateNumberOfMessages"])[
                 "Attributes"
@@ -154,6 +179,8 @@ def measure(
         conflicts=sum(conflicts),
         turns_used=sum(turns_used),
         max_wait_seconds=wait_bound,
+        starts=sorted(started),
+        late_starts=sum(late),
     )
 
 
@@ -175,6 +202,8 @@ def summarize(
     conflicts: int = 0,
     turns_used: int = 0,
     max_wait_seconds: float | None = None,
+    starts: list[float] | None = None,
+    late_starts: int = 0,
 ) -> dict[str, Any]:
     """The figures of one run from its completion times (epoch seconds, sorted).
 
@@ -249,8 +278,26 @@ def summarize(
         "max_wait_seconds": max_wait_seconds,
         # held copies that came back and ran at their reserved turn, with no claim of their own
         "turns_used": turns_used,
+        # jobs whose latest start passed before they could start (a late copy, a batch's slow jobs, an
+        # overrun sleep): each forfeited its token and claimed again (one write more)
+        "late_starts": late_starts,
         "records_per_invocation": round(stats["records"] / batches, 2),
+        # The most starts (and completions) in any one second, against the bound the limiter holds on starts.
+        "worst_window_starts": most_in_a_window(starts or []),
+        "worst_window_completions": most_in_a_window(done),
+        "worst_window_bound": burst + per_second,
     }
+
+
+def most_in_a_window(times: list[float], seconds: float = 1.0) -> int:
+    """The most of ``times`` (sorted) in any closed window of ``seconds``: each window begins at one of them."""
+    most, end = 0, 0
+    for begin, at in enumerate(times):
+        end = max(end, begin)
+        while end < len(times) and times[end] <= at + seconds:
+            end += 1
+        most = max(most, end - begin)
+    return most
 
 
 def _rate(times: list[float], burst: int) -> float:

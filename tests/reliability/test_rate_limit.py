@@ -21,18 +21,21 @@ def test_forty_jobs_at_ten_per_second_hold_the_rate_and_none_fail():
     assert result["mean_per_second"] <= 12.0 and result["windows_per_second"], result
     # by any moment, no more jobs completed than the bucket allowed (burst + rate x elapsed)
     assert result["most_jobs_ahead_of_the_limit"] <= 1e-6, result
-    # one conditional write per claiming batch, a second only after a lost condition; a read only on
-    # each container's first claim
+    # and what a provider counts: no second held more starts than burst + rate
+    assert 0 < result["worst_window_starts"] <= result["worst_window_bound"], result
+    # one conditional write per claiming batch, a second only after a lost condition, and one for each job
+    # whose latest start passed before it could start (it claims again); a read only on each container's
+    # first claim
     writes = result["limiter_writes_per_1000"] * result["jobs"] / 1000
     conflicts = result["limiter_conflicts_per_1000"] * result["jobs"] / 1000
-    assert writes <= result["batches"] + conflicts, result
+    assert writes <= result["batches"] + conflicts + result["late_starts"], result
     assert result["limiter_reads_per_1000"] * result["jobs"] / 1000 <= result["consumers"], result
     # jobs held beyond the wait bound came back with their turn and ran without a second claim;
     # the consumers hardly slept (waiting is what a held copy saves)
     assert result["turns_used"] > 0 and result["wait_seconds_per_job"] < 0.5, result
 
 
-def _figures(done: list[float], slots: list[float]) -> dict:
+def _figures(done: list[float], slots: list[float], starts: list[float] | None = None) -> dict:
     stats = {"item_failures": 0, "invocation_errors": 0, "batches": 4, "records": len(done)}
     return summarize(
         done,
@@ -47,6 +50,7 @@ def _figures(done: list[float], slots: list[float]) -> dict:
         resend_calls=0,
         window_seconds=1,
         slots=slots,
+        starts=starts,
     )
 
 
@@ -63,3 +67,12 @@ def test_a_run_faster_than_its_limit_is_caught():
     figures = _figures([t + 0.05 for t in slots], slots)
     assert figures["mean_per_second"] > 12.0 and figures["most_jobs_ahead_of_the_limit"] > 1, figures
     assert figures["granted_per_second"] == 20.0, figures
+
+
+def test_the_worst_window_counts_the_starts_a_provider_sees_against_burst_plus_rate():
+    slots = [100 + i / 10 for i in range(40)]  # the limiter's grants: exactly 10/s
+    bunched = sorted(slots[:20] + [slots[20] + 0.001 * i for i in range(20)])  # late starts, run together
+    figures = _figures([t + 0.05 for t in bunched], slots, starts=bunched)
+    assert figures["worst_window_bound"] == 11.0
+    assert figures["worst_window_starts"] == 29  # the 20 late starts within 19 ms, and the 9 grants before them
+    assert _figures([t + 0.05 for t in slots], slots, starts=slots)["worst_window_starts"] == 11  # burst 1 + 10/s

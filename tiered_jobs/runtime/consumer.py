@@ -314,15 +314,37 @@ class Consumer:
         wait = 0.0
         if received.message_id not in invocation.fates:
             if invocation.gate is not None:
-                wait = invocation.gate.wait_seconds(received.message_id)
-            if invocation.deferred or invocation.remaining_ms() - wait * 1000 < invocation.margin_ms:
+                wait = self._until_turn(received, invocation)  # a turn long passed is claimed again (or held)
+            if received.message_id not in invocation.fates and (
+                invocation.deferred or invocation.remaining_ms() - wait * 1000 < invocation.margin_ms
+            ):
                 self._defer_from(received, invocation)
         fate = invocation.fates.get(received.message_id)
         if fate is not None:
             return self._settle(received, fate, invocation)
-        if wait > 0:
-            self.sleep(wait)  # its claimed turn under the rate limit
+        while wait > 0:  # its claimed turn under the rate limit; a sleep that overran it claims again
+            self.sleep(wait)
+            wait = self._until_turn(received, invocation)
+            if received.message_id in invocation.fates:
+                return self._settle(received, invocation.fates[received.message_id], invocation)
         return self._run(received, invocation)
+
+    def _until_turn(self, received: Received, invocation: _Invocation) -> float:
+        """Seconds until the record's turn under the rate limit. A start later than its turn's slack
+        would bunch with the next turns (``ratelimit.RateLimiter.at_start``): it claims again, and
+        if that holds it, its copy is sent and its fate decided here."""
+        gate, limiter = invocation.gate, self.limiter
+        assert gate is not None and limiter is not None
+        verdict = limiter.at_start(gate, received, invocation.remaining_ms() / 1000)
+        if verdict is not None and verdict.held:
+            if verdict.limiter_error:
+                self.logger.error(
+                    "rate limiter unavailable: its jobs are held, not run", extra={"error": verdict.limiter_error}
+                )
+            outcome = "limiter_error" if verdict.limiter_error else "rate_limited"
+            self._send_copies(invocation, [(received, outcome, verdict.hold_seconds or 0)], turns=gate.turn)
+            return 0.0
+        return gate.wait_seconds(received.message_id)
 
     def _defer_from(self, first: Received, invocation: _Invocation) -> None:
         """The time budget is spent: send this record and every later one not yet decided again, once."""

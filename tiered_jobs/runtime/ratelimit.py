@@ -30,16 +30,29 @@ what a claim may reserve, the batch is held without any call.
 up to :data:`RESERVE_SECONDS` ahead (SQS's longest delay). A claimed job whose start is within the
 wait bound (``max_wait_seconds``, about a second) runs in this invocation, the consumer sleeping
 until its start; every later one is *held with its turn*: the consumer sends it back to the tier's
-queue as a copy (:mod:`tiered_jobs.runtime.requeue`) delayed until that start (whole seconds,
-rounded up, so never early) and carrying the turn (``TieredJobs.Turn``); the copy then runs on its
-first receive without claiming again. A second of Lambda time costs more than a copy and its
+queue as a copy (:mod:`tiered_jobs.runtime.requeue`) carrying the turn (``TieredJobs.Turn``),
+delayed to come back *within the wait bound before* that start (whole seconds: the fewest that leave
+at most the bound to wait), so its consumer sleeps the rest and starts it on its turn, without
+claiming again. A second of Lambda time costs more than a copy and its
 return (at 256 MB, about $3.3 per million jobs against about $0.2), so a job waits in SQS, where
 waiting is free, not in a billed invocation. Jobs no claim could cover (the bucket is
 ``RESERVE_SECONDS`` ahead, or the write lost its condition twice) are held too, without a turn,
 until about when it would come. A copy keeps the attempts the job had spent and has a fresh
 receive count, so a held job never spends an attempt toward the redrive count and never comes near
-the DLQ. A copy received more than :data:`TURN_GRACE_SECONDS` after its turn (its tier was paused,
-its consumers stalled) forfeits it and claims again, so a stall never releases a burst of old turns.
+the DLQ.
+
+**The limit holds on starts, in every window.** A provider counts calls, not averages: a job
+started late on its turn bunches with the jobs whose turns come next. A token has a *place* in the
+bucket (its share of ``tat``); its turn is that place less the burst's tolerance (or the claim's
+moment, if later). A start anywhere from the turn to the place keeps GCRA's own bound, ``burst +
+floor(rate x L)`` starts in every window of ``L`` seconds (their places lie within ``L`` plus the
+tolerance); :func:`start_slack` past the place still keeps every window of one second within
+``burst + rate``. Later than that (:func:`latest_start`), a job forfeits its token and claims
+again: a copy that came back late (its tier was paused, its consumers were slow), a record of a
+batch whose turn passed while the jobs before it ran, a sleep that overran
+(:meth:`RateLimiter.at_start`, just before the job runs). ``tests/runtime/test_ratelimit.py`` proves
+the bound on a simulated load with an injected clock. A forfeited token is spent unused: the limit
+errs on the side of fewer calls.
 
 **When the limiter fails** (its table throttles past botocore's retries, answers 5xx, or the role
 lacks a permission), the records of that bucket are held a few seconds (:data:`LIMITER_ERROR_HOLD_SECONDS`)
@@ -69,12 +82,43 @@ WAIT_SHARE_OF_REMAINING = 0.5
 #: How far ahead a claim reserves tokens for the jobs it holds: SQS's longest message delay, so a
 #: held job's copy can be delayed to its own turn.
 RESERVE_SECONDS = float(SQS_MAX_DELAY_SECONDS)
-#: A copy received this long after its reserved turn forfeits it and claims a token again. A copy
-#: is delayed to the whole second after its turn and the event source mapping receives it within
-#: moments, so only a stall (a paused tier, saturated consumers) makes it later; honouring old
-#: turns then would run many of them at once.
-TURN_GRACE_SECONDS = 3.0
+#: The longest a start may follow its place in the bucket at a low rate (:func:`start_slack`): later,
+#: the copy of a stalled tier claims again rather than run on a turn long gone.
+MAX_START_SLACK_SECONDS = 1.0
+#: A held job's copy comes back up to this long before its turn, and its consumer sleeps the rest (so
+#: it may wait this long for its turn even where the tier's wait bound is shorter): SQS delays a
+#: message by whole seconds, so no shorter lead brings every copy back before its turn.
+COPY_LEAD_SECONDS = 1.0
 _US = 1_000_000
+
+
+def _interval_us(limit: RateLimit) -> int:
+    """The bucket's interval between two tokens (microseconds)."""
+    return max(1, round(_US / limit.per_second))
+
+
+def start_slack(limit: RateLimit) -> float:
+    """How long after its place in the bucket a job may still start on its token (seconds).
+
+    A job that starts no later than its place starts within the burst's tolerance before it, so the
+    starts in any window of ``L`` seconds have their places in ``L + (burst - 1) / rate`` seconds,
+    where the bucket puts at most ``burst + floor(rate x L)``: GCRA's own bound, for every window. A
+    slack past the place widens that by ``slack``: half the gap between ``rate`` and the next whole
+    number of jobs, over the rate, keeps every window of one second within ``burst + rate`` (1/6 s
+    at 3/s, 50 ms at 10/s, 5 ms at 100/s; at most :data:`MAX_START_SLACK_SECONDS`)."""
+    rate = limit.per_second
+    return min(MAX_START_SLACK_SECONDS, (math.floor(rate) + 1 - rate) / (2 * rate))
+
+
+def latest_start(limit: RateLimit, position: float) -> float:
+    """The latest a job may start on the token at ``position`` in the bucket (see :func:`start_slack`)."""
+    return position + start_slack(limit)
+
+
+def turn_position(limit: RateLimit, turn: float) -> float:
+    """A held job's place in the bucket: its turn was in the future when it was claimed, so it is that
+    place less the burst's tolerance exactly (never moved up to the claim's moment)."""
+    return turn + (limit.burst - 1) * _interval_us(limit) / _US
 
 
 def turn_text(bucket_key: str, start: float) -> str:
@@ -105,6 +149,9 @@ class Claim:
     writes: int
     #: Reads made: 1 on the container's first claim of the bucket, else 0.
     reads: int = 0
+    #: Each granted job's place in the bucket (epoch seconds): the latest it may start and keep the
+    #: bucket's bound (its start is that place less the burst's tolerance, or now if later).
+    positions: tuple[float, ...] = ()
 
     @property
     def granted(self) -> int:
@@ -126,7 +173,7 @@ class TokenBucket:
         self.key = key
         self.limit = limit
         self.clock = clock
-        self.interval_us = max(1, round(_US / limit.per_second))
+        self.interval_us = _interval_us(limit)
         self.tolerance_us = (limit.burst - 1) * self.interval_us
         self.last_tat_us: int | None = None
         #: ``tat - now`` when this container last saw claims it had not made (a read, a failed
@@ -169,7 +216,8 @@ class TokenBucket:
         first = new_tat - n * self.interval_us
         self._saw(new_tat, now_us, others=busy and first > (known or 0))
         starts = tuple(max(now_us, first + k * self.interval_us - self.tolerance_us) / _US for k in range(n))
-        return Claim(starts, self._turn(new_tat, now_us), writes=1, reads=reads)
+        positions = tuple((first + k * self.interval_us) / _US for k in range(n))
+        return Claim(starts, self._turn(new_tat, now_us), writes=1, reads=reads, positions=positions)
 
     def _saw(self, tat_us: int | None, now_us: int, others: bool) -> None:
         """Remember the largest ``tat`` seen (it only grows; ``None`` while there is no item), and
@@ -275,6 +323,8 @@ class Verdict:
     limiter_error: str | None = None
     #: Held with its token claimed: the turn its copy carries (``None``: it claims when it returns).
     turn: str | None = None
+    #: Run: the latest it may start on its token (:func:`latest_start`); later, it claims again.
+    latest: float | None = None
 
     @property
     def held(self) -> bool:
@@ -292,6 +342,8 @@ class Gate:
     errors: list[str] = field(default_factory=list)
     #: Records that came with a reserved turn and used it (no claim).
     turns_used: int = 0
+    #: Records whose turn passed by more than the slack before they could start: they claimed again.
+    late_starts: int = 0
     clock: Callable[[], float] = time.time
 
     def held(self, message_id: str) -> Verdict | None:
@@ -347,7 +399,9 @@ class RateLimiter:
     def admit(self, records: Sequence[LimitedRecord], remaining_seconds: float) -> Gate:
         """Claim the records' tokens; ``records`` are those that would run a job (valid, registered)."""
         gate = Gate(clock=self.clock)
-        wait = max(0.0, min(self.limits.max_wait_seconds, remaining_seconds * WAIT_SHARE_OF_REMAINING))
+        wait = self._wait_bound(remaining_seconds)
+        # A copy was sent back to come within COPY_LEAD_SECONDS before its turn: it may wait that long.
+        turn_wait = min(max(wait, COPY_LEAD_SECONDS), max(0.0, remaining_seconds * WAIT_SHARE_OF_REMAINING))
         now = self.clock()
         groups: dict[str, tuple[Bucket, list[LimitedRecord]]] = {}
         for record in records:
@@ -355,36 +409,61 @@ class RateLimiter:
             if spec is None:
                 continue
             turn = read_turn(record.reserved_turn, spec.key)
-            if turn is not None and turn >= now - TURN_GRACE_SECONDS:
+            latest = latest_start(spec.limit, turn_position(spec.limit, turn)) if turn is not None else None
+            if turn is not None and latest is not None and now <= latest:
                 # its token was claimed when it was held: run at its turn (held again if early)
-                gate.verdicts[record.message_id] = _at(spec.key, turn, now, wait)
+                gate.verdicts[record.message_id] = _at(spec.key, turn, now, turn_wait, latest)
                 gate.turns_used += 1
                 continue
+            # no turn, or one it came back too late for: a start on it now would bunch with the next turns
             groups.setdefault(spec.key, (spec, []))[1].append(record)
         for spec, members in groups.values():
-            try:
-                claim = self._claim(gate, spec, len(members))
-            except Exception as exc:  # noqa: BLE001 -- a limiter outage is not a job failure: hold, never fail
-                gate.errors.append(f"{spec.key}: {exc!r}")
-                low, high = LIMITER_ERROR_HOLD_SECONDS
-                for record in members:
-                    gate.verdicts[record.message_id] = Verdict(
-                        hold_seconds=math.ceil(low + (high - low) * self.rand()), limiter_error=repr(exc)
-                    )
-                continue
-            now = self.clock()
-            for record, start in zip(members, claim.starts, strict=False):
-                gate.verdicts[record.message_id] = _at(spec.key, start, now, wait)
-            for position, record in enumerate(members[claim.granted :]):
-                turn = claim.next_turn + position / spec.limit.per_second
-                if claim.conflicted and turn <= now + RESERVE_SECONDS:
-                    # the batch lost both writes, not its tokens: back at once, to claim again
-                    # on the state the failure returned
-                    delay = 0
-                else:
-                    delay = min(SQS_MAX_DELAY_SECONDS, max(1, math.ceil(turn - now)))
-                gate.verdicts[record.message_id] = Verdict(hold_seconds=delay)
+            self._admit_group(gate, spec, members, wait)
         return gate
+
+    def at_start(self, gate: Gate, record: LimitedRecord, remaining_seconds: float) -> Verdict | None:
+        """Just before ``record`` runs: its verdict, claimed again when its latest start
+        (:func:`latest_start`) has passed (the jobs before it in the batch ran long, its consumer overslept).
+
+        ``None``: the record is not limited. A held verdict: the consumer sends it back as a copy."""
+        verdict = gate.verdicts.get(record.message_id)
+        if verdict is None or verdict.start is None:
+            return verdict
+        spec = self.limits.bucket_for(self.tier, record.job_type)
+        latest = verdict.latest if verdict.latest is not None else verdict.start
+        if spec is None or self.clock() <= latest:
+            return verdict
+        gate.late_starts += 1  # its token is spent unused: the limit errs on the side of fewer calls
+        self._admit_group(gate, spec, [record], self._wait_bound(remaining_seconds))
+        return gate.verdicts[record.message_id]
+
+    def _wait_bound(self, remaining_seconds: float) -> float:
+        return max(0.0, min(self.limits.max_wait_seconds, remaining_seconds * WAIT_SHARE_OF_REMAINING))
+
+    def _admit_group(self, gate: Gate, spec: Bucket, members: list[LimitedRecord], wait: float) -> None:
+        """One claim for the ``members`` of one bucket: each runs at its start, or is held."""
+        try:
+            claim = self._claim(gate, spec, len(members))
+        except Exception as exc:  # noqa: BLE001 -- a limiter outage is not a job failure: hold, never fail
+            gate.errors.append(f"{spec.key}: {exc!r}")
+            low, high = LIMITER_ERROR_HOLD_SECONDS
+            for record in members:
+                gate.verdicts[record.message_id] = Verdict(
+                    hold_seconds=math.ceil(low + (high - low) * self.rand()), limiter_error=repr(exc)
+                )
+            return
+        now = self.clock()
+        for record, start, position in zip(members, claim.starts, claim.positions, strict=False):
+            gate.verdicts[record.message_id] = _at(spec.key, start, now, wait, latest_start(spec.limit, position))
+        for position, record in enumerate(members[claim.granted :]):
+            turn = claim.next_turn + position / spec.limit.per_second
+            if claim.conflicted and turn <= now + RESERVE_SECONDS:
+                # the batch lost both writes, not its tokens: back at once, to claim again
+                # on the state the failure returned
+                delay = 0
+            else:
+                delay = min(SQS_MAX_DELAY_SECONDS, max(1, math.ceil(turn - now)))
+            gate.verdicts[record.message_id] = Verdict(hold_seconds=delay)
 
     def _claim(self, gate: Gate, spec: Bucket, wanted: int) -> Claim:
         """Claim up to ``RESERVE_SECONDS`` ahead. A lost condition returned the exact ``tat``, so one
@@ -401,12 +480,13 @@ class RateLimiter:
         return claim
 
 
-def _at(bucket_key: str, start: float, now: float, wait: float) -> Verdict:
-    """A claimed job: run at ``start`` if it comes within the wait bound, else held until then with
-    its turn (the delay rounded up: a copy is never visible before its turn)."""
+def _at(bucket_key: str, start: float, now: float, wait: float, latest: float) -> Verdict:
+    """A claimed job: run at ``start`` (and no later than ``latest``) if it comes within the wait
+    bound, else held with its turn, its copy delayed the whole seconds that bring it back within
+    :data:`COPY_LEAD_SECONDS` before that turn (so it can start on it, not late)."""
     if start <= now + wait:
-        return Verdict(start=start)
-    delay = min(SQS_MAX_DELAY_SECONDS, math.ceil(start - now))
+        return Verdict(start=start, latest=latest)
+    delay = min(SQS_MAX_DELAY_SECONDS, max(0, math.ceil(start - now - COPY_LEAD_SECONDS)))
     return Verdict(hold_seconds=delay, turn=turn_text(bucket_key, start))
 
 
