@@ -8,7 +8,10 @@ exits), the callbacks as ready-to-send messages, a chain's links, and which call
 (``fired``). Every member that finishes writes one ``TransactWriteItems``: its own marker item (sort key
 its member id), on the condition that it has none yet, and the head's counters. So a member's count is
 written once however often its completion is retried, and a batch holds any number of members (no
-list of them grows in the head: DynamoDB's 400 KB item limit bounds only a chain's links).
+list of them grows in the head: DynamoDB's 400 KB item limit bounds its callbacks and a chain's links).
+A count cancelled by another member's on the same head, or by throttling, is tried again
+(:mod:`tiered_jobs.contract.transactions`); the head and each marker keep the token of the write
+that made them, so a write whose answer was lost knows its own item on botocore's retry.
 
 The head is read back (one consistent ``GetItem``) after every member's write, and whoever sees the
 batch sealed and finished sends the callbacks not yet marked fired (:func:`due`), then marks them. A
