@@ -141,8 +141,9 @@ class ReplayFunction(Construct):
             ),
             (
                 "Serverless-LambdaAsyncFailureDestination",
-                "Operators invoke it synchronously; a circuit breaker's alarm asynchronously, retried by Lambda "
-                "and logged (its decisions are idempotent on the mapping's state and tags).",
+                "Operators invoke it synchronously. Only a circuit breaker's alarms and its reconcile rule invoke it "
+                "asynchronously, and a stack with a breaker gives it an on-failure destination (the alarm topic, "
+                "circuit_breaker.py); without one nothing invokes it so.",
             ),
         ):
             acknowledge(self.function, rule, reason)
