@@ -468,6 +468,22 @@ def test_an_update_refused_while_the_mapping_is_updating_is_retried_not_failed(m
     assert (moto.mapping()["State"], moto.mapping()["ScalingConfig"]) == ("Enabled", {"MaximumConcurrency": 2})
 
 
+def _conflict(params: dict[str, Any]) -> Any:
+    return error_response("ResourceConflictException", "An update is in progress for resource", status=409)
+
+
+def test_a_tag_or_untag_refused_while_another_operation_is_in_progress_is_retried(moto):
+    with (
+        refuse(moto.lam, "TagResource", _conflict, times=2) as tagged,
+        refuse(moto.lam, "UntagResource", _conflict, times=1) as untagged,
+    ):
+        assert moto.deliver(moto.change(Alarms.CIRCUIT_BREAKER, "ALARM")) == "opened"
+        assert moto.deliver(moto.change(Alarms.CIRCUIT_BREAKER, "OK")) == "half-open"
+    assert (tagged.count, untagged.count, len(moto.slept)) == (2, 1, 3)
+    tags = moto.lam.list_tags(Resource=moto.mapping()["EventSourceMappingArn"])["Tags"]
+    assert tags[TAG_CIRCUIT] == "half-open" and TAG_PAUSED_BY not in tags
+
+
 def test_records_and_updates_whose_answers_were_lost_leave_the_breaker_where_one_write_would(moto):
     opening = moto.change(Alarms.CIRCUIT_BREAKER, "ALARM")
     with lose_answers(moto.lam, "TagResource") as tagged, lose_answers(moto.lam, "UpdateEventSourceMapping") as updated:

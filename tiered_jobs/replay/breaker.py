@@ -47,7 +47,7 @@ from typing import Any
 from tiered_jobs.contract.names import Alarms
 from tiered_jobs.contract.times import iso_text, parse_iso
 
-from .mapping_changes import Sleep, update_mapping
+from .mapping_changes import Sleep, tag_mapping, untag_mapping, update_mapping
 from .pause import BREAKER_BY, TAG_PAUSED_AT, TAG_PAUSED_BY, PauseError
 
 __all__ = [
@@ -181,15 +181,17 @@ def open_circuit(breaker: Breaker, lambda_client: Any, *, at: datetime, since: d
     # record nobody reads (a pause record counts on a disabled mapping only), and Lambda's retry opens it;
     # the other order would leave a disabled mapping without the breaker's record: an operator's pause
     # as far as the breaker can tell, which it would never resume.
-    lambda_client.tag_resource(
-        Resource=breaker.arn,
-        Tags={
+    tag_mapping(
+        lambda_client,
+        breaker.arn,
+        {
             TAG_PAUSED_BY: BREAKER_BY,
             TAG_PAUSED_AT: iso_text(at),
             TAG_CIRCUIT: "open",
             TAG_RESTORE: restore,
             **_since(since),
         },
+        sleep=sleep,
     )
     update_mapping(lambda_client, breaker.uuid, sleep=sleep, Enabled=False)
     return "opened"
@@ -205,7 +207,7 @@ def half_open(breaker: Breaker, lambda_client: Any, cloudwatch: Any, *, since: d
     # A concurrency that is neither the one recorded nor the probe's was set while the mapping was disabled:
     # a deploy (a new ``max_concurrency``) or an operator. The close restores that one, not the older record.
     changed = {TAG_RESTORE: breaker.concurrency} if _set_by_someone_else(breaker) else {}
-    lambda_client.tag_resource(Resource=breaker.arn, Tags={TAG_CIRCUIT: "half-open", **changed, **_since(since)})
+    tag_mapping(lambda_client, breaker.arn, {TAG_CIRCUIT: "half-open", **changed, **_since(since)}, sleep=sleep)
     # Before the probe starts: its first succeeded minute must be a change of state.
     cloudwatch.set_alarm_state(
         AlarmName=Alarms.name(breaker.stage, breaker.tier, Alarms.CIRCUIT_PROBE),
@@ -219,7 +221,7 @@ def half_open(breaker: Breaker, lambda_client: Any, cloudwatch: Any, *, since: d
         Enabled=True,
         ScalingConfig={"MaximumConcurrency": PROBE_CONCURRENCY},
     )
-    lambda_client.untag_resource(Resource=breaker.arn, TagKeys=[TAG_PAUSED_BY, TAG_PAUSED_AT])
+    untag_mapping(lambda_client, breaker.arn, [TAG_PAUSED_BY, TAG_PAUSED_AT], sleep=sleep)
     return "half-open"
 
 
@@ -243,10 +245,10 @@ def close(
     if page is not None:
         page(*closed_page(breaker.stage, breaker.tier, restore, iso_text(at)))
     if since is not None:  # kept after the close: a late opening event is older, and ignored
-        lambda_client.tag_resource(Resource=breaker.arn, Tags=_since(since))
+        tag_mapping(lambda_client, breaker.arn, _since(since), sleep=sleep)
     # With the pause record, should a half-open invocation have died before removing it (it is read
     # on a disabled mapping only, but an enabled one should carry none).
-    lambda_client.untag_resource(Resource=breaker.arn, TagKeys=[TAG_CIRCUIT, TAG_RESTORE, TAG_PAUSED_BY, TAG_PAUSED_AT])
+    untag_mapping(lambda_client, breaker.arn, [TAG_CIRCUIT, TAG_RESTORE, TAG_PAUSED_BY, TAG_PAUSED_AT], sleep=sleep)
     return "closed"
 
 

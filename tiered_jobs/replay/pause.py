@@ -21,7 +21,15 @@ from tiered_jobs.contract.errors import USAGE, TieredJobsError
 from tiered_jobs.contract.replay_events import PAUSE_ACTIONS, PAUSE_EVENT_FIELDS
 from tiered_jobs.contract.times import iso_text
 
-from .mapping_changes import DISABLE_WAIT_SECONDS, Progress, Sleep, update_mapping, wait_for_state
+from .mapping_changes import (
+    DISABLE_WAIT_SECONDS,
+    Progress,
+    Sleep,
+    tag_mapping,
+    untag_mapping,
+    update_mapping,
+    wait_for_state,
+)
 from .tag_values import tag_value
 
 __all__ = [
@@ -138,14 +146,14 @@ def pause(
     who = tag_value(by) or "unknown"
     note = None
     try:
-        lambda_client.tag_resource(
-            Resource=mapping["EventSourceMappingArn"], Tags={TAG_PAUSED_BY: who, TAG_PAUSED_AT: at}
+        tag_mapping(
+            lambda_client, mapping["EventSourceMappingArn"], {TAG_PAUSED_BY: who, TAG_PAUSED_AT: at}, sleep=sleep
         )
     except Exception as exc:  # noqa: BLE001 - the tier is paused either way: say what is missing, never undo it
         note = f"paused, but who and when were not recorded: {exc}"
         who, at = "", ""
         if taking_over:
-            note += "; " + _take_from_breaker(lambda_client, mapping["EventSourceMappingArn"], tier, exc)
+            note += "; " + _take_from_breaker(lambda_client, mapping["EventSourceMappingArn"], tier, exc, sleep)
     waited = wait_for_state(
         lambda_client,
         uuid,
@@ -168,12 +176,12 @@ def pause(
     )
 
 
-def _take_from_breaker(lambda_client: Any, arn: str, tier: str, cause: Exception) -> str:
+def _take_from_breaker(lambda_client: Any, arn: str, tier: str, cause: Exception, sleep: Sleep) -> str:
     """The breaker's claim removed when the operator's could not be written: the breaker resumes only a
     mapping paused by :data:`BREAKER_BY`, so without it the tier stays paused until an operator resumes it.
     If even that fails the breaker would resume the tier: the pause fails, and says so."""
     try:
-        lambda_client.untag_resource(Resource=arn, TagKeys=[TAG_PAUSED_BY, TAG_PAUSED_AT])
+        untag_mapping(lambda_client, arn, [TAG_PAUSED_BY, TAG_PAUSED_AT], sleep=sleep)
     except Exception as exc:
         raise TakeOverError(
             f"tier {tier} is paused by the circuit breaker, which will resume it when its alarm returns to OK: "
@@ -191,7 +199,7 @@ def resume(lambda_client: Any, tier: str, uuid: str, *, sleep: Sleep = time.slee
     mapping = update_mapping(lambda_client, uuid, sleep=sleep, Enabled=True)
     note = None
     try:
-        lambda_client.untag_resource(Resource=mapping["EventSourceMappingArn"], TagKeys=[TAG_PAUSED_BY, TAG_PAUSED_AT])
+        untag_mapping(lambda_client, mapping["EventSourceMappingArn"], [TAG_PAUSED_BY, TAG_PAUSED_AT], sleep=sleep)
     except Exception as exc:  # noqa: BLE001 - running again is what matters; a stale record is only shown while paused
         note = f"resumed, but the pause record was not removed: {exc}"
     return MappingState(tier=tier, uuid=uuid, state=str(mapping.get("State", "Enabling")), outcome="resumed", note=note)
