@@ -379,13 +379,22 @@ def _counts_of_the_batch(params: dict[str, Any]) -> bool:
     return any(op.get("TableName") == TABLE for item in params.get("TransactItems", []) for op in item.values())
 
 
-def test_a_count_cancelled_by_another_members_is_written_again_in_the_same_receive(setup):
+def _throttled() -> Any:
+    """A transaction cancelled as DynamoDB does when the head's partition is throttled."""
+    reasons = [{"Code": "None"}, {"Code": "ThrottlingError", "Message": "Throughput exceeds the current capacity"}]
+    return error_response("TransactionCanceledException", "Transaction cancelled", CancellationReasons=reasons)
+
+
+@pytest.mark.parametrize(
+    "cancelled", [lambda: conflict_response(2, conflicted=1), lambda: _throttled()], ids=["conflict", "throttled"]
+)
+def test_a_count_cancelled_by_another_members_is_written_again_in_the_same_receive(setup, cancelled):
     tier, url, publisher = setup
     with publisher.batch(on_success=ON_SUCCESS) as batch:
         batch.publish("testjobs.gate", {"label": "one"}, "one")
 
     def conflict(params: dict[str, Any]) -> Any:
-        return conflict_response(2, conflicted=1) if _counts_of_the_batch(params) else None
+        return cancelled() if _counts_of_the_batch(params) else None
 
     with refuse(tier.dynamodb, "TransactWriteItems", conflict, times=2) as conflicted:
         response = tier.run_batch(consumer(tier))
