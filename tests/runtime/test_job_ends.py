@@ -141,7 +141,9 @@ def test_the_deadline_holds_on_a_held_copy_and_an_expired_job_takes_no_token(tie
     runs: list[tuple[str, int]] = []
     sqs = Recording(tier.sqs)
     clock = FakeTime()
-    consumer = limited(tier, with_archive(tier.consumer(registry=copies_registry(runs)), archive, NOW), clock, sqs=sqs)
+    # One job per 2 s: the held copy's turn is 2 s away, so SQS delays it (a second before its turn).
+    registry = copies_registry(runs)
+    consumer = limited(tier, with_archive(tier.consumer(registry=registry), archive, NOW), clock, 0.5, sqs=sqs)
     publish(tier, LIMITED, "first", expires_at=NOW + timedelta(minutes=1))
     publish(tier, LIMITED, "second", expires_at=NOW + timedelta(minutes=1))
     publish(tier, LIMITED, "gone", expires_at=NOW - timedelta(minutes=1))

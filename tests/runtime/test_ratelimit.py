@@ -54,7 +54,7 @@ class FakeTime:
 
 def stubbed_bucket(limit=RateLimit(10, 2), clock=lambda: T0):
     client = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
-    return TokenBucket(client, "buckets", "critical#tier", limit, clock), Stubber(client)
+    return TokenBucket(client, "buckets", "critical#tier", limit, clock, claim_id=lambda: "c1"), Stubber(client)
 
 
 def tat(value: int) -> dict:
@@ -85,10 +85,14 @@ def test_an_idle_bucket_gives_the_burst_at_once_then_one_job_per_interval():
             "Key": {"bucket": {"S": "critical#tier"}},
             "ReturnValues": "UPDATED_NEW",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            "UpdateExpression": "SET #tat = :tat",
+            "UpdateExpression": "SET #tat = :tat, #id = :id",
             "ConditionExpression": "attribute_not_exists(#tat) OR #tat < :now",
-            "ExpressionAttributeNames": {"#tat": "tat"},
-            "ExpressionAttributeValues": {":tat": {"N": str(now + 5 * 100_000)}, ":now": {"N": str(now)}},
+            "ExpressionAttributeNames": {"#tat": "tat", "#id": "claim"},
+            "ExpressionAttributeValues": {
+                ":tat": {"N": str(now + 5 * 100_000)},
+                ":now": {"N": str(now)},
+                ":id": {"S": "c1"},
+            },
         },
     )
     with stub:
@@ -106,13 +110,14 @@ def busy_claim(now: int, n: int, latest: int) -> dict:
         "Key": {"bucket": {"S": "critical#tier"}},
         "ReturnValues": "UPDATED_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        "UpdateExpression": "SET #tat = #tat + :claim",
-        "ConditionExpression": "#tat BETWEEN :now AND :latest",
-        "ExpressionAttributeNames": {"#tat": "tat"},
+        "UpdateExpression": "SET #tat = #tat + :claim, #id = :id",
+        "ConditionExpression": "#tat BETWEEN :now AND :latest AND (attribute_not_exists(#id) OR #id <> :id)",
+        "ExpressionAttributeNames": {"#tat": "tat", "#id": "claim"},
         "ExpressionAttributeValues": {
             ":claim": {"N": str(n * 100_000)},
             ":now": {"N": str(now)},
             ":latest": {"N": str(latest)},
+            ":id": {"S": "c1"},
         },
     }
 
@@ -365,15 +370,20 @@ def delayed(tier) -> int:
 
 
 def test_jobs_beyond_the_wait_bound_are_re_sent_with_a_delay_never_failed(tier, capsys):
+    from tests.support.recording import Recording
+
     clock = FakeTime()
-    consumer = limited_consumer(tier, clock, RateLimits(RateLimit(5, 2), {}, max_wait_seconds=1.0))
+    sqs = Recording(tier.sqs)
+    limits = RateLimits(RateLimit(5, 2), {}, max_wait_seconds=1.0)
+    consumer = limited_consumer(tier, clock, limits, client={"sqs": sqs, "dynamodb": tier.dynamodb}.__getitem__)
     for i in range(10):
         tier.publish("testjobs.ok", {"label": "page_view"}, f"evt-{i}")
     response = tier.run_batch(consumer)
     assert response == {"batchItemFailures": []}  # held jobs are acknowledged: SQS deletes the originals
     # burst 2 + 1 s at 5/s = 7 run, paced 0.2 s apart after the burst; 3 re-sent with a delay
     assert sum(clock.slept) == pytest.approx(1.0)
-    assert delayed(tier) == 3 and tier.dlq_messages() == []
+    sent = [entry for call in sqs.of("send_message_batch") for entry in call["Entries"]]
+    assert [entry["DelaySeconds"] for entry in sent] == [1, 1, 1] and tier.dlq_messages() == []
     copies = tier.sqs.receive_message(QueueUrl=tier.queue_url, MessageAttributeNames=["All"], WaitTimeSeconds=3)
     assert copies["Messages"], "a held copy never came back"
     for copy in copies["Messages"]:  # turns 1.2, 1.4, 1.6 s: delayed 1 s, back within a second before them

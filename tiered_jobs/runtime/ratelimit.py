@@ -65,6 +65,7 @@ Clients are injected; nothing but the standard library is imported at import tim
 from __future__ import annotations
 
 import math
+import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -77,6 +78,9 @@ from tiered_jobs.contract.rate_limits import Bucket, RateLimit, RateLimits
 
 #: The attribute of a bucket item holding its theoretical arrival time (microseconds).
 TAT_ATTRIBUTE = "tat"
+#: The attribute of a bucket item naming the last claim written to it: a claim whose answer was lost
+#: knows its own write when botocore's retry meets it (docs/architecture.md, "Conditional writes").
+CLAIM_ATTRIBUTE = "claim"
 #: Waiting never takes more than this share of the invocation's remaining time.
 WAIT_SHARE_OF_REMAINING = 0.5
 #: How far ahead a claim reserves tokens for the jobs it holds: SQS's longest message delay, so a
@@ -167,8 +171,18 @@ class TokenBucket:
     """One bucket item. Keeps the last ``tat`` it saw (it only grows) to guess the write's case,
     and how far ahead of the clock other consumers' claims had pushed it (the *lead*)."""
 
-    def __init__(self, dynamodb: Any, table: str, key: str, limit: RateLimit, clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        dynamodb: Any,
+        table: str,
+        key: str,
+        limit: RateLimit,
+        clock: Callable[[], float] = time.time,
+        claim_id: Callable[[], str] | None = None,
+    ):
+        """``claim_id``: a new value per write, which the write leaves on the item (:data:`CLAIM_ATTRIBUTE`)."""
         self.dynamodb = dynamodb
+        self.claim_id = claim_id or _claim_id
         self.table = table
         self.key = key
         self.limit = limit
@@ -204,20 +218,30 @@ class TokenBucket:
         guess = known if self.lead_us is None else max(known or 0, now_us + self.lead_us)
         n = min(wanted, max(1, claimable(guess)))
         busy = guess is not None and guess >= now_us
+        claim_id = self.claim_id()
         try:
-            new_tat = self._write(n, now_us, horizon_us, busy)
+            new_tat = self._write(n, now_us, horizon_us, busy, claim_id)
         except Exception as exc:  # only a failed condition is an answer
             current = _conditional_failure_item(exc)
             if current is _NOT_A_CONDITION_FAILURE:
                 raise
-            actual = int(current[TAT_ATTRIBUTE]["N"]) if current and TAT_ATTRIBUTE in current else None
-            self._saw(actual, now_us, others=True)
-            return Claim((), self._turn(max(actual or 0, now_us), now_us), writes=1, reads=reads)
+            if current and current.get(CLAIM_ATTRIBUTE, {}).get("S") == claim_id:
+                # A lost answer: botocore sent the write again and it met its own item. It was applied
+                # once (the busy write's condition refuses its own id): the claim is granted as written.
+                new_tat = int(current[TAT_ATTRIBUTE]["N"])
+            else:
+                return self._conflict(current, now_us, reads)
         first = new_tat - n * self.interval_us
         self._saw(new_tat, now_us, others=busy and first > (known or 0))
         starts = tuple(max(now_us, first + k * self.interval_us - self.tolerance_us) / _US for k in range(n))
         positions = tuple((first + k * self.interval_us) / _US for k in range(n))
         return Claim(starts, self._turn(new_tat, now_us), writes=1, reads=reads, positions=positions)
+
+    def _conflict(self, current: Any, now_us: int, reads: int) -> Claim:
+        """The write lost its condition to other consumers' claims: nothing granted, ``tat`` as returned."""
+        actual = int(current[TAT_ATTRIBUTE]["N"]) if current and TAT_ATTRIBUTE in current else None
+        self._saw(actual, now_us, others=True)
+        return Claim((), self._turn(max(actual or 0, now_us), now_us), writes=1, reads=reads)
 
     def _saw(self, tat_us: int | None, now_us: int, others: bool) -> None:
         """Remember the largest ``tat`` seen (it only grows; ``None`` while there is no item), and
@@ -244,7 +268,7 @@ class TokenBucket:
     def _turn(self, tat_us: int, now_us: int) -> float:
         return max(now_us, tat_us - self.tolerance_us) / _US
 
-    def _write(self, n: int, now_us: int, horizon_us: int, busy: bool) -> int:
+    def _write(self, n: int, now_us: int, horizon_us: int, busy: bool, claim_id: str) -> int:
         common = {
             "TableName": self.table,
             "Key": {KEY_ATTRIBUTE: {"S": self.key}},
@@ -254,30 +278,37 @@ class TokenBucket:
         if busy:
             response = self.dynamodb.update_item(
                 **common,
-                UpdateExpression="SET #tat = #tat + :claim",
-                ConditionExpression="#tat BETWEEN :now AND :latest",
-                ExpressionAttributeNames={"#tat": TAT_ATTRIBUTE},
+                UpdateExpression="SET #tat = #tat + :claim, #id = :id",
+                # The id refuses this write's own retry after a lost answer: adding again would waste its tokens.
+                ConditionExpression="#tat BETWEEN :now AND :latest AND (attribute_not_exists(#id) OR #id <> :id)",
+                ExpressionAttributeNames={"#tat": TAT_ATTRIBUTE, "#id": CLAIM_ATTRIBUTE},
                 ExpressionAttributeValues={
                     ":claim": {"N": str(n * self.interval_us)},
                     ":now": {"N": str(now_us)},
                     ":latest": {"N": str(horizon_us - (n - 1) * self.interval_us)},
+                    ":id": {"S": claim_id},
                 },
             )
         else:
             response = self.dynamodb.update_item(
                 **common,
-                UpdateExpression="SET #tat = :tat",
+                UpdateExpression="SET #tat = :tat, #id = :id",
                 ConditionExpression="attribute_not_exists(#tat) OR #tat < :now",
-                ExpressionAttributeNames={"#tat": TAT_ATTRIBUTE},
+                ExpressionAttributeNames={"#tat": TAT_ATTRIBUTE, "#id": CLAIM_ATTRIBUTE},
                 ExpressionAttributeValues={
                     ":tat": {"N": str(now_us + n * self.interval_us)},
                     ":now": {"N": str(now_us)},
+                    ":id": {"S": claim_id},
                 },
             )
         return int(response["Attributes"][TAT_ATTRIBUTE]["N"])
 
 
 _NOT_A_CONDITION_FAILURE: Any = object()
+
+
+def _claim_id() -> str:
+    return os.urandom(8).hex()
 
 
 def _conditional_failure_item(exc: BaseException) -> Any:

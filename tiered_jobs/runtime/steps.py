@@ -222,7 +222,10 @@ class Steps:
         except Exception as exc:
             if getattr(exc, "response", {}).get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
-            return self._not_claimed(key, step, exc.response.get("Item"))  # type: ignore[attr-defined]
+            item = exc.response.get("Item")  # type: ignore[attr-defined]
+            if item is None or item.get(contract.RECORD_OWNER, {}).get("S") != token:
+                return self._not_claimed(key, step, item)
+            # A lost answer: botocore sent the claim again and it met the record this claim had taken.
         return token, contract.decode_state(item.get(contract.RECORD_STATE, {}).get("S"))
 
     def _not_claimed(self, key: dict[str, Any], step: int, item: dict[str, Any] | None) -> Outcome:
@@ -275,18 +278,42 @@ class Steps:
             names["#data"] = RecordAttributes.DATA
         if "#step" in update:
             names |= {"#step": contract.RECORD_STEP, "#state": contract.RECORD_STATE}
-        self.dynamodb.update_item(
-            TableName=self.table,
-            Key=self._key(key),
-            UpdateExpression=update,
-            ConditionExpression="#owner = :token",
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues={":token": {"S": token}, ":completed": {"S": RecordStatus.COMPLETED}, **values},
-        )
+        try:
+            self.dynamodb.update_item(
+                TableName=self.table,
+                Key=self._key(key),
+                UpdateExpression=update,
+                ConditionExpression="#owner = :token",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues={
+                    ":token": {"S": token},
+                    ":completed": {"S": RecordStatus.COMPLETED},
+                    **values,
+                },
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except Exception as exc:
+            response = getattr(exc, "response", {})
+            if response.get("Error", {}).get("Code") != "ConditionalCheckFailedException" or not _released(
+                response.get("Item"), values
+            ):
+                raise
+            # A lost answer: botocore sent the write again, and the record is as this write left it.
 
     @staticmethod
     def _key(key: dict[str, Any]) -> dict[str, Any]:
         return {RecordAttributes.KEY: {"S": record_id(key["type"], key["idempotency_key"])}}
+
+
+def _released(item: dict[str, Any] | None, values: dict[str, Any]) -> bool:
+    """Is ``item`` the record as a release left it: no owner, completed, and its result the one written?"""
+    if (
+        not item
+        or contract.RECORD_OWNER in item
+        or item.get(RecordAttributes.STATUS, {}).get("S") != RecordStatus.COMPLETED
+    ):
+        return False
+    return ":data" not in values or item.get(RecordAttributes.DATA, {}).get("S") == values[":data"]["S"]
 
 
 def _token() -> str:

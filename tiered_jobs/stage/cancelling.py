@@ -164,27 +164,33 @@ def mark_cancelled(
 
     window = target.window(tier)
     at = now()
+    marker = job_ends.marker_item(
+        job_type,
+        idempotency_key,
+        job_ends.CANCELLED,
+        at=iso_text(datetime.fromtimestamp(at, timezone.utc)),
+        now=at,
+        ttl_seconds=window,
+    )
+    marked = Marked("marked", until=datetime.fromtimestamp(int(at) + window, timezone.utc))
     try:
         dynamodb.put_item(
             TableName=target.table,
-            Item=job_ends.marker_item(
-                job_type,
-                idempotency_key,
-                job_ends.CANCELLED,
-                at=iso_text(datetime.fromtimestamp(at, timezone.utc)),
-                now=at,
-                ttl_seconds=window,
-            ),
+            Item=marker,
             ConditionExpression=job_ends.WRITE_CONDITION,
             ExpressionAttributeNames=job_ends.WRITE_NAMES,
             ExpressionAttributeValues=job_ends.write_values(at),
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
-        return Marked("marked", until=datetime.fromtimestamp(int(at) + window, timezone.utc))
+        return marked
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
             raise
         old = exc.response.get("Item") or {}
+    if old == marker:
+        # A lost answer: botocore sent the put again, and it met this cancel's own marker (its time to the
+        # millisecond and its end): written by this call, not found from an earlier cancel.
+        return marked
     expires = _epoch(old.get(RecordAttributes.EXPIRATION, {}).get("N"))
     # A record with a step due is a stepped job between two steps: not finished, whatever its status says.
     if old.get(RecordAttributes.STATUS, {}).get("S") == RecordStatus.IN_PROGRESS or step_records.RECORD_STEP in old:
