@@ -148,6 +148,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     ]
 
 
+#: pytest-timeout's bound for a test of a module marked ``e2e`` or ``slow`` (pyproject.toml's 300 s for the
+#: rest). Such a module's first test also starts its session (a synthesis and a deployment: about 40 s
+#: idle, minutes on a loaded machine), and a scenario waits on real minutes (the breaker's window): 300 s
+#: was a load-sensitive bound that killed a test before its own waits could say what they saw.
+LONG_TEST_TIMEOUT_SECONDS = 1800
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Longest first: the modules marked ``slow`` and those that synthesize (``synth``), then ``e2e``,
     then the rest, each in its collected order.
@@ -156,6 +163,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     would run alone at the end, so the long ones start first and the short ones fill the gaps. The
     slow and e2e modules each go to one worker whole, the synth modules to one worker together
     (:mod:`tests.support.scheduling`): that unit is among the longest.
+
+    The e2e and slow tests get pytest-timeout's longer bound (:data:`LONG_TEST_TIMEOUT_SECONDS`).
     """
 
     def module(item: pytest.Item) -> str:
@@ -168,6 +177,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     module_rank: dict[str, int] = {}
     module_order: dict[str, int] = {}
+    for item in items:
+        long = item.get_closest_marker("e2e") or item.get_closest_marker("slow")
+        if long and not item.get_closest_marker("timeout"):  # a module's own bound stays
+            item.add_marker(pytest.mark.timeout(LONG_TEST_TIMEOUT_SECONDS))
     for index, item in enumerate(items):
         module_rank[module(item)] = min(module_rank.get(module(item), 2), rank(item))
         module_order.setdefault(module(item), index)

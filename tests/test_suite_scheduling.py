@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
+import pytest
+
 from tests.support import scheduling
 
 
@@ -44,3 +46,39 @@ def test_without_the_list_every_test_is_its_own_unit(tmp_path):
     scheduler = object.__new__(scheduling.OneWorkerModules)
     scheduler._folder, scheduler._units = str(tmp_path), None
     assert scheduler._split_scope("tests/a.py::test_one") == "tests/a.py::test_one"
+
+
+class MarkedItem:
+    """A collected test as the ordering hook reads it: its node id, and marks that can be added."""
+
+    def __init__(self, nodeid: str, *marks: pytest.MarkDecorator) -> None:
+        self.nodeid, self.marks = nodeid, [m.mark for m in marks]
+
+    def get_closest_marker(self, name: str) -> pytest.Mark | None:
+        return next((m for m in self.marks if m.name == name), None)
+
+    def add_marker(self, marker: pytest.MarkDecorator) -> None:
+        self.marks.append(marker.mark)
+
+
+def test_an_e2e_or_slow_test_gets_the_long_timeout_unless_it_names_its_own(monkeypatch):
+    """pytest-timeout's 300 s counted a module's session start (minutes on a loaded machine) in its first
+    test and killed it before its own waits could say what they saw."""
+    from tests import conftest
+
+    monkeypatch.delenv(scheduling.UNITS_ENV, raising=False)
+    plain = MarkedItem("tests/a.py::test_one")
+    e2e, slow = (
+        MarkedItem("tests/b.py::test_one", pytest.mark.e2e),
+        MarkedItem("tests/c.py::test_one", pytest.mark.slow),
+    )
+    own = MarkedItem("tests/d.py::test_one", pytest.mark.e2e, pytest.mark.timeout(60))
+    conftest.pytest_collection_modifyitems([plain, e2e, slow, own])  # type: ignore[list-item]
+
+    def timeout(item: MarkedItem) -> object:
+        marker = item.get_closest_marker("timeout")
+        return marker.args[0] if marker else None
+
+    long = conftest.LONG_TEST_TIMEOUT_SECONDS
+    assert [timeout(i) for i in (plain, e2e, slow, own)] == [None, long, long, 60]
+    assert conftest.LONG_TEST_TIMEOUT_SECONDS >= 1800
