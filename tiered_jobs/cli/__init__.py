@@ -17,10 +17,23 @@ import typer
 
 from ..contract.names import STAGE_NAME_PATTERN, Env, stack_name
 from ..stage.target import Target
-from .common import CliError, app, fail
+from . import batch, console, dlq, doctor, job, pause, publish, schedules, smoke, status, teardown
+from .common import CliError, fail
 
 #: boto3's own variable for a custom endpoint (e.g. moto's server): the CLI honours it too.
 AWS_ENDPOINT_URL = "AWS_ENDPOINT_URL"
+
+app = typer.Typer(
+    name="tiered-jobs",
+    help="Publish jobs and operate the tier queues of a Tiered Jobs stage.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+# Each module's commands, in the order ``--help`` lists them.
+for _module in (teardown, publish, schedules, status, doctor, smoke, pause, job, batch, console):
+    app.add_typer(_module.commands)
+app.add_typer(dlq.commands, name="dlq")
 
 
 @app.callback()
@@ -41,10 +54,6 @@ def _options(
     if not STAGE_NAME_PATTERN.match(stage):
         fail(CliError(f"--stage must match {STAGE_NAME_PATTERN.pattern}, got {stage!r}", 2))
     ctx.obj = Target(stage, stack or stack_name(stage), region, endpoint_url)
-
-
-# The commands register themselves on ``app``, in the order ``--help`` lists them.
-from . import teardown, publish, schedules, status, doctor, smoke, pause, job, batch, console, dlq  # noqa: E402,F401,I001
 
 
 def main() -> None:

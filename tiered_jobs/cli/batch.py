@@ -5,10 +5,13 @@ from __future__ import annotations
 import typer
 from rich.markup import escape
 
-from .common import app, reported_errors, terminal
+from .common import reported_errors, terminal
+
+#: This module's commands, added to ``tiered-jobs`` by :mod:`tiered_jobs.cli`.
+commands = typer.Typer()
 
 
-@app.command("batch")
+@commands.command("batch")
 def batch(
     ctx: typer.Context,
     batch_id: str = typer.Argument(..., metavar="ID", help="The batch's or chain's id (batch.batch_id, chain_id)."),

@@ -1,5 +1,5 @@
-"""What every ``tiered-jobs`` command shares: the typer apps, the console it prints to, and the
-one-line report of the failures an operator can fix."""
+"""What every ``tiered-jobs`` command shares: the console it prints to, and the one-line report of the
+failures an operator can fix."""
 
 from __future__ import annotations
 
@@ -12,16 +12,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..operations.errors import OperatorError, explain
-
-app = typer.Typer(
-    name="tiered-jobs",
-    help="Publish jobs and operate the tier queues of a Tiered Jobs stage.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-dlq_app = typer.Typer(help="Inspect a tier's dead-letter queue and replay it.", no_args_is_help=True)
-app.add_typer(dlq_app, name="dlq")
 
 
 def terminal(stderr: bool = False) -> Console:

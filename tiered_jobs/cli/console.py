@@ -9,10 +9,13 @@ from rich.markup import escape
 
 from ..operations.errors import explain
 from ..stage.target import Target
-from .common import CliError, app, reported_errors, terminal
+from .common import CliError, reported_errors, terminal
+
+#: This module's commands, added to ``tiered-jobs`` by :mod:`tiered_jobs.cli`.
+commands = typer.Typer()
 
 
-@app.command("console")
+@commands.command("console")
 def console(
     ctx: typer.Context,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; anything but loopback needs --token."),

@@ -15,9 +15,12 @@ from ..contract.names import DeadLetter
 from ..operations.display import format_duration
 from ..operations.replays import Via, default_archive_path, run_replay
 from ..stage.target import Target
-from .common import CliError, dlq_app, reported_errors, terminal
+from .common import CliError, reported_errors, terminal
 from .groups import print_groups, print_message_ids
 from .letter_selection import DryRun, ErrorType, JobType, LetterSelection, MaxMessages, MessageIds, OlderThan, Tier
+
+#: ``tiered-jobs dlq ...``, added to ``tiered-jobs`` by :mod:`tiered_jobs.cli`.
+commands = typer.Typer(help="Inspect a tier's dead-letter queue and replay it.", no_args_is_help=True)
 
 _VIA_HELP = "Run the replay code here (direct) or invoke the deployed replay function (lambda)."
 _STOPPED = {
@@ -30,7 +33,7 @@ _STOPPED = {
 }
 
 
-@dlq_app.command("inspect")
+@commands.command("inspect")
 def dlq_inspect(
     ctx: typer.Context,
     tier: str = typer.Argument(..., help="The tier whose DLQ to read."),
@@ -55,7 +58,7 @@ def dlq_inspect(
             print_message_ids(answer["groups"])
 
 
-@dlq_app.command("replay")
+@commands.command("replay")
 def dlq_replay(
     ctx: typer.Context,
     tier: Tier,
@@ -116,7 +119,7 @@ def dlq_replay(
         _refuse_not_found(answer, tier)
 
 
-@dlq_app.command("discard")
+@commands.command("discard")
 def dlq_discard(
     ctx: typer.Context,
     tier: Tier,
@@ -170,7 +173,7 @@ def dlq_discard(
         _refuse_not_found(answer, tier)
 
 
-@dlq_app.command("show")
+@commands.command("show")
 def dlq_show(
     ctx: typer.Context,
     tier: str = typer.Argument(..., help="The tier whose DLQ holds the letter."),

@@ -12,12 +12,15 @@ from rich.table import Table
 
 from ..operations import doctor as checks
 from ..stage.target import Target
-from .common import app, reported_errors, terminal
+from .common import reported_errors, terminal
+
+#: This module's commands, added to ``tiered-jobs`` by :mod:`tiered_jobs.cli`.
+commands = typer.Typer()
 
 _STYLES = {checks.OK: "green", checks.WARN: "yellow", checks.FAIL: "bold red", checks.UNREADABLE: "dim"}
 
 
-@app.command()
+@commands.command()
 def doctor(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),

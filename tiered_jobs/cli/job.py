@@ -7,10 +7,13 @@ import json
 import typer
 from rich.markup import escape
 
-from .common import app, reported_errors, terminal
+from .common import reported_errors, terminal
+
+#: This module's commands, added to ``tiered-jobs`` by :mod:`tiered_jobs.cli`.
+commands = typer.Typer()
 
 
-@app.command("job")
+@commands.command("job")
 def job(
     ctx: typer.Context,
     job_type: str = typer.Argument(..., metavar="TYPE", help="Job type, e.g. invoices.send."),

@@ -12,10 +12,13 @@ from rich.markup import escape
 
 from ..operations.pausing import MappingState, pause_tier, resume_tier
 from ..stage.target import Target
-from .common import app, reported_errors, terminal
+from .common import reported_errors, terminal
+
+#: This module's commands, added to ``tiered-jobs`` by :mod:`tiered_jobs.cli`.
+commands = typer.Typer()
 
 
-@app.command("pause")
+@commands.command("pause")
 def pause_command(ctx: typer.Context, tier: str = typer.Argument(..., help="The tier to pause.")) -> None:
     """Stop TIER's consumer taking jobs (its event source mapping disabled); its queue keeps accepting them."""
     with reported_errors():
@@ -27,7 +30,7 @@ def pause_command(ctx: typer.Context, tier: str = typer.Argument(..., help="The 
         )
 
 
-@app.command("resume")
+@commands.command("resume")
 def resume_command(ctx: typer.Context, tier: str = typer.Argument(..., help="The tier to resume.")) -> None:
     """Let TIER's consumer take jobs again (its event source mapping enabled)."""
     with reported_errors():

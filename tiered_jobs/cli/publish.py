@@ -14,11 +14,14 @@ from rich.markup import escape
 from ..publisher import Publisher
 from ..stage import cancelling, scheduling
 from ..stage.target import Target
-from .common import CliError, app, reported_errors, terminal
+from .common import CliError, reported_errors, terminal
 from .payload import read_payload
 
+#: This module's commands, added to ``tiered-jobs`` by :mod:`tiered_jobs.cli`.
+commands = typer.Typer()
 
-@app.command()
+
+@commands.command()
 def publish(
     ctx: typer.Context,
     job_type: str = typer.Argument(..., metavar="TYPE", help="Job type, e.g. invoices.send."),
@@ -158,7 +161,7 @@ def _iso_datetime(text: str, option: str) -> Any:
 _NOT_CANCELLED = ("already done", "already expired", "not found", "already sent")
 
 
-@app.command()
+@commands.command()
 def cancel(
     ctx: typer.Context,
     job_type: str = typer.Argument(..., metavar="TYPE", help="The job type (with no KEY: a glob, e.g. 'invoices.*')."),

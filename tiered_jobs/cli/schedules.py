@@ -6,12 +6,15 @@ import typer
 
 from ..stage import scheduling
 from ..stage.target import Target
-from .common import app, reported_errors, terminal
+from .common import reported_errors, terminal
 from .publish import scheduling_target
 from .schedules_table import print_schedules
 
+#: This module's commands, added to ``tiered-jobs`` by :mod:`tiered_jobs.cli`.
+commands = typer.Typer()
 
-@app.command("schedules")
+
+@commands.command("schedules")
 def schedules_command(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),

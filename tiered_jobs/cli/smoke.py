@@ -12,10 +12,13 @@ import typer
 from rich.markup import escape
 
 from ..operations import smoke as probes
-from .common import CliError, app, fail, reported_errors, terminal
+from .common import CliError, fail, reported_errors, terminal
+
+#: This module's commands, added to ``tiered-jobs`` by :mod:`tiered_jobs.cli`.
+commands = typer.Typer()
 
 
-@app.command()
+@commands.command()
 def smoke(
     ctx: typer.Context,
     tiers: Optional[list[str]] = typer.Option(

@@ -25,11 +25,14 @@ from ..operations.display import alarm_summary, format_duration
 from ..operations.errors import client_error_text
 from ..operations.status import StageStatus, read_status
 from ..stage.target import Target
-from .common import app, reported_errors, terminal
+from .common import reported_errors, terminal
 from .counts_table import jobs_table
 
+#: This module's commands, added to ``tiered-jobs`` by :mod:`tiered_jobs.cli`.
+commands = typer.Typer()
 
-@app.command()
+
+@commands.command()
 def status(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),

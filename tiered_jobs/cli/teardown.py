@@ -10,10 +10,13 @@ from rich.table import Table
 
 from ..contract.names import PROJECT, stack_name
 from ..operations.teardown import KEY_PENDING_DAYS, delete_leftovers, find_leftovers, stack_status
-from .common import CliError, app, reported_errors
+from .common import CliError, reported_errors
+
+#: This module's commands, added to ``tiered-jobs`` by :mod:`tiered_jobs.cli`.
+commands = typer.Typer()
 
 
-@app.command("teardown")
+@commands.command("teardown")
 def teardown(
     ctx: typer.Context,
     yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking."),
