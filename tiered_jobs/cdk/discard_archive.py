@@ -34,6 +34,8 @@ ACCESS_LOG_PREFIX = "discard-archive/"
 
 
 class DiscardArchive(Construct):
+    """The stage's bucket of discarded letters, each archived whole before the replay function deletes it."""
+
     def __init__(self, scope: Construct, construct_id: str, *, settings: AppSettings) -> None:
         super().__init__(scope, construct_id)
         self.stage = settings.stage

@@ -77,6 +77,8 @@ def expiration_days(tiers: Sequence[Tier]) -> int:
 
 
 class LargePayloads(Construct):
+    """The stage's bucket of job bodies past SQS's size limit, and who may read and write it."""
+
     def __init__(
         self,
         scope: Construct,

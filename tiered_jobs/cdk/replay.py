@@ -81,6 +81,8 @@ def _json_type(value: Any) -> str:
 
 
 class ReplayFunction(Construct):
+    """The stage's replay function: inspect, replay, discard and pause for every tier, and its rights."""
+
     def __init__(
         self,
         scope: Construct,

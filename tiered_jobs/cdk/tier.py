@@ -44,6 +44,8 @@ UNIQUE_RELEASE_ACTIONS = ("dynamodb:DeleteItem",)
 
 @dataclass(frozen=True)
 class TierProps:
+    """What one Tier is built from: its settings and the stage's shared parts it uses."""
+
     settings: AppSettings
     tier: TierSettings
     platform: LambdaPlatform

@@ -55,6 +55,8 @@ PAUSE_REFRESH_SECONDS = 30
 
 @dataclass
 class Measured:
+    """The AWS calls one console page made, and their time."""
+
     calls: int = 0
     ms: float = 0.0
 

@@ -108,6 +108,8 @@ def parse_origin(value: str) -> str:
 
 @dataclass
 class Security:
+    """The console's access rules: its token, read-only mode, CSRF token and the origin it is served at."""
+
     token: str | None = None
     read_only: bool = False
     csrf_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))

@@ -79,6 +79,8 @@ def zone(name: str) -> ZoneInfo:
 
 @dataclass(frozen=True)
 class _Field:
+    """One field of a cron expression: its name, its range and the names it accepts."""
+
     name: str
     low: int
     high: int
@@ -276,6 +278,8 @@ def _localize(wall: datetime, tz: ZoneInfo) -> datetime | None:
 
 @dataclass(frozen=True)
 class Rate:
+    """A ``rate(...)`` schedule expression: a fixed interval."""
+
     text: str
     interval: timedelta
 
@@ -308,6 +312,8 @@ class Rate:
 
 @dataclass(frozen=True)
 class At:
+    """An ``at(...)`` schedule expression: one wall-clock time."""
+
     text: str
     wall: datetime
 

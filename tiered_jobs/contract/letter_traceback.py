@@ -36,6 +36,8 @@ MAX_BYTES = 2048
 
 @dataclass(frozen=True)
 class LetterTraceback:
+    """A letter's traceback attribute: where the job's own code failed, and the last frames."""
+
     #: ``path:line in function`` of the innermost frame in the job's own code (``None``: none ran).
     frame: str | None
     #: The last frames and the exception, as Python prints them.

@@ -19,6 +19,8 @@ class UnknownRouteError(TieredJobsError, LookupError):
 
 
 class Routes:
+    """The routing table: a job type's tier by its exact name, else by the longest matching glob."""
+
     def __init__(self, table: Mapping[str, str]):
         if not isinstance(table, Mapping):
             raise TypeError(f"routes must be an object of {{job type glob: tier}}, got {type(table).__name__}")

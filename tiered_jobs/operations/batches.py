@@ -32,6 +32,8 @@ class Member:
 
 @dataclass(frozen=True)
 class BatchView:
+    """A batch or chain as an operator reads it: its head, its finished members and a chain's links."""
+
     head: batches.Head
     members: list[Member]
     #: A chain's links in order: ``(step, type, key, outcome)``; outcome ``pending`` until it finished.

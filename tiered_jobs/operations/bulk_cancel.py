@@ -68,6 +68,8 @@ _NOT_CARRIED = (DeadLetter.PREFIX, Attributes.PREFIX, Replay.PREFIX)
 
 @dataclass(frozen=True)
 class Match:
+    """One queued job a bulk cancel found by its filter."""
+
     tier: str
     job_type: str
     key: str
@@ -79,6 +81,8 @@ class Match:
 
 @dataclass
 class BulkCancel:
+    """What a bulk cancel did: the jobs it matched, what it read and copied per tier, and what it skipped."""
+
     dry_run: bool
     matches: list[Match] = field(default_factory=list)
     #: Messages read per tier.

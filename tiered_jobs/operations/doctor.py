@@ -72,6 +72,8 @@ class TierConcurrency:
 
 @dataclass(frozen=True)
 class Report:
+    """``doctor``'s answer for a stage: each check with its verdict."""
+
     stage: str
     checks: list[Check]
 

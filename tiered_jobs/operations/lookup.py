@@ -81,6 +81,8 @@ class RecordState:
 
 @dataclass(frozen=True)
 class FoundLetter:
+    """A dead letter of the job looked up, with the reasons its consumer wrote."""
+
     tier: str
     message_id: str
     body: str
@@ -99,6 +101,8 @@ class ScheduledRun:
 
 @dataclass(frozen=True)
 class JobLookup:
+    """What happened to one job: its idempotency record, its letters and where they were looked for."""
+
     job_type: str
     key: str
     record: RecordState

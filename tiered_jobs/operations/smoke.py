@@ -51,6 +51,8 @@ _DEPTH_ATTRIBUTES = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessages
 
 @dataclass(frozen=True)
 class ProbeResult:
+    """What became of one tier's probe job, and how long it took."""
+
     tier: str
     #: The probe's idempotency key (``tiered-jobs job tiered_jobs.probe KEY`` reads its record).
     key: str
@@ -69,6 +71,8 @@ class ProbeResult:
 
 @dataclass(frozen=True)
 class SmokeReport:
+    """``smoke``'s answer for a stage: one probe result per tier."""
+
     stage: str
     results: list[ProbeResult]
 
@@ -87,6 +91,8 @@ def probe_key(now: datetime, token: str | None = None) -> str:
 
 @dataclass
 class _Probe:
+    """A probe job in flight: where it was sent and when."""
+
     tier: str
     key: str
     queue_url: str

@@ -125,6 +125,8 @@ class TierStatus:
 
 @dataclass(frozen=True)
 class StageStatus:
+    """A stage's status: every tier's figures, and the notes on what could not be read."""
+
     stage: str
     #: Where the tiers were found, e.g. ``stack TieredJobs-dev``.
     source: str

@@ -61,6 +61,8 @@ S3_DELETE_BATCH = 1000  # DeleteObjects accepts at most 1000 keys
 
 @dataclass(frozen=True)
 class Leftover:
+    """A resource a stage's stack left behind (retained or outside it), and how to delete it."""
+
     kind: str  # queue | table | log group | schedule group | role | bucket | kms key | ssm parameter
     name: str
     detail: str = ""

@@ -29,6 +29,8 @@ from tiered_jobs.contract.names import Env, discard_archive_prefix
 
 
 class Archive(Protocol):
+    """Where discarded letters are stored, durably, before they are deleted."""
+
     #: Where the letters go, for the response and the operator (a path or an ``s3://`` URL).
     location: str
 

@@ -74,6 +74,8 @@ def _name(path: str) -> str:
 
 @dataclass
 class _Group:
+    """Letters of one job type and error pattern, counted together."""
+
     job_type: str
     error_type: str
     reason: str

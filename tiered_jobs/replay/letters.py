@@ -46,6 +46,8 @@ WINDOW_MARGIN_SECONDS = 3600
 
 @dataclass(frozen=True)
 class Letter:
+    """One dead letter as read from a DLQ: its body unchanged and every attribute."""
+
     message_id: str
     receipt_handle: str
     #: The body exactly as SQS returned it: replay sends this string back unchanged.

@@ -64,6 +64,8 @@ _NOT_KEPT = (DeadLetter.PREFIX, Attributes.PREFIX, Replay.AT)
 
 @dataclass(frozen=True)
 class DeadLetterReason:
+    """Why a job was dead-lettered: the ``DeadLetter.*`` attributes its letter carries."""
+
     reason: str  # DeadLetter.REASON_PERMANENT | REASON_RETRIES_EXHAUSTED | REASON_REQUEUE_FAILED
     error_type: str
     error_message: str

@@ -52,6 +52,8 @@ class Outcome:
 
 
 class IdempotentRunner:
+    """Runs a job through Powertools idempotency on the tier's DynamoDB table, keyed by its record id."""
+
     def __init__(self, table_name: str, ttl_seconds: int, dynamodb_client: Any):
         from aws_lambda_powertools.utilities.idempotency import (
             DynamoDBPersistenceLayer,
@@ -77,6 +79,8 @@ class IdempotentRunner:
         self.dynamodb = dynamodb_client
 
         class _MarkerAwareLayer(DynamoDBPersistenceLayer):
+            """Powertools' DynamoDB layer, which lets an end marker stand for any payload."""
+
             def _validate_payload(self, data_payload: Any, stored_data_record: Any) -> None:
                 if stored_data_record.payload_hash is None and job_ends.marker_kind(_stored(stored_data_record)):
                     return  # an end marker: the canceller never knew the payload, and the job ends whatever it is

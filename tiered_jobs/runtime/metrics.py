@@ -85,6 +85,8 @@ MAX_VALUES = 100
 
 
 class BatchMetrics:
+    """One batch's metrics per job type, flushed as one EMF document."""
+
     def __init__(self, stage: str, tier: str):
         self.stage = stage
         self.tier = tier

@@ -35,12 +35,16 @@ TEAMS_CHANNEL = re.compile(r"^19:[A-Za-z0-9_=+/.,-]+@thread\.(tacv2|skype)$")
 
 @dataclass(frozen=True)
 class SlackChannel:
+    """One Slack channel that shows the stage's pages (AWS Chatbot's workspace and channel ids)."""
+
     workspace_id: str
     channel_id: str
 
 
 @dataclass(frozen=True)
 class TeamsChannel:
+    """One Microsoft Teams channel that shows the stage's pages (AWS Chatbot's team, channel and tenant ids)."""
+
     team_id: str
     #: URL-encoded (``19%3A...%40thread.tacv2``), as ``AWS::Chatbot::MicrosoftTeamsChannelConfiguration`` takes it.
     channel_id: str
@@ -49,6 +53,8 @@ class TeamsChannel:
 
 @dataclass(frozen=True)
 class ChatSettings:
+    """The chat channels that show the stage's pages, as ``chat`` in the settings gives them."""
+
     slack: tuple[SlackChannel, ...] = ()
     teams: tuple[TeamsChannel, ...] = ()
 
