@@ -3,10 +3,14 @@ refused in one line when it cannot work (``tiered_jobs.cdk.dependencies``)."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
+from importlib import metadata
 
 import pytest
+from packaging.requirements import Requirement
 
 from tests.support.packages import (
     BINARY,
@@ -22,6 +26,7 @@ from tests.support.packages import (
 )
 from tiered_jobs.cdk import dependencies
 from tiered_jobs.cdk.dependencies import DependencyError, Target, cache_key, check_requirements, install
+from tiered_jobs.cdk.settings import AppSettings
 
 ARM = Target.lambda_runtime("python3.13", "arm64")
 
@@ -184,6 +189,88 @@ def test_a_requirement_on_what_the_function_already_has_is_refused_naming_it(tmp
     message = str(refused.value)
     assert message.startswith(f"{requirements} line 3: {line!r}: {name} is provided by ")
     assert "remove the line" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("line", ["pydantic==2.11.7", "Typing_Extensions>=4", "wrapt", "attrs==25.1.0", "cryptography"])
+def test_a_requirement_on_what_the_powertools_layer_ships_is_refused_naming_it(tmp_path, line):
+    """Both layers unpack into /opt/python, ours last: its copy would overwrite the Powertools layer's files."""
+    requirements = _requirements(tmp_path, f"{PURE}\n{line}\n")
+    with pytest.raises(DependencyError) as refused:
+        install(requirements, ARM, cache=tmp_path / "cache", python="/nonexistent/python")  # refused before pip
+    name = dependencies.normalized(re.split(r"[=<>]", line)[0])
+    message = str(refused.value)
+    assert message.startswith(f"{requirements} line 2: {line!r}: {name} is in the AWS-managed Powertools layer")
+    assert "overwrite its files" in message and "remove the line" in message and "\n" not in message
+
+
+def test_what_the_powertools_layer_ships_pulled_in_by_another_package_is_left_out_of_the_lambda_layer(tmp_path):
+    links = tmp_path / "links"
+    write_wheel(links, "py3-none-any", name="needsattrs", requires=("attrs>=20",))
+    write_wheel(links, "py3-none-any", name="attrs", version="99.0")
+    options = ["--no-index", f"--find-links={links}"]
+    requirements = _requirements(tmp_path, "needsattrs==1.0\n")
+    installed = install(requirements, ARM, cache=tmp_path / "cache", pip_options=options)
+    assert sorted(path.name for path in installed.python_dir.iterdir()) == ["needsattrs-1.0.dist-info", "needsattrs.py"]
+    # Local mode's functions run on this machine's environment, with no Powertools layer: the install keeps it.
+    host = install(requirements, Target.host(), cache=tmp_path / "cache", pip_options=options)
+    assert (host.python_dir / "attrs.py").is_file()
+
+
+def _layer_closure(requires: dict[str, list[str]]) -> set[str]:
+    """The distributions Powertools with every extra needs on the Lambda target, the runtime's SDK not followed."""
+    environment = {
+        "python_version": ARM.python_version,
+        "python_full_version": f"{ARM.python_version}.0",
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "platform_machine": "aarch64",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+    }
+    found: set[str] = set()
+    pending: list[tuple[str, set[str]]] = [("aws-lambda-powertools", {"all"})]
+    while pending:
+        name, extras = pending.pop()
+        found.add(name)
+        for line in requires[name]:
+            requirement = Requirement(line)
+            child = dependencies.normalized(requirement.name)
+            marker = requirement.marker  # written for the requiring distribution's extras
+            if marker is not None and not any(marker.evaluate({**environment, "extra": e}) for e in {"", *extras}):
+                continue
+            if child not in found and child not in dependencies.PROVIDED:
+                pending.append((child, set(requirement.extras)))
+    return found - {"aws-lambda-powertools"}
+
+
+@pytest.mark.slow
+def test_the_powertools_layers_distributions_are_the_pinned_releases_with_every_extra(tmp_path):
+    """The checked-in list against the release's own metadata, resolved by pip from the index for the target
+    (some 35 s: pip reads about twenty distributions' metadata from the index)."""
+    assert dependencies.POWERTOOLS_LAYER_VERSION == AppSettings.powertools_version
+    report = tmp_path / "report.json"
+    command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet"]
+    command += ["--disable-pip-version-check", "--report", str(report), "--target", str(tmp_path / "t")]
+    command += [*ARM.pip_options(), f"aws-lambda-powertools[all]=={dependencies.POWERTOOLS_LAYER_VERSION}"]
+    subprocess.run(command, capture_output=True, text=True, check=True, timeout=240)
+    resolved = {
+        dependencies.normalized(item["metadata"]["name"]): item["metadata"].get("requires_dist") or []
+        for item in json.loads(report.read_text())["install"]
+    }
+    assert _layer_closure(resolved) == dependencies.POWERTOOLS_LAYER
+
+
+def test_the_installed_powertools_needs_nothing_outside_the_layers_list():
+    """Offline, from this environment's copy when it is the pinned release: its own requirements, every extra."""
+    installed = metadata.distribution("aws-lambda-powertools")
+    if installed.version != dependencies.POWERTOOLS_LAYER_VERSION:
+        pytest.skip(f"this environment has Powertools {installed.version}, the list is for the pinned release")
+    direct = _layer_closure({"aws-lambda-powertools": installed.requires or [], **dict.fromkeys(_names(installed), [])})
+    assert direct and direct <= dependencies.POWERTOOLS_LAYER
+
+
+def _names(distribution: metadata.Distribution) -> list[str]:
+    return [dependencies.normalized(Requirement(r).name) for r in distribution.requires or []]
 
 
 def test_names_that_merely_start_like_a_provided_one_are_accepted():

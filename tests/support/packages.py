@@ -58,14 +58,18 @@ def write_sdist(folder: Path, name: str = "onlysource", version: str = "1.0") ->
     return archive
 
 
-def write_wheel(folder: Path, tag: str, name: str = "onlytagged", version: str = "1.0") -> Path:
+def write_wheel(
+    folder: Path, tag: str, name: str = "onlytagged", version: str = "1.0", requires: tuple[str, ...] = ()
+) -> Path:
     """A wheel of ``name`` tagged ``tag`` alone (``cp313-cp313-manylinux_2_17_aarch64``) in ``folder``, for
-    ``--find-links``: a module ``<name>.py`` and the metadata pip reads (PEP 427)."""
+    ``--find-links``: a module ``<name>.py`` and the metadata pip reads (PEP 427), ``requires`` its
+    ``Requires-Dist`` lines."""
     folder.mkdir(parents=True, exist_ok=True)
     info = f"{name}-{version}.dist-info"
+    metadata = "".join(f"Requires-Dist: {requirement}\n" for requirement in requires)
     files = {
         f"{name}.py": "VALUE = 1\n",
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{metadata}",
         f"{info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: false\nTag: {tag}\n",
     }
     record = [f"{path},sha256={_digest(text.encode())},{len(text.encode())}" for path, text in files.items()]

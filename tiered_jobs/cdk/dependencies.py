@@ -19,6 +19,9 @@ path). The construct ships that folder as one layer that every consumer and the 
   on the path and silently replace the one the runtime and the Powertools layer were built with,
   so it is refused whatever its version (the runtime's own version is not known at synthesis).
   Pulled in by another package, such a distribution is left out of the layer for the same reason.
+  The same holds for what the Powertools layer ships with Powertools (``POWERTOOLS_LAYER``: pydantic,
+  typing-extensions, wrapt, attrs, cryptography...): both layers unpack into ``/opt/python`` file by
+  file, and a copy of another version would overwrite part of the Powertools layer's.
 * **Size.** :func:`check_unzipped_size` holds the function, its layers and the managed
   Powertools layer (an estimate, ``POWERTOOLS_LAYER_BYTES``) to Lambda's 250 MB unzipped limit.
 
@@ -50,7 +53,7 @@ CACHE_ENV = "TIERED_JOBS_PACKAGE_CACHE"
 #: A layer's Python folder (``/opt/python`` on Lambda).
 LAYER_PYTHON_DIR = "python"
 #: Bumped when what an install leaves in the cache changes, so older entries are not reused.
-LAYOUT = 1
+LAYOUT = 2
 #: Lambda's limit on a function's code and all its layers, unzipped (bytes).
 LAMBDA_UNZIPPED_LIMIT_BYTES = 250 * 1024 * 1024
 #: The AWS-managed Powertools layer, unzipped: 3.37.0 with every extra for python3.13 arm64
@@ -64,6 +67,40 @@ PROVIDED: Mapping[str, str] = {
     "s3transfer": "the Lambda Python runtime",
     "aws-lambda-powertools": "the AWS-managed Powertools layer (setting 'powertools_version')",
 }
+#: The Powertools release whose layer :data:`POWERTOOLS_LAYER` lists (the default ``powertools_version``).
+POWERTOOLS_LAYER_VERSION = "3.37.0"
+#: What the AWS-managed Powertools layer unpacks into ``/opt/python`` besides Powertools itself, by
+#: normalized name. AWS builds the layer from ``aws-lambda-powertools[all]`` and leaves out the SDK the
+#: runtime has (boto3, botocore, s3transfer), so this is the closure of that release's requirements with
+#: every extra, for CPython on Linux, not followed into the SDK. Checked in rather than resolved at
+#: synthesis: synthesis asks no package index about Powertools, and the app's environment need not
+#: have it installed. tests/infra/test_dependencies.py resolves the pinned release's metadata (pip's
+#: ``--dry-run --report`` for the Lambda target) and compares, so bumping the default version fails
+#: there until this list follows. A stage pinned to another release is held to this list: the names
+#: change rarely between releases, and the versions are never known here (only AWS's build knows them).
+POWERTOOLS_LAYER: frozenset[str] = frozenset(
+    {
+        "annotated-types",
+        "attrs",
+        "aws-encryption-sdk",
+        "aws-xray-sdk",
+        "cffi",
+        "cryptography",
+        "fastjsonschema",
+        "jmespath",
+        "jsonpath-ng",
+        "pycparser",
+        "pydantic",
+        "pydantic-core",
+        "pydantic-settings",
+        "pyjwt",
+        "python-dotenv",
+        "typing-extensions",
+        "typing-inspection",
+        "urllib3",
+        "wrapt",
+    }
+)
 #: The glibc minor version of Lambda's Python runtimes: before 3.12 they run on Amazon Linux 2 (glibc
 #: 2.26), from 3.12 on Amazon Linux 2023 (glibc 2.34). A ``manylinux_2_N`` wheel runs on glibc 2.N and later.
 _AL2_RUNTIMES = ("3.10", "3.11")
@@ -200,13 +237,30 @@ def requirement_names(text: str) -> list[tuple[int, str, str]]:
 
 
 def check_requirements(text: str, where: str) -> None:
-    """Refuse a requirement on a distribution the function already has (``PROVIDED``), naming it."""
+    """Refuse a requirement on a distribution the function already has (``PROVIDED``, ``POWERTOOLS_LAYER``),
+    naming it."""
     for number, line, name in requirement_names(text):
         if name in PROVIDED:
             raise DependencyError(
                 f"{where} line {number}: {line!r}: {name} is provided by {PROVIDED[name]}, and a copy in the "
                 f"functions' layer would replace it; remove the line (your jobs import the provided {name})"
             )
+        if name in POWERTOOLS_LAYER:
+            raise DependencyError(
+                f"{where} line {number}: {line!r}: {name} is in the AWS-managed Powertools layer "
+                f"({POWERTOOLS_LAYER_VERSION} with every extra), which unpacks into /opt/python before the "
+                f"functions' layer: a copy would overwrite its files and can break Powertools' import in every "
+                f"function; remove the line (your jobs import the layer's {name})"
+            )
+
+
+def left_out(target: Target) -> frozenset[str]:
+    """The distributions an install for ``target`` leaves out when another package pulls them in: what the
+    function already has. On Lambda that includes the Powertools layer's: both layers unpack into
+    ``/opt/python`` file by file, ours last, so a copy of another version would overwrite some of its
+    files, leaving neither version whole. Left out, the package gets the layer's copy, which meets
+    Powertools' own ranges. Local mode has no such layer: its functions run on this machine's environment."""
+    return frozenset(PROVIDED) | (POWERTOOLS_LAYER if target.platforms else frozenset())
 
 
 def cache_key(text: str, target: Target, pip_options: Sequence[str] = ()) -> str:
@@ -251,7 +305,7 @@ def install(
     scratch = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=root))
     try:
         _pip(python, requirements, scratch / LAYER_PYTHON_DIR, target, pip_options, where)
-        _drop_provided(scratch / LAYER_PYTHON_DIR)
+        _leave_out(scratch / LAYER_PYTHON_DIR, left_out(target))
         try:
             scratch.rename(entry)  # atomic: the entry is complete or absent
         except OSError:
@@ -308,12 +362,12 @@ def plain(text: str) -> str:
     return _ESCAPES.sub("", text)
 
 
-def _drop_provided(site: Path) -> None:
-    """Leave out what the function already has (``PROVIDED``), pulled in by another package: its files
-    by the installed ``RECORD``, then its metadata folder."""
+def _leave_out(site: Path, names: frozenset[str]) -> None:
+    """Leave out the distributions ``names`` (what the function already has), pulled in by another package:
+    their files by the installed ``RECORD``, then their metadata folder."""
     for info in site.glob("*.dist-info"):
         name = normalized(info.name.removesuffix(".dist-info").rsplit("-", 1)[0])
-        if name not in PROVIDED:
+        if name not in names:
             continue
         record = info / "RECORD"
         if record.is_file():
