@@ -12,7 +12,8 @@ synthesized assembly: no thread, process or port is left.
 The functions' output goes to their CloudWatch Logs groups (:mod:`emulator.logs`);
 ``AWS/SQS`` metrics are published from the queues (:mod:`emulator.sqs_metrics`); with
 ``reload_interval_seconds`` a change to the functions' code becomes a new code version without a
-restart (:mod:`emulator.reload`).
+restart (:mod:`emulator.reload`); EventBridge scheduled rules (the circuit breakers' reconciler)
+invoke their Lambda targets (:mod:`emulator.rules`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,7 @@ from emulator.invokers import WorkerInvoker, worker_factory
 from emulator.logs import LogShipper
 from emulator.metrics import MetricStore
 from emulator.reload import CodeWatcher, host_packages
+from emulator.rules import RuleRunner
 from emulator.scheduler import ScheduleRunner
 from emulator.server import ACCOUNT_ID, EmbeddedAws, Endpoint
 from emulator.sqs_metrics import (
@@ -89,10 +92,12 @@ class LocalSession:
         settings: Mapping[str, Any] | None = None,
         app: CdkApp | None = None,
         stack: str | None = None,
+        rules_clock: Callable[[], datetime] | None = None,
     ):
         """``settings`` replace keys under ``tiered_jobs`` for this session (e.g. ``schedules``, or
         ``tiers`` with a rate limit). ``app`` is the CDK app to run (default: this repository's);
-        ``stack`` names its stack that uses TieredJobs, when several do."""
+        ``stack`` names its stack that uses TieredJobs, when several do; ``rules_clock`` is the clock the
+        scheduled rules' runner fires by (a test moves it instead of waiting five minutes)."""
         self._server = EmbeddedAws(port=port)
         self._app = app
         self._stack = stack
@@ -104,6 +109,7 @@ class LocalSession:
         self._reload_interval = reload_interval_seconds
         self._on_reload = on_reload
         self._sqs_metrics_interval = sqs_metrics_interval_seconds
+        self._rules_clock = rules_clock
         self._deploy_lock = threading.Lock()
         self._workdir: Path | None = None
         self._clients: dict[str, Any] = {}
@@ -117,6 +123,7 @@ class LocalSession:
         self.sqs_metrics: SqsMetricsPublisher | None = None
         self.watcher: CodeWatcher | None = None
         self.scheduler: ScheduleRunner | None = None
+        self.rules: RuleRunner | None = None
         #: Recent log lines per function name (all of them are in CloudWatch Logs too).
         self.logs: dict[str, deque[str]] = {}
         #: Every deployed function as it is configured now (consumers and the replay function).
@@ -229,6 +236,13 @@ class LocalSession:
                     has_schedules=lambda: store_reads.schedule_group_has_schedules(group, ACCOUNT_ID, endpoint.region),
                 )
                 self.scheduler.start()
+            # moto never fires a scheduled rule (the circuit breakers' reconciler): the local runtime does (emulation).
+            self.rules = RuleRunner(
+                self.clients,
+                rules_version=lambda: store_reads.scheduled_rules_version(ACCOUNT_ID, endpoint.region),
+                clock=self._rules_clock,
+            )
+            self.rules.start()
         except BaseException:
             self.stop()
             raise
@@ -301,6 +315,8 @@ class LocalSession:
         return version
 
     def stop(self) -> None:
+        if self.rules is not None:
+            self.rules.stop()
         if self.scheduler is not None:
             self.scheduler.stop()
         for function in self.functions.values():

@@ -60,6 +60,22 @@ def schedule_group_has_schedules(group_name: str, account_id: str, region: str) 
     return group is None or bool(group.schedules)
 
 
+def scheduled_rules_version(account_id: str, region: str) -> Hashable:
+    """A value that changes whenever a scheduled rule of the default bus (the only bus one can be on) is
+    created, replaced, deleted, enabled or disabled, or has its targets changed; empty when there is none
+    (``PutRule`` makes a new rule object; ``PutTargets`` changes its list in place)."""
+    from moto.events.models import events_backends
+
+    bus = events_backends[account_id][region].event_buses.get("default")
+    if bus is None:
+        return ()
+    return tuple(
+        (name, id(rule), rule.state, rule.scheduled_expression, repr(rule.targets))
+        for name, rule in list(bus.rules.items())
+        if rule.scheduled_expression
+    )
+
+
 def message_waiter(queue_arn: str, account_id: str, region: str) -> Callable[[float], bool]:
     """``wait(seconds)``: wait up to ``seconds`` for the queue to hold a message visible now, and say
     whether it does. It waits on the condition moto's own long poll waits on (a send wakes it at
