@@ -455,6 +455,34 @@ def test_a_record_whose_turn_passed_while_the_job_before_it_ran_claims_again_nev
     assert emf_totals(capsys)[Metrics.SUCCEEDED] == 3
 
 
+def test_copies_received_together_run_in_the_order_of_their_turns_each_on_its_turn(tier):
+    from tiered_jobs.runtime.registry import JobRegistry
+
+    clock = FakeTime()
+    registry = JobRegistry()
+    started: list[tuple[str, float]] = []
+
+    @registry.job("limits.quick")
+    def quick(payload, ctx):
+        started.append((ctx.idempotency_key, round(clock.now - T0, 3)))
+
+    consumer = limited_consumer(tier, clock, RateLimits(RateLimit(5, 1), {}, max_wait_seconds=1.0), registry=registry)
+    writes = bucket_writes(tier, consumer.limiter.table)
+    for key, at in (("third", 0.6), ("second", 0.4), ("first", 0.2)):  # SQS hands copies back in any order
+        tier.sqs.send_message(
+            QueueUrl=tier.queue_url,
+            MessageBody=json.dumps({"type": "limits.quick", "idempotency_key": key, "payload": {}}),
+            MessageAttributes={
+                Attributes.TURN: {"DataType": "String", "StringValue": turn_text("critical#tier", T0 + at)}
+            },
+        )
+    assert tier.run_batch(consumer) == {"batchItemFailures": []}
+    # Each on its own turn, none late: run in the batch's order, the first would sleep to 0.6 s and leave
+    # the other two past their latest starts, claiming again.
+    assert started == [("first", 0.2), ("second", 0.4), ("third", 0.6)]
+    assert writes == [0] and clock.slept == [pytest.approx(0.2)] * 3
+
+
 def test_a_turn_is_used_once_a_retried_copy_claims_again(tier):
     clock = FakeTime()
     consumer = limited_consumer(tier, clock, RateLimits(RateLimit(5, 1), {}, max_wait_seconds=0.0), max_attempts=3)

@@ -223,6 +223,7 @@ class Consumer:
             self._hold_too_new(invocation)
             if self.limiter is not None:
                 self._admit(invocation)
+                event = _by_turn(event, invocation)
             return process_partial_response(
                 event=event,
                 record_handler=lambda record: self.process(record, invocation),
@@ -417,7 +418,7 @@ class Consumer:
                 retry = self._retry_for(definition)  # JobPolicyError (permanent) if the tier cannot honour it
                 if definition.validate is not None:
                     definition.validate(envelope.payload)
-                ctx = JobContext._for_run(
+                ctx = JobContext(
                     job_type=envelope.type,
                     idempotency_key=envelope.idempotency_key,
                     attempt=received.attempt,
@@ -887,6 +888,23 @@ class _LogKeys:
 
     def __exit__(self, *_: object) -> None:
         self.formatter.remove_keys(self.KEYS)
+
+
+def _by_turn(event: dict[str, Any], invocation: _Invocation) -> dict[str, Any]:
+    """The batch in the order its limited records' turns come (the others first, in their order): the
+    records run one after another, and one run before an earlier turn would make that turn's job
+    start late, so forfeit its token (``ratelimit.RateLimiter.at_start``). The copies of held jobs
+    come back together, in any order. The answer names records by id, so their order is free."""
+    gate = invocation.gate
+    assert gate is not None
+
+    def turn(record: dict[str, Any]) -> float:
+        verdict = gate.verdicts.get(record["messageId"])
+        return verdict.start if verdict is not None and verdict.start is not None else float("-inf")
+
+    records = sorted(event["Records"], key=turn)  # stable: equal turns keep the batch's order
+    invocation.order = [record["messageId"] for record in records]
+    return {**event, "Records": records}
 
 
 def _ended_detail(kind: str, marker: dict[str, Any]) -> str:
