@@ -112,14 +112,3 @@ def test_the_consumer_handler_defines_only_the_public_dataclasses_at_import():
     env = {**os.environ, "TIERED_JOBS_JOB_MODULES": "tests.support.jobs"}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert set(result.stdout.split()) == COLD_PATH_DATACLASSES
-
-
-def test_each_dataclass_of_the_cold_path_has_its_own_docstring():
-    """Without one, defining the class also formats its signature (``inspect.signature`` over every
-    field) to serve as its ``__doc__``: about a quarter of a millisecond for the envelope's fields."""
-    import importlib
-
-    for path in sorted(COLD_PATH_DATACLASSES):
-        module, name = path.rsplit(".", 1)
-        cls = getattr(importlib.import_module(module), name)
-        assert cls.__doc__ and not cls.__doc__.startswith(f"{name}("), path

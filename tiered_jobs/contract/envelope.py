@@ -46,7 +46,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from . import frozen
 from .errors import USAGE, TieredJobsError
 from .names import SQS_MAX_MESSAGE_BYTES, SQS_MESSAGE_GROUP_ID_PATTERN
 from .sqs_limits import disallowed_character_problem, first_disallowed_character
@@ -91,10 +90,7 @@ class EnvelopeTooNew(EnvelopeError):
 
 @dataclass(frozen=True)
 class Envelope:
-    """One job as it travels in a message body: version 1 of the contract (docs/upgrading.md).
-
-    A docstring of its own also spares each cold start the signature text a dataclass would
-    otherwise make for it (``inspect.signature`` over every field)."""
+    """One job as it travels in a message body: version 1 of the contract (docs/upgrading.md)."""
 
     type: str
     idempotency_key: str
@@ -336,20 +332,16 @@ def parse(body: str | bytes, *, max_bytes: int | None = SQS_MAX_MESSAGE_BYTES) -
         if newer_than_known(obj):  # every known field, tenant included, keeps its rules
             raise EnvelopeTooNew(problems, obj.get("tenant"))
         raise EnvelopeError(problems)
-    # Every field given, as Envelope(...) would take them: parsed once per record, so without its __init__ (frozen.py).
-    return frozen.fill(
-        Envelope,
-        {
-            "type": obj["type"],
-            "idempotency_key": obj["idempotency_key"],
-            "payload": obj["payload"],
-            "version": obj.get("version", ENVELOPE_VERSION),
-            "published_at": obj.get("published_at"),
-            "tenant": obj.get("tenant"),
-            "unique_lock": obj.get("unique_lock"),
-            "expires_at": obj.get("expires_at"),
-            "batch": obj.get("batch"),
-        },
+    return Envelope(
+        obj["type"],
+        obj["idempotency_key"],
+        obj["payload"],
+        obj.get("version", ENVELOPE_VERSION),
+        obj.get("published_at"),
+        obj.get("tenant"),
+        obj.get("unique_lock"),
+        obj.get("expires_at"),
+        obj.get("batch"),
     )
 
 

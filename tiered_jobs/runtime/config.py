@@ -40,8 +40,7 @@ class ConfigurationError(RuntimeError):
 
 @dataclass(frozen=True)
 class TierConfig:
-    """A tier's consumer settings, read once per container from the function's environment
-    (:meth:`from_env`); documented, so its dataclass makes no signature text at a cold start."""
+    """A tier's consumer settings, read once per container from the function's environment (:meth:`from_env`)."""
 
     stage: str
     tier: str

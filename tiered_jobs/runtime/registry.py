@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tiered_jobs.contract import frozen, payloads
+from tiered_jobs.contract import payloads
 from tiered_jobs.contract.envelope import JOB_TYPE_PATTERN
 from tiered_jobs.contract.names import Env
 from tiered_jobs.contract.probe import PROBE_TYPE, RESERVED_PREFIX, is_reserved
@@ -82,14 +82,6 @@ class JobContext:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_started_ms", self.lambda_remaining_ms())
-
-    @classmethod
-    def _for_run(cls, **values: Any) -> JobContext:
-        """The consumer's constructor, on every job: the context ``JobContext(**values)`` builds, without a
-        frozen dataclass's ``__init__`` (``tiered_jobs.contract.frozen``: 4 µs of every job's CPU)."""
-        ctx = frozen.fill(cls, values, _CONTEXT_DEFAULTS)
-        ctx.__dict__["_started_ms"] = values["lambda_remaining_ms"]()  # what __post_init__ does
-        return ctx
 
     def resource(self, name: str) -> str:
         """The table name or queue URL of ``name`` in ``cdk.json``'s ``resources``, as this tier's consumer has it.
@@ -158,14 +150,9 @@ class JobContext:
         )
 
 
-#: The defaults of :class:`JobContext`'s fields, for :meth:`JobContext._for_run`.
-_CONTEXT_DEFAULTS = frozen.defaults(JobContext)
-
-
 @dataclass(frozen=True)
 class JobDefinition:
-    """A registered job type: its handler and what ``@job`` said about it (documented, so its
-    dataclass makes no signature text at a cold start)."""
+    """A registered job type: its handler and what ``@job`` said about it."""
 
     type: str
     handler: Handler
