@@ -18,7 +18,9 @@ from tests.infra.infra_support import (
     logical_id,
     policy_statements,
     referenced_ids,
+    synthesize_once,
 )
+from tests.infra.test_infra_large_payloads import TIERS as LARGE_PAYLOAD_TIERS
 from tiered_jobs.cdk.nag import skip_checkov
 from tiered_jobs.contract.names import Env, function_name
 
@@ -199,7 +201,13 @@ def test_everything_at_rest_is_encrypted(default_synth):
 S3_CHECKS = {"CKV_AWS_18": "LoggingConfiguration", "CKV_AWS_21": "VersioningConfiguration"}
 
 
-@pytest.mark.parametrize("synth_name", ["default_synth"])
+@pytest.fixture(scope="module")
+def large_payloads_synth(tmp_path_factory):
+    """The large payloads' module's synthesis (the same name and settings: one synthesis per process)."""
+    return synthesize_once(tmp_path_factory, "large-payloads", tiers=LARGE_PAYLOAD_TIERS)
+
+
+@pytest.mark.parametrize("synth_name", ["default_synth", "large_payloads_synth"])
 def test_every_bucket_is_logged_and_versioned_or_says_why_not_where_checkov_reads_it(request, synth_name):
     """A bucket without access logging or versioning carries checkov's skip of the check, with its reason, in
     its own metadata: checkov then reports it as justified, and nothing goes unexplained."""
