@@ -137,7 +137,8 @@ class RuleRunner(BackgroundLoop):
         self._listed: tuple[Hashable, list[ScheduledRule]] | None = None
         #: ``(name, expression) -> when the runner first saw the rule`` (a rate counts from there).
         self._starts: dict[tuple[str, str], datetime] = {}
-        #: ``(name, expression) -> the last scheduled time handled`` (a re-created rule starts afresh).
+        #: ``(name, expression) -> the last scheduled time handled`` (a changed expression starts afresh;
+        #: a rule gone from a round is forgotten).
         self._cursors: dict[tuple[str, str], datetime] = {}
         #: What was already reported once (a skipped target, an expression not understood).
         self._warned: set[tuple[str, ...]] = set()
@@ -206,6 +207,9 @@ class RuleRunner(BackgroundLoop):
             self._last_round = self.rules()
             for rule in self._last_round:
                 fired.extend(self._due(rule, now))
+            current = {(rule.name, rule.expression) for rule in self._last_round}
+            for key in [key for key in self._starts if key not in current]:
+                del self._starts[key], self._cursors[key]
         return fired
 
     def _expression(self, rule: ScheduledRule) -> cron.Cron | cron.Rate | None:

@@ -227,3 +227,23 @@ def test_rounds_send_no_request_without_scheduled_rules_and_read_the_rules_again
     events.disable_rule(Name="reconcile")
     clock.now = SEEN + timedelta(minutes=10)
     assert runner.poll_once() == []  # and so is a disabled rule
+
+
+def test_a_rule_deleted_and_created_again_starts_afresh_and_so_does_a_changed_expression(events):
+    rule(events, "reconcile", "rate(5 minutes)", {"Id": "replay", "Arn": FUNCTION, "Input": "{}"})
+    lambda_client, clock = RecordingLambda(), ManualClock(SEEN)
+    runner = runner_for(events, lambda_client, clock)
+    runner.poll_once()
+    events.remove_targets(Rule="reconcile", Ids=["replay"])
+    events.delete_rule(Name="reconcile")
+    clock.now = SEEN + timedelta(minutes=2)
+    runner.poll_once()  # gone
+    clock.now = SEEN + timedelta(minutes=4)
+    rule(events, "reconcile", "rate(5 minutes)", {"Id": "replay", "Arn": FUNCTION, "Input": "{}"})
+    runner.poll_once()
+    assert runner.next_fires() == {"reconcile": SEEN + timedelta(minutes=9)}  # its rate counts from now
+
+    events.put_rule(Name="reconcile", ScheduleExpression="rate(10 minutes)")
+    clock.now = SEEN + timedelta(minutes=6)
+    assert runner.poll_once() == []
+    assert runner.next_fires() == {"reconcile": SEEN + timedelta(minutes=16)}
