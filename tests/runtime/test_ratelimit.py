@@ -696,8 +696,8 @@ class Simulation:
     ``Consumer.process`` does (``RateLimiter.at_start`` before each start, again after each sleep).
 
     The load is the one a busy machine puts on a real tier, drawn from a seeded generator: a sleep
-    overruns by up to ``oversleep``, a job runs ``job_seconds``, a copy comes back up to
-    ``copy_latency`` after its delay (one in ``late_every`` much later, within the old 3 s grace)."""
+    overruns by up to 0.2 s, a job runs 0.02 to 0.5 s, a copy comes back up to 0.15 s after its delay
+    (one in four 0.5 to 2.5 s later still, within the old 3 s grace)."""
 
     def __init__(self, limits: RateLimits, consumers: int, seed: int):
         import heapq
