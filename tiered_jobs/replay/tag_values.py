@@ -4,7 +4,7 @@ Lambda's ``TagValue`` (botocore's model, ``lambda`` ``2015-03-31``) is at most 2
 letters, numbers, white space and ``_ . : / = + - @`` (``[\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*``). Lambda
 checks it, botocore does not: a value outside it is refused by ``TagResource`` on AWS only (an
 operator named ``arn:... (cli)`` was, so no pause was ever recorded there). Every value we write
-goes through :func:`tag_value`; ``tests/replay/test_tag_values.py`` checks them against the
+goes through :func:`tag_value`; ``tests/replay/test_pause.py`` checks them against the
 model's own pattern.
 """
 
