@@ -103,6 +103,10 @@ def balance(session, account: str) -> int:
     return int(item["balance"]["N"]) if item else 0
 
 
+#: The line ``up`` prints after its ready line and every hint: what :class:`RunningUp` waits for.
+HINTS_END = "Press Ctrl-C to stop"
+
+
 class RunningUp:
     """``up`` in a child process (``command``), from ready until the ``with`` ends (then Ctrl-C):
     every line it printed (``output``) and the ``export`` lines of its hints (``exports``)."""
@@ -123,10 +127,13 @@ class RunningUp:
             cwd=self._cwd,
             env={**self._env, "COLUMNS": "200"},
         )
-        threading.Thread(target=lambda: [self._lines.put(line) for line in self._process.stdout], daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
         try:
+            # Ready, and every hint printed after it (the exports among them): the line that ends them, not
+            # a pause after "ready" that a loaded machine may outlast.
             deadline = time.monotonic() + self._ready_timeout
-            while not any(line.startswith("ready") for line in self.output):
+            while not any(line.startswith(HINTS_END) for line in self.output):
                 assert time.monotonic() < deadline and self._process.poll() is None, "".join(self.output)
                 try:
                     self.output.append(self._lines.get(timeout=1))
@@ -141,6 +148,11 @@ class RunningUp:
         )
         return self
 
+    def _read(self) -> None:
+        assert self._process.stdout is not None
+        for line in self._process.stdout:
+            self._lines.put(line)
+
     def client_env(self) -> dict[str, str]:
         """This environment with the printed exports (and no stale session token), as another terminal has it."""
         env = {**self._env, **self.exports}
@@ -148,7 +160,6 @@ class RunningUp:
         return env
 
     def _drain(self) -> None:
-        time.sleep(0.5)
         while True:
             try:
                 self.output.append(self._lines.get_nowait())
@@ -165,4 +176,6 @@ class RunningUp:
             self._process.kill()
             self.returncode = self._process.wait(timeout=30)
             self.output.append(f"[up did not stop within 60 s of Ctrl-C: killed, exit {self.returncode}]\n")
+        # Every line it printed before it exited: the reader ends at the pipe's end, not after a pause.
+        self._reader.join(timeout=60)
         self._drain()
