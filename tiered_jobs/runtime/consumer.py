@@ -148,6 +148,8 @@ class _Invocation:
 
 
 class Consumer:
+    """A tier's consumer: every record of an SQS batch to its verdict, and the batch's answer to Lambda."""
+
     def __init__(
         self,
         config: TierConfig,

@@ -170,6 +170,8 @@ class JobDefinition:
 
 
 class JobRegistry:
+    """The job types a tier knows (``@job``), each with its definition, imported per prefix on demand."""
+
     def __init__(self) -> None:
         self._jobs: dict[str, JobDefinition] = {}
         #: Imports the module of a type not registered yet (``job_modules.JobModules``: one module per
