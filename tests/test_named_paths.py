@@ -54,13 +54,19 @@ def module_texts() -> Iterator[tuple[str, str, set[str]]]:
         yield str(module.relative_to(ROOT)), "\n".join(docstrings + comments), set()
 
 
+def exists(path: str) -> bool:
+    """The path, or a module's attribute named as ``folder/module.attribute``."""
+    module, _, attribute = path.rpartition(".")
+    return (ROOT / path).exists() or bool(module and attribute.isidentifier() and (ROOT / f"{module}.py").exists())
+
+
 def stale_paths() -> dict[str, list[str]]:
     outputs = ignored_folders()
     stale: dict[str, list[str]] = {}
     for where, text, written in [*page_texts(), *module_texts()]:
         for match in PATH.finditer(text):
             path = match.group(1).rstrip(".")
-            if path in written or path.startswith(tuple(outputs)) or (ROOT / path).exists():
+            if path in written or path.startswith(tuple(outputs)) or exists(path):
                 continue
             stale.setdefault(where, []).append(path)
     return stale
@@ -74,4 +80,5 @@ def test_every_path_a_doc_or_docstring_names_exists():
 def test_the_check_finds_a_stale_path_and_passes_the_allowed_kinds():
     assert PATH.findall("see `tiered_jobs/nowhere.py` and tests/x/y.py.") == ["tiered_jobs/nowhere.py", "tests/x/y.py"]
     assert "bench/results/" in ignored_folders()
+    assert exists("tests/support/aws_faults.lose_answers") and not exists("tests/support/aws_faults.py.gone")
     assert "tiered_jobs" in TOP and "docs" in TOP
