@@ -3,14 +3,15 @@
 Both tiers get 4 attempts, 15 s apart; only ``transactional`` has the breaker. ``demo.flaky`` with
 ``down_while_file`` plays a downstream that is down while a file exists: the test takes it down
 before the publish and brings it back at the events the story is about, never after a number of
-seconds (a loaded machine once ran ``bulk``'s attempts past a 45 s outage's end). Without the breaker
-(``bulk``) every job spends its 4 attempts inside the outage and is dead-lettered; the outage lasts
-until the test has seen every letter. With it, the first failed attempts open the breaker (its
-alarm's Lambda action, the replay function, disables the mapping), the jobs wait in the queue with
-their attempts; the test brings the tier's downstream back once it has seen the breaker open, the
-window's OK starts the probe at concurrency 2, the probe's successes close it, and every job runs
-once: 0 letters. The on-call inbox (an SQS queue on the alarm topic) hears of the breaker's tier
-exactly twice: when it opens (the alarm's ALARM) and when it closes (the replay function's page).
+seconds (a fixed 45 s outage raced the machine's load: ``bulk``'s attempts could run past its end).
+Without the breaker (``bulk``) every job spends its 4 attempts inside the outage and is
+dead-lettered; the outage lasts until the test has seen every letter. With it, the first failed
+attempts open the breaker (its alarm's Lambda action, the replay function, disables the mapping),
+the jobs wait in the queue with their attempts; the test brings the tier's downstream back once it
+has seen the breaker open (the mapping disabled, every poller held back), the window's OK starts
+the probe at concurrency 2, the probe's successes close it, and every job runs once: 0 letters.
+The on-call inbox (an SQS queue on the alarm topic) hears of the breaker's tier exactly twice: when
+it opens (the alarm's ALARM) and when it closes (the replay function's page).
 
 The one timing the story keeps is the breaker's own promise: it opens before a job spends its last
 attempt. The attempts are 15 s apart, so the breaker has 45 s from the first failures to open (it
@@ -44,6 +45,10 @@ pytestmark = pytest.mark.e2e
 JOBS = 30
 #: 15 s between attempts: the breaker opens within 45 s of the first failures or a job is dead-lettered.
 RETRIES = {"max_attempts": 4, "retry_schedule_seconds": [15], "retry_jitter": 0}
+#: The tier's own timeout, not the local profile's 5 s: on a loaded machine a worker's cold start passed
+#: 5 s, and a batch that times out emits no metric, so the breaker's alarm never saw the failures it is
+#: there to count (the attempts were spent by SQS's receive count all the same).
+TIMEOUT = {"timeout_seconds": 30}
 #: A bound for each wait, far above an honest run on a loaded machine (the whole test takes about 90 s).
 PATIENCE_SECONDS = 600
 BREAKER = {"circuit_breaker_percent": 50, "circuit_breaker_min_jobs": 10, "circuit_breaker_minutes": 1}
@@ -52,7 +57,11 @@ CANARY = {"deployment": "canary_10_percent_5_minutes"}
 
 @pytest.fixture(scope="module")
 def session():
-    tiers = {"critical": {}, "transactional": {**RETRIES, **BREAKER, **CANARY}, "bulk": RETRIES}
+    tiers = {
+        "critical": {},
+        "transactional": {**RETRIES, **TIMEOUT, **BREAKER, **CANARY},
+        "bulk": {**RETRIES, **TIMEOUT},
+    }
     local = LocalSession(alarm_interval_seconds=0.5, settings={"tiers": tiers}).start()
     yield local
     local.stop()
@@ -133,10 +142,22 @@ def test_an_outage_dead_letters_every_job_without_the_breaker_and_none_with_it(s
             payload = {"fail_times": 0, "down_while_file": str(down[tier])}
             publisher.publish("demo.flaky", payload, f"outage-{tier}-{n}", tier=tier)
 
-    # The breaker's tier: its downstream comes back once the breaker is open (the mapping disabled), so
-    # its probe, a window later, meets a downstream that is up whatever the machine's load.
+    # The breaker's tier: its downstream comes back once the breaker is open, so its probe, a window later,
+    # meets a downstream that is up whatever the machine's load. Open means the mapping disabled and every
+    # poller held back, not the alarm's ALARM alone: until the replay function has disabled it the tier
+    # still receives, and a downstream back by then would drain the queue, leaving no job to probe with.
+    lambda_client, uuid = session.clients("lambda"), _uuid(session, "transactional")
+    arn = lambda_client.get_event_source_mapping(UUID=uuid)["EventSourceMappingArn"]
+    held = session.runtime.by_function(on.consumer.name)
+
+    def circuit() -> str:
+        return lambda_client.list_tags(Resource=arn)["Tags"].get(TAG_CIRCUIT, "closed")
+
     wait_until(
-        lambda: "ALARM" in _changes(session), PATIENCE_SECONDS, "the breaker opens", seen=lambda: _state(session)
+        lambda: circuit() == "open" and held.holding() == frozenset(range(held.pollers)),
+        PATIENCE_SECONDS,
+        "the breaker open: its tag, every poller held back",
+        seen=lambda: {**_state(session), "circuit": circuit(), "holding": sorted(held.holding())},
     )
     down["transactional"].unlink()
     recovered = time.time()
@@ -184,8 +205,6 @@ def test_an_outage_dead_letters_every_job_without_the_breaker_and_none_with_it(s
     changes = _changes(session)
     assert changes[:2] == ["ALARM", "OK"], changes
     # The probe's jobs drain at concurrency 2, possibly before the probe alarm's minute closes the breaker.
-    lambda_client, uuid = session.clients("lambda"), _uuid(session, "transactional")
-    arn = lambda_client.get_event_source_mapping(UUID=uuid)["EventSourceMappingArn"]
     wait_until(
         lambda: TAG_CIRCUIT not in lambda_client.list_tags(Resource=arn)["Tags"],
         PATIENCE_SECONDS,
