@@ -354,6 +354,7 @@ def build(
     tenant: str | None = None,
     unique_lock: str | None = None,
     expires_at: str | None = None,
+    batch: dict[str, Any] | None = None,
 ) -> Envelope:
     """Build a valid envelope for publishing, or raise :class:`EnvelopeError` before anything is sent.
 
@@ -373,11 +374,21 @@ def build(
         obj["unique_lock"] = unique_lock
     if expires_at is not None:
         obj["expires_at"] = expires_at
+    if batch is not None:
+        obj["batch"] = batch
     problems = validate(obj) + character_problems(obj)
     if problems:
         raise EnvelopeError(problems)
     return Envelope(
-        job_type, idempotency_key, payload, ENVELOPE_VERSION, obj["published_at"], tenant, unique_lock, expires_at
+        job_type,
+        idempotency_key,
+        payload,
+        ENVELOPE_VERSION,
+        obj["published_at"],
+        tenant,
+        unique_lock,
+        expires_at,
+        batch,
     )
 
 

@@ -23,22 +23,32 @@ met again on botocore's retry, by the head's token (docs/architecture.md, condit
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..contract import batches, transactions
 from ..contract.idempotency import record_id
-from ..contract.sqs_limits import MAX_JOB_MESSAGE_BYTES, message_size
 from ..contract.times import iso_text
 from .errors import InvalidJobError, PublishError
-from .models import Job, Prepared, PublishResult, as_job
+from .models import Job, Prepared, PublishResult
+from .prepare import Destinations, as_job, prepare
 
-if TYPE_CHECKING:
-    from .client import Publisher
+
+class Opener(Destinations, Protocol):
+    """What a batch or a chain asks of the publisher that opened it (``Publisher`` has it; a protocol, so
+    that this module does not import the publisher's)."""
+
+    @property
+    def dynamodb(self) -> Any: ...
+
+    @property
+    def sqs(self) -> Any: ...
+
+    def send(self, prepared: list[Prepared]) -> list[PublishResult]: ...
+
 
 #: What a callback is given as: ``(type, payload)``, or a :class:`Job` (its key is replaced by the batch id).
 Callback = tuple[str, Mapping[str, Any]] | Job
@@ -67,13 +77,15 @@ class Batch:
 
     def __init__(
         self,
-        publisher: Publisher,
+        publisher: Opener,
         table: str,
         *,
         on_success: Callback | None,
         on_complete: Callback | None,
         batch_id: str | None,
         clock: Callable[[], datetime],
+        sleep: Callable[[float], None],
+        random: Callable[[], float],
     ):
         self.batch_id = batch_id if batch_id is not None else batches.new_id()
         problems = batches.field_problems({"id": self.batch_id})
@@ -106,6 +118,7 @@ class Batch:
         if problems:
             raise InvalidJobError([f"batch: {problem}" for problem in problems])
         self._publisher, self._table, self._clock = publisher, table, clock
+        self._sleep, self._random = sleep, random  # a count's retries (transactions.Retries)
         self._callbacks = prepared
         #: Every member in the total: ``(type, key)``.
         self._members: set[tuple[str, str]] = set()
@@ -149,7 +162,7 @@ class Batch:
         ]
         if problems:
             raise InvalidJobError([f"batch {self.batch_id}: {problem}" for problem in problems])
-        prepared = [_with_field(item, {"id": self.batch_id}) for item in self._publisher._prepare_all(items)]
+        prepared = prepare(self._publisher, items, batch=lambda _: {"id": self.batch_id})
         if not self._opened:
             now = self._clock()
             item = batches.head_item(
@@ -166,7 +179,7 @@ class Batch:
         # a later publish of it is sent.
         self._members.update(keys)
         try:
-            results = self._publisher._publish_prepared(prepared)
+            results = self._publisher.send(prepared)
         except PublishError as exc:
             self._note(exc.results)
             raise
@@ -210,8 +223,8 @@ class Batch:
                 at=iso_text(now),
                 now=now.timestamp(),
                 retries=transactions.Retries(),
-                sleep=publisher._sleep,
-                random=publisher._random,
+                sleep=self._sleep,
+                random=self._random,
             )
         head = self._seal_head()
         fired = batches.fire_due(head, publisher.sqs, publisher.dynamodb, self._table)
@@ -237,7 +250,7 @@ class Batch:
 
 
 def open_chain(
-    publisher: Publisher, table: str, links: Sequence[Link], *, chain_id: str | None, now: datetime
+    publisher: Opener, table: str, links: Sequence[Link], *, chain_id: str | None, now: datetime
 ) -> ChainResult:
     """Write the chain's head with every link ready to send, then send the first."""
     chain_id = chain_id if chain_id is not None else batches.new_id()
@@ -255,9 +268,7 @@ def open_chain(
     problems += [f"link #{n} {problem}" for n, job in enumerate(jobs) for problem in _member_problems(job)]
     if problems:
         raise InvalidJobError([f"chain: {problem}" for problem in problems])
-    prepared = [
-        _with_field(item, {"id": chain_id, "step": step}) for step, item in enumerate(publisher._prepare_all(jobs))
-    ]
+    prepared = prepare(publisher, jobs, batch=lambda step: {"id": chain_id, "step": step})
     if any(item.fire_at is not None or item.delay_seconds for item in prepared):
         raise InvalidJobError(["chain: a link runs when the one before it succeeds: drop delay= and at="])
     size = sum(item.size for item in prepared)
@@ -279,10 +290,10 @@ def open_chain(
         token=token,
     )
     _create_head(publisher, table, head, token, f"chain id {chain_id!r}")
-    return ChainResult(chain_id, publisher._publish_prepared(prepared[:1])[0])
+    return ChainResult(chain_id, publisher.send(prepared[:1])[0])
 
 
-def _create_head(publisher: Publisher, table: str, item: dict[str, Any], token: str, named: str) -> None:
+def _create_head(publisher: Opener, table: str, item: dict[str, Any], token: str, named: str) -> None:
     """Write a new head; an id in use is bad input (:class:`InvalidJobError` naming it), unless the head
     there holds ``token``: this publish's own, its answer lost and botocore's retry refused by it."""
     from botocore.exceptions import ClientError
@@ -315,7 +326,7 @@ def _link_job(link: Link) -> Job:
     return as_job(link)
 
 
-def _callback(publisher: Publisher, name: str, spec: Callback, batch_id: str) -> batches.Message:
+def _callback(publisher: Opener, name: str, spec: Callback, batch_id: str) -> batches.Message:
     """A callback checked as a job under the batch's id, its message ready to send."""
     if isinstance(spec, Job):
         job = replace(spec, idempotency_key=batch_id)
@@ -328,23 +339,10 @@ def _callback(publisher: Publisher, name: str, spec: Callback, batch_id: str) ->
             [f"{name}: a callback is sent when the batch finishes: drop delay, at, unique_for, debounce"]
         )
     try:
-        (item,) = publisher._prepare_all([job])
+        (item,) = prepare(publisher, [job])
     except InvalidJobError as exc:
         raise InvalidJobError([f"{name} {problem}" for problem in exc.problems]) from None
     return _message(item)
-
-
-def _with_field(item: Prepared, value: dict[str, Any]) -> Prepared:
-    """The prepared job with the envelope's ``batch`` field (its size checked again)."""
-    body = json.loads(item.body)
-    body["batch"] = value
-    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-    size = message_size(text)
-    if size > MAX_JOB_MESSAGE_BYTES:
-        raise InvalidJobError(
-            [f"{item.job.describe()}: with its batch field the message is over {MAX_JOB_MESSAGE_BYTES} bytes"]
-        )
-    return replace(item, body=text, size=size)
 
 
 def _message(item: Prepared) -> batches.Message:

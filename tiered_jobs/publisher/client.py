@@ -4,7 +4,6 @@ failed. See :mod:`tiered_jobs.publisher` for what a publish guarantees."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
@@ -13,41 +12,19 @@ from operator import attrgetter
 from random import random as _unit_random
 from typing import Any
 
-from ..contract import envelope, payloads, unique
 from ..contract import trace_header as traces
 from ..contract.job_status import JobStatus
 from ..contract.large_payloads import Offload
 from ..contract.names import SQS_MAX_BATCH_ENTRIES, SQS_MAX_DELAY_SECONDS, SQS_MAX_MESSAGE_BYTES, Env
-from ..contract.routing import Routes, UnknownRouteError
-from ..contract.schedules import MAX_DEBOUNCE_SECONDS, debounced_run_key, debounced_run_key_problem, one_time_problems
-from ..contract.sqs_limits import (
-    MAX_JOB_MESSAGE_BYTES,
-    RUNTIME_ATTRIBUTES_HEADROOM_BYTES,
-    disallowed_character_problem,
-    message_size,
-    pack_batches,
-)
+from ..contract.routing import Routes
+from ..contract.sqs_limits import pack_batches
 from ..stage import cancelling, discovery, scheduling
 from . import large_payloads as offloading
 from .batches import Batch, Callback, ChainResult, Link, open_chain
-from .deadline import deadline_text
-from .errors import InvalidJobError, PublishError
-from .models import (
-    Job,
-    Prepared,
-    PublishResult,
-    ResendPolicy,
-    as_job,
-    delay_in_seconds,
-    sent_result,
-    unserialisable,
-    window_in_seconds,
-)
-from .plain import PlainJobs
+from .errors import PublishError
+from .models import Job, Prepared, PublishResult, ResendPolicy
+from .prepare import prepare
 from .unique import LockOutcome, UniqueLocks
-
-#: Job types whose tier a publisher keeps (a service publishes a few; the rest are matched each time).
-_MAX_ROUTED_TYPES = 1024
 
 
 class Publisher:
@@ -94,8 +71,6 @@ class Publisher:
             raise ValueError("a publisher needs the queue URL of at least one tier")
         self.queues = dict(queues)
         self.routes = routes
-        #: The routing table and the tier it gave each type (:meth:`_route`).
-        self._routed: tuple[Routes, dict[str, str]] = (routes, {})
         self.resend = resend
         self._sqs = sqs
         self._sleep = sleep
@@ -326,7 +301,7 @@ class Publisher:
         sent). If any job is still not accepted after retries, :class:`PublishError` is raised
         once every chunk has been tried; its ``__cause__`` is the first client error, if any.
         """
-        return self._publish_prepared(self._prepare_all(jobs))
+        return self.send(prepare(self, jobs))
 
     def batch(
         self,
@@ -342,7 +317,16 @@ class Publisher:
         its idempotency key (docs/workflows.md). The callbacks are checked here: nothing is written or sent
         when one could not be published."""
         table = self._batches_table()
-        return Batch(self, table, on_success=on_success, on_complete=on_complete, batch_id=batch_id, clock=self._clock)
+        return Batch(
+            self,
+            table,
+            on_success=on_success,
+            on_complete=on_complete,
+            batch_id=batch_id,
+            clock=self._clock,
+            sleep=self._sleep,
+            random=self._random,
+        )
 
     def chain(self, *links: Link, chain_id: str | None = None) -> ChainResult:
         """Publish ``links[0]`` now, and each next link when the one before it succeeds; a link reads the one
@@ -358,8 +342,9 @@ class Publisher:
             )
         return self.batch_table
 
-    def _publish_prepared(self, prepared: list[Prepared]) -> list[PublishResult]:
-        """Send jobs already checked (:meth:`publish_batch`, a batch's members)."""
+    def send(self, prepared: list[Prepared]) -> list[PublishResult]:
+        """Send jobs already prepared (:func:`~tiered_jobs.publisher.prepare.prepare`): :meth:`publish_batch`'s,
+        a batch's members, a chain's first link."""
         results: dict[int, PublishResult] = {}
         first_error: Exception | None = None
         if not any(item.fire_at is not None or item.unique_token is not None or item.offload for item in prepared):
@@ -396,7 +381,7 @@ class Publisher:
 
     def validate(self, job: Job | Mapping[str, Any]) -> None:
         """Raise :class:`InvalidJobError` if ``job`` would be refused (e.g. before a commit)."""
-        self._prepare_all([job])
+        prepare(self, [job])
 
     def tier_for(self, job_type: str, tier: str | None = None) -> str:
         """The tier a job goes to: ``tier`` if given (and known), else the routing table's."""
@@ -405,191 +390,17 @@ class Publisher:
             raise discovery.UnknownTierError(chosen, list(self.queues))
         return chosen
 
-    def _route(self, job_type: str, tier: str | None) -> tuple[str, str] | None:
-        """``(tier, queue URL)`` as :meth:`tier_for` and ``queues`` give them, or ``None`` where they refuse.
+    def now(self) -> datetime:
+        """The publisher's clock (``clock=``): when a job is due, its deadline, its lock's window."""
+        return self._clock()
 
-        The table's tier for each type is kept (a table's globs are matched most specific first, on every
-        publish otherwise); a new ``routes`` starts afresh, and the queues are asked each time."""
-        if tier is None:
-            routes = self.routes
-            if self._routed[0] is not routes:
-                self._routed = (routes, {})
-            remembered = self._routed[1]
-            tier = remembered.get(job_type)
-            if tier is None:
-                try:
-                    tier = routes.tier_for(job_type)
-                except UnknownRouteError:
-                    return None
-                if len(remembered) < _MAX_ROUTED_TYPES:
-                    remembered[job_type] = tier
-        queue_url = self.queues.get(tier)
-        return None if queue_url is None else (tier, queue_url)
-
-    # -- validation ---------------------------------------------------------------------------
-
-    def _prepare_all(self, jobs: Iterable[Job | Mapping[str, Any]]) -> list[Prepared]:
-        prepared: list[Prepared] = []
-        problems: list[str] = []
-        items = list(jobs)
-        ambient = self._ambient_trace()  # once per call: every job of it comes from the same request
-        plain = PlainJobs(self, ambient)
-        for index, item in enumerate(items):
-            try:
-                job = as_job(item)
-                prepared.append(plain.prepare(index, job) or self._prepare(index, job, ambient))
-            except InvalidJobError as exc:
-                label = f"job #{index}" if len(items) > 1 else "job"
-                problems.extend(f"{label} {problem}" for problem in exc.problems)
-        if problems:
-            raise InvalidJobError(problems)
-        return prepared
-
-    def _ambient_trace(self) -> str | None:
+    def ambient_trace(self) -> str | None:
         """The caller's current trace header, when the publisher has a ``trace_context`` and it gives a valid one."""
         found = self._trace_context() if self._trace_context is not None else None
         try:
             return traces.normalise(found) if found else None
         except traces.TraceHeaderError:
             return None  # an ambient context never fails a publish: the job just starts a trace of its own
-
-    def _prepare(self, index: int, job: Job, ambient_trace: str | None = None) -> Prepared:
-        """Check everything about one job that SQS or the consumer would refuse, naming every problem
-        (``PlainJobs`` prepares the common valid job first, the same, for a fraction of the CPU)."""
-        problems: list[str] = []
-        traced = ambient_trace
-        if job.trace_header is not None:  # one the caller named: SQS refuses a malformed header, so refused here
-            try:
-                traced = traces.normalise(job.trace_header)
-            except traces.TraceHeaderError as exc:
-                problems.append(str(exc))
-        not_json = unserialisable(job.payload) if isinstance(job.payload, dict) else None
-        if not_json:
-            problems.append(not_json)
-        built = None
-        try:
-            built = envelope.build(job.job_type, job.payload, job.idempotency_key, tenant=job.tenant)
-        except envelope.EnvelopeError as exc:
-            problems.extend(exc.problems)
-        if built is not None:  # the job type's payload schema, if the contract ships one
-            problems.extend(payloads.problems(built.type, built.payload))
-        tier = queue_url = ""
-        try:
-            if isinstance(job.job_type, str):  # else the envelope check has said so
-                tier = self.tier_for(job.job_type, job.tier)
-                queue_url = self.queues[tier]
-        except UnknownRouteError as exc:
-            problems.append(str(exc))
-        except discovery.UnknownTierError as exc:
-            problems.append(f"{exc}" if job.tier is not None else f"{exc} (routed by the table)")
-        delay_seconds, fire_at = 0, None
-        unique_for = debounce = None
-        try:
-            unique_for = window_in_seconds("unique_for", job.unique_for, unique.MAX_WINDOW_SECONDS)
-            debounce = window_in_seconds("debounce", job.debounce, MAX_DEBOUNCE_SECONDS)
-            if debounce is not None and unique_for is not None:
-                raise ValueError(
-                    "give either unique_for (the first publish wins, later ones are refused) or debounce (the "
-                    "last publish wins, its run moved after it), not both"
-                )
-        except ValueError as exc:
-            problems.append(str(exc))
-        try:
-            delay_seconds, fire_at = self._timing(job, debounce)
-        except ValueError as exc:
-            problems.append(str(exc))
-        deadline = None
-        try:  # counted from when the job is due; refused when it could never be met (publisher/deadline.py)
-            now = self._clock()
-            due = fire_at or now + timedelta(seconds=delay_seconds)
-            deadline = deadline_text(job.expires_at, job.expires_in, due=due, now=now)
-        except ValueError as exc:
-            problems.append(str(exc))
-        if built is not None and deadline is not None:
-            built = replace(built, expires_at=deadline)
-        token = unique.new_token() if unique_for is not None else None
-        if built is not None and token is not None:
-            built = replace(built, unique_lock=token)
-        if built is not None and debounce is not None and fire_at is not None:
-            # Each burst's run has a key of its own (its minute): a later burst runs again, even
-            # within the idempotency window.
-            run_key = debounced_run_key(built.idempotency_key, fire_at)
-            key_problem = debounced_run_key_problem(built.idempotency_key)
-            if key_problem:
-                problems.append(key_problem)
-            else:
-                built = replace(built, idempotency_key=run_key)
-        body, size = "", 0
-        if built is not None and not not_json:
-            body = built.to_json()  # what is sent: non-ASCII characters as themselves, not escaped
-            refused = disallowed_character_problem(body, "the message body")
-            if refused:  # the envelope's fields are checked one by one already: a last guard on what is sent
-                problems.append(refused)
-            size = 0 if refused else message_size(body)
-            offload = self.large_payloads.get(tier) if not refused else None
-            if offloading.should_offload(offload, size):
-                if fire_at is not None:
-                    problems.append(offloading.SCHEDULED_PROBLEM)
-            elif size > MAX_JOB_MESSAGE_BYTES:
-                # The runtime adds its own attributes to a job's letter and to its held or deferred
-                # copies: a body that leaves them no room would reach the DLQ without its reasons.
-                problems.append(
-                    f"the message is {size} bytes, over the {MAX_JOB_MESSAGE_BYTES}-byte limit (SQS's "
-                    f"{SQS_MAX_MESSAGE_BYTES} less {RUNTIME_ATTRIBUTES_HEADROOM_BYTES} for the runtime's own "
-                    "attributes); pass IDs, not objects, or set large_payloads on the tier to store such bodies in S3"
-                )
-            elif fire_at is not None and not refused:  # it goes through a one-time schedule: Scheduler's rules too
-                problems.extend(one_time_problems(body))
-        if problems:
-            raise InvalidJobError([f"{job.describe()}: {problem}" for problem in problems])
-        return Prepared(
-            index,
-            job,
-            tier,
-            queue_url,
-            body,
-            size,
-            delay_seconds,
-            fire_at,
-            unique_token=token,
-            unique_until=self._clock() + timedelta(seconds=unique_for) if unique_for is not None else None,
-            debounced=debounce is not None,
-            trace_header=traced,
-            offload=offload if offloading.should_offload(offload, size) else None,
-        )
-
-    def _timing(self, job: Job, debounce: int | None = None) -> tuple[int, datetime | None]:
-        """``(SQS delay seconds, None)`` for a job due within ``schedule_beyond_seconds``, else ``(0, fire time)``.
-
-        A debounced job is always ``(0, fire time)``: its run is a one-time schedule that each publish
-        moves, so the time is the last publish's plus ``debounce``, rounded up to Scheduler's whole minute."""
-        if job.at is not None and job.delay is not None:
-            raise ValueError("give either delay or at, not both")
-        now = self._clock()
-        if debounce is not None:
-            if job.at is not None or job.delay is not None:
-                raise ValueError("debounce sets the job's time itself (the last publish plus debounce): drop delay/at")
-            return 0, scheduling.on_a_whole_minute(now + timedelta(seconds=debounce))
-        if job.at is not None:
-            problem = scheduling.fire_time_problem(job.at, now)
-            if problem:
-                raise ValueError(problem)
-            seconds = math.ceil((job.at - now).total_seconds())
-            fire_at = job.at
-        else:
-            seconds = delay_in_seconds(job.delay)
-            fire_at = now + timedelta(seconds=seconds)
-            problem = scheduling.fire_time_problem(fire_at, now) if seconds > SQS_MAX_DELAY_SECONDS else None
-            if problem:
-                raise ValueError(f"delay {seconds} s: {problem}")
-        if seconds <= self.schedule_beyond_seconds:
-            return seconds, None
-        # Scheduler fires anywhere within the minute of its at(): from the next whole minute, never early.
-        fire_at = scheduling.on_a_whole_minute(fire_at)
-        problem = scheduling.fire_time_problem(fire_at, now)  # rounding up may pass Scheduler's last year
-        if problem:
-            raise ValueError(problem)
-        return 0, fire_at
 
     def _schedule(
         self, one_time: scheduling.OneTimeJobs | None, item: Prepared
@@ -666,7 +477,7 @@ class Publisher:
                 return error
             for entry in response.get("Successful", []):
                 item = by_id.pop(entry["Id"])
-                results[item.index] = sent_result(item, attempt, entry["MessageId"])
+                results[item.index] = _result(item, attempt, message_id=entry["MessageId"])
             retry: list[Prepared] = []
             for entry in response.get("Failed", []):
                 item = by_id.pop(entry["Id"])

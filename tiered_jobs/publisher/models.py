@@ -11,7 +11,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..contract.large_payloads import Offload
-from .errors import InvalidJobError
 
 
 @dataclass(frozen=True)
@@ -127,13 +126,11 @@ class ResendPolicy:
         return float(unit_random * min(self.max_seconds, self.base_seconds * 2 ** (attempt - 1)))
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True)
 class Prepared:
     """A validated job, ready to send: its body is final and its queue known (the publisher's own).
 
-    Never changed once made (``dataclasses.replace`` makes the changed copies: a lock's, an offloaded
-    body's, a batch member's). Not frozen: one is made per job published, and a frozen dataclass sets
-    each of its 15 fields through ``object.__setattr__`` (a sixth of the publisher's own CPU per job)."""
+    Never changed once made (``dataclasses.replace`` makes an offloaded body's copy)."""
 
     index: int
     job: Job
@@ -158,47 +155,6 @@ class Prepared:
 
 
 JOB_FIELDS = tuple(f.name for f in fields(Job))
-
-
-_new = object.__new__
-#: The fields a sent job's result leaves at their defaults (an error's, a schedule's, a lock's).
-_SENT_DEFAULTS = {
-    f.name: f.default
-    for f in fields(PublishResult)
-    if f.name not in {"job", "tier", "queue_url", "message_id", "attempts", "unique_until", "debounced"}
-}
-
-
-def sent_result(item: Prepared, attempts: int, message_id: str) -> PublishResult:
-    """``PublishResult(item.job, item.tier, item.queue_url, message_id=..., attempts=..., ...)`` for a job SQS
-    took: the same frozen result, its attributes written at once. Its generated ``__init__`` sets each of
-    its 14 fields through ``object.__setattr__``, which cost as much as the rest of the publisher's own
-    work on a sent job; every job sent ends here. (A test holds its fields to the constructor's.)"""
-    result = _new(PublishResult)
-    attributes = result.__dict__
-    attributes.update(_SENT_DEFAULTS)
-    attributes["job"] = item.job
-    attributes["tier"] = item.tier
-    attributes["queue_url"] = item.queue_url
-    attributes["message_id"] = message_id
-    attributes["attempts"] = attempts
-    attributes["unique_until"] = item.unique_until
-    attributes["debounced"] = item.debounced
-    return result
-
-
-def as_job(item: Job | Mapping[str, Any]) -> Job:
-    if isinstance(item, Job):
-        return item
-    if not isinstance(item, Mapping):
-        raise InvalidJobError([f"must be a Job or a dict with keys {', '.join(JOB_FIELDS)}, got {type(item).__name__}"])
-    unknown = sorted(set(item) - set(JOB_FIELDS))
-    missing = [name for name in ("job_type", "payload", "idempotency_key") if name not in item]
-    if unknown or missing:
-        problems = [f"has unknown key(s) {', '.join(map(repr, unknown))}"] if unknown else []
-        problems += [f"lacks key(s) {', '.join(map(repr, missing))}"] if missing else []
-        raise InvalidJobError([f"{'; '.join(problems)} (keys: {', '.join(JOB_FIELDS)})"])
-    return Job(**item)
 
 
 def delay_in_seconds(delay: int | timedelta | None) -> int:
@@ -228,34 +184,6 @@ def window_in_seconds(name: str, value: int | timedelta | None, maximum: int) ->
     if not 1 <= seconds <= maximum:
         raise ValueError(f"{name} must be 1-{maximum} seconds, got {seconds}")
     return seconds
-
-
-#: The types of a value JSON writes with no key inside: a payload of only these needs no walk for its keys.
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-_STRINGS = frozenset({str})
-
-
-def string_keys(value: Any) -> bool:
-    """Is every key of every object in ``value``, at any depth, a string?
-
-    Once JSON has written ``value`` with NaN, infinities, other types and cycles refused, this is exactly
-    :func:`unserialisable` finding nothing (JSON writes a number, boolean or null key as a string, which
-    the consumer would read back changed): the check the publisher's common job needs, without a path
-    built for each value."""
-    if type(value) is dict and _STRINGS.issuperset(map(type, value)) and _SCALARS.issuperset(map(type, value.values())):
-        return True  # a flat object, answered by the types of its keys and values
-    containers = [value]
-    while containers:
-        container = containers.pop()
-        if isinstance(container, dict):
-            for key, item in container.items():
-                if not isinstance(key, str):
-                    return False
-                if isinstance(item, (dict, list, tuple)):
-                    containers.append(item)
-        elif isinstance(container, (list, tuple)):
-            containers.extend(item for item in container if isinstance(item, (dict, list, tuple)))
-    return True
 
 
 def unserialisable(value: Any, path: str = "payload", _open: frozenset[int] = frozenset()) -> str | None:

@@ -1,6 +1,6 @@
-"""The publisher's one-pass path for the common job (``tiered_jobs.publisher.plain``) accepts only what the
-full check accepts, and prepares it the same: job by job over valid and invalid jobs of every kind, and
-character by character over SQS's allowed set."""
+"""Preparing jobs (``tiered_jobs.publisher.prepare``), the one way a job becomes ready to send: valid jobs
+of every kind are prepared, invalid ones refused with every problem named, and each job's envelope is
+built once, with every field it carries."""
 
 from __future__ import annotations
 
@@ -20,16 +20,13 @@ from tiered_jobs.contract.large_payloads import Offload
 from tiered_jobs.contract.names import SQS_MAX_MESSAGE_BYTES
 from tiered_jobs.contract.routing import Routes
 from tiered_jobs.contract.sqs_limits import (
-    ALLOWED_CHARACTER_RANGES,
     MAX_JOB_MESSAGE_BYTES,
-    first_disallowed_character,
     pack_batches,
 )
-from tiered_jobs.publisher import InvalidJobError, Job, Publisher, PublishResult, bodies
-from tiered_jobs.publisher.bodies import Bodies
+from tiered_jobs.publisher import InvalidJobError, Job, Publisher
 from tiered_jobs.publisher.client import _chunks
-from tiered_jobs.publisher.models import Prepared, sent_result, string_keys, unserialisable
-from tiered_jobs.publisher.plain import PlainJobs
+from tiered_jobs.publisher.models import Prepared
+from tiered_jobs.publisher.prepare import prepare
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "support" / "jobs" / "schemas"
 NOW = "2026-11-29T10:00:00.000Z"
@@ -39,7 +36,7 @@ TRACEPARENT = "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"
 
 @pytest.fixture
 def publisher(monkeypatch) -> Publisher:
-    monkeypatch.setattr(envelope, "utc_now_iso", lambda: NOW)  # both paths stamp the same moment
+    monkeypatch.setattr(envelope, "utc_now_iso", lambda: NOW)  # every envelope stamped at one moment
     monkeypatch.setattr(payloads, "_added_dirs", [])
     payloads.add_schema_dir(SCHEMAS)
     return Publisher(
@@ -62,7 +59,7 @@ def _cyclic() -> dict:
     return payload
 
 
-#: Jobs the full check accepts, that the one-pass path takes too.
+#: Jobs sent now or after an SQS delay.
 VALID = [
     Job("analytics.record_event", {"event": "page_view"}, "k1"),
     Job("analytics.record_event", {}, "k" * 256),
@@ -83,8 +80,8 @@ VALID = [
     Job("analytics.record_event", {"blob": "é" * 150_000}, "k"),  # 300 000 bytes in 150 000 characters
 ]
 
-#: Jobs the full check accepts that go the full way: an option the one-pass path does not take.
-VALID_THE_FULL_WAY = [
+#: Jobs with an option: a timedelta, a schedule, a deadline, a lock.
+VALID_WITH_OPTIONS = [
     Job("analytics.record_event", {"event": "x"}, "k", delay=timedelta(seconds=5)),
     Job("analytics.record_event", {"event": "x"}, "k", delay=700),  # past schedule_beyond_seconds
     Job("analytics.record_event", {"event": "x"}, "k", expires_in=60),
@@ -92,7 +89,7 @@ VALID_THE_FULL_WAY = [
     Job("testjobs.ok", {"label": "a"}, "k", tier="critical", at=datetime(2099, 1, 1, tzinfo=timezone.utc)),
 ]
 
-#: Jobs the full check refuses: the one-pass path must leave every one to it.
+#: Jobs refused, each for a problem of its own.
 INVALID = [
     Job("Analytics.Bad", {}, "k"),
     Job("a" * 129, {}, "k"),
@@ -128,68 +125,68 @@ INVALID = [
 ]
 
 
-def _full(publisher: Publisher, job: Job) -> Prepared | list[str]:
+def _prepared(publisher: Publisher, job: Job) -> Prepared | list[str]:
     try:
-        return publisher._prepare(0, job)
+        (item,) = prepare(publisher, [job])
     except InvalidJobError as exc:
         return exc.problems
+    return item
 
 
-@pytest.mark.parametrize("job", VALID, ids=lambda job: job.describe()[:60])
-def test_a_common_valid_job_is_prepared_as_the_full_check_prepares_it(publisher, job):
-    plain = PlainJobs(publisher, None).prepare(0, job)
-    assert plain is not None
-    assert plain == _full(publisher, job)
-
-
-@pytest.mark.parametrize("job", VALID_THE_FULL_WAY, ids=lambda job: job.describe()[:60])
-def test_other_valid_jobs_go_the_full_way(publisher, job):
-    assert PlainJobs(publisher, None).prepare(0, job) is None
-    assert isinstance(_full(publisher, job), Prepared)
+@pytest.mark.parametrize("job", VALID + VALID_WITH_OPTIONS, ids=lambda job: job.describe()[:60])
+def test_a_valid_job_is_prepared_with_its_envelope_as_its_body(publisher, job):
+    item = _prepared(publisher, job)
+    assert isinstance(item, Prepared)
+    sent = envelope.parse(item.body, max_bytes=None)
+    assert (sent.type, sent.payload, sent.tenant) == (job.job_type, json.loads(json.dumps(job.payload)), job.tenant)
+    assert item.size == len(item.body.encode("utf-8"))
+    assert (item.offload is not None) == (item.size > 200_000 and item.tier == "bulk")
 
 
 @pytest.mark.parametrize("job", INVALID, ids=lambda job: repr(job.job_type)[:20] + job.describe()[-40:])
-def test_an_invalid_job_is_left_to_the_full_check_which_names_the_problem(publisher, job):
-    assert PlainJobs(publisher, None).prepare(0, job) is None
-    assert isinstance(_full(publisher, job), list)
+def test_an_invalid_job_is_refused_naming_its_problem(publisher, job):
+    problems = _prepared(publisher, job)
+    assert isinstance(problems, list) and problems
+    assert all(problem.startswith(f"job {job.describe()}: ") for problem in problems)
 
 
-def test_the_ambient_trace_and_the_route_are_the_full_checks(publisher):
-    job = Job("analytics.record_event", {"event": "x"}, "k")
-    plain = PlainJobs(publisher, TRACE).prepare(3, job)
-    assert plain == publisher._prepare(3, job, TRACE) and plain is not None and plain.trace_header == TRACE
-    publisher.routes = Routes({"analytics.*": "critical"})  # a new table: no tier remembered from the old one
-    assert PlainJobs(publisher, None).prepare(0, job).tier == "critical"  # type: ignore[union-attr]
+def test_the_ambient_trace_is_every_jobs_unless_one_names_its_own(publisher):
+    publisher = Publisher(publisher.queues, publisher.routes, sqs=object(), trace_context=lambda: TRACE)
+    own = TRACEPARENT.replace("53995c3f42cd8ad8", "0000000000000001")  # the same trace, another parent
+    plain, named = prepare(publisher, [VALID[0], Job("analytics.record_event", {}, "k", trace_header=own)])
+    assert plain.trace_header == TRACE and named.trace_header == TRACE.replace("53995c3f42cd8ad8", "0000000000000001")
+
+
+def test_each_jobs_envelope_is_built_once_with_its_batch_field_deadline_and_lock(publisher, monkeypatch):
+    built: list[envelope.Envelope] = []
+    build = envelope.build
+    monkeypatch.setattr(envelope, "build", lambda *args, **kwargs: built.append(build(*args, **kwargs)) or built[-1])
+    jobs = [
+        Job("analytics.record_event", {"event": "x"}, "k1", expires_in=60, tenant="acme"),
+        Job("analytics.record_event", {"event": "y"}, "k2", unique_for=60),
+    ]
+    items = prepare(publisher, jobs, batch=lambda step: {"id": "c1", "step": step})
+    assert [item.body for item in items] == [one.to_json() for one in built]  # one envelope a job, sent as built
+    first, second = (envelope.parse(item.body) for item in items)
+    assert (first.batch, first.tenant, first.expires_at is not None) == ({"id": "c1", "step": 0}, "acme", True)
+    assert (second.batch, second.unique_lock) == ({"id": "c1", "step": 1}, items[1].unique_token)
+
+
+def test_a_batch_field_that_takes_a_message_over_the_limit_is_refused_as_any_message_over_it(publisher):
+    job = Job("analytics.record_event", {"blob": "x" * (MAX_JOB_MESSAGE_BYTES - 150)}, "k", tier="critical")
+    (alone,) = prepare(publisher, [job])  # the critical tier stores no body in S3
+    assert alone.size <= MAX_JOB_MESSAGE_BYTES
+    with pytest.raises(InvalidJobError, match="over the .*-byte limit"):
+        prepare(publisher, [job], batch=lambda _: {"id": "b" * 64})
 
 
 def test_a_batch_of_both_kinds_names_only_the_invalid_ones(publisher):
     with pytest.raises(InvalidJobError) as raised:
-        publisher._prepare_all([VALID[0], INVALID[0], VALID_THE_FULL_WAY[0], INVALID[7]])
+        prepare(publisher, [VALID[0], INVALID[0], VALID_WITH_OPTIONS[0], INVALID[7]])
     assert sorted({problem.split(":")[0] for problem in raised.value.problems}) == [
         "job #1 Analytics.Bad (key 'k')",
         "job #3 analytics.record_event (key 'k')",
     ]
-
-
-def _allowed(code: int) -> bool:
-    return any(low <= code <= high for low, high in ALLOWED_CHARACTER_RANGES)
-
-
-def test_the_body_holds_a_refused_character_exactly_when_its_strings_do():
-    """Every code point of the Basic Multilingual Plane and the edges of the others, as a value and as a key:
-    the one-pass path refuses exactly the characters SQS's documented set leaves out."""
-    codes = [*range(0x10000), 0x10000, 0x1F600, 0x10FFFF]
-    allowed = [chr(code) for code in codes if _allowed(code)]
-    refused = [chr(code) for code in codes if not _allowed(code)]
-    assert all(first_disallowed_character(text) is None for text in allowed)
-    assert all(first_disallowed_character(text) is not None for text in refused)
-    # Every allowed character, each before a "b" (JSON's escape of U+0008 is "\\b"), in one value and as keys.
-    assert Bodies().body("a.b", {"s": "b".join(allowed) + "b"}, "k") is not None
-    assert Bodies().body("a.b", dict.fromkeys(allowed, 1), "k") is not None
-    bodies = Bodies()
-    for text in refused:
-        for payload in ({"s": f"a{text}b"}, {text: 1}):
-            assert bodies.body("a.b", payload, "k") is None, hex(ord(text))
 
 
 @pytest.mark.parametrize(
@@ -204,18 +201,10 @@ def test_the_body_holds_a_refused_character_exactly_when_its_strings_do():
         ("\\\t\\\n\\\r", False),
     ],
 )
-def test_a_backslash_before_an_escape_is_told_from_an_escape(text, refused):
+def test_a_backslash_before_an_escape_is_told_from_an_escape(publisher, text, refused):
     """In JSON's text a backslash is written as two: a refused character's escape is one after an even run."""
-    assert (Bodies().body("a.b", {"s": text}, "k") is None) == refused
+    assert isinstance(_prepared(publisher, Job("analytics.record_event", {"s": text}, "k")), list) == refused
     assert bool(envelope.character_problems({"s": text})) == refused
-
-
-def test_the_body_is_the_envelopes_json(monkeypatch):
-    monkeypatch.setattr(envelope, "utc_now_iso", lambda: NOW)
-    payload = {"name": "café 😀", "list": [1, 2.5, None, True, "\t"]}
-    expected = envelope.build("a.b", payload, "k", tenant="acme").to_json()
-    assert Bodies().body("a.b", payload, "k", tenant="acme") == expected
-    assert Bodies().body("a.b", payload, "k") == envelope.build("a.b", payload, "k").to_json()
 
 
 def test_published_at_is_the_moment_in_the_envelopes_one_form():
@@ -225,42 +214,6 @@ def test_published_at_is_the_moment_in_the_envelopes_one_form():
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", text)
     moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     assert before - timedelta(milliseconds=1) <= moment <= after
-
-
-@pytest.mark.parametrize(
-    "value",
-    [
-        {},
-        {"a": [1, {"b": (2, {"c": None})}]},
-        {"a": {1: "x"}},
-        {"a": [{"b": {True: 1}}]},
-        [{"x": 1}, ({None: 2},)],
-        {"s": "x", "n": 1.5},
-    ],
-)
-def test_string_keys_agrees_with_unserialisable_on_what_json_writes(value):
-    assert string_keys(value) == (unserialisable(value) is None)
-
-
-def test_a_sent_result_is_the_dataclass_its_constructor_makes(publisher):
-    item = publisher._prepare(2, VALID[0])
-    made = sent_result(item, 3, "m-1")
-    expected = PublishResult(item.job, item.tier, item.queue_url, message_id="m-1", attempts=3)
-    assert made == expected and vars(made) == vars(expected)
-    assert repr(made) == repr(expected) and made.ok
-    with pytest.raises(AttributeError):
-        made.message_id = "changed"  # type: ignore[misc]
-
-
-def test_the_body_is_written_the_same_without_pythons_c_encoder(monkeypatch):
-    obj = {"type": "a.b", "payload": {"name": "café 😀", "n": [1, 2.5, None, True, (3,)], "s": "\t\\\x01"}}
-    with_c = "".join(bodies._strict_writer()(obj, 0))
-    monkeypatch.setattr(json.encoder, "c_make_encoder", None)
-    without = bodies._strict_writer()
-    assert "".join(without(obj, 0)) == with_c == json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
-    for refused in ({"n": math.nan}, {"d": Decimal(1)}):
-        with pytest.raises((ValueError, TypeError)):
-            "".join(without(refused, 0))
 
 
 @pytest.mark.parametrize(
