@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -37,21 +38,70 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports(path: Path) -> set[str]:
-    """Every module ``path`` imports, relative imports resolved to absolute names."""
+def imported(path: Path) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """Each import of ``path`` (at its top, under ``TYPE_CHECKING`` or in a function) as ``(module, names)``:
+    the names a ``from`` import takes (``()`` for ``import module``), relative modules resolved to absolute."""
     module = module_name(path)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            yield from ((alias.name, ()) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
+            names = tuple(alias.name for alias in node.names)
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                found.add(".".join(base + ([node.module] if node.module else [])))
+                yield ".".join(base + ([node.module] if node.module else [])), names
             else:
-                found.add(node.module or "")
-    return found
+                yield node.module or "", names
+
+
+def imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, relative imports resolved to absolute names."""
+    return {module for module, _ in imported(path)}
+
+
+def import_graph(package: Path) -> dict[str, set[str]]:
+    """``{module: the modules of the package it imports}``: ``from a import b`` is module ``a.b`` when there
+    is one. A package's ``__init__`` is not counted as imported by its modules (Python runs it first, but
+    it depends on them, not they on it)."""
+    paths = {module_name(path): path for path in package.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        found: set[str] = set()
+        for module, names in imported(path):
+            submodules = {f"{module}.{n}" for n in names if f"{module}.{n}" in paths}
+            found |= submodules or ({module} if module in paths else set())
+        graph[name] = found - {name}
+    return graph
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The graph's cycles: each set of modules that reach each other (strongly connected), sorted."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        for after in sorted(graph.get(node, ())):
+            if after not in order:
+                visit(after)
+                low[node] = min(low[node], low[after])
+            elif after in stack:
+                low[node] = min(low[node], order[after])
+        if low[node] == order[node]:
+            component = [stack.pop()]
+            while component[-1] != node:
+                component.append(stack.pop())
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return sorted(found)
 
 
 def _longest(name: str, prefixes: tuple[str, ...]) -> int:
@@ -119,3 +169,23 @@ def test_the_rules_catch_what_they_forbid(tmp_path, monkeypatch):
         Path, "read_text", lambda self, encoding=None: "from ..publisher import Publisher\nimport aws_cdk\n"
     )
     assert violations(fake) == ["aws_cdk", "tiered_jobs.publisher"]
+
+
+def test_the_librarys_import_graph_has_no_cycle():
+    """Every import counts, however late it runs: one under ``TYPE_CHECKING`` or inside a function defers
+    a cycle, it does not open it (a reader still cannot take one module without the other)."""
+    assert cycles(import_graph(ROOT / "tiered_jobs")) == []
+
+
+def test_the_cycle_finder_finds_a_cycle_through_any_kind_of_import(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .a import A\n")
+    (package / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n")
+    (package / "b.py").write_text("def later():\n    from . import c\n")
+    (package / "c.py").write_text("from pkg.a import A\nimport json\n")
+    (package / "d.py").write_text("from . import a\n")
+    graph = import_graph(package)
+    assert graph["pkg.d"] == {"pkg.a"} and graph["pkg.c"] == {"pkg.a"}
+    assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.c"]]

@@ -39,6 +39,7 @@ from .errors import (
     UnknownJobTypeError,
 )
 from .job_policy import TIER_DEFAULTS, JobPolicy
+from .probe import run_probe
 from .progress import DEFAULT_INTERVAL_SECONDS, discard
 from .steps import Checkpoint, check_max_steps, checkpoint
 
@@ -169,6 +170,11 @@ class JobDefinition:
     max_steps: int = DEFAULT_MAX_STEPS
 
 
+#: The probe as the consumer runs it (contract/probe.py): no payload rule (it carries none), the tier's
+#: attempts, idempotent.
+PROBE = JobDefinition(PROBE_TYPE, run_probe, validate=None, policy=TIER_DEFAULTS, idempotent=True)
+
+
 class JobRegistry:
     """The job types a tier knows (``@job``), each with its definition, imported per prefix on demand."""
 
@@ -251,8 +257,6 @@ class JobRegistry:
 
     def get(self, job_type: str) -> JobDefinition:
         if job_type == PROBE_TYPE:  # the library's own, before the app's types (contract/probe.py)
-            from .probe import PROBE
-
             return PROBE
         if job_type not in self._jobs and self.loader is not None:
             self.loader(job_type)  # its module failed to import: that error, not "unknown"
