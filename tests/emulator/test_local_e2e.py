@@ -18,7 +18,7 @@ from emulator.server import ACCOUNT_ID
 from emulator.session import LocalSession
 from emulator.view import job_total
 from example.jobs.payments import TABLE as PAYMENTS_TABLE
-from tests.emulator.local_support import balance, child_pids, depth, port_is_free, wait_until
+from tests.emulator.local_support import TEST_TIER_SETTINGS, balance, child_pids, depth, port_is_free, wait_until
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import Alarms, DeadLetter, Env, Handlers, Metrics, Schedules
 from tiered_jobs.publisher import InvalidJobError, Publisher
@@ -36,7 +36,7 @@ def baseline():
 
 @pytest.fixture(scope="module")
 def session(baseline):
-    local = LocalSession(alarm_interval_seconds=0.5).start()
+    local = LocalSession(alarm_interval_seconds=0.5, tier_settings=TEST_TIER_SETTINGS).start()
     yield local
     local.stop()
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from emulator.deploy import LOCAL_STAGE
 from emulator.session import LocalSession
-from tests.emulator.local_support import balance, depth, wait_until
+from tests.emulator.local_support import TEST_TIER_SETTINGS, balance, depth, wait_until
 from tiered_jobs.cli import app
 from tiered_jobs.operations import pausing
 from tiered_jobs.publisher import Publisher
@@ -27,7 +27,7 @@ PATIENCE_SECONDS = 300
 
 @pytest.fixture(scope="module")
 def session():
-    local = LocalSession().start()
+    local = LocalSession(tier_settings=TEST_TIER_SETTINGS).start()
     yield local
     local.stop()
 

@@ -13,7 +13,7 @@ import pytest
 
 from emulator.session import LocalSession
 from emulator.view import job_total
-from tests.emulator.local_support import wait_until
+from tests.emulator.local_support import TEST_TIER_SETTINGS, wait_until
 from tiered_jobs.contract.names import Alarms, Metrics, Schedules
 from tiered_jobs.contract.schedules import (
     one_time_schedule_name,
@@ -39,7 +39,9 @@ SCHEDULES = {
 
 @pytest.fixture(scope="module")
 def session():
-    local = LocalSession(alarm_interval_seconds=0.5, settings={"schedules": SCHEDULES}).start()
+    local = LocalSession(
+        alarm_interval_seconds=0.5, tier_settings=TEST_TIER_SETTINGS, settings={"schedules": SCHEDULES}
+    ).start()
     yield local
     local.stop()
 
