@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -334,3 +335,12 @@ def test_the_python_publisher_keeps_every_case(category, case, sqs, schemas):
     else:
         RUNNERS[category](sqs, case["input"], case["expect"])
 
+
+def test_the_publishing_docs_count_each_file_as_it_is():
+    """docs/publishing.md ("Any other language") lists every vector file with its number of cases."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "publishing.md").read_text(encoding="utf-8")
+    listed = {name: int(count) for name, count in re.findall(r"^\| `(\w+)\.json` \| (\d+) \|", page, re.M)}
+    counts: dict[str, int] = {}
+    for param in CASES:
+        counts[param.values[0]] = counts.get(param.values[0], 0) + 1
+    assert listed == counts
