@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import boto3
 import pytest
 
 from tests.support.stack import deploy, received_bodies
 from tiered_jobs import publisher as publisher_module
-from tiered_jobs.contract.names import Env, Ssm
+from tiered_jobs.contract.names import Env, PublisherParameters, Schedules, Ssm
 from tiered_jobs.publisher import Publisher
-from tiered_jobs.stage import discovery
+from tiered_jobs.stage import cancelling, discovery, scheduling
 from tiered_jobs.stage.discovery import DiscoveryError
 
 
@@ -167,3 +168,42 @@ def test_locate_falls_back_to_ssm_when_the_stack_cannot_be_read(deployment):
     assert found.queue_urls() == deployment.queue_urls
     with pytest.raises(ClientError, match="AccessDenied"):  # both fail: the stack's error, not SSM's
         discovery.locate("prod", "TieredJobs-prod", cloudformation=Denied(), ssm=boto3.client("ssm"))
+
+
+class _EveryParameter:
+    """An SSM client that has every parameter asked for (a plausible value for each), and keeps the names."""
+
+    meta = SimpleNamespace(region_name="us-east-1")
+
+    def __init__(self, tiers: list[str]):
+        self.tiers = tiers
+        self.asked: list[str] = []
+
+    def get_parameters(self, Names: list[str]) -> dict:
+        assert len(Names) <= 10, "GetParameters takes at most 10 names"
+        self.asked += Names
+        return {"Parameters": [{"Name": name, "Value": self._value(name)} for name in Names]}
+
+    def _value(self, name: str) -> str:
+        if name == Ssm.tiers("dev"):
+            return ",".join(self.tiers)
+        if name == Ssm.routes("dev"):
+            return json.dumps({"a.*": self.tiers[0]})
+        if name.endswith(Ssm.TIER_LARGE_PAYLOADS):
+            return "off"
+        if name.endswith(Ssm.TIER_IDEMPOTENCY_TTL):
+            return "3600"
+        return f"value of {name}"
+
+
+def test_a_publisher_reads_the_parameters_its_policy_grants_and_no_other():
+    """Built from the stage, its first schedule, its first cancel of a queued job: every name read is one
+    of the list the publisher's policy grants (``cdk/publishers.py``), and every name there is read."""
+    tiers = ["critical", "transactional", "bulk-eu"]
+    ssm = _EveryParameter(tiers)
+    deployment = discovery.from_ssm("dev", ssm=ssm)
+    assert (
+        scheduling.from_ssm("dev", ssm=ssm).group_name == f"value of {Schedules.ssm('dev', Schedules.SSM_GROUP_NAME)}"
+    )
+    assert cancelling.from_ssm("dev", deployment, ssm=ssm).window("bulk-eu") == 3600
+    assert set(ssm.asked) == set(PublisherParameters.every("dev", tiers))

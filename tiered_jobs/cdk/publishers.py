@@ -28,7 +28,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from tiered_jobs.contract.names import Schedules, Ssm
+from tiered_jobs.contract.names import PublisherParameters
 
 from .batches import BatchTable
 from .large_payloads import LargePayloads
@@ -48,28 +48,7 @@ STATUS_ACTIONS = ("dynamodb:GetItem",)
 
 def publisher_parameter_names(stage: str, tier_names: Sequence[str]) -> list[str]:
     """The SSM parameters a publisher reads (one ``GetParameters`` needs rights on every name it asks for)."""
-    discovery = [
-        Ssm.tiers(stage),
-        Ssm.routes(stage),
-        Ssm.replay_function_name(stage),
-        Ssm.idempotency_table_name(stage),
-        Ssm.unique_table_name(stage),
-        Ssm.batch_table_name(stage),
-        *(
-            Ssm.tier(stage, tier, key)
-            for tier in tier_names
-            for key in (Ssm.TIER_QUEUE_URL, Ssm.TIER_DLQ_URL, Ssm.TIER_LARGE_PAYLOADS)
-        ),
-    ]
-    scheduling = [
-        *(
-            Schedules.ssm(stage, key)
-            for key in (Schedules.SSM_GROUP_NAME, Schedules.SSM_ROLE_ARN, Schedules.SSM_DLQ_ARN)
-        ),
-        *(Ssm.tier(stage, tier, Ssm.TIER_QUEUE_ARN) for tier in tier_names),
-    ]
-    cancelling = [Ssm.tier(stage, tier, Ssm.TIER_IDEMPOTENCY_TTL) for tier in tier_names]
-    return discovery + scheduling + cancelling
+    return PublisherParameters.every(stage, tier_names)
 
 
 class PublisherPolicy(Construct):

@@ -8,7 +8,7 @@ import these constants; none of them repeats the strings.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 #: The tiers the stack provisions when ``cdk.json`` names none.
 DEFAULT_TIERS: tuple[str, ...] = ("critical", "transactional", "bulk")
@@ -511,3 +511,52 @@ class Schedules:
     ENV_ROLE_ARN = "TIERED_JOBS_SCHEDULER_ROLE_ARN"
     ENV_DLQ_ARN = "TIERED_JOBS_SCHEDULES_DLQ_ARN"
     QUEUE_ARN_VAR = "TIERED_JOBS_QUEUE_ARN"
+
+
+class PublisherParameters:
+    """The SSM parameters a publisher reads, one list for both sides: the names its policy grants
+    ``ssm:GetParameters`` on (``cdk/publishers.py``) and those it asks for (``stage/discovery.py``, the
+    scheduling target, a queued job's cancel)."""
+
+    #: Each tier's parameters discovery reads, when the publisher is built.
+    DISCOVERY_TIER_KEYS = (Ssm.TIER_QUEUE_URL, Ssm.TIER_DLQ_URL, Ssm.TIER_LARGE_PAYLOADS)
+    #: Each tier's queue ARN: a one-time schedule's target, read the first time a job needs a schedule.
+    SCHEDULING_TIER_KEYS = (Ssm.TIER_QUEUE_ARN,)
+    #: Each tier's idempotency window: a cancel marker's, read on the first cancel of a queued job.
+    CANCELLING_TIER_KEYS = (Ssm.TIER_IDEMPOTENCY_TTL,)
+
+    @staticmethod
+    def discovery(stage: str) -> list[str]:
+        """The stage's own parameters discovery reads in its first call: its tiers, routes and tables."""
+        return [
+            Ssm.tiers(stage),
+            Ssm.routes(stage),
+            Ssm.replay_function_name(stage),
+            Ssm.idempotency_table_name(stage),
+            Ssm.unique_table_name(stage),
+            Ssm.batch_table_name(stage),
+        ]
+
+    @staticmethod
+    def scheduling(stage: str) -> list[str]:
+        """The schedule group's parameters, read with the tiers' queue ARNs for a job's first schedule."""
+        return [
+            Schedules.ssm(stage, key)
+            for key in (Schedules.SSM_GROUP_NAME, Schedules.SSM_ROLE_ARN, Schedules.SSM_DLQ_ARN)
+        ]
+
+    @staticmethod
+    def of_tiers(stage: str, tiers: Sequence[str], keys: Sequence[str]) -> list[str]:
+        """Each tier's parameter of each of ``keys`` (``*_TIER_KEYS``), tier by tier."""
+        return [Ssm.tier(stage, tier, key) for tier in tiers for key in keys]
+
+    @classmethod
+    def every(cls, stage: str, tiers: Sequence[str]) -> list[str]:
+        """Every parameter a publisher may read: its policy grants ``ssm:GetParameters`` on these, no other."""
+        return [
+            *cls.discovery(stage),
+            *cls.of_tiers(stage, tiers, cls.DISCOVERY_TIER_KEYS),
+            *cls.scheduling(stage),
+            *cls.of_tiers(stage, tiers, cls.SCHEDULING_TIER_KEYS),
+            *cls.of_tiers(stage, tiers, cls.CANCELLING_TIER_KEYS),
+        ]

@@ -26,7 +26,7 @@ from typing import Any
 from tiered_jobs.contract.errors import USAGE, TieredJobsError
 
 from ..contract.large_payloads import OFF, Offload
-from ..contract.names import DEFAULT_TIERS, Env, Outputs, Ssm
+from ..contract.names import DEFAULT_TIERS, Env, Outputs, PublisherParameters, Ssm
 from ..contract.routing import Routes
 from ..contract.tiers import TierQueues
 
@@ -88,17 +88,8 @@ def from_ssm(stage: str, *, ssm: Any = None) -> Deployment:
 
         ssm = boto3.client("ssm")
     where = f"SSM parameters of stage {stage!r} in {ssm.meta.region_name}"
-    head = get_parameters(  # one call: the unique-jobs table's name costs a publisher that never uses it nothing
-        ssm,
-        [
-            Ssm.tiers(stage),
-            Ssm.routes(stage),
-            Ssm.replay_function_name(stage),
-            Ssm.idempotency_table_name(stage),
-            Ssm.unique_table_name(stage),
-            Ssm.batch_table_name(stage),
-        ],
-    )
+    # One call: the unique-jobs table's name costs a publisher that never uses it nothing.
+    head = get_parameters(ssm, PublisherParameters.discovery(stage))
     if Ssm.tiers(stage) not in head:
         raise DiscoveryError(
             f"SSM parameter {Ssm.tiers(stage)} not found: is stage {stage!r} deployed in this account "
@@ -107,14 +98,7 @@ def from_ssm(stage: str, *, ssm: Any = None) -> Deployment:
     if Ssm.routes(stage) not in head:
         raise DiscoveryError(f"SSM parameter {Ssm.routes(stage)} not found ({where})")
     names = [name.strip() for name in head[Ssm.tiers(stage)].split(",") if name.strip()]
-    values = get_parameters(
-        ssm,
-        [
-            Ssm.tier(stage, name, key)
-            for name in names
-            for key in (Ssm.TIER_QUEUE_URL, Ssm.TIER_DLQ_URL, Ssm.TIER_LARGE_PAYLOADS)
-        ],
-    )
+    values = get_parameters(ssm, PublisherParameters.of_tiers(stage, names, PublisherParameters.DISCOVERY_TIER_KEYS))
     tiers = {}
     for name in names:
         queue_url = values.get(Ssm.tier(stage, name, Ssm.TIER_QUEUE_URL))
