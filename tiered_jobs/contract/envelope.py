@@ -41,14 +41,14 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from .errors import USAGE, TieredJobsError
 from .names import SQS_MAX_MESSAGE_BYTES, SQS_MESSAGE_GROUP_ID_PATTERN
 from .sqs_limits import disallowed_character_problem, first_disallowed_character
+from .times import iso_text
 
 ENVELOPE_VERSION = 1
 JOB_TYPE_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
@@ -141,23 +141,10 @@ class Envelope:
 #: The message body's JSON, made once: ``json.dumps`` with options builds a new encoder per call.
 _BODY_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
-#: The second :func:`utc_now_iso` last wrote, with its text up to the seconds.
-_last_second: tuple[int, str] = (-1, "")
-
 
 def utc_now_iso() -> str:
-    """Now, as ISO 8601 in UTC with a ``Z`` suffix and millisecond precision (``times.iso_text``'s form).
-
-    Every published job is stamped: the text up to the second is written once a second, the milliseconds
-    each time (a datetime's astimezone and isoformat cost a publish about 2 µs)."""
-    global _last_second
-    milliseconds = int(time.time() * 1000)
-    second, millisecond = divmod(milliseconds, 1000)
-    known, text = _last_second  # one tuple, read and written whole: threads may share it
-    if known != second:
-        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        _last_second = (second, text)
-    return f"{text}.{millisecond:03d}Z"
+    """Now, as ISO 8601 in UTC with a ``Z`` suffix and millisecond precision (``times.iso_text``'s form)."""
+    return iso_text(datetime.now(timezone.utc))
 
 
 def _parse_iso(value: str) -> datetime | None:
@@ -263,7 +250,7 @@ def character_problems(obj: Any, path: str = "", _open: frozenset[int] = frozens
         return []
     if not _open and first_disallowed_character("".join(_strings(obj, [], set()))) is None:
         # Every publish checks every string: one search over them all, and only a refused character
-        # walks the structure again to name where it is (about a quarter of a publish's CPU before).
+        # walks the structure again to name where it is.
         return []
     inner = _open | {id(obj)}
     problems: list[str] = []
