@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from .cases import vectors
+from .categories import vectors
 
 
 def render(content: object) -> str:

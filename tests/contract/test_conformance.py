@@ -22,7 +22,8 @@ from botocore.awsrequest import AWSResponse
 
 from conformance import codes
 from conformance.__main__ import render, write
-from conformance.cases import JOB_TYPE, PUBLISHED_AT, SCHEMAS, padded, schema_type, sized_job_body
+from conformance.case import JOB_TYPE, PUBLISHED_AT, padded, sized_job_body
+from conformance.categories.payload_schemas import SCHEMAS, schema_type
 from tiered_jobs.contract import envelope
 from tiered_jobs.contract.names import Env
 from tiered_jobs.contract.routing import Routes
