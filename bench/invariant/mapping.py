@@ -19,8 +19,11 @@ from emulator.esm import MappingControl
 ACCOUNT = "123456789012"
 
 
-def create_mapping(name: str, queue_arn: str, region: str) -> tuple[str, Callable[[], MappingControl]]:
-    """A function and its SQS mapping in moto for the run's queue; ``(its UUID, the runtime's control)``.
+def create_mapping(
+    name: str, queue_arn: str, region: str, concurrency: int
+) -> tuple[str, Callable[[], MappingControl]]:
+    """A function and its SQS mapping (``MaximumConcurrency``: ``concurrency``, the run's pollers) in moto for the
+    run's queue; ``(its UUID, the runtime's control)``.
 
     moto's SQS would invoke an enabled mapping itself, in Docker, on every send: the queue's reference
     to it is taken away at once, as local mode does (``emulator.mapping_state.hand_over``), so moto
@@ -42,7 +45,9 @@ def create_mapping(name: str, queue_arn: str, region: str) -> tuple[str, Callabl
         Handler="handler.handler",
         Code={"ZipFile": code.getvalue()},
     )["FunctionArn"]
-    uuid: str = lambda_client.create_event_source_mapping(EventSourceArn=queue_arn, FunctionName=function)["UUID"]
+    uuid: str = lambda_client.create_event_source_mapping(
+        EventSourceArn=queue_arn, FunctionName=function, ScalingConfig={"MaximumConcurrency": concurrency}
+    )["UUID"]
     for queue in sqs_backends[ACCOUNT][region].queues.values():
         queue.lambda_event_source_mappings.pop(function, None)
     return uuid, control(uuid, ACCOUNT, region)

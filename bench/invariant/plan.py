@@ -49,6 +49,12 @@ class FaultPlan:
     crash_before_batch_count: float = 0.15
     #: A replay run dies between its send and its delete, and runs again.
     replay_crashes_between_send_and_delete: bool = True
+    #: AWS applied a mutating call of a consumer's, the publisher's or a replay's, and its answer was lost:
+    #: botocore's retry sends the same request again (``bench/invariant/faults.py``), per applied call.
+    lost_answer: float = 0.01
+    #: DynamoDB cancels a batch member's count (its ``TransactWriteItems``) with ``TransactionConflict`` (a run
+    #: makes a few dozen counts: at 5 % one in seven runs met none).
+    batch_count_conflict: float = 0.2
     # -- the jobs ----------------------------------------------------------------------------
     #: Jobs that can never succeed (a payload the job refuses), sent past the publisher.
     poison_fraction: float = 0.01
@@ -106,6 +112,12 @@ class FaultPlan:
     #: resumes it (``None``: no pause).
     pause_after_seconds: float | None = 4.0
     pause_seconds: float = 3.0
+    #: The tier's circuit breaker opens ``breaker_after_seconds`` after the operator resumed it (or after the
+    #: publishing began), stays open ``breaker_open_seconds``, probes ``breaker_probe_seconds``, then closes:
+    #: each change's alarm event delivered three times, the first dying midway (``breaker_events``). ``None``: none.
+    breaker_after_seconds: float | None = 2.0
+    breaker_open_seconds: float = 1.0
+    breaker_probe_seconds: float = 1.0
     #: Sabotage, to show the checker can fail: the payment's marker condition is dropped (run it
     #: with POWERTOOLS_IDEMPOTENCY_DISABLED=true and duplicates must be counted).
     drop_marker_condition: bool = False
@@ -159,6 +171,8 @@ class FaultPlan:
                 "too_new_fraction",
                 "crash_before_batch_count",
                 "batch_fraction",
+                "lost_answer",
+                "batch_count_conflict",
             )
         }
         return cls(
@@ -168,6 +182,7 @@ class FaultPlan:
                 "rate_limit_per_second": None,
                 "mid_run_replays": False,
                 "pause_after_seconds": None,
+                "breaker_after_seconds": None,
                 **changes,
             }
         )

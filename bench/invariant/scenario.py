@@ -47,6 +47,7 @@ import json
 import threading
 import time
 from collections import Counter
+from contextlib import ExitStack
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -56,10 +57,13 @@ from tiered_jobs.contract.large_payloads import Offload
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter
 from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES
 
+from .breaker_events import BreakerRecord, check_ended, create_alarms, deliver_changes
 from .checker import RUN_TRACE_HEADER, Observed, Outcome, check, marker_key_of
+from .faults import Spare, conflict_batch_counts, lose_answers_of
 from .jobs import CAPPED_TYPE, FRAGILE_TYPE, STEPPED_TYPE
 from .jobs import PACKAGE as INVARIANT_JOBS
 from .plan import FaultPlan, SimulatedCrash, Wrapped, client_error
+from .receives import Receives
 from .taps import FateTap, QueueTap
 
 TIER = "critical"
@@ -151,13 +155,14 @@ class _Run:
         self.bucket_table = create_rate_limit_table(self.tier.dynamodb, f"{name}-buckets")
         self.catalogue = self._catalogue(jobs, account_count)
         self.applications: Counter[str] = Counter()
-        self.crashed: set[str] = set()
         self.replayed: Counter[str] = Counter()
-        #: receipt handle -> message id of every message the mapping received (to name a crashed ack's records).
-        self._ids_by_handle: dict[str, str] = {}
-        #: message id -> when the mapping last received it (``time.monotonic``), for :meth:`on_invoke`.
-        self._received_at: dict[str, float] = {}
+        #: Every receive of the mapping by (message id, receive count), and what became of it.
+        self.receives = Receives(VISIBILITY_TIMEOUT_SECONDS)
+        #: The faults injected through botocore's events on the run's clients, removed when the run ends.
+        self.faults = ExitStack()
         self._lock = threading.Lock()
+        #: The circuit breaker's changes delivered mid-run, and what the pollers did meanwhile.
+        self.breaker = BreakerRecord()
         #: The operator's pause: when it landed (``None``: running), and what it counted (``Outcome``'s fields).
         self._paused_at: float | None = None
         self.pause = {"pauses": 0, "paused_seconds": 0.0, "published_while_paused": 0, "received_while_paused": 0}
@@ -213,17 +218,21 @@ class _Run:
                     job["too_new"] = True
                     job["dead_letter"], job["raises"] = DeadLetter.REASON_ENVELOPE_TOO_NEW, "EnvelopeTooNew"
                     job["attempts"] = (0, None)  # nothing ran: a crash of its batch may add receives
-            if poison:  # refused by its payload's schema on its first attempt
+            if poison:  # refused by its payload's schema on its first attempt (a hold or deferral is not one)
                 job["dead_letter"], job["raises"] = DeadLetter.REASON_PERMANENT, "PayloadValidationError"
+                job["attempts"] = (1, 1)
             if job_type == CAPPED_TYPE:  # its policy decides its letter: see bench/invariant/jobs/capped.py
                 job["refuse"] = "retry" if rng.random() < 0.5 else "bug"
-                if job["refuse"] == "retry":  # its own last attempt, never the tier's (a crash may add one)
+                # Its letter's attempts are exactly its policy's; one past them only where the checker finds the
+                # receives before it that lost the consumer's decision (crashed, overran, acknowledged by a dying
+                # mapping): see checker._as_its_policy_says.
+                if job["refuse"] == "retry":  # its own last attempt, never the tier's
                     job["dead_letter"] = DeadLetter.REASON_RETRIES_EXHAUSTED
-                    job["attempts"] = (CAPPED_ATTEMPTS, self.max_attempts - 1)
+                    job["attempts"] = (CAPPED_ATTEMPTS, CAPPED_ATTEMPTS)
                     job["raises"] = "TransientError: capped: refused on purpose"
-                else:  # a KeyError its policy makes permanent: not retried to the job's last attempt
+                else:  # a KeyError its policy makes permanent: not retried, dead-lettered on its first attempt
                     job["dead_letter"] = DeadLetter.REASON_PERMANENT
-                    job["attempts"] = (1, self.max_attempts - 1)
+                    job["attempts"] = (1, 1)
                     job["raises"] = "KeyError: 'missing_field'"
             if rng.random() < plan.big_body_fraction:  # a memo that fills the message to the publisher's limit
                 job["memo_bytes"] = MAX_JOB_MESSAGE_BYTES - 300
@@ -326,11 +335,33 @@ class _Run:
             if plan.drop_marker_condition:
                 kwargs["TransactItems"][1]["Put"].pop("ConditionExpression", None)
 
-    def dynamodb_after(self, op: str, kwargs: dict, result: Any) -> None:
-        if op == "transact_write_items" and not _writes(kwargs, self.batch_table):  # a balance change: per key
-            marker = kwargs["TransactItems"][1]["Put"]["Item"]["account_id"]["S"]
-            with self._lock:
-                self.applications[marker_key_of(marker)] += 1
+    def client(self, service: str, spare: Spare = None) -> Any:
+        """A client of the run's consumers, publisher or replays: its applied writes may lose their answers."""
+        import boto3
+
+        with self._lock:
+            return lose_answers_of(boto3.client(service), self.plan, self.faults, spare)
+
+    def open_bugs(self, operation: str, body: bytes) -> bool:
+        """The consumers' writes whose answers the run does not lose yet: each an open bug it found, reported
+        (and counted as spared in the report), not excused by the checker."""
+        # Powertools' in-progress PutItem on the idempotency table: sent again by botocore after its answer is lost,
+        # it meets its own INPROGRESS record, and the job is answered "already in progress" until that record's
+        # lease (the invocation's remaining time) ends: a job whose retries end first is dead-lettered without its
+        # last attempt having run (a capped job's letters all read ConditionalCheckFailedException).
+        return operation == "PutItem" and self.tier.idempotency_table.encode() in body and b"INPROGRESS" in body
+
+    def count_application(self, response: Any = None, request_dict: Any = None, **_: Any) -> None:
+        """Each balance transaction DynamoDB applied, read off the wire (``needs-retry``, which sees every
+        attempt): one whose answer was lost counts too, and so would its retry, were it applied again."""
+        if response is None or response[0] is None or response[0].status_code >= 300:
+            return
+        items = json.loads((request_dict or {}).get("body") or b"{}").get("TransactItems", [])
+        put = items[1].get("Put", {}) if len(items) == 2 else {}
+        if put.get("TableName") != self.tier.payments_table:
+            return
+        with self._lock:
+            self.applications[marker_key_of(put["Item"]["account_id"]["S"])] += 1
 
     def consumer_sqs_before(self, op: str, kwargs: dict) -> Any:
         """SQS refuses some of the copies the consumer sends back (each entry on its own, as a batch does)."""
@@ -350,37 +381,41 @@ class _Run:
 
     def esm_sqs_before(self, op: str, kwargs: dict) -> None:
         if op == "delete_message_batch" and self.plan.roll("crash_before_ack", self.plan.crash_before_ack):
-            with self._lock:  # the records of this ack come back: their next receives follow a crash
-                self.crashed.update(self._ids_by_handle.get(e["ReceiptHandle"], "") for e in kwargs["Entries"])
+            # The records of this ack come back unsettled: their receives' decisions are lost.
+            self.receives.ack_crashed([e["ReceiptHandle"] for e in kwargs["Entries"]])
             raise ConnectionError("crash before the ack (injected)")
 
     def esm_sqs_after(self, op: str, kwargs: dict, result: Any) -> None:
         if op == "receive_message":
             messages = result.get("Messages", [])
+            self.receives.received(messages)
             with self._lock:
-                self._ids_by_handle.update({m["ReceiptHandle"]: m["MessageId"] for m in messages})
-                self._received_at.update({m["MessageId"]: time.monotonic() for m in messages})
                 # A receive after a read of the mapping's state that found it paused must not happen; one
                 # after a read just before the pause landed may, as on Lambda (a batch already on its way).
                 paused_at = self._paused_at
                 if paused_at is not None and getattr(self._polling, "read_at", 0.0) > paused_at:
                     self.pause["received_while_paused"] += len(messages)
+            poller = int(threading.current_thread().name.rsplit("-", 1)[-1])  # the mapping's "esm-<name>-<index>"
+            self.breaker.receive(len(messages), getattr(self._polling, "read_at", 0.0), poller)
 
     def on_invoke(self, event: dict, invocation: Any) -> None:
-        # A record held past the queue's visibility timeout, from its receive to the invocation's end (a batch
-        # that ran long, or one that waited for a worker first), came back while it was still held, as after
-        # a crash: on Lambda the function's timeout, below the visibility timeout, stops it first, and its
-        # records come back then. Only a machine too loaded to finish a batch 10 s after its receive does this.
-        now = time.monotonic()
-        with self._lock:
-            if invocation.error is not None:
-                self.crashed.update(record["messageId"] for record in event["Records"])
-                return
-            self.crashed.update(
-                record["messageId"]
-                for record in event["Records"]
-                if now - self._received_at.get(record["messageId"], now) >= VISIBILITY_TIMEOUT_SECONDS
-            )
+        """Settle each record's receive: the injected crash, any other error (unexplained), or an overrun.
+
+        A record held past the queue's visibility timeout, from its receive to the invocation's end (a batch
+        that ran long, or one that waited for a worker first), came back while it was still held: on Lambda a
+        batch invoked late is received again alike (and the function's timeout, below the visibility timeout,
+        stops one that runs long). It is recorded as an overrun, counted on its own and bounded."""
+        from emulator.esm import failed_message_ids
+
+        error, crashed, returned = None, False, frozenset[str]()
+        if invocation.error is not None:
+            error = f"{invocation.error.error_type}: {invocation.error.message}"
+            crashed = invocation.error.error_type == SimulatedCrash.__name__
+        elif (kept := failed_message_ids(invocation.response, [r["messageId"] for r in event["Records"]])) is None:
+            error = f"invalid partial batch response: {invocation.response!r:.200}"
+        else:
+            returned = frozenset(kept)
+        self.receives.invoked(event, error, crashed, returned)
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -410,19 +445,25 @@ class _Run:
 
         # (moto's DynamoDB is not thread-safe; the embedded server serializes its requests: moto_patches.)
         def environment_clients() -> dict[str, Any]:
+            dynamodb = self.client("dynamodb", self.open_bugs)
+            conflict_batch_counts(dynamodb, plan, lambda: self.batch_table, self.faults)
+            dynamodb.meta.events.register("needs-retry.dynamodb.TransactWriteItems", self.count_application)
             return {
-                "sqs": Wrapped(boto3.client("sqs"), self.consumer_sqs_before),
-                "dynamodb": Wrapped(boto3.client("dynamodb"), self.dynamodb_before, self.dynamodb_after),
-                "s3": boto3.client("s3"),
+                "sqs": Wrapped(self.client("sqs"), self.consumer_sqs_before),
+                "dynamodb": Wrapped(dynamodb, self.dynamodb_before),
+                "s3": self.client("s3"),
             }
 
         control = None
-        if plan.pause_after_seconds is not None:  # a real mapping to pause, in moto's Lambda
+        if plan.pause_after_seconds is not None or plan.breaker_after_seconds is not None:
+            # A real mapping to pause and to open the breaker of, in moto's Lambda.
             from bench.runtime import REGION
 
             from .mapping import create_mapping
 
-            self.mapping_uuid, read = create_mapping(self.name, tier.queue_arn, REGION)
+            self.mapping_uuid, read = create_mapping(self.name, tier.queue_arn, REGION, self.concurrency)
+            if plan.breaker_after_seconds is not None:
+                create_alarms(boto3.client("cloudwatch"), TIER)
 
             def control() -> Any:  # the poller reads the mapping's state before each receive: note when
                 state = read()
@@ -470,8 +511,20 @@ class _Run:
                     drain(tier, drain_timeout)
             finally:
                 runtime.stop(timeout=60)
+                self.faults.close()
                 if BREAKAGE.failed_imports:
                     plan.injected["job_module_import_failure"] += BREAKAGE.failed_imports
+            if plan.breaker_after_seconds is not None:
+                from bench.runtime import REGION
+
+                from .mapping import lambda_client
+
+                check_ended(
+                    self.breaker,
+                    uuid=self.mapping_uuid,
+                    lambda_client=lambda_client(REGION),
+                    concurrency=self.concurrency,
+                )
             offloaded = _offloaded(s3, self.offload.bucket)
             plan.injected["offloaded_bodies"] += len(offloaded)
             seen = Observed(
@@ -480,7 +533,10 @@ class _Run:
                 letters=_read_all(tier.sqs, tier.dlq_url),
                 dlq_arrivals=queues.of(_name(tier.dlq_url)),
                 queue_arrivals=queues.of(_name(tier.queue_url)),
-                crashed_message_ids=self.crashed,
+                receives=list(self.receives.all),
+                max_receive_count=self.max_attempts,
+                unexplained_errors=self.receives.unexplained_errors(runtime.stats.snapshot()["invocation_errors"]),
+                breaker=self.breaker,
                 outcomes=fates.outcomes,
                 replayed=self.replayed,
                 pause=dict(self.pause),
@@ -510,12 +566,12 @@ class _Run:
         publisher = Publisher(
             {TIER: tier.queue_url},
             routes,
-            sqs=tier.sqs,
-            dynamodb=tier.dynamodb,
+            sqs=self.client("sqs"),
+            dynamodb=self.client("dynamodb"),
             unique_table=self.unique_table,
             batch_table=self.batch_table,
             large_payloads={TIER: self.offload},
-            s3=boto3.client("s3"),
+            s3=self.client("s3"),
             trace_context=lambda: RUN_TRACE_HEADER,  # every job it publishes carries the run's trace on
         )
         self._cancel_before_publishing()
@@ -607,11 +663,34 @@ class _Run:
             self.pause["pauses"] += 1
             self.pause["paused_seconds"] += round(time.monotonic() - started, 1)
             self.pause["published_while_paused"] += len(while_paused)
+            resumed.set()
 
+        def breaker_meanwhile() -> None:  # the breaker opens, probes and closes, its events delivered at least once
+            from bench.runtime import REGION
+
+            from .mapping import lambda_client
+
+            assert self.plan.breaker_after_seconds is not None
+            resumed.wait()
+            time.sleep(self.plan.breaker_after_seconds)
+            deliver_changes(
+                self.breaker,
+                self.plan,
+                tier=TIER,
+                uuid=self.mapping_uuid,
+                lambda_client=lambda_client(REGION),
+                cloudwatch=boto3.client("cloudwatch"),
+            )
+
+        resumed = threading.Event()
+        if self.plan.pause_after_seconds is None:
+            resumed.set()
         threads = [threading.Thread(target=publish, args=(half,)) for half in halves]
         threads.append(threading.Thread(target=fire_schedule))
         if self.plan.pause_after_seconds is not None:
             threads.append(threading.Thread(target=pause_meanwhile))
+        if self.plan.breaker_after_seconds is not None:
+            threads.append(threading.Thread(target=breaker_meanwhile))
         replays = threading.Thread(target=replay_meanwhile)
         for thread in [*threads, replays]:
             thread.start()
@@ -681,7 +760,7 @@ class _Run:
         fields = {"max_messages": 10_000} if mode == "batch" else {"allow_outside_idempotency_window": True}
         request = parse_event({"tier": TIER, "mode": mode, **fields})
         before = depth(self.tier, self.tier.dlq_url)
-        answer = replay(request, sqs=sqs or self.tier.sqs, tiers=self._tiers(), wait_seconds=0)
+        answer = replay(request, sqs=sqs or self.client("sqs"), tiers=self._tiers(), wait_seconds=0)
         self.replayed[mode] += answer["moved"] if mode == "batch" else before
         return answer
 
@@ -700,7 +779,7 @@ class _Run:
                     held.extend(m["ReceiptHandle"] for m in result.get("Messages", []))
 
             try:
-                self._replay("batch", Wrapped(tier.sqs, crash_on_delete, remember))
+                self._replay("batch", Wrapped(self.client("sqs"), crash_on_delete, remember))
             except SimulatedCrash:
                 pass
             # The dead run's letters stay invisible until their hold expires; let that time pass now.

@@ -13,6 +13,7 @@ fate the consumer records.
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,8 @@ class Arrival:
     group_id: str | None
     #: Its ``AWSTraceHeader`` (SQS's one system attribute a sender sets), when it has one.
     trace_header: str | None = None
+    #: When the queue took it in (``time.monotonic``; 0: unknown), to find the receive before it.
+    at: float = 0.0
 
 
 class QueueTap:
@@ -52,7 +55,15 @@ class QueueTap:
                 attributes = {name: value.get("StringValue") for name, value in message.message_attributes.items()}
                 with tap._lock:
                     tap.arrivals.append(
-                        Arrival(queue.name, message.id, message.body, attributes, message.group_id, _trace(message))
+                        Arrival(
+                            queue.name,
+                            message.id,
+                            message.body,
+                            attributes,
+                            message.group_id,
+                            _trace(message),
+                            time.monotonic(),
+                        )
                     )
             return original(queue, message)
 

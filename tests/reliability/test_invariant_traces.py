@@ -17,7 +17,7 @@ def arrival(queue: str, body: str, traced: bool, **attributes: str) -> Arrival:
 
 
 def observed(queue: list[Arrival], dlq: list[Arrival]) -> Observed:
-    return Observed(Counter(), [], [], dlq, queue, set(), Counter(), Counter())
+    return Observed(Counter(), [], [], dlq, queue, Counter(), Counter())
 
 
 def test_a_copy_or_a_letter_without_the_trace_is_counted_and_sqss_own_moves_are_not():
