@@ -53,21 +53,19 @@ from tiered_jobs.contract import job_ends
 from tiered_jobs.contract.envelope import EnvelopeTooNew
 from tiered_jobs.contract.names import SQS_MAX_BATCH_ENTRIES, DeadLetter
 from tiered_jobs.contract.steps import CONTINUATION_DELAY_SECONDS
-from tiered_jobs.contract.steps import marker_step as step_marker
 from tiered_jobs.contract.times import iso_text
 
 from . import aws, too_new
-from .backoff import RetryPolicy
 from .config import TierConfig
 from .errors import describe
 from .idempotency import IdempotentRunner
-from .job_policy import TIER_DEFAULTS, decide
 from .metrics import BatchMetrics
-from .progress import ProgressWriter, discard
 from .received import INVALID_JOB_TYPE, UNREGISTERED_JOB_TYPE, Received, read_batch
-from .registry import JobContext, JobDefinition, JobRegistry
+from .registry import JobDefinition, JobRegistry
 from .requeue import Copy, requeue
-from .steps import Steps, plain_result
+from .run_stage import RunStage
+from .steps import Steps
+from .table_stores import TableStores
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
@@ -187,8 +185,14 @@ class Consumer:
 
             tracer = JobTracer.from_env()
         self.tracer = tracer
-        #: Each job type's attempts and backoff on this tier (its own policy over the tier's), once bound.
-        self._retries: dict[str, RetryPolicy] = {}
+        #: The run stage: the same one ``tiered_jobs.testing``'s runner calls, on this tier's tables.
+        self.stage = RunStage(
+            config,
+            registry,
+            TableStores(config, client, lambda: self.runner, lambda: self.steps, self.logger),
+            client=client,
+            logger=self.logger,
+        )
         #: ``None`` unless the tier has a rate limit (docs/consumer.md, "Rate limits").
         self.limiter: ratelimit.RateLimiter | None = None
         if config.rate_limits is not None:
@@ -410,59 +414,15 @@ class Consumer:
         definition: JobDefinition | None = None
         with self._log_keys(received), self._trace(received):
             try:
-                envelope = received.envelope
-                if envelope is None:
-                    if received.body_error is not None:  # an offloaded body S3 did not give (offloaded.py)
-                        raise received.body_error
-                    assert received.envelope_error is not None
-                    raise received.envelope_error
-                definition = self.registry.get(envelope.type)
-                retry = self._retry_for(definition)  # JobPolicyError (permanent) if the tier cannot honour it
-                if definition.validate is not None:
-                    definition.validate(envelope.payload)
-                ctx = JobContext(
-                    job_type=envelope.type,
-                    idempotency_key=envelope.idempotency_key,
-                    attempt=received.attempt,
-                    max_attempts=retry.max_attempts,
-                    tier=self.config.tier,
-                    message_id=received.message_id,
-                    logger=self.logger,
-                    lambda_remaining_ms=invocation.remaining_ms,
-                    settings=self.config,
-                    client=self.client,
-                    time_limit_seconds=definition.time_limit_seconds,
-                    margin_ms=invocation.margin_ms,
-                    cancel_check=self._cancel_check(envelope.type, envelope.idempotency_key, definition.idempotent),
-                    progress_sink=(progress := self._progress(envelope.type, envelope.idempotency_key, definition)),
-                    max_steps=definition.max_steps,
-                    previous_result_reader=self._previous_result(envelope.batch),
-                )
-                run = definition.handler
-
-                def execute() -> Any:
-                    return run(envelope.payload, ctx)
-
-                if definition.idempotent:
-                    key = {
-                        "type": envelope.type,
-                        "idempotency_key": envelope.idempotency_key,
-                        "payload": envelope.payload,
-                    }
-                    # A job's step: the published message under Powertools, a later step on its claimed record.
-                    outcome = self.steps.run(received, key, ctx, run, getattr(progress, "flush", lambda: None))
-                    result, duplicate = outcome.result, outcome.duplicate
-                    ended = job_ends.marker_kind(result) if duplicate else None
-                    if ended is not None:  # cancelled (or expired) before it started: its record says so
-                        return self._end(received, invocation, ended, _ended_detail(ended, result), started)
-                else:
-                    result, duplicate = plain_result(execute(), envelope.type), False
-                next_step = step_marker(result)
-                if next_step is not None:  # not finished: its next step is sent (or was: a duplicate)
-                    return self._checkpointed(received, invocation, next_step, started, duplicate)
+                definition = self.stage.definition(received)
+                ran = self.stage.run(received, definition, invocation.remaining_ms, invocation.margin_ms)
+                if ran.ended is not None:  # cancelled (or expired) before it started: its record says so
+                    return self._end(received, invocation, ran.ended, _ended_detail(ran.ended, ran.result), started)
+                if ran.next_step is not None:  # not finished: its next step is sent (or was: a duplicate)
+                    return self._checkpointed(received, invocation, ran.next_step, started, ran.duplicate)
                 self._count_member(received, invocation, "succeeded", "", started)  # before the record is acknowledged
-                self._succeeded(received, invocation, started, duplicate)
-                return result
+                self._succeeded(received, invocation, started, ran.duplicate)
+                return ran.result
             except KeptInQueue:
                 raise  # its batch count was not written: the record comes back, and is counted then
             except Exception as exc:  # noqa: BLE001 -- every failure is classified, none escapes unseen
@@ -489,10 +449,7 @@ class Consumer:
         definition: JobDefinition | None,
         started: float,
     ) -> None:
-        # Before a job's policy is bound only permanent failures happen (no envelope, an unknown
-        # type, a policy its tier cannot honour): the tier's settings stand in, and are never used.
-        retry = self._retries.get(definition.type, self.config.retry) if definition else self.config.retry
-        decision = decide(exc, received.attempt, definition.policy if definition else TIER_DEFAULTS, retry, self.rand)
+        decision = self.stage.decide(exc, received.attempt, definition, self.rand)
         error_type, error_message = describe(exc)
         attempt = received.attempt
         if decision.delay_seconds is not None:
@@ -612,19 +569,6 @@ class Consumer:
         message = "duplicate of an earlier step: not run" if duplicate else "job step done, next step sent"
         self.logger.info(message, extra={"duration_ms": round(duration_ms, 3), "next_step": step})
 
-    def _progress(self, job_type: str, key: str, definition: JobDefinition) -> Callable[..., None]:
-        """``ctx.progress``: a writer to the job's record, which is built only for a job that can have one."""
-        if not definition.idempotent:
-            return discard
-        return ProgressWriter(
-            self.client("dynamodb"),
-            self.config.idempotency_table,
-            job_type,
-            key,
-            interval=definition.progress_every_seconds,
-            logger=self.logger,
-        )
-
     # -- jobs that end unrun ---------------------------------------------------------------
 
     def _dead_letter_too_new(self, received: Received, error: EnvelopeTooNew, invocation: _Invocation) -> None:
@@ -700,25 +644,6 @@ class Consumer:
         if not self._archive_built:
             self._archive, self._archive_built = self._archive_factory(), True
         return self._archive
-
-    def _cancel_check(self, job_type: str, key: str, idempotent: bool) -> Callable[[], bool]:
-        """``ctx.cancelled()``: one read of the job's record, only when the job asks."""
-        if not idempotent:
-            return lambda: False  # no record to read: a job without idempotency cannot be cancelled
-        return lambda: self.runner.cancel_requested(job_type, key)
-
-    def _previous_result(self, batch: dict[str, Any] | None) -> Callable[[], Any]:
-        """``ctx.previous_result()``: reads only when a chain's link asks."""
-        table = self.config.batch_table
-        if batch is None or not batch.get("step") or not table:
-            return lambda: None
-
-        def read() -> Any:
-            from .batches import previous_result
-
-            return previous_result(self.client("dynamodb"), table, self.config.idempotency_table, batch)
-
-        return read
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -804,23 +729,6 @@ class Consumer:
                 "unknown_batch": counted.unknown,
             },
         )
-
-    def _retry_for(self, definition: JobDefinition) -> RetryPolicy:
-        """The job's attempts and backoff on this tier (checked once per job type and container)."""
-        retry = self._retries.get(definition.type)
-        if retry is None:
-            config = self.config
-            retry = definition.policy.on_tier(
-                definition.type,
-                config.tier,
-                config.retry,
-                config.receive_limit,
-                retention_seconds=config.retention_seconds,
-                timeout_seconds=config.timeout_seconds,
-                batching_window_seconds=config.batching_window_seconds,
-            )
-            self._retries[definition.type] = retry
-        return retry
 
     def _log_keys(self, received: Received) -> _LogKeys:
         return _LogKeys(self.logger, received, self.config.tier)

@@ -41,7 +41,7 @@ from .errors import PermanentError, TransientError
 from .idempotency import IdempotentRunner, Outcome
 from .results import storable
 
-__all__ = ["Checkpoint", "Steps", "TooManySteps", "check_max_steps"]
+__all__ = ["Checkpoint", "Steps", "TooManySteps", "check_bound", "check_max_steps"]
 
 
 class Checkpoint:
@@ -84,6 +84,17 @@ def check_max_steps(job_type: str, max_steps: Any) -> int:
 def checkpoint(step: int, state: Any) -> Checkpoint:
     """``ctx.checkpoint(state)`` at ``step``: the state is checked now (JSON, bounded), the bound when the step ends."""
     return Checkpoint(step + 1, state, contract.encode_state(state))
+
+
+def check_bound(ctx: Any, mark: Checkpoint) -> None:
+    """Raise :class:`TooManySteps` when the step ``mark`` asks for is past the job's ``max_steps``
+    (the one check, for the tier's records and ``tiered_jobs.testing``'s alike)."""
+    if mark.step >= ctx.max_steps:  # steps count from 0: max_steps of them are 0 .. max_steps - 1
+        raise TooManySteps(
+            f"{ctx.job_type} asked for step {mark.step} (counted from 0), past its max_steps "
+            f"({ctx.max_steps}): raise @job(max_steps=...) if it needs more (then replay the letter: it "
+            "continues from its last checkpoint), or make each step do more"
+        )
 
 
 def plain_result(result: Any, job_type: str) -> Any:
@@ -153,12 +164,7 @@ class Steps:
     # -- the end of a step that checkpointed -------------------------------------------------
 
     def _continue(self, received: Any, key: dict[str, Any], ctx: Any, mark: Checkpoint) -> dict[str, int]:
-        if mark.step >= ctx.max_steps:  # steps count from 0: max_steps of them are 0 .. max_steps - 1
-            raise TooManySteps(
-                f"{ctx.job_type} asked for step {mark.step} (counted from 0), past its max_steps "
-                f"({ctx.max_steps}): raise @job(max_steps=...) if it needs more (then replay the letter: it "
-                "continues from its last checkpoint), or make each step do more"
-            )
+        check_bound(ctx, mark)
         refused = self.send_next(received, mark.step)
         if refused is not None:
             raise TransientError(f"could not send step {mark.step} of the job: {refused}")

@@ -13,5 +13,16 @@ outcome (see :mod:`tiered_jobs.testing.runner`); docs/testing.md shows each use.
 from .eager import EagerJobs, eager
 from .idempotency import MemoryIdempotency
 from .runner import OUTCOMES, JobFailed, JobRun, JobRunner, run_job
+from .stores import MemoryStores
 
-__all__ = ["OUTCOMES", "EagerJobs", "JobFailed", "JobRun", "JobRunner", "MemoryIdempotency", "eager", "run_job"]
+__all__ = [
+    "OUTCOMES",
+    "EagerJobs",
+    "JobFailed",
+    "JobRun",
+    "JobRunner",
+    "MemoryIdempotency",
+    "MemoryStores",
+    "eager",
+    "run_job",
+]

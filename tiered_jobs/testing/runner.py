@@ -6,16 +6,20 @@
     run = runner.run("payments.capture", {"amount": 5}, "order-1")
     assert run.outcome == "succeeded"
 
-Every step is the consumer's own code, in the consumer's order: the envelope's rules
-(``contract.envelope``), the job's registration, its policy on the tier (``JobPolicy.on_tier``),
-the payload's schema and ``validate`` hook, the run under idempotency (here in memory), and on a
-failure the one decision (``job_policy.decide``): retried after a backoff, or dead-lettered as
-``permanent`` or ``retries_exhausted``. Nothing here classifies an error a second way.
+The job runs through the consumer's own run stage (:mod:`tiered_jobs.runtime.run_stage`): the
+envelope's rules (``contract.envelope``) and the record as the consumer reads it, the job's
+registration, its policy on the tier (``JobPolicy.on_tier``), the payload's schema and ``validate``
+hook, the job's context (every field the consumer gives it), the run under idempotency and its
+steps, and on a failure the one decision (``job_policy.decide``): retried after a backoff, or
+dead-lettered as ``permanent``, ``retries_exhausted`` or ``too_many_steps``. A job that returns
+``ctx.checkpoint(...)`` is ``checkpointed`` (its next step due, :meth:`JobRunner.run` with
+``step=``), one cancelled before it ran is ``cancelled``. Nothing here decides a second way.
 
-What is faked: the ``JobContext`` (its ``settings`` a real ``TierConfig`` holding the given
-resources; ``client(service)`` answers the given stubs and refuses any other service, so a test
-never reaches AWS by accident; pass ``clients=boto3.client`` to use moto), the invocation's clock
-(``remaining_ms``) and the idempotency store (:class:`MemoryIdempotency`).
+What is faked: the stores (:class:`~tiered_jobs.testing.stores.MemoryStores`: the idempotency
+records, the steps' records, cancels and progress, in memory), the tier's clients
+(``client(service)`` answers the given stubs and refuses any other service, so a test never
+reaches AWS by accident; pass ``clients=boto3.client`` to use moto), the invocation's clock
+(``remaining_ms``), and the record's SQS fields (its receive count is the attempt).
 """
 
 from __future__ import annotations
@@ -23,26 +27,31 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tiered_jobs.contract import envelope as envelope_rules
+from tiered_jobs.contract import job_ends
 from tiered_jobs.contract.names import DeadLetter
+from tiered_jobs.contract.steps import REASON_TOO_MANY_STEPS, STEP_ATTRIBUTE
 from tiered_jobs.runtime.backoff import DEFAULT_JITTER, DEFAULT_MAX_ATTEMPTS, DEFAULT_SCHEDULE, RetryPolicy
 from tiered_jobs.runtime.config import TierConfig
 from tiered_jobs.runtime.errors import describe
 from tiered_jobs.runtime.job_modules import load_job_modules
-from tiered_jobs.runtime.job_policy import TIER_DEFAULTS, JobPolicy, decide
-from tiered_jobs.runtime.registry import JobContext, JobRegistry
+from tiered_jobs.runtime.received import Received, read
+from tiered_jobs.runtime.registry import JobDefinition, JobRegistry
 from tiered_jobs.runtime.registry import registry as default_registry
+from tiered_jobs.runtime.run_stage import RunStage
 
-from .idempotency import MemoryIdempotency
+from .stores import Cancelled, MemoryStores
 
 #: What became of a run: the job's result (``succeeded``, or ``duplicate`` from the idempotency
-#: store), a transient failure with attempts left (``retry``), or the letter's reason.
-SUCCEEDED, DUPLICATE, RETRY = "succeeded", "duplicate", "retry"
+#: store), a step that checkpointed (``checkpointed``), a transient failure with attempts left
+#: (``retry``), the letter's reason, or the end marker of a job that ended unrun (``cancelled``).
+SUCCEEDED, DUPLICATE, RETRY, CHECKPOINTED = "succeeded", "duplicate", "retry", "checkpointed"
 PERMANENT, RETRIES_EXHAUSTED = DeadLetter.REASON_PERMANENT, DeadLetter.REASON_RETRIES_EXHAUSTED
-OUTCOMES = (SUCCEEDED, DUPLICATE, RETRY, PERMANENT, RETRIES_EXHAUSTED)
+TOO_MANY_STEPS, CANCELLED, EXPIRED = REASON_TOO_MANY_STEPS, job_ends.CANCELLED, job_ends.EXPIRED
+OUTCOMES = (SUCCEEDED, DUPLICATE, CHECKPOINTED, RETRY, PERMANENT, RETRIES_EXHAUSTED, TOO_MANY_STEPS, CANCELLED, EXPIRED)
 #: Lambda's longest timeout: the invocation's time when a test does not say.
 DEFAULT_REMAINING_MS = 900_000
 
@@ -66,6 +75,10 @@ class JobRun:
     classification: str | None = None
     #: Seconds the consumer would wait before the next attempt (``retry`` only, jittered as configured).
     retry_in_seconds: int | None = None
+    #: The step this run ran (0: the published message).
+    step: int = 0
+    #: The step due next (``checkpointed``, or a duplicate of a step that checkpointed).
+    next_step: int | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -142,7 +155,10 @@ class JobRunner:
         self._clients = clients
         self.rand = rand
         self.logger = logger if logger is not None else logging.getLogger("tiered_jobs.testing")
-        self.idempotency = MemoryIdempotency()
+        self.stores = MemoryStores()
+        self.idempotency = self.stores.idempotency
+        #: The run stage of each tier a job ran on (its policy bound once per type, as a consumer binds it).
+        self._stages: dict[str, RunStage] = {}
 
     def client(self, service: str) -> Any:
         """What ``ctx.client(service)`` answers: the stub given for it."""
@@ -164,61 +180,61 @@ class JobRunner:
         attempt: int = 1,
         tier: str | None = None,
         remaining_ms: Callable[[], int] | int = DEFAULT_REMAINING_MS,
+        step: int = 0,
     ) -> JobRun:
-        """One attempt of ``job_type``: its result, or what the consumer would do with its failure."""
-        clock = _clock(remaining_ms)
-        policy: JobPolicy = TIER_DEFAULTS
-        retry = self.retry
+        """One attempt of ``job_type`` (its ``step``): its result, or what the consumer would do with its failure."""
+        stage = self._stage(tier or self.tier)
+        definition: JobDefinition | None = None
         try:
-            built = envelope_rules.build(job_type, payload, idempotency_key)
-            definition = self.registry.get(built.type)
-            policy = definition.policy
-            retry = policy.on_tier(built.type, tier or self.tier, self.retry, self.retry.max_attempts)
-            if definition.validate is not None:
-                definition.validate(built.payload)
-            ctx = JobContext(
-                job_type=built.type,
-                idempotency_key=built.idempotency_key,
-                attempt=attempt,
-                max_attempts=retry.max_attempts,
-                tier=tier or self.tier,
-                message_id=f"test-{built.type}-{built.idempotency_key}-{attempt}",
-                logger=self.logger,
-                lambda_remaining_ms=clock,
-                settings=self.settings,
-                client=self.client,
-                time_limit_seconds=definition.time_limit_seconds,
-            )
-
-            def execute() -> Any:
-                return definition.handler(built.payload, ctx)
-
-            if definition.idempotent:
-                done = self.idempotency.run(built.type, built.idempotency_key, built.payload, execute)
-                result, duplicate = done.result, done.duplicate
-            else:
-                result, duplicate = execute(), False
+            received = _received(envelope_rules.build(job_type, payload, idempotency_key), attempt, step, self.registry)
+            definition = stage.definition(received)
+            ran = stage.run(received, definition, _clock(remaining_ms), 0)
         except Exception as exc:  # noqa: BLE001 -- every failure is classified, as the consumer does
-            decision = decide(exc, attempt, policy, retry, self.rand)
+            decision = stage.decide(exc, attempt, definition, self.rand)
             return JobRun(
                 job_type,
                 idempotency_key,
                 attempt,
-                retry.max_attempts,
-                RETRY if decision.retry else decision.reason or PERMANENT,
+                _max_attempts(stage, definition, self.retry),
+                RETRY if decision.retry else _reason(exc, decision.reason),
                 error=exc,
                 classification=decision.kind,
                 retry_in_seconds=decision.delay_seconds,
+                step=step,
             )
+        max_attempts = stage.retry_for(definition).max_attempts
+        if ran.ended is not None:
+            return JobRun(job_type, idempotency_key, attempt, max_attempts, ran.ended, step=step)
+        outcome = DUPLICATE if ran.duplicate else CHECKPOINTED if ran.next_step is not None else SUCCEEDED
         return JobRun(
-            job_type, idempotency_key, attempt, retry.max_attempts, DUPLICATE if duplicate else SUCCEEDED, result
+            job_type, idempotency_key, attempt, max_attempts, outcome, ran.result, step=step, next_step=ran.next_step
         )
+
+    def cancel(self, job_type: str, idempotency_key: str) -> Cancelled:
+        """Cancel the job as ``tiered-jobs cancel`` would: unrun if it has not run, asked to stop if it runs."""
+        return self.stores.cancel(job_type, idempotency_key)
+
+    def progress(self, job_type: str, idempotency_key: str) -> Any:
+        """The job's last ``ctx.progress`` (a ``contract.progress.Progress``; ``None``: it reported none)."""
+        return self.stores.progress_of(job_type, idempotency_key)
+
+    def _stage(self, tier: str) -> RunStage:
+        stage = self._stages.get(tier)
+        if stage is None:
+            config = self.settings if tier == self.tier else replace(self.settings, tier=tier)
+            stage = self._stages[tier] = RunStage(
+                config, self.registry, self.stores, client=self.client, logger=self.logger
+            )
+        return stage
 
     def run_until_settled(self, job_type: str, payload: Any, idempotency_key: str, **options: Any) -> list[JobRun]:
         """Every attempt the consumer would make, until the job succeeds or is dead-lettered (backoffs not waited)."""
         runs = [self.run(job_type, payload, idempotency_key, **options)]
-        while runs[-1].outcome == RETRY:
-            runs.append(self.run(job_type, payload, idempotency_key, **{**options, "attempt": runs[-1].attempt + 1}))
+        while runs[-1].outcome in (RETRY, CHECKPOINTED):
+            last = runs[-1]
+            # A retry is the same step's next attempt; a checkpoint's next step is not an attempt.
+            after = {"attempt": last.attempt + 1} if last.outcome == RETRY else {"step": last.next_step}
+            runs.append(self.run(job_type, payload, idempotency_key, **{**options, "step": last.step, **after}))
         return runs
 
 
@@ -227,6 +243,34 @@ def run_job(job_type: str, payload: Any, idempotency_key: str = "test-key", **op
     ``remaining_ms``). Keep a runner for a test that needs idempotency across runs."""
     run_options = {name: options.pop(name) for name in ("attempt", "tier", "remaining_ms") if name in options}
     return JobRunner(**options).run(job_type, payload, idempotency_key, **run_options)
+
+
+def _received(envelope: envelope_rules.Envelope, attempt: int, step: int, registry: JobRegistry) -> Received:
+    """The record the consumer would read for this attempt and step (Lambda's event shape)."""
+    attributes = {STEP_ATTRIBUTE: {"stringValue": str(step), "dataType": "Number"}} if step else {}
+    raw = {
+        "messageId": f"test-{envelope.type}-{envelope.idempotency_key}-{attempt}-{step}",
+        "body": envelope.to_json(),
+        "attributes": {"ApproximateReceiveCount": str(attempt)},
+        "messageAttributes": attributes,
+    }
+    return read(raw, registry)
+
+
+def _max_attempts(stage: RunStage, definition: JobDefinition | None, tier_retry: RetryPolicy) -> int:
+    """The job's attempts on the tier; the tier's when the failure came before its policy was bound (or
+    was its refusal)."""
+    if definition is None:
+        return tier_retry.max_attempts
+    try:
+        return stage.retry_for(definition).max_attempts
+    except Exception:  # noqa: BLE001 -- a policy the tier cannot honour: the tier's attempts stand in
+        return tier_retry.max_attempts
+
+
+def _reason(exc: BaseException, reason: str | None) -> str:
+    """The letter's reason, as the consumer gives it (a failure's own first: ``too_many_steps``)."""
+    return getattr(exc, "dead_letter_reason", None) or reason or PERMANENT
 
 
 def _clock(remaining_ms: Callable[[], int] | int) -> Callable[[], int]:
