@@ -107,3 +107,33 @@ def test_build_round_trips_and_rejects_before_sending():
     assert parse(due.to_json()) == due and json.loads(due.to_json())["expires_at"] == "2026-11-29T11:00:00Z"
     with pytest.raises(EnvelopeError, match="'idempotency_key' must be 1-256 characters"):
         build("demo.flaky", {}, "")
+
+
+def test_every_field_is_parsed_and_built_under_its_own_name():
+    """Each field distinct from the others: a field given to another's place in the constructor shows."""
+    body = {
+        "type": "t.x",
+        "idempotency_key": "the-key",
+        "payload": {"a": [1]},
+        "version": 1,
+        "published_at": "2026-01-01T00:00:00Z",
+        "tenant": "acme",
+        "unique_lock": "0123456789abcdef0123456789abcdef",
+        "expires_at": "2026-01-02T00:00:00Z",
+        "batch": {"id": "b1", "step": 2},
+    }
+    parsed = parse(json.dumps(body))
+    assert {name: getattr(parsed, name) for name in body} == body
+    built = build(
+        "t.x",
+        {"a": [1]},
+        "the-key",
+        published_at=body["published_at"],
+        tenant="acme",
+        unique_lock=body["unique_lock"],
+        expires_at=body["expires_at"],
+        batch={"id": "b1", "step": 2},
+    )
+    assert built == parsed and json.loads(built.to_json()) == body
+    with pytest.raises(EnvelopeError, match="batch"):
+        build("t.x", {}, "k", batch={"step": 1})
