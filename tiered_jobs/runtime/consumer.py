@@ -60,6 +60,7 @@ from .config import TierConfig
 from .errors import describe
 from .idempotency import IdempotentRunner
 from .metrics import BatchMetrics
+from .outcomes import Outcome
 from .received import INVALID_JOB_TYPE, UNREGISTERED_JOB_TYPE, Received, read_batch
 from .registry import JobDefinition, JobRegistry
 from .requeue import Copy, requeue
@@ -112,8 +113,8 @@ class Fate:
 
     __slots__ = ("outcome", "refused", "keep_seconds")
 
-    def __init__(self, outcome: str, refused: str | None, keep_seconds: int):
-        #: The metric outcome of the decision: ``rate_limited``, ``limiter_error`` or ``deferred``.
+    def __init__(self, outcome: Outcome, refused: str | None, keep_seconds: int):
+        #: The decision: ``rate_limited``, ``limiter_error``, ``deferred`` or ``envelope_too_new``.
         self.outcome = outcome
         #: Why SQS refused the copy (``None``: the copy was accepted, the original is acknowledged).
         self.refused = refused
@@ -254,7 +255,7 @@ class Consumer:
         before the rate limit or the time budget sees them (:mod:`~tiered_jobs.runtime.too_new`)."""
         now, bound = self.now(), self.config.too_new_max_age_seconds
         held = [
-            (record, too_new.HELD, self.config.too_new_hold_seconds)
+            (record, Outcome.ENVELOPE_TOO_NEW, self.config.too_new_hold_seconds)
             for record in invocation.records.values()
             if too_new.too_new(record) is not None and not too_new.past_the_bound(record, now, bound)
         ]
@@ -278,7 +279,11 @@ class Consumer:
         self._send_copies(
             invocation,
             [
-                (record, "limiter_error" if verdict.limiter_error else "rate_limited", verdict.hold_seconds or 0)
+                (
+                    record,
+                    Outcome.LIMITER_ERROR if verdict.limiter_error else Outcome.RATE_LIMITED,
+                    verdict.hold_seconds or 0,
+                )
                 for record, verdict in held
             ],
             turns=gate.turn,
@@ -287,7 +292,7 @@ class Consumer:
     def _send_copies(
         self,
         invocation: _Invocation,
-        decided: list[tuple[Received, str, int]],
+        decided: list[tuple[Received, Outcome, int]],
         turns: Callable[[str], str | None] = lambda _: None,
     ) -> None:
         """Send the copies of records decided not to run now; their fates say what SQS took.
@@ -300,7 +305,7 @@ class Consumer:
             [Copy(record, delay, turns(record.message_id)) for record, _, delay in decided],
         )
         for record, outcome, delay in decided:
-            keep = max(1, delay) if outcome != "deferred" else KEPT_DEFERRED_VISIBILITY_SECONDS
+            keep = max(1, delay) if outcome is not Outcome.DEFERRED else KEPT_DEFERRED_VISIBILITY_SECONDS
             invocation.fates[record.message_id] = Fate(outcome, refused.get(record.message_id), keep)
 
     # -- one record ----------------------------------------------------------------------
@@ -348,7 +353,7 @@ class Consumer:
                 self.logger.error(
                     "rate limiter unavailable: its jobs are held, not run", extra={"error": verdict.limiter_error}
                 )
-            outcome = "limiter_error" if verdict.limiter_error else "rate_limited"
+            outcome = Outcome.LIMITER_ERROR if verdict.limiter_error else Outcome.RATE_LIMITED
             self._send_copies(invocation, [(received, outcome, verdict.hold_seconds or 0)], turns=gate.turn)
             return 0.0
         return gate.wait_seconds(received.message_id)
@@ -363,7 +368,7 @@ class Consumer:
             if record.envelope is None or not record.envelope.expired(now)  # dropped, never copied
         ]
         invocation.deferred += len(undecided)
-        self._send_copies(invocation, [(record, "deferred", DEFERRED_DELAY_SECONDS) for record in undecided])
+        self._send_copies(invocation, [(record, Outcome.DEFERRED, DEFERRED_DELAY_SECONDS) for record in undecided])
 
     def _settle(self, received: Received, fate: Fate, invocation: _Invocation) -> None:
         """A held or deferred record: acknowledged once its copy is in the queue, else kept or dead-lettered."""
@@ -372,18 +377,13 @@ class Consumer:
         metrics.age(received.label, received.age_seconds(self.now()))
         with self._log_keys(received):
             if fate.refused is None:
-                if fate.outcome == too_new.HELD:
+                if fate.outcome is Outcome.ENVELOPE_TOO_NEW:
                     self.logger.warning(
-                        "envelope newer than this consumer: held for a newer one",
+                        fate.outcome.line,
                         extra={"outcome": fate.outcome, "error": str(received.envelope_error)},
                     )
                     return None
-                self.logger.info(
-                    "held by the rate limit: sent again with a delay"
-                    if fate.outcome != "deferred"
-                    else "deferred by the time budget: sent again",
-                    extra={"outcome": fate.outcome},
-                )
+                self.logger.info(fate.outcome.line, extra={"outcome": fate.outcome})
                 return None
             if received.receive_count >= self.config.receive_limit:
                 # Returned now, SQS's redrive would move it on its next receive, without reasons.
@@ -396,14 +396,14 @@ class Consumer:
                     f"({received.receive_count} of {self.config.receive_limit}) "
                     f"and SQS refused its copy: {fate.refused}",
                     attempts=received.attempt - 1,
-                    outcome="requeue_dead_lettered",
+                    outcome=Outcome.REQUEUE_DEAD_LETTERED,
                     started=None,
                 )
                 return None
-            metrics.record(received.label, "requeue_kept")
+            metrics.record(received.label, Outcome.REQUEUE_KEPT)
             invocation.backoffs.append((received.receipt_handle, fate.keep_seconds))
             self.logger.warning(
-                "could not send the job again; the message stays in the queue (a receive spent)",
+                Outcome.REQUEUE_KEPT.line,
                 extra={"outcome": fate.outcome, "error": fate.refused, "retry_in_seconds": fate.keep_seconds},
             )
             raise RequeueRefused(fate.refused)
@@ -436,9 +436,10 @@ class Consumer:
         writes, and CPython finds it by scanning the caller's line table up to the call, which at the end
         of a function as long as ``_run`` costs a few microseconds of every job."""
         duration_ms = _ms(started)
-        invocation.metrics.record(received.label, "duplicate" if duplicate else "succeeded", duration_ms)
+        outcome = Outcome.DUPLICATE if duplicate else Outcome.SUCCEEDED
+        invocation.metrics.record(received.label, outcome, duration_ms)
         # Celery's "Task ... succeeded in 0.04s": type, key and attempt are the line's keys.
-        self.logger.info("job succeeded", extra={"duration_ms": round(duration_ms, 3), "duplicate": duplicate})
+        self.logger.info(outcome.line, extra={"duration_ms": round(duration_ms, 3), "duplicate": duplicate})
         self._release_unique(received)
 
     def _fail(
@@ -455,9 +456,9 @@ class Consumer:
         if decision.delay_seconds is not None:
             delay = decision.delay_seconds
             invocation.backoffs.append((received.receipt_handle, delay))
-            invocation.metrics.record(received.label, "retried", _ms(started), retry_delay_seconds=delay)
+            invocation.metrics.record(received.label, Outcome.RETRIED, _ms(started), retry_delay_seconds=delay)
             self.logger.warning(
-                "job failed, will retry",
+                Outcome.RETRIED.line,
                 extra={"error_type": error_type, "error": error_message, "retry_in_seconds": delay},
                 exc_info=exc,  # the traceback, as the log's "exception" field
             )
@@ -470,7 +471,7 @@ class Consumer:
             error_type=error_type,
             error_message=error_message,
             attempts=attempt,
-            outcome="dead_lettered",
+            outcome=Outcome.DEAD_LETTERED,
             started=started,
             failure=exc,
             handler=definition.handler if definition else None,
@@ -485,7 +486,7 @@ class Consumer:
         error_type: str,
         error_message: str,
         attempts: int,
-        outcome: str,
+        outcome: Outcome,
         started: float | None,
         failure: BaseException | None = None,
         handler: Callable[..., Any] | None = None,
@@ -522,16 +523,16 @@ class Consumer:
                 trace_header=received.trace_header,
             )
         except Exception as send_error:
-            invocation.metrics.record(received.label, "kept", duration)
+            invocation.metrics.record(received.label, Outcome.KEPT, duration)
             self.logger.error(
-                "could not dead-letter the job; the message stays in the queue",
+                Outcome.KEPT.line,
                 extra={"error_type": error_type, "error": error_message, "dlq_error": repr(send_error)},
                 exc_info=failure,
             )
             raise KeptInQueue(f"DLQ send failed: {send_error!r}") from send_error
         invocation.metrics.record(received.label, outcome, duration)
         self.logger.error(
-            "job dead-lettered",
+            outcome.line,
             extra={
                 "reason": reason,
                 "error_type": error_type,
@@ -565,8 +566,8 @@ class Consumer:
         """The step ran and its next one is sent (``duplicate``: a copy of an earlier step, which ran nothing):
         acknowledged; the job has not finished (no batch count, no unique lock released: its last step does)."""
         duration_ms = _ms(started)
-        invocation.metrics.record(received.label, "duplicate" if duplicate else "checkpointed", duration_ms)
-        message = "duplicate of an earlier step: not run" if duplicate else "job step done, next step sent"
+        invocation.metrics.record(received.label, Outcome.DUPLICATE if duplicate else Outcome.CHECKPOINTED, duration_ms)
+        message = "duplicate of an earlier step: not run" if duplicate else Outcome.CHECKPOINTED.line
         self.logger.info(message, extra={"duration_ms": round(duration_ms, 3), "next_step": step})
 
     # -- jobs that end unrun ---------------------------------------------------------------
@@ -583,7 +584,7 @@ class Consumer:
                 error_type="EnvelopeTooNew",
                 error_message=too_new.letter_message(error, received.age_seconds(now), bound),
                 attempts=max(0, received.attempt - 1),  # the receives that held it ran nothing
-                outcome=too_new.DEAD_LETTERED,
+                outcome=Outcome.TOO_NEW_DEAD_LETTERED,
                 started=None,
             )
 
@@ -620,9 +621,9 @@ class Consumer:
                     problem = f"the discard archive refused it ({exc!r})"
             if problem is None:
                 assert archive is not None
-                invocation.metrics.record(received.label, kind)
+                invocation.metrics.record(received.label, Outcome.ended(kind))
                 self.logger.info(
-                    f"job {kind}: archived, not run",
+                    Outcome.ended(kind).line,
                     extra={"outcome": kind, "detail": detail, "archive": archive.location},
                 )
                 self._release_unique(received)  # it will not run: a new one of its type and key may be queued
@@ -635,7 +636,7 @@ class Consumer:
                 error_type="JobExpired" if kind == job_ends.EXPIRED else "JobCancelled",
                 error_message=f"{detail}; {problem}",
                 attempts=max(0, received.attempt - 1),
-                outcome=kind,
+                outcome=Outcome.ended(kind),
                 started=started,
             )
             return None
@@ -709,11 +710,11 @@ class Consumer:
                     f"last receive ({received.receive_count} of {self.config.receive_limit}): {exc}; "
                     "a replay counts it without running the job again",
                     attempts=received.attempt,
-                    outcome="batch_count_dead_lettered",
+                    outcome=Outcome.BATCH_COUNT_DEAD_LETTERED,
                     started=started,
                 )
                 return
-            invocation.metrics.record(received.label, "kept", _ms(started) if started is not None else None)
+            invocation.metrics.record(received.label, Outcome.KEPT, _ms(started) if started is not None else None)
             invocation.backoffs.append((received.receipt_handle, KEPT_BATCH_COUNT_VISIBILITY_SECONDS))
             self.logger.error(
                 "could not count the job in its batch; the message stays in the queue", extra={"error": str(exc)}

@@ -28,38 +28,10 @@ from typing import Any
 
 from tiered_jobs.contract.names import Metrics as M
 
-#: Outcome -> the counters it increments.
-OUTCOME_METRICS: dict[str, tuple[str, ...]] = {
-    "succeeded": (M.PROCESSED, M.SUCCEEDED),
-    "duplicate": (M.PROCESSED, M.SUCCEEDED, M.DUPLICATE),
-    "retried": (M.PROCESSED, M.RETRIED),
-    "dead_lettered": (M.PROCESSED, M.FAILED, M.DEAD_LETTERED),
-    # The DLQ refused the final copy: the message stays and comes back (and may count again).
-    "kept": (M.PROCESSED, M.FAILED),
-    # The invocation's time budget ran out before the record started: sent again, not an attempt.
-    "deferred": (M.DEFERRED,),
-    # Held by the rate limit and sent again with a delay: not an attempt, not a failure.
-    "rate_limited": (M.RATE_LIMITED,),
-    # Held because the limiter's table failed: sent again after a pause, never run unlimited.
-    "limiter_error": (M.RATE_LIMITED, M.RATE_LIMITER_ERRORS),
-    # A held or deferred record whose copy SQS refused: it stays in the queue (a receive spent)...
-    "requeue_kept": (M.REQUEUE_FAILED,),
-    # ...or, on its last receive, goes to the DLQ with reason ``requeue_failed`` (never silently).
-    "requeue_dead_lettered": (M.FAILED, M.DEAD_LETTERED, M.REQUEUE_FAILED),
-    # Ended unrun (its deadline passed, or it was cancelled) and kept in the discard archive: not an
-    # attempt, never a failure (kept in the DLQ instead when the archive refused it).
-    "expired": (M.EXPIRED,),
-    "cancelled": (M.CANCELLED,),
-    # Its envelope is newer than this consumer: held as a copy for a newer one, not an attempt...
-    "envelope_too_new": (M.TOO_NEW,),
-    # ...or, held past the bound, dead-lettered with reason ``envelope_too_new`` (to replay after the upgrade).
-    "too_new_dead_lettered": (M.FAILED, M.DEAD_LETTERED, M.TOO_NEW),
-    # A batch member that succeeded but whose count was not written on its queue's last receive:
-    # dead-lettered with reason ``batch_count_failed`` (its success was recorded as ``succeeded``).
-    "batch_count_dead_lettered": (M.DEAD_LETTERED,),
-    # A step of a job longer than one invocation ran and its next step is sent: processed, not yet done.
-    "checkpointed": (M.PROCESSED,),
-}
+from .outcomes import Outcome
+
+#: Outcome -> the counters it increments (each outcome carries its own: :mod:`~tiered_jobs.runtime.outcomes`).
+OUTCOME_METRICS: dict[str, tuple[str, ...]] = {outcome.value: outcome.counters for outcome in Outcome}
 #: Every counter, in the order of the EMF document (each is written, 0 included).
 COUNTERS: tuple[str, ...] = (
     M.PROCESSED,
