@@ -105,3 +105,21 @@ def test_unique_and_debounced_jobs_run_at_once_without_a_table_or_a_schedule(rec
     assert burst.debounced and burst.fire_at is not None
     assert [payload["label"] for _, payload in recorded] == ["one", "three"]  # the second: a duplicate
     assert [run.outcome for run in jobs.runs] == ["succeeded", "duplicate", "succeeded"]
+
+
+def test_a_job_that_checkpoints_runs_its_steps_within_its_publish():
+    registry = JobRegistry()
+    steps = []
+
+    @registry.job("policy.stepped", max_steps=3)
+    def stepped(payload, ctx):
+        steps.append((ctx.step, ctx.state, ctx.attempt))
+        if ctx.step < 2:
+            return ctx.checkpoint({"cursor": ctx.step + 1})
+        return {"steps": ctx.step + 1}
+
+    with eager(routes=ROUTES, runner=JobRunner(registry=registry)) as jobs:
+        publish("policy.stepped", {}, "s-1")
+    assert steps == [(0, None, 1), (1, {"cursor": 1}, 1), (2, {"cursor": 2}, 1)]  # steps are not attempts
+    (run,) = jobs.runs
+    assert (run.outcome, run.step, run.result) == ("succeeded", 2, {"steps": 3})

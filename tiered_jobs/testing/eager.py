@@ -17,7 +17,9 @@ returns, so it would have released it already. A failed job raises
 (after every job of the call has run), unless ``raise_failures=False``: then look at ``runs``.
 
 One attempt per publish: a job that fails transiently is not retried in place (its run says
-``retry``); :meth:`JobRunner.run_until_settled` plays the attempts when a test wants them.
+``retry``); :meth:`JobRunner.run_until_settled` plays the attempts when a test wants them. A job
+that returns ``ctx.checkpoint(...)`` runs its next steps within the publish (steps are not
+attempts), and its run is its last step's.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from tiered_jobs.publisher.models import Prepared
 from tiered_jobs.publisher.unique import LockOutcome
 from tiered_jobs.stage.scheduling import Scheduled
 
-from .runner import JobFailed, JobRun, JobRunner
+from .runner import CHECKPOINTED, JobFailed, JobRun, JobRunner
 
 #: The queue URL of tier ``<tier>`` in an eager publisher (never an address: nothing is sent).
 EAGER_QUEUE_PREFIX = "eager://"
@@ -52,6 +54,8 @@ class EagerJobs:
     def run_body(self, tier: str, body: str) -> JobRun:
         job = envelope_rules.parse(body)  # the publisher built it: parsing it again is what the consumer does
         run = self.runner.run(job.type, job.payload, job.idempotency_key, tier=tier)
+        while run.outcome == CHECKPOINTED:  # its next steps, as the consumer sends them: not attempts
+            run = self.runner.run(job.type, job.payload, job.idempotency_key, tier=tier, step=run.next_step or 0)
         self.runs.append(run)
         return run
 
