@@ -126,11 +126,11 @@ class ResendPolicy:
         return float(unit_random * min(self.max_seconds, self.base_seconds * 2 ** (attempt - 1)))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Prepared:
     """A validated job, ready to send: its body is final and its queue known (the publisher's own).
 
-    Never changed once made (``dataclasses.replace`` makes an offloaded body's copy)."""
+    Never changed once made: ``dataclasses.replace`` makes an offloaded body's copy."""
 
     index: int
     job: Job
