@@ -47,6 +47,7 @@ import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable
 from contextlib import ExitStack
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -93,11 +94,15 @@ def run_shards(jobs: int, shards: int, account_count: int = 100, log=print, proc
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn")) as pool:
-            outcomes = list(pool.map(run_shard, seeds, [jobs // shards] * shards, [account_count] * shards))
+            total = _added(pool.map(run_shard, seeds, [jobs // shards] * shards, [account_count] * shards), shards, log)
     else:
-        outcomes = [
-            run(jobs=jobs // shards, account_count=account_count, plan=FaultPlan(seed=seed), log=log) for seed in seeds
-        ]
+        each = jobs // shards
+        total = _added((run(each, account_count, plan=FaultPlan(seed=seed), log=log) for seed in seeds), shards, log)
+    return total
+
+
+def _added(outcomes: Iterable[Outcome], shards: int, log: Any) -> Outcome:
+    """The shards' outcomes added up, each logged as soon as it is in (a long run's figures so far)."""
     total: Outcome | None = None
     for shard, outcome in enumerate(outcomes):
         log(f"shard {shard + 1}/{shards}: {json.dumps(outcome.as_dict())}")
