@@ -37,6 +37,10 @@ KINDS = (CANCELLED, EXPIRED)
 
 #: Set on a running job's ``INPROGRESS`` record by a cancel (ISO 8601): ``ctx.cancelled()`` reads it.
 CANCEL_REQUESTED = "cancel_requested_at"
+#: The writer's own token on a marker item: a put that meets a marker holding its own token is its own
+#: write, retried by botocore after a lost answer (``PutItem`` takes no idempotency token of its own).
+#: Two cancels within the same millisecond write equal markers, so the content alone cannot tell.
+WRITER_TOKEN = "writer_token"
 
 #: Where a marker may be written: no live record (the condition Powertools itself writes under:
 #: none, past its window, or an ``INPROGRESS`` whose attempt ran out of time).
@@ -80,15 +84,27 @@ def marker_kind(result: Any) -> str | None:
 
 
 def marker_item(
-    job_type: str, idempotency_key: str, kind: str, *, at: str, now: float, ttl_seconds: int, detail: str = ""
+    job_type: str,
+    idempotency_key: str,
+    kind: str,
+    *,
+    at: str,
+    now: float,
+    ttl_seconds: int,
+    detail: str = "",
+    writer_token: str | None = None,
 ) -> dict[str, Any]:
-    """The idempotency table's item of the marker (DynamoDB's typed form), kept ``ttl_seconds`` from ``now``."""
-    return {
+    """The idempotency table's item of the marker (DynamoDB's typed form), kept ``ttl_seconds`` from ``now``;
+    with ``writer_token``, the writer knows its own marker again (:data:`WRITER_TOKEN`)."""
+    item = {
         RecordAttributes.KEY: {"S": record_id(job_type, idempotency_key)},
         RecordAttributes.STATUS: {"S": RecordStatus.COMPLETED},
         RecordAttributes.EXPIRATION: {"N": str(int(now) + ttl_seconds)},
         RecordAttributes.DATA: {"S": json.dumps(marker(kind, at, detail), separators=(",", ":"))},
     }
+    if writer_token is not None:
+        item[WRITER_TOKEN] = {"S": writer_token}
+    return item
 
 
 def write_values(now: float) -> dict[str, Any]:

@@ -25,6 +25,7 @@ parameters), as long as a finished job's record stays.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -171,6 +172,7 @@ def mark_cancelled(
         at=iso_text(datetime.fromtimestamp(at, timezone.utc)),
         now=at,
         ttl_seconds=window,
+        writer_token=uuid.uuid4().hex,
     )
     marked = Marked("marked", until=datetime.fromtimestamp(int(at) + window, timezone.utc))
     try:
@@ -187,9 +189,9 @@ def mark_cancelled(
         if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
             raise
         old = exc.response.get("Item") or {}
-    if old == marker:
-        # A lost answer: botocore sent the put again, and it met this cancel's own marker (its time to the
-        # millisecond and its end): written by this call, not found from an earlier cancel.
+    if old.get(job_ends.WRITER_TOKEN) == marker[job_ends.WRITER_TOKEN]:
+        # A lost answer: botocore sent the put again, and it met this cancel's own marker (its token):
+        # written by this call, not found from an earlier cancel.
         return marked
     expires = _epoch(old.get(RecordAttributes.EXPIRATION, {}).get("N"))
     # A record with a step due is a stepped job between two steps: not finished, whatever its status says.
