@@ -59,6 +59,7 @@ from . import aws, too_new
 from .config import TierConfig
 from .errors import describe
 from .idempotency import IdempotentRunner
+from .kept import Kept, KeptInQueue
 from .metrics import BatchMetrics
 from .outcomes import Outcome
 from .received import INVALID_JOB_TYPE, UNREGISTERED_JOB_TYPE, Received, read_batch
@@ -84,18 +85,6 @@ KEPT_DEFERRED_VISIBILITY_SECONDS = 1
 KEPT_BATCH_COUNT_VISIBILITY_SECONDS = 5
 #: Without a Lambda context (tests, scripts), the invocation is taken to last Lambda's longest timeout.
 NO_CONTEXT_BUDGET_MS = 900_000
-
-
-class RetryLater(Exception):
-    """The record failed transiently and will come back after its backoff."""
-
-
-class KeptInQueue(Exception):
-    """The record should have been dead-lettered but the DLQ refused it: SQS keeps it."""
-
-
-class RequeueRefused(Exception):
-    """The record was held or deferred and SQS refused its copy: the message stays in the queue."""
 
 
 class Archive(Protocol):
@@ -233,7 +222,7 @@ class Consumer:
                 event = _by_turn(event, invocation)
             return process_partial_response(
                 event=event,
-                record_handler=lambda record: self.process(record, invocation),
+                record_handler=lambda record: self._answer(record, invocation),
                 processor=processor,
                 context=context,
             )
@@ -310,6 +299,16 @@ class Consumer:
 
     # -- one record ----------------------------------------------------------------------
 
+    def _answer(self, record: Any, invocation: _Invocation) -> Any:
+        """Powertools' record handler: a record the consumer keeps is its batch item failure, raised here
+        only; its visibility joins the batch's one change (:mod:`~tiered_jobs.runtime.kept`)."""
+        answer = self.process(record, invocation)
+        if isinstance(answer, Kept):
+            if answer.seconds is not None:
+                invocation.backoffs.append((invocation.records[record.message_id].receipt_handle, answer.seconds))
+            raise KeptInQueue(answer.why)
+        return answer
+
     def process(self, record: Any, invocation: _Invocation) -> Any:
         received = invocation.records[record.message_id]
         envelope = received.envelope
@@ -370,7 +369,7 @@ class Consumer:
         invocation.deferred += len(undecided)
         self._send_copies(invocation, [(record, Outcome.DEFERRED, DEFERRED_DELAY_SECONDS) for record in undecided])
 
-    def _settle(self, received: Received, fate: Fate, invocation: _Invocation) -> None:
+    def _settle(self, received: Received, fate: Fate, invocation: _Invocation) -> Kept | None:
         """A held or deferred record: acknowledged once its copy is in the queue, else kept or dead-lettered."""
         metrics = invocation.metrics
         metrics.record(received.label, fate.outcome)  # not an attempt: no duration
@@ -387,7 +386,7 @@ class Consumer:
                 return None
             if received.receive_count >= self.config.receive_limit:
                 # Returned now, SQS's redrive would move it on its next receive, without reasons.
-                self._dead_letter(
+                return self._dead_letter(
                     received,
                     invocation,
                     reason=DeadLetter.REASON_REQUEUE_FAILED,
@@ -399,14 +398,12 @@ class Consumer:
                     outcome=Outcome.REQUEUE_DEAD_LETTERED,
                     started=None,
                 )
-                return None
             metrics.record(received.label, Outcome.REQUEUE_KEPT)
-            invocation.backoffs.append((received.receipt_handle, fate.keep_seconds))
             self.logger.warning(
                 Outcome.REQUEUE_KEPT.line,
                 extra={"outcome": fate.outcome, "error": fate.refused, "retry_in_seconds": fate.keep_seconds},
             )
-            raise RequeueRefused(fate.refused)
+            return Kept(fate.keep_seconds, fate.refused)
 
     def _run(self, received: Received, invocation: _Invocation) -> Any:
         started = time.perf_counter()
@@ -420,14 +417,14 @@ class Consumer:
                     return self._end(received, invocation, ran.ended, _ended_detail(ran.ended, ran.result), started)
                 if ran.next_step is not None:  # not finished: its next step is sent (or was: a duplicate)
                     return self._checkpointed(received, invocation, ran.next_step, started, ran.duplicate)
-                self._count_member(received, invocation, "succeeded", "", started)  # before the record is acknowledged
+                kept = self._count_member(received, invocation, "succeeded", "", started)  # before it is acknowledged
+                if kept is not None:
+                    return kept  # its batch count was not written: the record comes back, and is counted then
                 self._succeeded(received, invocation, started, ran.duplicate)
                 return ran.result
-            except KeptInQueue:
-                raise  # its batch count was not written: the record comes back, and is counted then
             except Exception as exc:  # noqa: BLE001 -- every failure is classified, none escapes unseen
-                self._fail(received, invocation, exc, definition, started)
-                return None  # dead-lettered: report success so SQS deletes the source copy
+                # Retried (kept), or dead-lettered: then reported a success, so SQS deletes the source copy.
+                return self._fail(received, invocation, exc, definition, started)
 
     def _succeeded(self, received: Received, invocation: _Invocation, started: float, duplicate: bool) -> None:
         """The job finished (or was a duplicate of one that did): counted, logged, its unique lock given back.
@@ -449,21 +446,20 @@ class Consumer:
         exc: Exception,
         definition: JobDefinition | None,
         started: float,
-    ) -> None:
+    ) -> Kept | None:
         decision = self.stage.decide(exc, received.attempt, definition, self.rand)
         error_type, error_message = describe(exc)
         attempt = received.attempt
         if decision.delay_seconds is not None:
             delay = decision.delay_seconds
-            invocation.backoffs.append((received.receipt_handle, delay))
             invocation.metrics.record(received.label, Outcome.RETRIED, _ms(started), retry_delay_seconds=delay)
             self.logger.warning(
                 Outcome.RETRIED.line,
                 extra={"error_type": error_type, "error": error_message, "retry_in_seconds": delay},
                 exc_info=exc,  # the traceback, as the log's "exception" field
             )
-            raise RetryLater(f"{error_type}: {error_message}") from exc
-        self._dead_letter(
+            return Kept(delay, f"{error_type}: {error_message}")
+        return self._dead_letter(
             received,
             invocation,
             # A failure with a reason of its own (steps.TooManySteps: too_many_steps), else the decision's.
@@ -490,8 +486,9 @@ class Consumer:
         started: float | None,
         failure: BaseException | None = None,
         handler: Callable[..., Any] | None = None,
-    ) -> None:
-        """Copy the message to the DLQ with its reasons; raise :class:`KeptInQueue` if the DLQ refused it.
+    ) -> Kept | None:
+        """Copy the message to the DLQ with its reasons; :class:`Kept` if the DLQ refused it (or its batch
+        count was not written first).
         ``failure``: what the job raised (its bounded traceback goes with the letter, the whole one to the log)."""
         # Loaded on the first letter only: the happy path's cold start does not pay for it.
         from .deadletter import DeadLetterReason, fit_to_size, merge_attributes, send_to_dlq
@@ -512,7 +509,9 @@ class Consumer:
         attributes, dropped = merge_attributes(received.api_attributes(), letter.attributes())
         attributes, shortened = fit_to_size(received.body, attributes)  # SQS's 1 MiB counts attributes too
         duration = _ms(started) if started is not None else None
-        self._count_member(received, invocation, "failed", f"{reason}: {error_type}: {error_message}", started)
+        kept = self._count_member(received, invocation, "failed", f"{reason}: {error_type}: {error_message}", started)
+        if kept is not None:
+            return kept
         try:
             dlq_message_id = send_to_dlq(
                 self.client("sqs"),
@@ -529,7 +528,7 @@ class Consumer:
                 extra={"error_type": error_type, "error": error_message, "dlq_error": repr(send_error)},
                 exc_info=failure,
             )
-            raise KeptInQueue(f"DLQ send failed: {send_error!r}") from send_error
+            return Kept(None, f"DLQ send failed: {send_error!r}")
         invocation.metrics.record(received.label, outcome, duration)
         self.logger.error(
             outcome.line,
@@ -544,6 +543,7 @@ class Consumer:
             exc_info=failure,  # the whole traceback (the letter carries its last frames)
         )
         self._release_unique(received)  # the job has finished: a new one of its type and key may be queued
+        return None
 
     # -- jobs longer than one invocation (steps.py) ------------------------------------------
 
@@ -572,12 +572,12 @@ class Consumer:
 
     # -- jobs that end unrun ---------------------------------------------------------------
 
-    def _dead_letter_too_new(self, received: Received, error: EnvelopeTooNew, invocation: _Invocation) -> None:
+    def _dead_letter_too_new(self, received: Received, error: EnvelopeTooNew, invocation: _Invocation) -> Kept | None:
         """A job from a newer producer held past its bound: the DLQ keeps it for a replay after the upgrade."""
         now, bound = self.now(), self.config.too_new_max_age_seconds
         invocation.metrics.age(received.label, received.age_seconds(now))
         with self._log_keys(received):
-            self._dead_letter(
+            return self._dead_letter(
                 received,
                 invocation,
                 reason=DeadLetter.REASON_ENVELOPE_TOO_NEW,
@@ -588,7 +588,7 @@ class Consumer:
                 started=None,
             )
 
-    def _end_expired(self, received: Received, invocation: _Invocation) -> None:
+    def _end_expired(self, received: Received, invocation: _Invocation) -> Kept | None:
         """The job's deadline has passed: mark its record (so ``tiered-jobs job`` says so), archive it, drop it."""
         envelope = received.envelope
         assert envelope is not None and envelope.expires_at is not None
@@ -603,7 +603,9 @@ class Consumer:
                     self.logger.warning("could not mark the expired job's record", extra={"error": repr(exc)})
         return self._end(received, invocation, job_ends.EXPIRED, detail, None)
 
-    def _end(self, received: Received, invocation: _Invocation, kind: str, detail: str, started: float | None) -> None:
+    def _end(
+        self, received: Received, invocation: _Invocation, kind: str, detail: str, started: float | None
+    ) -> Kept | None:
         """Archive a job that ends unrun (``expired`` / ``cancelled``), then let SQS delete it; without an
         archive that takes it, dead-letter it with that reason: never dropped without being kept."""
         from .ended import archive_record  # loaded on the first such job: the happy path never pays for it
@@ -611,7 +613,9 @@ class Consumer:
         invocation.metrics.age(received.label, received.age_seconds(self.now()))
         with self._log_keys(received):
             record = archive_record(received, tier=self.config.tier, reason=kind, detail=detail, at=self.now())
-            self._count_member(received, invocation, "failed", f"{kind}: {detail}", started)
+            kept = self._count_member(received, invocation, "failed", f"{kind}: {detail}", started)
+            if kept is not None:
+                return kept
             archive = self._ended_archive()
             problem = "no discard archive is configured" if archive is None else None
             if archive is not None:
@@ -629,7 +633,7 @@ class Consumer:
                 self._release_unique(received)  # it will not run: a new one of its type and key may be queued
                 return None
             self.logger.warning(f"job {kind}, but {problem}: dead-lettered instead", extra={"detail": detail})
-            self._dead_letter(
+            return self._dead_letter(
                 received,
                 invocation,
                 reason=kind,
@@ -639,7 +643,6 @@ class Consumer:
                 outcome=Outcome.ended(kind),
                 started=started,
             )
-            return None
 
     def _ended_archive(self) -> Archive | None:
         if not self._archive_built:
@@ -666,18 +669,18 @@ class Consumer:
 
     def _count_member(
         self, received: Received, invocation: _Invocation, outcome: str, detail: str, started: float | None
-    ) -> None:
+    ) -> Kept | None:
         """A member of a batch or chain has finished: count it, and send what that made due, before the
         record is acknowledged (:mod:`~tiered_jobs.runtime.batches`). Not written: the record is kept."""
         envelope = received.envelope
         if envelope is None or envelope.batch is None:
-            return
+            return None
         if not self.config.batch_table:
             self.logger.warning(
                 "the job is a batch member but this tier knows no batches table: it is not counted",
                 extra={"batch": envelope.batch},
             )
-            return
+            return None
         from .batches import CountNotWritten, finished  # loaded on the first member only
 
         try:
@@ -700,8 +703,9 @@ class Consumer:
                         "could not count the job in its batch on the queue's last receive; it ends as it would",
                         extra={"error": str(exc), "outcome": outcome},
                     )
-                    return
-                self._dead_letter(
+                    return None
+                # Dead-lettered, its success still recorded (or kept, if the DLQ refused the letter).
+                return self._dead_letter(
                     received,
                     invocation,
                     reason=DeadLetter.REASON_BATCH_COUNT_FAILED,
@@ -713,13 +717,11 @@ class Consumer:
                     outcome=Outcome.BATCH_COUNT_DEAD_LETTERED,
                     started=started,
                 )
-                return
             invocation.metrics.record(received.label, Outcome.KEPT, _ms(started) if started is not None else None)
-            invocation.backoffs.append((received.receipt_handle, KEPT_BATCH_COUNT_VISIBILITY_SECONDS))
             self.logger.error(
                 "could not count the job in its batch; the message stays in the queue", extra={"error": str(exc)}
             )
-            raise KeptInQueue(str(exc)) from exc
+            return Kept(KEPT_BATCH_COUNT_VISIBILITY_SECONDS, str(exc))
         self.logger.info(
             "batch member counted" if counted.counted else "batch member counted before",
             extra={
@@ -730,6 +732,7 @@ class Consumer:
                 "unknown_batch": counted.unknown,
             },
         )
+        return None
 
     def _log_keys(self, received: Received) -> _LogKeys:
         return _LogKeys(self.logger, received, self.config.tier)
