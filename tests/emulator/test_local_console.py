@@ -229,6 +229,9 @@ def browser(tmp_path_factory):
             args=BROWSER_FLAGS,
             viewport={"width": 1280, "height": 720},
         )
+        # Every click and wait of a page waits for its event as long as local mode's other waits do, not
+        # playwright's default 30 s: a consumer's run and its metrics reach the page later on a busy machine.
+        context.set_default_timeout(PATIENCE_SECONDS * 1000)
         yield context
         context.close()
 
@@ -285,9 +288,7 @@ def test_tiers_page_shows_the_published_depths_and_refreshes_live(paused, browse
     )
     navigations = []
     page.on("framenavigated", lambda frame: navigations.append(frame.url))
-    page.wait_for_function(
-        "document.querySelector('tr[data-tier=\"bulk\"] td.depth').innerText.trim() === '6'", timeout=15_000
-    )
+    page.wait_for_function("document.querySelector('tr[data-tier=\"bulk\"] td.depth').innerText.trim() === '6'")
     assert navigations == []  # refreshed in place by htmx, no reload
     page.close()
     for tier in published:
@@ -349,8 +350,7 @@ def test_job_types_page_counts_the_jobs_the_consumer_ran(session, browser, conso
     page.wait_for_function(
         """() => [...document.querySelectorAll('tr.job-type[data-job-type="demo.flaky"] td.count-completed')]
               .map(cell => Number(cell.innerText.split('/').pop().replace(/,/g, '')))
-              .reduce((sum, n) => sum + n, 0) >= 3""",
-        timeout=30_000,
+              .reduce((sum, n) => sum + n, 0) >= 3"""
     )
     page.screenshot(path=str(screenshots / "console-job-types.png"), full_page=True)
     page.close()
