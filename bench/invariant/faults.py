@@ -39,21 +39,16 @@ MUTATING = {
     "dynamodb": ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"),
     "s3": ("PutObject", "DeleteObject", "CopyObject"),
 }
-#: ``(operation, request body) -> spared?``: the calls whose answers a run does not lose yet (an open bug).
-Spare = Callable[[str, bytes], bool] | None
 #: Enough for any run: each injector acts by its roll, not by a count.
 _UNBOUNDED = 10**12
 
 
-def lose_answers_of(client: Any, plan: FaultPlan, stack: ExitStack, spare: Spare = None) -> Any:
+def lose_answers_of(client: Any, plan: FaultPlan, stack: ExitStack) -> Any:
     """Lose the answers of ``client``'s applied mutating calls with ``plan.lost_answer``'s probability, until
-    ``stack`` closes; counted per operation in ``plan.injected`` (``lost_answer:<service>.<Operation>``).
-
-    ``spare(operation, body)`` names the calls whose answers are not lost yet: each an open bug the run found,
-    counted as ``lost_answer_spared:<service>.<Operation>`` so that a report shows what it left out."""
+    ``stack`` closes; counted per operation in ``plan.injected`` (``lost_answer:<service>.<Operation>``)."""
     service = client.meta.service_model.service_name
     for operation in MUTATING.get(service, ()):
-        when = _roll(plan, f"{service}.{operation}", operation, spare)
+        when = _roll(plan, f"{service}.{operation}")
         stack.enter_context(lose_answers(client, operation, times=_UNBOUNDED, when=when))
     return client
 
@@ -73,11 +68,8 @@ def conflict_batch_counts(client: Any, plan: FaultPlan, batch_table: Callable[[]
     return client
 
 
-def _roll(plan: FaultPlan, name: str, operation: str, spare: Spare) -> Callable[[dict[str, Any]], bool]:
+def _roll(plan: FaultPlan, name: str) -> Callable[[dict[str, Any]], bool]:
     def when(request: dict[str, Any]) -> bool:
-        if spare is not None and spare(operation, request.get("body") or b""):
-            plan.roll(f"lost_answer_spared:{name}", plan.lost_answer)  # counted, not lost
-            return False
         return plan.roll(f"lost_answer:{name}", plan.lost_answer)
 
     return when

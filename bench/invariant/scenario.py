@@ -60,7 +60,7 @@ from tiered_jobs.contract.sqs_limits import MAX_JOB_MESSAGE_BYTES
 
 from .breaker_events import BreakerRecord, check_ended, create_alarms, deliver_changes
 from .checker import RUN_TRACE_HEADER, Observed, Outcome, check, marker_key_of
-from .faults import Spare, conflict_batch_counts, lose_answers_of
+from .faults import conflict_batch_counts, lose_answers_of
 from .jobs import CAPPED_TYPE, FRAGILE_TYPE, STEPPED_TYPE
 from .jobs import PACKAGE as INVARIANT_JOBS
 from .plan import FaultPlan, SimulatedCrash, Wrapped, client_error
@@ -340,21 +340,12 @@ class _Run:
             if plan.drop_marker_condition:
                 kwargs["TransactItems"][1]["Put"].pop("ConditionExpression", None)
 
-    def client(self, service: str, spare: Spare = None) -> Any:
+    def client(self, service: str) -> Any:
         """A client of the run's consumers, publisher or replays: its applied writes may lose their answers."""
         import boto3
 
         with self._lock:
-            return lose_answers_of(boto3.client(service), self.plan, self.faults, spare)
-
-    def open_bugs(self, operation: str, body: bytes) -> bool:
-        """The consumers' writes whose answers the run does not lose yet: each an open bug it found, reported
-        (and counted as spared in the report), not excused by the checker."""
-        # Powertools' in-progress PutItem on the idempotency table: sent again by botocore after its answer is lost,
-        # it meets its own INPROGRESS record, and the job is answered "already in progress" until that record's
-        # lease (the invocation's remaining time) ends: a job whose retries end first is dead-lettered without its
-        # last attempt having run (a capped job's letters all read ConditionalCheckFailedException).
-        return operation == "PutItem" and self.tier.idempotency_table.encode() in body and b"INPROGRESS" in body
+            return lose_answers_of(boto3.client(service), self.plan, self.faults)
 
     def count_application(self, response: Any = None, request_dict: Any = None, **_: Any) -> None:
         """Each balance transaction DynamoDB applied, read off the wire (``needs-retry``, which sees every
@@ -450,7 +441,7 @@ class _Run:
 
         # (moto's DynamoDB is not thread-safe; the embedded server serializes its requests: moto_patches.)
         def environment_clients() -> dict[str, Any]:
-            dynamodb = self.client("dynamodb", self.open_bugs)
+            dynamodb = self.client("dynamodb")
             conflict_batch_counts(dynamodb, plan, lambda: self.batch_table, self.faults)
             dynamodb.meta.events.register("needs-retry.dynamodb.TransactWriteItems", self.count_application)
             return {

@@ -151,3 +151,32 @@ def test_a_stop_request_whose_answer_was_lost_says_running(tier):
     assert tier.run_batch(tier.consumer(registry=registry)) == {"batchItemFailures": []}
     assert ran == ["lost 1"] and [a.outcome for a in answers] == ["running"]
     assert json.loads(record(tier, "t.busy", "lost-stop")[RecordAttributes.DATA]["S"]) == {"cancelled_seen": True}
+
+
+# --- a job's idempotency record (Powertools' INPROGRESS put) --------------------------------------
+
+
+def test_a_jobs_in_progress_put_whose_answer_was_lost_runs_the_job_at_once_and_once(tier):
+    """Without its token, the retried put met the job's own ``INPROGRESS`` record: "already in progress"
+    until the lease ended, and a job whose attempts ran out first was dead-lettered unrun."""
+    from tiered_jobs.runtime.registry import JobRegistry
+
+    ran: list[str] = []
+    registry = JobRegistry()
+
+    @registry.job("t.once")
+    def once(payload, ctx):
+        ran.append(ctx.idempotency_key)
+        return {"ok": True}
+
+    consumer = tier.consumer(registry=registry)
+    tier.publish("t.once", {}, "lost-put")
+    in_progress = lambda request: RecordStatus.IN_PROGRESS.encode() in (request.get("body") or b"")  # noqa: E731
+    with lose_answers(tier.dynamodb, "PutItem", when=in_progress) as lost:
+        tier.run_messages(consumer, tier.receive_for_batch(), lambda_context())
+    assert lost.count == 1
+    assert ran == ["lost-put"]  # on its first receive, not after its lease
+    item = record(tier, "t.once", "lost-put")
+    assert item[RecordAttributes.STATUS]["S"] == RecordStatus.COMPLETED
+    tier.make_visible()
+    assert tier.receive_for_batch() == [] and not tier.dlq_messages()

@@ -30,6 +30,7 @@ from tiered_jobs.contract.idempotency import (
 )
 
 from .errors import IdempotencyConflictError
+from .own_puts import OwnPuts
 from .results import storable
 
 __all__ = ["EVENT_KEY_JMESPATH", "KEY_PREFIX", "PAYLOAD_VALIDATION_JMESPATH", "IdempotentRunner", "Outcome"]
@@ -88,7 +89,7 @@ class IdempotentRunner:
 
         self.persistence = _MarkerAwareLayer(
             table_name=table_name,
-            boto3_client=dynamodb_client,
+            boto3_client=OwnPuts(dynamodb_client),
             key_attr=RecordAttributes.KEY,
             expiry_attr=RecordAttributes.EXPIRATION,
             in_progress_expiry_attr=RecordAttributes.IN_PROGRESS_EXPIRATION,
