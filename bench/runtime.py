@@ -42,6 +42,7 @@ def consumer_runtime(
     too_new: tuple[int, int] | None = None,
     large_payloads: Any = None,
     batch_table: str | None = None,
+    remaining_for: Callable[[dict], int] | None = None,
 ):
     """A started-ready ``MappingRuntime`` for ``tier``; ``handler`` replaces the consumer (baselines);
     ``on_invoke(event, invocation)`` sees every invocation (the invariant run records the crashed ones);
@@ -123,7 +124,8 @@ def consumer_runtime(
 
         def invoke(self, event: dict) -> Invocation:
             started = time.monotonic()
-            context = lambda_context(remaining_ms, FUNCTION_NAME)
+            # ``remaining_for(event)``: an invocation's own remaining time (the composed run's late ones).
+            context = lambda_context(remaining_for(event) if remaining_for else remaining_ms, FUNCTION_NAME)
             try:
                 response = self.handle(event, context)
             except BaseException as exc:  # noqa: BLE001 -- a crash ends the invocation, as on Lambda

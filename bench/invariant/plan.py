@@ -44,6 +44,11 @@ class FaultPlan:
     #: run since waits became holds, so a quiet machine could finish a run without a deferral.)
     slow_job: float = 0.01
     slow_job_seconds: float = 3.7
+    #: An invocation reaches its records with less than the time budget's margin left (its time spent before
+    #: them), so every record it would run is deferred, whatever the batch's size. A slow job defers only
+    #: the records after it in its batch, and with most records held by the rate limit a run could end
+    #: with no such batch: this makes the deferral the run must exercise certain, not a matter of chance.
+    late_invocation: float = 0.01
     #: The invocation dies after a batch member's completion (its idempotency record written), before its
     #: count in the batches table: its next delivery is answered from its record and counted then.
     crash_before_batch_count: float = 0.15
@@ -157,6 +162,7 @@ class FaultPlan:
                 "limiter_throttle",
                 "copy_refused",
                 "slow_job",
+                "late_invocation",
                 "poison_fraction",
                 "big_body_fraction",
                 "large_body_jobs",

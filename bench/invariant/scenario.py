@@ -394,6 +394,13 @@ class _Run:
             poller = int(threading.current_thread().name.rsplit("-", 1)[-1])  # the mapping's "esm-<name>-<index>"
             self.breaker.receive(len(messages), getattr(self._polling, "read_at", 0.0), poller)
 
+    def remaining_for(self, event: dict) -> int:
+        """An invocation's remaining time at its start: the whole timeout, or for a late one (``late_invocation``)
+        less than the time budget's margin (a tenth of it), so that its records are deferred."""
+        if self.plan.roll("late_invocation", self.plan.late_invocation):
+            return self.remaining_ms // 10 - 1
+        return self.remaining_ms
+
     def on_invoke(self, event: dict, invocation: Any) -> None:
         """Settle each record's receive: the injected crash, any other error (unexplained), or an overrun.
 
@@ -490,6 +497,7 @@ class _Run:
             too_new=(TOO_NEW_HOLD_SECONDS, TOO_NEW_MAX_AGE_SECONDS),
             large_payloads=self.offload,
             batch_table=self.batch_table,
+            remaining_for=self.remaining_for,
         )
         with QueueTap(_name(tier.dlq_url), _name(tier.queue_url)) as queues, FateTap() as fates:
             runtime.start()

@@ -103,6 +103,7 @@ def test_nothing_lost_nothing_applied_twice_with_every_feature_on():
         "limiter_throttle",
         "copy_refused",
         "slow_job",
+        "late_invocation",
         "replay_crash_between_send_and_delete",
         "job_module_import_failure",
         "crash_before_batch_count",
