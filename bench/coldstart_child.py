@@ -14,7 +14,7 @@ import uuid
 
 BATCH = 10
 #: What a job module of a typical team imports (bench.coldstart.TYPICAL_REQUIREMENTS installs them).
-TYPICAL_IMPORTS = ("httpx", "pydantic", "stripe")
+TYPICAL_IMPORTS = ("httpx", "stripe")
 
 
 def main() -> None:
