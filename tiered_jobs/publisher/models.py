@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..contract.large_payloads import Offload
+from ..contract.transactions import Retries
 
 
 @dataclass(frozen=True)
@@ -103,27 +104,18 @@ class PublishResult:
 
 
 @dataclass(frozen=True)
-class ResendPolicy:
+class ResendPolicy(Retries):
     """How the publisher re-sends the entries SQS reports failed inside a successful ``SendMessageBatch`` call.
 
     Whole-call errors (throttling, 5xx, connection resets) are botocore's to retry, configured
     the usual way (``AWS_MAX_ATTEMPTS``, ``AWS_RETRY_MODE``); they are not retried twice here.
-    Defaults: 4 attempts, waits drawn from [0, 0.1 s], [0, 0.2 s], [0, 0.4 s] ("full jitter").
+    The full-jitter waits and their checks are :class:`~tiered_jobs.contract.transactions.Retries`';
+    defaults: 4 attempts, waits drawn from [0, 0.1 s], [0, 0.2 s], [0, 0.4 s].
     """
 
     max_attempts: int = 4
     base_seconds: float = 0.1
     max_seconds: float = 5.0
-
-    def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts}")
-        if not 0 <= self.base_seconds <= self.max_seconds:
-            raise ValueError(f"need 0 <= base_seconds <= max_seconds, got {self.base_seconds} and {self.max_seconds}")
-
-    def wait(self, attempt: int, unit_random: float) -> float:
-        """Seconds to wait after failed attempt ``attempt`` (1-based); ``unit_random`` is in [0, 1)."""
-        return float(unit_random * min(self.max_seconds, self.base_seconds * 2 ** (attempt - 1)))
 
 
 @dataclass(slots=True)
