@@ -305,8 +305,11 @@ def check(
     ours = [a for a in seen.dlq_arrivals if DeadLetter.REASON in a.attributes]
     import_failures = [a for a in ours if a.attributes.get(DeadLetter.ERROR_TYPE) == _IMPORT_ERROR_TYPE]
     own = {k: [x for x in finals.get(k, []) if _its_own_failure(catalogue[k], x)] for k in must_die}
+    faulted = {
+        k: [x for x in finals.get(k, []) if _an_injected_fault_on_its_last_attempt(catalogue[k], x)] for k in must_die
+    }
     receives_of = _receives_by_key(seen)
-    policy = {k: _as_its_policy_says(catalogue[k], own[k], receives_of.get(k, [])) for k in must_die}
+    policy = {k: _judged(k, catalogue[k], own[k], faulted[k], receives_of.get(k, [])) for k in must_die}
     off_policy = sorted(k for k, (ok, _) in policy.items() if not ok)
     excused = [
         f"{_key(a.body) or seen.offloaded.get(a.body)}: letter without reasons ({a.message_id}) after its last "
@@ -435,6 +438,11 @@ ALLOWANCES = {
     "a message SQS moved itself (redrive, StartMessageMoveTask) is not held to its trace header": (
         "AWS documents AWSTraceHeader as set by a sender (SendMessage); SQS's own moves are not documented to keep it"
     ),
+    "a letter of an injected transient fault on its job's last attempt reads retries_exhausted there": (
+        "the receive ledger's row: a transient failure on the job's last attempt is dead-lettered with its "
+        "reasons; AWS DynamoDB's throttling (ProvisionedThroughputExceededException) and a 503 are transient, and on "
+        "that attempt they, not the job's own error, are what failed it"
+    ),
     "a newer producer's letter's attempts are not bounded": (
         "nothing ran: each SQS receive that held it sent a fresh copy, and a crash of its batch adds receives"
     ),
@@ -513,6 +521,46 @@ def _frame_as_expected(job: dict[str, Any], letter: dict[str, Any]) -> bool:
     if job["poison"] or job.get("too_new"):  # refused by its payload's schema, or held unread: no job code ran
         return frame is None
     return isinstance(frame, str) and frame.startswith(CAPPED_FRAME[0]) and frame.endswith(CAPPED_FRAME[1])
+
+
+#: What the run's injected AWS errors say (``plan.client_error``): no job's own code raises it.
+INJECTED_MARK = "(injected)"
+#: The injected errors that are transient (retried): on a job's last attempt they are its letter's error.
+INJECTED_TRANSIENT_CODES = ("ProvisionedThroughputExceededException", "ServiceUnavailable")
+
+
+def _an_injected_fault_on_its_last_attempt(job: dict[str, Any], letter: dict[str, Any]) -> bool:
+    """The letter is ``retries_exhausted`` with an injected transient AWS error as its error (the
+    idempotency table throttled, the job's own write answered 503), for a job whose own policy gives it a
+    last attempt where that could happen: the ledger's row "transient on the job's last attempt"."""
+    if not job.get("max_attempts"):
+        return False
+    attributes = _attributes_of(letter)
+    message = attributes.get(DeadLetter.ERROR_MESSAGE) or ""
+    return (
+        attributes.get(DeadLetter.REASON) == DeadLetter.REASON_RETRIES_EXHAUSTED
+        and INJECTED_MARK in message
+        and any(code in message for code in INJECTED_TRANSIENT_CODES)
+    )
+
+
+def _judged(
+    key: str, job: dict[str, Any], own: list[dict[str, Any]], faulted: list[dict[str, Any]], receives: list[Receive]
+) -> tuple[bool, list[str]]:
+    """A job's final letters against its policy: those of its own failure as :func:`_as_its_policy_says`, and
+    those of an injected transient fault on its policy's last attempt as ``retries_exhausted`` exactly there
+    (with the same excuses for a receive that lost its decision). None of either: off its policy."""
+    if not own and not faulted:
+        return False, []
+    judged = [_as_its_policy_says(job, own, receives)] if own else []
+    if faulted:
+        last = job["max_attempts"]
+        ok, excuses = _as_its_policy_says(
+            {**job, "dead_letter": DeadLetter.REASON_RETRIES_EXHAUSTED, "attempts": (last, last)}, faulted, receives
+        )
+        said = sorted({(_attributes_of(x).get(DeadLetter.ERROR_MESSAGE) or "")[:120] for x in faulted})
+        judged.append((ok, [*excuses, f"{key}: retries_exhausted on its last attempt ({last}) by {'; '.join(said)}"]))
+    return all(ok for ok, _ in judged), [line for _, lines in judged for line in lines]
 
 
 def _as_its_policy_says(

@@ -228,6 +228,7 @@ class _Run:
                 job["attempts"] = (1, 1)
             if job_type == CAPPED_TYPE:  # its policy decides its letter: see bench/invariant/jobs/capped.py
                 job["refuse"] = "retry" if rng.random() < 0.5 else "bug"
+                job["max_attempts"] = CAPPED_ATTEMPTS  # its policy's: an injected fault on the last one letters it
                 # Its letter's attempts are exactly its policy's; one past them only where the checker finds the
                 # receives before it that lost the consumer's decision (crashed, overran, acknowledged by a dying
                 # mapping): see checker._as_its_policy_says.
@@ -490,7 +491,7 @@ class _Run:
             rate_limits=limits,
             rate_limit_table=self.bucket_table if limits else None,
             on_invoke=self.on_invoke,
-            job_packages=("example.jobs", INVARIANT_JOBS),
+            job_packages=("functions.jobs", INVARIANT_JOBS),
             control=control,
             archive=lambda: archive,
             unique_table=self.unique_table,

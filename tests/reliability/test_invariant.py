@@ -218,6 +218,7 @@ _CAPPED = {
     "dead_letter": "retries_exhausted",
     "attempts": (2, 2),
     "raises": RETRY_RAISES,
+    "max_attempts": 2,
 }
 
 
@@ -474,6 +475,35 @@ def test_a_letter_reading_unknown_fails_whoever_wrote_it_and_one_without_reasons
         ]
 
 
+def test_an_injected_throttle_on_the_jobs_last_attempt_is_its_letter_there_and_nowhere_else():
+    """The ledger's "transient on the job's last attempt": the idempotency table throttled on the capped job's
+    2nd attempt, so its letter names that error, not the job's own. Only as ``retries_exhausted`` at the
+    policy's last attempt, and only for an error the run injected."""
+    throttled = "An error occurred (ProvisionedThroughputExceededException) when calling the Injected operation: "
+    throttled += "ProvisionedThroughputExceededException (injected)"
+
+    def letter(reason="retries_exhausted", attempts="2", message=throttled) -> dict:
+        tb = _traceback("tiered_jobs/runtime/own_puts.py:1 in put", f"botocore.exceptions.ClientError: {message}")
+        return _letter(
+            "c-1", Reason=reason, Attempts=attempts, ErrorType="ClientError", ErrorMessage=message, Traceback=tb
+        )
+
+    held = _checked([letter()])
+    assert held.letters_off_their_job_policy == 0 and held.holds(), held.letters_off_detail
+    assert held.excused_letters == [f"c-1: retries_exhausted on its last attempt (2) by {throttled[:120]}"]
+    assert _checked([letter(attempts="1")]).letters_off_their_job_policy == 1  # not its last attempt
+    assert _checked([letter(reason="permanent")]).letters_off_their_job_policy == 1  # transient is not permanent
+    real = throttled.replace(" (injected)", "")  # the same error, not the run's: the job's table failed for real
+    assert _checked([letter(message=real)]).letters_off_their_job_policy == 1
+    # ...and a job whose own letter is off stays off, whatever letter of a fault sits beside it.
+    assert _checked([letter(), _capped_letter(attempts="5")]).letters_off_their_job_policy == 1
+    # A job with no policy of its own (the tier's five attempts) has no such allowance.
+    catalogue = {"c-1": {key: value for key, value in _CAPPED.items() if key != "max_attempts"}}
+    arrivals = [Arrival("dlq", "0", letter()["Body"], _attributes(letter()), None)]
+    seen = Observed(Counter(), [], [letter()], arrivals, [], Counter(), Counter())
+    assert check(catalogue, seen, {}, 1, 0.1).letters_off_their_job_policy == 1
+
+
 def test_a_letter_past_its_job_policy_is_excused_only_by_a_lost_decision_at_each_attempt_before_it():
     from bench.invariant.receives import ACK_CRASHED, OVERRAN
 
@@ -544,6 +574,7 @@ ALLOWED = [
     "a letter of a duplicate delivery (idempotency's in progress) is not judged against its job's policy",
     "a letter of a job that was applied (redundant_dead_letters) is counted, not failed",
     "a message SQS moved itself (redrive, StartMessageMoveTask) is not held to its trace header",
+    "a letter of an injected transient fault on its job's last attempt reads retries_exhausted there",
     "a newer producer's letter's attempts are not bounded",
 ]
 
