@@ -19,13 +19,16 @@ def job(
     job_type: str = typer.Argument(..., metavar="TYPE", help="Job type, e.g. invoices.send."),
     key: str = typer.Argument(..., metavar="KEY", help="The job's idempotency key (the business id)."),
     max_letters: int = typer.Option(1000, "--max-letters", help="Letters read per non-empty DLQ, at most."),
+    debounce_hours: float = typer.Option(
+        24, "--debounce-hours", min=0, max=24 * 30, help="How far back a key with no record is looked for as debounced."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """What happened to one job: its idempotency record, its dead letters, its scheduled runs."""
-    from ..operations.lookup import QUEUED, lookup_job
+    from ..operations.lookup import PAUSED, QUEUED, lookup_job
 
     with reported_errors():
-        found = lookup_job(ctx.obj, job_type, key, max_letters=max_letters)
+        found = lookup_job(ctx.obj, job_type, key, max_letters=max_letters, debounce_hours=debounce_hours)
         if as_json:
             terminal().print_json(data=found.to_dict())
             return
@@ -34,10 +37,29 @@ def job(
         detail = found.record.detail
         if found.state == QUEUED:  # the record knows nothing yet: the lock says a publish is pending
             detail = "published with unique_for and not finished: publishing it again is refused as already queued"
+        elif found.state == PAUSED:
+            detail = (
+                "published with unique_for and not finished, and its tier is paused: it runs once the tier is "
+                "resumed (`tiered-jobs resume`)"
+            )
         out.print(f"  state: [bold]{escape(found.describe_state())}[/] — {escape(detail)}", soft_wrap=True)
         if found.record.progress is not None:  # ctx.progress, as last stored
             out.print(f"  progress: {escape(found.record.progress.describe())}", soft_wrap=True)
-        if found.unique_until is not None and found.state != QUEUED:
+        if found.queue is not None:  # no record of a run: what was checked, since SQS cannot be searched by key
+            out.print(f"  queue: {escape(found.queue.describe())}", soft_wrap=True)
+        if found.runs is not None:
+            since = f"since {found.runs.since:%Y-%m-%d %H:%M} UTC"
+            if not found.runs.run_keys:
+                out.print(f"  debounced runs ({escape(key)}@<minute>): none {since}")
+            for run_key, record in zip(found.runs.run_keys, found.run_records, strict=True):
+                out.print(
+                    f"  debounced run {escape(run_key)}: [bold]{record.state.replace('_', ' ')}[/] — "
+                    f"{escape(record.detail)}",
+                    soft_wrap=True,
+                )
+            if found.runs.unanswered:
+                out.print(f"  debounced runs: {found.runs.unanswered} minute(s) DynamoDB left unanswered")
+        if found.unique_until is not None and found.state not in (QUEUED, PAUSED):
             out.print(f"  unique until {found.unique_until.isoformat()} (publishing it again is refused until then)")
         if found.record.result is not None:
             out.print(f"  result: {escape(json.dumps(found.record.result))}", soft_wrap=True)

@@ -21,6 +21,11 @@ Three independent sources, each read once:
   (:func:`tiered_jobs.stage.scheduling.one_time_job`), so one ``GetSchedule`` finds its pending run,
   or that there is none. The group is the stage's (``Schedules.group_name``: the construct names it
   so), so no discovery call is spent on it.
+
+With no record of a run, two more reads say what can be said: the job's **tier queue**
+(:mod:`tiered_jobs.operations.lookup_queue`: its counts and whether the tier is paused; a queued job
+on a paused tier reads ``paused``), and a **debounced key's runs**, each under ``KEY@minute``
+(:mod:`tiered_jobs.operations.lookup_debounce`).
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ from ..contract.progress import Progress, of_item
 from ..contract.routing import UnknownRouteError
 from ..contract.unique import KEY_ATTRIBUTE as LOCK_KEY_ATTRIBUTE
 from ..contract.unique import held_until, lock_key
+from .lookup_debounce import DEFAULT_HOURS, RunSearch, find_runs
+from .lookup_queue import QueueCheck, check_queue
 
 #: Letters read per DLQ when looking for a job (a bound on the calls: one receive per 10 letters).
 DEFAULT_MAX_LETTERS = 1000
@@ -52,6 +59,8 @@ DEFAULT_MAX_LETTERS = 1000
 IN_PROGRESS = "in_progress"
 #: Not a state of the record: a unique lock (``unique_for=``) says the job was published and has not finished.
 QUEUED = "queued"
+#: A queued job (see ``QUEUED``) whose tier is paused: it waits until the tier is resumed.
+PAUSED = "paused"
 COMPLETED = "completed"
 CANCELLED = job_ends.CANCELLED
 EXPIRED = job_ends.EXPIRED
@@ -115,18 +124,25 @@ class JobLookup:
     notes: list[str] = field(default_factory=list)
     #: ``unique_for``: when the job's lock ends (``None``: it holds none, or it could not be read).
     unique_until: datetime | None = None
+    #: With no record of a run: the job's tier queue (``None``: not read, or its route is unknown).
+    queue: QueueCheck | None = None
+    #: With no record of ``key``: its debounced runs' keys found, and the minutes looked at.
+    runs: RunSearch | None = None
+    #: The record of each debounced run found, in the order of ``runs.run_keys``.
+    run_records: list[RecordState] = field(default_factory=list)
 
     @property
     def state(self) -> str:
-        """The record's state, or ``queued`` when the record knows nothing and a unique lock says it was published."""
+        """The record's state, or ``queued`` when the record knows nothing and a unique lock says it was published
+        (``paused`` when its tier is paused). Never ``queued`` from the queue alone: SQS cannot be searched by key."""
         if self.record.state == UNKNOWN and self.unique_until is not None:
-            return QUEUED
+            return PAUSED if self.queue is not None and self.queue.paused else QUEUED
         return self.record.state
 
     def describe_state(self) -> str:
-        if self.state == QUEUED:
+        if self.state in (QUEUED, PAUSED):
             assert self.unique_until is not None
-            return f"queued (unique until {_iso(self.unique_until.timestamp())})"
+            return f"{self.state} (unique until {_iso(self.unique_until.timestamp())})"
         return self.state.replace("_", " ")
 
     def to_dict(self) -> dict[str, Any]:
@@ -150,6 +166,18 @@ class JobLookup:
                 {"at": _iso(run.at.timestamp()), "schedule": run.schedule, "detail": run.detail}
                 for run in self.scheduled
             ],
+            "queue": self.queue.to_dict() if self.queue else None,
+            "debounced_runs": None
+            if self.runs is None
+            else {
+                "since": _iso(self.runs.since.timestamp()),
+                "until": _iso(self.runs.until.timestamp()),
+                "unanswered_minutes": self.runs.unanswered,
+                "runs": [
+                    {"key": run_key, "state": record.state, "detail": record.detail}
+                    for run_key, record in zip(self.runs.run_keys, self.run_records, strict=True)
+                ],
+            },
             "notes": self.notes,
         }
 
@@ -160,6 +188,7 @@ def lookup_job(
     key: str,
     *,
     max_letters: int = DEFAULT_MAX_LETTERS,
+    debounce_hours: float = DEFAULT_HOURS,
     now: Callable[[], float] = time.time,
 ) -> JobLookup:
     """Read the three sources for ``job_type`` + ``key`` (see the module's docstring)."""
@@ -200,7 +229,33 @@ def lookup_job(
         unique_until = unique_lock_until(target, job_type, key, now=now)
     except ClientError as exc:
         notes.append(f"the unique lock could not be read ({_error_text(exc)})")
-    return JobLookup(job_type, key, record, letters, read, scheduled, notes, unique_until=unique_until)
+    queue, runs, run_records = None, None, []
+    if record.state == UNKNOWN:  # no record of a run: what the queue and a debounced key's runs can say
+        try:
+            queue = check_queue(target, deployment.routes.tier_for(job_type))
+        except UnknownRouteError as exc:
+            notes.append(f"its tier queue was not read ({exc})")
+        except ClientError as exc:
+            notes.append(f"its tier queue could not be read ({_error_text(exc)})")
+        try:
+            runs = find_runs(target, job_type, key, hours=debounce_hours, now=now)
+            run_records = [read_record(target, job_type, run_key, now=now) for run_key in runs.run_keys] if runs else []
+        except ClientError as exc:
+            runs = None
+            notes.append(f"its debounced runs could not be read ({_error_text(exc)})")
+    return JobLookup(
+        job_type,
+        key,
+        record,
+        letters,
+        read,
+        scheduled,
+        notes,
+        unique_until=unique_until,
+        queue=queue,
+        runs=runs,
+        run_records=run_records,
+    )
 
 
 def unique_lock_until(
