@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
 
+from emulator.log_render import render as render_log_line
 from emulator.seed import SEED_ENV, seed_file
 from emulator.server import ENDPOINT_ENV
 from tiered_jobs.cdk.packaging import PACKAGE_DIR, SCHEMAS_DIR, JobsSource
@@ -112,7 +113,7 @@ def up(
     def on_line(function_name: str, line: str) -> None:
         label = names.get(function_name)
         if logs and label is not None and wanted.matches(line):
-            printed.put(f"[dim]{label} |[/dim] {escape(line)}")
+            printed.put(f"[dim]{label} |[/dim] {escape(render_log_line(line))}")  # the shipped line stays JSON
 
     def on_reload(version: CodeVersion) -> None:
         printed.put(
