@@ -58,7 +58,7 @@ flaky: setup
 	$(BIN)/python -m tests.support.flaky --runs $(N) --workers $(WORKERS) $(if $(LOAD),--load) $(MODULES)
 
 demo: setup
-	$(BIN)/python -m example.demo
+	$(BIN)/python -m demo
 
 up: setup
 	$(BIN)/python -m emulator up

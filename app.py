@@ -5,6 +5,6 @@ import os
 import sys
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")  # the pinned CLI runs on Node 20
-from example.app import main  # after the variable: jsii reads it on import
+from infra.app import main  # after the variable: jsii reads it on import
 
 sys.exit(main(environ=os.environ))  # the CLI's CDK_DEFAULT_ACCOUNT / CDK_DEFAULT_REGION pick the target

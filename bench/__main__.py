@@ -45,7 +45,7 @@ def figures(quick: bool) -> dict[str, Any]:
     )
     from bench import console as console_bench
     from bench import large_payloads as large_payloads_bench
-    from example.app import load_cdk_context
+    from infra.app import load_cdk_context
     from tiered_jobs.cdk.settings import AppSettings
 
     n = 50 if quick else 1000

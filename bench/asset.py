@@ -16,9 +16,9 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-#: ``example/app.py``'s ``JOBS`` (read without importing the CDK app: that alone takes seconds).
-EXAMPLE_JOBS = Path(__file__).resolve().parent.parent / "example" / "jobs"
-EXAMPLE_MODULE = "example.jobs"
+#: ``infra/app.py``'s ``JOBS`` (read without importing the CDK app: that alone takes seconds).
+EXAMPLE_JOBS = Path(__file__).resolve().parent.parent / "functions" / "jobs"
+EXAMPLE_MODULE = "functions.jobs"
 
 
 def stage(destination: Path, bytecode: bool = False) -> Path:

@@ -81,7 +81,7 @@ def _extra(members: int, prefix: str) -> dict[str, int]:
     from tiered_jobs.runtime.job_modules import load_job_modules
     from tiered_jobs.runtime.registry import registry
 
-    load_job_modules(["example.jobs"])  # registers the example's jobs, its schemas first, as its consumer does
+    load_job_modules(["functions.jobs"])  # registers the example's jobs, its schemas first, as its consumer does
     tier = create_tier(f"batches-{prefix}")
     table = create_batch_table(tier.dynamodb, f"batches-{prefix}")
     routes = Routes({"*": "critical"})

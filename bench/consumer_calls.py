@@ -23,7 +23,7 @@ def measure(jobs: int = 1000, batch_size: int = 10) -> dict[str, Any]:
     from tiered_jobs.runtime.job_modules import load_job_modules
     from tiered_jobs.runtime.registry import registry
 
-    load_job_modules(["example.jobs"])  # registers the example's jobs, its schemas first, as its consumer does
+    load_job_modules(["functions.jobs"])  # registers the example's jobs, its schemas first, as its consumer does
 
     with mock_aws():
         tier = create_tier()

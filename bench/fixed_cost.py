@@ -162,7 +162,7 @@ def markdown(costs: Mapping[str, Any]) -> str:
 def synthesized_template() -> dict[str, Any]:
     """The default stage's template, synthesized in-process from ``cdk.json``."""
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-    from example.app import build_app, load_cdk_context
+    from infra.app import build_app, load_cdk_context
     from tiered_jobs.cdk.settings import AppSettings
     from tiered_jobs.contract.names import CONTEXT_KEY, stack_name
 

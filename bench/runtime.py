@@ -35,7 +35,7 @@ def consumer_runtime(
     rate_limits: Any = None,
     rate_limit_table: str | None = None,
     on_invoke: Callable[[dict, Any], None] | None = None,
-    job_packages: tuple[str, ...] = ("example.jobs",),
+    job_packages: tuple[str, ...] = ("functions.jobs",),
     control: Callable[[], Any] | None = None,
     archive: Callable[[], Any] | None = None,
     unique_table: str | None = None,

@@ -57,7 +57,7 @@ def _unique(jobs: int, memory_mb: int) -> dict[str, Any]:
     from tiered_jobs.runtime.job_modules import load_job_modules
     from tiered_jobs.runtime.registry import registry
 
-    load_job_modules(["example.jobs"])  # registers the example's jobs, its schemas first, as its consumer does
+    load_job_modules(["functions.jobs"])  # registers the example's jobs, its schemas first, as its consumer does
     tier = create_tier("unique")
     counter = CallCounter()
     sqs, dynamodb = counter.attach(tier.sqs), counter.attach(tier.dynamodb)

@@ -206,7 +206,7 @@ def _consumer_sides(sink: Any, signed: bool = True) -> dict[str, Handler]:
     from tiered_jobs.runtime.logger import powertools_logger
     from tiered_jobs.runtime.registry import registry
 
-    load_job_modules(["example.jobs"])  # the example's jobs and their payload schemas, as its consumer loads them
+    load_job_modules(["functions.jobs"])  # the example's jobs and their payload schemas, as its consumer loads them
     clients = {"dynamodb": instant_client("dynamodb", signed), "sqs": instant_client("sqs", signed)}
     suffix = "" if signed else "-unsigned"  # each logger its own service (see _logger)
     config = TierConfig(

@@ -4,5 +4,5 @@ schedules and Lambda runtime run in-process.
 
 A development tool of this repository, not part of the installed package: ``python -m emulator up`` /
 ``make up``; ``python <clone>/emulator up`` from another app's folder. This repository's own story
-(``make demo``) is its app's, ``example/demo/``, which runs on it; the emulator never imports an app.
+(``make demo``) is its app's, ``demo/``, which runs on it; the emulator never imports an app.
 """

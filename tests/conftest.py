@@ -22,7 +22,7 @@ from tiered_jobs.runtime.job_modules import load_job_modules
 
 # The example's jobs with their schemas, as its consumer imports them (the package ships none); every
 # module now, since the tests list every type (a consumer imports one module per prefix, lazily).
-load_job_modules(["example.jobs"], every_module=True)
+load_job_modules(["functions.jobs"], every_module=True)
 # The library's own test jobs (testjobs.*), registered the same way: the library's tests run on these.
 load_job_modules(["tests.support.jobs"])
 

@@ -140,8 +140,10 @@ def test_the_table_covers_every_room_of_the_repository():
         "tiered_jobs/stage",
         "tiered_jobs/operations",
         "tiered_jobs/publisher",
-        "example",
-        "example/jobs",
+        "infra",
+        "functions",
+        "functions/jobs",
+        "demo",
         "emulator",
         "bench",
     }
@@ -158,10 +160,12 @@ def test_every_module_keeps_its_rooms_import_rules(room):
 
 def test_the_rules_catch_what_they_forbid(tmp_path, monkeypatch):
     """The walker itself: a relative import that climbs out of the package is seen, by its absolute name."""
-    assert _longest("tiered_jobs.runtime.aws", RULES["example/jobs"][0]) > 0
-    assert _longest("example.app", RULES["tiered_jobs"][0]) == -1
+    assert _longest("tiered_jobs.runtime.aws", RULES["functions/jobs"][0]) > 0
+    assert _longest("infra.app", RULES["tiered_jobs"][0]) == -1
     assert _longest("tiered_jobs.operations", RULES["tiered_jobs/publisher"][0]) == -1
-    assert _longest("example.jobs", RULES["emulator"][0]) <= _longest("example.jobs", RULES["emulator"][1])
+    assert _longest("functions.jobs", RULES["emulator"][0]) <= _longest("functions.jobs", RULES["emulator"][1])
+    assert _longest("infra.app", RULES["emulator"][0]) <= _longest("infra.app", RULES["emulator"][1])
+    assert _longest("emulator.session", RULES["infra"][0]) == -1 and _longest("emulator", RULES["demo"][0]) == 0
     assert _longest("tests.support.tier", RULES["bench"][0]) > _longest("tests.support.tier", RULES["bench"][1])
     assert _longest("tests.emulator", RULES["bench"][0]) <= _longest("tests.emulator", RULES["bench"][1])
     fake = ROOT / "tiered_jobs" / "runtime" / "_boundary_probe.py"

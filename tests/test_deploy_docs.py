@@ -12,7 +12,7 @@ import aws_cdk as cdk
 import pytest
 
 from bench import fixed_cost
-from example.app import CDK_DEFAULT_ACCOUNT, CDK_DEFAULT_REGION, build_app, load_cdk_context, target_env
+from infra.app import CDK_DEFAULT_ACCOUNT, CDK_DEFAULT_REGION, build_app, load_cdk_context, target_env
 from tests.support.wheel import build_wheel, run_outside
 from tests.support.wheel import fresh_venv as make_venv
 from tiered_jobs.contract.names import (
@@ -186,7 +186,7 @@ def test_the_wheel_holds_the_library_and_nothing_of_the_repository(wheel):
     assert [n for n in names if n.endswith(".json") and n.startswith("tiered_jobs/")] == [
         "tiered_jobs/contract/envelope.schema.json"
     ]
-    example_types = [p.name.removesuffix(".schema.json") for p in (ROOT / "example/jobs/schemas").glob("*.json")]
+    example_types = [p.name.removesuffix(".schema.json") for p in (ROOT / "functions/jobs/schemas").glob("*.json")]
     assert example_types, "the example app declares its job types' schemas"
     archive = zipfile.ZipFile(wheel)
     naming = {
@@ -204,7 +204,7 @@ def test_the_wheel_holds_the_library_and_nothing_of_the_repository(wheel):
         "tiered_jobs/cli/__init__.py",
         "tiered_jobs/publisher/__init__.py",
     } <= set(names)
-    assert not [n for n in names if n.startswith(("example/", "bench/", "emulator/", "tests/"))]
+    assert not [n for n in names if n.startswith(("infra/", "functions/", "demo/", "bench/", "emulator/", "tests/"))]
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +219,7 @@ def test_the_installed_wheel_is_the_package_and_runs_the_cli(fresh_venv):
     )
     assert where.returncode == 0, where.stderr
     assert Path(where.stdout.strip()).is_relative_to(fresh_venv) and not Path(where.stdout.strip()).is_relative_to(ROOT)
-    for module in ("example", "emulator", "bench"):
+    for module in ("infra", "functions", "demo", "emulator", "bench"):
         absent = run_outside(fresh_venv, "python", "-c", f"import {module}")
         assert absent.returncode != 0 and "ModuleNotFoundError" in absent.stderr, module
     shown = run_outside(fresh_venv, "tiered-jobs", "--help")

@@ -16,7 +16,7 @@ from tests.support.schema_walk import walk
 from tiered_jobs.contract import payloads
 
 ROOT = Path(__file__).resolve().parent.parent
-SCHEMA_FOLDERS = (ROOT / "tests" / "support" / "jobs" / "schemas", ROOT / "example" / "jobs" / "schemas")
+SCHEMA_FOLDERS = (ROOT / "tests" / "support" / "jobs" / "schemas", ROOT / "functions" / "jobs" / "schemas")
 
 #: Every keyword of the subset, nested, with boolean schemas and a schema for additional fields.
 EVERY_KEYWORD: dict[str, Any] = {

@@ -2,7 +2,7 @@
 only within the supported subset of JSON Schema, checked by our validator exactly as ``jsonschema``
 checks them (the consumer and publisher cannot use jsonschema: stdlib only), and enforced by the
 publisher and by the consumer's handler. On the library's own test jobs (``tests/support/jobs``); the
-example app's schemas are tested in ``tests/example/test_payload_schemas.py``."""
+example app's schemas are tested in ``tests/functions/test_payload_schemas.py``."""
 
 from __future__ import annotations
 

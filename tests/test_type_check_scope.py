@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CHECKED = ("tiered_jobs", "example", "emulator")
+CHECKED = ("tiered_jobs", "infra", "functions", "demo", "emulator")
 
 
 def _cdk_modules_used() -> set[str]:

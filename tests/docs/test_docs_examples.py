@@ -204,7 +204,7 @@ def test_the_examples_publish_and_schedule_registered_job_types():
     """A type the consumer does not know publishes fine, then dead-letters: every type an example
     publishes (run or not) or schedules is registered. (The library app's files publish its own
     types: its test runs them against its own jobs.)"""
-    import example.jobs  # noqa: F401 - registers every example job
+    import functions.jobs  # noqa: F401 - registers every example job
     from tiered_jobs.contract import payloads
     from tiered_jobs.runtime.registry import registry
 

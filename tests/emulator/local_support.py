@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from emulator.deploy import LOCAL_TIER_SETTINGS
-from example.jobs.payments import TABLE as PAYMENTS_TABLE
+from functions.jobs.payments import TABLE as PAYMENTS_TABLE
 
 T = TypeVar("T")
 

@@ -289,7 +289,7 @@ STAGE = "local"
 @pytest.fixture(scope="module")
 def template(tmp_path_factory) -> dict:
     """The real template of stage ``local``: its alarms are what the evaluator must understand."""
-    from example.app import build_app, load_cdk_context
+    from infra.app import build_app, load_cdk_context
     from tiered_jobs.contract.names import stack_name
 
     outdir = tmp_path_factory.mktemp("alarms-synth")

@@ -54,7 +54,7 @@ def test_the_stack_that_uses_tiered_jobs_is_deployed_under_its_own_name(session,
     code = Path(deployment.tiers[TIER].consumer.code_root)
     assert (code / "jobs" / "invoices.py").read_bytes() == (app_dir / "src" / "jobs" / "invoices.py").read_bytes()
     assert (code / "tiered_jobs" / "handlers" / "consumer.py").is_file()
-    assert not (code / "example").exists()  # nothing of this repository's example jobs
+    assert not (code / "functions").exists()  # nothing of this repository's example jobs
     assert session.code_source.directory == app_dir / "src" / "jobs"  # what a reload stages: the app's folder
 
 

@@ -113,7 +113,7 @@ def _drain(session, url: str) -> None:
 def test_boto3_invoke_runs_the_deployed_replay_function(paused):
     session = paused
     _dead_letter_payment(session, "inv-1", "acc_inv", 1)
-    payload = (ROOT / "example" / "events" / "replay" / "critical-dry-run.json").read_bytes()
+    payload = (ROOT / "functions" / "events" / "replay" / "critical-dry-run.json").read_bytes()
 
     answer = session.clients("lambda").invoke(
         FunctionName=session.deployment.replay.name, Payload=payload, LogType="Tail"
@@ -166,7 +166,7 @@ def test_aws_cli_invoke_against_local_up(paused, tmp_path):
             "--function-name",
             "tiered-jobs-local-replay",
             "--payload",
-            f"fileb://{ROOT / 'example/events/replay/critical-dry-run.json'}",
+            f"fileb://{ROOT / 'functions/events/replay/critical-dry-run.json'}",
             str(tmp_path / "out.json"),
         ],
         capture_output=True,

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from example.demo import end, live, start, story
-from example.demo.context import Demo, Expectation
+from demo import end, live, start, story
+from demo.context import Demo, Expectation
 from tiered_jobs.contract import payloads
 from tiered_jobs.contract.names import Alarms
 from tiered_jobs.operations.status import TierStatus

@@ -46,7 +46,7 @@ class Captured(logging.Handler):
 def source(tmp_path_factory):
     """A copy of the job folder and the runtime, the checkout the session watches (the tests edit it)."""
     root = tmp_path_factory.mktemp("checkout")
-    shutil.copytree(REPO_ROOT / "example", root / "example", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO_ROOT / "functions", root / "functions", ignore=shutil.ignore_patterns("__pycache__"))
     for part in RUNTIME_PARTS:
         path = PACKAGE_DIR / part
         if path.is_dir():
@@ -85,7 +85,7 @@ def session(source, captured):
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(moto_patches, "create_held_back", publish_early)
-        code = JobsSource(source / "example" / "jobs", module="example.jobs", runtime_dir=source / "tiered_jobs")
+        code = JobsSource(source / "functions" / "jobs", module="functions.jobs", runtime_dir=source / "tiered_jobs")
         local = LocalSession(
             alarm_interval_seconds=0.5,
             code_source=code,
@@ -206,7 +206,7 @@ def test_a_code_change_becomes_a_new_version_in_new_environments_and_keeps_every
         what="a bulk execution environment on the first version",
     )
 
-    job = source / "example" / "jobs" / "analytics.py"
+    job = source / "functions" / "jobs" / "analytics.py"
     text = job.read_text()
     job.write_text(
         text.replace(
@@ -216,7 +216,7 @@ def test_a_code_change_becomes_a_new_version_in_new_environments_and_keeps_every
     )
     wait_until(lambda: session.code_versions, timeout=PATIENCE_SECONDS, what="a new code version")
     (version,) = session.code_versions
-    assert version.changed == ("example/jobs/analytics.py",)
+    assert version.changed == ("functions/jobs/analytics.py",)
     cold_after_reload = session.runtime.by_function(consumer).stats.snapshot()["cold_starts"]
 
     publisher.publish("analytics.record_event", {"event": "after_reload"}, f"v2-{uuid.uuid4().hex}")

@@ -17,7 +17,7 @@ import pytest
 from emulator.server import ACCOUNT_ID
 from emulator.session import LocalSession
 from emulator.view import job_total
-from example.jobs.payments import TABLE as PAYMENTS_TABLE
+from functions.jobs.payments import TABLE as PAYMENTS_TABLE
 from tests.emulator.local_support import TEST_TIER_SETTINGS, balance, child_pids, depth, port_is_free, wait_until
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.contract.names import Alarms, DeadLetter, Env, Handlers, Metrics, Schedules
@@ -71,7 +71,7 @@ def test_deployment_is_read_back_from_the_deployed_resources(session):
     assert (critical.mapping.batch_size, critical.mapping.maximum_concurrency) == (5, 2)  # preset, local profile
     assert deployment.tiers["bulk"].mapping.batching_window_seconds == 5
     assert Path(critical.consumer.code_root, "tiered_jobs", "handlers", "consumer.py").is_file()
-    assert Path(critical.consumer.code_root, "example", "jobs", "__init__.py").is_file()
+    assert Path(critical.consumer.code_root, "functions", "jobs", "__init__.py").is_file()
     assert not Path(critical.consumer.code_root, "infra").exists()  # only the Lambda asset
     assert not Path(critical.consumer.code_root, "emulator").exists()
     assert not Path(critical.consumer.code_root, "tiered_jobs", "cli").exists()

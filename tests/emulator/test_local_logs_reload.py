@@ -65,11 +65,11 @@ def test_snapshots_see_edits_additions_and_removals_and_copies_leave_bytecode_ou
     (tmp_path / "tiered_jobs" / "__init__.py").write_text("")
     (tmp_path / "tiered_jobs" / "contract" / "names.py").write_text("X = 1\n")
     (tmp_path / "tiered_jobs" / "cli.py").write_text("not in the asset\n")
-    source = JobsSource(tmp_path / "functions" / "jobs", module="example.jobs", runtime_dir=tmp_path / "tiered_jobs")
+    source = JobsSource(tmp_path / "functions" / "jobs", module="functions.jobs", runtime_dir=tmp_path / "tiered_jobs")
     before = snapshot(source)
     assert set(before) == {
-        "example/jobs/__init__.py",
-        "example/jobs/a.py",
+        "functions/jobs/__init__.py",
+        "functions/jobs/a.py",
         "tiered_jobs/__init__.py",
         "tiered_jobs/contract/names.py",
     }
@@ -79,17 +79,17 @@ def test_snapshots_see_edits_additions_and_removals_and_copies_leave_bytecode_ou
     (tmp_path / "tiered_jobs" / "contract" / "names.py").unlink()
     (tmp_path / "tiered_jobs" / "cli.py").write_text("changed, but not in the asset\n")
     assert changed_files(before, snapshot(source)) == [
-        "example/jobs/a.py",
-        "example/jobs/b.py",
+        "functions/jobs/a.py",
+        "functions/jobs/b.py",
         "tiered_jobs/contract/names.py",
     ]
 
     copy = source.stage(tmp_path / "copy")
     assert sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*") if p.is_file()) == [
-        "example/__init__.py",
-        "example/jobs/__init__.py",
-        "example/jobs/a.py",
-        "example/jobs/b.py",
+        "functions/__init__.py",
+        "functions/jobs/__init__.py",
+        "functions/jobs/a.py",
+        "functions/jobs/b.py",
         "tiered_jobs/__init__.py",
     ]
 

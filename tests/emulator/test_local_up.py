@@ -14,7 +14,7 @@ import pytest
 
 from emulator.cli import command_prefix, emulator_prefix
 from emulator.deploy import REPO_ROOT
-from example.jobs.payments import TABLE as PAYMENTS_TABLE
+from functions.jobs.payments import TABLE as PAYMENTS_TABLE
 from tests.emulator.local_support import RunningUp, port_is_free, wait_until
 from tiered_jobs.contract.names import Ssm
 

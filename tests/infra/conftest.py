@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from example.app import load_cdk_context
+from infra.app import load_cdk_context
 from tests.infra.infra_support import Synth, synthesize_once
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from example.app import build_app, load_cdk_context
+from infra.app import build_app, load_cdk_context
 from tiered_jobs.contract.names import function_name, queue_name, stack_name
 
 #: The example app's routes (``cdk.json``): settings tests route like an app, the library has no default.

@@ -19,13 +19,13 @@ pytestmark = pytest.mark.synth
 
 HERE = f"python{sys.version_info.major}.{sys.version_info.minor}"
 OTHER = "python3.10" if sys.version_info[:2] != (3, 10) else "python3.12"
-JOBS = Path(__file__).resolve().parents[2] / "example" / "jobs"
+JOBS = Path(__file__).resolve().parents[2] / "functions" / "jobs"
 
 
 def _stage(tmp_path: Path, runtime: str) -> tuple[cdk.Stack, Path]:
     app = cdk.App(outdir=str(tmp_path / runtime))
     stack = cdk.Stack(app, "Code")
-    code, _ = stage_code(stack, JobsSource(JOBS, module="example.jobs"), runtime)
+    code, _ = stage_code(stack, JobsSource(JOBS, module="functions.jobs"), runtime)
     lambda_.Function(stack, "Consumer", code=code, handler=Handlers.CONSUMER, runtime=lambda_.Runtime.PYTHON_3_13)
     app.synth()
     (asset,) = (p for p in (tmp_path / runtime).glob("asset.*") if p.is_dir())

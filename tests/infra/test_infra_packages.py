@@ -12,7 +12,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 
-from example.app import load_cdk_context
+from infra.app import load_cdk_context
 from tests.support.packages import EM_AARCH64, REQUIREMENTS, elf_machine, package_cache, shared_objects
 from tiered_jobs.cdk import JobsCode, SettingsError, TieredJobs, add_nag_checks, dependencies
 from tiered_jobs.contract.names import CONTEXT_KEY, DEFAULT_TIERS

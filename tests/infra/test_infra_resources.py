@@ -81,7 +81,7 @@ TABLE_WRITE = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
 
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory):
-    from example.app import load_cdk_context
+    from infra.app import load_cdk_context
 
     routes = {**load_cdk_context()["tiered_jobs"]["routes"], "invoices.*": "transactional"}
     return synthesize(tmp_path_factory, "resources", stage="res", routes=routes, resources=RESOURCES)

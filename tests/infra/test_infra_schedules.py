@@ -238,7 +238,7 @@ def test_the_one_publisher_policy_creates_only_one_time_schedules_and_passes_onl
 def test_the_one_time_schedule_arn_reads_the_same_for_any_target(tmp_path_factory):
     """With a known region (``cdk synth`` sets one) the ``once-*`` ARN keeps its pseudo parameters, so
     the cdk-nag acknowledgment of its wildcard still matches (synthesis would fail otherwise)."""
-    from example.app import build_app, load_cdk_context
+    from infra.app import build_app, load_cdk_context
 
     app = build_app(
         load_cdk_context(stage="pinned"),

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from example.app import CDK_JSON, load_cdk_context
+from infra.app import CDK_JSON, load_cdk_context
 from tests.infra.infra_support import EXAMPLE_ROUTES
 from tiered_jobs.cdk.settings import AppSettings, SettingsError, TierSettings
 
@@ -268,7 +268,7 @@ def test_explicit_visibility_and_receive_count_that_respect_the_rules_are_kept()
 
 
 def test_settings_errors_stop_the_app_before_any_construct(tmp_path):
-    from example.app import build_app
+    from infra.app import build_app
 
     with pytest.raises(SettingsError, match="tier 'critical': retry_jitter 2.0 must be in"):
         build_app(load_cdk_context(tiers={"critical": {"retry_jitter": 2.0}}), outdir=str(tmp_path))
@@ -278,7 +278,7 @@ def test_cli_stage_context_key_names_the_stack():
     """``npx cdk deploy -c stage=prod`` puts ``stage`` at the top level of the context."""
     import aws_cdk as cdk
 
-    from example.app import settings_of
+    from infra.app import settings_of
 
     app = cdk.App(context={**load_cdk_context(), "stage": "prod"})
     assert settings_of(app).stage == "prod"

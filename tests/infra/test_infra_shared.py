@@ -10,7 +10,7 @@ import pytest
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match
 
-from example.app import build_app, load_cdk_context
+from infra.app import build_app, load_cdk_context
 from tests.infra.infra_support import (
     EXAMPLE_ROUTES,
     find_consumer,
@@ -445,8 +445,8 @@ def _files(root: Path) -> set[str]:
 def test_lambda_asset_ships_the_job_folder_and_the_runtime_parts_only(default_synth):
     (asset,) = default_synth.asset_dirs()
     shipped = _files(asset)
-    expected = {f"example/jobs/{f}" for f in _files(ROOT / "example" / "jobs")}
-    expected |= {"example/__init__.py"}  # the parent package of ``example.jobs``, created empty
+    expected = {f"functions/jobs/{f}" for f in _files(ROOT / "functions" / "jobs")}
+    expected |= {"functions/__init__.py"}  # the parent package of ``functions.jobs``, created empty
     for part in RUNTIME_PARTS:
         source = ROOT / "tiered_jobs" / part
         expected |= {f"tiered_jobs/{part}"} if source.is_file() else {f"tiered_jobs/{part}/{f}" for f in _files(source)}
@@ -456,14 +456,15 @@ def test_lambda_asset_ships_the_job_folder_and_the_runtime_parts_only(default_sy
     # Bytecode only where the runtime's interpreter compiled it (tiered_jobs/cdk/bytecode.py): its
     # version's files beside the sources, never a cache brought from this checkout.
     assert all(f.endswith(".cpython-313.pyc") for f in shipped - source)
-    assert (asset / "example" / "__init__.py").read_text() == ""
-    assert "example/jobs/schemas/payments.update_balance.schema.json" in shipped
+    assert (asset / "functions" / "__init__.py").read_text() == ""
+    assert "functions/jobs/schemas/payments.update_balance.schema.json" in shipped
     assert not any(
         f.startswith(
             (
                 "emulator",
-                "example/demo",
-                "example/app",
+                "demo",
+                "infra",
+                "functions/events",
                 "tests",
                 "tiered_jobs/cli",
                 "tiered_jobs/publisher",
@@ -479,10 +480,10 @@ def test_lambda_asset_ships_the_job_folder_and_the_runtime_parts_only(default_sy
         for f in default_synth.resources("AWS::Lambda::Function").values()
         if Env.JOB_MODULES in f["Properties"]["Environment"]["Variables"]
     ]
-    assert {f["Properties"]["Environment"]["Variables"][Env.JOB_MODULES] for f in consumers} == {"example.jobs"}
+    assert {f["Properties"]["Environment"]["Variables"][Env.JOB_MODULES] for f in consumers} == {"functions.jobs"}
     assert default_synth.raw["Metadata"][TEMPLATE_METADATA_KEY]["jobs"] == {
-        "path": "example/jobs",
-        "module": "example.jobs",
+        "path": "functions/jobs",
+        "module": "functions.jobs",
     }
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from example.jobs.payments import TABLE as PAYMENTS_TABLE
+from functions.jobs.payments import TABLE as PAYMENTS_TABLE
 from tests.infra.infra_support import (
     find_consumer,
     find_queue,

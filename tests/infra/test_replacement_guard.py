@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from example.app import LOCK, build_app, load_cdk_context, main
+from infra.app import LOCK, build_app, load_cdk_context, main
 from tiered_jobs.cdk import TieredJobs
 from tiered_jobs.cdk import lock as lock_file
 from tiered_jobs.cdk.lock import ALLOW_CONTEXT_KEY, LOCK_CONTEXT_KEY, REPLACEMENT_PROPERTIES, UPDATE_CONTEXT_KEY

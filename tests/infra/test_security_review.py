@@ -11,7 +11,7 @@ from aws_cdk import App, Stack
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 
-from example.jobs.payments import TABLE as PAYMENTS_TABLE
+from functions.jobs.payments import TABLE as PAYMENTS_TABLE
 from tests.infra.infra_support import (
     find_consumer,
     find_queue,

@@ -15,7 +15,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_iam as iam
 
-from example.app import load_cdk_context
+from infra.app import load_cdk_context
 from tiered_jobs.cdk import AppSettings, JobsCode, SettingsError, TieredJobs, add_nag_checks
 from tiered_jobs.cdk.settings import report as report_module
 from tiered_jobs.contract.names import (

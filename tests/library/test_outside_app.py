@@ -134,7 +134,7 @@ def test_tiered_jobs_resolves_inside_the_fresh_virtualenv(venv, app_dir):
     where = run_outside(venv, "python", "-c", "import tiered_jobs; print(tiered_jobs.__file__)", cwd=app_dir)
     assert where.returncode == 0, where.stderr
     assert Path(where.stdout.strip()).is_relative_to(site_packages(venv))
-    for module in ("example", "emulator"):
+    for module in ("infra", "functions", "demo", "emulator"):
         absent = run_outside(venv, "python", "-c", f"import {module}", cwd=app_dir)
         assert "ModuleNotFoundError" in absent.stderr, module
 
@@ -178,7 +178,17 @@ def test_the_functions_code_is_the_app_s_jobs_and_the_virtualenv_s_runtime(cli_a
     assert not [
         f
         for f in files
-        if f.startswith(("example/", "emulator/", "tiered_jobs/cdk/", "tiered_jobs/cli/", "tiered_jobs/publisher/"))
+        if f.startswith(
+            (
+                "infra/",
+                "functions/",
+                "demo/",
+                "emulator/",
+                "tiered_jobs/cdk/",
+                "tiered_jobs/cli/",
+                "tiered_jobs/publisher/",
+            )
+        )
     ]
     assert (asset / "tiered_jobs" / "runtime" / "__init__.py").read_text(encoding="utf-8").endswith(MARKER)
     installed = site_packages(venv)

@@ -1,6 +1,6 @@
 """End to end with a job that has an effect (``testjobs.effect``): a replayed duplicate is absorbed, the
 effect happens once (the story: ``tests/support/crash_stories.py``; the example app tells it on its
-payments job in ``tests/example/test_replay_payments.py``)."""
+payments job in ``tests/functions/test_replay_payments.py``)."""
 
 from __future__ import annotations
 

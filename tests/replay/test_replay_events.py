@@ -1,7 +1,7 @@
 """The replay event: defaults, every refusal with its message, and the console events.
 
-The example app's copies of the console events (``example/events/replay``) are tested in
-``tests/example/test_replay_events.py``.
+The example app's copies of the console events (``functions/events/replay``) are tested in
+``tests/functions/test_replay_events.py``.
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def test_native_mode_accepts_a_whole_rate_and_a_dry_run():
 
 
 def test_console_events_parse_for_every_tier_and_are_named_after_it():
-    """The construct's console test events (the example app keeps them as files: tests/example)."""
+    """The construct's console test events (the example app keeps them as files: tests/functions)."""
     for tier in DEFAULT_TIERS:
         events = console_events(tier, job_type_glob="testjobs.*")
         assert len(events) == 7

@@ -61,7 +61,7 @@ def test_every_error_code_botocore_knows_is_decided(service):
 
 def test_the_catalogue_covers_every_service_the_runtime_calls():
     called = set()
-    for path in [*(ROOT / "example" / "jobs").rglob("*.py"), *(ROOT / "tests" / "support" / "jobs").rglob("*.py")]:
+    for path in [*(ROOT / "functions" / "jobs").rglob("*.py"), *(ROOT / "tests" / "support" / "jobs").rglob("*.py")]:
         called |= set(re.findall(r"client\(\s*[\"']([a-z0-9-]+)[\"']", path.read_text(encoding="utf-8")))
     assert called and called <= set(CATALOGUE), f"uncatalogued services: {called - set(CATALOGUE)}"
     assert set(CATALOGUE) == set(SERVICES)

@@ -72,7 +72,7 @@ def test_every_test_job_is_registered_with_its_schema_and_none_collides_with_the
     assert all(payloads.schema_path(job_type).parent == folder for job_type in declared)
     example = {
         path.name.removesuffix(payloads.SCHEMA_SUFFIX)
-        for path in (ROOT / "example" / "jobs" / "schemas").glob("*.schema.json")
+        for path in (ROOT / "functions" / "jobs" / "schemas").glob("*.schema.json")
     }
     assert example and not example & set(declared)
 

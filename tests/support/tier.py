@@ -37,7 +37,7 @@ class Tier:
     queue_arn: str
     dlq_url: str
     idempotency_table: str
-    #: The table of the example payments job (``cdk.json``'s resource ``example.jobs.payments.TABLE``).
+    #: The table of the example payments job (``cdk.json``'s resource ``functions.jobs.payments.TABLE``).
     payments_table: str
     #: The table of the test jobs' ``testjobs.effect`` (resource :data:`COUNTERS_RESOURCE`).
     counters_table: str
@@ -49,7 +49,7 @@ class Tier:
     @property
     def resources(self) -> dict[str, str]:
         """The resources a consumer of this tier is given: ``{name: table name}``, as ``TierConfig.resources``."""
-        from example.jobs.payments import TABLE
+        from functions.jobs.payments import TABLE
 
         return {TABLE: self.payments_table, COUNTERS_RESOURCE: self.counters_table}
 
@@ -201,11 +201,11 @@ def create_rate_limit_table(dynamodb: Any, name: str) -> str:
 
 
 def env_for(tier: Tier, stage: str = "bench") -> dict[str, str]:
-    import example.jobs
+    import functions.jobs
     from tiered_jobs.contract.names import Env, Metrics
 
     return {
-        Env.JOB_MODULES: example.jobs.__name__,
+        Env.JOB_MODULES: functions.jobs.__name__,
         Env.STAGE: stage,
         Env.TIER: "critical",
         Env.QUEUE_URL: tier.queue_url,

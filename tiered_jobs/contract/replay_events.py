@@ -2,7 +2,7 @@
 
 The replay handler validates events against ``EVENT_FIELDS``; the stack deploys
 ``console_events(tier, routed_glob(tier, routes))`` as shareable console test events (this
-repository's app keeps the same events as files for its tiers, ``example/events/replay/*.json``;
+repository's app keeps the same events as files for its tiers, ``functions/events/replay/*.json``;
 a test keeps them equal).
 """
 

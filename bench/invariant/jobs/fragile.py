@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from example.jobs.payments import update_balance as apply_payment
+from functions.jobs.payments import update_balance as apply_payment
 from tiered_jobs.runtime import JobContext, job
 
 from . import BREAKAGE, FRAGILE_TYPE

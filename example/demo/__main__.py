@@ -1,7 +1,0 @@
-"""``python -m example.demo`` (``make demo``): exit 0 when every expectation of the story held."""
-
-import sys
-
-from example.demo.story import run_demo
-
-sys.exit(run_demo())
