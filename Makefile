@@ -2,6 +2,9 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# The TypeScript publisher (@tiered-jobs/publisher): make test builds and tests it
+# (tests/contract/test_typescript_publisher.py runs its npm test).
+TS_PUBLISHER := publishers/typescript
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 20
 export JSII_DEPRECATED := quiet
@@ -22,7 +25,7 @@ PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist load
 # read-only code directory has none; packaging never ships __pycache__.
 unexport PYTHONDONTWRITEBYTECODE
 
-setup: $(VENV)/.installed node_modules/.installed
+setup: $(VENV)/.installed node_modules/.installed $(TS_PUBLISHER)/node_modules/.installed
 
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +35,11 @@ $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# The TypeScript publisher's own pins: its lockfile.
+$(TS_PUBLISHER)/node_modules/.installed: $(TS_PUBLISHER)/package.json $(TS_PUBLISHER)/package-lock.json
+	cd $(TS_PUBLISHER) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 # Lint, format and types (settings in pyproject.toml): what a reviewer reads first, under a minute.
