@@ -1,7 +1,7 @@
 """The consumer's Lambda asset, zipped as CDK uploads it (Powertools comes from the layer).
 
 The construct stages its code asset with :meth:`JobsSource.stage` (``tiered_jobs/cdk/function.py``),
-and ``tests/infra/test_infra_shared.py::test_lambda_asset_ships_the_job_folder_and_the_runtime_parts_only``
+and ``tests/cdk/test_infra_shared.py::test_lambda_asset_ships_the_job_folder_and_the_runtime_parts_only``
 holds that the synthesized asset is exactly those files. So the bench stages the example's job folder
 the same way instead of synthesizing the whole app: the same bytes, without a synthesis's seconds
 of CPU.

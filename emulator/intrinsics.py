@@ -2,7 +2,7 @@
 
 What a ``Ref`` or a ``Fn::GetAtt`` names is the caller's to look up, because each answers it
 differently: the emulator asks the stack it deployed into moto (:class:`emulator.template.Resolver`),
-the infra tests derive what a deployment in one account would hold (``tests/infra/template_values.py``),
+the infra tests derive what a deployment in one account would hold (``tests/cdk/template_values.py``),
 a test names the few values it needs. The rest is CloudFormation's own grammar and lives here once:
 ``Fn::GetAtt``'s two spellings, ``Fn::Sub``'s variables and its ``${!Literal}`` escape, ``Fn::Join``,
 ``Fn::Select`` and ``Fn::Split``.

@@ -28,7 +28,7 @@ Gaps, in deployment order:
    A bucket policy loses its TLS-only ``Deny`` (``aws:SecureTransport: false``) on the way: moto's
    S3 evaluates bucket policies without their conditions, so that statement would refuse every
    request, while each local request stands for an SDK call over TLS, which AWS lets through
-   (``tests/infra/hops.py`` checks the real policy against AWS's rules).
+   (``tests/cdk/hops.py`` checks the real policy against AWS's rules).
 4. **Properties moto's CloudFormation ignores**: a table's ``TimeToLiveSpecification`` and
    ``PointInTimeRecoverySpecification``, a bucket's ``VersioningConfiguration`` and
    ``PublicAccessBlockConfiguration``; applied with DynamoDB's and S3's APIs when the deployed

@@ -7,7 +7,7 @@ import pytest
 
 from emulator import template
 from emulator.intrinsics import KNOWN, Intrinsics, UnknownIntrinsic
-from tests.infra.template_values import Concrete
+from tests.cdk.template_values import Concrete
 
 LOOKED_UP = {"Queue": "https://q-url", "AWS::Region": "eu-west-3", "Names": "a,b,c"}
 

@@ -10,7 +10,7 @@ its pages left), which only holds when they run in order in one process.
 
 So a module that has any test marked ``e2e`` or ``slow`` is one unit of work: one worker runs all its
 tests, in order. The modules that synthesize (marked ``synth``) are one unit together: they share the
-syntheses of ``tests/infra/conftest.py`` (one per worker process) and the CDK's Node.js runtime, which
+syntheses of ``tests/cdk/conftest.py`` (one per worker process) and the CDK's Node.js runtime, which
 each worker that synthesized once started and loaded again (about 80 s of CPU spent twice over).
 xdist's ``--dist loadgroup`` would say this with a marker, but xdist 3.8 groups by rewriting a test's
 node id, which pytest 9 no longer reads; its scope scheduler reads node ids only, and this subclass

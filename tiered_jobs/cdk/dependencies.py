@@ -74,7 +74,7 @@ POWERTOOLS_LAYER_VERSION = "3.37.0"
 #: runtime has (boto3, botocore, s3transfer), so this is the closure of that release's requirements with
 #: every extra, for CPython on Linux, not followed into the SDK. Checked in rather than resolved at
 #: synthesis: synthesis asks no package index about Powertools, and the app's environment need not
-#: have it installed. tests/infra/test_dependencies.py resolves the pinned release's metadata (pip's
+#: have it installed. tests/cdk/test_dependencies.py resolves the pinned release's metadata (pip's
 #: ``--dry-run --report`` for the Lambda target) and compares, so bumping the default version fails
 #: there until this list follows. A stage pinned to another release is held to this list: the names
 #: change rarely between releases, and the versions are never known here (only AWS's build knows them).

@@ -4,7 +4,7 @@ CloudFormation replaces a resource whose logical id changes: a queue with its jo
 records. An id comes from the construct's path (the stack's name, ``infra/stack.py``'s construct id,
 each part's id), so a moved module, a renamed construct or a new level of nesting changes it without
 any code saying so. ``app_logical_ids.json`` holds the ids and types of the app's template for
-``cdk.json``'s settings (``default_synth``, synthesized once for the infra tests); a resource added
+``cdk.json``'s settings (``default_synth``, synthesized once for the construct tests); a resource added
 since is free, one whose id or type changed is named here. The lock file guards only the retained
 queues and tables at synthesis (``tiered_jobs/cdk/lock.py``); this covers every resource.
 """

@@ -1,11 +1,11 @@
-"""The synthesized stacks the infra tests read, once per session each."""
+"""The stacks the construct library's tests read (this app's from ``cdk.json``, and one more), once per session each."""
 
 from __future__ import annotations
 
 import pytest
 
 from infra.app import load_cdk_context
-from tests.infra.infra_support import Synth, synthesize_once
+from tests.cdk.infra_support import Synth, synthesize_once
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import json
 import botocore.session
 import pytest
 
-from tests.infra.infra_support import EXAMPLE_ROUTES, synthesize
+from tests.cdk.infra_support import EXAMPLE_ROUTES, synthesize
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.contract.names import PROJECT, STAGE_TAG, Outputs, Schedules, queue_name
 from tiered_jobs.contract.schedules import (

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.infra.hops import HOPS, Hop, RoleCaller, _role_of, walk
-from tests.infra.infra_support import Synth, find_consumer, logical_id, policy_statements, synthesize_once
-from tests.infra.template_values import Concrete
+from tests.cdk.hops import HOPS, Hop, RoleCaller, _role_of, walk
+from tests.cdk.infra_support import Synth, find_consumer, logical_id, policy_statements, synthesize_once
+from tests.cdk.template_values import Concrete
 from tiered_jobs.cdk.large_payloads import LIST_ACTIONS, READ_ACTIONS
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.contract.large_payloads import NATIVE_REPLAY_BOUNDS_ENV, OFF, lifecycle_days, native_replay_days

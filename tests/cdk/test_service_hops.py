@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.infra.hops import (
+from tests.cdk.hops import (
     ESM_QUEUE_ACTIONS,
     HOPS,
     MAPPING_ACTIONS,
@@ -25,8 +25,8 @@ from tests.infra.hops import (
     role_hops,
     walk,
 )
-from tests.infra.infra_support import find_consumer, find_queue
-from tests.infra.template_values import ACCOUNT, Concrete
+from tests.cdk.infra_support import find_consumer, find_queue
+from tests.cdk.template_values import ACCOUNT, Concrete
 from tiered_jobs.contract.names import DEFAULT_TIERS, Alarms
 
 # Synthesizes a CDK app (make quick leaves it out).

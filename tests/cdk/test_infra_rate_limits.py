@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.infra.infra_support import (
+from tests.cdk.infra_support import (
     find_consumer,
     policy_statements,
     referenced_ids,
@@ -43,7 +43,7 @@ def bucket_table(synth) -> str:
 
 
 def test_no_rate_limit_no_bucket_table(tmp_path_factory):
-    from tests.infra.infra_support import synthesize_once
+    from tests.cdk.infra_support import synthesize_once
 
     tables = synthesize_once(tmp_path_factory, "default").resources("AWS::DynamoDB::Table").values()
     assert all(t["Properties"]["KeySchema"][0]["AttributeName"] != BUCKET_KEY_ATTRIBUTE for t in tables)

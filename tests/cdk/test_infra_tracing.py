@@ -8,8 +8,8 @@ import copy
 
 import pytest
 
-from tests.infra.hops import XRAY_ACTIONS, walk
-from tests.infra.infra_support import find_consumer, policy_statements
+from tests.cdk.hops import XRAY_ACTIONS, walk
+from tests.cdk.infra_support import find_consumer, policy_statements
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.contract.names import DEFAULT_TIERS, Env
 

@@ -11,7 +11,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match
 
 from infra.app import build_app, load_cdk_context
-from tests.infra.infra_support import (
+from tests.cdk.infra_support import (
     EXAMPLE_ROUTES,
     find_consumer,
     find_queue,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.infra.infra_support import find_consumer, policy_statements, referenced_ids
+from tests.cdk.infra_support import find_consumer, policy_statements, referenced_ids
 from tiered_jobs.cdk.publishers import UNIQUE_LOCK_ACTIONS
 from tiered_jobs.contract import unique
 from tiered_jobs.contract.names import STAGE_TAG, Env, Outputs, Ssm

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from tests.infra.infra_support import find_consumer, logical_id, policy_statements
-from tests.infra.template_values import Concrete
+from tests.cdk.infra_support import find_consumer, logical_id, policy_statements
+from tests.cdk.template_values import Concrete
 from tiered_jobs.cdk.replay import MAPPING_ACTIONS
 from tiered_jobs.contract.names import Env, Ssm, function_name
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.infra.infra_support import Synth
+from tests.cdk.infra_support import Synth
 
 # Synthesizes a CDK app (make quick leaves it out).
 pytestmark = pytest.mark.synth

@@ -1,4 +1,4 @@
-"""Synthesis and template look-ups shared by the infra tests."""
+"""Synthesis and template look-ups shared by the construct library's tests (``tests/cdk``)."""
 
 from __future__ import annotations
 

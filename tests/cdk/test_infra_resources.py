@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.infra.hops import Request, evaluate
-from tests.infra.infra_support import (
+from tests.cdk.hops import Request, evaluate
+from tests.cdk.infra_support import (
     EXAMPLE_ROUTES,
     find_consumer,
     logical_id,
@@ -247,8 +247,8 @@ def _cdk_key_actions(access: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def consumer_policies(synth):
-    from tests.infra.hops import Policies
-    from tests.infra.template_values import Concrete
+    from tests.cdk.hops import Policies
+    from tests.cdk.template_values import Concrete
 
     policies = Policies(Concrete(synth.raw))
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from functions.jobs.payments import TABLE as PAYMENTS_TABLE
-from tests.infra.infra_support import (
+from tests.cdk.infra_support import (
     find_consumer,
     find_queue,
     policy_statements,

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.infra.hops import CHAT_CONFIGURATIONS, walk
-from tests.infra.infra_support import synthesize_once
+from tests.cdk.hops import CHAT_CONFIGURATIONS, walk
+from tests.cdk.infra_support import synthesize_once
 from tests.support.commands import tiered_jobs_problems as resolve
 from tiered_jobs.contract.names import Alarms, Schedules
 from tiered_jobs.replay.breaker import closed_page

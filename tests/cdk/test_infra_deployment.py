@@ -1,6 +1,6 @@
 """Safe consumer deploys (a tier's ``deployment``): the template a canary tier makes, walked as AWS would.
 
-The custom stage's ``reports`` tier shifts by canary (``tests/infra/conftest.py``); its other tiers, and
+The custom stage's ``reports`` tier shifts by canary (``tests/cdk/conftest.py``); its other tiers, and
 every tier of the default stage, keep ``all_at_once``: no alias, no version, no CodeDeploy. The walk
 from each rollback alarm to the alias the mapping invokes is the proof that an alarm during a shift
 moves the tier's traffic back.
@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from aws_cdk import aws_codedeploy as codedeploy
 
-from tests.infra.hops import ALARM_READ_ACTIONS, ALIAS_ACTIONS, walk
-from tests.infra.infra_support import Synth, find_consumer, find_queue
-from tests.infra.template_values import Concrete
+from tests.cdk.hops import ALARM_READ_ACTIONS, ALIAS_ACTIONS, walk
+from tests.cdk.infra_support import Synth, find_consumer, find_queue
+from tests.cdk.template_values import Concrete
 from tiered_jobs.cdk.deployment import ALIAS, ROLLBACK_ALARMS
 from tiered_jobs.cdk.settings import SettingsError
 from tiered_jobs.cdk.settings.tier_builder import build_tier

@@ -13,7 +13,7 @@ from typing import Any
 import botocore.session
 import pytest
 
-from tests.infra.infra_support import Synth, synthesize_once
+from tests.cdk.infra_support import Synth, synthesize_once
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.cdk.settings import names as limits
 from tiered_jobs.contract.names import RESOURCE_NAME_MAX_CHARS, consumer_function_name

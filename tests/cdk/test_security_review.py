@@ -12,7 +12,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 
 from functions.jobs.payments import TABLE as PAYMENTS_TABLE
-from tests.infra.infra_support import (
+from tests.cdk.infra_support import (
     find_consumer,
     find_queue,
     logical_id,
@@ -20,7 +20,7 @@ from tests.infra.infra_support import (
     referenced_ids,
     synthesize_once,
 )
-from tests.infra.test_infra_large_payloads import TIERS as LARGE_PAYLOAD_TIERS
+from tests.cdk.test_infra_large_payloads import TIERS as LARGE_PAYLOAD_TIERS
 from tiered_jobs.cdk.nag import skip_checkov
 from tiered_jobs.contract.names import Env, function_name
 

@@ -11,7 +11,7 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 
-from tests.infra.template_values import Concrete
+from tests.cdk.template_values import Concrete
 from tiered_jobs.cdk.dashboard import TOP_JOB_TYPES, alarm_widgets
 from tiered_jobs.contract.names import Metrics
 from tiered_jobs.runtime.metrics import BatchMetrics

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.infra.infra_support import find_consumer
+from tests.cdk.infra_support import find_consumer
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.contract.names import DEFAULT_TIERS, Env
 

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.infra.template_values import Concrete
+from tests.cdk.template_values import Concrete
 from tiered_jobs.contract.names import Env, discard_archive_prefix
 
 #: Condition keys this walker knows for a call; a condition on any other key is "unknown".

@@ -12,9 +12,9 @@ import json
 
 import pytest
 
-from tests.infra.hops import EVENTS_PRINCIPAL, Hop, RoleCaller, ServiceCaller, walk
-from tests.infra.infra_support import logical_id, policy_statements, synthesize_once
-from tests.infra.template_values import Concrete
+from tests.cdk.hops import EVENTS_PRINCIPAL, Hop, RoleCaller, ServiceCaller, walk
+from tests.cdk.infra_support import logical_id, policy_statements, synthesize_once
+from tests.cdk.template_values import Concrete
 from tiered_jobs.cdk.circuit_breaker import ASYNC_RETRY_ATTEMPTS, RECONCILE_SCHEDULE
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.contract.names import Alarms, Env, Metrics, function_name

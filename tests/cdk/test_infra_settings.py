@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from infra.app import CDK_JSON, load_cdk_context
-from tests.infra.infra_support import EXAMPLE_ROUTES
+from tests.cdk.infra_support import EXAMPLE_ROUTES
 from tiered_jobs.cdk.settings import AppSettings, SettingsError, TierSettings
 
 # Synthesizes a CDK app (make quick leaves it out).
@@ -356,7 +356,7 @@ def test_local_overrides_replace_app_settings_and_merge_into_every_tier_then_val
 
 @pytest.mark.parametrize("tier", ["critical", "bulk"])
 def test_the_consumer_gets_the_time_limits_a_jobs_own_retry_schedule_is_checked_against(default_synth, tier):
-    from tests.infra.infra_support import find_consumer
+    from tests.cdk.infra_support import find_consumer
     from tiered_jobs.contract.retention import max_backoff_seconds
     from tiered_jobs.runtime.config import TierConfig
 

@@ -20,8 +20,8 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.infra.infra_support import logical_id
-from tests.infra.template_values import Concrete
+from tests.cdk.infra_support import logical_id
+from tests.cdk.template_values import Concrete
 from tiered_jobs.cdk.publishers import publisher_parameter_names
 from tiered_jobs.cdk.schedules import SCHEDULER_PRINCIPAL
 from tiered_jobs.contract.idempotency import record_id

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.infra.infra_support import logical_id
+from tests.cdk.infra_support import logical_id
 from tiered_jobs.cdk.settings import AppSettings
 from tiered_jobs.contract.names import (
     STAGE_TAG,
