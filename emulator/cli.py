@@ -200,6 +200,8 @@ def up(
                         if time.monotonic() - last >= REFRESH_SECONDS:
                             live.update(safe_table(session))
                             last = time.monotonic()
+                if not console.is_terminal:  # piped, Live leaves its last render's line open
+                    console.line()
             else:
                 last = time.monotonic()
                 while not stop.wait(0.2):
@@ -217,7 +219,7 @@ def up(
             pass
         signal.signal(signal.SIGINT, on_sigint)
         drain()
-        console.print("stopping ...")
+        console.print("stopping…")
         if web is not None:
             web.stop()
     finally:

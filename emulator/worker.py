@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -84,6 +85,9 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
 
 
 def main(code_root: str, handler_name: str, *layers: str) -> None:
+    # Ctrl-C in the terminal of `up` reaches its whole process group, this process too: the session stops
+    # its environments itself (it closes their input), so an interrupt here would only print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # the function's stdout joins its log stream
     sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", closefd=False)
