@@ -4,6 +4,7 @@ requirements and figures the README states equal to their sources."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from datetime import date
 from pathlib import Path
@@ -85,9 +86,9 @@ def test_the_docs_index_lists_every_page_under_its_groups():
 
 def node_releases() -> dict[int, tuple[date, bool]]:
     """The Node.js majors the pinned jsii runtime knows: each one's end of life and whether it is untested."""
-    import jsii
-
-    runtime = Path(jsii.__file__).parent / "_embedded" / "jsii" / "bin__jsii-runtime.js"
+    spec = importlib.util.find_spec("jsii")  # found, not imported: importing starts jsii's Node.js process
+    assert spec and spec.origin, "the jsii package is installed with aws-cdk-lib"
+    runtime = Path(spec.origin).parent / "_embedded" / "jsii" / "bin__jsii-runtime.js"
     found = re.findall(
         r'new NodeRelease\((\d+),\{endOfLife:new Date\("([\d-]+)"\)([^}]*)\}', runtime.read_text(encoding="utf-8")
     )
@@ -104,6 +105,8 @@ def test_the_readme_asks_for_a_node_line_jsii_supports_today():
     unsupported = [m for m in majors if m not in releases or releases[m][1] or releases[m][0] <= date.today()]
     assert majors and unsupported == [], f"Node.js {unsupported}: end of life or untested for jsii"
     assert not requirement.endswith("+"), "an open range names Node lines jsii has not tested"
+    pinned = int((ROOT / ".nvmrc").read_text(encoding="utf-8").strip().lstrip("v").split(".")[0])
+    assert pinned in majors, f".nvmrc pins Node.js {pinned}, which the README does not name"
 
 
 def test_the_readme_cost_is_the_deploy_guides_total():
