@@ -1,7 +1,7 @@
 """The example app's payload schemas: one per example job, valid draft 2020-12, checked by our validator
 exactly as ``jsonschema`` checks them (the consumer and publisher cannot use jsonschema: stdlib only).
 
-How schemas are found and enforced, on the library's own test jobs: ``tests/test_payload_schemas.py``."""
+How schemas are found and enforced, on the library's own test jobs: ``tests/contract/test_payload_schemas.py``."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from tests.support.schema_agreement import disagreements
 from tiered_jobs.contract import payloads
 from tiered_jobs.contract.names import Env
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TEST_JOBS = ("testjobs.effect", "testjobs.ok", "testjobs.permanent", "testjobs.slow", "testjobs.transient")
 #: One payload each test job's schema accepts: the base every field's value is varied on.
 BASE = {

@@ -15,7 +15,7 @@ import pytest
 from tests.support.schema_walk import walk
 from tiered_jobs.contract import payloads
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_FOLDERS = (ROOT / "tests" / "support" / "jobs" / "schemas", ROOT / "functions" / "jobs" / "schemas")
 
 #: Every keyword of the subset, nested, with boolean schemas and a schema for additional fields.
