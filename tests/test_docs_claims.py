@@ -94,3 +94,13 @@ def test_a_coming_from_page_maps_ten_names_onto_ones_the_code_has(page):
     for option in re.findall(r"`(\w+)` / `(\w+)` per tier", ours):
         problems += [name for name in option if name not in setting_names()]
     assert problems == []
+
+
+def test_the_console_guide_names_every_page_and_lists_none_as_not_done():
+    """docs/console.md once listed a per-job-type breakdown as not done while /job-types served it."""
+    source = (ROOT / "tiered_jobs" / "console" / "app.py").read_text()
+    pages = set(re.findall(r'Route\("(/[a-z-]*)"', source))  # one segment: a page, not a fragment or an action
+    guide = (ROOT / "docs" / "console.md").read_text()
+    assert sorted(page for page in pages if f"(`{page}" not in guide) == []
+    not_done = guide.split("## Not done yet", 1)[1].split("\n## ", 1)[0]
+    assert "job type" not in not_done.lower().replace("-", " "), "a page the console serves is listed as not done"
