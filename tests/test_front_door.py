@@ -24,7 +24,7 @@ HEADING = re.compile(r"^#{1,6} (.+?)\s*$", re.MULTILINE)
 
 
 def pages() -> list[Path]:
-    return [README, *sorted(DOCS.glob("*.md"))]
+    return [README, ROOT / "CHANGELOG.md", *sorted(DOCS.glob("*.md"))]
 
 
 def slug(heading: str) -> str:
