@@ -111,6 +111,10 @@ class FaultPlan:
     #: run once never did (no copy with a turn); with 50 ms most payments were held, and under that load
     #: their copies came back past their turns' grace and were held again, about six times a job.
     rate_limit_burst: int = 2
+    #: The stepped jobs' own limit, far below what the run's four consumers can start: their steps are claimed
+    #: at their starts like the payments', and two claims within half a second (two steps in one batch, or
+    #: two consumers at once) hold the later one with its turn, so the run's held copies are certain.
+    stepped_rate_limit_per_second: float = 2.0
     rate_limit_max_wait_seconds: float = 0.1
     #: Replays while jobs still flow: a batch replay, then a native one (``StartMessageMoveTask``).
     mid_run_replays: bool = True

@@ -478,7 +478,10 @@ class _Run:
         if plan.rate_limit_per_second is not None:
             limits = RateLimits(
                 None,
-                {"payments.*": RateLimit(plan.rate_limit_per_second, plan.rate_limit_burst)},
+                {
+                    "payments.*": RateLimit(plan.rate_limit_per_second, plan.rate_limit_burst),
+                    STEPPED_TYPE: RateLimit(plan.stepped_rate_limit_per_second, 1),
+                },
                 max_wait_seconds=plan.rate_limit_max_wait_seconds,
             )
         runtime = consumer_runtime(

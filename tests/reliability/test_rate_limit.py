@@ -24,16 +24,18 @@ def test_forty_jobs_at_ten_per_second_hold_the_rate_and_none_fail():
     assert result["most_jobs_ahead_of_the_limit"] <= 1e-6, result
     # and what a provider counts: no second held more starts than burst + rate
     assert 0 < result["worst_window_starts"] <= result["worst_window_bound"], result
-    # one conditional write per claiming batch, a second only after a lost condition, and one for each job
-    # whose latest start passed before it could start (it claims again); a read only on each container's
-    # first claim
+    # one conditional write per record that claims as it starts (a copy with its turn makes none), one per
+    # batch for the rest it holds, a second only after a lost condition, and one for each job whose latest
+    # start passed before it could start (it claims again); a read only on each container's first claim
     writes = result["limiter_writes_per_1000"] * result["jobs"] / 1000
     conflicts = result["limiter_conflicts_per_1000"] * result["jobs"] / 1000
-    assert writes <= result["batches"] + conflicts + result["late_starts"], result
+    claims = result["records_received"] - result["turns_used"] + result["batches"]
+    assert writes <= claims + conflicts + result["late_starts"], result
     assert result["limiter_reads_per_1000"] * result["jobs"] / 1000 <= result["consumers"], result
-    # jobs held beyond the wait bound came back with their turn and ran without a second claim;
-    # the consumers hardly slept (waiting is what a held copy saves)
-    assert result["turns_used"] > 0 and result["wait_seconds_per_job"] < 0.5, result
+    # each job claims as it starts, so a consumer holds one token ahead at most: four of them keep the bucket
+    # 0.4 s ahead, inside the 1 s wait bound (a job is sent back only when its claim lost its condition
+    # twice; held turns are the unit tests' and the invariant run's); none waits longer than that bound
+    assert result["wait_seconds_per_job"] <= 1.0, result
 
 
 def _figures(done: list[float], slots: list[float], starts: list[float] | None = None) -> dict:

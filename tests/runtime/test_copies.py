@@ -214,21 +214,25 @@ def test_the_keep_path_never_spends_the_last_receive(redrive_tier, capsys, recei
 
 
 def test_a_held_record_is_never_deferred_too(tier, capsys):
-    """One token for three limited jobs behind a job that spends the invocation: two are held (and
-    sent again) before anything runs, the third has a token but no time left (deferred). Each job
-    has exactly one copy in the queue and the batch reports no failure."""
+    """Three limited jobs whose bucket this container saw busy (held with their turns before anything
+    runs) and a free one, behind a job that spends the invocation: the free one has no time left
+    (deferred, and it claimed nothing). Each job has exactly one copy in the queue and the batch
+    reports no failure."""
     runs: list = []
     clock = {"context": LambdaClock(TIMEOUT_MS)}
     consumer = limited(tier, tier.consumer(registry=registry(runs, clock), margin_ms=MARGIN_MS), FakeTime())
+    bucket = consumer.limiter.bucket(consumer.limiter.limits.bucket_for("critical", LIMITED))
+    assert bucket.claim(2, 10.0).granted == 2  # another batch of this container's took the next two seconds
     tier.publish(HOG, {}, "hog")
     for i in range(3):
         tier.publish(LIMITED, {}, f"limited-{i}")
+    tier.publish(FREE, {}, "free")
     messages = sorted(tier.receive_for_batch(), key=lambda m: HOG not in m["Body"])
     response = tier.run_messages(consumer, messages, clock["context"])
     assert response == {"batchItemFailures": []}
-    assert in_queue(tier) == 3 and runs == []
+    assert in_queue(tier) == 4 and runs == []
     found = totals(capsys)
-    assert (found[Metrics.RATE_LIMITED], found[Metrics.DEFERRED], found[Metrics.PROCESSED]) == (2, 1, 1)
+    assert (found[Metrics.RATE_LIMITED], found[Metrics.DEFERRED], found[Metrics.PROCESSED]) == (3, 1, 1)
 
 
 # -- 4. a limiter outage is not a job failure -------------------------------------------------------

@@ -259,10 +259,11 @@ def test_twenty_concurrent_consumers_never_exceed_the_rate(aws):
     assert max(claim.writes for claim in claims) <= 1
 
 
-def test_each_batch_writes_once_per_bucket_and_once_more_only_after_a_lost_condition(aws):
-    """20 containers admit batches of two buckets' jobs at once; botocore's hooks count each
-    batch's DynamoDB calls on the wire, per bucket. Every claimed job (run now, or held with its
-    turn) keeps to the limit."""
+def test_each_claim_writes_once_and_once_more_only_after_a_lost_condition(aws):
+    """20 containers admit batches of two buckets' jobs at once and claim each record's token at its start
+    (a batch held at admission, or the rest of one once its bucket is busy past the bound, in one claim);
+    botocore's hooks count each claim's DynamoDB calls on the wire, per bucket. Every claimed job (run now,
+    or held with its turn) keeps to the limit."""
     from emulator.moto_patches import serialize_dynamodb_requests
 
     serialize_dynamodb_requests()
@@ -306,8 +307,14 @@ def test_each_batch_writes_once_per_bucket_and_once_more_only_after_a_lost_condi
             calls.clear()
             before = time.time()
             gate = limiter.admit(records, remaining_seconds=30.0)
+            with lock:
+                batches.append(dict(calls))
             for record in records:
-                verdict = gate.verdicts[record.message_id]
+                calls.clear()
+                verdict = limiter.at_start(gate, record, 30.0)
+                assert verdict is not None
+                with lock:
+                    batches.append(dict(calls))
                 key = keys[record.job_type]
                 if not verdict.held:
                     with lock:
@@ -322,18 +329,17 @@ def test_each_batch_writes_once_per_bucket_and_once_more_only_after_a_lost_condi
                         with lock:
                             starts[key].append(turn)
                             held_with_turns += 1
-            with lock:
-                batches.append(dict(calls))
             time.sleep(0.01)
 
     concurrently(consumer, CONTAINERS)
-    writes = [n for batch in batches for (op, _), n in batch.items() if op == "UpdateItem"]
-    assert len(batches) >= 60 and max(writes) <= 2, "a second write per bucket and batch at most"
+    writes = [n for claim in batches for (op, _), n in claim.items() if op == "UpdateItem"]
+    # one claim's second write only after a lost condition; a start's claim and, its bucket found busy past
+    # the bound, the rest of its batch's in one more claim
+    assert len(batches) >= 60 and max(writes) <= 4, "two writes per claim, two claims per start, at most"
     assert 2 in writes, "no write ever lost its condition: the test proves little"
-    assert sum(writes) > len(batches), "both buckets were written in the same batches"
     # a read only on each container's first claim of each bucket: 20 containers x 2 buckets at most
-    assert sum(n for batch in batches for (op, _), n in batch.items() if op == "GetItem") <= 20 * len(keys)
-    assert {op for batch in batches for op, _ in batch} <= {"GetItem", "UpdateItem"}
+    assert sum(n for claim in batches for (op, _), n in claim.items() if op == "GetItem") <= 20 * len(keys)
+    assert {op for claim in batches for op, _ in claim} <= {"GetItem", "UpdateItem"}
     assert_never_ahead(starts["critical#tier"], limits.tier)
     assert_never_ahead(starts["critical#type:testjobs.slow*"], limits.job_types["testjobs.slow*"])
     assert min(len(found) for found in starts.values()) >= 10, "the consumers got almost nothing"
@@ -369,6 +375,25 @@ def delayed(tier) -> int:
     return int(attributes["ApproximateNumberOfMessagesDelayed"])
 
 
+def test_a_lone_consumer_paces_its_batch_one_claim_per_start_and_holds_nothing(tier, capsys):
+    clock = FakeTime()
+    limits = RateLimits(RateLimit(5, 2), {}, max_wait_seconds=1.0)
+    consumer = limited_consumer(tier, clock, limits)
+    writes = bucket_writes(tier, consumer.limiter.table)
+    for i in range(10):
+        tier.publish("testjobs.ok", {"label": "page_view"}, f"evt-{i}")
+    assert tier.run_batch(consumer) == {"batchItemFailures": []}
+    # burst 2, then one token every 0.2 s, each claimed as its job starts: no wait longer than the bound
+    assert clock.slept == [pytest.approx(0.2)] * 8 and writes == [10]
+    assert delayed(tier) == 0 and tier.dlq_messages() == []
+    assert emf_totals(capsys) == {
+        Metrics.PROCESSED: 10,
+        Metrics.SUCCEEDED: 10,
+        Metrics.FAILED: 0,
+        Metrics.RATE_LIMITED: 0,
+    }
+
+
 def test_jobs_beyond_the_wait_bound_are_re_sent_with_a_delay_never_failed(tier, capsys):
     from tests.support.recording import Recording
 
@@ -376,22 +401,26 @@ def test_jobs_beyond_the_wait_bound_are_re_sent_with_a_delay_never_failed(tier, 
     sqs = Recording(tier.sqs)
     limits = RateLimits(RateLimit(5, 2), {}, max_wait_seconds=1.0)
     consumer = limited_consumer(tier, clock, limits, client={"sqs": sqs, "dynamodb": tier.dynamodb}.__getitem__)
-    for i in range(10):
+    other = RateLimiter(limits, "critical", consumer.limiter.table, client={"dynamodb": tier.dynamodb}.__getitem__)
+    other.clock = clock
+    assert other.bucket(limits.bucket_for("critical", "testjobs.ok")).claim(9, 2.0).granted == 9  # others: 1.8 s
+    writes = bucket_writes(tier, consumer.limiter.table)
+    for i in range(3):
         tier.publish("testjobs.ok", {"label": "page_view"}, f"evt-{i}")
     response = tier.run_batch(consumer)
     assert response == {"batchItemFailures": []}  # held jobs are acknowledged: SQS deletes the originals
-    # burst 2 + 1 s at 5/s = 7 run, paced 0.2 s apart after the burst; 3 re-sent with a delay
-    assert sum(clock.slept) == pytest.approx(1.0)
-    sent = [entry for call in sqs.of("send_message_batch") for entry in call["Entries"]]
+    # the first start's claim finds its turn 1.6 s on, past the 1 s bound; one more write holds the other two
+    assert clock.slept == [] and writes == [2]
+    (sent,) = [call["Entries"] for call in sqs.of("send_message_batch")]  # their copies go together
     assert [entry["DelaySeconds"] for entry in sent] == [1, 1, 1] and tier.dlq_messages() == []
     copies = tier.sqs.receive_message(QueueUrl=tier.queue_url, MessageAttributeNames=["All"], WaitTimeSeconds=3)
     assert copies["Messages"], "a held copy never came back"
-    for copy in copies["Messages"]:  # turns 1.2, 1.4, 1.6 s: delayed 1 s, back within a second before them
+    for copy in copies["Messages"]:  # turns 1.6, 1.8, 2.0 s: delayed 1 s, back within a second before them
         turn = read_turn(copy["MessageAttributes"][Attributes.TURN]["StringValue"], "critical#tier")
-        assert turn - T0 in (pytest.approx(1.2), pytest.approx(1.4), pytest.approx(1.6))
+        assert turn - T0 in (pytest.approx(1.6), pytest.approx(1.8), pytest.approx(2.0))
     assert emf_totals(capsys) == {
-        Metrics.PROCESSED: 7,
-        Metrics.SUCCEEDED: 7,
+        Metrics.PROCESSED: 0,
+        Metrics.SUCCEEDED: 0,
         Metrics.FAILED: 0,
         Metrics.RATE_LIMITED: 3,
     }
@@ -429,7 +458,7 @@ def test_a_held_job_runs_at_its_reserved_turn_on_its_copys_first_receive_without
     assert emf_totals(capsys)[Metrics.SUCCEEDED] == 2
 
 
-def test_a_record_whose_turn_passed_while_the_job_before_it_ran_claims_again_never_starts_late(tier, capsys):
+def test_a_job_behind_a_slow_one_claims_as_it_starts_never_late_and_no_token_forfeited(tier, capsys):
     from tiered_jobs.runtime.registry import JobRegistry
 
     clock = FakeTime()
@@ -446,11 +475,10 @@ def test_a_record_whose_turn_passed_while_the_job_before_it_ran_claims_again_nev
     for i in range(3):
         tier.publish("limits.slow", {}, f"slow-{i}")
     assert tier.run_batch(consumer) == {"batchItemFailures": []}
-    # Turns 0, 0.2 and 0.4 s (with 0.1 s of slack: no burst to absorb lateness). The second job is free
-    # at 0.5 s, past its latest start: it claims again (the bucket is at 0.6 s) and starts then; the
-    # third, free at 1.1 s, claims again too. Run late on their old turns, they would have started at
-    # 0.5 and 1.0 s, bunched with whatever the bucket gave others since.
-    assert started == [pytest.approx(0.0), pytest.approx(0.6), pytest.approx(1.1)]
+    # Each claims its token as it starts: the second, free at 0.5 s, finds the bucket idle (its tokens
+    # were 0.2 s apart) and starts then; the third at 1.0 s. Tokens claimed together at admission (0, 0.2,
+    # 0.4 s) would have passed behind the first job, each forfeited unused and claimed again.
+    assert started == [pytest.approx(0.0), pytest.approx(0.5), pytest.approx(1.0)]
     assert writes == [3]
     assert emf_totals(capsys)[Metrics.SUCCEEDED] == 3
 
@@ -559,7 +587,36 @@ def stubbed_limiter(clock, limits=RateLimits(RateLimit(10, 1), {}, max_wait_seco
     return limiter, Stubber(dynamodb)
 
 
-def test_a_lost_write_is_written_once_more_on_the_returned_state_and_holds_the_rest_with_their_turns():
+def claimed_at_start(limiter, records, remaining_seconds=30.0):
+    """Admit ``records``, then claim each as the consumer does just before it starts, in order."""
+    gate = limiter.admit(records, remaining_seconds=remaining_seconds)
+    return gate, [limiter.at_start(gate, record, remaining_seconds) for record in records]
+
+
+def test_a_record_claims_its_token_at_its_start_not_with_its_batch():
+    """A batch's records run one after another: tokens claimed together at admission expire behind a job
+    slower than the interval. Each claims one token just before it starts (one write), none at admission."""
+    clock = FakeTime()
+    limiter, stub = stubbed_limiter(clock)
+    now = int(T0 * US)
+    records = [Limited(f"m{i}", "testjobs.ok") for i in range(2)]
+    with stub:
+        gate = limiter.admit(records, remaining_seconds=30.0)
+    assert (gate.writes, gate.reads, gate.verdicts) == (0, 0, {})  # no call: each claims at its start
+    stub.add_response("get_item", {}, None)  # the container's first claim reads the bucket
+    stub.add_response("update_item", {"Attributes": tat(now + 100_000)}, None)
+    with stub:
+        first = limiter.at_start(gate, records[0], 30.0)
+    clock.now += 0.5  # the first job ran half a second, five intervals: its successor's token is taken now
+    stub.add_response("update_item", {"Attributes": tat(now + 600_000)}, None)
+    with stub:
+        second = limiter.at_start(gate, records[1], 30.0)
+    stub.assert_no_pending_responses()
+    assert (gate.writes, gate.reads) == (2, 1)
+    assert (first.start, second.start) == (pytest.approx(T0), pytest.approx(T0 + 0.5))  # neither late
+
+
+def test_a_lost_write_is_written_once_more_on_the_returned_state():
     clock = FakeTime()
     limiter, stub = stubbed_limiter(clock)
     now = int(T0 * US)
@@ -567,20 +624,38 @@ def test_a_lost_write_is_written_once_more_on_the_returned_state_and_holds_the_r
     stub.add_client_error(
         "update_item", "ConditionalCheckFailedException", "failed", 400, modeled_fields={"Item": tat(now + 300_000)}
     )  # others took 0.3 s meanwhile
-    stub.add_response("update_item", {"Attributes": tat(now + 1_100_000)}, None)  # 8 more on the returned tat
-    records = [Limited(f"m{i}", "testjobs.ok") for i in range(8)]
+    stub.add_response("update_item", {"Attributes": tat(now + 400_000)}, None)  # its token on the returned tat
     with stub:
-        gate = limiter.admit(records, remaining_seconds=30.0)
+        gate, (verdict,) = claimed_at_start(limiter, [Limited("m0", "testjobs.ok")])
     stub.assert_no_pending_responses()
     assert (gate.writes, gate.reads) == (2, 1)
-    verdicts = [gate.verdicts[r.message_id] for r in records]
-    # turns 0.3 .. 1.0 s: the three within the 0.5 s wait bound run, the rest wait in SQS with their turns
-    assert [v.start - T0 for v in verdicts[:3]] == pytest.approx([0.3, 0.4, 0.5])
-    assert [v.hold_seconds for v in verdicts[3:]] == [0, 0, 0, 0, 0]  # back at once: each within a second
-    assert [read_turn(v.turn, "critical#tier") - T0 for v in verdicts[3:]] == pytest.approx([0.6, 0.7, 0.8, 0.9, 1.0])
+    assert verdict.start - T0 == pytest.approx(0.3)  # within the 0.5 s wait bound: it runs then
 
 
-def test_two_lost_writes_send_the_batch_back_at_once_to_claim_again():
+def test_once_the_bucket_is_busy_past_the_bound_one_write_holds_the_rest_of_the_batch_with_their_turns():
+    clock = FakeTime()
+    limiter, stub = stubbed_limiter(clock)
+    now = int(T0 * US)
+    stub.add_response("get_item", {"Item": tat(now + 700_000)}, None)  # others reserved 0.7 s ahead
+    stub.add_response("update_item", {"Attributes": tat(now + 800_000)}, None)  # its token at 0.7 s: held
+    stub.add_response("update_item", {"Attributes": tat(now + 1_100_000)}, None)  # the other three, one write
+    records = [Limited(f"m{i}", "testjobs.ok") for i in range(4)]
+    with stub:
+        gate, verdicts = claimed_at_start(limiter, records)
+    stub.assert_no_pending_responses()
+    assert (gate.writes, gate.reads) == (2, 1)
+    assert all(v.held and v.hold_seconds == 0 for v in verdicts)  # back at once: each within a second
+    assert [read_turn(v.turn, "critical#tier") - T0 for v in verdicts] == pytest.approx([0.7, 0.8, 0.9, 1.0])
+    # ...and a batch admitted once the container knows it: held at admission, one write, copies sent together
+    stub.add_response("update_item", {"Attributes": tat(now + 1_300_000)}, None)
+    later = [Limited(f"n{i}", "testjobs.ok") for i in range(2)]
+    with stub:
+        gate = limiter.admit(later, remaining_seconds=30.0)
+    stub.assert_no_pending_responses()
+    assert gate.writes == 1 and all(gate.verdicts[r.message_id].held for r in later) and not gate.pending
+
+
+def test_two_lost_writes_send_the_record_back_at_once_to_claim_again():
     clock = FakeTime()
     limiter, stub = stubbed_limiter(clock)
     now = int(T0 * US)
@@ -589,27 +664,25 @@ def test_two_lost_writes_send_the_batch_back_at_once_to_claim_again():
         stub.add_client_error(
             "update_item", "ConditionalCheckFailedException", "failed", 400, modeled_fields={"Item": tat(now + ahead)}
         )
-    records = [Limited(f"m{i}", "testjobs.ok") for i in range(4)]
     with stub:
-        gate = limiter.admit(records, remaining_seconds=30.0)
+        gate, (verdict,) = claimed_at_start(limiter, [Limited("m0", "testjobs.ok")])
     stub.assert_no_pending_responses()
     assert gate.writes == 2
-    assert [gate.verdicts[r.message_id].hold_seconds for r in records] == [0, 0, 0, 0]
-    assert all(gate.verdicts[r.message_id].turn is None for r in records)  # nothing claimed: no turn
+    assert (verdict.hold_seconds, verdict.turn) == (0, None)  # nothing claimed: no turn
 
 
-def test_a_bucket_a_reserve_ahead_holds_without_a_turn_and_without_a_call():
+def test_a_bucket_a_reserve_ahead_holds_without_a_turn_and_without_a_write():
     clock = FakeTime()
     limiter, stub = stubbed_limiter(clock)
     full = int((T0 + RESERVE_SECONDS + 5) * US)
     stub.add_response("get_item", {"Item": tat(full)}, None)
     records = [Limited(f"m{i}", "testjobs.ok") for i in range(3)]
     with stub:
-        gate = limiter.admit(records, remaining_seconds=30.0)
+        gate, verdicts = claimed_at_start(limiter, records)
     stub.assert_no_pending_responses()  # the read only: no write could claim anything
     assert gate.writes == 0
-    assert {gate.verdicts[r.message_id].hold_seconds for r in records} == {900}
-    assert all(gate.verdicts[r.message_id].turn is None for r in records)
+    assert {v.hold_seconds for v in verdicts} == {900}
+    assert all(v.turn is None for v in verdicts)
 
 
 SLACK = start_slack(RateLimit(10, 1))  # 50 ms at 10/s
@@ -635,9 +708,8 @@ def test_a_copy_with_its_turn_takes_no_token_unless_it_is_stale(offset, outcome)
         stub.add_response("get_item", {}, None)
         stub.add_response("update_item", {"Attributes": tat(int(T0 * US) + 100_000)}, None)
     with stub:
-        gate = limiter.admit(records, remaining_seconds=30.0)
+        gate, (verdict,) = claimed_at_start(limiter, records)
     stub.assert_no_pending_responses()  # a usable turn: no call at all
-    verdict = gate.verdicts["copy"]
     if outcome == "runs now":
         assert verdict.start == pytest.approx(T0 + offset) and gate.wait_seconds("copy") == 0
     elif outcome == "runs at its turn":

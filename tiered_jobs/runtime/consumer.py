@@ -324,12 +324,14 @@ class Consumer:
             return self._end_expired(received, invocation)
         wait = 0.0
         if received.message_id not in invocation.fates:
-            if invocation.gate is not None:
-                wait = self._until_turn(received, invocation)  # a turn long passed is claimed again (or held)
-            if received.message_id not in invocation.fates and (
-                invocation.deferred or invocation.remaining_ms() - wait * 1000 < invocation.margin_ms
-            ):
-                self._defer_from(received, invocation)
+            if invocation.deferred or invocation.remaining_ms() < invocation.margin_ms:
+                self._defer_from(received, invocation)  # before its claim: a deferred job takes no token
+            elif invocation.gate is not None:
+                wait = self._until_turn(received, invocation)  # its claim, or its turn's (claimed again if passed)
+                if received.message_id not in invocation.fates and (
+                    invocation.remaining_ms() - wait * 1000 < invocation.margin_ms
+                ):
+                    self._defer_from(received, invocation)
         fate = invocation.fates.get(received.message_id)
         if fate is not None:
             return self._settle(received, fate, invocation)
@@ -352,8 +354,13 @@ class Consumer:
                 self.logger.error(
                     "rate limiter unavailable: its jobs are held, not run", extra={"error": verdict.limiter_error}
                 )
-            outcome = Outcome.LIMITER_ERROR if verdict.limiter_error else Outcome.RATE_LIMITED
-            self._send_copies(invocation, [(received, outcome, verdict.hold_seconds or 0)], turns=gate.turn)
+            # its claim may have held the batch's other records of its bucket too: their copies go with its
+            held = [
+                (record, Outcome.LIMITER_ERROR if v.limiter_error else Outcome.RATE_LIMITED, v.hold_seconds or 0)
+                for record in invocation.records.values()
+                if record.message_id not in invocation.fates and (v := gate.held(record.message_id)) is not None
+            ]
+            self._send_copies(invocation, held, turns=gate.turn)
             return 0.0
         return gate.wait_seconds(received.message_id)
 

@@ -15,18 +15,23 @@ pair says, in one number, and a claim can be written without reading the item fi
 * the bucket is idle (``tat < now`` or no item yet): ``SET tat = now + n*T`` on condition
   ``attribute_not_exists(tat) OR tat < now``.
 
-Per bucket and batch: **one conditional write, a second only when the first lost its condition
-(with the exact ``tat`` DynamoDB returned), and no read** after the container's first claim; a
-batch of copies that carry their turns makes none. The case and the number of jobs are guessed
-from the last ``tat`` this container saw (the first claim reads it: ``GetItem``, eventually
-consistent, half a read unit). ``tat`` only grows, so the guess errs one way only: the bucket may
-be further ahead than the container knows. When it is (another consumer claimed meanwhile), the
-condition fails, the claim gets nothing and DynamoDB returns the item as it is
-(``ReturnValuesOnConditionCheckFailure``): that ``tat`` is the container's next guess, and the
-batch's second write is made on it. When the last ``tat`` seen already leaves no token within
-what a claim may reserve, the batch is held without any call.
+**Per job, as it starts: one conditional write** (a second only when the first lost its condition,
+with the exact ``tat`` DynamoDB returned), and a read only on the container's first claim. A batch's
+records run one after another: tokens claimed for the whole batch at once are one interval apart,
+and behind a job slower than the interval each would pass unused and be forfeited. So a record
+claims its own token just before it starts (:meth:`RateLimiter.at_start`), and a consumer holds at
+most one token ahead. **Once the bucket is busy past the wait bound** (what this container last saw
+of it says so, or a start's claim finds it), the batch's other limited records of that bucket are
+claimed together in one write, each held with its turn, and a batch of copies that carry their
+turns makes none. The case and the number of jobs are guessed from the last ``tat`` this container
+saw (the first claim reads it: ``GetItem``, eventually consistent, half a read unit). ``tat`` only
+grows, so the guess errs one way only: the bucket may be further ahead than the container knows.
+When it is (another consumer claimed meanwhile), the condition fails, the claim gets nothing and
+DynamoDB returns the item as it is (``ReturnValuesOnConditionCheckFailure``): that ``tat`` is the
+container's next guess, and the second write is made on it. When the last ``tat`` seen already
+leaves no token within what a claim may reserve, the batch is held without any call.
 
-**Claims reserve the future; waiting is a hold, not a sleep.** One write claims the batch's jobs
+**Claims reserve the future; waiting is a hold, not a sleep.** A claim takes its jobs' tokens
 up to :data:`RESERVE_SECONDS` ahead (SQS's longest delay). A claimed job whose start is within the
 wait bound (``max_wait_seconds``, about a second) runs in this invocation, the consumer sleeping
 until its start; every later one is *held with its turn*: the consumer sends it back to the tier's
@@ -69,7 +74,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from tiered_jobs.contract.names import SQS_MAX_DELAY_SECONDS
@@ -195,6 +200,16 @@ class TokenBucket:
         #: since the bucket was last seen idle. Other consumers keep claiming meanwhile, so the
         #: next claim guesses that the bucket is still at least as far ahead.
         self.lead_us: int | None = None
+
+    def busy_past(self, max_wait_seconds: float) -> bool:
+        """Whether what this container last saw of the bucket leaves it no token within the wait bound
+        (``tat`` only grows, and other consumers' lead is assumed to hold): a claim would hold every job.
+        ``False`` while it has seen nothing, and no call is made."""
+        if self.last_tat_us is None:
+            return False
+        now_us = int(self.clock() * _US)
+        guess = self.last_tat_us if self.lead_us is None else max(self.last_tat_us, now_us + self.lead_us)
+        return guess > now_us + int(max_wait_seconds * _US) + self.tolerance_us
 
     def claim(self, wanted: int, max_wait_seconds: float) -> Claim:
         """Claim up to ``wanted`` jobs that can start within ``max_wait_seconds``: at most one
@@ -375,6 +390,8 @@ class Gate:
     turns_used: int = 0
     #: Records whose turn passed by more than the slack before they could start: they claimed again.
     late_starts: int = 0
+    #: Records that claim their token just before they start (:meth:`RateLimiter.at_start`), by bucket key.
+    pending: dict[str, str] = field(default_factory=dict)
     clock: Callable[[], float] = time.time
 
     def held(self, message_id: str) -> Verdict | None:
@@ -395,7 +412,8 @@ class Gate:
 
 
 class RateLimiter:
-    """Admits a batch: claims tokens (at most one write per bucket) and says which records to hold.
+    """Admits a batch and each record at its start: claims tokens (one write per start, or one per bucket for
+    a batch it holds) and says which records to hold.
 
     It sends nothing: the consumer sends the held records back as copies
     (:mod:`tiered_jobs.runtime.requeue`), with the deferred ones, so each record's fate is decided once.
@@ -449,7 +467,13 @@ class RateLimiter:
             # no turn, or one it came back too late for: a start on it now would bunch with the next turns
             groups.setdefault(spec.key, (spec, []))[1].append(record)
         for spec, members in groups.values():
-            self._admit_group(gate, spec, members, wait)
+            if self.bucket(spec).busy_past(wait):
+                # none could start within the bound: one write gives each its turn, and their copies go together
+                self._admit_group(gate, spec, members, wait)
+            else:
+                # each claims its token just before it starts: the records of a batch run one after another,
+                # and consecutive tokens claimed at once would expire behind a job slower than the interval
+                gate.pending.update((record.message_id, spec.key) for record in members)
         return gate
 
     def at_start(self, gate: Gate, record: LimitedRecord, remaining_seconds: float) -> Verdict | None:
@@ -458,6 +482,8 @@ class RateLimiter:
 
         ``None``: the record is not limited. A held verdict: the consumer sends it back as a copy."""
         verdict = gate.verdicts.get(record.message_id)
+        if verdict is None and record.message_id in gate.pending:
+            return self._claim_at_start(gate, record, remaining_seconds)
         if verdict is None or verdict.start is None:
             return verdict
         spec = self.limits.bucket_for(self.tier, record.job_type)
@@ -468,6 +494,45 @@ class RateLimiter:
         self._admit_group(gate, spec, [record], self._wait_bound(remaining_seconds))
         return gate.verdicts[record.message_id]
 
+    def _claim_at_start(self, gate: Gate, record: LimitedRecord, remaining_seconds: float) -> Verdict:
+        """A pending record's claim, just before it starts: one token. Once the bucket is busy past the wait
+        bound (known before, or found by this claim), the batch's other pending records of that bucket are
+        claimed together in one write, each held with its turn, as :meth:`admit` holds a batch: the consumer
+        sends their copies at once."""
+        spec = self.limits.bucket_for(self.tier, record.job_type)
+        assert spec is not None  # it was pending in its bucket
+        wait = self._wait_bound(remaining_seconds)
+        del gate.pending[record.message_id]
+        bucket = self.bucket(spec)
+        busy = bucket.busy_past(wait)
+        claimed = not busy
+        if claimed:
+            self._admit_group(gate, spec, [record], wait)
+            verdict = gate.verdicts[record.message_id]
+            if verdict.limiter_error:  # the table failed: the rest of its bucket is held alike, without a call
+                for message_id in self._pending_in(gate, spec):
+                    gate.verdicts[message_id] = replace(verdict, hold_seconds=self._error_hold())
+                return verdict
+            busy = verdict.held and bucket.busy_past(wait)
+        if busy:  # the rest of the batch in that bucket cannot start within the bound either: one write
+            rest = [_Pending(message_id) for message_id in self._pending_in(gate, spec)]
+            members = rest if claimed else [record, *rest]
+            if members:
+                self._admit_group(gate, spec, members, wait)
+        return gate.verdicts[record.message_id]
+
+    @staticmethod
+    def _pending_in(gate: Gate, spec: Bucket) -> list[str]:
+        """Take the batch's pending records of ``spec``'s bucket out of the pending ones."""
+        taken = [message_id for message_id, key in gate.pending.items() if key == spec.key]
+        for message_id in taken:
+            del gate.pending[message_id]
+        return taken
+
+    def _error_hold(self) -> int:
+        low, high = LIMITER_ERROR_HOLD_SECONDS
+        return math.ceil(low + (high - low) * self.rand())
+
     def _wait_bound(self, remaining_seconds: float) -> float:
         return max(0.0, min(self.limits.max_wait_seconds, remaining_seconds * WAIT_SHARE_OF_REMAINING))
 
@@ -477,11 +542,8 @@ class RateLimiter:
             claim = self._claim(gate, spec, len(members))
         except Exception as exc:  # noqa: BLE001 -- a limiter outage is not a job failure: hold, never fail
             gate.errors.append(f"{spec.key}: {exc!r}")
-            low, high = LIMITER_ERROR_HOLD_SECONDS
             for record in members:
-                gate.verdicts[record.message_id] = Verdict(
-                    hold_seconds=math.ceil(low + (high - low) * self.rand()), limiter_error=repr(exc)
-                )
+                gate.verdicts[record.message_id] = Verdict(hold_seconds=self._error_hold(), limiter_error=repr(exc))
             return
         now = self.clock()
         for record, start, position in zip(members, claim.starts, claim.positions, strict=False):
@@ -509,6 +571,15 @@ class RateLimiter:
             gate.writes += claim.writes
             gate.reads += claim.reads
         return claim
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A pending record of the batch, claimed with another's: only its id is needed."""
+
+    message_id: str
+    job_type: str = ""
+    reserved_turn: str | None = None
 
 
 def _at(bucket_key: str, start: float, now: float, wait: float, latest: float) -> Verdict:
