@@ -13,12 +13,13 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.live import Live
 
+from emulator.full_width import FullWidthLive
 from emulator.session import LocalSession
 from emulator.view import REFRESH_SECONDS, safe_table
 
 
 def live_tiers(session: LocalSession, console: Console) -> Live:
-    return Live(safe_table(session), console=console, refresh_per_second=2, transient=False)
+    return FullWidthLive(safe_table(session), console=console, refresh_per_second=2, transient=False)
 
 
 @contextmanager

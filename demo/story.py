@@ -48,6 +48,7 @@ from demo.steps.pause import pause_and_resume
 from demo.steps.payments import payments_with_duplicates
 from demo.steps.rate_limit import rate_limited_emails
 from demo.steps.schedules import scheduled_jobs
+from emulator.full_width import FullWidth
 
 #: The story, in order. Later steps count on earlier ones (the rate limit finds step 2's letters in
 #: the DLQ, the replay restores balances every payment so far added up), so the order is the story's.
@@ -80,7 +81,7 @@ def run_demo(console: Console | None = None) -> int:
             with repainting(live, session):
                 run_steps(demo)
             end.check_final_table(demo, live)
-        console.print(end.summary(demo, time.monotonic() - started))
+        console.print(FullWidth(end.summary(demo, time.monotonic() - started)))  # whole rows in a pipe
     console.print("[green]Every expectation held.[/green]" if demo.passed else "[red]Some expectations failed.[/red]")
     return 0 if demo.passed else 1
 

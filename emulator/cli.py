@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.console import Console
-from rich.live import Live
 from rich.markup import escape
 
+from emulator.full_width import FullWidthLive
 from emulator.log_render import render as render_log_line
 from emulator.seed import SEED_ENV, seed_file
 from emulator.server import ENDPOINT_ENV
@@ -193,7 +193,7 @@ def up(
 
         try:
             if view:
-                with Live(safe_table(session), console=console, refresh_per_second=1) as live:
+                with FullWidthLive(safe_table(session), console=console, refresh_per_second=1) as live:
                     last = 0.0
                     while not stop.wait(0.2):
                         drain()

@@ -7,8 +7,11 @@ emulator's memory, and a figure that is wrong here is wrong there too.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 
 from emulator.metrics import RETENTION_SECONDS
@@ -40,39 +43,62 @@ def rows(session: LocalSession) -> list[TierStatus]:
     return read(session).tiers
 
 
-def table(session: LocalSession, title: str = "Tiers", snapshot: list[TierStatus] | None = None) -> Table:
-    view = Table(
-        title=title,
-        caption="succeeded, retried, failed: the last hour; alarms: evaluated locally (emulation of CloudWatch)",
-        expand=False,
-    )
-    for column in (
-        "tier",
-        "visible",
-        "in flight",
-        "delayed",
-        "DLQ",
-        "oldest",
-        "succeeded",
-        "retried",
-        "failed",
-        "alarms",
-    ):
-        view.add_column(column, justify="left" if column in ("tier", "alarms") else "right")
-    for row in rows(session) if snapshot is None else snapshot:
-        view.add_row(
-            row.tier,
-            str(row.visible),
-            str(row.in_flight),
-            str(row.delayed),
-            "–" if row.dlq is None else str(row.dlq),
-            format_duration(row.oldest_age_seconds),
-            count(row.succeeded),
-            count(row.retried),
-            count(row.failed),
-            alarm_summary(row.alarms),
+#: The view's columns, and the ones a narrower terminal drops, in turn: no value is ever cut or wrapped.
+COLUMNS = ("tier", "visible", "in flight", "delayed", "DLQ", "oldest", "succeeded", "retried", "failed", "alarms")
+DROPPED = (("delayed", "retried"), ("in flight", "failed"))
+
+
+class TiersTable:
+    """The tiers' table with as many columns as the width allows (all of them in a pipe: ``FullWidth``)."""
+
+    def __init__(self, title: str, snapshot: Sequence[TierStatus]):
+        self.title = title
+        self.snapshot = list(snapshot)
+
+    def layout(self, dropped: Sequence[str] = ()) -> Table:
+        columns = [column for column in COLUMNS if column not in dropped]
+        view = Table(
+            title=self.title,
+            caption="succeeded, retried, failed: the last hour; alarms: evaluated locally (emulation of CloudWatch)",
+            expand=False,
         )
-    return view
+        for column in columns:
+            view.add_column(column, justify="left" if column in ("tier", "alarms") else "right", no_wrap=True)
+        for row in self.snapshot:
+            cells = {
+                "tier": row.tier,
+                "visible": str(row.visible),
+                "in flight": str(row.in_flight),
+                "delayed": str(row.delayed),
+                "DLQ": "–" if row.dlq is None else str(row.dlq),
+                "oldest": format_duration(row.oldest_age_seconds),
+                "succeeded": count(row.succeeded),
+                "retried": count(row.retried),
+                "failed": count(row.failed),
+                "alarms": alarm_summary(row.alarms),
+            }
+            view.add_row(*(cells[column] for column in columns))
+        return view
+
+    def fitted(self, console: Console, width: int) -> Table:
+        """The fullest layout whose natural width fits ``width`` (the leanest one if none does)."""
+        dropped: list[str] = []
+        for more in ((), *DROPPED):
+            dropped += more
+            layout = self.layout(dropped)
+            if Measurement.get(console, console.options.update_width(10_000), layout).maximum <= width:
+                return layout
+        return layout
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.fitted(console, options.max_width)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.layout())
+
+
+def table(session: LocalSession, title: str = "Tiers", snapshot: list[TierStatus] | None = None) -> TiersTable:
+    return TiersTable(title, rows(session) if snapshot is None else snapshot)
 
 
 def count(value: float | None) -> str:

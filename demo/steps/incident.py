@@ -11,6 +11,7 @@ from typing import Any
 from rich.table import Table
 
 from demo.context import Demo
+from emulator.full_width import FullWidth
 from tiered_jobs.contract.names import Alarms, Env
 
 #: The bad deploy's ledger table: it does not exist.
@@ -87,4 +88,4 @@ def show_groups(demo: Demo, groups: list[dict[str, Any]]) -> None:
             str(group["count"]),
             group["error_message"][:60],
         )
-    demo.console.print(table)
+    demo.console.print(FullWidth(table))  # whole rows in a pipe
