@@ -1,5 +1,6 @@
 /** @tiered-jobs/publisher: publish Tiered Jobs from TypeScript, as the Python publisher does on its common path. */
 export { Publisher, DEFAULT_RESEND } from "./publisher.js";
+export { defaultSqs } from "./clients.js";
 export type { JobMap, JobOf, PublisherOptions, ResendPolicy, SqsSender } from "./publisher.js";
 export type { Job, PublishOptions } from "./prepare.js";
 export { DiscoveryError, InvalidJobError, NotSupportedError, PublishError } from "./errors.js";

@@ -7,8 +7,8 @@ import {
   SendMessageBatchCommand,
   type SendMessageBatchCommandOutput,
   type SendMessageBatchRequestEntry,
-  SQSClient,
 } from "@aws-sdk/client-sqs";
+import { defaultSqs } from "./clients.js";
 import { type Deployment, fromEnv, fromStage, type SsmSender } from "./discovery.js";
 import { NotSupportedError, PublishError, type PublishResult } from "./errors.js";
 import { SQS_MAX_BATCH_ENTRIES, SQS_MAX_MESSAGE_BYTES, packBatches } from "./limits.js";
@@ -113,7 +113,7 @@ export class Publisher<Jobs extends JobMap = Record<string, Record<string, unkno
     this.queues = { ...queues };
     this.routes = routes;
     this.schemas = options.schemas ?? PayloadSchemas.fromEnv();
-    this.sqs = options.sqs ?? new SQSClient({});
+    this.sqs = options.sqs ?? defaultSqs();
     this.resend = resend;
     this.sleep = options.sleep ?? ((seconds) => new Promise((resolve) => setTimeout(resolve, seconds * 1000)));
     this.random = options.random ?? Math.random;

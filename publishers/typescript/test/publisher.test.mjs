@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
+  defaultSqs,
   DiscoveryError,
   fromEnv,
   fromStage,
@@ -201,5 +202,18 @@ describe("discovery", () => {
     assert.equal(publisher.queues.t11, queueUrl("t11"));
     assert.deepEqual(publisher.routes.tierFor("any.job"), { tier: "t11" });
     await assert.rejects(fromStage("prod", ssm), /SSM parameter \/tiered-jobs\/prod\/tiers not found: is stage "prod" deployed/);
+  });
+});
+
+describe("the default SQS client", () => {
+  it("sends to the environment's endpoint, not to each queue URL's host", async () => {
+    for (const [env, expected] of [
+      [{ AWS_ENDPOINT_URL: "http://127.0.0.1:4566" }, "127.0.0.1"],
+      [{ AWS_ENDPOINT_URL: "http://127.0.0.1:4566", AWS_ENDPOINT_URL_SQS: "http://localhost:9324" }, "localhost"],
+    ]) {
+      const client = defaultSqs(env);
+      assert.equal((await client.config.endpoint()).hostname, expected);
+    }
+    assert.equal(defaultSqs({}).config.endpoint, undefined); // the SDK's own resolution, and the queue URL's host
   });
 });
