@@ -50,7 +50,8 @@ def dlq_inspect(
             return
         terminal().print(
             f"{answer['matched']} letter(s) read from the {escape(tier)} DLQ in {len(answer['groups'])} group(s); "
-            f"{answer['left_in_dlq']} in the DLQ now ({_stopped(answer)})."
+            f"{answer['left_in_dlq']} in the DLQ now ({_stopped(answer)}).",
+            soft_wrap=True,  # one line in a pipe, as the table's rows are
         )
         _print_outside_window(answer)
         print_groups(answer["groups"])
