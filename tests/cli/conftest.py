@@ -1,5 +1,5 @@
-"""Fixtures: the miniature stack of the publisher tests, a CLI runner with a wide terminal, the stage's
-scheduled-jobs parts."""
+"""Fixtures: the miniature stack of the publisher tests, CLI runners with a wide terminal (``cli`` on the
+miniature stage, ``run`` with the arguments as given), the stage's scheduled-jobs parts."""
 
 from __future__ import annotations
 
@@ -25,6 +25,16 @@ def cli():
         return runner.invoke(app, ["--stage", stage, *args])
 
     return invoke
+
+
+@pytest.fixture
+def run(aws):
+    """``run("--stage", "dev", "teardown")`` runs the CLI in-process with its arguments as given (no stage
+    added: the teardown tests name theirs) on the embedded AWS, and returns the result."""
+    from tiered_jobs.cli import app
+
+    runner = CliRunner(env={"COLUMNS": "250"})
+    return lambda *args, input=None: runner.invoke(app, list(args), input=input)
 
 
 @pytest.fixture

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 
 import boto3
-import pytest
-from typer.testing import CliRunner
 
 from tiered_jobs.contract.names import (
     STAGE_TAG,
@@ -142,14 +140,6 @@ def _buckets(stage: str, stack: str | None = None) -> list[str]:
         for b in boto3.client("s3").list_buckets()["Buckets"]
         if b["Name"].startswith(f"{(stack or stack_name(stage)).lower()}-")
     ]
-
-
-@pytest.fixture
-def run(aws):
-    from tiered_jobs.cli import app
-
-    runner = CliRunner(env={"COLUMNS": "250"})
-    return lambda *args, input=None: runner.invoke(app, list(args), input=input)
 
 
 def _remaining(stage: str, stack: str | None = None) -> dict[str, list]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import boto3
 
-from tests.cli.test_teardown import _buckets, run  # noqa: F401 -- run is the CLI fixture
+from tests.cli.test_teardown import _buckets
 from tiered_jobs.contract.names import STAGE_TAG, stack_name
 
 
@@ -20,7 +20,7 @@ def _bucket(name: str, tags: dict[str, str] | None, bodies: int) -> str:
     return name
 
 
-def test_the_stages_large_payload_bucket_is_emptied_and_deleted_a_users_own_bucket_kept(run):  # noqa: F811
+def test_the_stages_large_payload_bucket_is_emptied_and_deleted_a_users_own_bucket_kept(run):
     prefix = stack_name("dev").lower()
     ours = _bucket(f"{prefix}-largepayloadsbucket3bd3e6d8-1a2b3c4d5e6f", {STAGE_TAG: "dev"}, bodies=3)
     theirs = _bucket(f"{prefix}-uploadsbucket3a4b5c6d-jkl", None, bodies=1)

@@ -109,11 +109,6 @@ class Dlq:
         return response
 
 
-@pytest.fixture
-def dlq(aws) -> Dlq:
-    return make_dlq()
-
-
 def make_dlq() -> Dlq:
     """A tier with the default idempotency window (inside ``mock_aws``)."""
     sqs = boto3.client("sqs", region_name=REGION)

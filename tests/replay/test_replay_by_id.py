@@ -8,16 +8,11 @@ from datetime import timedelta
 
 import pytest
 
-from tests.replay.test_replay import Dlq, Wrapper, job, make_dlq, old_job
+from tests.replay.test_replay import Wrapper, job, old_job
 from tests.support.crash_stories import Crashing, _crash_after_the_effect
 from tiered_jobs.contract.names import Replay
 from tiered_jobs.contract.replay_events import OUTCOMES
 from tiered_jobs.replay import JsonLinesArchive, TierQueues, parse_event, read_archive, run
-
-
-@pytest.fixture
-def dlq(aws) -> Dlq:
-    return make_dlq()
 
 
 def keys(messages: list[dict]) -> list[str]:

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import boto3
 import pytest
 
-from tests.replay.test_replay import NOW, Dlq, Wrapper, iso, job, make_dlq
+from tests.replay.test_replay import NOW, Wrapper, iso, job
 from tiered_jobs.contract.names import DeadLetter, Env
 from tiered_jobs.handlers.replay import handler
 from tiered_jobs.replay import (
@@ -20,11 +20,6 @@ from tiered_jobs.replay import (
     read_archive,
 )
 from tiered_jobs.runtime import aws as runtime_aws
-
-
-@pytest.fixture
-def dlq(aws) -> Dlq:
-    return make_dlq()
 
 
 def test_discard_archives_each_letter_whole_then_deletes_it(dlq, tmp_path):

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.replay.test_replay import NOW, dlq, iso  # noqa: F401 -- the dlq fixture
+from tests.replay.test_replay import NOW, iso
 from tiered_jobs.contract.envelope import build
 from tiered_jobs.replay import ReplayEventError, parse_event
 
@@ -18,7 +18,7 @@ def letter(key: str, deadline) -> str:
 
 
 @pytest.mark.parametrize("dry_run", [True, False])
-def test_a_replay_leaves_expired_letters_and_reports_them(dlq, dry_run):  # noqa: F811
+def test_a_replay_leaves_expired_letters_and_reports_them(dlq, dry_run):
     late = dlq.dead_letter(letter("late", NOW - timedelta(seconds=1)))
     soon = dlq.dead_letter(letter("soon", NOW + timedelta(minutes=5)))
     plain = dlq.dead_letter(letter("plain", None))
@@ -29,7 +29,7 @@ def test_a_replay_leaves_expired_letters_and_reports_them(dlq, dry_run):  # noqa
     assert dlq.counts(dlq.dlq_url) == ((3, 0) if dry_run else (1, 0))
 
 
-def test_include_expired_moves_them_and_applies_to_replay_only(dlq):  # noqa: F811
+def test_include_expired_moves_them_and_applies_to_replay_only(dlq):
     late = dlq.dead_letter(letter("late", NOW - timedelta(hours=1)))
     answer = dlq.run({"action": "replay", "include_expired": True})
     assert (answer["moved"], answer["left_expired"], answer["outcomes"]) == (1, 0, None)

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import boto3
 import pytest
 
-from tests.replay.test_replay import Dlq, job, make_dlq
+from tests.replay.test_replay import Dlq, job
 from tests.support.aws_faults import error_response, refuse
 from tiered_jobs.contract.large_payloads import NATIVE_REPLAY_BOUNDS_ENV, Pointer, size_attribute
 from tiered_jobs.replay import JsonLinesArchive, ReplayEventError, offloaded, parse_event, read_archive, run
@@ -19,11 +19,6 @@ from tiered_jobs.replay.native import start_move_task
 
 BUCKET = "stage-large-payloads"
 KEY = "critical/5b1f"
-
-
-@pytest.fixture
-def dlq(aws) -> Dlq:
-    return make_dlq()
 
 
 @pytest.fixture
