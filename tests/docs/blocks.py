@@ -25,7 +25,8 @@ the rendered page) on the lines right above the fence, one per line:
     fresh virtualenv, synthesizes with the pinned CDK CLI (cdk-nag on) and runs on local mode: the
     block runs there, as a whole app, not here as a fragment.
 
-Blocks without a language, ``text`` and ``mermaid`` are text (file trees, diagrams, output samples).
+Blocks without a language, ``text``, ``mermaid`` and ``ts`` are text (file trees, diagrams, output
+samples; TypeScript is compiled by the TypeScript publisher's own tests).
 The others run so: ``bash``/``sh`` as one script (``set -eo pipefail``); ``console`` one ``$ ``
 prompt at a time, its shown output checked (:func:`output_problems`); ``python`` in a subprocess, as
 pasted into ``python -``; ``json`` parsed, and checked by the contract or the settings model when it
@@ -50,8 +51,9 @@ PYTHON = "python"
 JSON = "json"
 #: A CI workflow: parsed, its steps' commands checked against the tools (never run: it deploys).
 YAML = "yaml"
-#: Not code: file trees, diagrams, output samples.
-TEXT = frozenset({"", "text", "mermaid"})
+#: Not code: file trees, diagrams, output samples; and TypeScript, whose calls the TypeScript publisher's
+#: own ``npm test`` compiles (publishers/typescript/example/publish.ts), not this test.
+TEXT = frozenset({"", "text", "mermaid", "ts"})
 LANGUAGES = SHELL | TEXT | {CONSOLE, PYTHON, JSON, YAML}
 
 DIRECTIVES = ("skip", "given", "replace", "background", "session", "app-file")
