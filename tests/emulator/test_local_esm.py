@@ -7,7 +7,6 @@ import hashlib
 import threading
 from pathlib import Path
 
-import boto3
 import pytest
 
 from emulator.esm import (
@@ -57,29 +56,6 @@ class ScriptedInvoker:
 
     def close(self):
         pass
-
-
-@pytest.fixture
-def sqs(aws):
-    return boto3.client("sqs", region_name=REGION)
-
-
-def create_queue(sqs, name: str, visibility_timeout: int) -> tuple[str, str]:
-    url = sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": str(visibility_timeout)})["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    return url, arn
-
-
-@pytest.fixture
-def queue(sqs):
-    """Visibility 0: whatever the runtime does not delete is visible again at once, for inspection."""
-    return create_queue(sqs, "jobs", 0)
-
-
-@pytest.fixture
-def busy_queue(sqs):
-    """A normal visibility timeout, for runs with several pollers."""
-    return create_queue(sqs, "busy", 30)
 
 
 def mapping(queue, handler="tests.emulator.local_fake_handlers.describe", **overrides) -> MappingConfig:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from emulator.esm import MappingControl, MappingRuntime
 from emulator.invokers import in_process_factory
 from tests.emulator.local_support import PATIENCE_SECONDS, wait_until
-from tests.emulator.test_local_esm import busy_queue, mapping, queue, sqs  # noqa: F401 - fixtures
+from tests.emulator.test_local_esm import mapping
 
 
-def test_a_disabled_mapping_receives_nothing_until_it_is_enabled(sqs, busy_queue):  # noqa: F811
+def test_a_disabled_mapping_receives_nothing_until_it_is_enabled(sqs, busy_queue):
     """A visibility timeout (``busy_queue``): a job received is not received again meanwhile."""
     for n in range(4):
         sqs.send_message(QueueUrl=busy_queue[0], MessageBody=f"job-{n}")
@@ -41,7 +41,7 @@ def test_a_disabled_mapping_receives_nothing_until_it_is_enabled(sqs, busy_queue
         runtime.stop(10)
 
 
-def test_the_pollers_held_back_by_the_mappings_state_are_known_and_released_when_it_allows(sqs, queue):  # noqa: F811
+def test_the_pollers_held_back_by_the_mappings_state_are_known_and_released_when_it_allows(sqs, queue):
     """What a test waits on instead of a sleep: which pollers the state holds back (a pause has taken
     effect once all do, as Lambda's ``Disabled`` follows ``Disabling``)."""
     control = {"now": MappingControl(enabled=True, maximum_concurrency=2)}
@@ -69,7 +69,7 @@ def test_the_pollers_held_back_by_the_mappings_state_are_known_and_released_when
         runtime.stop(10)
 
 
-def test_a_lowered_maximum_concurrency_idles_the_pollers_above_it(queue):  # noqa: F811
+def test_a_lowered_maximum_concurrency_idles_the_pollers_above_it(queue):
     control = {"now": MappingControl(enabled=True, maximum_concurrency=2)}
     runtime = MappingRuntime(
         mapping(queue, maximum_concurrency=5), in_process_factory(), None, control=lambda: control["now"]
