@@ -5,49 +5,26 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta, timezone
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 
 from bench.calls import CallCounter
+from tests.publisher.conftest import GROUP
 from tests.support.aws_faults import lose_answers
 from tests.support.clock import ManualClock
 from tests.support.stack import received_bodies
 from tiered_jobs.contract.envelope import MAX_IDEMPOTENCY_KEY_CHARS
-from tiered_jobs.contract.names import Schedules
 from tiered_jobs.contract.routing import Routes
 from tiered_jobs.contract.schedules import DEBOUNCED_KEY_SUFFIX_CHARS, one_time_schedule_name
 from tiered_jobs.publisher import InvalidJobError, Job, Publisher
-from tiered_jobs.stage.scheduling import OneTimeJobs, SchedulingTarget
+from tiered_jobs.stage.scheduling import OneTimeJobs
 
 NOW = datetime(2030, 5, 1, 12, 0, 10, tzinfo=timezone.utc)
-GROUP = Schedules.group_name("test")
 
 
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock(NOW)
-
-
-@pytest.fixture
-def scheduler(aws):
-    client = boto3.client("scheduler")
-    client.create_schedule_group(Name=GROUP)
-    return client
-
-
-@pytest.fixture
-def target(deployment, sqs) -> SchedulingTarget:
-    arns = {
-        tier: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        for tier, url in deployment.queue_urls.items()
-    }
-    return SchedulingTarget(
-        group_name=GROUP,
-        role_arn="arn:aws:iam::123456789012:role/one-time",
-        dlq_arn="arn:aws:sqs:us-east-1:123456789012:schedules-dlq",
-        queue_arns=arns,
-    )
 
 
 @pytest.fixture

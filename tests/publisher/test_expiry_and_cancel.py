@@ -3,7 +3,6 @@ sent now, delayed or scheduled (and of each job of a batch), a deadline that cou
 with nothing sent, and ``cancel`` deletes a pending schedule or marks a queued job, answering clearly for a
 job that already ran or cannot be found."""
 
-# ruff: noqa: F401, F811 -- the scheduling fixtures are imported from test_scheduled.py and requested by name
 from __future__ import annotations
 
 import json
@@ -12,7 +11,8 @@ from datetime import datetime, timedelta, timezone
 import boto3
 import pytest
 
-from tests.publisher.test_scheduled import GROUP, NOW, scheduler, target
+from tests.publisher.conftest import GROUP
+from tests.publisher.test_scheduled import NOW
 from tests.support.stack import IDEMPOTENCY_TTL_SECONDS, received_bodies
 from tiered_jobs.contract import job_ends
 from tiered_jobs.contract.idempotency import RecordAttributes, record_id

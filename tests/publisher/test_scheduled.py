@@ -10,35 +10,15 @@ import boto3
 import botocore.session
 import pytest
 
+from tests.publisher.conftest import GROUP, ROLE_ARN
 from tests.support.stack import received_bodies
 from tiered_jobs.contract.names import SQS_MAX_MESSAGE_BYTES, Schedules, Ssm
 from tiered_jobs.contract.routing import Routes
 from tiered_jobs.contract.schedules import MAX_TARGET_INPUT_BYTES, one_time_problems, one_time_schedule_name
 from tiered_jobs.publisher import InvalidJobError, Job, Publisher
 from tiered_jobs.stage.discovery import DiscoveryError
-from tiered_jobs.stage.scheduling import SchedulingTarget
 
 NOW = datetime(2030, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
-GROUP = Schedules.group_name("test")
-ROLE_ARN = "arn:aws:iam::123456789012:role/one-time"
-
-
-@pytest.fixture
-def scheduler(aws):
-    client = boto3.client("scheduler")
-    client.create_schedule_group(Name=GROUP)
-    return client
-
-
-@pytest.fixture
-def target(deployment, sqs) -> SchedulingTarget:
-    arns = {
-        tier: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        for tier, url in deployment.queue_urls.items()
-    }
-    dlq = sqs.create_queue(QueueName="schedules-dlq")["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    return SchedulingTarget(group_name=GROUP, role_arn=ROLE_ARN, dlq_arn=dlq_arn, queue_arns=arns)
 
 
 @pytest.fixture
