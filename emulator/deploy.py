@@ -28,7 +28,14 @@ from emulator.template import Resolver
 from tiered_jobs.cdk.dependencies import LAYER_PYTHON_DIR
 from tiered_jobs.cdk.packaging import JobsSource
 from tiered_jobs.cdk.settings.local import METADATA_KEY as LOCAL_PROFILE_METADATA_KEY
-from tiered_jobs.contract.names import LOCAL_OVERRIDES_CONTEXT_KEY, TEMPLATE_METADATA_KEY, Alarms, Outputs, Ssm
+from tiered_jobs.contract.names import (
+    LOCAL_MODE_STACK_TAG,
+    LOCAL_OVERRIDES_CONTEXT_KEY,
+    TEMPLATE_METADATA_KEY,
+    Alarms,
+    Outputs,
+    Ssm,
+)
 
 #: This repository's checkout: its own app (``app.py``, ``cdk.json``, ``functions/``) is the default one.
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -293,6 +300,7 @@ def deploy(endpoint: Endpoint, assembly: Assembly, clients: Callable[[str], Any]
         StackName=assembly.stack_name,
         TemplateURL=f"https://{bucket}.s3.amazonaws.com/{template_key}",  # the template is over TemplateBody's 51 KB
         Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"],
+        Tags=[{"Key": LOCAL_MODE_STACK_TAG, "Value": "true"}],  # operator commands tell local mode by it
     )
     stack = cloudformation.describe_stacks(StackName=assembly.stack_name)["Stacks"][0]
     if stack["StackStatus"] != "CREATE_COMPLETE":

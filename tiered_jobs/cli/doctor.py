@@ -30,7 +30,7 @@ def doctor(
     with reported_errors():
         target: Target = ctx.obj
         deployment = target.deployment()
-        report = checks.diagnose(target.stage, list(deployment.tiers), target.client)
+        report = checks.diagnose(target.stage, list(deployment.tiers), target.client, local_mode=deployment.local_mode)
         if as_json:
             terminal().print_json(data=report.to_dict())
         else:

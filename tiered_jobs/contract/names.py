@@ -29,6 +29,9 @@ CONTEXT_KEY = "tiered_jobs"
 #: ``{"settings": {...}, "tier_settings": {...}}``, applied over the app's own settings (from
 #: ``cdk.json`` or code) by the settings model before validation (``with_local_overrides``).
 LOCAL_OVERRIDES_CONTEXT_KEY = "tiered_jobs:local"
+#: The tag local mode puts on the stack it deploys (value ``true``): what an operator command reads to know
+#: that the account it talks to is local mode's embedded AWS (``doctor`` then reports local mode's own limits).
+LOCAL_MODE_STACK_TAG = "tiered-jobs:local-mode"
 PROJECT = "tiered-jobs"
 
 #: Largest message SQS accepts (bytes of body plus attributes).

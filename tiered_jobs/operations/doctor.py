@@ -85,12 +85,15 @@ class Report:
         return {"stage": self.stage, "failed": self.failed, "checks": [check.to_dict() for check in self.checks]}
 
 
-def diagnose(stage: str, tiers: Iterable[str], client: Clients) -> Report:
-    """Read the stage's tiers and the account's limits, and compare them."""
+def diagnose(stage: str, tiers: Iterable[str], client: Clients, *, local_mode: bool = False) -> Report:
+    """Read the stage's tiers and the account's limits, and compare them; in local mode (``local_mode``: the
+    stack carries its tag), its own limits instead of an account's (:func:`local_checks`)."""
     from botocore.exceptions import ClientError
 
     checks: list[Check] = []
     concurrency = _tiers(stage, list(tiers), client, checks)
+    if local_mode:
+        return Report(stage, checks + local_checks(concurrency) + reservation_checks(concurrency))
     try:
         limits = client("lambda").get_account_settings()["AccountLimit"]
     except ClientError as exc:
@@ -177,6 +180,28 @@ def account_checks(tiers: list[TierConcurrency], limits: dict[str, Any]) -> list
             )
         )
     return checks
+
+
+def local_checks(tiers: list[TierConcurrency]) -> list[Check]:
+    """Local mode's answers: it has no account pool and no quotas (its embedded AWS serves neither, and asking
+    printed its errors in the ``up`` terminal), only the tiers' own caps, each unit a worker process."""
+    uncapped = [t.tier for t in tiers if t.max_concurrency is None]
+    runs = f"the tiers run at most {sum(t.max_concurrency or 0 for t in tiers)} consumers at once ({_caps(tiers)})"
+    if uncapped:
+        runs += f"; {', '.join(uncapped)} has no maximum concurrency"
+    return [
+        Check(
+            "Lambda concurrency",
+            OK,
+            f"local mode: {runs}, each an execution environment in a worker process on this machine; there is no "
+            "account pool to share, so nothing is throttled",
+        ),
+        Check(
+            "Service quotas",
+            OK,
+            "local mode has no Lambda, Scheduler or SQS quota: run doctor against the account you deploy to",
+        ),
+    ]
 
 
 def reservation_checks(tiers: list[TierConcurrency]) -> list[Check]:

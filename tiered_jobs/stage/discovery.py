@@ -26,7 +26,7 @@ from typing import Any
 from tiered_jobs.contract.errors import USAGE, TieredJobsError
 
 from ..contract.large_payloads import OFF, Offload
-from ..contract.names import DEFAULT_TIERS, Env, Outputs, PublisherParameters, Ssm
+from ..contract.names import DEFAULT_TIERS, LOCAL_MODE_STACK_TAG, Env, Outputs, PublisherParameters, Ssm
 from ..contract.routing import Routes
 from ..contract.tiers import TierQueues
 
@@ -70,6 +70,8 @@ class Deployment:
     batch_table_name: str | None = None
     #: The tiers that store bodies over a threshold in the stage's bucket (``large_payloads``), by name.
     large_payloads: Mapping[str, Offload] = field(default_factory=dict)
+    #: The stack carries local mode's tag (``LOCAL_MODE_STACK_TAG``): the account is local mode's embedded AWS.
+    local_mode: bool = False
 
     def tier(self, name: str) -> TierQueues:
         try:
@@ -161,6 +163,9 @@ def from_stack_outputs(stack_name: str, *, cloudformation: Any = None, stage: st
         unique_table_name=outputs.get(Outputs.UNIQUE_TABLE_NAME),
         batch_table_name=outputs.get(Outputs.BATCH_TABLE_NAME),
         large_payloads=_offloads({name: outputs.get(Outputs.tier(name, Outputs.LARGE_PAYLOADS)) for name in tiers}),
+        local_mode=any(
+            tag.get("Key") == LOCAL_MODE_STACK_TAG and tag.get("Value") == "true" for tag in stacks[0].get("Tags", [])
+        ),
     )
 
 
