@@ -8,8 +8,10 @@ the tier's receives, so a job can reach the DLQ by SQS's redrive having run fewe
 actually runs (its event source mappings, named by the SSM parameters it publishes, and each
 consumer's reserved concurrency) rather than ``cdk.json``: a hand-edited mapping counts as it is.
 
-Service Quotas is often not granted to operators, and the local mode's moto answers few quotas: a
-quota that cannot be read is a check whose status is ``not readable``, never a failure of the command.
+Service Quotas is often not granted to operators: a quota that cannot be read is a check whose status
+is ``not readable``, never a failure of the command. Local mode (its stack's tag) has neither an account
+pool nor quotas, and its embedded AWS serves neither: it is answered from the tiers' caps alone
+(:func:`local_checks`), so no such call reaches it.
 
 Its AWS calls, for ``n`` tiers: one ``GetParameters`` per 10 tiers (the mappings' UUIDs), per tier
 one ``GetEventSourceMapping`` and one ``GetFunctionConcurrency``, one ``GetAccountSettings``, one
