@@ -8,6 +8,7 @@ import json
 import boto3
 import pytest
 
+from bench.calls import CallCounter
 from tests.support.stack import ROUTES, FakeDeployment, deploy
 from tiered_jobs.contract.names import Schedules
 from tiered_jobs.contract.routing import Routes
@@ -75,3 +76,9 @@ def target(deployment, sqs) -> SchedulingTarget:
     dlq = sqs.create_queue(QueueName="schedules-dlq")["QueueUrl"]
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     return SchedulingTarget(group_name=GROUP, role_arn=ROLE_ARN, dlq_arn=dlq_arn, queue_arns=arns)
+
+
+@pytest.fixture
+def counter() -> CallCounter:
+    """Counts the requests of the clients attached to it (``counter.attach(client)``), by service and operation."""
+    return CallCounter()

@@ -19,11 +19,6 @@ ON_SUCCESS = (CALLBACK_TYPE, {"counter": "done", "amount": 1})
 
 
 @pytest.fixture
-def counter() -> CallCounter:
-    return CallCounter()
-
-
-@pytest.fixture
 def publisher(tier, counter) -> Publisher:
     create_batch_table(tier.dynamodb, TABLE)
     callbacks = tier.sqs.create_queue(QueueName="reports")["QueueUrl"]

@@ -8,7 +8,6 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from botocore.exceptions import ClientError
 
-from bench.calls import CallCounter
 from tests.publisher.conftest import GROUP
 from tests.support.aws_faults import lose_answers
 from tests.support.clock import ManualClock
@@ -25,11 +24,6 @@ NOW = datetime(2030, 5, 1, 12, 0, 10, tzinfo=timezone.utc)
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock(NOW)
-
-
-@pytest.fixture
-def counter() -> CallCounter:
-    return CallCounter()
 
 
 @pytest.fixture

@@ -31,11 +31,6 @@ def dynamodb(aws):
 
 
 @pytest.fixture
-def counter() -> CallCounter:
-    return CallCounter()
-
-
-@pytest.fixture
 def unique_publisher(deployment, sqs, dynamodb, clock, counter, waits) -> Publisher:
     return Publisher(
         deployment.queue_urls,
