@@ -132,6 +132,40 @@ def test_a_last_receive_copy_waits_out_the_hold_so_a_short_sweep_never_reads_it(
     assert everything(deployment.dlq_urls["critical"]) == []
 
 
+def test_a_last_receive_copy_carries_what_the_consumers_copies_carry_its_step_included(deployment, target):
+    """The sweep writes the carry protocol the consumer writes (``contract/carry.py``): a stepped job's
+    copy keeps its step (without it, step 2 would read as a duplicate of step 0 and run nothing), its
+    attempts and enqueue time, and the publisher's own attributes; never a letter's or a replay's."""
+    redrive_after(deployment, 2)
+    sqs = boto3.client("sqs")
+    url = deployment.queue_urls["critical"]
+    text = {"DataType": "String", "StringValue": "x"}
+    step = {"DataType": "Number", "StringValue": "2"}
+    enqueued = {"DataType": "String", "StringValue": "2026-12-07T10:00:00.000Z"}
+    send(
+        deployment,
+        "payments.refund",
+        "stepped",
+        **{"team": text, "TieredJobs.Step": step, "TieredJobs.EnqueuedAt": enqueued, "Replay.Count": step},
+    )
+    (first,) = sqs.receive_message(QueueUrl=url).get("Messages", [])
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=first["ReceiptHandle"], VisibilityTimeout=0)
+    sent: list[dict[str, Any]] = []
+    target.client("sqs").meta.events.register(
+        "provide-client-params.sqs.SendMessage", lambda params, **kwargs: sent.append(dict(params))
+    )
+    assert sweep.bulk_cancel(target, "payments.capture").recopied == 1
+    (copy,) = sent
+    carried = {name: value["StringValue"] for name, value in copy["MessageAttributes"].items()}
+    assert carried == {
+        "team": "x",
+        "TieredJobs.Step": "2",
+        "TieredJobs.PriorAttempts": "1",
+        "TieredJobs.EnqueuedAt": "2026-12-07T10:00:00.000Z",
+        "TieredJobs.FirstFailedAt": carried["TieredJobs.FirstFailedAt"],  # its first receive's time
+    }
+
+
 def test_a_last_receive_copy_is_sent_within_the_hold_of_a_sweep_longer_than_the_hold(deployment, target, monkeypatch):
     """Each receive of the sweep lasts longer than the hold (an injected clock): a copy sent at the sweep's
     end would come after SQS had made the original visible again, for the redrive to move it without

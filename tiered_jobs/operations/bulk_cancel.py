@@ -41,9 +41,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from ..contract import envelope
+from ..contract import carry, envelope
 from ..contract import trace_header as traces
-from ..contract.names import SQS_MAX_BATCH_ENTRIES, Attributes, DeadLetter, Replay
+from ..contract.names import SQS_MAX_BATCH_ENTRIES
+from ..contract.steps import step_of
 from ..contract.times import iso_text, parse_iso
 from ..replay import offloaded
 from ..stage import cancelling
@@ -63,7 +64,6 @@ COPY_DELAY_SECONDS = HOLD_SECONDS
 #: A long poll asks every SQS server, so an empty answer means nothing is visible (read when the sweep
 #: runs: a test on an emulated SQS, which answers a short poll completely, may set it to 0).
 RECEIVE_WAIT_SECONDS = 1
-_NOT_CARRIED = (DeadLetter.PREFIX, Attributes.PREFIX, Replay.PREFIX)
 
 
 @dataclass(frozen=True)
@@ -238,22 +238,26 @@ def _recopy(sqs: Any, queue_url: str, message: dict[str, Any], job: envelope.Env
     system = message.get("Attributes", {})
     user = message.get("MessageAttributes", {})
     count = int(system.get("ApproximateReceiveCount", "1"))
-    prior = int(user.get(Attributes.PRIOR_ATTEMPTS, {}).get("StringValue", "0") or 0)
+    state = carry.Read({name: value.get("StringValue") for name, value in user.items()})
     sent = datetime.fromtimestamp(int(system.get("SentTimestamp", "0")) / 1000, timezone.utc)
-    attributes = {name: value for name, value in user.items() if not name.startswith(_NOT_CARRIED)}
-    attributes[Attributes.PRIOR_ATTEMPTS] = {"DataType": "Number", "StringValue": str(prior + count - 1)}
-    enqueued = user.get(Attributes.ENQUEUED_AT, {}).get("StringValue") or iso_text(sent)
-    attributes[Attributes.ENQUEUED_AT] = {"DataType": "String", "StringValue": enqueued}
-    first_failed = user.get(Attributes.FIRST_FAILED_AT, {}).get("StringValue")
+    first_failed = state.first_failed_at
     if first_failed is None and count > 1 and system.get("ApproximateFirstReceiveTimestamp"):
         first = datetime.fromtimestamp(int(system["ApproximateFirstReceiveTimestamp"]) / 1000, timezone.utc)
         first_failed = iso_text(first)
-    if first_failed is not None:
-        attributes[Attributes.FIRST_FAILED_AT] = {"DataType": "String", "StringValue": first_failed}
-    attributes = {
+    publisher_own = {
         name: {k: v for k, v in value.items() if k in ("DataType", "StringValue", "BinaryValue")}
-        for name, value in attributes.items()
+        for name, value in carry.kept(user).items()
     }
+    # the sweep's receive ran nothing, the earlier ones of this message did; a stepped job keeps its step
+    attributes = carry.write(
+        publisher_own,
+        prior_attempts=state.prior_attempts + count - 1,
+        enqueued_at=state.enqueued_at or iso_text(sent),
+        first_failed_at=first_failed,
+        step=step_of(user),
+    )
+    if attributes is None:  # no copy keeps its count: released as read, its receive spent
+        return None
     extra: dict[str, Any] = {"MessageGroupId": job.tenant} if job is not None and job.tenant else {}
     if system.get(traces.ATTRIBUTE):  # the job's runs keep linking to the publishing request
         extra["MessageSystemAttributes"] = traces.system_attributes(system[traces.ATTRIBUTE])

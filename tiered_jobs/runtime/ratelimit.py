@@ -515,7 +515,7 @@ class RateLimiter:
                 return verdict
             busy = verdict.held and bucket.busy_past(wait)
         if busy:  # the rest of the batch in that bucket cannot start within the bound either: one write
-            rest = [_Pending(message_id) for message_id in self._pending_in(gate, spec)]
+            rest: list[LimitedRecord] = [_Pending(message_id) for message_id in self._pending_in(gate, spec)]
             members = rest if claimed else [record, *rest]
             if members:
                 self._admit_group(gate, spec, members, wait)

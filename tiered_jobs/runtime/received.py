@@ -35,9 +35,10 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from tiered_jobs.contract import carry
 from tiered_jobs.contract import envelope as envelope_rules
 from tiered_jobs.contract import trace_header as traces
-from tiered_jobs.contract.names import Attributes, DeadLetter
+from tiered_jobs.contract.names import DeadLetter
 from tiered_jobs.contract.times import parse_iso
 
 #: Job type label for records whose envelope could not be read, or whose type is not registered
@@ -78,11 +79,12 @@ class Carried:
         text = {name: (value or {}).get("stringValue") for name, value in attributes.items()}
         if any(name.startswith(DeadLetter.PREFIX) for name in text):
             return cls(first_failed_at=parse_iso(text.get(DeadLetter.FIRST_FAILED_AT)), replayed_natively=True)
+        state = carry.Read(text)
         return cls(
-            prior_attempts=_count(text.get(Attributes.PRIOR_ATTEMPTS)),
-            enqueued_at=parse_iso(text.get(Attributes.ENQUEUED_AT)),
-            first_failed_at=parse_iso(text.get(Attributes.FIRST_FAILED_AT)),
-            turn=text.get(Attributes.TURN),
+            prior_attempts=state.prior_attempts,
+            enqueued_at=parse_iso(state.enqueued_at),
+            first_failed_at=parse_iso(state.first_failed_at),
+            turn=state.turn,
         )
 
 

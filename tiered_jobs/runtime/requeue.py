@@ -28,22 +28,18 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from tiered_jobs.contract import carry
 from tiered_jobs.contract.names import (
     SQS_MAX_MESSAGE_ATTRIBUTES,
     SQS_MAX_MESSAGE_BYTES,
     Attributes,
-    DeadLetter,
-    Replay,
 )
 from tiered_jobs.contract.sqs_limits import message_size, pack_batches
-from tiered_jobs.contract.steps import STEP_ATTRIBUTE, step_of
+from tiered_jobs.contract.steps import step_of
 from tiered_jobs.contract.times import iso_text
 from tiered_jobs.contract.trace_header import system_attributes
 
 from .received import Received
-
-#: Prefixes of the attributes a copy never takes from the message it copies (it sets its own ``TieredJobs.*``).
-_NOT_CARRIED = (DeadLetter.PREFIX, Attributes.PREFIX, Replay.PREFIX)
 
 
 class Copy:
@@ -72,36 +68,18 @@ class Copy:
     def attributes(self) -> dict[str, dict[str, Any]] | None:
         """The copy's attributes; ``None`` when SQS's 10 attributes leave no room for the attempts."""
         record = self.record
-        kept = {name: value for name, value in record.api_attributes().items() if not name.startswith(_NOT_CARRIED)}
-        state = {
-            # The receive that held or deferred the job ran nothing: not one of its attempts.
-            Attributes.PRIOR_ATTEMPTS: {"DataType": "Number", "StringValue": str(max(0, record.attempt - 1))},
-            Attributes.ENQUEUED_AT: {
-                "DataType": "String",
-                "StringValue": iso_text(self.enqueued_at or record.enqueued_at),
-            },
-        }
-        step = self.step if self.step is not None else step_of(record.attributes)
-        if step:
-            # Second only to the attempts: without it a later step would read as a duplicate of the first.
-            state = {
-                Attributes.PRIOR_ATTEMPTS: state[Attributes.PRIOR_ATTEMPTS],
-                STEP_ATTRIBUTE: {"DataType": "Number", "StringValue": str(step)},
-                **state,
-            }
         first_failed = record.carried.first_failed_at or (
             record.first_received_at if record.receive_count > 1 else None
         )
-        if first_failed is not None:
-            state[Attributes.FIRST_FAILED_AT] = {"DataType": "String", "StringValue": iso_text(first_failed)}
-        if self.turn is not None:
-            # Last: without room for it the copy only claims a token again when it returns.
-            state[Attributes.TURN] = {"DataType": "String", "StringValue": self.turn}
-        room = SQS_MAX_MESSAGE_ATTRIBUTES - len(kept)
-        if room < (2 if step else 1):
-            return None
-        # With little room, the attempts matter most: without them a job could retry for ever.
-        return {**kept, **dict(list(state.items())[:room])}
+        return carry.write(
+            carry.kept(record.api_attributes()),
+            # The receive that held or deferred the job ran nothing: not one of its attempts.
+            prior_attempts=record.attempt - 1,
+            enqueued_at=iso_text(self.enqueued_at or record.enqueued_at),
+            first_failed_at=iso_text(first_failed) if first_failed is not None else None,
+            step=self.step if self.step is not None else step_of(record.attributes),
+            turn=self.turn,
+        )
 
     def entry(self, entry_id: str) -> dict[str, Any] | None:
         """The ``SendMessageBatch`` entry, or ``None`` when no copy SQS would accept can be made."""
