@@ -139,6 +139,9 @@ def up(
         session.start()
     except BaseException as exc:
         signal.signal(signal.SIGTERM, on_sigterm)
+        if isinstance(exc, KeyboardInterrupt):  # Ctrl-C while starting: the session has stopped what it started
+            console.print("stopped.")
+            raise typer.Exit(130) from None
         if not isinstance(exc, CdkAppError):
             raise
         console.print(f"[bold red]error[/bold red]: {escape(str(exc))}", soft_wrap=True)

@@ -101,3 +101,30 @@ def test_ctrl_c_stops_with_two_lines_and_no_traceback_after_a_job_ran():
         "stopping…",
         "stopped.",
     ], after
+
+
+def test_ctrl_c_while_starting_says_stopped_with_no_traceback():
+    process = subprocess.Popen(
+        [sys.executable, "-m", "emulator", "up", "--no-view"],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        start_new_session=True,
+    )
+    seen: list[str] = []
+    try:
+        lines = _lines(process)
+        _until(lines, seen, lambda line: line.startswith("Synthesizing"), READY_SECONDS)  # seconds before ready
+        os.killpg(process.pid, signal.SIGINT)
+        code = process.wait(timeout=EVENT_SECONDS)
+        while (line := lines.get(timeout=EVENT_SECONDS)) is not None:
+            seen.append(line)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    after = "".join(seen[1:])
+    assert code == 130, after  # interrupted, as a shell reports Ctrl-C
+    assert "Traceback" not in after and after.strip().endswith("stopped."), after
