@@ -784,21 +784,16 @@ class Consumer:
 
 
 class _LogKeys:
-    """The record's keys on every log line while it is handled (a context manager: removed after).
-
-    They are set on the logger's formatter, found once per record: Powertools' ``Logger.append_keys``
-    and ``remove_keys`` each look it up again through the logger's handlers."""
+    """The record's keys on every log line while it is handled (a context manager: removed after)."""
 
     KEYS = ("tier", "job_type", "idempotency_key", "message_id", "attempt", "tenant")
 
     def __init__(self, logger: Any, received: Received, tier: str):
         self.logger, self.received, self.tier = logger, received, tier
-        self.formatter: Any = None
 
     def __enter__(self) -> None:
         envelope = self.received.envelope
-        self.formatter = self.logger.registered_formatter
-        self.formatter.append_keys(
+        self.logger.append_keys(
             tier=self.tier,
             job_type=envelope.type if envelope else INVALID_JOB_TYPE,
             idempotency_key=envelope.idempotency_key if envelope else None,
@@ -808,7 +803,7 @@ class _LogKeys:
         )
 
     def __exit__(self, *_: object) -> None:
-        self.formatter.remove_keys(self.KEYS)
+        self.logger.remove_keys(list(self.KEYS))
 
 
 def _by_turn(event: dict[str, Any], invocation: _Invocation) -> dict[str, Any]:
