@@ -81,7 +81,6 @@ def consumer_runtime(
         time_budget_margin_ms=remaining_ms // 10,
         rate_limits=rate_limits,
         rate_limit_table=rate_limit_table,
-        max_receive_count=tier.max_receive_count,
         unique_table=unique_table,
         batch_table=batch_table,
     )

@@ -130,13 +130,9 @@ def test_the_routes_of_a_resources_job_types_decide_its_tiers():
             "least 365 or remove it",
         ),
         (
-            {"tiers": {"bulk": {"redrive_max_receive_count": 6}}},
-            "tier 'bulk': redrive_max_receive_count 6 is above max_attempts 5",
-        ),
-        (
-            {"tiers": {"bulk": {"redrive_max_receive_count": 3}}},
-            "tier 'bulk': redrive_max_receive_count 3 is below max_attempts 5: SQS would move jobs to the DLQ before "
-            "the consumer's last attempts",
+            {"tiers": {"bulk": {"redrive_max_receive_count": 5}}},
+            "tier 'bulk': redrive_max_receive_count is no longer a setting: the queue's redrive count is always "
+            "max_attempts",
         ),
         (
             {"tiers": {"bulk": {"dlq_retention_days": 4}}},
@@ -256,10 +252,9 @@ def test_context_must_be_an_object():
         AppSettings.from_context([])  # type: ignore[arg-type]
 
 
-def test_explicit_visibility_and_receive_count_that_respect_the_rules_are_kept():
+def test_explicit_visibility_that_respects_the_rules_is_kept_and_the_receive_count_is_the_attempts():
     tier = _tier(
         visibility_timeout_seconds=900,
-        redrive_max_receive_count=5,
         batch_size=100,
         batching_window_seconds=10,
         reserved_concurrency=5,

@@ -310,7 +310,7 @@ def test_a_count_not_written_on_the_last_receive_is_dead_lettered_with_its_reaso
         batch.publish("testjobs.gate", {"label": "one"}, "one")
     crashing = Crashing(tier.dynamodb, "transact_write_items", TABLE)
     clients = {"sqs": tier.sqs, "dynamodb": crashing}
-    last_receive = replace(tier.config(), batch_table=TABLE, max_receive_count=1)
+    last_receive = replace(tier.config(max_attempts=1), batch_table=TABLE)  # its first receive is its last
     response = tier.run_batch(Consumer(last_receive, registry, client=clients.__getitem__, rand=lambda: 0.5))
     assert response["batchItemFailures"] == [], "acknowledged: its letter holds it"
     (letter,) = tier.dlq_messages()

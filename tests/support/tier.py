@@ -61,10 +61,13 @@ class Tier:
             dlq_url=self.dlq_url,
             idempotency_table=self.idempotency_table,
             resources=self.resources,
-            retry=RetryPolicy(**retry) if retry else RetryPolicy(),
+            # A queue with a redrive of N is a tier of N attempts: the stack makes them one number.
+            retry=RetryPolicy(**{**self._attempts(), **retry}),
             time_budget_margin_ms=margin_ms,
-            max_receive_count=self.max_receive_count,
         )
+
+    def _attempts(self) -> dict[str, int]:
+        return {"max_attempts": self.max_receive_count} if self.max_receive_count is not None else {}
 
     def consumer(
         self,

@@ -115,7 +115,6 @@ class Tier(Construct):
             Env.QUEUE_URL: self.queue.queue_url,
             Env.DLQ_URL: self.dlq.queue_url,
             Env.MAX_ATTEMPTS: str(tier.max_attempts),
-            Env.MAX_RECEIVE_COUNT: str(tier.max_receive_count),
             # A job's own retry schedule is checked against them (runtime/job_policy.py: JobPolicy.on_tier).
             Env.RETENTION_SECONDS: str(tier.retention_days * 86_400),
             Env.TIMEOUT_SECONDS: str(tier.timeout_seconds),

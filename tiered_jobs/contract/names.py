@@ -96,9 +96,6 @@ class Env:
     IDEMPOTENCY_TTL_SECONDS = "TIERED_JOBS_IDEMPOTENCY_TTL_SECONDS"
     #: Milliseconds: the consumer starts no record when less than this remains of its invocation.
     TIME_BUDGET_MARGIN_MS = "TIERED_JOBS_TIME_BUDGET_MARGIN_MS"
-    #: The main queue's redrive ``maxReceiveCount``: on that receive SQS would move a record it
-    #: gets back to the DLQ without reasons, so the consumer decides its fate itself.
-    MAX_RECEIVE_COUNT = "TIERED_JOBS_MAX_RECEIVE_COUNT"
     #: Consumer: the main queue's retention (seconds), its function's timeout (seconds) and its event source
     #: mapping's batching window (seconds): the time limits a job's own retry schedule is checked against.
     RETENTION_SECONDS = "TIERED_JOBS_RETENTION_SECONDS"

@@ -59,10 +59,6 @@ class TierConfig:
     #: The tier's rate limits and the table of their buckets (``None``: the tier is not limited).
     rate_limits: RateLimits | None = None
     rate_limit_table: str | None = None
-    #: The main queue's redrive ``maxReceiveCount`` (``None``: ``retry.max_attempts``, which the
-    #: stack's guardrail makes it equal to). On that receive a record the consumer returned would
-    #: be moved to the DLQ by SQS without reasons, so the consumer never returns one then.
-    max_receive_count: int | None = None
     #: The stage's unique-jobs table: a finished job whose envelope carries ``unique_lock`` releases its
     #: lock there (``None``: a stack before unique jobs; such a lock ends with its window).
     unique_table: str | None = None
@@ -85,7 +81,10 @@ class TierConfig:
 
     @property
     def receive_limit(self) -> int:
-        return self.max_receive_count if self.max_receive_count is not None else self.retry.max_attempts
+        """The main queue's redrive ``maxReceiveCount``: the stack makes it the tier's ``max_attempts``. On
+        that receive a record the consumer returned would be moved to the DLQ by SQS without reasons, so the
+        consumer never returns one then."""
+        return self.retry.max_attempts
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TierConfig:
@@ -122,9 +121,6 @@ class TierConfig:
                 from tiered_jobs.contract.rate_limits import RateLimits
 
                 rate_limits = RateLimits.from_json(env[Env.RATE_LIMITS])
-            max_receive_count = int(env[Env.MAX_RECEIVE_COUNT]) if env.get(Env.MAX_RECEIVE_COUNT) else None
-            if max_receive_count is not None and max_receive_count < 1:
-                raise ValueError(f"{Env.MAX_RECEIVE_COUNT} must be >= 1, got {max_receive_count}")
             large_payloads = None
             if env.get(Env.LARGE_PAYLOADS):
                 # Parsed only for a tier that stores bodies in S3, as the rate limits above.
@@ -145,7 +141,6 @@ class TierConfig:
             time_budget_margin_ms=margin,
             rate_limits=rate_limits,
             rate_limit_table=env.get(Env.RATE_LIMIT_TABLE) or None,
-            max_receive_count=max_receive_count,
             unique_table=env.get(Env.UNIQUE_TABLE) or None,
             batch_table=env.get(Env.BATCH_TABLE) or None,
             large_payloads=large_payloads,

@@ -23,7 +23,7 @@ _ESM_CONCURRENCY = (2, 1000)
 _SQS_RETENTION_DAYS = (1, 14)
 
 _TIER_FIELDS = tuple(f.name for f in dataclasses.fields(TierSettings) if f.name != "name")
-_OPTIONAL_TIER_FIELDS = {"reserved_concurrency", "visibility_timeout_seconds", "redrive_max_receive_count"}
+_OPTIONAL_TIER_FIELDS = {"reserved_concurrency", "visibility_timeout_seconds"}
 
 
 def build_tier(name: Any, raw: Any) -> TierSettings:
@@ -36,6 +36,12 @@ def build_tier(name: Any, raw: Any) -> TierSettings:
     where = f"tier {name!r}"
     if not isinstance(raw, Mapping):
         raise SettingsError(f"{where}: settings must be an object (use {{}} for all defaults), got {raw!r}")
+    if "redrive_max_receive_count" in raw:
+        raise SettingsError(
+            f"{where}: redrive_max_receive_count is no longer a setting: the queue's redrive count is always "
+            f"max_attempts, the one value that neither retries a crashing job past the consumer's attempts nor "
+            f"dead-letters it without reasons before its last one; remove it (set max_attempts instead)"
+        )
     reject_unknown(raw, _TIER_FIELDS, where)
     merged = {**TIER_PRESETS.get(name, {}), **raw}
     base = TierSettings(name=name)

@@ -43,8 +43,10 @@ DEPLOYMENTS: tuple[str, ...] = (
 class TierSettings:
     """One tier: its queue, DLQ, consumer, event source mapping and alarms.
 
-    ``None`` in ``visibility_timeout_seconds`` / ``redrive_max_receive_count`` means "derived":
-    read the ``visibility_timeout`` / ``max_receive_count`` properties.
+    ``None`` in ``visibility_timeout_seconds`` means "derived": read the ``visibility_timeout``
+    property. The queue's redrive count is ``max_attempts`` (the ``max_receive_count`` property), not a
+    setting: any other value either retries a crashing job past the consumer's attempts or lets SQS
+    dead-letter it without reasons before its last one.
     """
 
     name: str
@@ -67,8 +69,6 @@ class TierSettings:
     reserved_concurrency: int | None = None
     #: ``None``: 6 x timeout + batching window, the AWS recommendation for SQS event sources.
     visibility_timeout_seconds: int | None = None
-    #: ``None``: ``max_attempts``, so SQS redrive (crash / timeout safety net) never cuts retries short.
-    redrive_max_receive_count: int | None = None
     retention_days: int = DEFAULT_RETENTION_DAYS
     dlq_retention_days: int = DEFAULT_DLQ_RETENTION_DAYS
     #: How long a finished job's idempotency record is kept (a duplicate after that runs again).
@@ -153,7 +153,9 @@ class TierSettings:
 
     @property
     def max_receive_count(self) -> int:
-        return self.redrive_max_receive_count if self.redrive_max_receive_count is not None else self.max_attempts
+        """The queue's redrive ``maxReceiveCount``: ``max_attempts``, so SQS's redrive (the crash and
+        timeout safety net) never cuts the consumer's retries short nor lets them run past it."""
+        return self.max_attempts
 
     @property
     def limits(self) -> RateLimits | None:
@@ -241,18 +243,6 @@ def check_guardrails(tier: TierSettings, where: str) -> None:
             f"jitter, each attempt timeout_seconds + batching_window_seconds), past retention_days "
             f"{tier.retention_days} ({tier.retention_days * 86_400} s): SQS would delete it mid-backoff, with no "
             "letter; shorten retry_schedule_seconds, lower max_attempts, or raise retention_days (at most 14)"
-        )
-    if tier.max_receive_count > tier.max_attempts:
-        raise SettingsError(
-            f"{where}: redrive_max_receive_count {tier.max_receive_count} is above max_attempts {tier.max_attempts}: "
-            f"a job that crashes its consumer would be retried more often than the consumer allows; "
-            f"set redrive_max_receive_count to {tier.max_attempts} or remove it to use max_attempts"
-        )
-    if tier.max_receive_count < tier.max_attempts:
-        raise SettingsError(
-            f"{where}: redrive_max_receive_count {tier.max_receive_count} is below max_attempts {tier.max_attempts}: "
-            f"SQS would move jobs to the DLQ before the consumer's last attempts, without DeadLetter.* reasons; "
-            f"set redrive_max_receive_count to {tier.max_attempts} or remove it to use max_attempts"
         )
     if tier.dlq_retention_days <= tier.retention_days:
         raise SettingsError(
