@@ -74,27 +74,3 @@ def test_status_shows_the_configured_rate_and_the_jobs_completed(cli, deployment
     assert rows["critical"]["rate_limit"] is None and "completed_per_second" not in rows["bulk"]
     bulk_counts = next(row["counts"] for row in as_json["tiers"] if row["tier"] == "bulk")
     assert (bulk_counts["1m"]["completed"], bulk_counts["5m"]["completed"]) == (0, 600)
-
-
-def test_rate_limits_of_more_tiers_than_one_call_takes_are_all_read(aws):
-    """GetParameters takes 10 names a call: the 12th tier's limit is read too, in a second call
-    (discovery's chunking, which every reader of a stage's parameters shares)."""
-    from tiered_jobs.operations import rates
-
-    ssm = boto3.client("ssm")
-    tiers = [f"t{n}" for n in range(12)]
-    for tier in ("t0", "t11"):
-        ssm.put_parameter(
-            Name=Ssm.tier("test", tier, Ssm.TIER_RATE_LIMITS),
-            Type="String",
-            Value=RateLimits(RateLimit(3, 3)).to_json(),
-        )
-    calls: list[int] = []
-    ssm.meta.events.register(
-        "provide-client-params.ssm.GetParameters", lambda params, **_: calls.append(len(params["Names"]))
-    )
-
-    limits = rates.configured(ssm, "test", tiers)
-
-    assert sorted(limits) == ["t0", "t11"] and limits["t11"].tier == RateLimit(3, 3)
-    assert calls == [10, 2]
