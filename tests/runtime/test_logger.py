@@ -43,13 +43,13 @@ def test_the_consumer_and_its_handler_log_through_the_library_logger():
 def test_a_records_keys_are_on_its_lines_and_gone_after_it():
     """The consumer's per-record keys go through Powertools' ``append_keys`` and ``remove_keys``."""
     from tiered_jobs.contract.envelope import build
-    from tiered_jobs.runtime.consumer import _LogKeys
+    from tiered_jobs.runtime.log_keys import LogKeys
     from tiered_jobs.runtime.received import read
 
     stream = io.StringIO()
     logger = powertools_logger(service="logger-keys-test", logger_handler=logging.StreamHandler(stream))
     record = read({"messageId": "m-1", "body": build("testjobs.ok", {}, "k-1").to_json()}, {"testjobs.ok"})
-    with _LogKeys(logger, record, "bulk"):
+    with LogKeys(logger, record, "bulk"):
         logger.info("inside")
     logger.info("after")
     inside, after = (json.loads(line) for line in stream.getvalue().splitlines())

@@ -3,7 +3,6 @@ Celery's ``Task ... succeeded in 0.04s``), and the tier's log level reaches Powe
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import subprocess
@@ -39,19 +38,6 @@ def test_a_finished_job_logs_its_type_key_attempt_and_duration_at_info(tier, rec
     assert slow["duplicate"] is False
     assert flaky["job_type"] == "testjobs.transient" and flaky["attempt"] == 2  # the attempt that succeeded
     assert flaky["duration_ms"] >= 0
-
-
-def test_the_success_line_is_written_from_a_short_function_of_its_own(tier, recorded):
-    # Logging finds each line's caller by scanning the caller's line table up to the call: written from
-    # the end of Consumer._run, that scan cost a few microseconds of every job (docs/benchmarks.md).
-    logs = CapturedLogs("INFO")
-    tier.publish("testjobs.ok", {"label": "where"}, "where-1")
-
-    tier.run_batch(_consumer(tier, logs))
-
-    [line] = logs.lines("job succeeded")
-    assert line["location"].startswith("_succeeded:")
-    assert len(inspect.getsource(Consumer._succeeded).splitlines()) < 20
 
 
 def test_a_duplicate_logs_its_line_marked_duplicate(tier, recorded):
