@@ -1,6 +1,7 @@
 """What one stage costs per month before it runs a single job, counted from the synthesized template.
 
-    python -m bench.fixed_cost            # cdk.json's settings: a Markdown table (docs/deploy.md embeds it)
+    python -m bench.fixed_cost                  # cdk.json's settings: a Markdown table (docs/deploy.md embeds it)
+    python -m bench.fixed_cost --profile dev    # the same stage as `npx cdk deploy -c profile=dev` makes it
     python -m bench.fixed_cost --json
 
 The template is synthesized in-process (no AWS account, no Docker) and every resource with a
@@ -159,14 +160,17 @@ def markdown(costs: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def synthesized_template() -> dict[str, Any]:
-    """The default stage's template, synthesized in-process from ``cdk.json``."""
+def synthesized_template(profile: str | None = None) -> dict[str, Any]:
+    """The default stage's template, synthesized in-process from ``cdk.json`` (and cdk-nag-checked); ``profile``
+    as ``-c profile=`` gives it (``settings/profile.py``)."""
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-    from infra.app import build_app, load_cdk_context
+    from infra.app import PROFILE_OVERRIDE_KEY, build_app, load_cdk_context
     from tiered_jobs.cdk.settings import AppSettings
     from tiered_jobs.contract.names import CONTEXT_KEY, stack_name
 
     context = load_cdk_context()
+    if profile is not None:
+        context[PROFILE_OVERRIDE_KEY] = profile
     stage = AppSettings.from_context(context[CONTEXT_KEY]).stage
     with tempfile.TemporaryDirectory() as outdir:
         assembly = build_app(context, outdir=outdir).synth()
@@ -178,8 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m bench.fixed_cost", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    parser.add_argument("--profile", help="the stage's profile, as -c profile= gives it (full, dev)")
     args = parser.parse_args(argv)
-    costs = fixed_costs(synthesized_template())
+    costs = fixed_costs(synthesized_template(args.profile))
     sys.stdout.write(json.dumps(costs, indent=2) + "\n" if args.json else markdown(costs))
     return 0
 

@@ -29,6 +29,8 @@ VALIDATION_FAILED = "Validation failed with the following errors:"
 JOBS = JobsCode(REPO_ROOT / "functions" / "jobs", module="functions.jobs")
 #: Top-level context key that overrides ``tiered_jobs.stage`` (``npx cdk deploy -c stage=prod``).
 STAGE_OVERRIDE_KEY = "stage"
+#: Top-level context key that overrides ``tiered_jobs.profile`` (``npx cdk deploy -c stage=dev-ana -c profile=dev``).
+PROFILE_OVERRIDE_KEY = "profile"
 #: Top-level context keys that pin the target (``-c account=123456789012 -c region=eu-west-1``).
 ACCOUNT_KEY = "account"
 REGION_KEY = "region"
@@ -49,7 +51,8 @@ def load_cdk_context(path: Path = CDK_JSON, **settings_overrides: Any) -> dict[s
 
 
 def settings_of(app: cdk.App) -> AppSettings:
-    """Validated settings from the app's context (``-c stage=...`` wins over ``tiered_jobs.stage``).
+    """Validated settings from the app's context (``-c stage=...`` wins over ``tiered_jobs.stage``, ``-c profile=...``
+    over ``tiered_jobs.profile``).
 
     Local mode's overrides (``LOCAL_OVERRIDES_CONTEXT_KEY``) win over both.
     """
@@ -57,7 +60,7 @@ def settings_of(app: cdk.App) -> AppSettings:
     raw = with_local_overrides(app.node.try_get_context(CONTEXT_KEY), overrides)
     overridden = "stage" in ((overrides or {}).get("settings") or {})
     stage = None if overridden else app.node.try_get_context(STAGE_OVERRIDE_KEY)
-    return AppSettings.from_context(raw, stage=stage)
+    return AppSettings.from_context(raw, stage=stage, profile=app.node.try_get_context(PROFILE_OVERRIDE_KEY))
 
 
 def target_env(app: cdk.App, environ: Mapping[str, str]) -> cdk.Environment | None:

@@ -15,6 +15,7 @@ and treats missing data as "not breaching".
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -146,11 +147,15 @@ def page_on(
     return alarm
 
 
-def tier_alarms(scope: Construct, metrics: TierMetrics, topic: sns.ITopic) -> dict[str, cloudwatch.Alarm]:
-    """The tier's alarms, as children of ``scope`` (the tier), keyed by kind."""
+def tier_alarms(
+    scope: Construct, metrics: TierMetrics, topic: sns.ITopic, kinds: Collection[str] | None = None
+) -> dict[str, cloudwatch.Alarm]:
+    """The tier's alarms, as children of ``scope`` (the tier), keyed by kind; only ``kinds`` when given
+    (the stage's profile, ``settings/profile.py``)."""
     return {
         kind: page_on(
             scope, f"Alarm-{kind}", spec, alarm_name=Alarms.name(metrics.stage, metrics.name, kind), topic=topic
         )
         for kind, spec in tier_alarm_specs(metrics).items()
+        if kinds is None or kind in kinds
     }

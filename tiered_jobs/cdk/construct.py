@@ -257,7 +257,12 @@ class TieredJobs(Construct):
         self.scheduled_jobs = ScheduledJobs(
             self, "Schedules", settings=settings, tiers=tiers, alarm_topic=self.alarm_topic
         )
-        self.dashboard: cloudwatch.Dashboard = Dashboard(self, "Dashboard", stage=stage, tiers=tiers).dashboard
+        # A dev stage (``profile``) has none: $3 a month, while `tiered-jobs status` and the console show its tiers.
+        self.dashboard: cloudwatch.Dashboard | None = (
+            Dashboard(self, "Dashboard", stage=stage, tiers=tiers).dashboard
+            if settings.profile_rules.dashboard
+            else None
+        )
         self.parameters: dict[str, ssm.StringParameter] = {}
         self._discovery()
         self._publishers = PublisherPolicy(
@@ -275,7 +280,7 @@ class TieredJobs(Construct):
         self.publisher_policy: iam.ManagedPolicy = self._publishers.policy
         self._publish(
             Outputs.PUBLISHER_POLICY_ARN,
-            Ssm.publisher_policy_arn(stage),
+            self._unread(Ssm.publisher_policy_arn(stage)),
             self.publisher_policy.managed_policy_arn,
             "Managed policy to attach to a publishing service's role",
         )
@@ -344,6 +349,11 @@ class TieredJobs(Construct):
                 description=description,
             )
 
+    def _unread(self, parameter_name: str) -> str | None:
+        """``parameter_name``, or ``None`` (an output only) on a profile without the parameters no publisher
+        and no CLI command reads (``settings/profile.py``)."""
+        return parameter_name if self.settings.profile_rules.unread_parameters else None
+
     def _discovery(self) -> None:
         """Outputs and SSM parameters so other services (and the CLI) find each resource by stage."""
         stage = self.settings.stage
@@ -355,8 +365,12 @@ class TieredJobs(Construct):
                 (Outputs.DLQ_URL, Ssm.TIER_DLQ_URL, tier.dlq.queue_url),
                 (Outputs.DLQ_ARN, Ssm.TIER_DLQ_ARN, tier.dlq.queue_arn),
             ):
+                parameter = Ssm.tier(stage, tier.name, key)
                 publish(
-                    Outputs.tier(tier.name, what), Ssm.tier(stage, tier.name, key), value, f"{tier.name} tier: {key}"
+                    Outputs.tier(tier.name, what),
+                    self._unread(parameter) if key == Ssm.TIER_DLQ_ARN else parameter,
+                    value,
+                    f"{tier.name} tier: {key}",
                 )
             publish(
                 Outputs.tier(tier.name, Outputs.CONSUMER_FUNCTION_NAME),
@@ -415,7 +429,7 @@ class TieredJobs(Construct):
         )
         publish(
             Outputs.DISCARD_ARCHIVE_BUCKET,
-            Ssm.discard_archive_bucket(stage),
+            self._unread(Ssm.discard_archive_bucket(stage)),
             self.replay.archive.bucket_name,
             "Bucket where the replay function archives the letters it discards (discarded/<stage>/<tier>/)",
         )
@@ -434,7 +448,8 @@ class TieredJobs(Construct):
                 resource.description,
             )
         publish(Outputs.ALARM_TOPIC_ARN, None, self.alarm_topic.topic_arn, "Alarm topic ARN")
-        publish(Outputs.DASHBOARD_NAME, None, dashboard_name(stage), "CloudWatch dashboard name")
+        if self.dashboard is not None:
+            publish(Outputs.DASHBOARD_NAME, None, dashboard_name(stage), "CloudWatch dashboard name")
         routes = json.dumps(dict(self.settings.routes), sort_keys=True)
         publish(Outputs.ROUTES, Ssm.routes(stage), routes, "Routing table: job type glob -> tier (JSON)")
         self.parameters[Ssm.tiers(stage)] = ssm.StringParameter(

@@ -31,7 +31,7 @@ from tiered_jobs.contract.names import (
 from tiered_jobs.contract.rate_limits import tier_key_prefix
 
 from .alarms import tier_alarms
-from .deployment import ConsumerDeployment, uses_codedeploy
+from .deployment import ROLLBACK_ALARMS, ConsumerDeployment, uses_codedeploy
 from .function import FunctionProps, LambdaPlatform
 from .metrics import TierMetrics
 from .nag import acknowledge
@@ -204,7 +204,10 @@ class Tier(Construct):
         self._rate_limit(props)
 
         self.metrics = TierMetrics(stage=stage, tier=tier, queue=self.queue, dlq=self.dlq, consumer=self.consumer)
-        self.alarms = tier_alarms(self, self.metrics, props.alarm_topic)
+        kinds = props.settings.profile_rules.tier_alarms
+        if kinds is not None and self.deployment is not None:
+            kinds = kinds | set(ROLLBACK_ALARMS)  # a canary rolls back on these: whatever the profile, they stay
+        self.alarms = tier_alarms(self, self.metrics, props.alarm_topic, kinds)
         if self.deployment is not None:
             self.deployment.roll_back_on(self.alarms)
 

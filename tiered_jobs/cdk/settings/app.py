@@ -21,6 +21,7 @@ from tiered_jobs.contract.routing import Routes
 from .chat import ChatSettings, build_chat
 from .local import profiled_tier, raw_tiers
 from .names import check_names
+from .profile import FULL, PROFILES, Profile
 from .resources import ResourceSettings, build_resources, tiers_of
 from .schedules import ScheduleSettings, build_schedules
 from .tier_builder import build_tier
@@ -79,6 +80,8 @@ class AppSettings:
 
     #: Names the stack, SSM parameters, functions and alarms; ``-c stage=prod`` overrides it.
     stage: str = "dev"
+    #: ``full`` or ``dev`` (``settings/profile.py``): what the stage observes and keeps; ``-c profile=`` overrides it.
+    profile: str = FULL
     #: ``False``: queues, DLQs, tables and log groups are retained when the stack is deleted.
     disposable: bool = False
     runtime: str = "python3.13"
@@ -118,6 +121,11 @@ class AppSettings:
         raise KeyError(name)
 
     @property
+    def profile_rules(self) -> Profile:
+        """What the stage's ``profile`` observes and keeps."""
+        return PROFILES[self.profile]
+
+    @property
     def removal_policy(self) -> RemovalPolicy:
         """What deleting the stack does to the stateful parts (queues, tables, log groups, keys, the schedule
         group): ``DESTROY`` when ``disposable``, else ``RETAIN``."""
@@ -133,9 +141,18 @@ class AppSettings:
 
     @classmethod
     def from_context(
-        cls, raw: Mapping[str, Any] | None, *, stage: str | None = None, source: str | None = None
+        cls,
+        raw: Mapping[str, Any] | None,
+        *,
+        stage: str | None = None,
+        source: str | None = None,
+        profile: str | None = None,
     ) -> AppSettings:
         """Validate the object under ``tiered_jobs`` in ``cdk.json``; ``stage`` (CLI ``-c stage=``) wins.
+
+        ``profile`` (CLI ``-c profile=``) wins over the object's ``profile``, and a disposable profile
+        chosen there wins over its ``disposable`` too: one command line makes a developer's stage of an
+        app whose ``cdk.json`` is written for its shared stages.
 
         ``source`` names where the settings come from in messages (default: ``context 'tiered_jobs'``;
         the construct says ``TieredJobs('Jobs')`` for settings given in code).
@@ -156,7 +173,17 @@ class AppSettings:
                 f"starting with a letter, at most 20 characters (e.g. 'dev', 'prod')"
             )
         values["stage"] = stage_value
-        values["disposable"] = read_bool(raw, "disposable", default["disposable"], where)
+        values["profile"] = read_choice(
+            {"profile": profile} if profile is not None else raw, "profile", default["profile"], tuple(PROFILES), where
+        )
+        rules = PROFILES[values["profile"]]
+        disposable = read_bool(raw, "disposable", default["disposable"], where)
+        if rules.disposable and not disposable and profile is None and "disposable" in raw:
+            raise SettingsError(
+                f"{where}: profile {rules.name!r} is disposable (a developer's stage keeps nothing when deleted), "
+                f"so 'disposable': false contradicts it; remove 'disposable' or use profile {FULL!r}"
+            )
+        values["disposable"] = disposable or rules.disposable
         values["runtime"] = read_choice(raw, "runtime", default["runtime"], RUNTIMES, where)
         values["architecture"] = read_choice(raw, "architecture", default["architecture"], ARCHITECTURES, where)
         version = raw.get("powertools_version", default["powertools_version"])
