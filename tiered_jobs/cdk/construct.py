@@ -107,8 +107,8 @@ class TieredJobs(Construct):
 
     What to wire to your own resources: ``queues`` / ``dlqs`` (tier name -> queue),
     ``replay_function``, ``alarm_topic``, ``tables`` (``idempotency``, ``rate_limits`` when a tier is
-    limited, and each table under ``resources`` by name), ``tiers``, ``dashboard``,
-    ``publisher_policy`` and :meth:`grant_publish`.
+    limited, and each table under ``resources`` by name), ``tiers``, ``dashboard`` (``None`` on a ``dev``
+    profile's stage), ``publisher_policy`` and :meth:`grant_publish`.
     """
 
     def __init__(
