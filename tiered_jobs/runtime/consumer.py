@@ -184,8 +184,10 @@ class Consumer:
         try:
             self._hold_too_new(invocation)
             if self.limiter is not None:
-                self._admit(invocation)
-                event = _by_turn(event, invocation)
+                from . import admission  # a limited tier's: the others' cold start skips it
+
+                admission.admit(self.limiter, invocation, self.settle, self.registry, self.now())
+                event = admission.in_turn_order(event, invocation)
             return process_partial_response(
                 event=event,
                 record_handler=lambda record: self._answer(record, invocation),
@@ -216,34 +218,6 @@ class Consumer:
         ]
         self.settle.copies(invocation, held)
 
-    def _admit(self, invocation: Invocation) -> None:
-        """Claim the batch's tokens; send the held records back as copies, before anything runs."""
-        assert self.limiter is not None
-        now = self.now()
-        runnable = [
-            record
-            for record in invocation.records.values()
-            if record.envelope is not None
-            and record.envelope.type in self.registry
-            and not record.envelope.expired(now)  # dropped in process(), never given a token
-        ]
-        gate = invocation.gate = self.limiter.admit(runnable, invocation.remaining_ms() / 1000)
-        for error in gate.errors:
-            self.logger.error("rate limiter unavailable: its jobs are held, not run", extra={"error": error})
-        held = [(record, verdict) for record in runnable if (verdict := gate.held(record.message_id)) is not None]
-        self.settle.copies(
-            invocation,
-            [
-                (
-                    record,
-                    Outcome.LIMITER_ERROR if verdict.limiter_error else Outcome.RATE_LIMITED,
-                    verdict.hold_seconds or 0,
-                )
-                for record, verdict in held
-            ],
-            turns=gate.turn,
-        )
-
     # -- one record ----------------------------------------------------------------------
 
     def _answer(self, record: Any, invocation: Invocation) -> Any:
@@ -273,7 +247,7 @@ class Consumer:
         if received.message_id not in invocation.fates:
             if invocation.deferred or invocation.remaining_ms() < invocation.margin_ms:
                 self._defer_from(received, invocation)  # before its claim: a deferred job takes no token
-            elif invocation.gate is not None:
+            elif self.limiter is not None:
                 wait = self._until_turn(received, invocation)  # its claim, or its turn's (claimed again if passed)
                 if received.message_id not in invocation.fates and (
                     invocation.remaining_ms() - wait * 1000 < invocation.margin_ms
@@ -290,26 +264,11 @@ class Consumer:
         return self._run(received, invocation)
 
     def _until_turn(self, received: Received, invocation: Invocation) -> float:
-        """Seconds until the record's turn under the rate limit. A start later than its turn's slack
-        would bunch with the next turns (``ratelimit.RateLimiter.at_start``): it claims again, and
-        if that holds it, its copy is sent and its fate decided here."""
-        gate, limiter = invocation.gate, self.limiter
-        assert gate is not None and limiter is not None
-        verdict = limiter.at_start(gate, received, invocation.remaining_ms() / 1000)
-        if verdict is not None and verdict.held:
-            if verdict.limiter_error:
-                self.logger.error(
-                    "rate limiter unavailable: its jobs are held, not run", extra={"error": verdict.limiter_error}
-                )
-            # its claim may have held the batch's other records of its bucket too: their copies go with its
-            held = [
-                (record, Outcome.LIMITER_ERROR if v.limiter_error else Outcome.RATE_LIMITED, v.hold_seconds or 0)
-                for record in invocation.records.values()
-                if record.message_id not in invocation.fates and (v := gate.held(record.message_id)) is not None
-            ]
-            self.settle.copies(invocation, held, turns=gate.turn)
-            return 0.0
-        return gate.wait_seconds(received.message_id)
+        """Seconds until the record may start under the rate limit (:func:`~.admission.until_turn`)."""
+        from .admission import until_turn
+
+        assert self.limiter is not None
+        return until_turn(self.limiter, received, invocation, self.settle)
 
     def _defer_from(self, first: Received, invocation: Invocation) -> None:
         """The time budget is spent: send this record and every later one not yet decided again, once."""
@@ -337,9 +296,8 @@ class Consumer:
                     )
                 if ran.next_step is not None:  # not finished: its next step is sent (or was: a duplicate)
                     return self.settle.checkpointed(received, invocation, ran.next_step, started, ran.duplicate)
-                kept = self.settle.count_member(
-                    received, invocation, "succeeded", "", started
-                )  # before it is acknowledged
+                # a batch member is counted before it is acknowledged
+                kept = self.settle.count_member(received, invocation, "succeeded", "", started)
                 if kept is not None:
                     return kept  # its batch count was not written: the record comes back, and is counted then
                 self.settle.succeeded(received, invocation, started, ran.duplicate)
@@ -384,23 +342,6 @@ class Consumer:
             attempt=received.attempt,
             link=received.trace_header,
         )
-
-
-def _by_turn(event: dict[str, Any], invocation: Invocation) -> dict[str, Any]:
-    """The batch in the order its limited records' turns come (the others first, in their order): the
-    records run one after another, and one run before an earlier turn would make that turn's job
-    start late, so forfeit its token (``ratelimit.RateLimiter.at_start``). The copies of held jobs
-    come back together, in any order. The answer names records by id, so their order is free."""
-    gate = invocation.gate
-    assert gate is not None
-
-    def turn(record: dict[str, Any]) -> float:
-        verdict = gate.verdicts.get(record["messageId"])
-        return verdict.start if verdict is not None and verdict.start is not None else float("-inf")
-
-    records = sorted(event["Records"], key=turn)  # stable: equal turns keep the batch's order
-    invocation.order = [record["messageId"] for record in records]
-    return {**event, "Records": records}
 
 
 def _ended_detail(kind: str, marker: dict[str, Any]) -> str:
