@@ -1,43 +1,28 @@
-"""The consumer's domain: what happens to each record of a batch.
+"""A tier's consumer: the story of one batch, read -> triage -> run -> settle -> answer.
 
-Every record is read once (:mod:`~tiered_jobs.runtime.received`), then its fate is decided once,
-in this order, so each job has exactly one live copy whatever features meet:
+* **read** -- every record once (:mod:`~tiered_jobs.runtime.received`: its envelope, its job type,
+  what earlier copies carried);
+* **triage** -- its fate before it runs, decided once and in this order, so each job has exactly one
+  live copy whatever features meet:
 
--1. **too new** -- its envelope is well formed but newer than this consumer (a rollback met a newer
-   producer's job: :mod:`~tiered_jobs.runtime.too_new`): held as a copy for a newer consumer, like
-   a rate-limited job, before anything else sees it; past the holds' bound, dead-lettered with
-   reason ``envelope_too_new``;
-0. **expired** -- its envelope's deadline (``expires_at``) has passed: it is written to the discard
-   archive with reason ``expired`` and acknowledged, before the rate limit sees it. Copies and
-   replays carry the envelope, so the deadline holds on every one of them. Not an attempt, never a
-   failure; without an archive (or when it refuses) the job is dead-lettered with that reason;
-1. **held** -- the rate limit has no token for it within the wait bound (or its table failed): it
-   is sent again as a copy with a delay (:mod:`~tiered_jobs.runtime.requeue`) and acknowledged,
-   before anything runs; a token claimed for later goes with the copy as its turn. A held record
-   is never deferred, so it is never queued twice;
-2. **deferred** -- less than the tier's safety margin remains of the invocation (Celery's
-   ``soft_time_limit``): this record and every later one not held are sent again as copies at
-   once, and acknowledged. A deferral is not an attempt and spends no receive;
-3. **run** -- parse errors, unknown types and payload errors are permanent; the job runs under
-   idempotency (type + idempotency key). A transient failure with attempts left sets the
-   message's visibility to the backoff (with jitter) and reports a batch item failure; a
-   permanent one, or a transient one on the job's last attempt (its own ``max_attempts``, else the
-   tier's: :mod:`~tiered_jobs.runtime.job_policy`), copies the message to the tier's DLQ
-   with its ``DeadLetter.*`` reasons, and only once that send succeeded is the record reported
-   processed (so SQS deletes the source). A failed DLQ send keeps the message. A job someone
-   cancelled is found by the same idempotent write (its record holds an end marker:
-   :mod:`tiered_jobs.contract.job_ends`) and archived with reason ``cancelled``, unrun.
+  - *too new*: an envelope newer than this consumer is held as a copy for a newer one before anything
+    else sees it (:mod:`~tiered_jobs.runtime.too_new`); past the holds' bound, dead-lettered;
+  - *expired*: past its deadline, archived unrun (never an attempt, never a failure);
+  - *held*: no token within the rate limit's wait bound, sent back as a copy with its turn
+    (:mod:`~tiered_jobs.runtime.admission`); a held record is never deferred too;
+  - *deferred*: less than the tier's margin left of the invocation, this record and every later one
+    not yet decided are sent back at once (Celery's ``soft_time_limit``; not an attempt);
 
-A held or deferred record whose copy SQS refused stays in the queue as a batch item failure
-(that receive is spent), except on the queue's last receive (``maxReceiveCount``), where SQS would
-move it to the DLQ without reasons: there the consumer dead-letters it itself, with reason
-``requeue_failed``. docs/consumer.md's receive ledger lists every path with its test.
+* **run** -- the run stage (:mod:`~tiered_jobs.runtime.run_stage`): the job under idempotency, keyed by
+  its type and key, and the one decision about a failure (retry after a backoff, or dead-letter);
+* **settle** -- :class:`~tiered_jobs.runtime.settle.Settle`, the only place a verdict has its side
+  effects: copies, letters with their reasons, archive lines, batch counts, unique locks, one metric
+  and one log line per record;
+* **answer** -- a partial batch response (even when every record failed): a record kept in the queue
+  (retried, or its copy or letter refused) is a batch item failure, with its visibility set in one
+  call per ten.
 
-A job published with ``unique_for=`` carries its lock's token (``unique_lock``): when it finishes
-(succeeded, answered as a duplicate, dead-lettered, or archived unrun: expired, cancelled) the lock is released
-(:mod:`~tiered_jobs.runtime.unique`); a job without it makes no call for it.
-
-The batch answer is always a partial batch response, even when every record failed.
+docs/consumer.md's receive ledger lists every path a record can take, with its test.
 """
 
 from __future__ import annotations
