@@ -17,7 +17,8 @@ def default_synth(tmp_path_factory) -> Synth:
 @pytest.fixture(scope="session")
 def custom_synth(tmp_path_factory) -> Synth:
     """A disposable stage with an added tier (logging at DEBUG, untraced, deployed by canary), a moved route,
-    subscriptions, x86, console events, a periodic job and a 30-day discard archive."""
+    subscriptions, x86, console events, a periodic job, two triggers (AWS events as jobs: S3 on the default
+    bus, a partner's bus) and a 30-day discard archive."""
     context = load_cdk_context()["tiered_jobs"]
     return synthesize_once(
         tmp_path_factory,
@@ -49,4 +50,27 @@ def custom_synth(tmp_path_factory) -> Synth:
                 "payload": {},
             }
         },
+        triggers=CUSTOM_TRIGGERS,
     )
+
+
+#: The custom stage's triggers: an S3 upload (default bus, routed) and a partner's event (its own bus, key and retries).
+CUSTOM_TRIGGERS = {
+    "uploads": {
+        "pattern": {
+            "source": ["aws.s3"],
+            "detail-type": ["Object Created"],
+            "detail": {"bucket": {"name": [{"prefix": "qa-"}]}},
+        },
+        "job_type": "reports.weekly",
+        "payload_path": "$.detail.object",
+    },
+    "stripe": {
+        "pattern": {"detail-type": ["charge.succeeded"]},
+        "bus": "aws.partner/stripe.com/ed_123/acct",
+        "job_type": "payments.update_balance",
+        "key_path": "$.detail.id",
+        "retry_attempts": 10,
+        "max_event_age_seconds": 3600,
+    },
+}

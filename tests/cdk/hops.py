@@ -711,18 +711,29 @@ def _delivery(t: Concrete, target: Any) -> tuple[str, ...]:
 
 
 def rule_hops(t: Concrete) -> Iterator[Hop]:
-    """An EventBridge rule (the circuit breakers' reconciler) invokes each target as ``events.amazonaws.com``:
-    a function's resource policy (its AWS::Lambda::Permission) must allow that rule."""
+    """An EventBridge rule (the circuit breakers' reconciler, a trigger) delivers to each target as
+    ``events.amazonaws.com``: a function's resource policy (its AWS::Lambda::Permission) or a queue's policy
+    must allow that rule, and an encrypted queue's key must let the service use it. A target's
+    ``DeadLetterConfig`` queue is written the same way, for the same rule, when delivery fails."""
     for logical_id, props in t.resources("AWS::Events::Rule"):
         for target in props.get("Targets", []):
             value = _target(t, target["Arn"])
+            key_actions = SEND_KEY_ACTIONS if _delivery(t, value) == ("sqs:SendMessage",) else ()
             yield Hop(
                 f"AWS::Events::Rule {logical_id} (Targets {target.get('Id')}) via {EVENTS_PRINCIPAL}",
                 ServiceCaller(EVENTS_PRINCIPAL, t.arn(logical_id)),
                 value,
                 _delivery(t, value),
-                (),
+                key_actions,
             )
+            if "DeadLetterConfig" in target:
+                yield Hop(
+                    f"AWS::Events::Rule {logical_id} (Targets {target.get('Id')}.DeadLetterConfig) via "
+                    f"{EVENTS_PRINCIPAL}",
+                    ServiceCaller(EVENTS_PRINCIPAL, t.arn(logical_id)),
+                    _target(t, target["DeadLetterConfig"]["Arn"]),
+                    ("sqs:SendMessage",),
+                )
 
 
 def async_destination_hops(t: Concrete) -> Iterator[Hop]:
@@ -920,7 +931,8 @@ HOPS: tuple[HopSource, ...] = (
     ),
     # Chat channels (AWS Chatbot): each shows the pages of its topics' alarms, reading them with its role.
     chat_hops,
-    # The circuit breakers' reconciler: an EventBridge rule invokes the replay function every five minutes.
+    # The circuit breakers' reconciler: an EventBridge rule invokes the replay function every five minutes; a
+    # trigger's rule sends an AWS event to its tier queue, or, undeliverable, to the triggers' DLQ.
     rule_hops,
     # A function's asynchronous events that failed every try go to its on-failure destination (the breaker's).
     async_destination_hops,

@@ -1,4 +1,4 @@
-"""``TieredJobs``: every tier, the shared parts, replay, schedules, alarms and dashboard as one construct.
+"""``TieredJobs``: every tier, the shared parts, replay, schedules, triggers, alarms and dashboard as one construct.
 
 Put it in any stack of any CDK app::
 
@@ -66,6 +66,7 @@ from .shared import (
     DataTable,
 )
 from .tier import Tier, TierProps
+from .triggers import Triggers
 
 
 @dataclass(frozen=True)
@@ -256,6 +257,12 @@ class TieredJobs(Construct):
         )
         self.scheduled_jobs = ScheduledJobs(
             self, "Schedules", settings=settings, tiers=tiers, alarm_topic=self.alarm_topic
+        )
+        # AWS events as jobs: only when cdk.json declares a trigger (no rule, DLQ or alarm otherwise).
+        self.triggers = (
+            Triggers(self, "Triggers", settings=settings, tiers=tiers, alarm_topic=self.alarm_topic)
+            if settings.triggers
+            else None
         )
         # A dev stage (``profile``) has none: $3 a month, while `tiered-jobs status` and the console show its tiers.
         self.dashboard: cloudwatch.Dashboard | None = (

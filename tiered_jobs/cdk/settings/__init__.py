@@ -13,7 +13,8 @@ One module per concept, each importing only those above it:
 - ``values``: ``SettingsError`` and the primitives that read and check one raw value;
 - ``rate_limits``: a tier's rate-limit settings; ``tiers``: ``TierSettings``, the presets and the
   guardrails; ``tier_builder``: building a tier from its raw values;
-- ``schedules``: periodic jobs (``ScheduleSettings``); ``resources``: the jobs' AWS resources
+- ``schedules``: periodic jobs (``ScheduleSettings``); ``triggers``: AWS events as jobs
+  (``TriggerSettings``); ``resources``: the jobs' AWS resources
   (``ResourceSettings``);
 - ``chat``: the Slack and Microsoft Teams channels the pages go to (``ChatSettings``);
 - ``names``: the AWS names a stage and its tiers make, against AWS's length limits;
@@ -35,6 +36,7 @@ from .report import install_excepthook, one_line
 from .resources import ACCESS, QUEUE, TABLE, ResourceSettings
 from .schedules import ScheduleSettings
 from .tiers import TIER_PRESETS, TierSettings
+from .triggers import TriggerSettings
 from .values import SettingsError
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "ScheduleSettings",
     "SettingsError",
     "TierSettings",
+    "TriggerSettings",
     "install_excepthook",
     "one_line",
     "with_local_overrides",

@@ -1,5 +1,5 @@
 """The whole application's settings (``AppSettings``): stage, data safety, runtime, alarm delivery,
-tiers, routes, schedules and resources, read from ``cdk.json`` or given in code; local mode's overrides."""
+tiers, routes, schedules, triggers and resources, read from ``cdk.json`` or given in code; local mode's overrides."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ from .resources import ResourceSettings, build_resources, tiers_of
 from .schedules import ScheduleSettings, build_schedules
 from .tier_builder import build_tier
 from .tiers import TierSettings
+from .triggers import SETTINGS_KEY as TRIGGERS_KEY
+from .triggers import TriggerSettings, build_triggers
 from .values import (
     SettingsError,
     field_defaults,
@@ -109,6 +111,9 @@ class AppSettings:
     schedules: tuple[ScheduleSettings, ...] = ()
     #: AWS resources the jobs use, ``resources`` in ``cdk.json``; see ``ResourceSettings``.
     resources: tuple[ResourceSettings, ...] = ()
+    #: AWS events that become jobs (EventBridge rules to tier queues), ``triggers`` in ``cdk.json``; see
+    #: ``TriggerSettings``.
+    triggers: tuple[TriggerSettings, ...] = ()
 
     @property
     def tier_names(self) -> tuple[str, ...]:
@@ -242,6 +247,7 @@ class AppSettings:
             )
         values["routes"] = routes.table
         values["schedules"] = build_schedules(raw.get(Schedules.SETTINGS_KEY, {}), routes, tier_names, where)
+        values["triggers"] = build_triggers(raw.get(TRIGGERS_KEY, {}), routes, tier_names, where)
         values["resources"] = build_resources(raw.get("resources", {}), routes, where)
         check_names(where, stage_value, tier_names, [resource.name for resource in values["resources"]])
         return cls(**values)
