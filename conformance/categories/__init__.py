@@ -28,7 +28,7 @@ CATEGORIES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
     ),
     "routing": ("a job type's tier: an exact pattern, else the longest matching glob", routing),
     "keys_and_tenants": (
-        "the idempotency key's and the tenant's rules; the tenant is the MessageGroupId",
+        "the idempotency key's, the tenant's and the tags' rules; the tenant is the MessageGroupId",
         keys_and_tenants,
     ),
     "sqs_characters": ("the characters SQS accepts in a message, edges included", sqs_characters),

@@ -208,12 +208,16 @@ def run_routing(sqs: AnsweredSqs, given: dict[str, Any], expect: dict[str, Any])
 
 def run_key_and_tenant(sqs: AnsweredSqs, given: dict[str, Any], expect: dict[str, Any]) -> None:
     key = given["idempotency_key"]
-    publish = lambda: publisher_for(sqs).publish(JOB_TYPE, {}, key, tenant=given.get("tenant"))  # noqa: E731
+    publish = lambda: publisher_for(sqs).publish(  # noqa: E731
+        JOB_TYPE, {}, key, tenant=given.get("tenant"), tags=given.get("tags")
+    )
     if expect.get("valid"):
         publish()
         (entry,) = sqs.entries()
         assert entry.get("MessageGroupId") == expect["message_group_id"]
-        assert json.loads(entry["MessageBody"])["idempotency_key"] == key
+        body = json.loads(entry["MessageBody"])
+        assert body["idempotency_key"] == key
+        assert body.get("tags") == expect.get("tags")
     else:
         shown = f"{key[:40]}…({len(key)} characters)" if len(key) > 60 else key
         problems = refused(publish, JOB_TYPE, shown)

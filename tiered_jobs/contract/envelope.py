@@ -12,7 +12,8 @@ used: this module runs in the consumer's cold start.
      "tenant": "acme",                         # optional, 1-128 characters SQS accepts as MessageGroupId
      "unique_lock": "9f1c...",                 # optional, the unique-jobs lock this job holds
      "expires_at": "2026-11-29T11:00:00Z",     # optional, ISO 8601 with a time zone: the deadline
-     "batch": {"id": "5f0c...", "step": 1}}    # optional, the batch (or chain, with its step) it is part of
+     "batch": {"id": "5f0c...", "step": 1},    # optional, the batch (or chain, with its step) it is part of
+     "tags": {"order": "o-17"}}                # optional, up to 10 short tags to find the job by
 
 ``tenant`` names whom the job is for when one tier's queue serves many customers: the publisher
 also sends it as the message's ``MessageGroupId`` (SQS fair queues), the consumer logs it.
@@ -29,6 +30,11 @@ copies and replays carry the envelope unchanged. Deploy the stack before publish
 ``step``) the job is a member of (:mod:`~tiered_jobs.contract.batches`): when it finishes, the
 consumer counts it in the stage's batches table. A consumer of an earlier release holds such a job
 as too new (and dead-letters it ``envelope_too_new`` after the bound): deploy before publishing batches.
+
+``tags`` are up to 10 short ``name: value`` pairs (:mod:`~tiered_jobs.contract.tags`) the consumer
+writes on each of the job's log lines, for ``tiered-jobs search --tag``. A consumer of an earlier
+release holds such a job as too new (then dead-letters it ``envelope_too_new``; a replay after the
+upgrade runs it): deploy before publishing with tags.
 
 **Compatibility** (:func:`newer_than_known`, docs/upgrading.md): a release may add optional
 top-level fields, or raise ``version``. Validation (and so publishing) refuses what this release
@@ -55,7 +61,7 @@ JOB_TYPE_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
 MAX_JOB_TYPE_CHARS = 128
 MAX_IDEMPOTENCY_KEY_CHARS = 256
 REQUIRED_FIELDS = ("type", "idempotency_key", "payload")
-OPTIONAL_FIELDS = ("version", "published_at", "tenant", "unique_lock", "expires_at", "batch")
+OPTIONAL_FIELDS = ("version", "published_at", "tenant", "unique_lock", "expires_at", "batch", "tags")
 ALLOWED_FIELDS = REQUIRED_FIELDS + OPTIONAL_FIELDS
 _ALLOWED = frozenset(ALLOWED_FIELDS)
 
@@ -104,6 +110,8 @@ class Envelope:
     expires_at: str | None = None
     #: The batch or chain it is a member of: ``{"id": ...}`` or ``{"id": ..., "step": n}``.
     batch: dict[str, Any] | None = None
+    #: Up to 10 short ``name: value`` pairs, on each of the job's log lines (:mod:`~tiered_jobs.contract.tags`).
+    tags: dict[str, str] | None = None
 
     def deadline(self) -> datetime | None:
         """``expires_at`` as an aware datetime (``None``: the job never expires)."""
@@ -131,6 +139,8 @@ class Envelope:
             body["expires_at"] = self.expires_at
         if self.batch is not None:
             body["batch"] = self.batch
+        if self.tags is not None:
+            body["tags"] = self.tags
         return body
 
     def to_json(self) -> str:
@@ -210,6 +220,10 @@ def validate(obj: Any) -> list[str]:
         from .batches import field_problems  # only a batch member loads the rules: a cold start skips them
 
         problems.extend(field_problems(obj["batch"]))
+    if "tags" in obj:
+        from .tags import problems as tag_problems  # only a tagged job loads the rules
+
+        problems.extend(tag_problems(obj["tags"]))
     return problems
 
 
@@ -329,6 +343,7 @@ def parse(body: str | bytes, *, max_bytes: int | None = SQS_MAX_MESSAGE_BYTES) -
         obj.get("unique_lock"),
         obj.get("expires_at"),
         obj.get("batch"),
+        obj.get("tags"),
     )
 
 
@@ -342,6 +357,7 @@ def build(
     unique_lock: str | None = None,
     expires_at: str | None = None,
     batch: dict[str, Any] | None = None,
+    tags: dict[str, str] | None = None,
 ) -> Envelope:
     """Build a valid envelope for publishing, or raise :class:`EnvelopeError` before anything is sent.
 
@@ -363,6 +379,8 @@ def build(
         obj["expires_at"] = expires_at
     if batch is not None:
         obj["batch"] = batch
+    if tags is not None:
+        obj["tags"] = tags
     problems = validate(obj) + character_problems(obj)
     if problems:
         raise EnvelopeError(problems)
@@ -376,6 +394,7 @@ def build(
         unique_lock,
         expires_at,
         batch,
+        dict(tags) if tags is not None else None,
     )
 
 

@@ -265,6 +265,7 @@ class Publisher:
         expires_at: datetime | None = None,
         expires_in: int | timedelta | None = None,
         trace_header: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> PublishResult:
         """Publish one job; raise :class:`InvalidJobError` or :class:`PublishError` if it was not.
 
@@ -274,7 +275,8 @@ class Publisher:
         ``expires_in``: the job's deadline (a moment, or seconds after it is due); not started by then,
         it is archived unrun (reason ``expired``), never a failure. ``trace_header``: the caller's X-Ray
         header or W3C ``traceparent`` (default: the publisher's ``trace_context``), which the job's trace
-        links to."""
+        links to. ``tags``: up to 10 short ``name: value`` pairs on each of the job's log lines, which
+        ``tiered-jobs search --tag`` finds it by."""
         return self.publish_batch(
             [
                 Job(
@@ -290,6 +292,7 @@ class Publisher:
                     expires_at=expires_at,
                     expires_in=expires_in,
                     trace_header=trace_header,
+                    tags=tags,
                 )
             ]
         )[0]

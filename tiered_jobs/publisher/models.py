@@ -44,6 +44,9 @@ class Job:
     #: which links the job's trace to it. ``None``: the publisher's ``trace_context`` (in Lambda, the
     #: current invocation's ``_X_AMZN_TRACE_ID``).
     trace_header: str | None = None
+    #: Up to 10 short ``name: value`` pairs, on each of the job's log lines, to find it by
+    #: (``tiered-jobs search --tag name=value``; the rules: ``tiered_jobs.contract.tags``).
+    tags: Mapping[str, str] | None = None
 
     def describe(self) -> str:
         key = self.idempotency_key

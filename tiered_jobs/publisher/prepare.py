@@ -154,7 +154,14 @@ def _prepare_one(
     built = None
     try:
         built = envelope.build(
-            job.job_type, job.payload, key, tenant=job.tenant, unique_lock=token, expires_at=deadline, batch=batch
+            job.job_type,
+            job.payload,
+            key,
+            tenant=job.tenant,
+            unique_lock=token,
+            expires_at=deadline,
+            batch=batch,
+            tags=dict(job.tags) if isinstance(job.tags, Mapping) else job.tags,  # a non-object is refused by name
         )
     except envelope.EnvelopeError as exc:
         fields.extend(exc.problems)

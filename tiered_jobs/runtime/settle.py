@@ -90,6 +90,10 @@ class Settle:
     def _log_keys(self, received: Received) -> LogKeys:
         return LogKeys(self.logger, received, self.config.tier)
 
+    def _queued_ms(self, received: Received, duration_ms: float) -> int:
+        """How long the job waited in its queue before this run started (enqueued to start), in whole ms."""
+        return max(0, round(received.age_seconds(self.now()) * 1000 - duration_ms))
+
     def copies(
         self,
         invocation: Invocation,
@@ -154,8 +158,17 @@ class Settle:
         duration_ms = ms(started)
         outcome = Outcome.DUPLICATE if duplicate else Outcome.SUCCEEDED
         invocation.metrics.record(received.label, outcome, duration_ms)
-        # Celery's "Task ... succeeded in 0.04s": type, key and attempt are the line's keys.
-        self.logger.info(outcome.line, extra={"duration_ms": round(duration_ms, 3), "duplicate": duplicate})
+        # Celery's "Task ... succeeded in 0.04s": type, key and attempt are the line's keys; the run line's
+        # other fields (docs/consumer.md) are what a search shows.
+        self.logger.info(
+            outcome.line,
+            extra={
+                "outcome": outcome,
+                "duration_ms": round(duration_ms, 3),
+                "queued_ms": self._queued_ms(received, duration_ms),
+                "duplicate": duplicate,
+            },
+        )
         self.release_unique(received)
 
     def checkpointed(
@@ -181,10 +194,18 @@ class Settle:
         attempt = received.attempt
         if decision.delay_seconds is not None:
             delay = decision.delay_seconds
-            invocation.metrics.record(received.label, Outcome.RETRIED, ms(started), retry_delay_seconds=delay)
+            duration_ms = ms(started)
+            invocation.metrics.record(received.label, Outcome.RETRIED, duration_ms, retry_delay_seconds=delay)
             self.logger.warning(
                 Outcome.RETRIED.line,
-                extra={"error_type": error_type, "error": error_message, "retry_in_seconds": delay},
+                extra={
+                    "outcome": Outcome.RETRIED,
+                    "duration_ms": round(duration_ms, 3),
+                    "queued_ms": self._queued_ms(received, duration_ms),
+                    "error_type": error_type,
+                    "error": error_message,
+                    "retry_in_seconds": delay,
+                },
                 exc_info=exc,  # the traceback, as the log's "exception" field
             )
             return Kept(delay, f"{error_type}: {error_message}")
@@ -262,6 +283,9 @@ class Settle:
         self.logger.error(
             outcome.line,
             extra={
+                "outcome": outcome,
+                "duration_ms": round(duration, 3) if duration is not None else None,
+                "queued_ms": self._queued_ms(received, duration or 0.0),
                 "reason": reason,
                 "error_type": error_type,
                 "error": error_message,

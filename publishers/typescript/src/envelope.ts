@@ -14,6 +14,10 @@ const JOB_TYPE_PATTERN = /^[a-z0-9_]+(\.[a-z0-9_]+)*$/;
 const TENANT_PATTERN = /^[\x21-\x7e]{1,128}$/;
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 const MAX_CHAIN_LINKS = 50;
+/** A job's tags (tiered_jobs/contract/tags.py): at most 10, a Logs Insights field name each, short values. */
+export const MAX_TAGS = 10;
+const TAG_NAME_PATTERN = /^[a-z][a-z0-9_]{0,31}$/;
+const TAG_VALUE_PATTERN = /^[A-Za-z0-9_.:/@+=#-]{1,64}$/;
 const REQUIRED_FIELDS = ["type", "idempotency_key", "payload"] as const;
 /** Every field in the body's order: a port sends them in this order so bodies compare byte for byte. */
 export const ALLOWED_FIELDS = [
@@ -24,6 +28,7 @@ export const ALLOWED_FIELDS = [
   "unique_lock",
   "expires_at",
   "batch",
+  "tags",
 ] as const;
 
 /** One job as it travels in a message body. */
@@ -37,6 +42,7 @@ export interface Envelope {
   unique_lock?: string;
   expires_at?: string;
   batch?: { id: string; step?: number };
+  tags?: Record<string, string>;
 }
 
 type Json = Record<string, unknown>;
@@ -67,6 +73,37 @@ export function tenantProblems(tenant: unknown): Problem[] {
         `MessageGroupId; no spaces), got ${JSON.stringify(tenant)}`,
     ),
   ];
+}
+
+/** Why `tags` are not a job's tags (an empty list when they are). */
+export function tagProblems(tags: unknown): Problem[] {
+  if (!isObject(tags)) {
+    return [invalid("tags", `'tags' must be an object of tag names to values, got ${kind(tags)}`)];
+  }
+  const problems: Problem[] = [];
+  const entries = Object.entries(tags);
+  if (entries.length > MAX_TAGS) {
+    problems.push(invalid("tags", `'tags' must hold at most ${MAX_TAGS} tags, got ${entries.length}`));
+  }
+  for (const [name, value] of entries) {
+    if (!TAG_NAME_PATTERN.test(name)) {
+      problems.push(
+        invalid(
+          "tags",
+          `'tags' must name each tag with 1-32 lower-case letters, digits or '_', starting with a letter, got ${JSON.stringify(name)}`,
+        ),
+      );
+    } else if (typeof value !== "string" || !TAG_VALUE_PATTERN.test(value)) {
+      problems.push(
+        invalid(
+          `tags.${name}`,
+          `'tags.${name}' must be a string of 1-64 letters, digits or - _ . : / @ + = # (no spaces, quotes or ` +
+            `backslashes), got ${JSON.stringify(value)}`,
+        ),
+      );
+    }
+  }
+  return problems;
 }
 
 function batchProblems(value: unknown): Problem[] {
@@ -162,6 +199,9 @@ export function validate(obj: unknown): Problem[] {
   }
   if ("batch" in obj) {
     problems.push(...batchProblems(obj["batch"]));
+  }
+  if ("tags" in obj) {
+    problems.push(...tagProblems(obj["tags"]));
   }
   return problems;
 }

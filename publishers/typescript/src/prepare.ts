@@ -24,6 +24,8 @@ export interface PublishOptions {
   tenant?: string;
   /** The caller's X-Ray header or W3C `traceparent` (default: the publisher's `traceContext`). */
   traceHeader?: string;
+  /** Up to 10 short `name: value` pairs on each of the job's log lines, to find it by (`tiered-jobs search --tag`). */
+  tags?: Record<string, string>;
 }
 
 /** One job of a `publishBatch` call. */
@@ -42,7 +44,7 @@ const PYTHON_ONLY: Record<string, string> = {
   largePayloads: "largePayloads (bodies stored in S3)",
   batch: "batch (a batch or chain membership)",
 };
-const OPTIONS = new Set(["type", "payload", "idempotencyKey", "tier", "delay", "expiresIn", "expiresAt", "tenant", "traceHeader"]);
+const OPTIONS = new Set(["type", "payload", "idempotencyKey", "tier", "delay", "expiresIn", "expiresAt", "tenant", "traceHeader", "tags"]);
 
 /** A validated job, ready to send: its body is final and its queue known. */
 export interface Prepared {
@@ -179,6 +181,7 @@ function prepareOne(publisher: Destinations, index: number, job: Job, ambient: s
     payload: job.payload,
     published_at: isoText(now),
     ...(job.tenant !== undefined ? { tenant: job.tenant } : {}),
+    ...(job.tags !== undefined ? { tags: job.tags } : {}),
     ...(typeof expiresAt === "string" ? { expires_at: expiresAt } : {}),
   });
   fields.push(...built.problems);

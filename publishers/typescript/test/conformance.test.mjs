@@ -107,13 +107,18 @@ const runners = {
   async keys_and_tenants(given, expect) {
     const sqs = new FakeSqs();
     const key = given.idempotency_key;
-    const options = given.tenant !== undefined ? { tenant: given.tenant } : {};
+    const options = {
+      ...(given.tenant !== undefined ? { tenant: given.tenant } : {}),
+      ...(given.tags !== undefined ? { tags: given.tags } : {}),
+    };
     const publish = () => publisherFor(sqs).publish(JOB_TYPE, {}, key, options);
     if (expect.valid) {
       await publish();
       const [entry] = sqs.entries();
       assert.equal(entry.MessageGroupId ?? null, expect.message_group_id);
-      assert.equal(JSON.parse(entry.MessageBody).idempotency_key, key);
+      const body = JSON.parse(entry.MessageBody);
+      assert.equal(body.idempotency_key, key);
+      assert.deepEqual(body.tags, expect.tags);
     } else {
       assert.deepEqual(codes(await refused(publish)), expect.problems);
     }
