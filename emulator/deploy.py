@@ -22,6 +22,7 @@ from typing import Any
 from emulator import moto_patches, synth_cache
 from emulator.cdk_app import DEFAULT_ACCOUNT_ENV, DEFAULT_REGION_ENV, CdkApp, CdkAppError, StackArtifact, stacks
 from emulator.esm import FunctionConfig, MappingConfig
+from emulator.event_rules import create_rule_buses
 from emulator.logs import function_log_groups
 from emulator.server import ACCOUNT_ID, DEFAULT_REGION, Endpoint
 from emulator.template import Resolver
@@ -295,6 +296,8 @@ def deploy(endpoint: Endpoint, assembly: Assembly, clients: Callable[[str], Any]
     bucket = f"cdk-hnb659fds-assets-{ACCOUNT_ID}-{region}"
     template_key = "local-" + assembly.stack_name + ".template.json"
     clients("s3").put_object(Bucket=bucket, Key=template_key, Body=json.dumps(deployable).encode())
+    # A trigger's rule on a partner's or custom bus: on AWS the bus exists before the stack (event_rules).
+    buses = create_rule_buses(deployable, clients("events"))
     cloudformation = clients("cloudformation")
     cloudformation.create_stack(
         StackName=assembly.stack_name,
@@ -328,6 +331,7 @@ def deploy(endpoint: Endpoint, assembly: Assembly, clients: Callable[[str], Any]
         "created outside CloudFormation": [f"{r['Type']} {lid}" for lid, r in held.items()],
         "properties applied after CloudFormation": applied,
         "moto event source mappings created disabled": disabled,
+        "event buses created for the rules": buses,
         "left out: no traffic shifting locally": shifting,
     }
     return LocalDeployment(**{**deployment.__dict__, "gaps": gaps})
