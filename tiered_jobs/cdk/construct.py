@@ -49,6 +49,7 @@ from .batches import BatchTable
 from .chat import ChatChannels
 from .circuit_breaker import CircuitBreakers
 from .dashboard import Dashboard, dashboard_name
+from .encryption import StageKey
 from .function import LambdaPlatform
 from .large_payloads import LargePayloads, opted_in
 from .publishers import PublisherPolicy
@@ -161,6 +162,12 @@ class TieredJobs(Construct):
         stack.add_metadata(TEMPLATE_METADATA_KEY, metadata)
         # What a deletion leaves behind stays findable by stage (`tiered-jobs teardown`).
         Tags.of(self).add(STAGE_TAG, stage, include_resource_types=list(RETAINED_RESOURCE_TYPES))
+        # The stage's own key (``encryption``), put on every resource that stores data at the end of this constructor.
+        self.stage_key = (
+            StageKey(self, "StageKey", settings=settings, encryption=settings.encryption)
+            if settings.encryption is not None
+            else None
+        )
         platform = LambdaPlatform(self, "Platform", settings=settings, jobs=source)
         self.idempotency = DataTable(
             self,
@@ -181,7 +188,9 @@ class TieredJobs(Construct):
         ).table
         # What the jobs declared under ``resources`` (tables, queues), each for the tiers running them.
         self.job_resources = JobResources(self, "Resources", settings=settings)
-        self._alarm_topic = AlarmTopic(self, "AlarmTopic", settings=settings)
+        self._alarm_topic = AlarmTopic(
+            self, "AlarmTopic", settings=settings, key=None if self.stage_key is None else self.stage_key.key
+        )
         self.alarm_topic: sns.ITopic = self._alarm_topic.topic
         # The Slack / Teams channels AWS Chatbot posts the pages to (``chat``), subscribed to the topic.
         self.chat = (
@@ -283,6 +292,7 @@ class TieredJobs(Construct):
             idempotency_table=self.idempotency,
             batches=self.batches,
             large_payloads=self.large_payloads,
+            key=None if self.stage_key is None else self.stage_key.key,
         )
         self.publisher_policy: iam.ManagedPolicy = self._publishers.policy
         self._publish(
@@ -293,6 +303,24 @@ class TieredJobs(Construct):
         )
         # Every alarm of the stack that notifies the topic (yours too, added later) may publish to it.
         self._alarm_topic.allow_alarms_of(stack)
+        if self.stage_key is not None:
+            self._encrypt(self.stage_key)
+
+    def _encrypt(self, stage_key: StageKey) -> None:
+        """The stage's key on everything the construct made, and its use granted to every role that needs it:
+        each function (its queues, tables and objects), each schedule's role (it sends to the tier queues and
+        the schedules' DLQ) and the publisher policy."""
+        stage_key.encrypt(self, exclude=[self.replay.archive.access_logs])
+        for function in self.node.find_all():
+            if isinstance(function, lambda_.Function):
+                stage_key.grant_use(function)
+        for role in (self.scheduled_jobs.periodic_role, self.scheduled_jobs.one_time_role):
+            if role is not None:
+                stage_key.grant_use(role)
+        # The one-time role is retained with the pending jobs that fire with it: so is its grant on the key.
+        grant = self.scheduled_jobs.one_time_role.node.try_find_child("DefaultPolicy")
+        assert isinstance(grant, iam.Policy)
+        grant.apply_removal_policy(self.settings.removal_policy)
 
     # What users wire to their own resources.
     @property

@@ -6,7 +6,9 @@ It allows exactly what ``tiered_jobs.publisher`` calls when built with ``Publish
 - ``ssm:GetParameters`` on the parameters ``tiered_jobs.stage.discovery.from_ssm`` reads at construction,
   and on those ``tiered_jobs.stage.scheduling.from_ssm`` reads the first time a job needs a schedule;
 - ``sqs:SendMessage`` (which also authorizes ``SendMessageBatch``) on the tier queues, not the
-  DLQs. The queues use SQS-managed encryption, so no KMS permission is needed;
+  DLQs. The queues use SQS-managed encryption, so no KMS permission is needed, unless the stage has its own
+  key (``encryption``): then ``kms:GenerateDataKey`` (a message, a large body, a schedule's payload, a table
+  write) and ``kms:Decrypt`` (a status read, a table under the key) on that key only;
 - for jobs due later than SQS can delay (``at=``, long delays), debounced jobs and ``cancel``: the
   statements of ``ScheduledJobs.publisher_statements`` (one-time schedules only, and passing the one-time role);
 - for ``cancel`` of a queued job: ``dynamodb:PutItem`` (its cancel marker, on a condition) and
@@ -24,6 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
@@ -44,6 +47,8 @@ UNIQUE_LOCK_ACTIONS = ("dynamodb:PutItem", "dynamodb:DeleteItem")
 CANCEL_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem")
 #: ``get_status``: one read of a job's idempotency record (its state, progress and result), nothing else.
 STATUS_ACTIONS = ("dynamodb:GetItem",)
+#: On the stage's own key: a data key to encrypt what is sent or written, and decrypting what is read.
+KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
 
 
 def publisher_parameter_names(stage: str, tier_names: Sequence[str]) -> list[str]:
@@ -67,6 +72,7 @@ class PublisherPolicy(Construct):
         idempotency_table: dynamodb.ITable,
         batches: BatchTable | None = None,
         large_payloads: LargePayloads | None = None,
+        key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self._idempotency_table = idempotency_table
@@ -76,6 +82,7 @@ class PublisherPolicy(Construct):
         self._parameters = [parameters[name] for name in publisher_parameter_names(stage, list(queues))]
         self._scheduled_jobs = scheduled_jobs
         self._large_payloads = large_payloads
+        self._key = key
         self.policy = iam.ManagedPolicy(
             self,
             "Policy",
@@ -118,4 +125,10 @@ class PublisherPolicy(Construct):
                 resources=[self._idempotency_table.table_arn],
             ),
             *(self._large_payloads.publisher_statements() if self._large_payloads is not None else []),
+            *([self._key_statement(self._key)] if self._key is not None else []),
         ]
+
+    @staticmethod
+    def _key_statement(key: kms.IKey) -> iam.PolicyStatement:
+        """The stage's own key, that key only: what SQS, S3, Scheduler and DynamoDB ask of the caller."""
+        return iam.PolicyStatement(sid="UseTheStageKey", actions=list(KEY_ACTIONS), resources=[key.key_arn])

@@ -79,23 +79,29 @@ class AlarmTopic(Construct):
     for exactly the stack's alarms.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, settings: AppSettings) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, settings: AppSettings, key: kms.IKey | None = None
+    ) -> None:
         super().__init__(scope, construct_id)
-        self.key = kms.Key(
-            self,
-            "Key",
-            description=alarm_key_description(settings.stage),
-            enable_key_rotation=True,
-            removal_policy=settings.removal_policy,
-        )
-        self.key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AllowCloudWatchAlarmsToPublish",
-                principals=[iam.ServicePrincipal(CLOUDWATCH_PRINCIPAL)],
-                actions=list(TOPIC_KEY_ACTIONS),
-                resources=["*"],  # in a key policy, "*" means this key
+        if key is not None:  # the stage's own key (``encryption.py``), whose policy admits CloudWatch already
+            self.key: kms.IKey = key
+        else:
+            own = kms.Key(
+                self,
+                "Key",
+                description=alarm_key_description(settings.stage),
+                enable_key_rotation=True,
+                removal_policy=settings.removal_policy,
             )
-        )
+            own.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="AllowCloudWatchAlarmsToPublish",
+                    principals=[iam.ServicePrincipal(CLOUDWATCH_PRINCIPAL)],
+                    actions=list(TOPIC_KEY_ACTIONS),
+                    resources=["*"],  # in a key policy, "*" means this key
+                )
+            )
+            self.key = own
         self.topic = sns.Topic(
             self,
             "Topic",

@@ -19,6 +19,8 @@ from tiered_jobs.contract.names import (
 from tiered_jobs.contract.routing import Routes
 
 from .chat import ChatSettings, build_chat
+from .encryption import SETTINGS_KEY as ENCRYPTION_KEY
+from .encryption import EncryptionSettings, build_encryption
 from .local import profiled_tier, raw_tiers
 from .names import check_names
 from .profile import FULL, PROFILES, Profile
@@ -114,6 +116,8 @@ class AppSettings:
     #: AWS events that become jobs (EventBridge rules to tier queues), ``triggers`` in ``cdk.json``; see
     #: ``TriggerSettings``.
     triggers: tuple[TriggerSettings, ...] = ()
+    #: The stage's own KMS key for everything it encrypts, ``encryption`` in ``cdk.json``; see ``EncryptionSettings``.
+    encryption: EncryptionSettings | None = None
 
     @property
     def tier_names(self) -> tuple[str, ...]:
@@ -248,6 +252,7 @@ class AppSettings:
         values["routes"] = routes.table
         values["schedules"] = build_schedules(raw.get(Schedules.SETTINGS_KEY, {}), routes, tier_names, where)
         values["triggers"] = build_triggers(raw.get(TRIGGERS_KEY, {}), routes, tier_names, where)
+        values["encryption"] = build_encryption(raw.get(ENCRYPTION_KEY), where)
         values["resources"] = build_resources(raw.get("resources", {}), routes, where)
         check_names(where, stage_value, tier_names, [resource.name for resource in values["resources"]])
         return cls(**values)

@@ -1,0 +1,164 @@
+"""``encryption``: the stage's own KMS key on every queue, table, bucket, schedule, log group and the alarm topic,
+a key policy naming exactly the services that use it as themselves, and every hop allowed by it (moto evaluates
+no key policy: the hop walker does)."""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+
+import pytest
+
+from tests.cdk.conftest import CUSTOM_TRIGGERS
+from tests.cdk.hops import walk
+from tests.cdk.infra_support import Synth, synthesize_once
+from tests.cdk.template_values import Concrete
+from tiered_jobs.cdk.encryption import ENCRYPTED_TYPES, LOGS_CONTEXT_KEY
+from tiered_jobs.cdk.settings import AppSettings, SettingsError
+
+# Synthesizes a CDK app (make quick leaves it out).
+pytestmark = pytest.mark.synth
+
+KEY_ARN = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory) -> Synth:
+    """A stage that makes its key, with every resource kind that can take it: subscriptions and their DLQ, a
+    periodic schedule, triggers and their DLQ, a large-payload tier (the second bucket)."""
+    return synthesize_once(
+        tmp_path_factory,
+        "stage-key",
+        stage="sec",
+        encryption={"create": True},
+        alarm_email="oncall@example.com",
+        tiers={"critical": {"large_payloads": True}, "transactional": {}, "bulk": {}},
+        routes={"*": "bulk", "reports.*": "critical", "payments.*": "transactional"},
+        schedules={"nightly": {"expression": "cron(0 2 * * ? *)", "job_type": "reports.nightly", "payload": {}}},
+        triggers=CUSTOM_TRIGGERS,
+    )
+
+
+def _key(synth: Synth) -> str:
+    (key,) = synth.resources("AWS::KMS::Key")
+    return key
+
+
+def _uses(value, key: str) -> bool:
+    return value == {"Fn::GetAtt": [key, "Arn"]}
+
+
+def test_the_setting_takes_a_key_arn_or_create_and_nothing_else():
+    assert AppSettings.from_context({"encryption": {"kms_key_arn": KEY_ARN}}).encryption.kms_key_arn == KEY_ARN
+    assert AppSettings.from_context({"encryption": {"create": True}}).encryption.create is True
+    assert AppSettings.from_context({}).encryption is None
+    for raw, message in (
+        ({"create": True, "kms_key_arn": KEY_ARN}, "exactly one of kms_key_arn and create"),
+        ({}, "exactly one of kms_key_arn and create"),
+        ({"create": "yes"}, "create 'yes' must be true or false"),
+        ({"kms_key_arn": "arn:aws:kms:eu-west-1:123456789012:alias/jobs"}, "is not a KMS key ARN"),
+        ({"key": KEY_ARN}, "unknown key"),
+        ("create", "must be an object"),
+    ):
+        with pytest.raises(SettingsError, match=message):
+            AppSettings.from_context({"encryption": raw})
+
+
+def test_every_resource_that_stores_data_uses_the_stage_key(synth):
+    key = _key(synth)
+    assert synth.raw["Resources"][key]["Properties"]["EnableKeyRotation"] is True
+    assert synth.raw["Resources"][key]["DeletionPolicy"] == "Retain"
+    seen = {type_: 0 for type_ in ENCRYPTED_TYPES}
+    for type_ in ENCRYPTED_TYPES:
+        for logical_id, resource in synth.resources(type_).items():
+            props = resource["Properties"]
+            if type_ in ("AWS::SQS::Queue", "AWS::SNS::Topic"):
+                assert _uses(props.get("KmsMasterKeyId"), key), logical_id
+                assert "SqsManagedSseEnabled" not in props, logical_id
+            elif type_ == "AWS::DynamoDB::Table":
+                sse = props["SSESpecification"]
+                assert sse["SSEType"] == "KMS" and _uses(sse["KMSMasterKeyId"], key), logical_id
+            elif type_ == "AWS::S3::Bucket":
+                (rule,) = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+                default = rule["ServerSideEncryptionByDefault"]
+                if "LoggingConfiguration" not in props and "AccessLogs" in logical_id:
+                    # S3 delivers server access logs only to an SSE-S3 bucket: the one bucket left on AES256.
+                    assert default == {"SSEAlgorithm": "AES256"}, logical_id
+                    continue
+                assert default["SSEAlgorithm"] == "aws:kms" and _uses(default["KMSMasterKeyID"], key), logical_id
+                assert rule["BucketKeyEnabled"] is True
+            elif type_ == "AWS::Scheduler::Schedule":
+                assert _uses(props.get("KmsKeyArn"), key), logical_id
+            else:
+                assert _uses(props.get("KmsKeyId"), key), logical_id
+            seen[type_] += 1
+    # every kind is there: 3 tiers' queues and DLQs, the schedules', triggers' and subscriptions' DLQs; 4+ tables;
+    # the archive and the large bodies; the periodic schedule; every function's log group; the alarm topic
+    assert seen["AWS::SQS::Queue"] == 3 * 2 + 3
+    assert seen["AWS::DynamoDB::Table"] >= 4
+    assert seen["AWS::S3::Bucket"] == 2
+    assert seen["AWS::Scheduler::Schedule"] == 1
+    assert seen["AWS::Logs::LogGroup"] == len(synth.resources("AWS::Lambda::Function"))
+    assert seen["AWS::SNS::Topic"] == 1
+
+
+def test_the_key_policy_names_exactly_the_services_that_use_the_key_as_themselves(synth):
+    t = Concrete(synth.raw)
+    statements = t.value(synth.raw["Resources"][_key(synth)]["Properties"]["KeyPolicy"])["Statement"]
+    services = {s["Principal"]["Service"]: s for s in statements if "Service" in s.get("Principal", {})}
+    assert set(services) == {
+        "cloudwatch.amazonaws.com",
+        f"logs.{t.region}.amazonaws.com",
+        "sns.amazonaws.com",
+        "events.amazonaws.com",
+    }
+    # CloudWatch Logs only for log groups of this account and region, on the encryption context it always gives
+    logs = services[f"logs.{t.region}.amazonaws.com"]["Condition"]["ArnLike"][LOGS_CONTEXT_KEY]
+    for logical_id in synth.resources("AWS::Logs::LogGroup"):
+        group = f"arn:{t.partition}:logs:{t.region}:{t.account}:log-group:/aws/lambda/{logical_id}"
+        assert fnmatch.fnmatchcase(group, logs)
+    assert not fnmatch.fnmatchcase(f"arn:{t.partition}:logs:{t.region}:999999999999:log-group:x", logs)
+    # the others for this account's resources only
+    for principal in ("cloudwatch.amazonaws.com", "sns.amazonaws.com", "events.amazonaws.com"):
+        assert services[principal]["Condition"] == {"StringEquals": {"aws:SourceAccount": t.account}}
+
+
+def test_every_hop_is_allowed_by_the_key_policy_and_a_missing_service_is_caught(synth):
+    hops, problems = walk(synth.raw)
+    assert problems == []
+    key = _key(synth)
+    t = Concrete(synth.raw)
+    encrypted = [
+        hop
+        for hop in hops
+        if isinstance(hop.target, str)
+        and _uses(synth.raw["Resources"].get(hop.target, {}).get("Properties", {}).get("KmsMasterKeyId"), key)
+    ]
+    callers = {type(hop.caller).__name__ + ":" + getattr(hop.caller, "principal", "role") for hop in encrypted}
+    # alarms -> topic, SNS -> subscriptions' DLQ, rules -> queues, and roles (consumers, replay, schedules)
+    assert {
+        "ServiceCaller:cloudwatch.amazonaws.com",
+        "ServiceCaller:sns.amazonaws.com",
+        "ServiceCaller:events.amazonaws.com",
+        "RoleCaller:role",
+    } <= callers
+    for principal in ("sns.amazonaws.com", "events.amazonaws.com", "cloudwatch.amazonaws.com"):
+        broken = copy.deepcopy(synth.raw)
+        policy = broken["Resources"][key]["Properties"]["KeyPolicy"]
+        policy["Statement"] = [s for s in policy["Statement"] if s.get("Principal", {}).get("Service") != principal]
+        _, problems = walk(broken)
+        assert any(f"the key policy of {key} does not allow {principal}" in p for p in problems), principal
+    assert t.account
+
+
+def test_the_publisher_policy_may_use_the_stage_key_and_no_other(synth):
+    (policy,) = synth.resources("AWS::IAM::ManagedPolicy").values()
+    statements = Concrete(synth.raw).value(policy["Properties"]["PolicyDocument"])["Statement"]
+    kms = [s for s in statements if any(str(a).startswith("kms:") for a in _list(s["Action"]))]
+    (statement,) = kms
+    assert sorted(_list(statement["Action"])) == ["kms:Decrypt", "kms:GenerateDataKey"]
+    assert statement["Resource"] == Concrete(synth.raw).value({"Fn::GetAtt": [_key(synth), "Arn"]})
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else [value]
