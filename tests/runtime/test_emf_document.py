@@ -1,5 +1,5 @@
-"""The consumer's EMF documents: what Powertools' EphemeralMetrics prints for the same calls, written in
-one pass (runtime/metrics.py), and split where EMF's 100 values per metric would be passed."""
+"""The consumer's EMF documents (runtime/metrics.py, through Powertools' EphemeralMetrics): both dimension
+sets, every value once, and split where EMF's 100 values per metric would be passed."""
 
 from __future__ import annotations
 
@@ -23,27 +23,13 @@ def _printed(emit) -> list[dict]:
     return documents
 
 
-def _powertools(stage: str, tier: str, job_type: str, values: dict[str, list[float]]) -> None:
-    """The same document through Powertools, as runtime/metrics.py wrote it before (the reference)."""
-    from aws_lambda_powertools.metrics import EphemeralMetrics
-
-    emf = EphemeralMetrics(namespace=M.NAMESPACE, service=M.SERVICE)
-    emf.add_dimension(name=M.DIM_STAGE, value=stage)
-    emf.add_dimension(name=M.DIM_TIER, value=tier)
-    emf.add_dimensions(**{M.DIM_STAGE: stage, M.DIM_TIER: tier, M.DIM_JOB_TYPE: job_type})
-    for name, found in values.items():
-        for value in found:
-            emf.add_metric(name=name, unit=UNITS.get(name, "Count"), value=value)
-    emf.flush_metrics()
-
-
 @pytest.fixture(autouse=True)
 def _metrics_on(monkeypatch):
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
     monkeypatch.delenv("POWERTOOLS_DEV", raising=False)
 
 
-def test_a_batch_prints_what_powertools_prints_for_the_same_values():
+def test_a_batch_prints_one_document_per_job_type_with_both_dimension_sets():
     metrics = BatchMetrics("prod", "bulk")
     for duration in (1.5, 2.25, 3.0):
         metrics.record("reports.build", "succeeded", duration)
@@ -52,21 +38,34 @@ def test_a_batch_prints_what_powertools_prints_for_the_same_values():
     metrics.record("mail.send", "dead_lettered", 1.0)
     metrics.age("mail.send", 60.5)
 
-    ours = _printed(metrics.flush)
+    documents = {d[M.DIM_JOB_TYPE]: d for d in _printed(metrics.flush)}
 
-    counts = {"reports.build": {M.PROCESSED: 4, M.SUCCEEDED: 3, M.RETRIED: 1}, "mail.send": {M.PROCESSED: 1}}
-    counts["mail.send"] |= {M.FAILED: 1, M.DEAD_LETTERED: 1}
-    expected = {
-        "reports.build": {M.DURATION: [1.5, 2.25, 3.0, 9.0], M.RETRY_DELAY: [30.0], M.JOB_AGE: [4.0] * 3},
-        "mail.send": {M.DURATION: [1.0], M.JOB_AGE: [60.5]},
-    }
-    reference = _printed(
-        lambda: [
-            _powertools("prod", "bulk", job_type, {n: [float(counts[job_type].get(n, 0))] for n in COUNTERS} | lists)
-            for job_type, lists in expected.items()
+    assert set(documents) == {"reports.build", "mail.send"}
+    for document in documents.values():
+        (declared,) = document["_aws"]["CloudWatchMetrics"]
+        assert declared["Namespace"] == M.NAMESPACE
+        # the alarms' set (summed over job types) and the breakdown's
+        assert declared["Dimensions"] == [
+            [M.DIM_STAGE, M.DIM_TIER, "service"],
+            [M.DIM_STAGE, M.DIM_TIER, M.DIM_JOB_TYPE],
         ]
+        assert (document[M.DIM_STAGE], document[M.DIM_TIER], document["service"]) == ("prod", "bulk", M.SERVICE)
+        units = {m["Name"]: m["Unit"] for m in declared["Metrics"]}
+        assert all(units[name] == "Count" for name in COUNTERS) and set(units) >= set(COUNTERS)
+        assert all(units[name] == unit for name, unit in UNITS.items() if name in units)
+    build, mail = documents["reports.build"], documents["mail.send"]
+
+    def one(value):  # EMF writes a metric with one value as that value, or as a list of one
+        return value if isinstance(value, list) else [value]
+
+    assert [one(build[n]) for n in (M.PROCESSED, M.SUCCEEDED, M.RETRIED, M.FAILED)] == [[4.0], [3.0], [1.0], [0.0]]
+    assert (build[M.DURATION], one(build[M.RETRY_DELAY]), build[M.JOB_AGE]) == (
+        [1.5, 2.25, 3.0, 9.0],
+        [30.0],
+        [4.0] * 3,
     )
-    assert ours == reference
+    assert [one(mail[n]) for n in (M.PROCESSED, M.FAILED, M.DEAD_LETTERED, M.DURATION)] == [[1.0]] * 4
+    assert M.RETRY_DELAY not in mail
 
 
 def test_metrics_off_by_powertools_rule_print_nothing(monkeypatch):
@@ -85,11 +84,9 @@ def test_past_100_values_every_value_is_printed_once_in_documents_of_at_most_100
 
     documents = _printed(metrics.flush)
 
-    assert len(documents) == 3
-    assert [d[M.DURATION] for d in documents] == [
-        [float(i) for i in range(start, min(start + MAX_VALUES, 250))] for start in range(0, 250, MAX_VALUES)
-    ]
-    assert sum(len(d[M.JOB_AGE]) for d in documents) == 250
+    # each value once, in order, across as many documents as Powertools needs (each metric at most 100 a document)
+    assert [value for d in documents for value in d.get(M.DURATION, [])] == [float(i) for i in range(250)]
+    assert sum(len(d.get(M.JOB_AGE, [])) for d in documents) == 250
     assert sum(d.get(M.SUCCEEDED, [0.0])[0] for d in documents) == 250.0  # the counts, once
     for document in documents:
         declared = [m["Name"] for m in document["_aws"]["CloudWatchMetrics"][0]["Metrics"]]

@@ -1,15 +1,10 @@
-"""Job metrics as CloudWatch EMF, one flush per invocation.
+"""Job metrics as CloudWatch EMF, written by Powertools' ``EphemeralMetrics``, one flush per invocation.
 
 Each job type in a batch gets one EMF document with two dimension sets:
 ``[Stage, Tier, service]`` (what the stack's alarms and dashboard read, summing over job types)
-and ``[Stage, Tier, JobType]`` (the breakdown). Values are lists, one per record.
-
-The document is the one Powertools' ``EphemeralMetrics`` prints for the same calls (its layout, its
-units, its ``POWERTOOLS_METRICS_DISABLED`` rule; past EMF's 100 values of a metric, one document per
-100, where Powertools flushes when a metric reaches 100), written here in one pass: Powertools
-checks each value in its own ``add_metric`` call, and a batch of 10 jobs makes 33 of them, about 40
-µs of every job's CPU on the warm path; our names, units and values are fixed by this module, so
-there is nothing left to check per value.
+and ``[Stage, Tier, JobType]`` (the breakdown). Values are lists, one per record; past EMF's 100 values
+of a metric Powertools prints one more document. Powertools' ``POWERTOOLS_METRICS_DISABLED`` rule
+holds.
 
 ``JobsFailed`` counts jobs that failed for good (dead-lettered, or kept because the DLQ refused
 the final copy); a retried attempt counts only ``JobsRetried``; a record the time budget left
@@ -20,11 +15,7 @@ deferred): how long its job has waited since it entered the queue.
 
 from __future__ import annotations
 
-import functools
-import json
-import time
 from collections import defaultdict
-from typing import Any
 
 from tiered_jobs.contract.names import Metrics as M
 
@@ -52,7 +43,7 @@ COUNTERS: tuple[str, ...] = (
 
 #: The metrics that are not counts, by unit (CloudWatch's unit names, as Powertools' ``MetricUnit`` spells them).
 UNITS: dict[str, str] = {M.DURATION: "Milliseconds", M.RETRY_DELAY: "Seconds", M.JOB_AGE: "Seconds"}
-#: EMF's limit of values per metric in one document.
+#: EMF's limit of values per metric in one document (Powertools prints another document past it).
 MAX_VALUES = 100
 
 
@@ -83,69 +74,26 @@ class BatchMetrics:
         self._ages[job_type].append(round(seconds, 3))
 
     def flush(self) -> None:
-        if not self._counts:
-            return
-        from aws_lambda_powertools.metrics.functions import is_metrics_disabled
+        """Print each job type's document (Powertools checks each value as it adds it), then forget them."""
+        if self._counts:
+            from aws_lambda_powertools.metrics import EphemeralMetrics
 
-        if not is_metrics_disabled():
-            timestamp = int(time.time() * 1000)
             for job_type, counts in self._counts.items():
-                values: dict[str, list[float]] = {name: [float(counts.get(name, 0))] for name in COUNTERS}
+                emf = EphemeralMetrics(namespace=M.NAMESPACE, service=M.SERVICE)
+                emf.add_dimension(name=M.DIM_STAGE, value=self.stage)
+                emf.add_dimension(name=M.DIM_TIER, value=self.tier)
+                emf.add_dimensions(**{M.DIM_STAGE: self.stage, M.DIM_TIER: self.tier, M.DIM_JOB_TYPE: job_type})
+                for name in COUNTERS:
+                    emf.add_metric(name=name, unit="Count", value=float(counts.get(name, 0)))
                 for name, found in (
                     (M.DURATION, self._durations.get(job_type)),
                     (M.RETRY_DELAY, self._retry_delays.get(job_type)),
                     (M.JOB_AGE, self._ages.get(job_type)),
                 ):
-                    if found:
-                        values[name] = [float(value) for value in found]
-                for line in self._documents(job_type, values, timestamp):
-                    print(line)
+                    for value in found or ():
+                        emf.add_metric(name=name, unit=UNITS[name], value=float(value))
+                emf.flush_metrics()
         self._counts.clear()
         self._durations.clear()
         self._retry_delays.clear()
         self._ages.clear()
-
-    def _documents(self, job_type: str, values: dict[str, list[float]], timestamp: int) -> list[str]:
-        """One document, or one per ``MAX_VALUES`` values of the longest list (a batch window's thousands
-        of records): EMF takes at most 100 values per metric in a document."""
-        longest = max(len(found) for found in values.values())
-        return [
-            self._document(
-                job_type,
-                {name: found[start : start + MAX_VALUES] for name, found in values.items() if found[start:]},
-                timestamp,
-            )
-            for start in range(0, longest, MAX_VALUES)
-        ]
-
-    def _document(self, job_type: str, values: dict[str, list[float]], timestamp: int) -> str:
-        """The document as one JSON line: its declarations and dimensions (the same for every batch of a job
-        type) are written once per container, and only the timestamp and the values are written per batch
-        (json.dumps of the whole document took half the flush's CPU). Each value is a finite float (a count,
-        a duration, an age, a delay), whose ``repr`` is the form JSON writes."""
-        head = _head(self.stage, self.tier, job_type, tuple(values))
-        written = ",".join(f'"{name}":[{",".join(map(repr, found))}]' for name, found in values.items())
-        return f'{{"_aws":{{"Timestamp":{timestamp},{head},{written}}}'
-
-
-@functools.lru_cache(maxsize=256)
-def _head(stage: str, tier: str, job_type: str, names: tuple[str, ...]) -> str:
-    """A document's text between its timestamp and its values: the metric declarations, ``}`` closing
-    ``_aws``, and the dimensions' values (the names are this module's, JSON-safe as they are; the
-    values go through json.dumps)."""
-    declarations = {
-        "CloudWatchMetrics": [
-            {
-                "Namespace": M.NAMESPACE,
-                "Dimensions": [[M.DIM_STAGE, M.DIM_TIER, "service"], [M.DIM_STAGE, M.DIM_TIER, M.DIM_JOB_TYPE]],
-                "Metrics": [{"Name": name, "Unit": UNITS.get(name, "Count")} for name in names],
-            }
-        ]
-    }
-    dimensions = {M.DIM_STAGE: stage, M.DIM_TIER: tier, "service": M.SERVICE, M.DIM_JOB_TYPE: job_type}
-    return f"{_members(declarations)}}},{_members(dimensions)}"
-
-
-def _members(mapping: dict[str, Any]) -> str:
-    """A JSON object's members, without its braces."""
-    return json.dumps(mapping, separators=(",", ":"))[1:-1]
