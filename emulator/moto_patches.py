@@ -362,6 +362,8 @@ def deployed_attribute(clients: Callable[[str], Any]) -> Callable[[str, str, str
             return str(clients("iam").get_role(RoleName=physical_id)["Role"]["Arn"])
         if kind == "AWS::DynamoDB::Table" and name == "Arn":
             return str(clients("dynamodb").describe_table(TableName=physical_id)["Table"]["TableArn"])
+        if kind == "AWS::Events::Rule" and name == "Arn":  # a trigger's queue policy names its rule
+            return _rule_arn(clients("events"), physical_id)
         if kind == "AWS::S3::Bucket" and name == "Arn":
             return f"arn:aws:s3:::{physical_id}"  # a bucket's ARN is its name (no region, no account)
         raise NotImplementedError(f"Fn::GetAtt {kind}.{name} is not resolved by local mode; extend moto_patches")
@@ -371,6 +373,16 @@ def deployed_attribute(clients: Callable[[str], Any]) -> Callable[[str, str, str
 
 # --------------------------------------------------------------------------------------------
 # Gap 4: properties moto's CloudFormation ignores
+
+
+def _rule_arn(events: Any, name: str) -> str:
+    """The ARN of the rule ``name``, on whichever bus it is (a rule's physical id is its name, not its bus)."""
+    for bus in events.list_event_buses().get("EventBuses", []):
+        try:
+            return str(events.describe_rule(Name=name, EventBusName=bus["Name"])["Arn"])
+        except events.exceptions.ResourceNotFoundException:
+            continue
+    raise LookupError(f"rule {name} is on no event bus of the embedded AWS")
 
 
 def apply_ignored_properties(
