@@ -162,3 +162,36 @@ def test_the_publisher_policy_may_use_the_stage_key_and_no_other(synth):
 
 def _list(value) -> list:
     return value if isinstance(value, list) else [value]
+
+
+#: Where each encrypted type names its key.
+KEY_PROPERTIES = {
+    "AWS::SQS::Queue": "KmsMasterKeyId",
+    "AWS::DynamoDB::Table": "SSESpecification",
+    "AWS::S3::Bucket": "BucketEncryption",
+    "AWS::Scheduler::Schedule": "KmsKeyArn",
+    "AWS::Logs::LogGroup": "KmsKeyId",
+    "AWS::SNS::Topic": "KmsMasterKeyId",
+}
+
+
+def test_a_key_change_replaces_nothing_so_the_replacement_guard_has_nothing_to_refuse():
+    """CloudFormation's resource schemas (as cfn-lint ships them) list the create-only properties, whose change
+    replaces the resource: no key property is one, and none is a property the replacement guard watches."""
+    import json
+    from pathlib import Path
+
+    import cfnlint
+
+    from tiered_jobs.cdk.lock import REPLACEMENT_PROPERTIES
+
+    schemas = Path(cfnlint.__file__).parent / "data" / "schemas"
+    providers = json.loads((schemas / "providers" / "us-east-1.json").read_text())
+    assert set(KEY_PROPERTIES) == set(ENCRYPTED_TYPES)
+    for type_, key_property in KEY_PROPERTIES.items():
+        schema = providers[type_]
+        if isinstance(schema, str):
+            schema = json.loads((schemas / "resources" / f"{schema.removesuffix('.json')}.json").read_text())
+        assert key_property in schema["properties"], type_
+        assert f"/properties/{key_property}" not in schema.get("createOnlyProperties", []), type_
+        assert key_property not in REPLACEMENT_PROPERTIES.get(type_, ()), type_

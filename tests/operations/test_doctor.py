@@ -36,7 +36,7 @@ class Aws:
 
     def __init__(self) -> None:
         session = boto3.session.Session(region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
-        self.clients = {name: session.client(name) for name in ("ssm", "lambda", "service-quotas")}
+        self.clients = {name: session.client(name) for name in ("ssm", "lambda", "service-quotas", "sqs", "kms")}
         self.stubs = {name: Stubber(client) for name, client in self.clients.items()}
 
     def client(self, service: str, **_config: object) -> object:
@@ -245,6 +245,16 @@ def cli(aws, monkeypatch) -> Aws:
     return aws
 
 
+def _queue_key(aws: Aws, key: str | None) -> None:
+    """The first tier's queue answers its key (``None``: SSE-SQS), as the command asks after the limits."""
+    attributes = {"KmsMasterKeyId": key} if key else {"SqsManagedSseEnabled": "true"}
+    aws.stubs["sqs"].add_response(
+        "get_queue_attributes",
+        {"Attributes": attributes},
+        {"QueueUrl": f"https://sqs/{next(iter(TIERS))}", "AttributeNames": ["KmsMasterKeyId"]},
+    )
+
+
 def _run(*args: str):
     return CliRunner().invoke(cli_module.app, ["--stage", STAGE, "--region", REGION, "doctor", *args])
 
@@ -253,6 +263,7 @@ def test_the_command_exits_1_on_a_failed_check_and_prints_every_check_as_json(cl
     cli.stage(TIERS)
     cli.account(total=10, unreserved=10)
     cli.quotas(denied=True)
+    _queue_key(cli, None)
     result = _run("--json")
     assert result.exit_code == 1, result.output
     shown = json.loads(result.stdout)
@@ -265,10 +276,28 @@ def test_the_command_prints_a_table_and_exits_0_when_nothing_fails(cli):
     cli.stage(TIERS)
     cli.account(total=1000, unreserved=1000)
     cli.quotas(denied=True)
+    _queue_key(cli, None)
     result = _run()
     assert result.exit_code == 0, result.output
     for text in ("Check", "Status", "Fix", "Tiers' concurrency", "not readable"):
         assert text in result.stdout
+
+
+def test_the_command_checks_the_stage_key_found_on_a_tier_queue(cli):
+    key = f"arn:aws:kms:{REGION}:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    cli.stage(TIERS)
+    cli.account(total=1000, unreserved=1000)
+    cli.quotas(denied=True)
+    _queue_key(cli, key)
+    metadata = {"KeyId": key.rsplit("/", 1)[1], "Arn": key, "Enabled": False, "KeyState": "PendingDeletion"}
+    cli.stubs["kms"].add_response("describe_key", {"KeyMetadata": metadata}, {"KeyId": key})
+    cli.stubs["kms"].add_response(
+        "get_key_policy", {"Policy": json.dumps({"Statement": []})}, {"KeyId": key, "PolicyName": "default"}
+    )
+    result = _run("--json")
+    assert result.exit_code == 1, result.output
+    (check,) = [c for c in json.loads(result.stdout)["checks"] if c["name"] == "Stage key"]
+    assert check["status"] == "fail" and "PendingDeletion" in check["detail"]
 
 
 def test_account_settings_the_endpoint_does_not_serve_need_no_grant(aws):

@@ -1,7 +1,8 @@
 """``tiered-jobs doctor``: what will throttle, the account's limits against the stage's settings.
 
-The checks are :func:`tiered_jobs.operations.doctor.diagnose`; this module renders them and exits
-non-zero when one fails, so a pipeline can run it before (or after) a deploy.
+The checks are :func:`tiered_jobs.operations.doctor.diagnose` and, for a stage with its own KMS key,
+:func:`tiered_jobs.operations.doctor_key.key_checks`; this module renders them and exits non-zero when one
+fails, so a pipeline can run it before (or after) a deploy.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..operations import doctor as checks
+from ..operations.doctor_key import key_checks
 from ..stage.target import Target
 from .common import reported_errors, terminal
 
@@ -31,6 +33,8 @@ def doctor(
         target: Target = ctx.obj
         deployment = target.deployment()
         report = checks.diagnose(target.stage, list(deployment.tiers), target.client, local_mode=deployment.local_mode)
+        if not deployment.local_mode and deployment.tiers:  # every tier queue has the stage's key: one tells
+            report.checks.extend(key_checks(next(iter(deployment.tiers.values())).queue_url, target.client))
         if as_json:
             terminal().print_json(data=report.to_dict())
         else:
