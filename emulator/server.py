@@ -75,6 +75,7 @@ class EmbeddedAws:
             ThreadedMotoServer,  # deferred: only local mode needs moto
         )
 
+        from . import insights
         from .event_rules import deliver_matching_events
         from .moto_patches import (
             cloudformation_json_templates,
@@ -106,6 +107,7 @@ class EmbeddedAws:
         sqs_batch_system_attributes()  # a batch entry's AWSTraceHeader (moto_patches, gap 19)
         cloudformation_json_templates()  # a JSON template read as JSON, not YAML (moto_patches, gap 20)
         deliver_matching_events()  # PutEvents matching a trigger's rule: EventBridge's input transformer (event_rules)
+        insights.install()  # Logs Insights queries of tiered-jobs search, over the stored events (insights)
         server = ThreadedMotoServer(ip_address=HOST, port=self._requested_port, verbose=False)
         server.start()
         host, port = server.get_host_and_port()

@@ -17,7 +17,7 @@ import typer
 
 from ..contract.names import STAGE_NAME_PATTERN, Env, stack_name
 from ..stage.target import Target
-from . import batch, console, dlq, doctor, job, pause, publish, schedules, smoke, status, teardown
+from . import batch, console, dlq, doctor, job, pause, publish, schedules, search, smoke, status, teardown
 from .common import CliError, fail
 
 #: boto3's own variable for a custom endpoint (e.g. moto's server): the CLI honours it too.
@@ -31,7 +31,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 # Each module's commands, in the order ``--help`` lists them.
-for _module in (teardown, publish, schedules, status, doctor, smoke, pause, job, batch, console):
+for _module in (teardown, publish, schedules, status, doctor, smoke, pause, job, search, batch, console):
     app.add_typer(_module.commands)
 app.add_typer(dlq.commands, name="dlq")
 

@@ -1,0 +1,91 @@
+"""``tiered-jobs search``: a consumer's real run lines, stored in its tier's log group, found by tag, type
+glob, key prefix and outcome through Logs Insights (local mode's engine on moto), with the scanned bytes
+and their cost shown first."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import boto3
+import pytest
+
+from emulator import insights
+from tests.support.logs import CapturedLogs
+from tiered_jobs.contract import trace_header
+from tiered_jobs.contract.envelope import build
+from tiered_jobs.contract.names import consumer_function_name
+from tiered_jobs.runtime.consumer import Consumer
+from tiered_jobs.runtime.registry import registry
+
+TAGS = {"order": "o-17"}
+
+
+@pytest.fixture
+def logged(tier, deployment, recorded):
+    """Three jobs run by a consumer (one tagged and dead-lettered), their lines in the critical tier's log group."""
+    insights.install()
+    logs = CapturedLogs("INFO")
+    consumer = Consumer(
+        tier.config(max_attempts=1),
+        registry,
+        client={"sqs": tier.sqs, "dynamodb": tier.dynamodb}.__getitem__,
+        logger=logs.logger,
+        rand=lambda: 0.5,
+    )
+    for job_type, payload, key, tags in (
+        ("testjobs.ok", {"label": "a"}, "inv-1", None),
+        ("testjobs.ok", {"label": "b"}, "inv-2", TAGS),
+        ("testjobs.transient", {"fail_times": 3}, "pay-1", TAGS),
+    ):
+        tier.sqs.send_message(
+            QueueUrl=tier.queue_url,
+            MessageBody=build(job_type, payload, key, tags=tags).to_json(),
+            MessageSystemAttributes=trace_header.system_attributes(
+                "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1"
+            ),
+        )
+    tier.run_batch(consumer)
+    group = f"/aws/lambda/{consumer_function_name('test', 'critical')}"
+    client = boto3.client("logs")
+    client.create_log_group(logGroupName=group)
+    client.create_log_stream(logGroupName=group, logStreamName="2026/12/07/[$LATEST]1")
+    now_ms = int(time.time() * 1000)
+    client.put_log_events(
+        logGroupName=group,
+        logStreamName="2026/12/07/[$LATEST]1",
+        logEvents=[
+            {"timestamp": now_ms - 1000 + n, "message": json.dumps(line)} for n, line in enumerate(logs.lines())
+        ],
+    )
+    return logs.lines()
+
+
+def test_search_by_tag_prints_the_cost_first_then_the_runs(cli, logged):
+    result = cli("search", "--tag", "order=o-17")
+
+    assert result.exit_code == 0, result.output
+    first, *rest = result.output.splitlines()
+    assert first.startswith("scanned ") and "log group(s): $" in first
+    text = "\n".join(rest)
+    assert "inv-2" in text and "pay-1" in text and "inv-1" not in text
+    assert "dead_lettered" in text and "succeeded" in text
+
+
+def test_search_json_by_type_glob_key_prefix_and_outcome(cli, logged):
+    result = cli("search", "--type", "testjobs.t*", "--key", "pay-", "--outcome", "dead_lettered", "--json")
+
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.output)
+    (run,) = found["runs"]
+    assert run["job_type"] == "testjobs.transient" and run["key"] == "pay-1" and run["attempt"] == 1
+    assert run["outcome"] == "dead_lettered" and run["letter"]["message_id"] and run["tags"] == {}
+    assert run["trace_id"] == "1-5759e988-bd862e3fe1be46a994272793" and run["duration_ms"] >= 0
+    assert found["bytes_scanned"] > 0 and found["cost_usd"] >= 0
+    assert "payload" not in result.output and "fail_times" not in result.output
+
+
+def test_a_bad_filter_exits_2_naming_it(cli, deployment):
+    result = cli("search", "--tag", "order")
+
+    assert result.exit_code == 2 and "NAME=VALUE" in result.output
