@@ -47,6 +47,9 @@ KNOWN_KEYS = frozenset(
         "aws:principalarn",
         "aws:principalaccount",
         "aws:principalservicename",
+        # a publisher in another account: its organization, and KMS called through SQS for it
+        "aws:principalorgid",
+        "kms:viaservice",
     }
 )
 #: What an SQS event source mapping calls on its queue (and the consumer itself, for backoff).

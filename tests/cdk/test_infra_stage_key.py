@@ -10,22 +10,26 @@ import fnmatch
 import pytest
 
 from tests.cdk.conftest import CUSTOM_TRIGGERS
-from tests.cdk.hops import walk
+from tests.cdk.hops import Policies, Request, evaluate, walk
 from tests.cdk.infra_support import Synth, synthesize_once
 from tests.cdk.template_values import Concrete
 from tiered_jobs.cdk.encryption import ENCRYPTED_TYPES, LOGS_CONTEXT_KEY
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
+from tiered_jobs.contract.manifest import OUTPUT_KEY, StageManifest, parameter_name
 
 # Synthesizes a CDK app (make quick leaves it out).
 pytestmark = pytest.mark.synth
 
 KEY_ARN = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+OTHER_ACCOUNT = "210987654321"
+ORGANIZATION = "o-a1b2c3d4e5"
 
 
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory) -> Synth:
     """A stage that makes its key, with every resource kind that can take it: subscriptions and their DLQ, a
-    periodic schedule, triggers and their DLQ, a large-payload tier (the second bucket)."""
+    periodic schedule, triggers and their DLQ, a large-payload tier (the second bucket); and a publisher in
+    another account of the organization."""
     return synthesize_once(
         tmp_path_factory,
         "stage-key",
@@ -36,6 +40,7 @@ def synth(tmp_path_factory) -> Synth:
         routes={"*": "bulk", "reports.*": "critical", "payments.*": "transactional"},
         schedules={"nightly": {"expression": "cron(0 2 * * ? *)", "job_type": "reports.nightly", "payload": {}}},
         triggers=CUSTOM_TRIGGERS,
+        publishers={"accounts": [OTHER_ACCOUNT], "organization_id": ORGANIZATION},
     )
 
 
@@ -195,3 +200,83 @@ def test_a_key_change_replaces_nothing_so_the_replacement_guard_has_nothing_to_r
         assert key_property in schema["properties"], type_
         assert f"/properties/{key_property}" not in schema.get("createOnlyProperties", []), type_
         assert key_property not in REPLACEMENT_PROPERTIES.get(type_, ()), type_
+
+
+# -- publishers in other accounts ------------------------------------------------------------------------
+
+
+def _foreign_request(t: Concrete, action: str, resource: str, account: str, organization: str) -> Request:
+    role = f"arn:{t.partition}:iam::{account}:role/orders-api"
+    context = {
+        "aws:securetransport": "true",
+        "aws:principalarn": role,
+        "aws:principalaccount": account,
+        "aws:principalorgid": organization,
+        "kms:viaservice": f"sqs.{t.region}.amazonaws.com",
+    }
+    return Request(action, resource, role, context)
+
+
+def _foreign_verdict(t: Concrete, statements, action: str, resource: str, account: str, organization: str) -> str:
+    """How a resource policy answers another account's role: ``account`` when it names that account (which then
+    delegates to the role's own IAM policy, as AWS does across accounts), ``denied``, or ``refused``."""
+    verdict = evaluate(
+        statements,
+        _foreign_request(t, action, resource, account, organization),
+        f"arn:{t.partition}:iam::{account}:root",
+    )
+    if verdict.denied_by:
+        return "denied"
+    return verdict.allowed_by or "refused"
+
+
+def test_a_publisher_in_another_account_of_the_organization_may_send_to_every_tier_queue_and_use_the_key(synth):
+    t = Concrete(synth.raw)
+    policies = Policies(t)
+    key = _key(synth)
+    tiers = {h.target for h in walk(synth.raw)[0] if h.description.startswith("AWS::Lambda::EventSourceMapping")}
+    assert len(tiers) == 3
+    for queue in tiers:
+        statements = policies.resource_policy(queue)
+        for account, organization, expected in (
+            (OTHER_ACCOUNT, ORGANIZATION, "account"),
+            (OTHER_ACCOUNT, "o-zzzzzzzzzz", "refused"),  # the account left the organization
+            ("999999999999", ORGANIZATION, "refused"),  # an account not listed
+        ):
+            assert _foreign_verdict(t, statements, "sqs:SendMessage", t.arn(queue), account, organization) == expected
+            for action in ("kms:GenerateDataKey", "kms:Decrypt"):
+                verdict = _foreign_verdict(t, policies.key_policy(key), action, t.arn(key), account, organization)
+                assert verdict == expected, (action, account, organization)
+        # never a DLQ
+        dlq = t.logical_id(t.properties(queue)["RedrivePolicy"]["deadLetterTargetArn"])
+        verdict = _foreign_verdict(
+            t, policies.resource_policy(dlq), "sqs:SendMessage", t.arn(dlq), OTHER_ACCOUNT, ORGANIZATION
+        )
+        assert verdict == "refused"
+
+
+def test_the_stage_manifest_is_an_output_and_a_parameter_another_account_reads(synth):
+    t = Concrete(synth.raw)
+    text = t.value(synth.raw["Outputs"][OUTPUT_KEY]["Value"])
+    manifest = StageManifest.from_json(text, "output")
+    assert manifest.stage == "sec" and set(manifest.queues) == {"critical", "transactional", "bulk"}
+    assert manifest.kms_key_arn == t.arn(_key(synth))
+    assert manifest.routes["reports.*"] == "critical"
+    (parameter,) = [
+        p
+        for p in synth.resources("AWS::SSM::Parameter").values()
+        if p["Properties"].get("Name") == parameter_name("sec")
+    ]
+    assert t.value(parameter["Properties"]["Value"]) == text
+
+
+def test_the_publishers_setting_is_checked_early():
+    assert AppSettings.from_context({}).publishers is None
+    for raw, message in (
+        ({"accounts": []}, "non-empty list"),
+        ({"accounts": [210987654321]}, "12-digit"),
+        ({"accounts": [OTHER_ACCOUNT], "organization_id": "a1b2"}, "not an AWS Organizations ID"),
+        ({"accounts": [OTHER_ACCOUNT], "org": ORGANIZATION}, "unknown key"),
+    ):
+        with pytest.raises(SettingsError, match=message):
+            AppSettings.from_context({"publishers": raw})

@@ -50,6 +50,7 @@ from .chat import ChatChannels
 from .circuit_breaker import CircuitBreakers
 from .dashboard import Dashboard, dashboard_name
 from .encryption import StageKey
+from .foreign_publishers import ForeignPublishers
 from .function import LambdaPlatform
 from .large_payloads import LargePayloads, opted_in
 from .publishers import PublisherPolicy
@@ -303,6 +304,20 @@ class TieredJobs(Construct):
         )
         # Every alarm of the stack that notifies the topic (yours too, added later) may publish to it.
         self._alarm_topic.allow_alarms_of(stack)
+        # Publishers in other accounts (``publishers``): queue and key policies admit them; the manifest guides them.
+        self.foreign_publishers = (
+            ForeignPublishers(
+                self,
+                "ForeignPublishers",
+                stage=stage,
+                accounts=settings.publishers,
+                queues=self.queues,
+                routes=settings.routes,
+                key=None if self.stage_key is None else self.stage_key.key,
+            )
+            if settings.publishers is not None
+            else None
+        )
         if self.stage_key is not None:
             self._encrypt(self.stage_key)
 

@@ -19,6 +19,7 @@ from ..contract.names import SQS_MAX_BATCH_ENTRIES, SQS_MAX_DELAY_SECONDS, SQS_M
 from ..contract.routing import Routes
 from ..contract.sqs_limits import pack_batches
 from ..stage import cancelling, discovery, scheduling
+from ..stage import manifest as stage_manifest
 from . import large_payloads as offloading
 from .batches import Batch, Callback, ChainResult, Link, open_chain
 from .errors import PublishError
@@ -122,6 +123,13 @@ class Publisher:
             lambda: scheduling.from_stack_outputs(stack_name, list(deployment.tiers), cloudformation=cloudformation),
         )
         return cls.from_deployment(deployment, sqs=sqs, **options)
+
+    @classmethod
+    def from_manifest(cls, source: Any, *, sqs: Any = None, **options: Any) -> Publisher:
+        """From the stage manifest (its path, JSON text or object): a publisher in another account, whose role the
+        stage's queue and key policies admit (``docs/deploy.md``, "Publishers in other accounts"). It sends to
+        the tier queues only: pass ``sqs`` built from an assumed role's session to publish as that role."""
+        return cls.from_deployment(stage_manifest.from_manifest(source), sqs=sqs, **options)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, sqs: Any = None, **options: Any) -> Publisher:

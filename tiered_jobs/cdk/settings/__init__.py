@@ -18,6 +18,7 @@ One module per concept, each importing only those above it:
   (``ResourceSettings``);
 - ``chat``: the Slack and Microsoft Teams channels the pages go to (``ChatSettings``);
 - ``encryption``: the stage's own KMS key (``EncryptionSettings``);
+- ``publishers``: publishers in other accounts (``PublisherAccounts``);
 - ``names``: the AWS names a stage and its tiers make, against AWS's length limits;
 - ``app``: ``AppSettings``, the default routes and local mode's overrides;
 - ``report``: the one line a mistake prints at synthesis, in this repository's app and any other.

@@ -24,6 +24,8 @@ from .encryption import EncryptionSettings, build_encryption
 from .local import profiled_tier, raw_tiers
 from .names import check_names
 from .profile import FULL, PROFILES, Profile
+from .publishers import SETTINGS_KEY as PUBLISHERS_KEY
+from .publishers import PublisherAccounts, build_publishers
 from .resources import ResourceSettings, build_resources, tiers_of
 from .schedules import ScheduleSettings, build_schedules
 from .tier_builder import build_tier
@@ -118,6 +120,8 @@ class AppSettings:
     triggers: tuple[TriggerSettings, ...] = ()
     #: The stage's own KMS key for everything it encrypts, ``encryption`` in ``cdk.json``; see ``EncryptionSettings``.
     encryption: EncryptionSettings | None = None
+    #: Accounts whose roles may publish to the tier queues, ``publishers`` in ``cdk.json``; see ``PublisherAccounts``.
+    publishers: PublisherAccounts | None = None
 
     @property
     def tier_names(self) -> tuple[str, ...]:
@@ -253,6 +257,7 @@ class AppSettings:
         values["schedules"] = build_schedules(raw.get(Schedules.SETTINGS_KEY, {}), routes, tier_names, where)
         values["triggers"] = build_triggers(raw.get(TRIGGERS_KEY, {}), routes, tier_names, where)
         values["encryption"] = build_encryption(raw.get(ENCRYPTION_KEY), where)
+        values["publishers"] = build_publishers(raw.get(PUBLISHERS_KEY), where)
         values["resources"] = build_resources(raw.get("resources", {}), routes, where)
         check_names(where, stage_value, tier_names, [resource.name for resource in values["resources"]])
         return cls(**values)
