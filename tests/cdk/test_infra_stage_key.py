@@ -13,9 +13,10 @@ from tests.cdk.conftest import CUSTOM_TRIGGERS
 from tests.cdk.hops import Policies, Request, evaluate, walk
 from tests.cdk.infra_support import Synth, synthesize_once
 from tests.cdk.template_values import Concrete
-from tiered_jobs.cdk.encryption import ENCRYPTED_TYPES, LOGS_CONTEXT_KEY
+from tiered_jobs.cdk.encryption import ENCRYPTED_TYPES, LOGS_CONTEXT_KEY, service_statements
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.contract.manifest import OUTPUT_KEY, StageManifest, parameter_name
+from tiered_jobs.contract.names import STAGE_TAG
 
 # Synthesizes a CDK app (make quick leaves it out).
 pytestmark = pytest.mark.synth
@@ -73,6 +74,8 @@ def test_every_resource_that_stores_data_uses_the_stage_key(synth):
     key = _key(synth)
     assert synth.raw["Resources"][key]["Properties"]["EnableKeyRotation"] is True
     assert synth.raw["Resources"][key]["DeletionPolicy"] == "Retain"
+    # retained, so `tiered-jobs teardown` must find it: by the stage tag, as the stage's other leftovers
+    assert {"Key": STAGE_TAG, "Value": "sec"} in synth.raw["Resources"][key]["Properties"]["Tags"]
     seen = {type_: 0 for type_ in ENCRYPTED_TYPES}
     for type_ in ENCRYPTED_TYPES:
         for logical_id, resource in synth.resources(type_).items():
@@ -105,6 +108,14 @@ def test_every_resource_that_stores_data_uses_the_stage_key(synth):
     assert seen["AWS::Scheduler::Schedule"] == 1
     assert seen["AWS::Logs::LogGroup"] == len(synth.resources("AWS::Lambda::Function"))
     assert seen["AWS::SNS::Topic"] == 1
+
+
+def test_a_stage_without_subscriptions_or_triggers_names_only_cloudwatch_and_its_logs():
+    """SNS and EventBridge are in the key policy only when the stage has what they write to."""
+    bare = service_statements(AppSettings.from_context({"encryption": {"create": True}}))
+    assert [s.sid for s in bare] == ["AllowCloudWatchAlarmsToPublish", "AllowCloudWatchLogsForThisAccountsLogGroups"]
+    paged = service_statements(AppSettings.from_context({"encryption": {"create": True}, "alarm_email": "a@b.io"}))
+    assert [s.sid for s in paged][2:] == ["AllowSnsToKeepUndeliveredPages"]
 
 
 def test_the_key_policy_names_exactly_the_services_that_use_the_key_as_themselves(synth):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from aws_cdk import Aws
+from aws_cdk import Aws, Tags
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -36,7 +36,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct, IConstruct
 
-from tiered_jobs.contract.names import PROJECT
+from tiered_jobs.contract.names import PROJECT, STAGE_TAG
 
 from .settings import AppSettings
 from .settings.encryption import EncryptionSettings
@@ -130,6 +130,8 @@ class StageKey(Construct):
         )
         for statement in service_statements(settings):
             key.add_to_resource_policy(statement)
+        # Retained with the data: `tiered-jobs teardown` finds it among the stage's leftovers by this tag.
+        Tags.of(key).add(STAGE_TAG, settings.stage)
         self.key = key
 
     @property
