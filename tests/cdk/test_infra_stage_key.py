@@ -291,3 +291,18 @@ def test_the_publishers_setting_is_checked_early():
     ):
         with pytest.raises(SettingsError, match=message):
             AppSettings.from_context({"publishers": raw})
+
+
+def test_a_teams_own_key_is_used_by_arn_and_the_stack_makes_no_key(tmp_path_factory):
+    """Its policy is the team's (docs/deploy.md); the stack puts its ARN everywhere and grants it to its roles."""
+    team = synthesize_once(tmp_path_factory, "team-key", stage="teamkey", encryption={"kms_key_arn": KEY_ARN})
+    assert team.resources("AWS::KMS::Key") == {}
+    for logical_id, queue in team.resources("AWS::SQS::Queue").items():
+        assert queue["Properties"]["KmsMasterKeyId"] == KEY_ARN, logical_id
+    for logical_id, table in team.resources("AWS::DynamoDB::Table").items():
+        assert table["Properties"]["SSESpecification"]["KMSMasterKeyId"] == KEY_ARN, logical_id
+    (topic,) = team.resources("AWS::SNS::Topic").values()
+    assert topic["Properties"]["KmsMasterKeyId"] == KEY_ARN
+    (policy,) = team.resources("AWS::IAM::ManagedPolicy").values()
+    (statement,) = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid") == "UseTheStageKey"]
+    assert statement["Resource"] == KEY_ARN
