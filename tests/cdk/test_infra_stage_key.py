@@ -135,7 +135,7 @@ def test_the_key_policy_names_exactly_the_services_that_use_the_key_as_themselve
         assert fnmatch.fnmatchcase(group, logs)
     assert not fnmatch.fnmatchcase(f"arn:{t.partition}:logs:{t.region}:999999999999:log-group:x", logs)
     # the others for this account's resources only
-    for principal in ("cloudwatch.amazonaws.com", "sns.amazonaws.com", "events.amazonaws.com"):
+    for principal in ("sns.amazonaws.com", "events.amazonaws.com"):
         assert services[principal]["Condition"] == {"StringEquals": {"aws:SourceAccount": t.account}}
 
 

@@ -74,7 +74,7 @@ def service_statements(settings: AppSettings) -> list[iam.PolicyStatement]:
             principals=[iam.ServicePrincipal(CLOUDWATCH_PRINCIPAL)],
             actions=["kms:Decrypt", "kms:GenerateDataKey*"],
             resources=["*"],
-            conditions=account,
+            # As the alarm topic's own key has it: AWS documents this statement for alarms without a condition.
         ),
         iam.PolicyStatement(
             sid="AllowCloudWatchLogsForThisAccountsLogGroups",
