@@ -477,7 +477,10 @@ def test_conditions_are_proven_or_not():
     assert conditions_hold({"Bool": {"aws:SecureTransport": "false"}}, context) is False
     assert conditions_hold({"ArnLike": {"aws:SourceArn": "arn:aws:cloudwatch:r:1:alarm:*"}}, context) is True
     assert conditions_hold({"StringEquals": {"aws:SourceAccount": ["2", "1"]}}, context) is True
-    assert conditions_hold({"StringEquals": {"aws:PrincipalOrgID": "o-1"}}, context) is None  # not modelled
+    assert conditions_hold({"StringEquals": {"aws:RequestedRegion": "r"}}, context) is None  # not modelled
+    # a service principal belongs to no organization (a publisher in another account does: its own hop walk)
+    assert conditions_hold({"StringEquals": {"aws:PrincipalOrgID": "o-1"}}, context) is False
+    assert conditions_hold({"StringEquals": {"aws:PrincipalOrgID": "o-1"}}, {"aws:principalorgid": "o-1"}) is True
     assert conditions_hold({"StringEquals": {"aws:PrincipalArn": "x"}}, context) is False  # absent from the call
     assert conditions_hold({"StringNotEquals": {"aws:PrincipalArn": "x"}}, context) is True
     assert conditions_hold({"StringEqualsIfExists": {"aws:PrincipalArn": "x"}}, context) is True
