@@ -1,7 +1,8 @@
 """The stage's own KMS key (``encryption``): one customer-managed key on everything the stage stores.
 
-Without the setting, queues use SSE-SQS, tables AWS-owned keys, buckets SSE-S3, schedules an AWS-owned key,
-log groups CloudWatch Logs' own encryption, and the alarm topic a key of its own (``shared.AlarmTopic``).
+Without the setting, queues use SSE-SQS, tables the AWS-managed ``aws/dynamodb`` key, buckets SSE-S3,
+schedules an AWS-owned key, log groups CloudWatch Logs' own encryption, and the alarm topic a key of its
+own (``shared.AlarmTopic``).
 With it, ``StageKey.encrypt`` puts the one key on every queue and DLQ, table, bucket (but the access-log
 bucket: S3 delivers server access logs only to an SSE-S3 bucket), schedule, log group and topic under the
 construct, at their CloudFormation resources, so no part can be built around it.
