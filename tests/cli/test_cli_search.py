@@ -89,3 +89,18 @@ def test_a_bad_filter_exits_2_naming_it(cli, deployment):
     result = cli("search", "--tag", "order")
 
     assert result.exit_code == 2 and "NAME=VALUE" in result.output
+
+
+def test_job_history_lists_every_run_of_the_key(cli, logged):
+    result = cli("job", "testjobs.transient", "pay-1", "--history", "1h")
+
+    assert result.exit_code == 0, result.output
+    assert "runs in the last 1h (1; scanned " in result.output
+    assert "pay-1 attempt 1: dead_lettered" in result.output and "inv-1" not in result.output
+
+
+def test_job_history_as_json_and_a_bad_span_refused(cli, logged):
+    found = json.loads(cli("job", "testjobs.ok", "inv-2", "--history", "1h", "--json").output)
+    assert [run["key"] for run in found["history"]["runs"]] == ["inv-2"]
+    refused = cli("job", "testjobs.ok", "inv-2", "--history", "forever")
+    assert refused.exit_code == 2 and "--history must be" in refused.output

@@ -64,3 +64,18 @@ def test_every_query_parses_under_the_documented_subset(search):
     parsed = insights.parse(query(search))
     assert parsed.sort == ("@timestamp", True) and parsed.limit == search.limit
     assert "job_type" in parsed.fields and len(parsed.filters) == 1
+
+
+def test_one_key_is_an_equality_with_its_debounced_runs_keys_beside_it():
+    text = query(Search(job_type="profiles.sync", key="p/7"))
+    assert '(idempotency_key = "p/7" or idempotency_key like /^p\\/7@/)' in _filter(text)
+    rows = insights.run(
+        text,
+        [
+            insights.Event(n, f'{{"outcome": "succeeded", "job_type": "profiles.sync", "idempotency_key": "{key}"}}')
+            for n, key in enumerate(["p/7", "p/7@2026-12-07T10:00Z", "p/70", "p/7x"])
+        ],
+        0,
+        10,
+    )
+    assert sorted(row["idempotency_key"] for row in rows) == ["p/7", "p/7@2026-12-07T10:00Z"]

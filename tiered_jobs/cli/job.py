@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.markup import escape
 
 from .common import reported_errors, terminal
+from .search import span
+
+if TYPE_CHECKING:
+    from ..operations.search import Found
 
 #: This module's commands, added to ``tiered-jobs`` by :mod:`tiered_jobs.cli`.
 commands = typer.Typer()
@@ -22,15 +28,26 @@ def job(
     debounce_hours: float = typer.Option(
         24, "--debounce-hours", min=0, max=24 * 30, help="How far back a key with no record is looked for as debounced."
     ),
+    history: Optional[str] = typer.Option(
+        None,
+        "--history",
+        help="Also list every run of the key (and its debounced runs) from the run lines of this long: 1h, 7d "
+        "(a Logs Insights query, billed per GB scanned).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """What happened to one job: its idempotency record, its dead letters, its scheduled runs."""
+    """What happened to one job: its idempotency record, its dead letters, its scheduled runs (and its runs)."""
     from ..operations.lookup import PAUSED, QUEUED, lookup_job
 
     with reported_errors():
+        back = span(history, "--history") if history is not None else None  # a bad span is refused before any call
         found = lookup_job(ctx.obj, job_type, key, max_letters=max_letters, debounce_hours=debounce_hours)
+        past = _runs(ctx.obj, job_type, key, back) if back is not None else None
         if as_json:
-            terminal().print_json(data=found.to_dict())
+            data = found.to_dict()
+            if past is not None:
+                data["history"] = past.to_dict()
+            terminal().print_json(data=data)
             return
         out = terminal()
         out.print(f"[bold]{escape(job_type)}[/] key {escape(repr(key))}")
@@ -78,5 +95,26 @@ def job(
         else:
             runs = ", ".join(f"{run.at.isoformat()} ({run.detail}; schedule {run.schedule})" for run in found.scheduled)
             out.print(f"  scheduled runs: {escape(runs) or 'none'}", soft_wrap=True)
+        if past is not None:
+            out.print(
+                f"  runs in the last {history} ({len(past.runs)}; scanned {past.bytes_scanned / 1e6:.2f} MB, "
+                f"${past.cost_usd:.6f}):" + ("" if past.runs else " none")
+            )
+            for run in past.runs:
+                sent = f", letter {run.letter['message_id']}" if run.letter else ""
+                took = f" in {run.duration_ms:.0f} ms" if run.duration_ms is not None else ""
+                out.print(
+                    f"    {escape(run.at)} {escape(run.key or '')} attempt {run.attempt}: "
+                    f"[bold]{escape(run.outcome or '')}[/]{took}{escape(sent)}",
+                    soft_wrap=True,
+                )
         for note in found.notes:
             terminal(stderr=True).print(f"note: {escape(note)}")
+
+
+def _runs(target: Any, job_type: str, key: str, since: timedelta) -> Found:
+    """Every run of ``key`` (and of its debounced runs' keys) of the last ``since``, newest first."""
+    from ..operations.search import search
+    from ..operations.search_query import MAX_LIMIT, Search
+
+    return search(target, Search(job_type=job_type, key=key, limit=MAX_LIMIT), since=since)

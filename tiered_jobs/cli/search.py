@@ -21,15 +21,15 @@ _SPAN = re.compile(r"^(\d+(?:\.\d+)?)([mhd])$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days"}
 
 
-def span(text: str) -> timedelta:
+def span(text: str, option: str = "--since") -> timedelta:
     """``30m``, ``1h``, ``7d`` as a ``timedelta`` (at most 30 days: Logs Insights reads any range, but a
     search that long scans every line of it)."""
     found = _SPAN.match(text)
     if not found:
-        raise CliError(f"--since must be a number and m, h or d (30m, 1h, 7d), got {text!r}", 2)
+        raise CliError(f"{option} must be a number and m, h or d (30m, 1h, 7d), got {text!r}", 2)
     value = timedelta(**{_UNITS[found.group(2)]: float(found.group(1))})
     if not timedelta(0) < value <= timedelta(days=30):
-        raise CliError(f"--since must be more than 0 and at most 30d, got {text!r}", 2)
+        raise CliError(f"{option} must be more than 0 and at most 30d, got {text!r}", 2)
     return value
 
 

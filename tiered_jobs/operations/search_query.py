@@ -71,6 +71,8 @@ class Search:
     #: One of :data:`RUN_OUTCOMES`.
     outcome: str | None = None
     limit: int = 50
+    #: One idempotency key exactly, and its debounced runs' keys (``KEY@<minute>``): ``tiered-jobs job``'s runs.
+    key: str | None = None
 
     def problems(self) -> list[str]:
         """Every reason this search cannot be asked (empty when it can)."""
@@ -84,7 +86,8 @@ class Search:
             found.append(f"--outcome must be one of {', '.join(RUN_OUTCOMES)}, got {self.outcome!r}")
         if not 1 <= self.limit <= MAX_LIMIT:
             found.append(f"--limit must be 1-{MAX_LIMIT}, got {self.limit}")
-        for name, value in (("--type", self.job_type), ("--key", self.key_prefix), ("--tenant", self.tenant)):
+        named = (("--type", self.job_type), ("--key", self.key_prefix), ("--tenant", self.tenant), ("KEY", self.key))
+        for name, value in named:
             if value is not None and (not value or any(ord(c) < 0x20 for c in value)):
                 found.append(f"{name} must be non-empty text without control characters, got {value!r}")
         return found
@@ -109,6 +112,10 @@ def query(search: Search) -> str:
             filters.append(f"job_type = {literal(search.job_type)}")
     if search.key_prefix is not None:
         filters.append(f"idempotency_key like /^{regex_text(search.key_prefix)}/")
+    if search.key is not None:
+        # "=" is what the key's field index serves; a debounced key's runs have keys of their own.
+        exact, debounced = literal(search.key), regex_text(search.key)
+        filters.append(f"(idempotency_key = {exact} or idempotency_key like /^{debounced}@/)")
     if search.tenant is not None:
         filters.append(f"tenant = {literal(search.tenant)}")
     for name, value in tags:
