@@ -31,7 +31,7 @@ from pathlib import Path
 
 #: The repository's root: the modules below are named from it, as ``make flaky`` runs pytest there.
 ROOT = Path(__file__).resolve().parents[2]
-#: The modules whose tests wait on time passing: every local-mode scenario (``tests/emulator/test_local_*.py``:
+#: The modules whose tests wait on time passing: every local-mode scenario (the ``test_local_`` modules of ``tests/emulator``:
 #: the breaker, pause, schedules, alarms, triggers, the end-to-end runs, Ctrl-C), the composed invariant and
 #: the rate limit's run, the pollers' control. Local mode's modules are found by name, so a new one is in.
 TIMING_SENSITIVE = (
