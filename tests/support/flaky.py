@@ -31,9 +31,10 @@ from pathlib import Path
 
 #: The repository's root: the modules below are named from it, as ``make flaky`` runs pytest there.
 ROOT = Path(__file__).resolve().parents[2]
-#: The modules whose tests wait on time passing: every local-mode scenario (the ``test_local_`` modules of ``tests/emulator``:
-#: the breaker, pause, schedules, alarms, triggers, the end-to-end runs, Ctrl-C), the composed invariant and
-#: the rate limit's run, the pollers' control. Local mode's modules are found by name, so a new one is in.
+#: The modules whose tests wait on time passing: every local-mode scenario (the ``test_local_`` modules of
+#: ``tests/emulator``: the breaker, pause, schedules, alarms, triggers, the end-to-end runs, Ctrl-C), the
+#: composed invariant and the rate limit's run, the pollers' control. Local mode's modules are found by
+#: name, so a new one is in.
 TIMING_SENSITIVE = (
     *sorted(str(path.relative_to(ROOT)) for path in (ROOT / "tests" / "emulator").glob("test_local_*.py")),
     "tests/emulator/test_store_reads.py",
