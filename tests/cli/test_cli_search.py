@@ -104,3 +104,13 @@ def test_job_history_as_json_and_a_bad_span_refused(cli, logged):
     assert [run["key"] for run in found["history"]["runs"]] == ["inv-2"]
     refused = cli("job", "testjobs.ok", "inv-2", "--history", "forever")
     assert refused.exit_code == 2 and "--history must be" in refused.output
+
+
+def test_one_key_of_an_exact_type_shows_its_record_now_beside_its_runs(cli, logged):
+    shown = cli("search", "--type", "testjobs.ok", "--key", "inv-2")
+    found = json.loads(cli("search", "--type", "testjobs.ok", "--key", "inv-2", "--json").output)
+
+    assert shown.exit_code == 0, shown.output
+    assert "now: unknown — no idempotency record" in shown.output  # the miniature stage's table never saw it
+    assert found["now"]["state"] == "unknown" and [run["key"] for run in found["runs"]] == ["inv-2"]
+    assert "now" not in json.loads(cli("search", "--type", "testjobs.*", "--key", "inv-2", "--json").output)

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta, timezone
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from .common import CliError, reported_errors, terminal
+
+if TYPE_CHECKING:
+    from ..operations.lookup import RecordState
+    from ..stage.target import Target
 
 #: This module's commands, added to ``tiered-jobs`` by :mod:`tiered_jobs.cli`.
 commands = typer.Typer()
@@ -60,8 +64,14 @@ def search(
             found = run_search(ctx.obj, wanted, since=span(since), until=end)
         except SearchError as exc:
             raise CliError(str(exc), 2) from None
+        # One job asked for (an exact type and a key): what its idempotency record says now (one GetItem),
+        # beside its history, as `tiered-jobs job` reads it.
+        now = _record_now(ctx.obj, job_type, key) if job_type and key and not any(c in job_type for c in "*?") else None
         if as_json:
-            terminal().print_json(data=found.to_dict())
+            data = found.to_dict()
+            if now is not None:
+                data["now"] = {"state": now.state, "detail": now.detail}
+            terminal().print_json(data=data)
             return
         out = terminal()
         scanned = (
@@ -69,6 +79,8 @@ def search(
             f"{len(found.groups)} log group(s): ${found.cost_usd:.6f}"
         )
         out.print(f"[bold]{scanned} (over ${COSTLY_USD})[/]" if found.cost_usd > COSTLY_USD else scanned)
+        if now is not None:
+            out.print(f"now: [bold]{escape(now.state.lower())}[/] — {escape(now.detail)}", soft_wrap=True)
         if not found.runs:
             out.print(f"no runs match in the last {since}")
             return
@@ -92,3 +104,10 @@ def search(
                 escape(letter.strip()),
             )
         out.print(table)
+
+
+def _record_now(target: Target, job_type: str, key: str) -> RecordState:
+    """The job's idempotency record, read now (``tiered-jobs job``'s first line)."""
+    from ..operations.lookup import read_record
+
+    return read_record(target, job_type, key)
