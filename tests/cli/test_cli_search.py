@@ -5,60 +5,16 @@ and their cost shown first."""
 from __future__ import annotations
 
 import json
-import time
 
-import boto3
 import pytest
 
-from emulator import insights
-from tests.support.logs import CapturedLogs
-from tiered_jobs.contract import trace_header
-from tiered_jobs.contract.envelope import build
-from tiered_jobs.contract.names import consumer_function_name
-from tiered_jobs.runtime.consumer import Consumer
-from tiered_jobs.runtime.registry import registry
-
-TAGS = {"order": "o-17"}
+from tests.support.run_lines import ship_run_lines
 
 
 @pytest.fixture
 def logged(tier, deployment, recorded):
     """Three jobs run by a consumer (one tagged and dead-lettered), their lines in the critical tier's log group."""
-    insights.install()
-    logs = CapturedLogs("INFO")
-    consumer = Consumer(
-        tier.config(max_attempts=1),
-        registry,
-        client={"sqs": tier.sqs, "dynamodb": tier.dynamodb}.__getitem__,
-        logger=logs.logger,
-        rand=lambda: 0.5,
-    )
-    for job_type, payload, key, tags in (
-        ("testjobs.ok", {"label": "a"}, "inv-1", None),
-        ("testjobs.ok", {"label": "b"}, "inv-2", TAGS),
-        ("testjobs.transient", {"fail_times": 3}, "pay-1", TAGS),
-    ):
-        tier.sqs.send_message(
-            QueueUrl=tier.queue_url,
-            MessageBody=build(job_type, payload, key, tags=tags).to_json(),
-            MessageSystemAttributes=trace_header.system_attributes(
-                "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1"
-            ),
-        )
-    tier.run_batch(consumer)
-    group = f"/aws/lambda/{consumer_function_name('test', 'critical')}"
-    client = boto3.client("logs")
-    client.create_log_group(logGroupName=group)
-    client.create_log_stream(logGroupName=group, logStreamName="2026/12/07/[$LATEST]1")
-    now_ms = int(time.time() * 1000)
-    client.put_log_events(
-        logGroupName=group,
-        logStreamName="2026/12/07/[$LATEST]1",
-        logEvents=[
-            {"timestamp": now_ms - 1000 + n, "message": json.dumps(line)} for n, line in enumerate(logs.lines())
-        ],
-    )
-    return logs.lines()
+    return ship_run_lines(tier)
 
 
 def test_search_by_tag_prints_the_cost_first_then_the_runs(cli, logged):

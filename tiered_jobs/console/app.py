@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,8 @@ REFRESH_SECONDS = 5
 DLQ_PAGE_LETTERS = 50
 #: The replay form's default bound.
 DEFAULT_REPLAY_MAX = 100
+#: Runs the Jobs page shows, newest first.
+JOBS_PAGE_RUNS = 100
 #: How often the Tiers page reads which tiers are paused: a pause changes rarely, so it is read apart
 #: from the table (whose calls per refresh stay as documented) and less often.
 PAUSE_REFRESH_SECONDS = 30
@@ -212,6 +215,33 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
         found = lookup.lookup_job(target, job_type, key) if job_type and key else None
         return {"job_type": job_type, "key": key, "found": found}
 
+    def jobs(request: Request) -> dict[str, Any]:
+        # Recent runs, from the consumers' run lines: one Logs Insights query (billed per GB scanned), run
+        # only when the form is sent, never on a page's refresh.
+        from ..operations.search import search
+        from ..operations.search_query import Search, SearchError
+
+        params = request.query_params
+        fields = {name: params.get(name, "").strip() for name in ("type", "key", "tenant", "tag", "outcome", "hours")}
+        if not params.get("run"):
+            return {"fields": fields, "found": None, "problem": None}
+        wanted = Search(
+            fields["type"] or None,
+            fields["key"] or None,
+            fields["tenant"] or None,
+            tuple(tag for tag in fields["tag"].split() if tag),
+            fields["outcome"] or None,
+            JOBS_PAGE_RUNS,
+        )
+        try:
+            hours = float(fields["hours"] or 1)
+            if not 0 < hours <= 24 * 30:
+                raise SearchError(f"hours must be more than 0 and at most 720, got {fields['hours']!r}")
+            found = search(target, wanted, since=timedelta(hours=hours))
+        except (SearchError, ValueError) as exc:
+            return {"fields": fields, "found": None, "problem": str(exc)}
+        return {"fields": fields, "found": found, "problem": None}
+
     def batch(request: Request) -> dict[str, Any]:
         from ..operations.batches import read_batch  # one Query of the batch's items
 
@@ -295,6 +325,7 @@ def create_app(target: Target, *, security: Security | None = None) -> Starlette
         Route("/fragments/job-types", guarded("_job_types.html", job_types)),
         Route("/dlq", guarded("dlq.html", dlq, reads_letters=True)),
         Route("/job", guarded("job.html", job, reads_letters=True)),
+        Route("/jobs", guarded("jobs.html", jobs)),
         Route("/batch", guarded("batch.html", batch)),
         Route("/replay", guarded("replay.html", replay_form)),
         Route("/replay/dry-run", replay_action, methods=["POST"]),
