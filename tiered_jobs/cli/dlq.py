@@ -48,10 +48,11 @@ def dlq_inspect(
         if as_json:
             terminal().print_json(data=answer)
             return
-        terminal().print(
+        out = terminal()
+        out.print(
             f"{answer['matched']} letter(s) read from the {escape(tier)} DLQ in {len(answer['groups'])} group(s); "
             f"{answer['left_in_dlq']} in the DLQ now ({_stopped(answer)}).",
-            soft_wrap=True,  # one line in a pipe, as the table's rows are
+            soft_wrap=not out.is_terminal,  # one line in a pipe, as the table's rows are; wrapped on a screen
         )
         _print_outside_window(answer)
         print_groups(answer["groups"])
