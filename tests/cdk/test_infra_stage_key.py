@@ -16,7 +16,7 @@ from tests.cdk.template_values import Concrete
 from tiered_jobs.cdk.encryption import ENCRYPTED_TYPES, LOGS_CONTEXT_KEY, service_statements
 from tiered_jobs.cdk.settings import AppSettings, SettingsError
 from tiered_jobs.contract.manifest import OUTPUT_KEY, StageManifest, parameter_name
-from tiered_jobs.contract.names import STAGE_TAG
+from tiered_jobs.contract.names import STAGE_TAG, Schedules
 
 # Synthesizes a CDK app (make quick leaves it out).
 pytestmark = pytest.mark.synth
@@ -306,3 +306,15 @@ def test_a_teams_own_key_is_used_by_arn_and_the_stack_makes_no_key(tmp_path_fact
     (policy,) = team.resources("AWS::IAM::ManagedPolicy").values()
     (statement,) = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid") == "UseTheStageKey"]
     assert statement["Resource"] == KEY_ARN
+
+
+def test_publishers_find_the_key_for_their_one_time_schedules_and_may_read_it(synth):
+    t = Concrete(synth.raw)
+    name = Schedules.ssm("sec", Schedules.SSM_KMS_KEY_ARN)
+    (parameter,) = [p for p in synth.resources("AWS::SSM::Parameter").values() if p["Properties"]["Name"] == name]
+    assert t.value(parameter["Properties"]["Value"]) == t.arn(_key(synth))
+    assert t.value(synth.raw["Outputs"][Schedules.OUTPUT_KMS_KEY_ARN]["Value"]) == t.arn(_key(synth))
+    (policy,) = synth.resources("AWS::IAM::ManagedPolicy").values()
+    statements = t.value(policy["Properties"]["PolicyDocument"])["Statement"]
+    (read,) = [s for s in statements if s.get("Sid") == "FindTheQueuesAndTheScheduleGroup"]
+    assert f"arn:{t.partition}:ssm:{t.region}:{t.account}:parameter{name}" in read["Resource"]

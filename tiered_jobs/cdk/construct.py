@@ -41,6 +41,7 @@ from tiered_jobs.contract.names import (
     TEMPLATE_METADATA_KEY,
     Env,
     Outputs,
+    Schedules,
     Ssm,
 )
 from tiered_jobs.contract.rate_limits import BUCKET_KEY_ATTRIBUTE
@@ -326,6 +327,13 @@ class TieredJobs(Construct):
         each function (its queues, tables and objects), each schedule's role (it sends to the tier queues and
         the schedules' DLQ) and the publisher policy."""
         stage_key.encrypt(self, exclude=[self.replay.archive.access_logs])
+        # Publishers create one-time schedules: they find the key beside the schedule group's other names.
+        self._publish(
+            Schedules.OUTPUT_KMS_KEY_ARN,
+            Schedules.ssm(self.settings.stage, Schedules.SSM_KMS_KEY_ARN),
+            stage_key.key_arn,
+            "The stage's own KMS key: one-time schedules keep their payload under it",
+        )
         for function in self.node.find_all():
             if isinstance(function, lambda_.Function):
                 stage_key.grant_use(function)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from aws_cdk import Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -52,8 +53,9 @@ KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
 
 
 def publisher_parameter_names(stage: str, tier_names: Sequence[str]) -> list[str]:
-    """The SSM parameters a publisher reads (one ``GetParameters`` needs rights on every name it asks for)."""
-    return PublisherParameters.every(stage, tier_names)
+    """The SSM parameters a publisher reads (one ``GetParameters`` needs rights on every name it asks for), the
+    optional ones (written only with a setting) last."""
+    return [*PublisherParameters.every(stage, tier_names), *PublisherParameters.optional(stage)]
 
 
 class PublisherPolicy(Construct):
@@ -79,7 +81,14 @@ class PublisherPolicy(Construct):
         self._unique_table = unique_table
         self._batches = batches
         self._queues = dict(queues)
-        self._parameters = [parameters[name] for name in publisher_parameter_names(stage, list(queues))]
+        # The optional ones (the stage key's) are asked for whether the stage writes them or not: granted by ARN.
+        optional = set(PublisherParameters.optional(stage))
+        self._parameter_arns = [
+            Stack.of(self).format_arn(service="ssm", resource="parameter", resource_name=name.lstrip("/"))
+            if name in optional
+            else parameters[name].parameter_arn
+            for name in publisher_parameter_names(stage, list(queues))
+        ]
         self._scheduled_jobs = scheduled_jobs
         self._large_payloads = large_payloads
         self._key = key
@@ -105,7 +114,7 @@ class PublisherPolicy(Construct):
             iam.PolicyStatement(
                 sid="FindTheQueuesAndTheScheduleGroup",
                 actions=list(READ_ACTIONS),
-                resources=[parameter.parameter_arn for parameter in self._parameters],
+                resources=list(self._parameter_arns),
             ),
             *self._scheduled_jobs.publisher_statements(),
             iam.PolicyStatement(

@@ -500,16 +500,20 @@ class Schedules:
     SSM_GROUP_NAME = "group-name"
     SSM_ROLE_ARN = "one-time-role-arn"
     SSM_DLQ_ARN = "dlq-arn"
+    #: The stage's own key (``encryption``), which one-time schedules are encrypted with; absent without one.
+    SSM_KMS_KEY_ARN = "kms-key-arn"
 
     OUTPUT_GROUP_NAME = "ScheduleGroupName"
     OUTPUT_ROLE_ARN = "SchedulerOneTimeRoleArn"
     OUTPUT_DLQ_ARN = "SchedulesDlqArn"
     OUTPUT_DLQ_URL = "SchedulesDlqUrl"
+    OUTPUT_KMS_KEY_ARN = "SchedulesKmsKeyArn"
 
     # Publisher configuration without AWS look-ups (with ``Env.tier_var(QUEUE_ARN_VAR, tier)``).
     ENV_GROUP_NAME = "TIERED_JOBS_SCHEDULE_GROUP"
     ENV_ROLE_ARN = "TIERED_JOBS_SCHEDULER_ROLE_ARN"
     ENV_DLQ_ARN = "TIERED_JOBS_SCHEDULES_DLQ_ARN"
+    ENV_KMS_KEY_ARN = "TIERED_JOBS_SCHEDULES_KMS_KEY_ARN"
     QUEUE_ARN_VAR = "TIERED_JOBS_QUEUE_ARN"
 
 
@@ -544,6 +548,12 @@ class PublisherParameters:
             Schedules.ssm(stage, key)
             for key in (Schedules.SSM_GROUP_NAME, Schedules.SSM_ROLE_ARN, Schedules.SSM_DLQ_ARN)
         ]
+
+    @staticmethod
+    def optional(stage: str) -> list[str]:
+        """Those a publisher asks for that a stage writes only with a setting (an absent name is no error): the
+        stage key its one-time schedules are encrypted with (``encryption``), asked with the schedule group's."""
+        return [Schedules.ssm(stage, Schedules.SSM_KMS_KEY_ARN)]
 
     @staticmethod
     def of_tiers(stage: str, tiers: Sequence[str], keys: Sequence[str]) -> list[str]:

@@ -56,6 +56,8 @@ class SchedulingTarget:
     dlq_arn: str
     #: ``{tier: queue ARN}``: a schedule's target is the queue's ARN (not its URL).
     queue_arns: Mapping[str, str]
+    #: The stage's own KMS key (``encryption``): a schedule keeps its payload under it; ``None``: an AWS-owned key.
+    kms_key_arn: str | None = None
 
     def queue_arn(self, tier: str) -> str:
         try:
@@ -78,7 +80,9 @@ def from_ssm(stage: str, *, ssm: Any = None) -> SchedulingTarget:
 
         ssm = boto3.client("ssm")
     names = {key: Names.ssm(stage, key) for key in (Names.SSM_GROUP_NAME, Names.SSM_ROLE_ARN, Names.SSM_DLQ_ARN)}
-    head = get_parameters(ssm, [*names.values(), Ssm.tiers(stage)])
+    # Asked in the same call; absent on a stage without its own key.
+    key_name = Names.ssm(stage, Names.SSM_KMS_KEY_ARN)
+    head = get_parameters(ssm, [*names.values(), key_name, Ssm.tiers(stage)])
     missing = [name for name in names.values() if name not in head]
     if missing or Ssm.tiers(stage) not in head:
         raise DiscoveryError(
@@ -96,6 +100,7 @@ def from_ssm(stage: str, *, ssm: Any = None) -> SchedulingTarget:
             for tier in tiers
             if Ssm.tier(stage, tier, Ssm.TIER_QUEUE_ARN) in arns
         },
+        kms_key_arn=head.get(key_name),
     )
 
 
@@ -115,6 +120,7 @@ def from_outputs(outputs: Mapping[str, str], tiers: list[str], where: str) -> Sc
             for tier in tiers
             if Outputs.tier(tier, Outputs.QUEUE_ARN) in outputs
         },
+        kms_key_arn=outputs.get(Names.OUTPUT_KMS_KEY_ARN),
     )
 
 
@@ -142,7 +148,8 @@ def locate(stage: str, stack_name: str, tiers: list[str], *, cloudformation: Any
 
 
 def from_env(environ: Mapping[str, str] | None = None) -> SchedulingTarget:
-    """``TIERED_JOBS_SCHEDULE_GROUP``, ``..._SCHEDULER_ROLE_ARN``, ``..._SCHEDULES_DLQ_ARN``,
+    """``TIERED_JOBS_SCHEDULE_GROUP``, ``..._SCHEDULER_ROLE_ARN``, ``..._SCHEDULES_DLQ_ARN``, optionally
+    ``..._SCHEDULES_KMS_KEY_ARN``,
     ``..._QUEUE_ARN_<TIER>``."""
     environ = os.environ if environ is None else environ
     missing = [name for name in (Names.ENV_GROUP_NAME, Names.ENV_ROLE_ARN, Names.ENV_DLQ_ARN) if not environ.get(name)]
@@ -158,6 +165,7 @@ def from_env(environ: Mapping[str, str] | None = None) -> SchedulingTarget:
             for name, value in environ.items()
             if name.startswith(prefix) and len(name) > len(prefix) and value
         },
+        kms_key_arn=environ.get(Names.ENV_KMS_KEY_ARN) or None,
     )
 
 
@@ -306,7 +314,10 @@ class OneTimeJobs:
         if tenant is not None:
             target["SqsParameters"] = {"MessageGroupId": tenant}
         description = f"{DEBOUNCED_DESCRIPTION_PREFIX if debounced else ''}{job_type} key {idempotency_key}"
+        # The payload (up to 256 KB of a job's data) is kept under the stage's own key when it has one.
+        key = {"KmsKeyArn": self.target.kms_key_arn} if self.target.kms_key_arn else {}
         return {
+            **key,
             "Name": name,
             "GroupName": self.target.group_name,
             "ScheduleExpression": cron.At.of(fire_at),
