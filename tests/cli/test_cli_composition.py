@@ -10,7 +10,19 @@ import typer.main
 import tiered_jobs.cli as cli
 from tiered_jobs.cli import common
 
-MODULES = ["teardown", "publish", "schedules", "status", "doctor", "smoke", "pause", "job", "search", "batch", "console"]
+MODULES = [
+    "teardown",
+    "publish",
+    "schedules",
+    "status",
+    "doctor",
+    "smoke",
+    "pause",
+    "job",
+    "search",
+    "batch",
+    "console",
+]
 
 
 def test_no_shared_app_to_register_on():
