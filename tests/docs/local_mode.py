@@ -28,6 +28,7 @@ from typing import Any
 
 from emulator import synth_cache
 from tests.docs.blocks import CONSOLE, PYTHON, ROOT, SHELL, Block, output_problems, prompts
+from tiered_jobs.contract.manifest import StageManifest
 
 #: A ``background`` command has this long to print its first line (or to fail), then must still
 #: be running :data:`ALIVE_SECONDS` later.
@@ -563,7 +564,22 @@ def cdk_stack(mode: LocalMode) -> Given:
     )
 
 
+def stage_manifest(mode: LocalMode) -> Given:
+    """``stage-manifest.json`` in the block's folder, as the stack's ``StageManifest`` output holds it for publishers
+    in other accounts: this stage's queues and routes (local mode's app names no such publishers, so its stack
+    has no such output; the document is the same ``StageManifest`` the construct writes)."""
+    deployment = mode.deployment()
+    manifest = StageManifest(
+        stage=mode.stage,
+        queues={name: queues.queue_url for name, queues in deployment.tiers.items()},
+        routes=deployment.routes.table,
+    )
+    text = json.dumps(manifest.to_dict())
+    return Given(prelude=f"import pathlib\npathlib.Path('stage-manifest.json').write_text({text!r})\n")
+
+
 STATES: dict[str, Callable[[LocalMode], Given]] = {
+    "stage-manifest": stage_manifest,
     "letters": letters,
     "settled": settled,
     "no-credentials": no_credentials,
