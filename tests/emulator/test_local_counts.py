@@ -5,7 +5,6 @@ the status read per tier and per job type (moto in-process, with local mode's Cl
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from types import SimpleNamespace
 
 import boto3
 
@@ -14,7 +13,6 @@ from emulator.metrics import MetricStore
 from tiered_jobs.contract.tiers import TierQueues
 from tiered_jobs.operations import status as status_reads
 from tiered_jobs.operations.counts import WindowCounts
-from tiered_jobs.runtime import metrics as runtime_metrics
 from tiered_jobs.runtime.metrics import BatchMetrics
 
 
@@ -29,9 +27,8 @@ def test_what_the_consumer_writes_is_what_status_counts(aws, capsys, monkeypatch
     # minute's, so moto holds no datapoint from the future), not a wall clock a loaded machine may carry
     # over a minute's end between the writes and the read.
     written = datetime.now(timezone.utc).replace(second=30, microsecond=0) - timedelta(minutes=1)
-    monkeypatch.setattr(runtime_metrics, "time", SimpleNamespace(time=written.timestamp))
     for outcomes in (["succeeded", "succeeded", "retried"], ["succeeded", "rate_limited", "dead_lettered"]):
-        batch = BatchMetrics("local", "bulk")
+        batch = BatchMetrics("local", "bulk", clock=written.timestamp)
         for n, outcome in enumerate(outcomes):
             batch.record("testjobs.ok" if n else "testjobs.transient", outcome, duration_ms=3.0)
         batch.flush()

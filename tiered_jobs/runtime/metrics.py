@@ -16,6 +16,7 @@ deferred): how long its job has waited since it entered the queue.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 from tiered_jobs.contract.names import Metrics as M
 
@@ -50,9 +51,11 @@ MAX_VALUES = 100
 class BatchMetrics:
     """One batch's metrics per job type, flushed as one EMF document."""
 
-    def __init__(self, stage: str, tier: str):
+    def __init__(self, stage: str, tier: str, clock: Callable[[], float] | None = None):
+        """``clock``: the documents' timestamp (epoch seconds; ``None``: Powertools' own, the time of the flush)."""
         self.stage = stage
         self.tier = tier
+        self.clock = clock
         self._counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self._durations: dict[str, list[float]] = defaultdict(list)
         self._retry_delays: dict[str, list[float]] = defaultdict(list)
@@ -80,6 +83,8 @@ class BatchMetrics:
 
             for job_type, counts in self._counts.items():
                 emf = EphemeralMetrics(namespace=M.NAMESPACE, service=M.SERVICE)
+                if self.clock is not None:
+                    emf.set_timestamp(int(self.clock() * 1000))
                 emf.add_dimension(name=M.DIM_STAGE, value=self.stage)
                 emf.add_dimension(name=M.DIM_TIER, value=self.tier)
                 emf.add_dimensions(**{M.DIM_STAGE: self.stage, M.DIM_TIER: self.tier, M.DIM_JOB_TYPE: job_type})
