@@ -94,11 +94,6 @@ RESERVE_SECONDS = float(SQS_MAX_DELAY_SECONDS)
 #: The longest a start may follow its place in the bucket at a low rate (:func:`start_slack`): later,
 #: the copy of a stalled tier claims again rather than run on a turn long gone.
 MAX_START_SLACK_SECONDS = 1.0
-#: A record whose every claim was late by the time it came back (the write outlasted the slack) is held
-#: after this many claims, its copy visible again in :data:`LATE_HOLD_SECONDS`: a start past its slack
-#: would bunch with the next turns.
-MAX_LATE_CLAIMS = 3
-LATE_HOLD_SECONDS = 1
 #: A held job's copy comes back up to this long before its turn, and its consumer sleeps the rest (so
 #: it may wait this long for its turn even where the tier's wait bound is shorter): SQS delays a
 #: message by whole seconds, so no shorter lead brings every copy back before its turn.
@@ -482,28 +477,22 @@ class RateLimiter:
         return gate
 
     def at_start(self, gate: Gate, record: LimitedRecord, remaining_seconds: float) -> Verdict | None:
-        """Just before ``record`` runs: its verdict (a pending record claims its token now), claimed again
-        when its latest start (:func:`latest_start`) has passed: its copy came back late, its consumer
-        overslept, or the claim's own write took longer than the slack. A record still late after
-        :data:`MAX_LATE_CLAIMS` claims (a machine too slow to start within the slack) is held: never late.
+        """Just before ``record`` runs: its verdict, claimed again when its latest start
+        (:func:`latest_start`) has passed (the jobs before it in the batch ran long, its consumer overslept).
 
         ``None``: the record is not limited. A held verdict: the consumer sends it back as a copy."""
         verdict = gate.verdicts.get(record.message_id)
         if verdict is None and record.message_id in gate.pending:
-            verdict = self._claim_at_start(gate, record, remaining_seconds)
+            return self._claim_at_start(gate, record, remaining_seconds)
+        if verdict is None or verdict.start is None:
+            return verdict
         spec = self.limits.bucket_for(self.tier, record.job_type)
-        for _ in range(MAX_LATE_CLAIMS):
-            if verdict is None or verdict.start is None or spec is None:
-                return verdict
-            latest = verdict.latest if verdict.latest is not None else verdict.start
-            if self.clock() <= latest:
-                return verdict
-            gate.late_starts += 1  # its token is spent unused: the limit errs on the side of fewer calls
-            self._admit_group(gate, spec, [record], self._wait_bound(remaining_seconds))
-            verdict = gate.verdicts[record.message_id]
-        if verdict is not None and verdict.start is not None and self.clock() > (verdict.latest or verdict.start):
-            verdict = gate.verdicts[record.message_id] = Verdict(hold_seconds=LATE_HOLD_SECONDS)
-        return verdict
+        latest = verdict.latest if verdict.latest is not None else verdict.start
+        if spec is None or self.clock() <= latest:
+            return verdict
+        gate.late_starts += 1  # its token is spent unused: the limit errs on the side of fewer calls
+        self._admit_group(gate, spec, [record], self._wait_bound(remaining_seconds))
+        return gate.verdicts[record.message_id]
 
     def _claim_at_start(self, gate: Gate, record: LimitedRecord, remaining_seconds: float) -> Verdict:
         """A pending record's claim, just before it starts: one token. Once the bucket is busy past the wait
