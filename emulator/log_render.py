@@ -35,6 +35,10 @@ HANDLED = frozenset(
         "error",
         "retry_in_seconds",
         "duration_ms",
+        # the run line's search fields (docs/consumer.md): the message says the outcome; the rest is for a query
+        "outcome",
+        "queued_ms",
+        "trace_id",
     }
 )
 #: Another field's value longer than this is cut on the terminal (the shipped document keeps it whole).

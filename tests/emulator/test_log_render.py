@@ -21,11 +21,12 @@ def test_a_retrys_log_document_is_one_line_naming_the_job_its_error_and_the_fram
 
     assert len(document) > 4000 and document.count("_read_qty") >= 2  # the traceback, twice
     raising = _line_of(_read_qty, 'payload["order"]["qty"]')
-    assert shown == (
+    expected = (
         "WARNING job failed, will retry: orders.reserve 'reserve-1' attempt 1: KeyError: 'qty' "
         f"at {__file__.replace('test_log_render', 'test_failure_traceback').replace('/emulator/', '/runtime/')}"
         f":{raising} in _read_qty; retry in 5 s"
     )
+    assert shown == f"{expected} ({retry['duration_ms']} ms)"  # the run line's duration, the one other field
 
 
 def test_other_fields_are_kept_short_and_other_lines_are_left_as_they_are():
