@@ -3,15 +3,14 @@
 
 from __future__ import annotations
 
-import io
 import json
-import zipfile
 from datetime import datetime, timedelta, timezone
 
 import boto3
 
 from tests.cli.test_job_lookup import _completed
 from tests.cli.test_job_lookup_unique import _unique_publisher
+from tests.support.mappings import moto_mapping
 from tiered_jobs.contract.names import Ssm
 from tiered_jobs.contract.routing import Routes
 from tiered_jobs.contract.schedules import debounced_run_key
@@ -25,22 +24,7 @@ def _paused(deployment, tier: str) -> None:
     moto's own poller detached from the queue (it would run the function in Docker)."""
     from moto.sqs.models import sqs_backends
 
-    role = boto3.client("iam").create_role(RoleName="consumer", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-    code = io.BytesIO()
-    with zipfile.ZipFile(code, "w") as archive:
-        archive.writestr("handler.py", "def handler(event, context):\n    return {}\n")
-    lam = boto3.client("lambda", region_name=REGION)
-    function = lam.create_function(
-        FunctionName=f"{tier}-consumer",
-        Runtime="python3.12",
-        Role=role,
-        Handler="handler.handler",
-        Code={"ZipFile": code.getvalue()},
-    )["FunctionArn"]
-    queue_arn = boto3.client("sqs").get_queue_attributes(
-        QueueUrl=deployment.queue_urls[tier], AttributeNames=["QueueArn"]
-    )["Attributes"]["QueueArn"]
-    uuid = lam.create_event_source_mapping(EventSourceArn=queue_arn, FunctionName=function)["UUID"]
+    lam, uuid = moto_mapping(tier, queue_url=deployment.queue_urls[tier])
     for queue in sqs_backends["123456789012"][REGION].queues.values():
         queue.lambda_event_source_mappings.clear()
     boto3.client("ssm").put_parameter(
